@@ -1,0 +1,6 @@
+//! faultline: a deterministic, seeded discrete-event simulator and chaos-test harness for
+//! AI-agent runtimes. Layers depend downward only: sim, scenario, world, metrics, runtime,
+//! engine, experiment, cli (see ARCHITECTURE.md).
+
+pub mod scenario;
+pub mod sim;

@@ -1,0 +1,13 @@
+//! Scenario files: serde types, loading TOML or JSON with file:line:column errors, `--set`
+//! overrides, and locating a field path in the source for later validation errors.
+
+pub mod error;
+pub mod load;
+pub mod locate;
+pub mod overrides;
+pub mod types;
+
+pub use error::{FieldPath, ScenarioError};
+pub use load::{Format, Source, load_file, parse_source};
+pub use overrides::{Override, apply_overrides, parse_override};
+pub use types::*;

@@ -1,0 +1,157 @@
+//! `--set path=value` and sweep points: edit the parsed document before it becomes a
+//! [`Scenario`], so overridden values get exactly the same checks as values in the file.
+//!
+//! Paths are dotted. Arrays of tables are addressed by an element's `name` (dependency,
+//! workflow), `id` (step) or position: `dependency.model-primary.servers`,
+//! `workflow.meeting-analysis-draft.step.plan.dependency`, `fault.0.start_s`,
+//! `policy.resilient.budget.retry_tokens`.
+
+use super::error::ScenarioError;
+use super::load::{Format, Source};
+use super::types::Scenario;
+use toml::Value;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// The argument as the user wrote it, for error messages.
+    pub argument: String,
+    pub path: Vec<String>,
+    pub value: Value,
+}
+
+/// Parses `a.b.c=value`. The value is read as a TOML value (`3`, `0.5`, `true`, `"x"`,
+/// `[1, 2]`, `{ p50_ms = 1, p95_ms = 2 }`); anything that is not valid TOML is taken as a bare string.
+pub fn parse_override(argument: &str) -> Result<Override, ScenarioError> {
+    let (path, raw) = argument
+        .split_once('=')
+        .ok_or_else(|| ScenarioError::in_argument(argument, "", "expected path=value"))?;
+    let path: Vec<String> = path.trim().split('.').map(|s| s.trim().to_string()).collect();
+    if path.iter().any(|s| s.is_empty()) {
+        return Err(ScenarioError::in_argument(argument, "", "the path has an empty segment"));
+    }
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(ScenarioError::in_argument(argument, &path.join("."), "the value is empty"));
+    }
+    Ok(Override { argument: argument.to_string(), path, value: parse_value(raw) })
+}
+
+pub fn parse_value(raw: &str) -> Value {
+    let doc = format!("v = {raw}");
+    match toml::from_str::<toml::Table>(&doc) {
+        Ok(mut table) => table.remove("v").unwrap_or_else(|| Value::String(raw.to_string())),
+        Err(_) => Value::String(raw.to_string()),
+    }
+}
+
+/// Applies the overrides to the source document and deserializes the result.
+pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
+    let mut document: Value = match source.format {
+        Format::Toml => Value::Table(
+            toml::from_str::<toml::Table>(&source.text)
+                .map_err(|e| source.error_at(e.span().map(|s| s.start), "", e.message().to_string()))?,
+        ),
+        Format::Json => serde_json::from_str(&source.text)
+            .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string()))?,
+    };
+    for o in overrides {
+        set_path(&mut document, &o.path, o.value.clone())
+            .map_err(|message| ScenarioError::in_argument(&o.argument, &o.path.join("."), message))?;
+    }
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        let field = e.path().to_string();
+        let culprit = overrides
+            .iter()
+            .rev()
+            .find(|o| normalized(&field).starts_with(&o.path.join(".")))
+            .or(overrides.last());
+        let message = e.inner().message().to_string();
+        match culprit {
+            Some(o) => ScenarioError::in_argument(&o.argument, &field, message),
+            None => ScenarioError::in_file(&source.path, None, None, &field, message),
+        }
+    })
+}
+
+/// serde_path_to_error writes array positions as `dependency[1]`; override paths address
+/// elements by name, so compare on the leading key only.
+fn normalized(field: &str) -> String {
+    field.split('[').next().unwrap_or(field).to_string()
+}
+
+fn set_path(node: &mut Value, path: &[String], value: Value) -> Result<(), String> {
+    let (head, rest) = path.split_first().ok_or("empty path")?;
+    match node {
+        Value::Table(table) => {
+            if rest.is_empty() {
+                table.insert(head.clone(), value);
+                return Ok(());
+            }
+            let child = table.entry(head.clone()).or_insert_with(|| Value::Table(toml::Table::new()));
+            set_path(child, rest, value)
+        }
+        Value::Array(items) => {
+            let index = find_element(items, head)?;
+            if rest.is_empty() {
+                items[index] = value;
+                return Ok(());
+            }
+            set_path(&mut items[index], rest, value)
+        }
+        _ => Err(format!("cannot descend into `{head}`: the value there is not a table")),
+    }
+}
+
+fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
+    let by_label = items.iter().position(|item| {
+        item.as_table()
+            .map(|t| ["name", "id"].iter().any(|k| t.get(*k).and_then(Value::as_str) == Some(selector)))
+            .unwrap_or(false)
+    });
+    if let Some(i) = by_label {
+        return Ok(i);
+    }
+    match selector.parse::<usize>() {
+        Ok(i) if i < items.len() => Ok(i),
+        _ => Err(format!("no element named or numbered `{selector}` (there are {})", items.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"db\"\nservice_time = { p50_ms = 1, p95_ms = 2 }\n";
+
+    #[test]
+    fn sets_values_by_element_name_and_creates_tables() {
+        let source = Source::from_text("b.toml", BASE, Format::Toml);
+        let overrides = vec![
+            parse_override("dependency.db.servers=7").unwrap(),
+            parse_override("policy.p.budget.retry_tokens=2").unwrap(),
+            parse_override("simulation.seed=99").unwrap(),
+        ];
+        let s = apply_overrides(&source, &overrides).unwrap();
+        assert_eq!(s.dependencies[0].servers, 7);
+        assert_eq!(s.simulation.seed, 99);
+        assert_eq!(s.policies["p"].budget.as_ref().unwrap().retry_tokens, Some(2));
+    }
+
+    #[test]
+    fn bad_overrides_name_the_argument() {
+        assert!(parse_override("no-equals").unwrap_err().to_string().contains("expected path=value"));
+        assert!(parse_override("a..b=1").is_err());
+        let source = Source::from_text("b.toml", BASE, Format::Toml);
+        let err = apply_overrides(&source, &[parse_override("dependency.nope.servers=1").unwrap()]).unwrap_err();
+        assert!(err.to_string().starts_with("argument `dependency.nope.servers=1`"), "{err}");
+        let err = apply_overrides(&source, &[parse_override("dependency.db.servers=lots").unwrap()]).unwrap_err();
+        assert!(err.to_string().contains("argument `dependency.db.servers=lots`"), "{err}");
+    }
+
+    #[test]
+    fn bare_words_become_strings() {
+        assert_eq!(parse_value("handoff"), Value::String("handoff".into()));
+        assert_eq!(parse_value("3"), Value::Integer(3));
+        assert_eq!(parse_value("0.5"), Value::Float(0.5));
+    }
+}

@@ -1,0 +1,375 @@
+//! The scenario file as written by users: serde types only, no behaviour. Unknown fields are
+//! errors everywhere (`deny_unknown_fields`), so a typo never silently becomes a default.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub simulation: Simulation,
+    #[serde(default, rename = "dependency")]
+    pub dependencies: Vec<Dependency>,
+    #[serde(default, rename = "workflow")]
+    pub workflows: Vec<Workflow>,
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<Fault>,
+    #[serde(default, rename = "policy")]
+    pub policies: BTreeMap<String, Policy>,
+    #[serde(default)]
+    pub slo: Option<Slo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Simulation {
+    /// Arrivals happen in [0, duration_s); runs still in flight then are allowed to finish.
+    pub duration_s: f64,
+    /// Runs that arrive before warmup_s are simulated but not measured.
+    #[serde(default)]
+    pub warmup_s: f64,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_replications")]
+    pub replications: u32,
+    /// Width of the windows in timeseries.csv.
+    #[serde(default = "default_window_s")]
+    pub timeseries_window_s: f64,
+    /// After duration_s, in-flight runs get at most this long to end; past it the simulation
+    /// stops with an error rather than running unbounded.
+    #[serde(default = "default_drain_limit_s")]
+    pub drain_limit_s: f64,
+    /// Upper bound on root runs in flight at once; exceeding it is an error, not a hang.
+    #[serde(default = "default_max_in_flight_runs")]
+    pub max_in_flight_runs: u32,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_replications() -> u32 {
+    1
+}
+fn default_window_s() -> f64 {
+    60.0
+}
+fn default_drain_limit_s() -> f64 {
+    3_600.0
+}
+fn default_max_in_flight_runs() -> u32 {
+    1_000_000
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceTime {
+    /// lognormal (the default when p50_ms/p95_ms are given), exponential, gamma, weibull,
+    /// pareto, uniform, constant.
+    pub dist: Option<String>,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+    pub shape: Option<f64>,
+    pub scale_ms: Option<f64>,
+    pub min_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub value_ms: Option<f64>,
+}
+
+/// Per-attempt error probabilities by failure kind. Drawn once per attempt; at most one kind.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorMix {
+    #[serde(default)]
+    pub invalid_input: f64,
+    #[serde(default)]
+    pub unauthorized: f64,
+    #[serde(default)]
+    pub rate_limited: f64,
+    #[serde(default)]
+    pub overloaded: f64,
+    #[serde(default)]
+    pub transient_transport: f64,
+    #[serde(default)]
+    pub permanent_provider: f64,
+    #[serde(default)]
+    pub result_invalid: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    pub per_s: f64,
+    #[serde(default)]
+    pub burst: Option<f64>,
+    #[serde(default = "default_retry_after_ms")]
+    pub retry_after_ms: f64,
+}
+
+fn default_retry_after_ms() -> f64 {
+    1_000.0
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteCall {
+    pub dependency: String,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default = "one")]
+    pub max_attempts: u32,
+    pub timeout_ms: f64,
+    /// Fixed pause between the remote agent's own attempts.
+    #[serde(default)]
+    pub backoff_ms: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dependency {
+    pub name: String,
+    #[serde(default = "one")]
+    pub servers: u32,
+    #[serde(default = "default_queue_capacity")]
+    pub queue_capacity: u32,
+    pub service_time: ServiceTime,
+    #[serde(default)]
+    pub errors: ErrorMix,
+    /// Probability that a response never arrives (only the caller's timeout ends the attempt).
+    #[serde(default)]
+    pub hang_probability: f64,
+    #[serde(default)]
+    pub rate_limit: Option<RateLimit>,
+    #[serde(default)]
+    pub cost_units: f64,
+    /// When true, an attempt abandoned by its caller is dropped from the queue or stops
+    /// service at once; when false (the default) the station keeps working on it.
+    #[serde(default)]
+    pub honors_cancel: bool,
+    /// Service time of a status lookup (EFFECT_UNKNOWN reconciliation); defaults to service_time.
+    #[serde(default)]
+    pub status_lookup_time: Option<ServiceTime>,
+    /// A remote agent: its own calls to other dependencies, made after its own service time,
+    /// with its own attempts and timeouts, outside the caller's budget.
+    #[serde(default)]
+    pub calls: Vec<RemoteCall>,
+}
+
+fn default_queue_capacity() -> u32 {
+    1_000
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatePhase {
+    /// The phase lasts until this time; the last phase's rate continues to the end.
+    pub until_s: f64,
+    pub rate_per_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arrivals {
+    /// Constant Poisson rate.
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    /// Piecewise-constant Poisson rate.
+    #[serde(default)]
+    pub profile: Option<Vec<RatePhase>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resubmit {
+    /// Probability that a user resubmits a run that ended failed or past its deadline.
+    pub probability: f64,
+    pub delay_ms: f64,
+    #[serde(default = "one")]
+    pub max_resubmissions: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workflow {
+    pub name: String,
+    pub arrivals: Arrivals,
+    pub deadline_ms: f64,
+    #[serde(default)]
+    pub resubmit: Option<Resubmit>,
+    #[serde(default, rename = "step")]
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Criticality {
+    #[default]
+    Hard,
+    Soft,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    #[default]
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Idempotency {
+    /// The dependency has no key support: every committed attempt is a new effect.
+    #[default]
+    None,
+    /// The dependency returns the first result for a repeated idempotency key.
+    Key,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub id: String,
+    #[serde(default)]
+    pub after: Vec<String>,
+    pub dependency: String,
+    #[serde(default)]
+    pub criticality: Criticality,
+    #[serde(default)]
+    pub effect: Effect,
+    #[serde(default)]
+    pub idempotency: Idempotency,
+    #[serde(default)]
+    pub status_lookup: bool,
+    /// Dependency called after the step's own attempts fail (reads only).
+    #[serde(default)]
+    pub fallback: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// latency, timeout, errors, capacity, down, rate_limit, lost_response
+    pub kind: String,
+    pub target: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// Probability that the fault applies to a given attempt (Toxiproxy's name). Default 1.
+    #[serde(default)]
+    pub toxicity: Option<f64>,
+    /// latency: replacement service-time distribution.
+    #[serde(default)]
+    pub service_time: Option<ServiceTime>,
+    /// latency: multiplies the drawn service time.
+    #[serde(default)]
+    pub factor: Option<f64>,
+    /// latency: added to the drawn service time (Toxiproxy `latency`).
+    #[serde(default)]
+    pub latency_ms: Option<f64>,
+    /// latency: uniform extra in [0, jitter_ms) (Toxiproxy `jitter`).
+    #[serde(default)]
+    pub jitter_ms: Option<f64>,
+    /// errors: added per-attempt error probabilities.
+    #[serde(default)]
+    pub errors: Option<ErrorMix>,
+    /// capacity: the number of servers during the window.
+    #[serde(default)]
+    pub servers: Option<u32>,
+    /// rate_limit: the quota during the window.
+    #[serde(default)]
+    pub per_s: Option<f64>,
+    #[serde(default)]
+    pub burst: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Backoff {
+    /// none, constant, exponential
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub base_ms: Option<f64>,
+    #[serde(default)]
+    pub max_ms: Option<f64>,
+    /// none, full, equal, decorrelated
+    #[serde(default)]
+    pub jitter: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub backoff: Option<Backoff>,
+    #[serde(default)]
+    pub honor_retry_after: Option<bool>,
+    /// Failure kinds that may be retried, replacing the default table.
+    #[serde(default)]
+    pub retry_on: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    #[serde(default)]
+    pub retry_tokens: Option<u32>,
+    #[serde(default)]
+    pub concurrency_tokens: Option<u32>,
+    #[serde(default)]
+    pub cost_units: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StepOverride {
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    #[serde(default)]
+    pub deadline_reserve_ms: Option<f64>,
+    #[serde(default)]
+    pub predicted_attempt_ms: Option<f64>,
+    #[serde(default)]
+    pub fallback: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    #[serde(default)]
+    pub deadline_propagation: Option<bool>,
+    /// Per-attempt timeout cap; 0 means no timeout.
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+    #[serde(default)]
+    pub retry: Option<Retry>,
+    #[serde(default)]
+    pub budget: Option<Budget>,
+    /// retry, reconcile_first, handoff
+    #[serde(default)]
+    pub on_effect_unknown: Option<String>,
+    /// per_call (one key for all attempts of a logical call) or per_attempt (a fresh key each
+    /// attempt, which defeats the dependency's deduplication).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    #[serde(default)]
+    pub steps: BTreeMap<String, StepOverride>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Slo {
+    /// Limits on paired differences candidate - baseline.
+    #[serde(default)]
+    pub regression: BTreeMap<String, Vec<String>>,
+    /// Thresholds on the candidate's metrics, k6 style: `"metric" = ["< 0.05"]`.
+    #[serde(flatten)]
+    pub thresholds: BTreeMap<String, Vec<String>>,
+}

@@ -1,0 +1,10 @@
+//! Kernel: integer virtual time, an event queue with a total order, seeded random streams.
+//! Knows nothing about agents, dependencies or policies.
+
+pub mod queue;
+pub mod rng;
+pub mod time;
+
+pub use queue::EventQueue;
+pub use rng::{KeyedStream, SequentialStream, StreamKey, stable_name_id};
+pub use time::{Micros, ms_to_us, s_to_us, us_to_ms};

@@ -1,0 +1,111 @@
+//! The future-event list. Events are ordered by (time, insertion sequence): two events at the
+//! same microsecond fire in the order they were scheduled, never in heap order.
+
+use super::time::Micros;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+struct Entry<E> {
+    time: Micros,
+    seq: u64,
+    event: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.time == other.time && self.seq == other.seq
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Entry<E> {
+    // Reversed so that BinaryHeap (a max-heap) pops the earliest (time, seq) first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
+    next_seq: u64,
+    now: Micros,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn new() -> Self {
+        Self { heap: BinaryHeap::with_capacity(1024), next_seq: 0, now: 0 }
+    }
+
+    /// The time of the event most recently popped.
+    pub fn now(&self) -> Micros {
+        self.now
+    }
+
+    /// Schedules `event` at `time`. Scheduling in the past is a logic error; it is clamped to
+    /// `now` so that virtual time never runs backwards.
+    pub fn schedule(&mut self, time: Micros, event: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past");
+        let time = time.max(self.now);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.heap.push(Entry { time, seq, event });
+    }
+
+    pub fn pop(&mut self) -> Option<(Micros, E)> {
+        let entry = self.heap.pop()?;
+        self.now = entry.time;
+        Some((entry.time, entry.event))
+    }
+
+    pub fn peek_time(&self) -> Option<Micros> {
+        self.heap.peek().map(|e| e.time)
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_times_pop_in_insertion_order() {
+        let mut q = EventQueue::new();
+        for i in 0..100u32 {
+            q.schedule(5, i);
+        }
+        q.schedule(1, 1000);
+        assert_eq!(q.pop(), Some((1, 1000)));
+        for i in 0..100u32 {
+            assert_eq!(q.pop(), Some((5, i)));
+        }
+        assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn time_order_wins_over_insertion_order() {
+        let mut q = EventQueue::new();
+        q.schedule(30, 'c');
+        q.schedule(10, 'a');
+        q.schedule(20, 'b');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec!['a', 'b', 'c']);
+        assert_eq!(q.now(), 30);
+    }
+}

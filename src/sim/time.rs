@@ -1,0 +1,42 @@
+//! Virtual time is an integer count of microseconds, so event order never depends on float rounding.
+
+/// A point or span of virtual time, in microseconds.
+pub type Micros = u64;
+
+pub const US_PER_MS: u64 = 1_000;
+pub const US_PER_S: u64 = 1_000_000;
+
+/// Converts milliseconds (as written in scenarios) to microseconds, rounding to the nearest tick.
+/// Negative and non-finite inputs clamp to zero: callers validate ranges before they get here.
+pub fn ms_to_us(ms: f64) -> Micros {
+    if ms.is_finite() && ms > 0.0 {
+        let us = (ms * US_PER_MS as f64).round();
+        if us >= u64::MAX as f64 { u64::MAX } else { us as u64 }
+    } else {
+        0
+    }
+}
+
+pub fn s_to_us(s: f64) -> Micros {
+    ms_to_us(s * 1_000.0)
+}
+
+pub fn us_to_ms(us: Micros) -> f64 {
+    us as f64 / US_PER_MS as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_round_to_nearest_microsecond() {
+        assert_eq!(ms_to_us(1.0), 1_000);
+        assert_eq!(ms_to_us(0.0004), 0);
+        assert_eq!(ms_to_us(0.0006), 1);
+        assert_eq!(ms_to_us(-5.0), 0);
+        assert_eq!(ms_to_us(f64::NAN), 0);
+        assert_eq!(s_to_us(2.5), 2_500_000);
+        assert_eq!(us_to_ms(1_500), 1.5);
+    }
+}
