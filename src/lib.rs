@@ -4,3 +4,4 @@
 
 pub mod scenario;
 pub mod sim;
+pub mod world;

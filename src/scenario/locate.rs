@@ -73,3 +73,8 @@ mod tests {
         assert_eq!(line_column(text, offset), (9, 30));
     }
 }
+
+/// A validation error at a field path, positioned in the source when the field is found there.
+pub fn error_at_path(source: &Source, path: &FieldPath, message: impl Into<String>) -> super::ScenarioError {
+    source.error_at(locate(source, path), &path.to_string(), message)
+}

@@ -1,0 +1,16 @@
+//! What the runtime calls: dependency stations, service-time distributions, failure kinds,
+//! faults, workloads and the side-effect ledger.
+
+pub mod dist;
+pub mod failure;
+pub mod ledger;
+pub mod model;
+pub mod station;
+pub mod workload;
+
+pub use dist::Distribution;
+pub use failure::{ErrorTable, FailureKind};
+pub use ledger::{Commit, LedgerEntry};
+pub use model::{DependencyModel, FaultEffect, FaultModel, World, WorkloadModel, compile_world};
+pub use station::{Admission, AttemptConditions, AttemptDraws, Station, attempt_conditions};
+pub use workload::ArrivalProcess;

@@ -1,0 +1,438 @@
+//! The compiled world: dependencies, faults and workloads with names resolved to indices and
+//! every parameter checked. Compilation is the only place scenario values are validated, so
+//! the simulation itself never meets a bad value.
+
+use super::dist::Distribution;
+use super::failure::ErrorTable;
+use crate::scenario::{
+    Dependency, ErrorMix, Fault, FieldPath, RateLimit, Scenario, ScenarioError, ServiceTime, Source, Workflow, error_at_path,
+};
+use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
+
+/// Limits that keep every run bounded; exceeding one is an input error.
+pub const MAX_REPLICATIONS: u32 = 10_000;
+pub const MAX_SERVERS: u32 = 1_000_000;
+pub const MAX_QUEUE_CAPACITY: u32 = 10_000_000;
+pub const MAX_REMOTE_CALL_COUNT: u32 = 100;
+pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
+pub const MAX_RESUBMISSIONS: u32 = 10;
+pub const MAX_IN_FLIGHT_RUNS_LIMIT: u32 = 10_000_000;
+
+#[derive(Debug, Clone)]
+pub struct RateLimitModel {
+    pub per_s: f64,
+    pub burst: f64,
+    pub retry_after_us: Micros,
+}
+
+#[derive(Debug, Clone)]
+pub struct RemoteCallModel {
+    pub dependency: usize,
+    pub count: u32,
+    pub max_attempts: u32,
+    pub timeout_us: Micros,
+    pub backoff_us: Micros,
+}
+
+#[derive(Debug, Clone)]
+pub struct DependencyModel {
+    pub name: String,
+    pub stream_id: u64,
+    pub servers: u32,
+    pub queue_capacity: u32,
+    pub service: Distribution,
+    pub errors: ErrorTable,
+    pub hang_probability: f64,
+    pub rate_limit: Option<RateLimitModel>,
+    pub cost_units: f64,
+    pub honors_cancel: bool,
+    pub lookup_service: Distribution,
+    pub calls: Vec<RemoteCallModel>,
+    /// Indices into `World::faults` of the faults that target this dependency.
+    pub faults: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub enum FaultEffect {
+    Latency { replace: Option<Distribution>, factor: f64, add_ms: f64, jitter_ms: f64 },
+    /// The response never arrives (Toxiproxy `timeout` with timeout 0).
+    Hang,
+    Errors(ErrorTable),
+    Capacity { servers: u32 },
+    /// Every attempt fails fast with TRANSIENT_TRANSPORT (connection refused).
+    Down,
+    RateLimit { per_s: f64, burst: f64 },
+    /// The work (and a write's effect) completes but the reply is lost.
+    LostResponse,
+}
+
+#[derive(Debug, Clone)]
+pub struct FaultModel {
+    pub kind: &'static str,
+    pub target: usize,
+    pub start_us: Micros,
+    pub end_us: Micros,
+    pub toxicity: f64,
+    pub effect: FaultEffect,
+}
+
+impl FaultModel {
+    #[inline]
+    pub fn active_at(&self, now: Micros) -> bool {
+        now >= self.start_us && now < self.end_us
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ResubmitModel {
+    pub probability: f64,
+    pub delay_us: Micros,
+    pub max_resubmissions: u32,
+}
+
+/// A workflow's arrival process: piecewise-constant Poisson rates.
+#[derive(Debug, Clone)]
+pub struct WorkloadModel {
+    pub name: String,
+    pub stream_id: u64,
+    /// (phase end, rate per second); the last phase extends to infinity.
+    pub phases: Vec<(Micros, f64)>,
+    pub deadline_us: Micros,
+    pub resubmit: Option<ResubmitModel>,
+}
+
+#[derive(Debug, Clone)]
+pub struct World {
+    pub duration_us: Micros,
+    pub warmup_us: Micros,
+    pub window_us: Micros,
+    pub drain_limit_us: Micros,
+    pub max_in_flight_runs: u32,
+    pub seed: u64,
+    pub replications: u32,
+    pub dependencies: Vec<DependencyModel>,
+    pub faults: Vec<FaultModel>,
+    pub workloads: Vec<WorkloadModel>,
+}
+
+impl World {
+    pub fn dependency_index(&self, name: &str) -> Option<usize> {
+        self.dependencies.iter().position(|d| d.name == name)
+    }
+}
+
+struct Checker<'a> {
+    source: &'a Source,
+}
+
+impl Checker<'_> {
+    fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
+        error_at_path(self.source, path, message)
+    }
+
+    fn probability(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
+        if (0.0..=1.0).contains(&value) { Ok(value) } else { Err(self.err(path, format!("a probability must be in [0, 1], got {value}"))) }
+    }
+
+    fn non_negative(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
+        if value.is_finite() && value >= 0.0 { Ok(value) } else { Err(self.err(path, format!("must be a finite number >= 0, got {value}"))) }
+    }
+
+    fn positive(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
+        if value.is_finite() && value > 0.0 { Ok(value) } else { Err(self.err(path, format!("must be a finite number > 0, got {value}"))) }
+    }
+
+    fn in_range(&self, path: &FieldPath, value: u32, low: u32, high: u32) -> Result<u32, ScenarioError> {
+        if (low..=high).contains(&value) { Ok(value) } else { Err(self.err(path, format!("must be between {low} and {high}, got {value}"))) }
+    }
+
+    fn distribution(&self, path: &FieldPath, spec: &ServiceTime) -> Result<Distribution, ScenarioError> {
+        Distribution::from_spec(spec).map_err(|(field, message)| self.err(&path.key(field), message))
+    }
+
+    fn errors(&self, path: &FieldPath, mix: &ErrorMix) -> Result<ErrorTable, ScenarioError> {
+        let table = ErrorTable::from_mix(mix);
+        for (field, p) in ErrorTable::FIELDS.iter().zip(table.probabilities) {
+            self.probability(&path.key(field), p)?;
+        }
+        if table.total() > 1.0 + 1e-12 {
+            return Err(self.err(path, format!("error probabilities add up to {} (more than 1)", table.total())));
+        }
+        Ok(table)
+    }
+}
+
+pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, ScenarioError> {
+    let c = Checker { source };
+    let sim = &scenario.simulation;
+    let p = FieldPath::root().key("simulation");
+    let duration_s = c.positive(&p.key("duration_s"), sim.duration_s)?;
+    let warmup_s = c.non_negative(&p.key("warmup_s"), sim.warmup_s)?;
+    if warmup_s >= duration_s {
+        return Err(c.err(&p.key("warmup_s"), format!("warmup_s ({warmup_s}) must be less than duration_s ({duration_s})")));
+    }
+    let window_s = c.positive(&p.key("timeseries_window_s"), sim.timeseries_window_s)?;
+    if duration_s / window_s > 1_000_000.0 {
+        return Err(c.err(&p.key("timeseries_window_s"), "more than 1,000,000 windows; use a wider window"));
+    }
+    c.in_range(&p.key("replications"), sim.replications, 1, MAX_REPLICATIONS)?;
+    c.in_range(&p.key("max_in_flight_runs"), sim.max_in_flight_runs, 1, MAX_IN_FLIGHT_RUNS_LIMIT)?;
+    let drain_limit_s = c.non_negative(&p.key("drain_limit_s"), sim.drain_limit_s)?;
+
+    let mut dependencies = Vec::with_capacity(scenario.dependencies.len());
+    for (i, d) in scenario.dependencies.iter().enumerate() {
+        let path = FieldPath::root().key("dependency").index(i);
+        if d.name.trim().is_empty() {
+            return Err(c.err(&path.key("name"), "a dependency needs a name"));
+        }
+        if scenario.dependencies[..i].iter().any(|o| o.name == d.name) {
+            return Err(c.err(&path.key("name"), format!("dependency `{}` is defined twice", d.name)));
+        }
+        dependencies.push(compile_dependency(&c, &path, d)?);
+    }
+    for (i, d) in scenario.dependencies.iter().enumerate() {
+        for (j, call) in d.calls.iter().enumerate() {
+            let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
+            let target = scenario
+                .dependencies
+                .iter()
+                .position(|o| o.name == call.dependency)
+                .ok_or_else(|| c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency)))?;
+            dependencies[i].calls.push(RemoteCallModel {
+                dependency: target,
+                count: c.in_range(&path.key("count"), call.count, 1, MAX_REMOTE_CALL_COUNT)?,
+                max_attempts: c.in_range(&path.key("max_attempts"), call.max_attempts, 1, MAX_ATTEMPTS_LIMIT)?,
+                timeout_us: ms_to_us(c.positive(&path.key("timeout_ms"), call.timeout_ms)?),
+                backoff_us: ms_to_us(c.non_negative(&path.key("backoff_ms"), call.backoff_ms)?),
+            });
+        }
+    }
+    if let Some((i, cycle)) = find_call_cycle(&dependencies) {
+        return Err(c.err(&FieldPath::root().key("dependency").index(i).key("calls"), format!("remote calls form a cycle: {cycle}")));
+    }
+
+    let mut faults = Vec::with_capacity(scenario.faults.len());
+    for (i, f) in scenario.faults.iter().enumerate() {
+        let path = FieldPath::root().key("fault").index(i);
+        let fault = compile_fault(&c, &path, f, &dependencies)?;
+        dependencies[fault.target].faults.push(i);
+        faults.push(fault);
+    }
+
+    let mut workloads = Vec::with_capacity(scenario.workflows.len());
+    for (i, w) in scenario.workflows.iter().enumerate() {
+        let path = FieldPath::root().key("workflow").index(i);
+        if scenario.workflows[..i].iter().any(|o| o.name == w.name) {
+            return Err(c.err(&path.key("name"), format!("workflow `{}` is defined twice", w.name)));
+        }
+        workloads.push(compile_workload(&c, &path, w)?);
+    }
+    if workloads.is_empty() {
+        return Err(c.err(&FieldPath::root(), "a scenario needs at least one [[workflow]]"));
+    }
+
+    Ok(World {
+        duration_us: s_to_us(duration_s),
+        warmup_us: s_to_us(warmup_s),
+        window_us: s_to_us(window_s).max(1),
+        drain_limit_us: s_to_us(drain_limit_s),
+        max_in_flight_runs: sim.max_in_flight_runs,
+        seed: sim.seed,
+        replications: sim.replications,
+        dependencies,
+        faults,
+        workloads,
+    })
+}
+
+fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<DependencyModel, ScenarioError> {
+    let service = c.distribution(&path.key("service_time"), &d.service_time)?;
+    let lookup_service = match &d.status_lookup_time {
+        Some(spec) => c.distribution(&path.key("status_lookup_time"), spec)?,
+        None => service.clone(),
+    };
+    Ok(DependencyModel {
+        name: d.name.clone(),
+        stream_id: stable_name_id(&d.name),
+        servers: c.in_range(&path.key("servers"), d.servers, 1, MAX_SERVERS)?,
+        queue_capacity: c.in_range(&path.key("queue_capacity"), d.queue_capacity, 0, MAX_QUEUE_CAPACITY)?,
+        service,
+        errors: c.errors(&path.key("errors"), &d.errors)?,
+        hang_probability: c.probability(&path.key("hang_probability"), d.hang_probability)?,
+        rate_limit: d.rate_limit.as_ref().map(|r| compile_rate_limit(c, &path.key("rate_limit"), r)).transpose()?,
+        cost_units: c.non_negative(&path.key("cost_units"), d.cost_units)?,
+        honors_cancel: d.honors_cancel,
+        lookup_service,
+        calls: Vec::new(),
+        faults: Vec::new(),
+    })
+}
+
+fn compile_rate_limit(c: &Checker, path: &FieldPath, r: &RateLimit) -> Result<RateLimitModel, ScenarioError> {
+    let per_s = c.positive(&path.key("per_s"), r.per_s)?;
+    let burst = match r.burst {
+        Some(b) if b < 1.0 => return Err(c.err(&path.key("burst"), format!("burst must be at least 1, got {b}"))),
+        Some(b) => c.positive(&path.key("burst"), b)?,
+        None => per_s.max(1.0),
+    };
+    Ok(RateLimitModel { per_s, burst, retry_after_us: ms_to_us(c.non_negative(&path.key("retry_after_ms"), r.retry_after_ms)?) })
+}
+
+/// A cycle in the remote-call graph would recurse without bound.
+fn find_call_cycle(deps: &[DependencyModel]) -> Option<(usize, String)> {
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    fn visit(i: usize, deps: &[DependencyModel], state: &mut [u8], stack: &mut Vec<usize>) -> Option<Vec<usize>> {
+        state[i] = 1;
+        stack.push(i);
+        for call in &deps[i].calls {
+            let j = call.dependency;
+            if state[j] == 1 {
+                let start = stack.iter().position(|&k| k == j).unwrap_or(0);
+                let mut cycle = stack[start..].to_vec();
+                cycle.push(j);
+                return Some(cycle);
+            }
+            if state[j] == 0
+                && let Some(cycle) = visit(j, deps, state, stack)
+            {
+                return Some(cycle);
+            }
+        }
+        stack.pop();
+        state[i] = 2;
+        None
+    }
+    let mut state = vec![0u8; deps.len()];
+    for i in 0..deps.len() {
+        if state[i] == 0 {
+            let mut stack = Vec::new();
+            if let Some(cycle) = visit(i, deps, &mut state, &mut stack) {
+                let names: Vec<&str> = cycle.iter().map(|&k| deps[k].name.as_str()).collect();
+                return Some((cycle[0], names.join(" -> ")));
+            }
+        }
+    }
+    None
+}
+
+const FAULT_KINDS: [&str; 7] = ["latency", "timeout", "errors", "capacity", "down", "rate_limit", "lost_response"];
+
+fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, deps: &[DependencyModel]) -> Result<FaultModel, ScenarioError> {
+    let kind = FAULT_KINDS
+        .iter()
+        .find(|k| **k == f.kind)
+        .ok_or_else(|| c.err(&path.key("kind"), format!("unknown fault kind `{}`; expected one of {}", f.kind, FAULT_KINDS.join(", "))))?;
+    let target = deps
+        .iter()
+        .position(|d| d.name == f.target)
+        .ok_or_else(|| c.err(&path.key("target"), format!("unknown dependency `{}`", f.target)))?;
+    let start_s = c.non_negative(&path.key("start_s"), f.start_s)?;
+    let duration_s = c.positive(&path.key("duration_s"), f.duration_s)?;
+    let toxicity = c.probability(&path.key("toxicity"), f.toxicity.unwrap_or(1.0))?;
+
+    let present: [(&str, bool); 9] = [
+        ("service_time", f.service_time.is_some()),
+        ("factor", f.factor.is_some()),
+        ("latency_ms", f.latency_ms.is_some()),
+        ("jitter_ms", f.jitter_ms.is_some()),
+        ("errors", f.errors.is_some()),
+        ("servers", f.servers.is_some()),
+        ("per_s", f.per_s.is_some()),
+        ("burst", f.burst.is_some()),
+        ("toxicity", f.toxicity.is_some()),
+    ];
+    let allowed: &[&str] = match *kind {
+        "latency" => &["service_time", "factor", "latency_ms", "jitter_ms", "toxicity"],
+        "timeout" | "lost_response" | "down" => &["toxicity"],
+        "errors" => &["errors", "toxicity"],
+        "capacity" => &["servers"],
+        _ => &["per_s", "burst"],
+    };
+    if let Some((name, _)) = present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
+        return Err(c.err(&path.key(name), format!("`{name}` does not apply to a `{kind}` fault (it takes {})", allowed.join(", "))));
+    }
+    let effect = match *kind {
+        "latency" => {
+            if f.service_time.is_none() && f.factor.is_none() && f.latency_ms.is_none() && f.jitter_ms.is_none() {
+                return Err(c.err(path, "a latency fault needs service_time, factor, latency_ms or jitter_ms"));
+            }
+            FaultEffect::Latency {
+                replace: f.service_time.as_ref().map(|s| c.distribution(&path.key("service_time"), s)).transpose()?,
+                factor: c.positive(&path.key("factor"), f.factor.unwrap_or(1.0))?,
+                add_ms: c.non_negative(&path.key("latency_ms"), f.latency_ms.unwrap_or(0.0))?,
+                jitter_ms: c.non_negative(&path.key("jitter_ms"), f.jitter_ms.unwrap_or(0.0))?,
+            }
+        }
+        "timeout" => FaultEffect::Hang,
+        "lost_response" => FaultEffect::LostResponse,
+        "down" => FaultEffect::Down,
+        "errors" => {
+            let mix = f.errors.as_ref().ok_or_else(|| c.err(path, "an errors fault needs `errors = { kind = probability }`"))?;
+            FaultEffect::Errors(c.errors(&path.key("errors"), mix)?)
+        }
+        "capacity" => {
+            let servers = f.servers.ok_or_else(|| c.err(path, "a capacity fault needs `servers`"))?;
+            FaultEffect::Capacity { servers: c.in_range(&path.key("servers"), servers, 0, MAX_SERVERS)? }
+        }
+        _ => {
+            let per_s = c.positive(&path.key("per_s"), f.per_s.ok_or_else(|| c.err(path, "a rate_limit fault needs `per_s`"))?)?;
+            let burst = c.positive(&path.key("burst"), f.burst.unwrap_or(per_s.max(1.0)))?.max(1.0);
+            FaultEffect::RateLimit { per_s, burst }
+        }
+    };
+    Ok(FaultModel {
+        kind,
+        target,
+        start_us: s_to_us(start_s),
+        end_us: s_to_us(start_s + duration_s),
+        toxicity,
+        effect,
+    })
+}
+
+fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {
+    if w.name.trim().is_empty() {
+        return Err(c.err(&path.key("name"), "a workflow needs a name"));
+    }
+    let ap = path.key("arrivals");
+    let phases = match (&w.arrivals.rate_per_s, &w.arrivals.profile) {
+        (Some(rate), None) => vec![(Micros::MAX, c.non_negative(&ap.key("rate_per_s"), *rate)?)],
+        (None, Some(profile)) => {
+            if profile.is_empty() {
+                return Err(c.err(&ap.key("profile"), "a rate profile needs at least one phase"));
+            }
+            let mut phases = Vec::with_capacity(profile.len());
+            let mut previous = 0.0;
+            for (i, phase) in profile.iter().enumerate() {
+                let pp = ap.key("profile").index(i);
+                let until = c.positive(&pp.key("until_s"), phase.until_s)?;
+                if until <= previous {
+                    return Err(c.err(&pp.key("until_s"), format!("phases must end in increasing order ({until} after {previous})")));
+                }
+                previous = until;
+                let end = if i + 1 == profile.len() { Micros::MAX } else { s_to_us(until) };
+                phases.push((end, c.non_negative(&pp.key("rate_per_s"), phase.rate_per_s)?));
+            }
+            phases
+        }
+        _ => return Err(c.err(&ap, "give exactly one of rate_per_s or profile")),
+    };
+    let resubmit = match &w.resubmit {
+        Some(r) => {
+            let rp = path.key("resubmit");
+            Some(ResubmitModel {
+                probability: c.probability(&rp.key("probability"), r.probability)?,
+                delay_us: ms_to_us(c.non_negative(&rp.key("delay_ms"), r.delay_ms)?),
+                max_resubmissions: c.in_range(&rp.key("max_resubmissions"), r.max_resubmissions, 0, MAX_RESUBMISSIONS)?,
+            })
+        }
+        None => None,
+    };
+    Ok(WorkloadModel {
+        name: w.name.clone(),
+        stream_id: stable_name_id(&w.name),
+        phases,
+        deadline_us: ms_to_us(c.positive(&path.key("deadline_ms"), w.deadline_ms)?),
+        resubmit,
+    })
+}

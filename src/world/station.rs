@@ -1,0 +1,235 @@
+//! The dynamic state of one dependency station during a simulation: busy servers, the FIFO
+//! waiting room (bounded), the provider's token bucket, and the conditions in force at a moment
+//! (base parameters plus active faults).
+
+use super::dist::Distribution;
+use super::failure::ErrorTable;
+use super::model::{DependencyModel, FaultEffect, FaultModel};
+use crate::sim::Micros;
+use std::collections::VecDeque;
+
+/// A provider-side token bucket: `per_s` tokens a second, at most `burst` banked.
+#[derive(Debug, Clone)]
+pub struct TokenBucket {
+    tokens: f64,
+    last_us: Micros,
+}
+
+impl TokenBucket {
+    pub fn new(burst: f64) -> Self {
+        TokenBucket { tokens: burst, last_us: 0 }
+    }
+
+    pub fn try_take(&mut self, now: Micros, per_s: f64, burst: f64) -> bool {
+        let elapsed_s = now.saturating_sub(self.last_us) as f64 / 1e6;
+        self.tokens = (self.tokens + elapsed_s * per_s).min(burst);
+        self.last_us = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// What happens to an attempt that arrives at a station.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    StartService,
+    Queued,
+    /// The waiting room is full: OVERLOADED at once.
+    QueueFull,
+    /// No rate-limit token: RATE_LIMITED at once, with the provider's Retry-After.
+    RateLimited { retry_after_us: Micros },
+    /// A `down` fault: the connection is refused at once.
+    Down,
+}
+
+pub struct Station {
+    pub busy: u32,
+    /// Servers in force now (a capacity fault can lower it).
+    pub servers: u32,
+    queue: VecDeque<u32>,
+    /// Live entries in `queue`; abandoned-and-cancelled entries are skipped lazily.
+    pub queued: u32,
+    bucket: Option<TokenBucket>,
+}
+
+/// The parameters of one attempt, fixed at its arrival from the draws and the faults in force.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptConditions {
+    pub service_us: Micros,
+    pub error: Option<super::failure::FailureKind>,
+    /// The reply never reaches the caller (a hang or a lost response).
+    pub no_reply: bool,
+}
+
+/// Uniform draws that decide an attempt's fate; fixed positions in the attempt's keyed stream.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptDraws {
+    pub error: f64,
+    /// Against the dependency's own hang_probability.
+    pub hang: f64,
+    /// Against a `timeout` fault's toxicity.
+    pub fault_hang: f64,
+    /// Against a `lost_response` fault's toxicity.
+    pub lost: f64,
+    /// Against a `latency` fault's toxicity.
+    pub latency: f64,
+    /// Against an `errors` fault's toxicity.
+    pub fault_errors: f64,
+    /// A latency fault's jitter fraction.
+    pub jitter: f64,
+}
+
+impl AttemptDraws {
+    /// Seven uniforms in a fixed order: the first positions of every attempt's stream.
+    pub fn draw(stream: &mut crate::sim::KeyedStream) -> Self {
+        AttemptDraws {
+            error: stream.unit(),
+            hang: stream.unit(),
+            fault_hang: stream.unit(),
+            lost: stream.unit(),
+            latency: stream.unit(),
+            fault_errors: stream.unit(),
+            jitter: stream.unit(),
+        }
+    }
+}
+
+impl Station {
+    pub fn new(model: &DependencyModel) -> Self {
+        Station {
+            busy: 0,
+            servers: model.servers,
+            queue: VecDeque::with_capacity(64),
+            queued: 0,
+            bucket: model.rate_limit.as_ref().map(|r| TokenBucket::new(r.burst)),
+        }
+    }
+
+    /// Decides admission for an attempt arriving now. Does not enqueue; see [`Station::enqueue`].
+    pub fn admit(&mut self, model: &DependencyModel, faults: &[FaultModel], now: Micros) -> Admission {
+        let mut limit = model.rate_limit.as_ref().map(|r| (r.per_s, r.burst, r.retry_after_us));
+        for &f in &model.faults {
+            let fault = &faults[f];
+            if !fault.active_at(now) {
+                continue;
+            }
+            match fault.effect {
+                FaultEffect::Down => return Admission::Down,
+                FaultEffect::RateLimit { per_s, burst } => {
+                    let retry_after_us = limit.map(|l| l.2).unwrap_or(1_000_000);
+                    limit = Some((per_s, burst, retry_after_us));
+                }
+                _ => {}
+            }
+        }
+        if let Some((per_s, burst, retry_after_us)) = limit {
+            let bucket = self.bucket.get_or_insert_with(|| TokenBucket::new(burst));
+            if !bucket.try_take(now, per_s, burst) {
+                return Admission::RateLimited { retry_after_us };
+            }
+        }
+        if self.busy < self.servers {
+            Admission::StartService
+        } else if self.queued < model.queue_capacity {
+            Admission::Queued
+        } else {
+            Admission::QueueFull
+        }
+    }
+
+    pub fn enqueue(&mut self, job: u32) {
+        self.queue.push_back(job);
+        self.queued += 1;
+    }
+
+    /// Pops the oldest entry. The caller skips entries it has cancelled (and must not call
+    /// [`Station::forget_queued`] for them again).
+    pub fn pop_queued(&mut self) -> Option<u32> {
+        self.queue.pop_front()
+    }
+
+    /// Records that a live queued entry was taken (started) or cancelled.
+    pub fn forget_queued(&mut self) {
+        self.queued -= 1;
+    }
+
+    /// Servers in force at `now`: the base count, or the lowest count of any active capacity fault.
+    pub fn servers_at(model: &DependencyModel, faults: &[FaultModel], now: Micros) -> u32 {
+        let mut servers = model.servers;
+        for &f in &model.faults {
+            if let FaultEffect::Capacity { servers: s } = faults[f].effect
+                && faults[f].active_at(now)
+            {
+                servers = servers.min(s);
+            }
+        }
+        servers
+    }
+}
+
+/// Fixes an attempt's service time, error and reply from its draws and the faults in force.
+/// `sample` draws the base service time from the attempt's stream (after the fixed draws).
+pub fn attempt_conditions(
+    model: &DependencyModel,
+    faults: &[FaultModel],
+    now: Micros,
+    draws: &AttemptDraws,
+    lookup: bool,
+    mut sample: impl FnMut(&Distribution) -> f64,
+) -> AttemptConditions {
+    let base = if lookup { &model.lookup_service } else { &model.service };
+    let mut dist = base;
+    let mut factor = 1.0;
+    let mut add_ms = 0.0;
+    let mut errors: ErrorTable = model.errors;
+    let mut hang = draws.hang < model.hang_probability;
+    let mut lost = false;
+    for &f in &model.faults {
+        let fault = &faults[f];
+        if !fault.active_at(now) {
+            continue;
+        }
+        let applies = |u: f64| u < fault.toxicity;
+        match &fault.effect {
+            FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.latency) => {
+                if let Some(d) = replace {
+                    dist = d;
+                }
+                factor *= k;
+                add_ms += a + jitter_ms * draws.jitter;
+            }
+            FaultEffect::Hang if applies(draws.fault_hang) => hang = true,
+            FaultEffect::LostResponse if applies(draws.lost) => lost = true,
+            FaultEffect::Errors(extra) if applies(draws.fault_errors) => errors = errors.plus(extra),
+            _ => {}
+        }
+    }
+    let service_ms = sample(dist) * factor + add_ms;
+    AttemptConditions {
+        service_us: crate::sim::ms_to_us(service_ms),
+        error: errors.pick(draws.error),
+        no_reply: hang || lost,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_bucket_refills_at_its_rate_and_caps_at_burst() {
+        let mut b = TokenBucket::new(2.0);
+        assert!(b.try_take(0, 10.0, 2.0));
+        assert!(b.try_take(0, 10.0, 2.0));
+        assert!(!b.try_take(0, 10.0, 2.0));
+        assert!(!b.try_take(50_000, 10.0, 2.0)); // half a token
+        assert!(b.try_take(100_000, 10.0, 2.0));
+        assert!(b.try_take(10_000_000, 10.0, 2.0));
+        assert!(b.try_take(10_000_000, 10.0, 2.0));
+        assert!(!b.try_take(10_000_000, 10.0, 2.0)); // capped at burst 2
+    }
+}
