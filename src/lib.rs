@@ -5,3 +5,4 @@
 pub mod scenario;
 pub mod sim;
 pub mod world;
+pub mod runtime;

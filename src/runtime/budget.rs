@@ -1,0 +1,119 @@
+//! The four shared budgets of a root run (essay section 5): deadline, retry tokens,
+//! concurrency tokens and cost units. A new attempt is allowed only if all of them hold.
+
+use crate::sim::Micros;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BudgetKind {
+    Time,
+    Retry,
+    Cost,
+    Concurrency,
+}
+
+impl BudgetKind {
+    pub const ALL: [BudgetKind; 4] = [BudgetKind::Time, BudgetKind::Retry, BudgetKind::Cost, BudgetKind::Concurrency];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetKind::Time => "time",
+            BudgetKind::Retry => "retry",
+            BudgetKind::Cost => "cost",
+            BudgetKind::Concurrency => "concurrency",
+        }
+    }
+}
+
+/// The budget limits a policy sets; `None` means unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BudgetLimits {
+    pub retry_tokens: Option<u32>,
+    pub concurrency_tokens: Option<u32>,
+    pub cost_units: Option<f64>,
+}
+
+/// What one root run has left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunBudget {
+    pub deadline_at: Micros,
+    pub retry_tokens_left: u32,
+    pub concurrency_limit: u32,
+    pub in_flight: u32,
+    pub cost_limit: f64,
+    pub cost_used: f64,
+}
+
+impl RunBudget {
+    pub fn new(limits: &BudgetLimits, deadline_at: Micros) -> Self {
+        RunBudget {
+            deadline_at,
+            retry_tokens_left: limits.retry_tokens.unwrap_or(u32::MAX),
+            concurrency_limit: limits.concurrency_tokens.unwrap_or(u32::MAX),
+            in_flight: 0,
+            cost_limit: limits.cost_units.unwrap_or(f64::INFINITY),
+            cost_used: 0.0,
+        }
+    }
+
+    pub fn remaining_us(&self, now: Micros) -> Micros {
+        self.deadline_at.saturating_sub(now)
+    }
+
+    pub fn has_retry_token(&self) -> bool {
+        self.retry_tokens_left > 0
+    }
+
+    pub fn has_concurrency_slot(&self) -> bool {
+        self.in_flight < self.concurrency_limit
+    }
+
+    pub fn cost_fits(&self, cost: f64) -> bool {
+        self.cost_used + cost <= self.cost_limit + 1e-9
+    }
+
+    /// Admits a new attempt costing `cost`: all budgets must hold. A retry also spends a
+    /// retry token. On refusal nothing is spent and the exhausted budget is named (time is
+    /// checked by the caller, which knows the timeout arithmetic).
+    pub fn admit_attempt(&mut self, is_retry: bool, cost: f64) -> Result<(), BudgetKind> {
+        if is_retry && !self.has_retry_token() {
+            return Err(BudgetKind::Retry);
+        }
+        if !self.cost_fits(cost) {
+            return Err(BudgetKind::Cost);
+        }
+        if is_retry {
+            self.retry_tokens_left -= 1;
+        }
+        self.cost_used += cost;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempts_spend_tokens_and_cost_until_exhausted() {
+        let limits = BudgetLimits { retry_tokens: Some(1), concurrency_tokens: Some(2), cost_units: Some(10.0) };
+        let mut b = RunBudget::new(&limits, 5_000);
+        assert_eq!(b.admit_attempt(false, 4.0), Ok(()));
+        assert_eq!(b.admit_attempt(true, 4.0), Ok(()));
+        assert_eq!(b.retry_tokens_left, 0);
+        assert_eq!(b.admit_attempt(true, 1.0), Err(BudgetKind::Retry));
+        assert_eq!(b.admit_attempt(false, 3.0), Err(BudgetKind::Cost), "8 + 3 > 10");
+        assert_eq!(b.admit_attempt(false, 2.0), Ok(()), "exactly at the limit is allowed");
+        assert_eq!(b.cost_used, 10.0);
+        assert_eq!(b.remaining_us(4_000), 1_000);
+        assert_eq!(b.remaining_us(6_000), 0);
+    }
+
+    #[test]
+    fn unlimited_budgets_never_refuse() {
+        let mut b = RunBudget::new(&BudgetLimits::default(), 0);
+        for _ in 0..1_000 {
+            assert_eq!(b.admit_attempt(true, 1e6), Ok(()));
+        }
+        assert!(b.has_concurrency_slot());
+    }
+}

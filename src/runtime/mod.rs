@@ -1,0 +1,17 @@
+//! The agent runtime under test: root runs over the workflow graph, the four shared budgets,
+//! deadline propagation, retry decisions and write reconciliation. Policy logic lives in plain
+//! functions and state machines here; the engine feeds them events.
+
+pub mod backoff;
+pub mod budget;
+pub mod deadline;
+pub mod decision;
+pub mod policy;
+pub mod workflow;
+
+pub use backoff::{Backoff, BackoffKind, Jitter};
+pub use budget::{BudgetKind, BudgetLimits, RunBudget};
+pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
+pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};
+pub use policy::{PolicyModel, StepPolicy, compile_policies};
+pub use workflow::{MAX_STEPS, StepModel, WorkflowModel, compile_workflows};

@@ -1,0 +1,237 @@
+//! Compiled policies: a named runtime configuration resolved against every workflow step, so
+//! the engine reads one `StepPolicy` per (workflow, step) with no lookups by name.
+
+use super::backoff::{Backoff, BackoffKind, Jitter};
+use super::budget::BudgetLimits;
+use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
+use super::workflow::WorkflowModel;
+use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path};
+use crate::sim::{Micros, ms_to_us};
+use crate::world::model::MAX_ATTEMPTS_LIMIT;
+use crate::world::{FailureKind, FaultEffect, World};
+
+/// Defaults when a policy is silent (documented in docs/scenario.md).
+pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+pub const DEFAULT_BACKOFF: Backoff = Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::Full };
+
+#[derive(Debug, Clone)]
+pub struct StepPolicy {
+    pub timeout_us: Option<Micros>,
+    pub max_attempts: u32,
+    pub reserve_us: Micros,
+    pub predicted_attempt_us: Micros,
+    pub fallback: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PolicyModel {
+    pub name: String,
+    pub rules: RetryRules,
+    pub budget: BudgetLimits,
+    /// A fresh idempotency key per attempt (defeats deduplication) instead of one per call.
+    pub key_per_attempt: bool,
+    /// Indexed [workflow][step].
+    pub steps: Vec<Vec<StepPolicy>>,
+}
+
+pub fn compile_policies(
+    scenario: &Scenario,
+    source: &Source,
+    world: &World,
+    workflows: &[WorkflowModel],
+) -> Result<Vec<PolicyModel>, ScenarioError> {
+    if scenario.policies.is_empty() {
+        let default = Policy::default();
+        return Ok(vec![compile_policy("default", &default, &FieldPath::root(), source, world, workflows)?]);
+    }
+    scenario
+        .policies
+        .iter()
+        .map(|(name, p)| compile_policy(name, p, &FieldPath::root().key("policy").key(name), source, world, workflows))
+        .collect()
+}
+
+fn parse_choice<'a>(source: &Source, path: &FieldPath, value: &str, choices: &[&'a str]) -> Result<&'a str, ScenarioError> {
+    choices
+        .iter()
+        .find(|c| **c == value)
+        .copied()
+        .ok_or_else(|| error_at_path(source, path, format!("unknown value `{value}`; expected one of {}", choices.join(", "))))
+}
+
+fn duration_ms(source: &Source, path: &FieldPath, ms: f64) -> Result<Micros, ScenarioError> {
+    if ms.is_finite() && ms >= 0.0 { Ok(ms_to_us(ms)) } else { Err(error_at_path(source, path, format!("must be a finite number >= 0, got {ms}"))) }
+}
+
+fn attempts(source: &Source, path: &FieldPath, n: u32) -> Result<u32, ScenarioError> {
+    if (1..=MAX_ATTEMPTS_LIMIT).contains(&n) {
+        Ok(n)
+    } else {
+        Err(error_at_path(source, path, format!("must be between 1 and {MAX_ATTEMPTS_LIMIT} (it includes the first attempt), got {n}")))
+    }
+}
+
+fn compile_backoff(source: &Source, path: &FieldPath, b: &crate::scenario::Backoff) -> Result<Backoff, ScenarioError> {
+    let kind = match parse_choice(source, &path.key("kind"), b.kind.as_deref().unwrap_or("exponential"), &["none", "constant", "exponential"])? {
+        "none" => BackoffKind::None,
+        "constant" => BackoffKind::Constant,
+        _ => BackoffKind::Exponential,
+    };
+    let jitter = match parse_choice(source, &path.key("jitter"), b.jitter.as_deref().unwrap_or("none"), &["none", "full", "equal", "decorrelated"])? {
+        "none" => Jitter::None,
+        "full" => Jitter::Full,
+        "equal" => Jitter::Equal,
+        _ => Jitter::Decorrelated,
+    };
+    let base_us = duration_ms(source, &path.key("base_ms"), b.base_ms.unwrap_or(DEFAULT_BACKOFF.base_us as f64 / 1e3))?;
+    let max_us = duration_ms(source, &path.key("max_ms"), b.max_ms.unwrap_or(DEFAULT_BACKOFF.max_us as f64 / 1e3))?;
+    if kind == BackoffKind::Exponential && max_us < base_us {
+        return Err(error_at_path(source, &path.key("max_ms"), "max_ms must be at least base_ms"));
+    }
+    Ok(Backoff { kind, base_us, max_us, jitter })
+}
+
+fn compile_policy(
+    name: &str,
+    p: &Policy,
+    path: &FieldPath,
+    source: &Source,
+    world: &World,
+    workflows: &[WorkflowModel],
+) -> Result<PolicyModel, ScenarioError> {
+    let retry = p.retry.clone().unwrap_or_default();
+    let rp = path.key("retry");
+    let max_attempts = attempts(source, &rp.key("max_attempts"), retry.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS))?;
+    let backoff = match &retry.backoff {
+        Some(b) => compile_backoff(source, &rp.key("backoff"), b)?,
+        None => DEFAULT_BACKOFF,
+    };
+    let retryable = match &retry.retry_on {
+        None => default_retryable(),
+        Some(kinds) => {
+            let mut table = [false; 10];
+            for (i, k) in kinds.iter().enumerate() {
+                let kp = rp.key("retry_on").index(i);
+                let kind = FailureKind::parse(k).ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind `{k}`")))?;
+                if NEVER_RETRIED.contains(&kind) {
+                    return Err(error_at_path(source, &kp, format!("{} is never retried with the same input (essay section 8)", kind.name())));
+                }
+                if kind == FailureKind::EffectUnknown {
+                    return Err(error_at_path(source, &kp, "EFFECT_UNKNOWN is governed by on_effect_unknown, not retry_on"));
+                }
+                table[kind.index()] = true;
+            }
+            table
+        }
+    };
+    let on_effect_unknown = match parse_choice(
+        source,
+        &path.key("on_effect_unknown"),
+        p.on_effect_unknown.as_deref().unwrap_or("reconcile_first"),
+        &["retry", "reconcile_first", "handoff"],
+    )? {
+        "retry" => OnEffectUnknown::Retry,
+        "handoff" => OnEffectUnknown::Handoff,
+        _ => OnEffectUnknown::ReconcileFirst,
+    };
+    let key_per_attempt = parse_choice(source, &path.key("idempotency_key"), p.idempotency_key.as_deref().unwrap_or("per_call"), &["per_call", "per_attempt"])?
+        == "per_attempt";
+    let deadline_propagation = p.deadline_propagation.unwrap_or(true);
+    let budget = p.budget.clone().unwrap_or_default();
+    let bp = path.key("budget");
+    if budget.concurrency_tokens == Some(0) {
+        return Err(error_at_path(source, &bp.key("concurrency_tokens"), "at least 1 concurrency token is needed to run a step"));
+    }
+    if let Some(c) = budget.cost_units
+        && !(c.is_finite() && c >= 0.0)
+    {
+        return Err(error_at_path(source, &bp.key("cost_units"), format!("must be a finite number >= 0, got {c}")));
+    }
+    let timeout_ms = p.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    let default_timeout = duration_ms(source, &path.key("timeout_ms"), timeout_ms)?;
+    let default_timeout = (default_timeout > 0).then_some(default_timeout);
+
+    for (step_id, _) in &p.steps {
+        if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
+            return Err(error_at_path(source, &path.key("steps").key(step_id), format!("no workflow has a step `{step_id}`")));
+        }
+    }
+    let mut steps = Vec::with_capacity(workflows.len());
+    for w in workflows {
+        let mut per_step = Vec::with_capacity(w.steps.len());
+        for s in &w.steps {
+            let o = p.steps.get(&s.id).cloned().unwrap_or_default();
+            let sp = path.key("steps").key(&s.id);
+            let timeout_us = match o.timeout_ms {
+                Some(ms) => {
+                    let t = duration_ms(source, &sp.key("timeout_ms"), ms)?;
+                    (t > 0).then_some(t)
+                }
+                None => default_timeout,
+            };
+            let fallback = match &o.fallback {
+                Some(f) => {
+                    if s.effect == crate::scenario::Effect::Write {
+                        return Err(error_at_path(source, &sp.key("fallback"), "a write cannot fall back to another dependency"));
+                    }
+                    Some(world.dependency_index(f).ok_or_else(|| error_at_path(source, &sp.key("fallback"), format!("unknown dependency `{f}`")))?)
+                }
+                None => s.fallback,
+            };
+            if timeout_us.is_none() && !deadline_propagation {
+                for dep in std::iter::once(s.dependency).chain(fallback) {
+                    if can_hang(world, dep) {
+                        let field = if o.timeout_ms.is_some() { sp.key("timeout_ms") } else { path.key("timeout_ms") };
+                        return Err(error_at_path(
+                            source,
+                            &field,
+                            format!(
+                                "step `{}` has no timeout and no deadline propagation, but `{}` can hang: the run would never end",
+                                s.id, world.dependencies[dep].name
+                            ),
+                        ));
+                    }
+                }
+            }
+            let predicted_attempt_us = match o.predicted_attempt_ms {
+                Some(ms) => duration_ms(source, &sp.key("predicted_attempt_ms"), ms)?,
+                None => ms_to_us(world.dependencies[s.dependency].service.median_ms()),
+            };
+            per_step.push(StepPolicy {
+                timeout_us,
+                max_attempts: match o.max_attempts {
+                    Some(n) => attempts(source, &sp.key("max_attempts"), n)?,
+                    None => max_attempts,
+                },
+                reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
+                predicted_attempt_us,
+                fallback,
+            });
+        }
+        steps.push(per_step);
+    }
+    Ok(PolicyModel {
+        name: name.to_string(),
+        rules: RetryRules {
+            max_attempts,
+            backoff,
+            honor_retry_after: retry.honor_retry_after.unwrap_or(true),
+            retryable,
+            on_effect_unknown,
+            deadline_propagation,
+        },
+        budget: BudgetLimits { retry_tokens: budget.retry_tokens, concurrency_tokens: budget.concurrency_tokens, cost_units: budget.cost_units },
+        key_per_attempt,
+        steps,
+    })
+}
+
+/// True if some attempt at `dep` may never get a reply (its own hang probability, a timeout or
+/// lost_response fault, or a remote call below it that can hang... which is bounded by the
+/// remote call's own timeout, so only the station itself counts).
+fn can_hang(world: &World, dep: usize) -> bool {
+    let d = &world.dependencies[dep];
+    d.hang_probability > 0.0
+        || d.faults.iter().any(|&f| matches!(world.faults[f].effect, FaultEffect::Hang | FaultEffect::LostResponse))
+}

@@ -1,0 +1,134 @@
+//! Compiled workflows: the step graph of a task class with names resolved and the graph
+//! checked (unknown names, cycles, contracts that make no sense).
+
+use crate::scenario::{Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path};
+use crate::sim::stable_name_id;
+use crate::world::World;
+
+/// Steps of one workflow are indexed by u8 in hot state; 64 is far beyond any agent graph.
+pub const MAX_STEPS: usize = 64;
+
+#[derive(Debug, Clone)]
+pub struct StepModel {
+    pub id: String,
+    pub stream_id: u64,
+    pub dependency: usize,
+    pub criticality: Criticality,
+    pub effect: Effect,
+    pub idempotency: Idempotency,
+    pub status_lookup: bool,
+    pub fallback: Option<usize>,
+    pub predecessors: u32,
+    pub successors: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkflowModel {
+    pub name: String,
+    pub steps: Vec<StepModel>,
+    /// Steps with no `after`: ready when the run starts.
+    pub roots: Vec<u8>,
+}
+
+pub fn compile_workflows(scenario: &Scenario, source: &Source, world: &World) -> Result<Vec<WorkflowModel>, ScenarioError> {
+    scenario
+        .workflows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let path = FieldPath::root().key("workflow").index(i);
+            let err = |p: &FieldPath, m: String| error_at_path(source, p, m);
+            if w.steps.is_empty() {
+                return Err(err(&path, format!("workflow `{}` has no [[workflow.step]]", w.name)));
+            }
+            if w.steps.len() > MAX_STEPS {
+                return Err(err(&path.key("step"), format!("at most {MAX_STEPS} steps per workflow, got {}", w.steps.len())));
+            }
+            let mut steps = Vec::with_capacity(w.steps.len());
+            for (j, s) in w.steps.iter().enumerate() {
+                let sp = path.key("step").index(j);
+                if s.id.trim().is_empty() {
+                    return Err(err(&sp.key("id"), "a step needs an id".into()));
+                }
+                if w.steps[..j].iter().any(|o| o.id == s.id) {
+                    return Err(err(&sp.key("id"), format!("step `{}` is defined twice", s.id)));
+                }
+                let dependency = world
+                    .dependency_index(&s.dependency)
+                    .ok_or_else(|| err(&sp.key("dependency"), format!("unknown dependency `{}`", s.dependency)))?;
+                let fallback = match &s.fallback {
+                    Some(name) => {
+                        if s.effect == Effect::Write {
+                            return Err(err(
+                                &sp.key("fallback"),
+                                "a write cannot fall back to another dependency: the first may have committed (essay section 4)".into(),
+                            ));
+                        }
+                        Some(world.dependency_index(name).ok_or_else(|| err(&sp.key("fallback"), format!("unknown dependency `{name}`")))?)
+                    }
+                    None => None,
+                };
+                if s.effect == Effect::Read && (s.status_lookup || s.idempotency == Idempotency::Key) {
+                    let field = if s.status_lookup { "status_lookup" } else { "idempotency" };
+                    return Err(err(&sp.key(field), format!("`{field}` applies only to steps with effect = \"write\"")));
+                }
+                steps.push(StepModel {
+                    id: s.id.clone(),
+                    stream_id: stable_name_id(&s.id),
+                    dependency,
+                    criticality: s.criticality,
+                    effect: s.effect,
+                    idempotency: s.idempotency,
+                    status_lookup: s.status_lookup,
+                    fallback,
+                    predecessors: 0,
+                    successors: Vec::new(),
+                });
+            }
+            for (j, s) in w.steps.iter().enumerate() {
+                for (k, before) in s.after.iter().enumerate() {
+                    let ap = path.key("step").index(j).key("after").index(k);
+                    let p = w
+                        .steps
+                        .iter()
+                        .position(|o| &o.id == before)
+                        .ok_or_else(|| err(&ap, format!("unknown step `{before}`")))?;
+                    if p == j {
+                        return Err(err(&ap, format!("step `{before}` cannot come after itself")));
+                    }
+                    if s.after[..k].contains(before) {
+                        return Err(err(&ap, format!("step `{before}` is listed twice")));
+                    }
+                    steps[p].successors.push(j as u8);
+                    steps[j].predecessors += 1;
+                }
+            }
+            if let Some(cycle) = find_cycle(&steps) {
+                return Err(err(&path.key("step"), format!("the steps form a cycle: {cycle}")));
+            }
+            let roots = (0..steps.len()).filter(|&j| steps[j].predecessors == 0).map(|j| j as u8).collect();
+            Ok(WorkflowModel { name: w.name.clone(), steps, roots })
+        })
+        .collect()
+}
+
+/// Kahn's algorithm; the steps left over when no step is free lie on or behind a cycle.
+fn find_cycle(steps: &[StepModel]) -> Option<String> {
+    let mut indegree: Vec<u32> = steps.iter().map(|s| s.predecessors).collect();
+    let mut free: Vec<usize> = (0..steps.len()).filter(|&j| indegree[j] == 0).collect();
+    let mut done = 0;
+    while let Some(j) = free.pop() {
+        done += 1;
+        for &k in &steps[j].successors {
+            indegree[k as usize] -= 1;
+            if indegree[k as usize] == 0 {
+                free.push(k as usize);
+            }
+        }
+    }
+    if done == steps.len() {
+        return None;
+    }
+    let stuck: Vec<&str> = (0..steps.len()).filter(|&j| indegree[j] > 0).map(|j| steps[j].id.as_str()).collect();
+    Some(stuck.join(", "))
+}
