@@ -5,4 +5,5 @@
 pub mod scenario;
 pub mod sim;
 pub mod world;
+pub mod metrics;
 pub mod runtime;

@@ -15,12 +15,7 @@ impl BudgetKind {
     pub const ALL: [BudgetKind; 4] = [BudgetKind::Time, BudgetKind::Retry, BudgetKind::Cost, BudgetKind::Concurrency];
 
     pub fn name(self) -> &'static str {
-        match self {
-            BudgetKind::Time => "time",
-            BudgetKind::Retry => "retry",
-            BudgetKind::Cost => "cost",
-            BudgetKind::Concurrency => "concurrency",
-        }
+        crate::metrics::recorder::BUDGET_NAMES[self as usize]
     }
 }
 

@@ -1,0 +1,17 @@
+//! Streaming measurement: counters, HDR histograms, time integrals and fixed windows, turned
+//! into the flat metric map at the end of a replication, and statistics across replications.
+//! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
+
+pub mod recorder;
+pub mod stats;
+pub mod timeseries;
+
+pub use recorder::{DependencyStats, Outcome, Recorder, RunStats};
+pub use stats::{Aggregate, aggregate, t_quantile_975};
+pub use timeseries::TimeSeries;
+
+use std::collections::BTreeMap;
+
+/// The metrics of one replication, by flat name. Undefined ratios (0/0) are NaN, written as
+/// null in JSON and an empty cell in CSV.
+pub type MetricMap = BTreeMap<String, f64>;

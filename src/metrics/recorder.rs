@@ -1,0 +1,255 @@
+//! Counters, histograms and time integrals for one replication. Everything is fixed-size or
+//! grows with the number of windows, never with the number of events.
+
+use super::MetricMap;
+use super::timeseries::TimeSeries;
+use crate::sim::{Micros, us_to_ms};
+use crate::world::FailureKind;
+use hdrhistogram::Histogram;
+
+/// The four root-run budgets, in the order of `runtime::BudgetKind`.
+pub const BUDGET_NAMES: [&str; 4] = ["time", "retry", "cost", "concurrency"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Degraded,
+    Handoff,
+    Failed,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 4] = [Outcome::Succeeded, Outcome::Degraded, Outcome::Handoff, Outcome::Failed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Degraded => "degraded",
+            Outcome::Handoff => "handoff",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+/// Largest latency the histograms resolve (27.7 hours in microseconds); larger values saturate.
+const HISTOGRAM_MAX_US: u64 = 100_000_000_000;
+
+fn histogram(significant_figures: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, significant_figures).expect("static histogram bounds are valid")
+}
+
+/// Root-run level counts, over runs that arrived after the warm-up.
+pub struct RunStats {
+    pub runs: u64,
+    pub outcomes: [u64; 4],
+    pub deadline_exceeded: u64,
+    pub duplicate_effect_runs: u64,
+    pub safe_runs: u64,
+    pub latency_us: Histogram<u64>,
+    pub latency_sum_us: f64,
+    pub logical_calls: u64,
+    pub attempts: u64,
+    pub budget_exhausted: [u64; 4],
+    pub effects: u64,
+    pub duplicate_effects: u64,
+    pub effect_unknown: u64,
+    pub reconciled: u64,
+    pub cost_units: f64,
+    pub resubmitted: u64,
+    pub fallback_used: u64,
+    pub omitted_steps: u64,
+}
+
+/// Station-level figures for one dependency.
+pub struct DependencyStats {
+    pub attempts: u64,
+    pub timeouts: u64,
+    pub rejected: u64,
+    pub errors: [u64; 10],
+    pub queue_wait_us: Histogram<u64>,
+    pub queue_wait_sum_us: f64,
+    pub started: u64,
+    pub waited: u64,
+    pub sojourn_sum_us: f64,
+    pub sojourn_count: u64,
+    pub service_us: f64,
+    pub wasted_us: f64,
+    /// Time integrals over [warm-up, duration] of busy servers, queue length and servers in force.
+    pub busy_area: f64,
+    pub queue_area: f64,
+    pub capacity_area: f64,
+    last_us: Micros,
+}
+
+impl DependencyStats {
+    fn new() -> Self {
+        DependencyStats {
+            attempts: 0,
+            timeouts: 0,
+            rejected: 0,
+            errors: [0; 10],
+            queue_wait_us: histogram(2),
+            queue_wait_sum_us: 0.0,
+            started: 0,
+            waited: 0,
+            sojourn_sum_us: 0.0,
+            sojourn_count: 0,
+            service_us: 0.0,
+            wasted_us: 0.0,
+            busy_area: 0.0,
+            queue_area: 0.0,
+            capacity_area: 0.0,
+            last_us: 0,
+        }
+    }
+
+    /// Accumulates the time integrals up to `now` with the state that held since the last call.
+    /// Call before every change of busy servers, queue length or capacity.
+    #[inline]
+    pub fn advance(&mut self, now: Micros, window: (Micros, Micros), busy: u32, queued: u32, servers: u32) {
+        let start = self.last_us.max(window.0);
+        let end = now.min(window.1);
+        if end > start {
+            let dt = (end - start) as f64;
+            self.busy_area += dt * f64::from(busy);
+            self.queue_area += dt * f64::from(queued);
+            self.capacity_area += dt * f64::from(servers);
+        }
+        self.last_us = now;
+    }
+
+    pub fn record_wait(&mut self, wait_us: Micros) {
+        self.started += 1;
+        if wait_us > 0 {
+            self.waited += 1;
+        }
+        self.queue_wait_sum_us += wait_us as f64;
+        self.queue_wait_us.saturating_record(wait_us.max(1));
+    }
+}
+
+pub struct Recorder {
+    pub run: RunStats,
+    pub dependencies: Vec<DependencyStats>,
+    /// Per (workflow, step), flattened: omitted soft steps and fallbacks used.
+    pub step_omitted: Vec<u64>,
+    pub step_fallback: Vec<u64>,
+    pub timeseries: TimeSeries,
+    /// The measured window: runs arriving in it count; integrals cover it.
+    pub window: (Micros, Micros),
+}
+
+impl Recorder {
+    pub fn new(dependencies: usize, steps: usize, window: (Micros, Micros), timeseries_window_us: Micros) -> Self {
+        Recorder {
+            run: RunStats {
+                runs: 0,
+                outcomes: [0; 4],
+                deadline_exceeded: 0,
+                duplicate_effect_runs: 0,
+                safe_runs: 0,
+                latency_us: histogram(3),
+                latency_sum_us: 0.0,
+                logical_calls: 0,
+                attempts: 0,
+                budget_exhausted: [0; 4],
+                effects: 0,
+                duplicate_effects: 0,
+                effect_unknown: 0,
+                reconciled: 0,
+                cost_units: 0.0,
+                resubmitted: 0,
+                fallback_used: 0,
+                omitted_steps: 0,
+            },
+            dependencies: (0..dependencies).map(|_| DependencyStats::new()).collect(),
+            step_omitted: vec![0; steps],
+            step_fallback: vec![0; steps],
+            timeseries: TimeSeries::new(timeseries_window_us, dependencies),
+            window,
+        }
+    }
+
+    /// `budget` indexes [`BUDGET_NAMES`].
+    pub fn budget_exhausted(&mut self, budget: usize) {
+        self.run.budget_exhausted[budget] += 1;
+    }
+
+    /// Turns the replication into flat metrics. `dependency_names` and `step_names` give the
+    /// labels in index order (step names already de-duplicated per workflow by the caller).
+    pub fn to_map(&self, dependency_names: &[String], step_names: &[String]) -> MetricMap {
+        let r = &self.run;
+        let mut m = MetricMap::new();
+        let mut put = |name: String, value: f64| {
+            m.insert(name, value);
+        };
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+        let runs = r.runs as f64;
+        let successes = (r.outcomes[0] + r.outcomes[1]) as f64;
+        put("logical_run_total".into(), runs);
+        for o in Outcome::ALL {
+            put(format!("outcome_total.{}", o.name()), r.outcomes[o as usize] as f64);
+        }
+        put("auto_completion_ratio".into(), ratio(successes, runs));
+        put("safe_outcome_ratio".into(), ratio(r.safe_runs as f64, runs));
+        put("deadline_exceeded_total".into(), r.deadline_exceeded as f64);
+        put("deadline_exceeded_ratio".into(), ratio(r.deadline_exceeded as f64, runs));
+        let latency = |q: f64| if r.runs > 0 { us_to_ms(r.latency_us.value_at_quantile(q)) } else { f64::NAN };
+        put("run_latency_ms.mean".into(), ratio(r.latency_sum_us / 1e3, runs));
+        put("run_latency_ms.p50".into(), latency(0.50));
+        put("run_latency_ms.p95".into(), latency(0.95));
+        put("run_latency_ms.p99".into(), latency(0.99));
+        put("run_latency_ms.max".into(), if r.runs > 0 { us_to_ms(r.latency_us.max()) } else { f64::NAN });
+        put("logical_call_total".into(), r.logical_calls as f64);
+        put("dependency_attempt_total".into(), r.attempts as f64);
+        put("retry_amplification_ratio".into(), ratio(r.attempts as f64, r.logical_calls as f64));
+        for (name, count) in BUDGET_NAMES.iter().zip(r.budget_exhausted) {
+            put(format!("budget_exhausted_total.{name}"), count as f64);
+        }
+        put("effect_total".into(), r.effects as f64);
+        put("duplicate_effect_total".into(), r.duplicate_effects as f64);
+        put("duplicate_effect_run_total".into(), r.duplicate_effect_runs as f64);
+        put("effect_unknown_total".into(), r.effect_unknown as f64);
+        put("reconciled_total".into(), r.reconciled as f64);
+        put("cost_units_total".into(), r.cost_units);
+        put("cost_per_success".into(), ratio(r.cost_units, successes));
+        put("resubmitted_run_total".into(), r.resubmitted as f64);
+        put("fallback_used_total".into(), r.fallback_used as f64);
+        put("omitted_step_total".into(), r.omitted_steps as f64);
+        put("queue_rejected_total".into(), self.dependencies.iter().map(|d| d.rejected as f64).sum());
+
+        let measured_us = (self.window.1 - self.window.0) as f64;
+        for (d, name) in self.dependencies.iter().zip(dependency_names) {
+            let p = |metric: &str| format!("dependency.{name}.{metric}");
+            put(p("attempt_total"), d.attempts as f64);
+            put(p("attempt_rate_per_s"), ratio(d.attempts as f64, measured_us / 1e6));
+            put(p("timeout_total"), d.timeouts as f64);
+            put(p("rejected_total"), d.rejected as f64);
+            put(p("rejection_ratio"), ratio(d.rejected as f64, d.attempts as f64));
+            for kind in FailureKind::ALL {
+                if matches!(kind, FailureKind::EffectUnknown | FailureKind::DeadlineExhausted | FailureKind::Canceled) {
+                    continue; // the runtime's own kinds; a station never returns them
+                }
+                put(p(&format!("error_total.{}", kind.metric_name())), d.errors[kind.index()] as f64);
+            }
+            put(p("queue_wait_ms.mean"), ratio(d.queue_wait_sum_us / 1e3, d.started as f64));
+            put(p("queue_wait_ms.p95"), if d.started > 0 { us_to_ms(d.queue_wait_us.value_at_quantile(0.95)) } else { f64::NAN });
+            put(p("wait_probability"), ratio(d.waited as f64, d.started as f64));
+            put(p("utilization"), ratio(d.busy_area, d.capacity_area));
+            put(p("queue_length.mean"), d.queue_area / measured_us);
+            put(p("in_system.mean"), (d.queue_area + d.busy_area) / measured_us);
+            put(p("sojourn_ms.mean"), ratio(d.sojourn_sum_us / 1e3, d.sojourn_count as f64));
+            put(p("wasted_service_ratio"), ratio(d.wasted_us, d.service_us));
+        }
+        for (i, name) in step_names.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            let omitted = self.step_omitted[i] as f64;
+            let fallback = self.step_fallback[i] as f64;
+            *m.entry(format!("step.{name}.omitted_total")).or_insert(0.0) += omitted;
+            *m.entry(format!("step.{name}.fallback_total")).or_insert(0.0) += fallback;
+        }
+        m
+    }
+}

@@ -1,0 +1,98 @@
+//! Statistics across replications: means and Student-t 95 % confidence intervals, over
+//! independent replications or over paired differences (same seeds, two policies).
+
+use super::MetricMap;
+use std::collections::BTreeMap;
+
+/// Two-sided 97.5 % quantile of Student's t with `df` degrees of freedom.
+pub fn t_quantile_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
+        2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => TABLE[df - 1],
+        // Cornish-Fisher expansion around the normal quantile; error < 1e-3 past 30 df.
+        _ => {
+            let z: f64 = 1.959_963_984_540_054;
+            let d = df as f64;
+            z + (z.powi(3) + z) / (4.0 * d) + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * d * d)
+        }
+    }
+}
+
+/// Mean and 95 % interval of one metric; NaN values (undefined ratios) are left out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    pub low: f64,
+    pub high: f64,
+    pub n: usize,
+}
+
+pub fn estimate(values: impl Iterator<Item = f64>) -> Estimate {
+    let xs: Vec<f64> = values.filter(|v| !v.is_nan()).collect();
+    let n = xs.len();
+    if n == 0 {
+        return Estimate { mean: f64::NAN, low: f64::NAN, high: f64::NAN, n };
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    if n == 1 {
+        return Estimate { mean, low: f64::NAN, high: f64::NAN, n };
+    }
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+    let half = t_quantile_975(n - 1) * (var / n as f64).sqrt();
+    Estimate { mean, low: mean - half, high: mean + half, n }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Aggregate {
+    pub replications: usize,
+    pub estimates: BTreeMap<String, Estimate>,
+}
+
+impl Aggregate {
+    pub fn mean(&self, name: &str) -> Option<f64> {
+        self.estimates.get(name).map(|e| e.mean)
+    }
+}
+
+/// Aggregates replications in their given order (the order never changes a sum here because
+/// every replication is reduced in index order by the caller).
+pub fn aggregate(replications: &[MetricMap]) -> Aggregate {
+    let mut estimates = BTreeMap::new();
+    if let Some(first) = replications.first() {
+        for name in first.keys() {
+            let e = estimate(replications.iter().map(|r| r.get(name).copied().unwrap_or(f64::NAN)));
+            estimates.insert(name.clone(), e);
+        }
+    }
+    Aggregate { replications: replications.len(), estimates }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_the_table_and_tend_to_normal() {
+        assert_eq!(t_quantile_975(1), 12.706);
+        assert_eq!(t_quantile_975(9), 2.262);
+        assert!((t_quantile_975(60) - 2.000).abs() < 2e-3);
+        assert!((t_quantile_975(120) - 1.980).abs() < 2e-3);
+        assert!((t_quantile_975(100_000) - 1.960).abs() < 1e-3);
+    }
+
+    #[test]
+    fn interval_of_a_known_sample() {
+        // mean 5, sample sd sqrt(2.5), n 5: half width 2.776 * sqrt(2.5 / 5) = 1.963
+        let e = estimate([3.0, 4.0, 5.0, 6.0, 7.0].into_iter());
+        assert_eq!(e.mean, 5.0);
+        assert!((e.high - e.mean - 2.776 * 0.5f64.sqrt()).abs() < 1e-9);
+        let single = estimate([2.0].into_iter());
+        assert!(single.low.is_nan() && single.mean == 2.0);
+        let with_nan = estimate([1.0, f64::NAN, 3.0].into_iter());
+        assert_eq!((with_nan.mean, with_nan.n), (2.0, 2));
+    }
+}
