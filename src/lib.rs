@@ -7,3 +7,4 @@ pub mod sim;
 pub mod world;
 pub mod metrics;
 pub mod runtime;
+pub mod engine;

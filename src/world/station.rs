@@ -50,7 +50,8 @@ pub struct Station {
     pub busy: u32,
     /// Servers in force now (a capacity fault can lower it).
     pub servers: u32,
-    queue: VecDeque<u32>,
+    /// (attempt id, generation): the generation tells a cancelled entry from a reused slot.
+    queue: VecDeque<(u32, u32)>,
     /// Live entries in `queue`; abandoned-and-cancelled entries are skipped lazily.
     pub queued: u32,
     bucket: Option<TokenBucket>,
@@ -141,14 +142,14 @@ impl Station {
         }
     }
 
-    pub fn enqueue(&mut self, job: u32) {
-        self.queue.push_back(job);
+    pub fn enqueue(&mut self, job: u32, generation: u32) {
+        self.queue.push_back((job, generation));
         self.queued += 1;
     }
 
     /// Pops the oldest entry. The caller skips entries it has cancelled (and must not call
     /// [`Station::forget_queued`] for them again).
-    pub fn pop_queued(&mut self) -> Option<u32> {
+    pub fn pop_queued(&mut self) -> Option<(u32, u32)> {
         self.queue.pop_front()
     }
 

@@ -1,0 +1,29 @@
+//! The closed set of things that can happen. Small and `Copy`: the queue moves them by value.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The next open-loop arrival of a workflow.
+    Arrival { workflow: u16 },
+    /// A user resubmits a failed run.
+    Resubmit { workflow: u16, arrival: u32, resubmission: u8 },
+    /// An attempt leaves its station: service done, or an immediate rejection.
+    ServiceEnd { job: u32, generation: u32 },
+    /// The caller's timeout for an attempt.
+    Timeout { job: u32, generation: u32 },
+    /// A step's backoff sleep is over.
+    StepWake { run: u32, run_gen: u32, step: u8, wake: u32 },
+    /// A remote agent's pause between its own attempts is over.
+    RemoteWake { job: u32, generation: u32 },
+    /// A capacity fault starts or ends somewhere: recompute servers in force.
+    CapacityChange { dependency: u16 },
+    /// End of a time-series window: sample queue depths.
+    WindowEnd,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn events_stay_small() {
+        assert!(std::mem::size_of::<super::Event>() <= 20, "{}", std::mem::size_of::<super::Event>());
+    }
+}

@@ -1,0 +1,91 @@
+//! Remote agents: a dependency that, after its own service time, makes its own calls to other
+//! dependencies with its own attempts, timeouts and pauses, outside the caller's budget. Its
+//! server stays busy until the calls end, and it keeps going after its caller gives up unless
+//! it honours cancellation: retries multiply across layers.
+
+use super::event::Event;
+use super::simulation::{AttemptResult, Caller, JobPhase, Purpose, Simulation};
+use super::stations::NewAttempt;
+use crate::runtime::decision::default_retryable;
+use crate::sim::Micros;
+use crate::world::FailureKind;
+
+impl Simulation<'_> {
+    pub(super) fn begin_remote_calls(&mut self, now: Micros, id: u32) {
+        let job = &mut self.jobs[id];
+        job.phase = JobPhase::Calling;
+        job.call = 0;
+        job.repeat = 0;
+        job.sub_attempt = 0;
+        self.remote_next(now, id);
+    }
+
+    /// Starts the current sub-attempt, or completes the job when every call is done.
+    fn remote_next(&mut self, now: Micros, id: u32) {
+        let job = self.jobs[id];
+        let calls = &self.model.world.dependencies[job.station as usize].calls;
+        let Some(call) = calls.get(job.call as usize) else {
+            self.complete_service(now, id);
+            return;
+        };
+        let key = job.key.with(u64::from(job.call)).with(u64::from(job.repeat)).with(u64::from(job.sub_attempt));
+        let child = self.submit(
+            now,
+            NewAttempt {
+                station: call.dependency,
+                purpose: Purpose::Call,
+                caller: Caller::Remote { job: id, generation: job.generation },
+                run: job.run,
+                run_gen: job.run_gen,
+                measured: job.measured,
+                key,
+                timeout_us: Some(call.timeout_us),
+            },
+        );
+        self.jobs[id].child = Some(child);
+    }
+
+    pub(super) fn on_remote_child_result(&mut self, now: Micros, id: u32, generation: u32, result: AttemptResult) {
+        let job = self.jobs[id];
+        if job.generation != generation || job.phase != JobPhase::Calling {
+            return;
+        }
+        self.jobs[id].child = None;
+        let call = &self.model.world.dependencies[job.station as usize].calls[job.call as usize];
+        let kind = match result {
+            AttemptResult::Ok => {
+                let j = &mut self.jobs[id];
+                j.sub_attempt = 0;
+                j.repeat += 1;
+                if j.repeat >= call.count {
+                    j.repeat = 0;
+                    j.call += 1;
+                }
+                self.remote_next(now, id);
+                return;
+            }
+            AttemptResult::Failed { kind, .. } => kind,
+            AttemptResult::TimedOut => FailureKind::TransientTransport,
+        };
+        let j = &mut self.jobs[id];
+        j.sub_attempt += 1;
+        if j.sub_attempt < call.max_attempts && default_retryable()[kind.index()] {
+            if call.backoff_us > 0 {
+                self.queue.schedule(now + call.backoff_us, Event::RemoteWake { job: id, generation });
+            } else {
+                self.remote_next(now, id);
+            }
+        } else {
+            // The agent reports its own failure upward; the caller sees the kind it would act on.
+            j.error = Some(kind);
+            self.complete_service(now, id);
+        }
+    }
+
+    pub(super) fn on_remote_wake(&mut self, now: Micros, id: u32, generation: u32) {
+        let job = self.jobs[id];
+        if job.generation == generation && job.phase == JobPhase::Calling && job.child.is_none() {
+            self.remote_next(now, id);
+        }
+    }
+}

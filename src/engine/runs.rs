@@ -1,0 +1,458 @@
+//! Root runs: the workflow graph, concurrency tokens, attempts under the run's budgets, retry
+//! decisions, fallbacks, soft-step omission, write reconciliation and outcomes.
+
+use super::event::Event;
+use super::simulation::{AttemptResult, Caller, Purpose, Run, SimError, Simulation, StepPhase, StepRun, TAG_JITTER, TAG_RESUBMIT, TAG_RUN};
+use super::stations::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT, NewAttempt};
+use crate::metrics::{Outcome, timeseries::ARRIVALS};
+use crate::runtime::{AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, RunBudget, attempt_timeout, decide};
+use crate::scenario::{Criticality, Effect, Idempotency};
+use crate::sim::Micros;
+use crate::world::FailureKind;
+use std::collections::VecDeque;
+
+impl Simulation<'_> {
+    pub(super) fn start_run(&mut self, now: Micros, workflow: usize, arrival: u32, resubmission: u8) {
+        let model = self.model;
+        if self.live_runs >= model.world.max_in_flight_runs as usize {
+            self.error = Some(SimError::TooManyRuns { limit: model.world.max_in_flight_runs, at_s: now as f64 / 1e6 });
+            return;
+        }
+        let wf = &model.workflows[workflow];
+        let workload = &model.world.workloads[workflow];
+        let measured = now >= model.world.warmup_us;
+        let key = self.root.with(TAG_RUN).with(workload.stream_id).with(u64::from(arrival)).with(u64::from(resubmission));
+        let budget = RunBudget::new(&self.policy.budget, now + workload.deadline_us);
+        let id = self.runs.alloc(|| Run {
+            generation: 0,
+            workflow: 0,
+            arrival: 0,
+            resubmission: 0,
+            key,
+            start_us: 0,
+            measured: false,
+            budget,
+            steps: Vec::new(),
+            waiting: VecDeque::new(),
+            steps_open: 0,
+            degraded: false,
+            ended: false,
+            finalized: false,
+            outcome: Outcome::Failed,
+            outstanding: 0,
+            duplicate: false,
+        });
+        let run = &mut self.runs[id];
+        run.generation = run.generation.wrapping_add(1);
+        run.workflow = workflow as u16;
+        run.arrival = arrival;
+        run.resubmission = resubmission;
+        run.key = key;
+        run.start_us = now;
+        run.measured = measured;
+        run.budget = budget;
+        run.steps.clear();
+        run.steps.extend(wf.steps.iter().map(|s| StepRun::new(s.predecessors)));
+        run.waiting.clear();
+        run.steps_open = wf.steps.len() as u32;
+        run.degraded = false;
+        run.ended = false;
+        run.finalized = false;
+        run.outstanding = 0;
+        run.duplicate = false;
+        self.live_runs += 1;
+        if measured {
+            self.recorder.run.runs += 1;
+            self.recorder.timeseries.add(now, ARRIVALS);
+        }
+        for &s in &wf.roots {
+            self.make_ready(now, id, s);
+        }
+    }
+
+    fn make_ready(&mut self, now: Micros, r: u32, s: u8) {
+        let run = &mut self.runs[r];
+        if run.ended {
+            return;
+        }
+        if run.budget.has_concurrency_slot() {
+            self.start_step(now, r, s);
+        } else {
+            run.steps[s as usize].phase = StepPhase::Waiting;
+            run.waiting.push_back(s);
+            if run.measured {
+                self.recorder.budget_exhausted(BudgetKind::Concurrency as usize);
+            }
+        }
+    }
+
+    fn start_step(&mut self, now: Micros, r: u32, s: u8) {
+        let run = &mut self.runs[r];
+        run.budget.in_flight += 1;
+        run.steps[s as usize].phase = StepPhase::Active;
+        if run.measured {
+            self.recorder.run.logical_calls += 1;
+        }
+        self.try_attempt(now, r, s);
+    }
+
+    /// Starts the next attempt of a step if every budget holds (essay section 5), else gives up.
+    fn try_attempt(&mut self, now: Micros, r: u32, s: u8) {
+        let model = self.model;
+        let run = &self.runs[r];
+        let w = run.workflow as usize;
+        let step = &model.workflows[w].steps[s as usize];
+        let sp = &self.policy.steps[w][s as usize];
+        let state = run.steps[s as usize];
+        let dependency = if state.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
+        let timeout_us = match attempt_timeout(self.policy.rules.deadline_propagation, sp.timeout_us, run.budget.remaining_us(now), sp.reserve_us) {
+            AttemptTimeout::After(t) => Some(t),
+            AttemptTimeout::Never => None,
+            AttemptTimeout::Exhausted => {
+                self.exhausted(r, BudgetKind::Time);
+                self.step_gave_up(now, r, s, FailureKind::DeadlineExhausted);
+                return;
+            }
+        };
+        let cost = model.world.dependencies[dependency].cost_units;
+        let run = &mut self.runs[r];
+        if let Err(kind) = run.budget.admit_attempt(state.serial > 0, cost) {
+            self.exhausted(r, kind);
+            let last = self.runs[r].steps[s as usize].last_failure.unwrap_or(FailureKind::DeadlineExhausted);
+            self.step_gave_up(now, r, s, last);
+            return;
+        }
+        let st = &mut run.steps[s as usize];
+        let serial = st.serial;
+        st.serial += 1;
+        if st.on_fallback {
+            st.fallback_attempts += 1;
+        } else {
+            st.primary_attempts += 1;
+        }
+        let purpose = match step.effect {
+            Effect::Write => Purpose::Write { deduplicated: step.idempotency == Idempotency::Key && !self.policy.key_per_attempt },
+            Effect::Read => Purpose::Call,
+        };
+        let attempt = NewAttempt {
+            station: dependency,
+            purpose,
+            caller: Caller::Step { step: s },
+            run: r,
+            run_gen: run.generation,
+            measured: run.measured,
+            key: run.key.with(step.stream_id).with(u64::from(serial)),
+            timeout_us,
+        };
+        let job = self.submit(now, attempt);
+        self.runs[r].steps[s as usize].job = Some(job);
+    }
+
+    fn exhausted(&mut self, r: u32, kind: BudgetKind) {
+        if self.runs[r].measured {
+            self.recorder.budget_exhausted(kind as usize);
+        }
+    }
+
+    /// Sends a status lookup for a write whose effect is unknown. Lookups are reads on the
+    /// control path: they spend no retry token and no cost, but they are attempts.
+    fn start_lookup(&mut self, now: Micros, r: u32, s: u8) {
+        let run = &self.runs[r];
+        let w = run.workflow as usize;
+        let step = &self.model.workflows[w].steps[s as usize];
+        let sp = &self.policy.steps[w][s as usize];
+        let timeout_us = match attempt_timeout(self.policy.rules.deadline_propagation, sp.timeout_us, run.budget.remaining_us(now), 0) {
+            AttemptTimeout::After(t) => Some(t),
+            AttemptTimeout::Never => None,
+            AttemptTimeout::Exhausted => {
+                self.exhausted(r, BudgetKind::Time);
+                self.end_run(now, r, Outcome::Handoff);
+                return;
+            }
+        };
+        let run = &mut self.runs[r];
+        let st = &mut run.steps[s as usize];
+        let serial = st.serial;
+        st.serial += 1;
+        st.looking_up = true;
+        let attempt = NewAttempt {
+            station: step.dependency,
+            purpose: Purpose::Lookup,
+            caller: Caller::Step { step: s },
+            run: r,
+            run_gen: run.generation,
+            measured: run.measured,
+            key: run.key.with(step.stream_id).with(u64::from(serial)),
+            timeout_us,
+        };
+        let job = self.submit(now, attempt);
+        self.runs[r].steps[s as usize].job = Some(job);
+    }
+
+    pub(super) fn on_step_result(&mut self, now: Micros, r: u32, run_gen: u32, s: u8, result: AttemptResult) {
+        let run = &mut self.runs[r];
+        if run.generation != run_gen || run.ended {
+            return;
+        }
+        let st = &mut run.steps[s as usize];
+        st.job = None;
+        if st.looking_up {
+            st.looking_up = false;
+            self.on_lookup_result(now, r, s, result);
+            return;
+        }
+        let model = self.model;
+        let step = &model.workflows[run.workflow as usize].steps[s as usize];
+        let kind = match result {
+            AttemptResult::Ok => {
+                let degraded = st.on_fallback;
+                self.step_succeeded(now, r, s, degraded);
+                return;
+            }
+            AttemptResult::Failed { kind, .. } => kind,
+            AttemptResult::TimedOut if step.effect == Effect::Write => {
+                if run.measured {
+                    self.recorder.run.effect_unknown += 1;
+                    self.recorder.timeseries.add(now, EFFECT_UNKNOWN);
+                }
+                FailureKind::EffectUnknown
+            }
+            AttemptResult::TimedOut => FailureKind::TransientTransport,
+        };
+        let retry_after_us = match result {
+            AttemptResult::Failed { retry_after_us, .. } => retry_after_us,
+            _ => None,
+        };
+        self.after_failure(now, r, s, kind, retry_after_us);
+    }
+
+    fn after_failure(&mut self, now: Micros, r: u32, s: u8, kind: FailureKind, retry_after_us: Option<Micros>) {
+        let model = self.model;
+        let run = &mut self.runs[r];
+        let w = run.workflow as usize;
+        let step = &model.workflows[w].steps[s as usize];
+        let sp = &self.policy.steps[w][s as usize];
+        let st = &mut run.steps[s as usize];
+        st.last_failure = Some(kind);
+        let deduplicated = step.idempotency == Idempotency::Key && !self.policy.key_per_attempt;
+        let jitter = run.key.with(TAG_JITTER).with(step.stream_id).with(u64::from(st.serial)).stream().unit();
+        let failed = FailedAttempt {
+            kind,
+            is_write: step.effect == Effect::Write,
+            deduplicated,
+            status_lookup: step.status_lookup,
+            attempts_made: if st.on_fallback { st.fallback_attempts } else { st.primary_attempts },
+            max_attempts: sp.max_attempts,
+            retry_tokens_left: run.budget.retry_tokens_left,
+            retry_after_us,
+            remaining_us: run.budget.remaining_us(now),
+            reserve_us: sp.reserve_us,
+            predicted_attempt_us: sp.predicted_attempt_us,
+            previous_sleep_us: st.previous_sleep_us,
+            jitter,
+        };
+        match decide(&self.policy.rules, &failed) {
+            Decision::Retry { sleep_us } => self.sleep_then_retry(now, r, s, sleep_us),
+            Decision::Reconcile => self.start_lookup(now, r, s),
+            Decision::Handoff => self.end_run(now, r, Outcome::Handoff),
+            Decision::GiveUp(reason) => {
+                if let GiveUp::Budget(b) = reason {
+                    self.exhausted(r, b);
+                }
+                self.step_gave_up(now, r, s, kind);
+            }
+        }
+    }
+
+    fn sleep_then_retry(&mut self, now: Micros, r: u32, s: u8, sleep_us: Micros) {
+        let run = &mut self.runs[r];
+        let st = &mut run.steps[s as usize];
+        st.previous_sleep_us = sleep_us;
+        if sleep_us == 0 {
+            self.try_attempt(now, r, s);
+            return;
+        }
+        st.phase = StepPhase::Sleeping;
+        st.wake = st.wake.wrapping_add(1);
+        let event = Event::StepWake { run: r, run_gen: run.generation, step: s, wake: st.wake };
+        self.queue.schedule(now + sleep_us, event);
+    }
+
+    pub(super) fn on_step_wake(&mut self, now: Micros, r: u32, run_gen: u32, s: u8, wake: u32) {
+        let run = &mut self.runs[r];
+        if run.generation != run_gen || run.ended {
+            return;
+        }
+        let st = &mut run.steps[s as usize];
+        if st.phase != StepPhase::Sleeping || st.wake != wake {
+            return;
+        }
+        st.phase = StepPhase::Active;
+        self.try_attempt(now, r, s);
+    }
+
+    fn on_lookup_result(&mut self, now: Micros, r: u32, s: u8, result: AttemptResult) {
+        let run = &self.runs[r];
+        let committed = run.steps[s as usize].ledger.committed();
+        match result {
+            AttemptResult::Ok if committed => {
+                if run.measured {
+                    self.recorder.run.reconciled += 1;
+                }
+                self.step_succeeded(now, r, s, false);
+            }
+            // Not committed (yet): send again with the same key; the dependency deduplicates if
+            // the first attempt commits late. The usual retry limits apply.
+            AttemptResult::Ok => self.after_failure(now, r, s, FailureKind::EffectUnknown, None),
+            // The lookup itself failed: the effect stays unknown and a human must decide.
+            _ => self.end_run(now, r, Outcome::Handoff),
+        }
+    }
+
+    fn step_succeeded(&mut self, now: Micros, r: u32, s: u8, via_fallback: bool) {
+        let run = &mut self.runs[r];
+        run.steps[s as usize].phase = StepPhase::Done;
+        if via_fallback {
+            run.degraded = true;
+            if run.measured {
+                self.recorder.run.fallback_used += 1;
+                self.recorder.step_fallback[self.model.step_offsets[run.workflow as usize] + s as usize] += 1;
+            }
+        }
+        self.release_step(now, r, s);
+    }
+
+    /// The step's own attempts are over without success: fall back, omit or fail.
+    fn step_gave_up(&mut self, now: Micros, r: u32, s: u8, kind: FailureKind) {
+        let model = self.model;
+        let run = &mut self.runs[r];
+        let w = run.workflow as usize;
+        let step = &model.workflows[w].steps[s as usize];
+        let sp = &self.policy.steps[w][s as usize];
+        let st = &mut run.steps[s as usize];
+        if !st.on_fallback && sp.fallback.is_some() && kind != FailureKind::DeadlineExhausted {
+            st.on_fallback = true;
+            st.previous_sleep_us = 0;
+            self.try_attempt(now, r, s);
+            return;
+        }
+        if step.criticality == Criticality::Soft {
+            st.phase = StepPhase::Omitted;
+            run.degraded = true;
+            if run.measured {
+                self.recorder.run.omitted_steps += 1;
+                self.recorder.step_omitted[model.step_offsets[w] + s as usize] += 1;
+            }
+            self.release_step(now, r, s);
+        } else {
+            self.end_run(now, r, Outcome::Failed);
+        }
+    }
+
+    fn release_step(&mut self, now: Micros, r: u32, s: u8) {
+        let model = self.model;
+        let run = &mut self.runs[r];
+        run.budget.in_flight -= 1;
+        run.steps_open -= 1;
+        let wf = &model.workflows[run.workflow as usize];
+        for &next in &wf.steps[s as usize].successors {
+            let run = &mut self.runs[r];
+            let st = &mut run.steps[next as usize];
+            st.preds_left -= 1;
+            if st.preds_left == 0 {
+                self.make_ready(now, r, next);
+            }
+        }
+        loop {
+            let run = &mut self.runs[r];
+            if run.ended || !run.budget.has_concurrency_slot() {
+                break;
+            }
+            let Some(next) = run.waiting.pop_front() else { break };
+            self.start_step(now, r, next);
+        }
+        let run = &self.runs[r];
+        if !run.ended && run.steps_open == 0 {
+            let outcome = if run.degraded { Outcome::Degraded } else { Outcome::Succeeded };
+            self.end_run(now, r, outcome);
+        }
+    }
+
+    fn end_run(&mut self, now: Micros, r: u32, outcome: Outcome) {
+        let model = self.model;
+        let run = &mut self.runs[r];
+        if run.ended {
+            return;
+        }
+        run.ended = true;
+        run.outcome = outcome;
+        let exceeded = now > run.budget.deadline_at;
+        if run.measured {
+            let rec = &mut self.recorder;
+            rec.run.outcomes[outcome as usize] += 1;
+            let latency = now - run.start_us;
+            rec.run.latency_us.saturating_record(latency.max(1));
+            rec.run.latency_sum_us += latency as f64;
+            rec.timeseries.add(now, COMPLETIONS);
+            if matches!(outcome, Outcome::Succeeded | Outcome::Degraded) {
+                rec.timeseries.add(now, GOODPUT);
+            }
+            if exceeded {
+                rec.run.deadline_exceeded += 1;
+                rec.timeseries.add(now, DEADLINE_MISSES);
+            }
+        }
+        // Stop every branch still running: the caller no longer waits for them.
+        for s in 0..run.steps.len() {
+            let st = &mut self.runs[r].steps[s];
+            match st.phase {
+                StepPhase::Active | StepPhase::Sleeping | StepPhase::Waiting => {
+                    st.phase = StepPhase::Abandoned;
+                    if let Some((job, generation)) = st.job.take()
+                        && self.jobs[job].generation == generation
+                    {
+                        self.abandon(now, job);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let run = &self.runs[r];
+        let workload = &model.world.workloads[run.workflow as usize];
+        if let Some(resubmit) = &workload.resubmit
+            && (outcome == Outcome::Failed || exceeded)
+            && u32::from(run.resubmission) < resubmit.max_resubmissions
+        {
+            let u = run.key.with(TAG_RESUBMIT).stream().unit();
+            if u < resubmit.probability {
+                if run.measured {
+                    self.recorder.run.resubmitted += 1;
+                }
+                let event = Event::Resubmit { workflow: run.workflow, arrival: run.arrival, resubmission: run.resubmission + 1 };
+                self.queue.schedule(now + resubmit.delay_us, event);
+            }
+        }
+        let run = &self.runs[r];
+        if run.outstanding == 0 && !run.finalized {
+            self.finalize_run(r);
+        }
+    }
+
+    /// Every attempt of the run has left its station, so late effects are counted: the run's
+    /// duplicate and safety flags are final.
+    pub(super) fn finalize_run(&mut self, r: u32) {
+        let run = &mut self.runs[r];
+        run.finalized = true;
+        if run.measured {
+            let safe = matches!(run.outcome, Outcome::Succeeded | Outcome::Degraded | Outcome::Handoff) && !run.duplicate;
+            if safe {
+                self.recorder.run.safe_runs += 1;
+            }
+            if run.duplicate {
+                self.recorder.run.duplicate_effect_runs += 1;
+            }
+        }
+        self.live_runs -= 1;
+        self.runs.release(r);
+    }
+}

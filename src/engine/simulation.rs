@@ -1,0 +1,313 @@
+//! The simulation state and the event loop.
+
+use super::Model;
+use super::arena::Arena;
+use super::event::Event;
+use crate::metrics::{MetricMap, Outcome, Recorder, TimeSeries};
+use crate::runtime::{PolicyModel, RunBudget};
+use crate::sim::{EventQueue, Micros, StreamKey};
+use crate::world::{ArrivalProcess, FailureKind, LedgerEntry, Station};
+use std::collections::VecDeque;
+use std::fmt;
+
+/// Purpose tags: the first component of every keyed stream path below the root.
+pub(super) const TAG_RUN: u64 = 1;
+pub(super) const TAG_JITTER: u64 = 2;
+pub(super) const TAG_RESUBMIT: u64 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum JobPhase {
+    Free,
+    Queued,
+    InService,
+    /// A remote agent holding its server while it makes its own calls.
+    Calling,
+    /// Served, but the reply never comes; waits for the caller's timeout.
+    AwaitReply,
+    /// Refused at admission; leaves at once.
+    Rejected,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    Call,
+    Write { deduplicated: bool },
+    Lookup,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Caller {
+    Step { step: u8 },
+    Remote { job: u32, generation: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AttemptResult {
+    Ok,
+    Failed { kind: FailureKind, retry_after_us: Option<Micros> },
+    TimedOut,
+}
+
+/// One attempt at one station.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Job {
+    pub generation: u32,
+    pub phase: JobPhase,
+    pub purpose: Purpose,
+    pub station: u16,
+    pub caller: Caller,
+    /// The caller still waits for this attempt's result.
+    pub attached: bool,
+    pub measured: bool,
+    pub run: u32,
+    pub run_gen: u32,
+    pub key: StreamKey,
+    pub service_us: Micros,
+    pub arrived_us: Micros,
+    pub started_us: Micros,
+    pub error: Option<FailureKind>,
+    pub retry_after_us: Option<Micros>,
+    pub no_reply: bool,
+    // A remote agent's progress through its calls.
+    pub call: u16,
+    pub repeat: u32,
+    pub sub_attempt: u32,
+    pub child: Option<(u32, u32)>,
+}
+
+impl Job {
+    pub fn vacant() -> Job {
+        Job {
+            generation: 0,
+            phase: JobPhase::Free,
+            purpose: Purpose::Call,
+            station: 0,
+            caller: Caller::Step { step: 0 },
+            attached: false,
+            measured: false,
+            run: 0,
+            run_gen: 0,
+            key: StreamKey::root(0),
+            service_us: 0,
+            arrived_us: 0,
+            started_us: 0,
+            error: None,
+            retry_after_us: None,
+            no_reply: false,
+            call: 0,
+            repeat: 0,
+            sub_attempt: 0,
+            child: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StepPhase {
+    Blocked,
+    Waiting,
+    Active,
+    Sleeping,
+    Done,
+    Omitted,
+    Abandoned,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StepRun {
+    pub phase: StepPhase,
+    pub preds_left: u32,
+    pub primary_attempts: u32,
+    pub fallback_attempts: u32,
+    /// Every attempt of this logical call so far (primary, fallback, lookups): names its stream.
+    pub serial: u32,
+    pub on_fallback: bool,
+    pub looking_up: bool,
+    pub job: Option<(u32, u32)>,
+    pub wake: u32,
+    pub previous_sleep_us: Micros,
+    pub last_failure: Option<FailureKind>,
+    pub ledger: LedgerEntry,
+}
+
+impl StepRun {
+    pub fn new(preds: u32) -> StepRun {
+        StepRun {
+            phase: StepPhase::Blocked,
+            preds_left: preds,
+            primary_attempts: 0,
+            fallback_attempts: 0,
+            serial: 0,
+            on_fallback: false,
+            looking_up: false,
+            job: None,
+            wake: 0,
+            previous_sleep_us: 0,
+            last_failure: None,
+            ledger: LedgerEntry::default(),
+        }
+    }
+}
+
+/// One root run.
+pub(super) struct Run {
+    pub generation: u32,
+    pub workflow: u16,
+    pub arrival: u32,
+    pub resubmission: u8,
+    pub key: StreamKey,
+    pub start_us: Micros,
+    pub measured: bool,
+    pub budget: RunBudget,
+    pub steps: Vec<StepRun>,
+    pub waiting: VecDeque<u8>,
+    pub steps_open: u32,
+    pub degraded: bool,
+    pub ended: bool,
+    pub finalized: bool,
+    pub outcome: Outcome,
+    pub outstanding: u32,
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    TooManyRuns { limit: u32, at_s: f64 },
+    DrainLimit { live_runs: usize, limit_s: f64 },
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::TooManyRuns { limit, at_s } => write!(
+                f,
+                "more than simulation.max_in_flight_runs = {limit} root runs in flight at t = {at_s:.1} s; the system is overloaded beyond the bound (raise the limit or lower the load)"
+            ),
+            SimError::DrainLimit { live_runs, limit_s } => write!(
+                f,
+                "{live_runs} root runs were still in flight {limit_s} s after the arrival window closed (simulation.drain_limit_s)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// What one replication produced.
+pub struct Replication {
+    pub metrics: MetricMap,
+    pub timeseries: TimeSeries,
+    pub events: u64,
+}
+
+pub(super) struct Simulation<'m> {
+    pub model: &'m Model,
+    pub policy: &'m PolicyModel,
+    pub root: StreamKey,
+    pub queue: EventQueue<Event>,
+    pub stations: Vec<Station>,
+    pub jobs: Arena<Job>,
+    pub runs: Arena<Run>,
+    pub arrivals: Vec<ArrivalProcess>,
+    pub recorder: Recorder,
+    pub live_runs: usize,
+    pub error: Option<SimError>,
+}
+
+/// Runs one replication of `model` under policy number `policy` with `seed`.
+pub fn simulate(model: &Model, policy: usize, seed: u64) -> Result<Replication, SimError> {
+    let world = &model.world;
+    let mut sim = Simulation {
+        model,
+        policy: &model.policies[policy],
+        root: StreamKey::root(seed),
+        queue: EventQueue::new(),
+        stations: world.dependencies.iter().map(Station::new).collect(),
+        jobs: Arena::new(),
+        runs: Arena::new(),
+        arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
+        recorder: Recorder::new(world.dependencies.len(), model.step_names.len(), (world.warmup_us, world.duration_us), world.window_us),
+        live_runs: 0,
+        error: None,
+    };
+    sim.schedule_start();
+    let events = sim.run_loop()?;
+    let end = sim.queue.now().max(world.duration_us);
+    for d in 0..sim.stations.len() {
+        sim.observe_station(d, end);
+    }
+    let metrics = sim.recorder.to_map(&model.dependency_names, &model.step_names);
+    Ok(Replication { metrics, timeseries: sim.recorder.timeseries, events })
+}
+
+impl Simulation<'_> {
+    fn schedule_start(&mut self) {
+        let world = &self.model.world;
+        for w in 0..world.workloads.len() {
+            if let Some(t) = self.arrivals[w].next(&world.workloads[w])
+                && t < world.duration_us
+            {
+                self.queue.schedule(t, Event::Arrival { workflow: w as u16 });
+            }
+        }
+        for fault in &world.faults {
+            if matches!(fault.effect, crate::world::FaultEffect::Capacity { .. }) {
+                let dependency = fault.target as u16;
+                self.queue.schedule(fault.start_us, Event::CapacityChange { dependency });
+                self.queue.schedule(fault.end_us, Event::CapacityChange { dependency });
+            }
+        }
+        self.queue.schedule(world.window_us, Event::WindowEnd);
+    }
+
+    fn run_loop(&mut self) -> Result<u64, SimError> {
+        let world = &self.model.world;
+        let stop_at = world.duration_us.saturating_add(world.drain_limit_us);
+        let mut events = 0u64;
+        while let Some((now, event)) = self.queue.pop() {
+            if now > stop_at {
+                if self.live_runs > 0 {
+                    return Err(SimError::DrainLimit { live_runs: self.live_runs, limit_s: world.drain_limit_us as f64 / 1e6 });
+                }
+                break;
+            }
+            events += 1;
+            self.dispatch(now, event);
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+        }
+        Ok(events)
+    }
+
+    fn dispatch(&mut self, now: Micros, event: Event) {
+        match event {
+            Event::Arrival { workflow } => {
+                let w = workflow as usize;
+                let workload = &self.model.world.workloads[w];
+                let arrival = self.arrivals[w].arrivals - 1;
+                if let Some(t) = self.arrivals[w].next(workload)
+                    && t < self.model.world.duration_us
+                {
+                    self.queue.schedule(t, Event::Arrival { workflow });
+                }
+                self.start_run(now, w, arrival, 0);
+            }
+            Event::Resubmit { workflow, arrival, resubmission } => self.start_run(now, workflow as usize, arrival, resubmission),
+            Event::ServiceEnd { job, generation } => self.on_service_end(now, job, generation),
+            Event::Timeout { job, generation } => self.on_timeout(now, job, generation),
+            Event::StepWake { run, run_gen, step, wake } => self.on_step_wake(now, run, run_gen, step, wake),
+            Event::RemoteWake { job, generation } => self.on_remote_wake(now, job, generation),
+            Event::CapacityChange { dependency } => self.on_capacity_change(now, dependency as usize),
+            Event::WindowEnd => {
+                for d in 0..self.stations.len() {
+                    let depth = self.stations[d].queued;
+                    self.recorder.timeseries.sample_queue(now, d, depth);
+                }
+                if now < self.model.world.duration_us || self.live_runs > 0 {
+                    self.queue.schedule(now + self.model.world.window_us, Event::WindowEnd);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! Attempts at stations: admission, queueing, service, replies, timeouts and cancellation.
+
+use super::event::Event;
+use super::simulation::{AttemptResult, Caller, Job, JobPhase, Purpose, Simulation};
+use crate::metrics::timeseries;
+use crate::sim::{Micros, StreamKey};
+use crate::world::{Admission, AttemptDraws, Commit, FailureKind, Station, attempt_conditions};
+
+/// Everything needed to create an attempt.
+pub(super) struct NewAttempt {
+    pub station: usize,
+    pub purpose: Purpose,
+    pub caller: Caller,
+    pub run: u32,
+    pub run_gen: u32,
+    pub measured: bool,
+    pub key: StreamKey,
+    pub timeout_us: Option<Micros>,
+}
+
+impl Simulation<'_> {
+    /// Creates an attempt, draws its fate, and sends it to its station. Returns its id and generation.
+    pub(super) fn submit(&mut self, now: Micros, a: NewAttempt) -> (u32, u32) {
+        let model = self.model;
+        let dep = &model.world.dependencies[a.station];
+        let mut stream = a.key.stream();
+        let draws = AttemptDraws::draw(&mut stream);
+        let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| d.sample_ms(&mut stream));
+        let id = self.jobs.alloc(Job::vacant);
+        let job = &mut self.jobs[id];
+        let generation = job.generation;
+        *job = Job {
+            generation,
+            phase: JobPhase::Queued,
+            purpose: a.purpose,
+            station: a.station as u16,
+            caller: a.caller,
+            attached: true,
+            measured: a.measured,
+            run: a.run,
+            run_gen: a.run_gen,
+            key: a.key,
+            service_us: conditions.service_us,
+            arrived_us: now,
+            started_us: now,
+            error: conditions.error,
+            retry_after_us: None,
+            no_reply: conditions.no_reply,
+            call: 0,
+            repeat: 0,
+            sub_attempt: 0,
+            child: None,
+        };
+        self.runs[a.run].outstanding += 1;
+        if a.measured {
+            self.recorder.run.attempts += 1;
+            self.recorder.run.cost_units += dep.cost_units;
+            self.recorder.dependencies[a.station].attempts += 1;
+            self.recorder.timeseries.add_attempt(now, a.station);
+        }
+        match self.stations[a.station].admit(dep, &model.world.faults, now) {
+            Admission::StartService => self.start_service(now, id),
+            Admission::Queued => {
+                self.observe_station(a.station, now);
+                self.stations[a.station].enqueue(id, generation);
+            }
+            Admission::QueueFull => self.reject(now, id, FailureKind::Overloaded, None),
+            Admission::RateLimited { retry_after_us } => self.reject(now, id, FailureKind::RateLimited, Some(retry_after_us)),
+            Admission::Down => self.reject(now, id, FailureKind::TransientTransport, None),
+        }
+        if let Some(t) = a.timeout_us {
+            self.queue.schedule(now.saturating_add(t), Event::Timeout { job: id, generation });
+        }
+        (id, generation)
+    }
+
+    fn reject(&mut self, now: Micros, id: u32, kind: FailureKind, retry_after_us: Option<Micros>) {
+        let job = &mut self.jobs[id];
+        job.phase = JobPhase::Rejected;
+        job.error = Some(kind);
+        job.retry_after_us = retry_after_us;
+        let (station, generation, measured) = (job.station as usize, job.generation, job.measured);
+        if measured && kind == FailureKind::Overloaded {
+            self.recorder.dependencies[station].rejected += 1;
+        }
+        self.queue.schedule(now, Event::ServiceEnd { job: id, generation });
+    }
+
+    /// Brings a station's time integrals up to `now` before its state changes.
+    #[inline]
+    pub(super) fn observe_station(&mut self, d: usize, now: Micros) {
+        let s = &self.stations[d];
+        let window = self.recorder.window;
+        self.recorder.dependencies[d].advance(now, window, s.busy, s.queued, s.servers);
+    }
+
+    fn start_service(&mut self, now: Micros, id: u32) {
+        let job = &mut self.jobs[id];
+        let d = job.station as usize;
+        job.phase = JobPhase::InService;
+        job.started_us = now;
+        let (generation, service_us, measured, wait) = (job.generation, job.service_us, job.measured, now - job.arrived_us);
+        self.observe_station(d, now);
+        self.stations[d].busy += 1;
+        if measured {
+            self.recorder.dependencies[d].record_wait(wait);
+        }
+        self.queue.schedule(now + service_us, Event::ServiceEnd { job: id, generation });
+    }
+
+    /// Frees one server and starts the oldest live waiting attempt, if servers allow.
+    pub(super) fn release_server(&mut self, now: Micros, d: usize) {
+        self.observe_station(d, now);
+        self.stations[d].busy -= 1;
+        self.start_waiting(now, d);
+    }
+
+    fn start_waiting(&mut self, now: Micros, d: usize) {
+        while self.stations[d].busy < self.stations[d].servers {
+            let Some((id, generation)) = self.stations[d].pop_queued() else { return };
+            let job = &self.jobs[id];
+            if job.generation != generation || job.phase != JobPhase::Queued {
+                continue; // cancelled while waiting; already forgotten
+            }
+            self.observe_station(d, now);
+            self.stations[d].forget_queued();
+            self.start_service(now, id);
+        }
+    }
+
+    pub(super) fn on_capacity_change(&mut self, now: Micros, d: usize) {
+        self.observe_station(d, now);
+        let servers = Station::servers_at(&self.model.world.dependencies[d], &self.model.world.faults, now);
+        self.stations[d].servers = servers;
+        self.start_waiting(now, d);
+    }
+
+    pub(super) fn on_service_end(&mut self, now: Micros, id: u32, generation: u32) {
+        let job = self.jobs[id];
+        if job.generation != generation {
+            return;
+        }
+        match job.phase {
+            JobPhase::Rejected => {
+                self.record_departure(now, &job);
+                let result = AttemptResult::Failed { kind: job.error.unwrap_or(FailureKind::Overloaded), retry_after_us: job.retry_after_us };
+                self.finish_job(now, id, result);
+            }
+            JobPhase::InService => {
+                let has_calls = !self.model.world.dependencies[job.station as usize].calls.is_empty();
+                if has_calls && job.error.is_none() {
+                    self.begin_remote_calls(now, id);
+                } else {
+                    self.complete_service(now, id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Service (and any remote calls) done: free the server, commit a write, reply.
+    pub(super) fn complete_service(&mut self, now: Micros, id: u32) {
+        let job = self.jobs[id];
+        let d = job.station as usize;
+        let busy_us = (now - job.started_us) as f64;
+        if job.measured {
+            let stats = &mut self.recorder.dependencies[d];
+            stats.service_us += busy_us;
+            if !job.attached {
+                stats.wasted_us += busy_us;
+            }
+        }
+        self.record_departure(now, &job);
+        self.release_server(now, d);
+        if let Purpose::Write { deduplicated } = job.purpose
+            && job.error.is_none()
+        {
+            self.commit_write(&job, deduplicated);
+        }
+        let result = match job.error {
+            Some(kind) => AttemptResult::Failed { kind, retry_after_us: None },
+            None => AttemptResult::Ok,
+        };
+        if job.no_reply && job.attached {
+            self.jobs[id].phase = JobPhase::AwaitReply;
+        } else {
+            self.finish_job(now, id, result);
+        }
+    }
+
+    fn record_departure(&mut self, now: Micros, job: &Job) {
+        if job.measured {
+            let stats = &mut self.recorder.dependencies[job.station as usize];
+            stats.sojourn_sum_us += (now - job.arrived_us) as f64;
+            stats.sojourn_count += 1;
+            if let Some(kind) = job.error {
+                stats.errors[kind.index()] += 1;
+            }
+        }
+    }
+
+    fn commit_write(&mut self, job: &Job, deduplicated: bool) {
+        let Caller::Step { step } = job.caller else { return };
+        let run = &mut self.runs[job.run];
+        debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
+        if let Commit::Applied { duplicate } = run.steps[step as usize].ledger.commit(deduplicated) {
+            if duplicate {
+                run.duplicate = true;
+            }
+            if job.measured {
+                self.recorder.run.effects += 1;
+                if duplicate {
+                    self.recorder.run.duplicate_effects += 1;
+                }
+            }
+        }
+    }
+
+    /// Frees the attempt and, if its caller still waits, delivers the result.
+    fn finish_job(&mut self, now: Micros, id: u32, result: AttemptResult) {
+        let job = self.jobs[id];
+        self.free_job(id);
+        if job.attached {
+            self.deliver(now, &job, result);
+        }
+    }
+
+    pub(super) fn deliver(&mut self, now: Micros, job: &Job, result: AttemptResult) {
+        match job.caller {
+            Caller::Step { step } => self.on_step_result(now, job.run, job.run_gen, step, result),
+            Caller::Remote { job: parent, generation } => self.on_remote_child_result(now, parent, generation, result),
+        }
+    }
+
+    pub(super) fn free_job(&mut self, id: u32) {
+        let job = &mut self.jobs[id];
+        job.generation = job.generation.wrapping_add(1);
+        job.phase = JobPhase::Free;
+        let run = job.run;
+        self.jobs.release(id);
+        let r = &mut self.runs[run];
+        r.outstanding -= 1;
+        if r.ended && r.outstanding == 0 && !r.finalized {
+            self.finalize_run(run);
+        }
+    }
+
+    pub(super) fn on_timeout(&mut self, now: Micros, id: u32, generation: u32) {
+        let job = self.jobs[id];
+        if job.generation != generation || !job.attached {
+            return;
+        }
+        if job.measured {
+            self.recorder.dependencies[job.station as usize].timeouts += 1;
+        }
+        self.jobs[id].attached = false;
+        match job.phase {
+            JobPhase::AwaitReply => self.free_job(id),
+            JobPhase::Queued | JobPhase::InService | JobPhase::Calling => self.abandon(now, id),
+            JobPhase::Rejected | JobPhase::Free => {}
+        }
+        self.deliver(now, &job, AttemptResult::TimedOut);
+    }
+
+    /// The caller no longer waits. A dependency that honours cancellation drops the attempt;
+    /// otherwise it keeps working on it (wasted work) and a write may still commit.
+    pub(super) fn abandon(&mut self, now: Micros, id: u32) {
+        self.jobs[id].attached = false;
+        let job = self.jobs[id];
+        let d = job.station as usize;
+        if !self.model.world.dependencies[d].honors_cancel {
+            return;
+        }
+        match job.phase {
+            JobPhase::Queued => {
+                self.observe_station(d, now);
+                self.stations[d].forget_queued();
+                self.free_job(id);
+            }
+            JobPhase::InService | JobPhase::Calling => {
+                if let Some((child, child_gen)) = job.child
+                    && self.jobs[child].generation == child_gen
+                {
+                    self.abandon(now, child);
+                }
+                let busy_us = (now - job.started_us) as f64;
+                if job.measured {
+                    let stats = &mut self.recorder.dependencies[d];
+                    stats.service_us += busy_us;
+                    stats.wasted_us += busy_us;
+                }
+                self.record_departure(now, &job);
+                self.free_job(id);
+                self.release_server(now, d);
+            }
+            JobPhase::AwaitReply => self.free_job(id),
+            JobPhase::Rejected | JobPhase::Free => {}
+        }
+    }
+}
+
+/// Timeseries column for deadline misses etc. re-exported for the run code.
+pub(super) use timeseries::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT};
