@@ -8,3 +8,5 @@ pub mod world;
 pub mod metrics;
 pub mod runtime;
 pub mod engine;
+pub mod experiment;
+pub mod cli;

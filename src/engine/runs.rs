@@ -61,9 +61,10 @@ impl Simulation<'_> {
         run.outstanding = 0;
         run.duplicate = false;
         self.live_runs += 1;
+        // The time series covers warm-up too: it shows how the system got where it is.
+        self.recorder.timeseries.add(now, ARRIVALS);
         if measured {
             self.recorder.run.runs += 1;
-            self.recorder.timeseries.add(now, ARRIVALS);
         }
         for &s in &wf.roots {
             self.make_ready(now, id, s);
@@ -211,9 +212,9 @@ impl Simulation<'_> {
             }
             AttemptResult::Failed { kind, .. } => kind,
             AttemptResult::TimedOut if step.effect == Effect::Write => {
+                self.recorder.timeseries.add(now, EFFECT_UNKNOWN);
                 if run.measured {
                     self.recorder.run.effect_unknown += 1;
-                    self.recorder.timeseries.add(now, EFFECT_UNKNOWN);
                 }
                 FailureKind::EffectUnknown
             }
@@ -387,19 +388,21 @@ impl Simulation<'_> {
         run.ended = true;
         run.outcome = outcome;
         let exceeded = now > run.budget.deadline_at;
+        let rec = &mut self.recorder;
+        rec.timeseries.add(now, COMPLETIONS);
+        if matches!(outcome, Outcome::Succeeded | Outcome::Degraded) {
+            rec.timeseries.add(now, GOODPUT);
+        }
+        if exceeded {
+            rec.timeseries.add(now, DEADLINE_MISSES);
+        }
         if run.measured {
-            let rec = &mut self.recorder;
             rec.run.outcomes[outcome as usize] += 1;
             let latency = now - run.start_us;
             rec.run.latency_us.saturating_record(latency.max(1));
             rec.run.latency_sum_us += latency as f64;
-            rec.timeseries.add(now, COMPLETIONS);
-            if matches!(outcome, Outcome::Succeeded | Outcome::Degraded) {
-                rec.timeseries.add(now, GOODPUT);
-            }
             if exceeded {
                 rec.run.deadline_exceeded += 1;
-                rec.timeseries.add(now, DEADLINE_MISSES);
             }
         }
         // Stop every branch still running: the caller no longer waits for them.

@@ -52,11 +52,11 @@ impl Simulation<'_> {
             child: None,
         };
         self.runs[a.run].outstanding += 1;
+        self.recorder.timeseries.add_attempt(now, a.station);
         if a.measured {
             self.recorder.run.attempts += 1;
             self.recorder.run.cost_units += dep.cost_units;
             self.recorder.dependencies[a.station].attempts += 1;
-            self.recorder.timeseries.add_attempt(now, a.station);
         }
         match self.stations[a.station].admit(dep, &model.world.faults, now) {
             Admission::StartService => self.start_service(now, id),

@@ -1,0 +1,145 @@
+//! Command-line interface: parse arguments, call a command, map the result to an exit code
+//! (0 success, 1 runtime failure, 2 invalid input, 99 failed gate).
+
+use crate::experiment::gate::{GateOptions, gate};
+use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
+use crate::experiment::sweep::{SweepOptions, sweep};
+use crate::experiment::{CommandError, batch::default_jobs};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_INVALID_INPUT: i32 = 2;
+/// As k6 does when a threshold fails.
+pub const EXIT_GATE_FAILED: i32 = 99;
+
+#[derive(Parser, Debug)]
+#[command(name = "faultline", version, about = "Deterministic simulator and chaos-test harness for AI-agent runtimes")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run every policy of a scenario (or those named) on the same seeds and compare them.
+    Run {
+        scenario: PathBuf,
+        /// A policy to run; repeat for several. Default: all.
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        replications: Option<u32>,
+        /// Override a scenario value: path=value (repeatable).
+        #[arg(long = "set")]
+        sets: Vec<String>,
+        /// Output folder. Default: results/<scenario-stem>/
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Worker threads. Default: every core.
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Run the cross product of parameter values, each point x replication in parallel.
+    Sweep {
+        scenario: PathBuf,
+        /// path=v1,v2,... (repeatable; the grid is the cross product).
+        #[arg(long = "param")]
+        params: Vec<String>,
+        #[arg(long = "policy")]
+        policies: Vec<String>,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        replications: Option<u32>,
+        #[arg(long = "set")]
+        sets: Vec<String>,
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Output folder. Default: results/<scenario-stem>-sweep/
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Check the scenario's [slo] on a candidate policy; exit 99 if any check fails.
+    Gate {
+        scenario: PathBuf,
+        #[arg(long)]
+        candidate: String,
+        /// Baseline policy for [slo.regression] limits on paired differences.
+        #[arg(long)]
+        baseline: Option<String>,
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        replications: Option<u32>,
+        #[arg(long = "set")]
+        sets: Vec<String>,
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Load and check a scenario without running it.
+    Validate { scenario: PathBuf },
+}
+
+fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
+    match j {
+        Some(0) => Err(CommandError::Input("argument `--jobs 0`: at least one worker is needed".into())),
+        Some(n) => Ok(n),
+        None => Ok(default_jobs()),
+    }
+}
+
+/// Runs the parsed command and returns the process exit code.
+pub fn execute(cli: Cli) -> i32 {
+    let result: Result<(String, i32), CommandError> = (|| match cli.command {
+        Command::Run { scenario, policies, seed, replications, sets, out, format, jobs: j } => {
+            let format = match format {
+                Format::Text => OutputFormat::Text,
+                Format::Json => OutputFormat::Json,
+            };
+            let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs: jobs(j)? };
+            Ok((run(&opts)?, EXIT_OK))
+        }
+        Command::Sweep { scenario, params, policies, seed, replications, sets, jobs: j, out } => {
+            let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs: jobs(j)?, out };
+            Ok((sweep(&opts)?, EXIT_OK))
+        }
+        Command::Gate { scenario, candidate, baseline, seed, replications, sets, jobs: j } => {
+            let opts = GateOptions { scenario, candidate, baseline, seed, replications, sets, jobs: jobs(j)? };
+            let report = gate(&opts)?;
+            Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
+        }
+        Command::Validate { scenario } => Ok((validate(&scenario)?, EXIT_OK)),
+    })();
+    match result {
+        Ok((text, code)) => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            code
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                CommandError::Input(_) => EXIT_INVALID_INPUT,
+                CommandError::Io(_) => EXIT_FAILURE,
+            }
+        }
+    }
+}
+
+pub fn main() -> i32 {
+    execute(Cli::parse())
+}

@@ -1,0 +1,106 @@
+//! `faultline gate`: the scenario's SLO thresholds on the candidate policy, and regression
+//! limits on paired differences against a baseline policy run on the same seeds.
+
+use super::CommandError;
+use super::batch::load_model;
+use super::run::{aggregate_replications, collect_overrides, run_policies, select_policies};
+use super::slo::{Check, SloChecks, compile_slo, judge};
+use super::table::{human, render};
+use crate::metrics::MetricMap;
+use crate::metrics::stats::estimate;
+use crate::scenario::parse_source;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct GateOptions {
+    pub scenario: PathBuf,
+    pub candidate: String,
+    pub baseline: Option<String>,
+    pub seed: Option<u64>,
+    pub replications: Option<u32>,
+    pub sets: Vec<String>,
+    pub jobs: usize,
+}
+
+pub struct GateReport {
+    pub text: String,
+    pub passed: bool,
+}
+
+pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
+    let overrides = collect_overrides(&opts.sets, opts.seed, opts.replications)?;
+    let (model, source) = load_model(&opts.scenario, &overrides)?;
+    let scenario = parse_source(&source)?;
+    let checks: SloChecks = compile_slo(scenario.slo.as_ref(), &model, &source)?;
+    if checks.thresholds.is_empty() && checks.regressions.is_empty() {
+        return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));
+    }
+    let mut names = vec![opts.candidate.clone()];
+    names.extend(opts.baseline.iter().cloned());
+    let policies = select_policies(&model, &names)?;
+    let results = run_policies(&model, &policies, opts.jobs)?;
+    let candidate = aggregate_replications(&results[0]);
+
+    let header: Vec<String> = ["result", "check", "judged", "mean", "95% CI"].iter().map(|s| s.to_string()).collect();
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    let mut passed = 0;
+    let mut row = |status: &str, label: String, judged: f64, mean: f64, low: f64, high: f64| {
+        let ci = if low.is_nan() { "n/a".to_string() } else { format!("[{}, {}]", human(low), human(high)) };
+        rows.push(vec![status.to_string(), label, human(judged), human(mean), ci]);
+    };
+    for check in &checks.thresholds {
+        let e = candidate.estimates[&check.metric];
+        let v = judge(check, check.threshold, &e);
+        if v.pass { passed += 1 } else { failed += 1 }
+        row(if v.pass { "PASS" } else { "FAIL" }, format!("{} {}", check.metric, check.expression), v.judged, e.mean, e.low, e.high);
+    }
+    match results.get(1) {
+        Some(baseline_runs) => {
+            let baseline = aggregate_replications(baseline_runs);
+            for check in &checks.regressions {
+                let diffs = paired_differences(&results[0].iter().map(|r| &r.metrics).collect::<Vec<_>>(), baseline_runs, check);
+                let e = estimate(diffs.into_iter());
+                let threshold = if check.relative {
+                    check.threshold / 100.0 * baseline.mean(&check.metric).unwrap_or(f64::NAN).abs()
+                } else {
+                    check.threshold
+                };
+                let v = judge(check, threshold, &e);
+                if v.pass { passed += 1 } else { failed += 1 }
+                let label = format!("{} (candidate - baseline) {}", check.metric, check.expression);
+                row(if v.pass { "PASS" } else { "FAIL" }, label, v.judged, e.mean, e.low, e.high);
+            }
+        }
+        None => {
+            for check in &checks.regressions {
+                rows.push(vec![
+                    "SKIP".into(),
+                    format!("{} (candidate - baseline) {}: needs --baseline", check.metric, check.expression),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+            }
+        }
+    }
+    let mut text = format!(
+        "gate {}: candidate `{}`{}, {} replication(s) on shared seeds\n\n",
+        model.name,
+        opts.candidate,
+        opts.baseline.as_ref().map(|b| format!(", baseline `{b}`")).unwrap_or_default(),
+        model.world.replications
+    );
+    text.push_str(&render(&header, &rows));
+    text.push_str("\n`<`/`<=` are judged on the upper 95 % bound, `>`/`>=` on the lower, `==` on both.\n");
+    text.push_str(&format!("{} passed, {} failed: {}\n", passed, failed, if failed == 0 { "PASS" } else { "FAIL" }));
+    Ok(GateReport { text, passed: failed == 0 })
+}
+
+fn paired_differences(candidate: &[&MetricMap], baseline: &[crate::engine::Replication], check: &Check) -> Vec<f64> {
+    candidate
+        .iter()
+        .zip(baseline)
+        .map(|(c, b)| c.get(&check.metric).copied().unwrap_or(f64::NAN) - b.metrics.get(&check.metric).copied().unwrap_or(f64::NAN))
+        .collect()
+}

@@ -1,0 +1,124 @@
+//! Output files: summary.json, timeseries.csv, sweep.csv, sweep.json. Every file of a command
+//! is first written to a temporary name beside its destination and renamed only when all are
+//! written, so an interrupted or failed command never leaves a half-written file.
+
+use super::CommandError;
+use crate::engine::{Model, Replication};
+use crate::metrics::TimeSeries;
+use crate::metrics::stats::{Aggregate, Estimate};
+use crate::metrics::timeseries::FIXED_COLUMNS;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Files to write together.
+#[derive(Default)]
+pub struct OutputSet {
+    files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+impl OutputSet {
+    pub fn add(&mut self, path: PathBuf, bytes: Vec<u8>) {
+        self.files.push((path, bytes));
+    }
+
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.files.iter().map(|(p, _)| p.as_path())
+    }
+
+    /// Writes every file under a temporary name, then renames them all into place.
+    pub fn commit(self) -> Result<(), CommandError> {
+        let io = |what: &str, path: &Path, e: std::io::Error| CommandError::Io(format!("cannot {what} {}: {e}", path.display()));
+        let mut staged = Vec::with_capacity(self.files.len());
+        for (path, bytes) in &self.files {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+            }
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let temp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+            if let Err(e) = std::fs::write(&temp, bytes) {
+                for t in &staged {
+                    let _ = std::fs::remove_file(t);
+                }
+                let _ = std::fs::remove_file(&temp);
+                return Err(io("write", &temp, e));
+            }
+            staged.push(temp);
+        }
+        for (temp, (path, _)) in staged.iter().zip(&self.files) {
+            std::fs::rename(temp, path).map_err(|e| io("rename into", path, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// A number as text: shortest round-trip form; NaN (undefined) as the empty string.
+pub fn number(v: f64) -> String {
+    if v.is_nan() { String::new() } else { format!("{v}") }
+}
+
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    scenario: &'a str,
+    policy: &'a str,
+    seed: u64,
+    replications: usize,
+    version: &'a str,
+    overrides: &'a [String],
+    metrics: BTreeMap<&'a str, f64>,
+    ci95: BTreeMap<&'a str, [f64; 2]>,
+}
+
+pub fn summary_json(model: &Model, policy: &str, seed: u64, overrides: &[String], aggregate: &Aggregate) -> Vec<u8> {
+    let summary = SummaryJson {
+        scenario: &model.name,
+        policy,
+        seed,
+        replications: aggregate.replications,
+        version: VERSION,
+        overrides,
+        metrics: aggregate.estimates.iter().map(|(k, e)| (k.as_str(), e.mean)).collect(),
+        ci95: aggregate.estimates.iter().map(|(k, e)| (k.as_str(), [e.low, e.high])).collect(),
+    };
+    let mut text = serde_json::to_string_pretty(&summary).expect("a summary always serializes");
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// Mean over replications of each window's counts.
+pub fn timeseries_csv(model: &Model, replications: &[&Replication]) -> Vec<u8> {
+    let series: Vec<&TimeSeries> = replications.iter().map(|r| &r.timeseries).collect();
+    let rows = series.iter().map(|s| s.rows()).max().unwrap_or(0);
+    let window_s = model.world.window_us as f64 / 1e6;
+    let mut header: Vec<String> = vec!["window_start_s".into(), "window_end_s".into()];
+    header.extend(FIXED_COLUMNS.iter().map(|c| c.to_string()));
+    header.extend(model.dependency_names.iter().map(|d| format!("dependency.{d}.attempt_total")));
+    header.extend(model.dependency_names.iter().map(|d| format!("dependency.{d}.queue_depth")));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&header).expect("writing to memory cannot fail");
+    let columns = header.len() - 2;
+    let n = series.len().max(1) as f64;
+    for row in 0..rows {
+        let mut record = vec![number(row as f64 * window_s), number((row + 1) as f64 * window_s)];
+        for c in 0..columns {
+            let sum: u64 = series.iter().filter(|s| row < s.rows()).map(|s| s.value(row, c)).sum();
+            record.push(number(sum as f64 / n));
+        }
+        w.write_record(&record).expect("writing to memory cannot fail");
+    }
+    w.into_inner().expect("flushing memory cannot fail")
+}
+
+/// Column names for one metric's estimate in wide tables.
+pub fn estimate_columns(metric: &str) -> [String; 3] {
+    [metric.to_string(), format!("{metric}.ci95_low"), format!("{metric}.ci95_high")]
+}
+
+pub fn estimate_cells(e: Option<&Estimate>) -> [String; 3] {
+    match e {
+        Some(e) => [number(e.mean), number(e.low), number(e.high)],
+        None => [String::new(), String::new(), String::new()],
+    }
+}

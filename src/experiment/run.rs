@@ -1,0 +1,197 @@
+//! `faultline run` and `faultline validate`.
+
+use super::CommandError;
+use super::batch::{Task, load_model, replication_seed, run_tasks};
+use super::output::{OutputSet, summary_json, timeseries_csv};
+use super::slo::compile_slo;
+use super::table::{human, render};
+use crate::engine::{Model, Replication};
+use crate::metrics::stats::{Aggregate, aggregate};
+use crate::scenario::{Override, ScenarioError, parse_override, parse_source};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub scenario: PathBuf,
+    pub policies: Vec<String>,
+    pub seed: Option<u64>,
+    pub replications: Option<u32>,
+    pub sets: Vec<String>,
+    pub out: Option<PathBuf>,
+    pub format: OutputFormat,
+    pub jobs: usize,
+}
+
+/// `--seed` and `--replications` become overrides, so they get the same checks as the file.
+pub fn collect_overrides(sets: &[String], seed: Option<u64>, replications: Option<u32>) -> Result<Vec<Override>, ScenarioError> {
+    let mut overrides: Vec<Override> = sets.iter().map(|s| parse_override(s)).collect::<Result<_, _>>()?;
+    if let Some(seed) = seed {
+        overrides.push(parse_override(&format!("simulation.seed={seed}"))?);
+    }
+    if let Some(n) = replications {
+        overrides.push(parse_override(&format!("simulation.replications={n}"))?);
+    }
+    Ok(overrides)
+}
+
+/// Resolves policy names (all of the scenario's when none are given).
+pub fn select_policies(model: &Model, names: &[String]) -> Result<Vec<usize>, CommandError> {
+    if names.is_empty() {
+        return Ok((0..model.policies.len()).collect());
+    }
+    names
+        .iter()
+        .map(|n| {
+            model.policy_index(n).ok_or_else(|| {
+                let known: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
+                CommandError::Input(format!("argument `--policy {n}`: no policy named `{n}`; the scenario has {}", known.join(", ")))
+            })
+        })
+        .collect()
+}
+
+/// Runs `replications` of each policy on the same seeds; returns replications per policy.
+pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Vec<Vec<Replication>>, CommandError> {
+    let world = &model.world;
+    let tasks: Vec<Task> = policies
+        .iter()
+        .flat_map(|&policy| {
+            (0..world.replications).map(move |r| Task { model: 0, policy, replication: r, seed: replication_seed(world.seed, r) })
+        })
+        .collect();
+    let mut results = run_tasks(std::slice::from_ref(model), &tasks, jobs, &model.name)?.into_iter();
+    Ok(policies.iter().map(|_| results.by_ref().take(world.replications as usize).collect()).collect())
+}
+
+pub fn aggregate_replications(replications: &[Replication]) -> Aggregate {
+    let maps: Vec<_> = replications.iter().map(|r| r.metrics.clone()).collect();
+    aggregate(&maps)
+}
+
+/// The metrics shown side by side, in this order; per-dependency rows follow.
+const HEADLINE: [&str; 22] = [
+    "logical_run_total",
+    "auto_completion_ratio",
+    "safe_outcome_ratio",
+    "deadline_exceeded_ratio",
+    "outcome_total.succeeded",
+    "outcome_total.degraded",
+    "outcome_total.handoff",
+    "outcome_total.failed",
+    "run_latency_ms.p50",
+    "run_latency_ms.p95",
+    "run_latency_ms.p99",
+    "retry_amplification_ratio",
+    "dependency_attempt_total",
+    "cost_per_success",
+    "duplicate_effect_total",
+    "effect_unknown_total",
+    "reconciled_total",
+    "budget_exhausted_total.time",
+    "budget_exhausted_total.retry",
+    "budget_exhausted_total.cost",
+    "budget_exhausted_total.concurrency",
+    "queue_rejected_total",
+];
+
+pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> String {
+    let mut header = vec!["metric".to_string()];
+    header.extend(names.iter().map(|n| n.to_string()));
+    let mut metrics: Vec<String> = HEADLINE.iter().map(|m| m.to_string()).collect();
+    for d in &model.dependency_names {
+        for m in ["attempt_total", "utilization", "wasted_service_ratio"] {
+            metrics.push(format!("dependency.{d}.{m}"));
+        }
+    }
+    let rows: Vec<Vec<String>> = metrics
+        .iter()
+        .map(|m| {
+            let mut row = vec![m.clone()];
+            for a in aggregates {
+                row.push(match a.estimates.get(m) {
+                    Some(e) if !e.low.is_nan() && e.high > e.low => format!("{} ±{}", human(e.mean), human((e.high - e.low) / 2.0)),
+                    Some(e) => human(e.mean),
+                    None => "n/a".into(),
+                });
+            }
+            row
+        })
+        .collect();
+    render(&header, &rows)
+}
+
+pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
+    let overrides = collect_overrides(&opts.sets, opts.seed, opts.replications)?;
+    let (model, source) = load_model(&opts.scenario, &overrides)?;
+    // The SLO section is checked here too, so a bad file never produces output.
+    let scenario = parse_source(&source)?;
+    compile_slo(scenario.slo.as_ref(), &model, &source)?;
+    let policies = select_policies(&model, &opts.policies)?;
+    let results = run_policies(&model, &policies, opts.jobs)?;
+    let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate_replications(r)).collect();
+    let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
+
+    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
+    let raw_overrides: Vec<String> = overrides.iter().map(|o| o.argument.clone()).collect();
+    let mut files = OutputSet::default();
+    for ((name, agg), reps) in names.iter().zip(&aggregates).zip(&results) {
+        let dir = out_dir.join(name);
+        files.add(dir.join("summary.json"), summary_json(&model, name, model.world.seed, &raw_overrides, agg));
+        let refs: Vec<&Replication> = reps.iter().collect();
+        files.add(dir.join("timeseries.csv"), timeseries_csv(&model, &refs));
+    }
+    let written: Vec<String> = files.paths().map(|p| p.display().to_string()).collect();
+    files.commit()?;
+
+    Ok(match opts.format {
+        OutputFormat::Json => {
+            let mut text = String::from("{");
+            for (i, (name, agg)) in names.iter().zip(&aggregates).enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                let summary = summary_json(&model, name, model.world.seed, &raw_overrides, agg);
+                text.push_str(&format!("\n  {}: {}", serde_json::to_string(name).unwrap_or_default(), String::from_utf8_lossy(&summary).trim_end()));
+            }
+            text.push_str("\n}\n");
+            text
+        }
+        OutputFormat::Text => {
+            let mut text = format!(
+                "{}: {} replication(s) of {} s simulated (warm-up {} s), seed {}\n\n",
+                model.name,
+                model.world.replications,
+                model.world.duration_us as f64 / 1e6,
+                model.world.warmup_us as f64 / 1e6,
+                model.world.seed
+            );
+            text.push_str(&side_by_side(&model, &names, &aggregates));
+            text.push_str("\n± is the half-width of the 95 % confidence interval over replications.\n");
+            text.push_str(&format!("wrote {}\n", written.join(", ")));
+            text
+        }
+    })
+}
+
+pub fn validate(path: &Path) -> Result<String, CommandError> {
+    let (model, source) = load_model(path, &[])?;
+    let scenario = parse_source(&source)?;
+    let slo = compile_slo(scenario.slo.as_ref(), &model, &source)?;
+    let policies: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
+    Ok(format!(
+        "{}: ok ({} dependencies, {} workflows, {} faults, policies: {}, {} SLO checks, {} regression checks)\n",
+        source.path,
+        model.world.dependencies.len(),
+        model.workflows.len(),
+        model.world.faults.len(),
+        policies.join(", "),
+        slo.thresholds.len(),
+        slo.regressions.len()
+    ))
+}

@@ -1,0 +1,164 @@
+//! SLO checks, k6 style: `"metric" = ["< 0.05"]`. A check is judged on the side of the 95 %
+//! confidence interval that could break it (the upper bound for `<`, the lower for `>`), so a
+//! lucky mean does not pass. Regression limits judge paired differences candidate - baseline;
+//! a `%` suffix makes the limit relative to the baseline mean.
+
+use crate::engine::Model;
+use crate::metrics::stats::Estimate;
+use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+    Equal,
+    NotEqual,
+}
+
+impl Comparison {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Comparison::Less => "<",
+            Comparison::LessOrEqual => "<=",
+            Comparison::Greater => ">",
+            Comparison::GreaterOrEqual => ">=",
+            Comparison::Equal => "==",
+            Comparison::NotEqual => "!=",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub metric: String,
+    pub comparison: Comparison,
+    pub threshold: f64,
+    /// The threshold is a percentage of the baseline mean (regression checks only).
+    pub relative: bool,
+    pub expression: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SloChecks {
+    pub thresholds: Vec<Check>,
+    pub regressions: Vec<Check>,
+}
+
+pub fn parse_expression(text: &str) -> Option<(Comparison, f64, bool)> {
+    let t = text.trim();
+    let (comparison, rest) = [
+        ("<=", Comparison::LessOrEqual),
+        (">=", Comparison::GreaterOrEqual),
+        ("==", Comparison::Equal),
+        ("!=", Comparison::NotEqual),
+        ("<", Comparison::Less),
+        (">", Comparison::Greater),
+    ]
+    .iter()
+    .find_map(|(sym, c)| t.strip_prefix(sym).map(|rest| (*c, rest.trim())))?;
+    let (number, relative) = match rest.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (rest, false),
+    };
+    let value: f64 = number.parse().ok()?;
+    value.is_finite().then_some((comparison, value, relative))
+}
+
+/// Checks the `[slo]` table against the model's metric names.
+pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<SloChecks, ScenarioError> {
+    let Some(slo) = slo else { return Ok(SloChecks::default()) };
+    let names = model.metric_names();
+    let mut checks = SloChecks::default();
+    let groups = [(&slo.thresholds, false), (&slo.regression, true)];
+    for (table, regression) in groups {
+        for (metric, expressions) in table {
+            let base = if regression { FieldPath::root().key("slo").key("regression") } else { FieldPath::root().key("slo") };
+            let path = base.key(metric);
+            if !names.iter().any(|n| n == metric) {
+                let hint = names.iter().find(|n| n.contains(metric.as_str()) || metric.contains(n.as_str()));
+                let hint = hint.map(|h| format!(" (did you mean `{h}`?)")).unwrap_or_default();
+                return Err(error_at_path(source, &path, format!("unknown metric `{metric}`{hint}; docs/metrics.md lists them")));
+            }
+            for (i, expression) in expressions.iter().enumerate() {
+                let (comparison, threshold, relative) = parse_expression(expression).ok_or_else(|| {
+                    error_at_path(source, &path.index(i), format!("cannot read `{expression}`; write an operator and a number, like \"< 0.05\""))
+                })?;
+                if relative && !regression {
+                    return Err(error_at_path(source, &path.index(i), "a % limit applies only under [slo.regression]"));
+                }
+                let check = Check { metric: metric.clone(), comparison, threshold, relative, expression: expression.trim().to_string() };
+                if regression { checks.regressions.push(check) } else { checks.thresholds.push(check) }
+            }
+        }
+    }
+    Ok(checks)
+}
+
+/// The verdict on one check and the value it was judged on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    pub pass: bool,
+    pub judged: f64,
+}
+
+/// Judges `estimate` against a check (threshold already scaled if relative). With one
+/// replication the interval is unknown and the mean is judged.
+pub fn judge(check: &Check, threshold: f64, e: &Estimate) -> Verdict {
+    let (low, high) = if e.low.is_nan() { (e.mean, e.mean) } else { (e.low, e.high) };
+    if e.mean.is_nan() {
+        return Verdict { pass: false, judged: f64::NAN };
+    }
+    match check.comparison {
+        Comparison::Less => Verdict { pass: high < threshold, judged: high },
+        Comparison::LessOrEqual => Verdict { pass: high <= threshold, judged: high },
+        Comparison::Greater => Verdict { pass: low > threshold, judged: low },
+        Comparison::GreaterOrEqual => Verdict { pass: low >= threshold, judged: low },
+        Comparison::Equal => Verdict { pass: low == threshold && high == threshold, judged: if low != threshold { low } else { high } },
+        Comparison::NotEqual => Verdict { pass: threshold < low || threshold > high, judged: e.mean },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(expr: &str) -> Check {
+        let (comparison, threshold, relative) = parse_expression(expr).unwrap();
+        Check { metric: "m".into(), comparison, threshold, relative, expression: expr.into() }
+    }
+
+    fn est(mean: f64, low: f64, high: f64) -> Estimate {
+        Estimate { mean, low, high, n: 8 }
+    }
+
+    #[test]
+    fn expressions_parse_like_k6() {
+        assert_eq!(parse_expression("< 0.05"), Some((Comparison::Less, 0.05, false)));
+        assert_eq!(parse_expression("<=10000"), Some((Comparison::LessOrEqual, 10_000.0, false)));
+        assert_eq!(parse_expression("== 0"), Some((Comparison::Equal, 0.0, false)));
+        assert_eq!(parse_expression(">= 5 %"), Some((Comparison::GreaterOrEqual, 5.0, true)));
+        assert_eq!(parse_expression("about 3"), None);
+        assert_eq!(parse_expression("< x"), None);
+        assert_eq!(parse_expression("< inf"), None);
+    }
+
+    #[test]
+    fn judged_on_the_unfavourable_bound() {
+        // mean passes, upper bound does not
+        assert!(!judge(&check("< 0.05"), 0.05, &est(0.04, 0.03, 0.06)).pass);
+        assert!(judge(&check("< 0.05"), 0.05, &est(0.04, 0.03, 0.045)).pass);
+        assert!(!judge(&check("> 0.9"), 0.9, &est(0.95, 0.89, 0.99)).pass);
+        assert!(judge(&check(">= 0.9"), 0.9, &est(0.95, 0.9, 0.99)).pass);
+        assert!(judge(&check("== 0"), 0.0, &est(0.0, 0.0, 0.0)).pass);
+        assert!(!judge(&check("== 0"), 0.0, &est(0.1, -0.1, 0.3)).pass);
+        assert!(judge(&check("!= 1"), 1.0, &est(3.0, 2.0, 4.0)).pass);
+        assert!(!judge(&check("!= 3"), 3.0, &est(3.0, 2.0, 4.0)).pass);
+        // one replication: the mean is judged
+        let single = Estimate { mean: 0.04, low: f64::NAN, high: f64::NAN, n: 1 };
+        assert!(judge(&check("< 0.05"), 0.05, &single).pass);
+        let none = Estimate { mean: f64::NAN, low: f64::NAN, high: f64::NAN, n: 0 };
+        assert!(!judge(&check("< 0.05"), 0.05, &none).pass, "no data never passes");
+    }
+}

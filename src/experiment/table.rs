@@ -1,0 +1,69 @@
+//! Aligned text tables for the terminal.
+
+/// Renders rows under a header; the first column is left-aligned, the rest right-aligned.
+pub fn render(header: &[String], rows: &[Vec<String>]) -> String {
+    let columns = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(columns) {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: &[String], out: &mut String| {
+        for (i, cell) in cells.iter().enumerate().take(columns) {
+            let pad = widths[i] - cell.chars().count();
+            if i == 0 {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad));
+            } else {
+                out.push_str("  ");
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            }
+        }
+        let trimmed = out.trim_end().len();
+        out.truncate(trimmed);
+        out.push('\n');
+    };
+    line(header, &mut out);
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    line(&rule, &mut out);
+    for row in rows {
+        line(row, &mut out);
+    }
+    out
+}
+
+/// A compact human form of a number: integers without decimals, ratios with 3 decimals.
+pub fn human(v: f64) -> String {
+    if v.is_nan() {
+        "n/a".into()
+    } else if v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up() {
+        let t = render(
+            &["metric".into(), "a".into(), "bb".into()],
+            &[vec!["x".into(), "1".into(), "22".into()], vec!["longer".into(), "333".into(), "4".into()]],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "metric    a  bb");
+        assert_eq!(lines[2], "x         1  22");
+        assert_eq!(lines[3], "longer  333   4");
+        assert_eq!(human(3.0), "3");
+        assert_eq!(human(0.12345), "0.123");
+        assert_eq!(human(f64::NAN), "n/a");
+    }
+}
