@@ -116,8 +116,12 @@ impl Simulation<'_> {
             }
         };
         let cost = model.world.dependencies[dependency].cost_units;
+        // A retry is a repeat at the same dependency; the first call to a fallback is a new
+        // path (bounded by the cost budget), not a retry, as a fallback strategy wrapped
+        // around a retry strategy behaves in Polly or resilience4j.
+        let is_retry = if state.on_fallback { state.fallback_attempts > 0 } else { state.primary_attempts > 0 };
         let run = &mut self.runs[r];
-        if let Err(kind) = run.budget.admit_attempt(state.serial > 0, cost) {
+        if let Err(kind) = run.budget.admit_attempt(is_retry, cost) {
             self.exhausted(r, kind);
             let last = self.runs[r].steps[s as usize].last_failure.unwrap_or(FailureKind::DeadlineExhausted);
             self.step_gave_up(now, r, s, last);
