@@ -10,7 +10,7 @@ mod simulation;
 mod stations;
 
 pub use event::Event;
-pub use simulation::{Replication, SimError, simulate};
+pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_traced};
 
 use crate::metrics::{MetricMap, Recorder};
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};

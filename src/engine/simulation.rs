@@ -200,6 +200,24 @@ pub struct Replication {
     pub events: u64,
 }
 
+/// One attempt made by a root run, with its intrinsic draws: the uniforms that decide its
+/// fate and the service time drawn from the dependency's base distribution (before faults).
+/// Recorded only by [`simulate_traced`]; the basis of the common-random-numbers guarantee.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptTrace {
+    pub workflow: u16,
+    pub arrival: u32,
+    pub resubmission: u8,
+    pub run_start_us: Micros,
+    /// Step index, or None for a remote agent's own call.
+    pub step: Option<u8>,
+    pub key: u64,
+    pub dependency: usize,
+    pub at_us: Micros,
+    pub draws: [f64; 7],
+    pub base_service_ms: f64,
+}
+
 pub(super) struct Simulation<'m> {
     pub model: &'m Model,
     pub policy: &'m PolicyModel,
@@ -212,10 +230,20 @@ pub(super) struct Simulation<'m> {
     pub recorder: Recorder,
     pub live_runs: usize,
     pub error: Option<SimError>,
+    pub trace: Option<Vec<AttemptTrace>>,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
 pub fn simulate(model: &Model, policy: usize, seed: u64) -> Result<Replication, SimError> {
+    simulate_inner(model, policy, seed, false).map(|(r, _)| r)
+}
+
+/// As [`simulate`], also returning every attempt with its intrinsic draws.
+pub fn simulate_traced(model: &Model, policy: usize, seed: u64) -> Result<(Replication, Vec<AttemptTrace>), SimError> {
+    simulate_inner(model, policy, seed, true).map(|(r, t)| (r, t.unwrap_or_default()))
+}
+
+fn simulate_inner(model: &Model, policy: usize, seed: u64, traced: bool) -> Result<(Replication, Option<Vec<AttemptTrace>>), SimError> {
     let world = &model.world;
     let mut sim = Simulation {
         model,
@@ -229,6 +257,7 @@ pub fn simulate(model: &Model, policy: usize, seed: u64) -> Result<Replication, 
         recorder: Recorder::new(world.dependencies.len(), model.step_names.len(), (world.warmup_us, world.duration_us), world.window_us),
         live_runs: 0,
         error: None,
+        trace: traced.then(Vec::new),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -237,7 +266,7 @@ pub fn simulate(model: &Model, policy: usize, seed: u64) -> Result<Replication, 
         sim.observe_station(d, end);
     }
     let metrics = sim.recorder.to_map(&model.dependency_names, &model.step_names);
-    Ok(Replication { metrics, timeseries: sim.recorder.timeseries, events })
+    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.trace))
 }
 
 impl Simulation<'_> {

@@ -1,7 +1,7 @@
 //! Attempts at stations: admission, queueing, service, replies, timeouts and cancellation.
 
 use super::event::Event;
-use super::simulation::{AttemptResult, Caller, Job, JobPhase, Purpose, Simulation};
+use super::simulation::{AttemptResult, AttemptTrace, Caller, Job, JobPhase, Purpose, Simulation};
 use crate::metrics::timeseries;
 use crate::sim::{Micros, StreamKey};
 use crate::world::{Admission, AttemptDraws, Commit, FailureKind, Station, attempt_conditions};
@@ -25,6 +25,9 @@ impl Simulation<'_> {
         let dep = &model.world.dependencies[a.station];
         let mut stream = a.key.stream();
         let draws = AttemptDraws::draw(&mut stream);
+        if self.trace.is_some() {
+            self.trace_attempt(now, &a, &draws, &stream);
+        }
         let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| d.sample_ms(&mut stream));
         let id = self.jobs.alloc(Job::vacant);
         let job = &mut self.jobs[id];
@@ -72,6 +75,33 @@ impl Simulation<'_> {
             self.queue.schedule(now.saturating_add(t), Event::Timeout { job: id, generation });
         }
         (id, generation)
+    }
+
+    #[cold]
+    fn trace_attempt(&mut self, now: Micros, a: &NewAttempt, draws: &AttemptDraws, stream: &crate::sim::KeyedStream) {
+        let dep = &self.model.world.dependencies[a.station];
+        let base = if a.purpose == Purpose::Lookup { &dep.lookup_service } else { &dep.service };
+        let base_service_ms = base.sample_ms(&mut stream.clone());
+        let run = &self.runs[a.run];
+        let step = match a.caller {
+            Caller::Step { step } => Some(step),
+            Caller::Remote { .. } => None,
+        };
+        let entry = AttemptTrace {
+            workflow: run.workflow,
+            arrival: run.arrival,
+            resubmission: run.resubmission,
+            run_start_us: run.start_us,
+            step,
+            key: a.key.value(),
+            dependency: a.station,
+            at_us: now,
+            draws: [draws.error, draws.hang, draws.fault_hang, draws.lost, draws.latency, draws.fault_errors, draws.jitter],
+            base_service_ms,
+        };
+        if let Some(trace) = &mut self.trace {
+            trace.push(entry);
+        }
     }
 
     fn reject(&mut self, now: Micros, id: u32, kind: FailureKind, retry_after_us: Option<Micros>) {
