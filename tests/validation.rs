@@ -5,6 +5,18 @@
 mod common;
 use common::*;
 
+#[test]
+fn closed_forms_reproduce_the_published_check_values() {
+    assert!((erlang_c(5, 2.5) - 0.1304).abs() < 5e-5);
+    assert!((erlang_c(10, 5.0) - 0.0361).abs() < 5e-5);
+    let pi = mmck_pi(2, 5, 3.0, 2.0);
+    assert!((pi[0] - 0.179334).abs() < 1e-6);
+    let (loss, l, wq) = mmck(2, 5, 3.0, 2.0);
+    assert!((loss - 0.085113).abs() < 1e-6);
+    assert!((l - 2.00595).abs() < 1e-5);
+    assert!((wq - 0.230857).abs() < 1e-6);
+}
+
 fn single_station(servers: u32, queue_capacity: u32, mean_service_ms: f64, rate_per_s: f64, duration_s: f64, replications: u32, seed: u64) -> String {
     format!(
         r#"

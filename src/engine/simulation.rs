@@ -213,6 +213,8 @@ pub struct AttemptTrace {
     pub step: Option<u8>,
     pub key: u64,
     pub dependency: usize,
+    /// A status lookup (its base service time comes from status_lookup_time).
+    pub lookup: bool,
     pub at_us: Micros,
     pub draws: [f64; 7],
     pub base_service_ms: f64,

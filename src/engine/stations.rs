@@ -95,6 +95,7 @@ impl Simulation<'_> {
             step,
             key: a.key.value(),
             dependency: a.station,
+            lookup: a.purpose == Purpose::Lookup,
             at_us: now,
             draws: [draws.error, draws.hang, draws.fault_hang, draws.lost, draws.latency, draws.fault_errors, draws.jitter],
             base_service_ms,
