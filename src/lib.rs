@@ -2,11 +2,11 @@
 //! AI-agent runtimes. Layers depend downward only: sim, scenario, world, metrics, runtime,
 //! engine, experiment, cli (see ARCHITECTURE.md).
 
+pub mod cli;
+pub mod engine;
+pub mod experiment;
+pub mod metrics;
+pub mod runtime;
 pub mod scenario;
 pub mod sim;
 pub mod world;
-pub mod metrics;
-pub mod runtime;
-pub mod engine;
-pub mod experiment;
-pub mod cli;

@@ -20,7 +20,9 @@ fn the_same_seed_gives_bit_identical_metrics_and_time_series() {
     for policy in 0..m.policies.len() {
         let a = simulate(&m, policy, 42).unwrap();
         let b = simulate(&m, policy, 42).unwrap();
-        let bits = |r: &faultline::engine::Replication| r.metrics.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect::<Vec<_>>();
+        let bits = |r: &faultline::engine::Replication| {
+            r.metrics.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect::<Vec<_>>()
+        };
         assert_eq!(bits(&a), bits(&b));
         assert_eq!(a.events, b.events);
         assert_eq!(a.timeseries.rows(), b.timeseries.rows());
@@ -52,7 +54,10 @@ fn policies_share_arrivals_and_intrinsic_attempt_draws() {
 
     // Arrivals: every first submission starts at the same time under both policies.
     let starts = |t: &BTreeMap<AttemptKey, &AttemptTrace>| {
-        t.values().filter(|x| x.resubmission == 0).map(|x| ((x.workflow, x.arrival), x.run_start_us)).collect::<BTreeMap<_, _>>()
+        t.values()
+            .filter(|x| x.resubmission == 0)
+            .map(|x| ((x.workflow, x.arrival), x.run_start_us))
+            .collect::<BTreeMap<_, _>>()
     };
     let (sa, sb) = (starts(&a), starts(&b));
     let mut shared_runs = 0;

@@ -17,7 +17,15 @@ fn closed_forms_reproduce_the_published_check_values() {
     assert!((wq - 0.230857).abs() < 1e-6);
 }
 
-fn single_station(servers: u32, queue_capacity: u32, mean_service_ms: f64, rate_per_s: f64, duration_s: f64, replications: u32, seed: u64) -> String {
+fn single_station(
+    servers: u32,
+    queue_capacity: u32,
+    mean_service_ms: f64,
+    rate_per_s: f64,
+    duration_s: f64,
+    replications: u32,
+    seed: u64,
+) -> String {
     format!(
         r#"
 [simulation]
@@ -59,9 +67,21 @@ fn mmc_wait_probability_and_mean_wait_match_erlang_c() {
         let reps = replicate(&m, 0);
         let mu = 1_000.0 / mean_ms;
         let label = format!("M/M/{c} rho {:.2}", lambda / (mu * c as f64));
-        assert_in_ci(&format!("{label} P(wait)"), &metric(&reps, "dependency.station.wait_probability"), erlang_c(c, lambda / mu));
-        assert_in_ci(&format!("{label} Wq ms"), &metric(&reps, "dependency.station.queue_wait_ms.mean"), 1_000.0 * mmc_wq(c, lambda, mu));
-        assert_in_ci(&format!("{label} utilization"), &metric(&reps, "dependency.station.utilization"), lambda / (mu * c as f64));
+        assert_in_ci(
+            &format!("{label} P(wait)"),
+            &metric(&reps, "dependency.station.wait_probability"),
+            erlang_c(c, lambda / mu),
+        );
+        assert_in_ci(
+            &format!("{label} Wq ms"),
+            &metric(&reps, "dependency.station.queue_wait_ms.mean"),
+            1_000.0 * mmc_wq(c, lambda, mu),
+        );
+        assert_in_ci(
+            &format!("{label} utilization"),
+            &metric(&reps, "dependency.station.utilization"),
+            lambda / (mu * c as f64),
+        );
     }
 }
 
@@ -141,7 +161,11 @@ fn retry_amplification_matches_the_geometric_series() {
         let m = model(&retrying_station(p, n, 300 + i as u64));
         let reps = replicate(&m, 0);
         let label = format!("p {p} n {n}");
-        assert_in_ci(&format!("{label} attempts per call"), &metric(&reps, "retry_amplification_ratio"), (1.0 - p.powi(n as i32)) / (1.0 - p));
+        assert_in_ci(
+            &format!("{label} attempts per call"),
+            &metric(&reps, "retry_amplification_ratio"),
+            (1.0 - p.powi(n as i32)) / (1.0 - p),
+        );
         let failed: Vec<_> = reps
             .iter()
             .map(|r| {

@@ -2,7 +2,9 @@
 //! decisions, fallbacks, soft-step omission, write reconciliation and outcomes.
 
 use super::event::Event;
-use super::simulation::{AttemptResult, Caller, Purpose, Run, SimError, Simulation, StepPhase, StepRun, TAG_JITTER, TAG_RESUBMIT, TAG_RUN};
+use super::simulation::{
+    AttemptResult, Caller, Purpose, Run, SimError, Simulation, StepPhase, StepRun, TAG_JITTER, TAG_RESUBMIT, TAG_RUN,
+};
 use super::stations::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT, NewAttempt};
 use crate::metrics::{Outcome, timeseries::ARRIVALS};
 use crate::runtime::{AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, RunBudget, attempt_timeout, decide};
@@ -21,7 +23,8 @@ impl Simulation<'_> {
         let wf = &model.workflows[workflow];
         let workload = &model.world.workloads[workflow];
         let measured = now >= model.world.warmup_us;
-        let key = self.root.with(TAG_RUN).with(workload.stream_id).with(u64::from(arrival)).with(u64::from(resubmission));
+        let key =
+            self.root.with(TAG_RUN).with(workload.stream_id).with(u64::from(arrival)).with(u64::from(resubmission));
         let budget = RunBudget::new(&self.policy.budget, now + workload.deadline_us);
         let id = self.runs.alloc(|| Run {
             generation: 0,
@@ -106,7 +109,12 @@ impl Simulation<'_> {
         let sp = &self.policy.steps[w][s as usize];
         let state = run.steps[s as usize];
         let dependency = if state.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
-        let timeout_us = match attempt_timeout(self.policy.rules.deadline_propagation, sp.timeout_us, run.budget.remaining_us(now), sp.reserve_us) {
+        let timeout_us = match attempt_timeout(
+            self.policy.rules.deadline_propagation,
+            sp.timeout_us,
+            run.budget.remaining_us(now),
+            sp.reserve_us,
+        ) {
             AttemptTimeout::After(t) => Some(t),
             AttemptTimeout::Never => None,
             AttemptTimeout::Exhausted => {
@@ -136,7 +144,9 @@ impl Simulation<'_> {
             st.primary_attempts += 1;
         }
         let purpose = match step.effect {
-            Effect::Write => Purpose::Write { deduplicated: step.idempotency == Idempotency::Key && !self.policy.key_per_attempt },
+            Effect::Write => {
+                Purpose::Write { deduplicated: step.idempotency == Idempotency::Key && !self.policy.key_per_attempt }
+            }
             Effect::Read => Purpose::Call,
         };
         let attempt = NewAttempt {
@@ -166,7 +176,12 @@ impl Simulation<'_> {
         let w = run.workflow as usize;
         let step = &self.model.workflows[w].steps[s as usize];
         let sp = &self.policy.steps[w][s as usize];
-        let timeout_us = match attempt_timeout(self.policy.rules.deadline_propagation, sp.timeout_us, run.budget.remaining_us(now), 0) {
+        let timeout_us = match attempt_timeout(
+            self.policy.rules.deadline_propagation,
+            sp.timeout_us,
+            run.budget.remaining_us(now),
+            0,
+        ) {
             AttemptTimeout::After(t) => Some(t),
             AttemptTimeout::Never => None,
             AttemptTimeout::Exhausted => {
@@ -435,7 +450,11 @@ impl Simulation<'_> {
                 if run.measured {
                     self.recorder.run.resubmitted += 1;
                 }
-                let event = Event::Resubmit { workflow: run.workflow, arrival: run.arrival, resubmission: run.resubmission + 1 };
+                let event = Event::Resubmit {
+                    workflow: run.workflow,
+                    arrival: run.arrival,
+                    resubmission: run.resubmission + 1,
+                };
                 self.queue.schedule(now + resubmit.delay_us, event);
             }
         }
@@ -451,7 +470,8 @@ impl Simulation<'_> {
         let run = &mut self.runs[r];
         run.finalized = true;
         if run.measured {
-            let safe = matches!(run.outcome, Outcome::Succeeded | Outcome::Degraded | Outcome::Handoff) && !run.duplicate;
+            let safe =
+                matches!(run.outcome, Outcome::Succeeded | Outcome::Degraded | Outcome::Handoff) && !run.duplicate;
             if safe {
                 self.recorder.run.safe_runs += 1;
             }

@@ -245,7 +245,12 @@ pub fn simulate_traced(model: &Model, policy: usize, seed: u64) -> Result<(Repli
     simulate_inner(model, policy, seed, true).map(|(r, t)| (r, t.unwrap_or_default()))
 }
 
-fn simulate_inner(model: &Model, policy: usize, seed: u64, traced: bool) -> Result<(Replication, Option<Vec<AttemptTrace>>), SimError> {
+fn simulate_inner(
+    model: &Model,
+    policy: usize,
+    seed: u64,
+    traced: bool,
+) -> Result<(Replication, Option<Vec<AttemptTrace>>), SimError> {
     let world = &model.world;
     let mut sim = Simulation {
         model,
@@ -256,7 +261,12 @@ fn simulate_inner(model: &Model, policy: usize, seed: u64, traced: bool) -> Resu
         jobs: Arena::new(),
         runs: Arena::new(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
-        recorder: Recorder::new(world.dependencies.len(), model.step_names.len(), (world.warmup_us, world.duration_us), world.window_us),
+        recorder: Recorder::new(
+            world.dependencies.len(),
+            model.step_names.len(),
+            (world.warmup_us, world.duration_us),
+            world.window_us,
+        ),
         live_runs: 0,
         error: None,
         trace: traced.then(Vec::new),
@@ -298,7 +308,10 @@ impl Simulation<'_> {
         while let Some((now, event)) = self.queue.pop() {
             if now > stop_at {
                 if self.live_runs > 0 {
-                    return Err(SimError::DrainLimit { live_runs: self.live_runs, limit_s: world.drain_limit_us as f64 / 1e6 });
+                    return Err(SimError::DrainLimit {
+                        live_runs: self.live_runs,
+                        limit_s: world.drain_limit_us as f64 / 1e6,
+                    });
                 }
                 break;
             }
@@ -324,7 +337,9 @@ impl Simulation<'_> {
                 }
                 self.start_run(now, w, arrival, 0);
             }
-            Event::Resubmit { workflow, arrival, resubmission } => self.start_run(now, workflow as usize, arrival, resubmission),
+            Event::Resubmit { workflow, arrival, resubmission } => {
+                self.start_run(now, workflow as usize, arrival, resubmission)
+            }
             Event::ServiceEnd { job, generation } => self.on_service_end(now, job, generation),
             Event::Timeout { job, generation } => self.on_timeout(now, job, generation),
             Event::StepWake { run, run_gen, step, wake } => self.on_step_wake(now, run, run_gen, step, wake),

@@ -28,7 +28,9 @@ impl Simulation<'_> {
         if self.trace.is_some() {
             self.trace_attempt(now, &a, &draws, &stream);
         }
-        let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| d.sample_ms(&mut stream));
+        let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| {
+            d.sample_ms(&mut stream)
+        });
         let id = self.jobs.alloc(Job::vacant);
         let job = &mut self.jobs[id];
         let generation = job.generation;
@@ -68,7 +70,9 @@ impl Simulation<'_> {
                 self.stations[a.station].enqueue(id, generation);
             }
             Admission::QueueFull => self.reject(now, id, FailureKind::Overloaded, None),
-            Admission::RateLimited { retry_after_us } => self.reject(now, id, FailureKind::RateLimited, Some(retry_after_us)),
+            Admission::RateLimited { retry_after_us } => {
+                self.reject(now, id, FailureKind::RateLimited, Some(retry_after_us))
+            }
             Admission::Down => self.reject(now, id, FailureKind::TransientTransport, None),
         }
         if let Some(t) = a.timeout_us {
@@ -97,7 +101,15 @@ impl Simulation<'_> {
             dependency: a.station,
             lookup: a.purpose == Purpose::Lookup,
             at_us: now,
-            draws: [draws.error, draws.hang, draws.fault_hang, draws.lost, draws.latency, draws.fault_errors, draws.jitter],
+            draws: [
+                draws.error,
+                draws.hang,
+                draws.fault_hang,
+                draws.lost,
+                draws.latency,
+                draws.fault_errors,
+                draws.jitter,
+            ],
             base_service_ms,
         };
         if let Some(trace) = &mut self.trace {
@@ -130,7 +142,8 @@ impl Simulation<'_> {
         let d = job.station as usize;
         job.phase = JobPhase::InService;
         job.started_us = now;
-        let (generation, service_us, measured, wait) = (job.generation, job.service_us, job.measured, now - job.arrived_us);
+        let (generation, service_us, measured, wait) =
+            (job.generation, job.service_us, job.measured, now - job.arrived_us);
         self.observe_station(d, now);
         self.stations[d].busy += 1;
         if measured {
@@ -174,7 +187,10 @@ impl Simulation<'_> {
         match job.phase {
             JobPhase::Rejected => {
                 self.record_departure(now, &job);
-                let result = AttemptResult::Failed { kind: job.error.unwrap_or(FailureKind::Overloaded), retry_after_us: job.retry_after_us };
+                let result = AttemptResult::Failed {
+                    kind: job.error.unwrap_or(FailureKind::Overloaded),
+                    retry_after_us: job.retry_after_us,
+                };
                 self.finish_job(now, id, result);
             }
             JobPhase::InService => {

@@ -20,9 +20,39 @@ pub fn load_model(path: &Path, overrides: &[Override]) -> Result<(Model, Source)
 
 pub fn compile_with(source: &Source, overrides: &[Override]) -> Result<Model, ScenarioError> {
     // Parse the file on its own first so that its errors carry line and column.
-    let scenario = parse_source(source)?;
-    let scenario = if overrides.is_empty() { scenario } else { apply_overrides(source, overrides)? };
-    Model::compile(&scenario, source)
+    let original = parse_source(source)?;
+    if overrides.is_empty() {
+        return Model::compile(&original, source);
+    }
+    let scenario = apply_overrides(source, overrides)?;
+    Model::compile(&scenario, source).map_err(|e| {
+        // The same error without the overrides is the file's; otherwise an override caused it
+        // and the error must name the argument, not a line that holds another value.
+        match Model::compile(&original, source) {
+            Err(file_error) if file_error.field == e.field && file_error.message == e.message => e,
+            _ => {
+                let culprit = overrides.iter().rev().find(|o| overrides_field(o, &e.field)).or(overrides.last());
+                match culprit {
+                    Some(o) => ScenarioError::in_argument(&o.argument, &e.field, e.message),
+                    None => e,
+                }
+            }
+        }
+    })
+}
+
+/// Whether an override's path (names or positions) plausibly addresses an error's field path
+/// (positions only): compare the keys, ignoring array selectors.
+fn overrides_field(o: &Override, field: &str) -> bool {
+    let keys = |segments: Vec<&str>| {
+        segments.into_iter().filter(|s| s.parse::<usize>().is_err()).map(str::to_string).collect::<Vec<_>>()
+    };
+    let field_keys: Vec<String> = field.split(['.', '[', ']']).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    let field_keys = keys(field_keys.iter().map(String::as_str).collect());
+    let path: Vec<&str> = o.path.iter().map(String::as_str).collect();
+    let last = path.last().copied().unwrap_or_default();
+    path.first().is_some_and(|first| field_keys.first().is_some_and(|f| f == first))
+        && field_keys.iter().any(|k| k == last)
 }
 
 /// The seed of replication `r`: derived from the scenario seed by a stable mix, the same for

@@ -3,7 +3,7 @@
 
 use super::CommandError;
 use super::batch::load_model;
-use super::run::{aggregate_replications, collect_overrides, run_policies, select_policies};
+use super::run::{aggregate_replications, apply_seed, collect_overrides, run_policies, select_policies};
 use super::slo::{Check, SloChecks, compile_slo, judge};
 use super::table::{human, render};
 use crate::metrics::MetricMap;
@@ -28,16 +28,18 @@ pub struct GateReport {
 }
 
 pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
-    let overrides = collect_overrides(&opts.sets, opts.seed, opts.replications)?;
-    let (model, source) = load_model(&opts.scenario, &overrides)?;
+    let overrides = collect_overrides(&opts.sets, opts.replications)?;
+    let (mut model, source) = load_model(&opts.scenario, &overrides)?;
+    apply_seed(&mut model, opts.seed, &overrides);
     let scenario = parse_source(&source)?;
     let checks: SloChecks = compile_slo(scenario.slo.as_ref(), &model, &source)?;
     if checks.thresholds.is_empty() && checks.regressions.is_empty() {
         return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));
     }
-    let mut names = vec![opts.candidate.clone()];
-    names.extend(opts.baseline.iter().cloned());
-    let policies = select_policies(&model, &names)?;
+    let mut policies = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?;
+    if let Some(baseline) = &opts.baseline {
+        policies.extend(select_policies(&model, std::slice::from_ref(baseline), "--baseline")?);
+    }
     let results = run_policies(&model, &policies, opts.jobs)?;
     let candidate = aggregate_replications(&results[0]);
 
@@ -52,14 +54,29 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     for check in &checks.thresholds {
         let e = candidate.estimates[&check.metric];
         let v = judge(check, check.threshold, &e);
-        if v.pass { passed += 1 } else { failed += 1 }
-        row(if v.pass { "PASS" } else { "FAIL" }, format!("{} {}", check.metric, check.expression), v.judged, e.mean, e.low, e.high);
+        if v.pass {
+            passed += 1
+        } else {
+            failed += 1
+        }
+        row(
+            if v.pass { "PASS" } else { "FAIL" },
+            format!("{} {}", check.metric, check.expression),
+            v.judged,
+            e.mean,
+            e.low,
+            e.high,
+        );
     }
     match results.get(1) {
         Some(baseline_runs) => {
             let baseline = aggregate_replications(baseline_runs);
             for check in &checks.regressions {
-                let diffs = paired_differences(&results[0].iter().map(|r| &r.metrics).collect::<Vec<_>>(), baseline_runs, check);
+                let diffs = paired_differences(
+                    &results[0].iter().map(|r| &r.metrics).collect::<Vec<_>>(),
+                    baseline_runs,
+                    check,
+                );
                 let e = estimate(diffs.into_iter());
                 let threshold = if check.relative {
                     check.threshold / 100.0 * baseline.mean(&check.metric).unwrap_or(f64::NAN).abs()
@@ -67,7 +84,11 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
                     check.threshold
                 };
                 let v = judge(check, threshold, &e);
-                if v.pass { passed += 1 } else { failed += 1 }
+                if v.pass {
+                    passed += 1
+                } else {
+                    failed += 1
+                }
                 let label = format!("{} (candidate - baseline) {}", check.metric, check.expression);
                 row(if v.pass { "PASS" } else { "FAIL" }, label, v.judged, e.mean, e.low, e.high);
             }
@@ -101,6 +122,9 @@ fn paired_differences(candidate: &[&MetricMap], baseline: &[crate::engine::Repli
     candidate
         .iter()
         .zip(baseline)
-        .map(|(c, b)| c.get(&check.metric).copied().unwrap_or(f64::NAN) - b.metrics.get(&check.metric).copied().unwrap_or(f64::NAN))
+        .map(|(c, b)| {
+            c.get(&check.metric).copied().unwrap_or(f64::NAN)
+                - b.metrics.get(&check.metric).copied().unwrap_or(f64::NAN)
+        })
         .collect()
 }

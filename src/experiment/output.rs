@@ -30,7 +30,9 @@ impl OutputSet {
 
     /// Writes every file under a temporary name, then renames them all into place.
     pub fn commit(self) -> Result<(), CommandError> {
-        let io = |what: &str, path: &Path, e: std::io::Error| CommandError::Io(format!("cannot {what} {}: {e}", path.display()));
+        let io = |what: &str, path: &Path, e: std::io::Error| {
+            CommandError::Io(format!("cannot {what} {}: {e}", path.display()))
+        };
         let mut staged = Vec::with_capacity(self.files.len());
         for (path, bytes) in &self.files {
             if let Some(dir) = path.parent() {

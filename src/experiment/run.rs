@@ -28,20 +28,31 @@ pub struct RunOptions {
     pub jobs: usize,
 }
 
-/// `--seed` and `--replications` become overrides, so they get the same checks as the file.
-pub fn collect_overrides(sets: &[String], seed: Option<u64>, replications: Option<u32>) -> Result<Vec<Override>, ScenarioError> {
+/// `--replications` becomes an override, so it gets the same checks as the file. `--seed` is
+/// applied after compilation (see [`apply_seed`]): TOML integers stop at 2^63 - 1, seeds do not.
+pub fn collect_overrides(sets: &[String], replications: Option<u32>) -> Result<Vec<Override>, ScenarioError> {
     let mut overrides: Vec<Override> = sets.iter().map(|s| parse_override(s)).collect::<Result<_, _>>()?;
-    if let Some(seed) = seed {
-        overrides.push(parse_override(&format!("simulation.seed={seed}"))?);
-    }
     if let Some(n) = replications {
-        overrides.push(parse_override(&format!("simulation.replications={n}"))?);
+        let mut o = parse_override(&format!("simulation.replications={n}"))?;
+        o.argument = format!("--replications {n}");
+        overrides.push(o);
     }
     Ok(overrides)
 }
 
+/// Sets the root seed from `--seed`; returns the arguments to record as provenance.
+pub fn apply_seed(model: &mut Model, seed: Option<u64>, overrides: &[Override]) -> Vec<String> {
+    let mut applied: Vec<String> = overrides.iter().map(|o| o.argument.clone()).collect();
+    if let Some(seed) = seed {
+        model.world.seed = seed;
+        applied.push(format!("--seed {seed}"));
+    }
+    applied
+}
+
 /// Resolves policy names (all of the scenario's when none are given).
-pub fn select_policies(model: &Model, names: &[String]) -> Result<Vec<usize>, CommandError> {
+/// `flag` names the option the names came from, for error messages.
+pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Vec<usize>, CommandError> {
     if names.is_empty() {
         return Ok((0..model.policies.len()).collect());
     }
@@ -50,7 +61,10 @@ pub fn select_policies(model: &Model, names: &[String]) -> Result<Vec<usize>, Co
         .map(|n| {
             model.policy_index(n).ok_or_else(|| {
                 let known: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
-                CommandError::Input(format!("argument `--policy {n}`: no policy named `{n}`; the scenario has {}", known.join(", ")))
+                CommandError::Input(format!(
+                    "argument `{flag} {n}`: no policy named `{n}`; the scenario has {}",
+                    known.join(", ")
+                ))
             })
         })
         .collect()
@@ -62,7 +76,12 @@ pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Ve
     let tasks: Vec<Task> = policies
         .iter()
         .flat_map(|&policy| {
-            (0..world.replications).map(move |r| Task { model: 0, policy, replication: r, seed: replication_seed(world.seed, r) })
+            (0..world.replications).map(move |r| Task {
+                model: 0,
+                policy,
+                replication: r,
+                seed: replication_seed(world.seed, r),
+            })
         })
         .collect();
     let mut results = run_tasks(std::slice::from_ref(model), &tasks, jobs, &model.name)?.into_iter();
@@ -115,7 +134,9 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
             let mut row = vec![m.clone()];
             for a in aggregates {
                 row.push(match a.estimates.get(m) {
-                    Some(e) if !e.low.is_nan() && e.high > e.low => format!("{} ±{}", human(e.mean), human((e.high - e.low) / 2.0)),
+                    Some(e) if !e.low.is_nan() && e.high > e.low => {
+                        format!("{} ±{}", human(e.mean), human((e.high - e.low) / 2.0))
+                    }
                     Some(e) => human(e.mean),
                     None => "n/a".into(),
                 });
@@ -127,18 +148,18 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
 }
 
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
-    let overrides = collect_overrides(&opts.sets, opts.seed, opts.replications)?;
-    let (model, source) = load_model(&opts.scenario, &overrides)?;
+    let overrides = collect_overrides(&opts.sets, opts.replications)?;
+    let (mut model, source) = load_model(&opts.scenario, &overrides)?;
+    let raw_overrides = apply_seed(&mut model, opts.seed, &overrides);
     // The SLO section is checked here too, so a bad file never produces output.
     let scenario = parse_source(&source)?;
     compile_slo(scenario.slo.as_ref(), &model, &source)?;
-    let policies = select_policies(&model, &opts.policies)?;
+    let policies = select_policies(&model, &opts.policies, "--policy")?;
     let results = run_policies(&model, &policies, opts.jobs)?;
     let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate_replications(r)).collect();
     let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
 
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
-    let raw_overrides: Vec<String> = overrides.iter().map(|o| o.argument.clone()).collect();
     let mut files = OutputSet::default();
     for ((name, agg), reps) in names.iter().zip(&aggregates).zip(&results) {
         let dir = out_dir.join(name);
@@ -157,7 +178,11 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
                     text.push(',');
                 }
                 let summary = summary_json(&model, name, model.world.seed, &raw_overrides, agg);
-                text.push_str(&format!("\n  {}: {}", serde_json::to_string(name).unwrap_or_default(), String::from_utf8_lossy(&summary).trim_end()));
+                text.push_str(&format!(
+                    "\n  {}: {}",
+                    serde_json::to_string(name).unwrap_or_default(),
+                    String::from_utf8_lossy(&summary).trim_end()
+                ));
             }
             text.push_str("\n}\n");
             text

@@ -74,21 +74,36 @@ pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<
     let groups = [(&slo.thresholds, false), (&slo.regression, true)];
     for (table, regression) in groups {
         for (metric, expressions) in table {
-            let base = if regression { FieldPath::root().key("slo").key("regression") } else { FieldPath::root().key("slo") };
+            let base =
+                if regression { FieldPath::root().key("slo").key("regression") } else { FieldPath::root().key("slo") };
             let path = base.key(metric);
             if !names.iter().any(|n| n == metric) {
                 let hint = names.iter().find(|n| n.contains(metric.as_str()) || metric.contains(n.as_str()));
                 let hint = hint.map(|h| format!(" (did you mean `{h}`?)")).unwrap_or_default();
-                return Err(error_at_path(source, &path, format!("unknown metric `{metric}`{hint}; docs/metrics.md lists them")));
+                return Err(error_at_path(
+                    source,
+                    &path,
+                    format!("unknown metric `{metric}`{hint}; docs/metrics.md lists them"),
+                ));
             }
             for (i, expression) in expressions.iter().enumerate() {
                 let (comparison, threshold, relative) = parse_expression(expression).ok_or_else(|| {
-                    error_at_path(source, &path.index(i), format!("cannot read `{expression}`; write an operator and a number, like \"< 0.05\""))
+                    error_at_path(
+                        source,
+                        &path.index(i),
+                        format!("cannot read `{expression}`; write an operator and a number, like \"< 0.05\""),
+                    )
                 })?;
                 if relative && !regression {
                     return Err(error_at_path(source, &path.index(i), "a % limit applies only under [slo.regression]"));
                 }
-                let check = Check { metric: metric.clone(), comparison, threshold, relative, expression: expression.trim().to_string() };
+                let check = Check {
+                    metric: metric.clone(),
+                    comparison,
+                    threshold,
+                    relative,
+                    expression: expression.trim().to_string(),
+                };
                 if regression { checks.regressions.push(check) } else { checks.thresholds.push(check) }
             }
         }
@@ -115,7 +130,9 @@ pub fn judge(check: &Check, threshold: f64, e: &Estimate) -> Verdict {
         Comparison::LessOrEqual => Verdict { pass: high <= threshold, judged: high },
         Comparison::Greater => Verdict { pass: low > threshold, judged: low },
         Comparison::GreaterOrEqual => Verdict { pass: low >= threshold, judged: low },
-        Comparison::Equal => Verdict { pass: low == threshold && high == threshold, judged: if low != threshold { low } else { high } },
+        Comparison::Equal => {
+            Verdict { pass: low == threshold && high == threshold, judged: if low != threshold { low } else { high } }
+        }
         Comparison::NotEqual => Verdict { pass: threshold < low || threshold > high, judged: e.mean },
     }
 }

@@ -4,7 +4,7 @@
 use super::CommandError;
 use super::batch::{Task, compile_with, replication_seed, run_tasks};
 use super::output::{OutputSet, VERSION, estimate_cells, estimate_columns, number};
-use super::run::{aggregate_replications, collect_overrides, select_policies};
+use super::run::{aggregate_replications, apply_seed, collect_overrides, select_policies};
 use crate::engine::Model;
 use crate::metrics::stats::Aggregate;
 use crate::scenario::{Override, ScenarioError, load_file, parse_override};
@@ -50,7 +50,10 @@ pub fn parse_param(argument: &str) -> Result<Param, ScenarioError> {
 /// Every combination, the first parameter varying slowest.
 pub fn grid(params: &[Param]) -> Vec<Vec<String>> {
     params.iter().fold(vec![Vec::new()], |points, p| {
-        points.iter().flat_map(|point| p.values.iter().map(move |v| [point.clone(), vec![v.clone()]].concat())).collect()
+        points
+            .iter()
+            .flat_map(|point| p.values.iter().map(move |v| [point.clone(), vec![v.clone()]].concat()))
+            .collect()
     })
 }
 
@@ -59,11 +62,17 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
     let params: Vec<Param> = opts.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
-    let size: usize = params.iter().map(|p| p.values.len()).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);
+    let size: usize =
+        params.iter().map(|p| p.values.len()).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);
     if size > MAX_GRID_POINTS {
-        return Err(CommandError::Input(format!("the grid has {size} points; the limit is {MAX_GRID_POINTS}")));
+        let sizes: Vec<String> =
+            params.iter().map(|p| format!("--param {} ({} values)", p.path, p.values.len())).collect();
+        return Err(CommandError::Input(format!(
+            "{}: the grid has {size} points; the limit is {MAX_GRID_POINTS}",
+            sizes.join(" x ")
+        )));
     }
-    let base = collect_overrides(&opts.sets, opts.seed, opts.replications)?;
+    let base = collect_overrides(&opts.sets, opts.replications)?;
     let source = load_file(&opts.scenario)?;
     let points = grid(&params);
     let mut models: Vec<Model> = Vec::with_capacity(points.len());
@@ -74,9 +83,11 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
             o.argument = format!("--param {}={}", p.path, p.values.join(","));
             overrides.push(o);
         }
-        models.push(compile_with(&source, &overrides)?);
+        let mut model = compile_with(&source, &overrides)?;
+        apply_seed(&mut model, opts.seed, &overrides);
+        models.push(model);
     }
-    let policies = select_policies(&models[0], &opts.policies)?;
+    let policies = select_policies(&models[0], &opts.policies, "--policy")?;
     let mut tasks = Vec::new();
     for (m, model) in models.iter().enumerate() {
         for &policy in &policies {
@@ -115,7 +126,13 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     ))
 }
 
-fn sweep_csv(params: &[Param], points: &[Vec<String>], models: &[Model], rows: &[(usize, usize, Aggregate)], metrics: &[String]) -> Vec<u8> {
+fn sweep_csv(
+    params: &[Param],
+    points: &[Vec<String>],
+    models: &[Model],
+    rows: &[(usize, usize, Aggregate)],
+    metrics: &[String],
+) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = params.iter().map(|p| p.path.clone()).collect();
     header.push("policy".into());
@@ -136,7 +153,12 @@ fn sweep_csv(params: &[Param], points: &[Vec<String>], models: &[Model], rows: &
     w.into_inner().expect("flushing memory cannot fail")
 }
 
-fn sweep_json(params: &[Param], points: &[Vec<String>], models: &[Model], rows: &[(usize, usize, Aggregate)]) -> Vec<u8> {
+fn sweep_json(
+    params: &[Param],
+    points: &[Vec<String>],
+    models: &[Model],
+    rows: &[(usize, usize, Aggregate)],
+) -> Vec<u8> {
     let json_rows: Vec<Value> = rows
         .iter()
         .map(|(m, policy, agg)| {
@@ -145,7 +167,8 @@ fn sweep_json(params: &[Param], points: &[Vec<String>], models: &[Model], rows: 
                 point.insert(p.path.clone(), json_value(v));
             }
             let metrics: Map<String, Value> = agg.estimates.iter().map(|(k, e)| (k.clone(), json!(e.mean))).collect();
-            let ci95: Map<String, Value> = agg.estimates.iter().map(|(k, e)| (k.clone(), json!([e.low, e.high]))).collect();
+            let ci95: Map<String, Value> =
+                agg.estimates.iter().map(|(k, e)| (k.clone(), json!([e.low, e.high]))).collect();
             json!({
                 "params": point,
                 "policy": models[*m].policies[*policy].name,

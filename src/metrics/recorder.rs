@@ -233,7 +233,10 @@ impl Recorder {
                 put(p(&format!("error_total.{}", kind.metric_name())), d.errors[kind.index()] as f64);
             }
             put(p("queue_wait_ms.mean"), ratio(d.queue_wait_sum_us / 1e3, d.started as f64));
-            put(p("queue_wait_ms.p95"), if d.started > 0 { us_to_ms(d.queue_wait_us.value_at_quantile(0.95)) } else { f64::NAN });
+            put(
+                p("queue_wait_ms.p95"),
+                if d.started > 0 { us_to_ms(d.queue_wait_us.value_at_quantile(0.95)) } else { f64::NAN },
+            );
             put(p("wait_probability"), ratio(d.waited as f64, d.started as f64));
             put(p("utilization"), ratio(d.busy_area, d.capacity_area));
             put(p("queue_length.mean"), d.queue_area / measured_us);

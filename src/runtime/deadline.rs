@@ -18,7 +18,12 @@ pub enum AttemptTimeout {
 
 /// With propagation: `min(step cap, remaining - downstream reserve)`. Without: the step's own
 /// fixed cap, blind to the root deadline.
-pub fn attempt_timeout(propagation: bool, cap_us: Option<Micros>, remaining_us: Micros, reserve_us: Micros) -> AttemptTimeout {
+pub fn attempt_timeout(
+    propagation: bool,
+    cap_us: Option<Micros>,
+    remaining_us: Micros,
+    reserve_us: Micros,
+) -> AttemptTimeout {
     if !propagation {
         return match cap_us {
             Some(cap) => AttemptTimeout::After(cap),
@@ -45,7 +50,11 @@ mod tests {
         assert_eq!(attempt_timeout(true, Some(3_000_000), 4_000_000, 2_500_000), AttemptTimeout::After(1_500_000));
         assert_eq!(attempt_timeout(true, None, 4_000_000, 0), AttemptTimeout::After(4_000_000));
         assert_eq!(attempt_timeout(true, Some(3_000_000), 2_000_000, 2_500_000), AttemptTimeout::Exhausted);
-        assert_eq!(attempt_timeout(true, Some(3_000_000), 2_500_500, 2_500_000), AttemptTimeout::Exhausted, "below the minimum");
+        assert_eq!(
+            attempt_timeout(true, Some(3_000_000), 2_500_500, 2_500_000),
+            AttemptTimeout::Exhausted,
+            "below the minimum"
+        );
     }
 
     #[test]

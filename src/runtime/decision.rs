@@ -82,7 +82,9 @@ pub enum GiveUp {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
-    Retry { sleep_us: Micros },
+    Retry {
+        sleep_us: Micros,
+    },
     /// Ask the dependency whether the key committed before doing anything else.
     Reconcile,
     Handoff,
@@ -123,7 +125,9 @@ pub fn retry_or_give_up(rules: &RetryRules, failed: &FailedAttempt) -> Decision 
         (FailureKind::RateLimited, Some(after)) if rules.honor_retry_after => after,
         _ => rules.backoff.sleep_us(retry_number, failed.previous_sleep_us, failed.jitter),
     };
-    if rules.deadline_propagation && !retry_fits(sleep_us, failed.predicted_attempt_us, failed.reserve_us, failed.remaining_us) {
+    if rules.deadline_propagation
+        && !retry_fits(sleep_us, failed.predicted_attempt_us, failed.reserve_us, failed.remaining_us)
+    {
         return Decision::GiveUp(GiveUp::Budget(BudgetKind::Time));
     }
     Decision::Retry { sleep_us }
@@ -137,7 +141,12 @@ mod tests {
     fn rules() -> RetryRules {
         RetryRules {
             max_attempts: 3,
-            backoff: Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::None },
+            backoff: Backoff {
+                kind: BackoffKind::Exponential,
+                base_us: 200_000,
+                max_us: 2_000_000,
+                jitter: Jitter::None,
+            },
             honor_retry_after: true,
             retryable: default_retryable(),
             on_effect_unknown: OnEffectUnknown::ReconcileFirst,
@@ -215,7 +224,11 @@ mod tests {
         assert_eq!(decide(&rules(), &f), Decision::GiveUp(GiveUp::Budget(BudgetKind::Time)));
         let mut naive = rules();
         naive.deadline_propagation = false;
-        assert_eq!(decide(&naive, &f), Decision::Retry { sleep_us: 400_000 }, "without propagation the deadline is not consulted");
+        assert_eq!(
+            decide(&naive, &f),
+            Decision::Retry { sleep_us: 400_000 },
+            "without propagation the deadline is not consulted"
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@ use crate::world::{FailureKind, FaultEffect, World};
 /// Defaults when a policy is silent (documented in docs/scenario.md).
 pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
-pub const DEFAULT_BACKOFF: Backoff = Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::Full };
+pub const DEFAULT_BACKOFF: Backoff =
+    Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::Full };
 
 #[derive(Debug, Clone)]
 pub struct StepPolicy {
@@ -52,33 +53,54 @@ pub fn compile_policies(
         .collect()
 }
 
-fn parse_choice<'a>(source: &Source, path: &FieldPath, value: &str, choices: &[&'a str]) -> Result<&'a str, ScenarioError> {
-    choices
-        .iter()
-        .find(|c| **c == value)
-        .copied()
-        .ok_or_else(|| error_at_path(source, path, format!("unknown value `{value}`; expected one of {}", choices.join(", "))))
+fn parse_choice<'a>(
+    source: &Source,
+    path: &FieldPath,
+    value: &str,
+    choices: &[&'a str],
+) -> Result<&'a str, ScenarioError> {
+    choices.iter().find(|c| **c == value).copied().ok_or_else(|| {
+        error_at_path(source, path, format!("unknown value `{value}`; expected one of {}", choices.join(", ")))
+    })
 }
 
 fn duration_ms(source: &Source, path: &FieldPath, ms: f64) -> Result<Micros, ScenarioError> {
-    if ms.is_finite() && ms >= 0.0 { Ok(ms_to_us(ms)) } else { Err(error_at_path(source, path, format!("must be a finite number >= 0, got {ms}"))) }
+    if ms.is_finite() && ms >= 0.0 {
+        Ok(ms_to_us(ms))
+    } else {
+        Err(error_at_path(source, path, format!("must be a finite number >= 0, got {ms}")))
+    }
 }
 
 fn attempts(source: &Source, path: &FieldPath, n: u32) -> Result<u32, ScenarioError> {
     if (1..=MAX_ATTEMPTS_LIMIT).contains(&n) {
         Ok(n)
     } else {
-        Err(error_at_path(source, path, format!("must be between 1 and {MAX_ATTEMPTS_LIMIT} (it includes the first attempt), got {n}")))
+        Err(error_at_path(
+            source,
+            path,
+            format!("must be between 1 and {MAX_ATTEMPTS_LIMIT} (it includes the first attempt), got {n}"),
+        ))
     }
 }
 
 fn compile_backoff(source: &Source, path: &FieldPath, b: &crate::scenario::Backoff) -> Result<Backoff, ScenarioError> {
-    let kind = match parse_choice(source, &path.key("kind"), b.kind.as_deref().unwrap_or("exponential"), &["none", "constant", "exponential"])? {
+    let kind = match parse_choice(
+        source,
+        &path.key("kind"),
+        b.kind.as_deref().unwrap_or("exponential"),
+        &["none", "constant", "exponential"],
+    )? {
         "none" => BackoffKind::None,
         "constant" => BackoffKind::Constant,
         _ => BackoffKind::Exponential,
     };
-    let jitter = match parse_choice(source, &path.key("jitter"), b.jitter.as_deref().unwrap_or("none"), &["none", "full", "equal", "decorrelated"])? {
+    let jitter = match parse_choice(
+        source,
+        &path.key("jitter"),
+        b.jitter.as_deref().unwrap_or("none"),
+        &["none", "full", "equal", "decorrelated"],
+    )? {
         "none" => Jitter::None,
         "full" => Jitter::Full,
         "equal" => Jitter::Equal,
@@ -113,12 +135,21 @@ fn compile_policy(
             let mut table = [false; 10];
             for (i, k) in kinds.iter().enumerate() {
                 let kp = rp.key("retry_on").index(i);
-                let kind = FailureKind::parse(k).ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind `{k}`")))?;
+                let kind = FailureKind::parse(k)
+                    .ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind `{k}`")))?;
                 if NEVER_RETRIED.contains(&kind) {
-                    return Err(error_at_path(source, &kp, format!("{} is never retried with the same input (essay section 8)", kind.name())));
+                    return Err(error_at_path(
+                        source,
+                        &kp,
+                        format!("{} is never retried with the same input (essay section 8)", kind.name()),
+                    ));
                 }
                 if kind == FailureKind::EffectUnknown {
-                    return Err(error_at_path(source, &kp, "EFFECT_UNKNOWN is governed by on_effect_unknown, not retry_on"));
+                    return Err(error_at_path(
+                        source,
+                        &kp,
+                        "EFFECT_UNKNOWN is governed by on_effect_unknown, not retry_on",
+                    ));
                 }
                 table[kind.index()] = true;
             }
@@ -135,13 +166,21 @@ fn compile_policy(
         "handoff" => OnEffectUnknown::Handoff,
         _ => OnEffectUnknown::ReconcileFirst,
     };
-    let key_per_attempt = parse_choice(source, &path.key("idempotency_key"), p.idempotency_key.as_deref().unwrap_or("per_call"), &["per_call", "per_attempt"])?
-        == "per_attempt";
+    let key_per_attempt = parse_choice(
+        source,
+        &path.key("idempotency_key"),
+        p.idempotency_key.as_deref().unwrap_or("per_call"),
+        &["per_call", "per_attempt"],
+    )? == "per_attempt";
     let deadline_propagation = p.deadline_propagation.unwrap_or(true);
     let budget = p.budget.clone().unwrap_or_default();
     let bp = path.key("budget");
     if budget.concurrency_tokens == Some(0) {
-        return Err(error_at_path(source, &bp.key("concurrency_tokens"), "at least 1 concurrency token is needed to run a step"));
+        return Err(error_at_path(
+            source,
+            &bp.key("concurrency_tokens"),
+            "at least 1 concurrency token is needed to run a step",
+        ));
     }
     if let Some(c) = budget.cost_units
         && !(c.is_finite() && c >= 0.0)
@@ -152,9 +191,13 @@ fn compile_policy(
     let default_timeout = duration_ms(source, &path.key("timeout_ms"), timeout_ms)?;
     let default_timeout = (default_timeout > 0).then_some(default_timeout);
 
-    for (step_id, _) in &p.steps {
+    for step_id in p.steps.keys() {
         if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
-            return Err(error_at_path(source, &path.key("steps").key(step_id), format!("no workflow has a step `{step_id}`")));
+            return Err(error_at_path(
+                source,
+                &path.key("steps").key(step_id),
+                format!("no workflow has a step `{step_id}`"),
+            ));
         }
     }
     let mut steps = Vec::with_capacity(workflows.len());
@@ -173,9 +216,15 @@ fn compile_policy(
             let fallback = match &o.fallback {
                 Some(f) => {
                     if s.effect == crate::scenario::Effect::Write {
-                        return Err(error_at_path(source, &sp.key("fallback"), "a write cannot fall back to another dependency"));
+                        return Err(error_at_path(
+                            source,
+                            &sp.key("fallback"),
+                            "a write cannot fall back to another dependency",
+                        ));
                     }
-                    Some(world.dependency_index(f).ok_or_else(|| error_at_path(source, &sp.key("fallback"), format!("unknown dependency `{f}`")))?)
+                    Some(world.dependency_index(f).ok_or_else(|| {
+                        error_at_path(source, &sp.key("fallback"), format!("unknown dependency `{f}`"))
+                    })?)
                 }
                 None => s.fallback,
             };
@@ -221,7 +270,11 @@ fn compile_policy(
             on_effect_unknown,
             deadline_propagation,
         },
-        budget: BudgetLimits { retry_tokens: budget.retry_tokens, concurrency_tokens: budget.concurrency_tokens, cost_units: budget.cost_units },
+        budget: BudgetLimits {
+            retry_tokens: budget.retry_tokens,
+            concurrency_tokens: budget.concurrency_tokens,
+            cost_units: budget.cost_units,
+        },
         key_per_attempt,
         steps,
     })

@@ -30,7 +30,11 @@ pub struct WorkflowModel {
     pub roots: Vec<u8>,
 }
 
-pub fn compile_workflows(scenario: &Scenario, source: &Source, world: &World) -> Result<Vec<WorkflowModel>, ScenarioError> {
+pub fn compile_workflows(
+    scenario: &Scenario,
+    source: &Source,
+    world: &World,
+) -> Result<Vec<WorkflowModel>, ScenarioError> {
     scenario
         .workflows
         .iter()

@@ -65,7 +65,13 @@ pub struct ScenarioError {
 }
 
 impl ScenarioError {
-    pub fn in_file(path: &str, line: Option<usize>, column: Option<usize>, field: &str, message: impl Into<String>) -> Self {
+    pub fn in_file(
+        path: &str,
+        line: Option<usize>,
+        column: Option<usize>,
+        field: &str,
+        message: impl Into<String>,
+    ) -> Self {
         ScenarioError {
             origin: Origin::File { path: path.to_string(), line, column },
             field: field.to_string(),
@@ -74,7 +80,11 @@ impl ScenarioError {
     }
 
     pub fn in_argument(argument: &str, field: &str, message: impl Into<String>) -> Self {
-        ScenarioError { origin: Origin::Argument(argument.to_string()), field: field.to_string(), message: message.into() }
+        ScenarioError {
+            origin: Origin::Argument(argument.to_string()),
+            field: field.to_string(),
+            message: message.into(),
+        }
     }
 }
 

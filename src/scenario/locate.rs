@@ -21,13 +21,13 @@ fn locate_toml(text: &str, path: &FieldPath) -> Option<usize> {
     for segment in &path.0 {
         let value = match segment {
             PathSegment::Key(key) => {
-                let found = table?.iter().find(|(k, _)| k.get_ref().as_ref() == key.as_str());
-                let (k, v) = found?;
+                let found = table.and_then(|t| t.iter().find(|(k, _)| k.get_ref().as_ref() == key.as_str()));
+                let Some((k, v)) = found else { return best };
                 best = Some(k.span().start);
                 v
             }
             PathSegment::Index(i) => {
-                let v = array?.get(*i)?;
+                let Some(v) = array.and_then(|a| a.get(*i)) else { return best };
                 best = Some(v.span().start);
                 v
             }
@@ -43,26 +43,143 @@ fn locate_toml(text: &str, path: &FieldPath) -> Option<usize> {
     best
 }
 
-/// JSON has no spanned parser among our dependencies: find each key's first quoted occurrence
-/// after the previous one. Good enough to point at the right line in ordinary files.
+/// JSON has no spanned parser among our dependencies: walk the text with a small scanner that
+/// follows object keys and array positions, and return the deepest position found.
 fn locate_json(text: &str, path: &FieldPath) -> Option<usize> {
-    let mut from = 0;
+    let bytes = text.as_bytes();
+    let mut pos = skip_ws(bytes, 0);
     let mut best = None;
     for segment in &path.0 {
-        if let PathSegment::Key(key) = segment {
-            let needle = format!("\"{key}\"");
-            let at = text[from..].find(&needle)? + from;
-            best = Some(at);
-            from = at + needle.len();
+        match (segment, bytes.get(pos)) {
+            (PathSegment::Key(key), Some(b'{')) => {
+                let Some((key_at, value_at)) = find_member(bytes, pos, key) else { return best };
+                best = Some(key_at);
+                pos = value_at;
+            }
+            (PathSegment::Index(i), Some(b'[')) => {
+                let Some(at) = find_element(bytes, pos, *i) else { return best };
+                best = Some(at);
+                pos = at;
+            }
+            _ => return best,
         }
     }
     best
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+/// End of the JSON value starting at `i` (strings, nesting; scalars end at a delimiter).
+fn skip_value(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b'"') => skip_string(b, i),
+        Some(b'{') | Some(b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => {
+                        j = skip_string(b, j);
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            j
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            j
+        }
+    }
+}
+
+fn skip_string(b: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'"' => return j + 1,
+            _ => j += 1,
+        }
+    }
+    j
+}
+
+/// In the object at `i`, the positions of `key` and of its value.
+fn find_member(b: &[u8], i: usize, key: &str) -> Option<(usize, usize)> {
+    let mut j = skip_ws(b, i + 1);
+    while j < b.len() && b[j] == b'"' {
+        let end = skip_string(b, j);
+        let name = std::str::from_utf8(&b[j + 1..end.saturating_sub(1)]).ok()?;
+        let colon = skip_ws(b, end);
+        if b.get(colon) != Some(&b':') {
+            return None;
+        }
+        let value = skip_ws(b, colon + 1);
+        if name == key {
+            return Some((j, value));
+        }
+        j = skip_ws(b, skip_value(b, value));
+        if b.get(j) == Some(&b',') {
+            j = skip_ws(b, j + 1);
+        }
+    }
+    None
+}
+
+/// In the array at `i`, the position of element `index`.
+fn find_element(b: &[u8], i: usize, index: usize) -> Option<usize> {
+    let mut j = skip_ws(b, i + 1);
+    for _ in 0..index {
+        if b.get(j) == Some(&b']') {
+            return None;
+        }
+        j = skip_ws(b, skip_value(b, j));
+        if b.get(j) != Some(&b',') {
+            return None;
+        }
+        j = skip_ws(b, j + 1);
+    }
+    (b.get(j).is_some_and(|c| *c != b']')).then_some(j)
+}
+
+/// A validation error at a field path, positioned in the source when the field is found there.
+pub fn error_at_path(source: &Source, path: &FieldPath, message: impl Into<String>) -> super::ScenarioError {
+    source.error_at(locate(source, path), &path.to_string(), message)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scenario::error::line_column;
+
+    #[test]
+    fn json_paths_follow_array_positions() {
+        let text = "{\"dependency\": [\n {\"name\": \"a\", \"s\": {\"p95_ms\": 1}},\n {\"name\": \"b,]\", \"s\": {\"p95_ms\": 2}}\n]}";
+        let source = Source::from_text("x.json", text, Format::Json);
+        let path = FieldPath::root().key("dependency").index(1).key("s").key("p95_ms");
+        let offset = locate(&source, &path).unwrap();
+        assert_eq!(line_column(text, offset), (3, 24));
+        let missing = FieldPath::root().key("dependency").index(1).key("nothing");
+        assert_eq!(line_column(text, locate(&source, &missing).unwrap()).0, 3, "deepest part found");
+    }
 
     #[test]
     fn finds_keys_inside_arrays_of_tables() {
@@ -72,9 +189,4 @@ mod tests {
         let offset = locate(&source, &path).unwrap();
         assert_eq!(line_column(text, offset), (9, 30));
     }
-}
-
-/// A validation error at a field path, positioned in the source when the field is found there.
-pub fn error_at_path(source: &Source, path: &FieldPath, message: impl Into<String>) -> super::ScenarioError {
-    source.error_at(locate(source, path), &path.to_string(), message)
 }

@@ -22,9 +22,8 @@ pub struct Override {
 /// Parses `a.b.c=value`. The value is read as a TOML value (`3`, `0.5`, `true`, `"x"`,
 /// `[1, 2]`, `{ p50_ms = 1, p95_ms = 2 }`); anything that is not valid TOML is taken as a bare string.
 pub fn parse_override(argument: &str) -> Result<Override, ScenarioError> {
-    let (path, raw) = argument
-        .split_once('=')
-        .ok_or_else(|| ScenarioError::in_argument(argument, "", "expected path=value"))?;
+    let (path, raw) =
+        argument.split_once('=').ok_or_else(|| ScenarioError::in_argument(argument, "", "expected path=value"))?;
     let path: Vec<String> = path.trim().split('.').map(|s| s.trim().to_string()).collect();
     if path.iter().any(|s| s.is_empty()) {
         return Err(ScenarioError::in_argument(argument, "", "the path has an empty segment"));
@@ -60,11 +59,8 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
     }
     serde_path_to_error::deserialize(document).map_err(|e| {
         let field = e.path().to_string();
-        let culprit = overrides
-            .iter()
-            .rev()
-            .find(|o| normalized(&field).starts_with(&o.path.join(".")))
-            .or(overrides.last());
+        let culprit =
+            overrides.iter().rev().find(|o| normalized(&field).starts_with(&o.path.join("."))).or(overrides.last());
         let message = e.inner().message().to_string();
         match culprit {
             Some(o) => ScenarioError::in_argument(&o.argument, &field, message),
@@ -121,7 +117,8 @@ fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
 mod tests {
     use super::*;
 
-    const BASE: &str = "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"db\"\nservice_time = { p50_ms = 1, p95_ms = 2 }\n";
+    const BASE: &str =
+        "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"db\"\nservice_time = { p50_ms = 1, p95_ms = 2 }\n";
 
     #[test]
     fn sets_values_by_element_name_and_creates_tables() {

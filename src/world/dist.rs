@@ -11,14 +11,36 @@ pub const Z95: f64 = 1.644_853_626_951_472_2;
 
 #[derive(Debug, Clone)]
 pub enum Distribution {
-    Constant { value_ms: f64 },
-    Exponential { mean_ms: f64 },
+    Constant {
+        value_ms: f64,
+    },
+    Exponential {
+        mean_ms: f64,
+    },
     /// ln(T) ~ Normal(mu, sigma), T in ms.
-    LogNormal { mu: f64, sigma: f64 },
-    Gamma { shape: f64, scale_ms: f64, sampler: Gamma<f64> },
-    Weibull { shape: f64, scale_ms: f64, sampler: Weibull<f64> },
-    Pareto { shape: f64, scale_ms: f64, sampler: Pareto<f64> },
-    Uniform { min_ms: f64, max_ms: f64 },
+    LogNormal {
+        mu: f64,
+        sigma: f64,
+    },
+    Gamma {
+        shape: f64,
+        scale_ms: f64,
+        sampler: Gamma<f64>,
+    },
+    Weibull {
+        shape: f64,
+        scale_ms: f64,
+        sampler: Weibull<f64>,
+    },
+    Pareto {
+        shape: f64,
+        scale_ms: f64,
+        sampler: Pareto<f64>,
+    },
+    Uniform {
+        min_ms: f64,
+        max_ms: f64,
+    },
 }
 
 impl Distribution {
@@ -41,7 +63,9 @@ impl Distribution {
             other => {
                 return Err((
                     "dist",
-                    format!("unknown distribution `{other}`; expected one of lognormal, exponential, gamma, weibull, pareto, uniform, constant"),
+                    format!(
+                        "unknown distribution `{other}`; expected one of lognormal, exponential, gamma, weibull, pareto, uniform, constant"
+                    ),
                 ));
             }
         };
@@ -56,7 +80,10 @@ impl Distribution {
             ("value_ms", spec.value_ms),
         ] {
             if value.is_some() && !allowed.contains(&name) {
-                return Err((field_static(name), format!("`{name}` does not apply to dist = \"{kind}\" (it takes {})", allowed.join(", "))));
+                return Err((
+                    field_static(name),
+                    format!("`{name}` does not apply to dist = \"{kind}\" (it takes {})", allowed.join(", ")),
+                ));
             }
         }
         let need = |name: &'static str, v: Option<f64>| -> Result<f64, (&'static str, String)> {
@@ -136,7 +163,11 @@ impl Distribution {
             Distribution::Gamma { shape, scale_ms, .. } => shape * scale_ms,
             Distribution::Weibull { shape, scale_ms, .. } => scale_ms * gamma_fn(1.0 + 1.0 / shape),
             Distribution::Pareto { shape, scale_ms, .. } => {
-                if *shape > 1.0 { shape * scale_ms / (shape - 1.0) } else { f64::INFINITY }
+                if *shape > 1.0 {
+                    shape * scale_ms / (shape - 1.0)
+                } else {
+                    f64::INFINITY
+                }
             }
             Distribution::Uniform { min_ms, max_ms } => (min_ms + max_ms) / 2.0,
         }

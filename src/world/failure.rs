@@ -106,8 +106,15 @@ impl ErrorTable {
     }
 
     /// Field names in the same order as `probabilities`, for validation messages.
-    pub const FIELDS: [&'static str; 7] =
-        ["invalid_input", "unauthorized", "rate_limited", "overloaded", "transient_transport", "permanent_provider", "result_invalid"];
+    pub const FIELDS: [&'static str; 7] = [
+        "invalid_input",
+        "unauthorized",
+        "rate_limited",
+        "overloaded",
+        "transient_transport",
+        "permanent_provider",
+        "result_invalid",
+    ];
 
     pub fn total(&self) -> f64 {
         self.probabilities.iter().sum()

@@ -11,6 +11,6 @@ pub mod workload;
 pub use dist::Distribution;
 pub use failure::{ErrorTable, FailureKind};
 pub use ledger::{Commit, LedgerEntry};
-pub use model::{DependencyModel, FaultEffect, FaultModel, World, WorkloadModel, compile_world};
+pub use model::{DependencyModel, FaultEffect, FaultModel, WorkloadModel, World, compile_world};
 pub use station::{Admission, AttemptConditions, AttemptDraws, Station, attempt_conditions};
 pub use workload::ArrivalProcess;

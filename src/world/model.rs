@@ -5,7 +5,8 @@
 use super::dist::Distribution;
 use super::failure::ErrorTable;
 use crate::scenario::{
-    Dependency, ErrorMix, Fault, FieldPath, RateLimit, Scenario, ScenarioError, ServiceTime, Source, Workflow, error_at_path,
+    Dependency, ErrorMix, Fault, FieldPath, RateLimit, Scenario, ScenarioError, ServiceTime, Source, Workflow,
+    error_at_path,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
 
@@ -54,14 +55,24 @@ pub struct DependencyModel {
 
 #[derive(Debug, Clone)]
 pub enum FaultEffect {
-    Latency { replace: Option<Distribution>, factor: f64, add_ms: f64, jitter_ms: f64 },
+    Latency {
+        replace: Option<Distribution>,
+        factor: f64,
+        add_ms: f64,
+        jitter_ms: f64,
+    },
     /// The response never arrives (Toxiproxy `timeout` with timeout 0).
     Hang,
     Errors(ErrorTable),
-    Capacity { servers: u32 },
+    Capacity {
+        servers: u32,
+    },
     /// Every attempt fails fast with TRANSIENT_TRANSPORT (connection refused).
     Down,
-    RateLimit { per_s: f64, burst: f64 },
+    RateLimit {
+        per_s: f64,
+        burst: f64,
+    },
     /// The work (and a write's effect) completes but the reply is lost.
     LostResponse,
 }
@@ -131,19 +142,35 @@ impl Checker<'_> {
     }
 
     fn probability(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
-        if (0.0..=1.0).contains(&value) { Ok(value) } else { Err(self.err(path, format!("a probability must be in [0, 1], got {value}"))) }
+        if (0.0..=1.0).contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.err(path, format!("a probability must be in [0, 1], got {value}")))
+        }
     }
 
     fn non_negative(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
-        if value.is_finite() && value >= 0.0 { Ok(value) } else { Err(self.err(path, format!("must be a finite number >= 0, got {value}"))) }
+        if value.is_finite() && value >= 0.0 {
+            Ok(value)
+        } else {
+            Err(self.err(path, format!("must be a finite number >= 0, got {value}")))
+        }
     }
 
     fn positive(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
-        if value.is_finite() && value > 0.0 { Ok(value) } else { Err(self.err(path, format!("must be a finite number > 0, got {value}"))) }
+        if value.is_finite() && value > 0.0 {
+            Ok(value)
+        } else {
+            Err(self.err(path, format!("must be a finite number > 0, got {value}")))
+        }
     }
 
     fn in_range(&self, path: &FieldPath, value: u32, low: u32, high: u32) -> Result<u32, ScenarioError> {
-        if (low..=high).contains(&value) { Ok(value) } else { Err(self.err(path, format!("must be between {low} and {high}, got {value}"))) }
+        if (low..=high).contains(&value) {
+            Ok(value)
+        } else {
+            Err(self.err(path, format!("must be between {low} and {high}, got {value}")))
+        }
     }
 
     fn distribution(&self, path: &FieldPath, spec: &ServiceTime) -> Result<Distribution, ScenarioError> {
@@ -169,7 +196,9 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     let duration_s = c.positive(&p.key("duration_s"), sim.duration_s)?;
     let warmup_s = c.non_negative(&p.key("warmup_s"), sim.warmup_s)?;
     if warmup_s >= duration_s {
-        return Err(c.err(&p.key("warmup_s"), format!("warmup_s ({warmup_s}) must be less than duration_s ({duration_s})")));
+        return Err(
+            c.err(&p.key("warmup_s"), format!("warmup_s ({warmup_s}) must be less than duration_s ({duration_s})"))
+        );
     }
     let window_s = c.positive(&p.key("timeseries_window_s"), sim.timeseries_window_s)?;
     if duration_s / window_s > 1_000_000.0 {
@@ -193,11 +222,10 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     for (i, d) in scenario.dependencies.iter().enumerate() {
         for (j, call) in d.calls.iter().enumerate() {
             let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
-            let target = scenario
-                .dependencies
-                .iter()
-                .position(|o| o.name == call.dependency)
-                .ok_or_else(|| c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency)))?;
+            let target =
+                scenario.dependencies.iter().position(|o| o.name == call.dependency).ok_or_else(|| {
+                    c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency))
+                })?;
             dependencies[i].calls.push(RemoteCallModel {
                 dependency: target,
                 count: c.in_range(&path.key("count"), call.count, 1, MAX_REMOTE_CALL_COUNT)?,
@@ -208,7 +236,10 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
         }
     }
     if let Some((i, cycle)) = find_call_cycle(&dependencies) {
-        return Err(c.err(&FieldPath::root().key("dependency").index(i).key("calls"), format!("remote calls form a cycle: {cycle}")));
+        return Err(c.err(
+            &FieldPath::root().key("dependency").index(i).key("calls"),
+            format!("remote calls form a cycle: {cycle}"),
+        ));
     }
 
     let mut faults = Vec::with_capacity(scenario.faults.len());
@@ -275,7 +306,11 @@ fn compile_rate_limit(c: &Checker, path: &FieldPath, r: &RateLimit) -> Result<Ra
         Some(b) => c.positive(&path.key("burst"), b)?,
         None => per_s.max(1.0),
     };
-    Ok(RateLimitModel { per_s, burst, retry_after_us: ms_to_us(c.non_negative(&path.key("retry_after_ms"), r.retry_after_ms)?) })
+    Ok(RateLimitModel {
+        per_s,
+        burst,
+        retry_after_us: ms_to_us(c.non_negative(&path.key("retry_after_ms"), r.retry_after_ms)?),
+    })
 }
 
 /// A cycle in the remote-call graph would recurse without bound.
@@ -317,11 +352,15 @@ fn find_call_cycle(deps: &[DependencyModel]) -> Option<(usize, String)> {
 
 const FAULT_KINDS: [&str; 7] = ["latency", "timeout", "errors", "capacity", "down", "rate_limit", "lost_response"];
 
-fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, deps: &[DependencyModel]) -> Result<FaultModel, ScenarioError> {
-    let kind = FAULT_KINDS
-        .iter()
-        .find(|k| **k == f.kind)
-        .ok_or_else(|| c.err(&path.key("kind"), format!("unknown fault kind `{}`; expected one of {}", f.kind, FAULT_KINDS.join(", "))))?;
+fn compile_fault(
+    c: &Checker,
+    path: &FieldPath,
+    f: &Fault,
+    deps: &[DependencyModel],
+) -> Result<FaultModel, ScenarioError> {
+    let kind = FAULT_KINDS.iter().find(|k| **k == f.kind).ok_or_else(|| {
+        c.err(&path.key("kind"), format!("unknown fault kind `{}`; expected one of {}", f.kind, FAULT_KINDS.join(", ")))
+    })?;
     let target = deps
         .iter()
         .position(|d| d.name == f.target)
@@ -349,7 +388,10 @@ fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, deps: &[DependencyMod
         _ => &["per_s", "burst"],
     };
     if let Some((name, _)) = present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
-        return Err(c.err(&path.key(name), format!("`{name}` does not apply to a `{kind}` fault (it takes {})", allowed.join(", "))));
+        return Err(c.err(
+            &path.key(name),
+            format!("`{name}` does not apply to a `{kind}` fault (it takes {})", allowed.join(", ")),
+        ));
     }
     let effect = match *kind {
         "latency" => {
@@ -367,7 +409,10 @@ fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, deps: &[DependencyMod
         "lost_response" => FaultEffect::LostResponse,
         "down" => FaultEffect::Down,
         "errors" => {
-            let mix = f.errors.as_ref().ok_or_else(|| c.err(path, "an errors fault needs `errors = { kind = probability }`"))?;
+            let mix = f
+                .errors
+                .as_ref()
+                .ok_or_else(|| c.err(path, "an errors fault needs `errors = { kind = probability }`"))?;
             FaultEffect::Errors(c.errors(&path.key("errors"), mix)?)
         }
         "capacity" => {
@@ -375,19 +420,15 @@ fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, deps: &[DependencyMod
             FaultEffect::Capacity { servers: c.in_range(&path.key("servers"), servers, 0, MAX_SERVERS)? }
         }
         _ => {
-            let per_s = c.positive(&path.key("per_s"), f.per_s.ok_or_else(|| c.err(path, "a rate_limit fault needs `per_s`"))?)?;
+            let per_s = c.positive(
+                &path.key("per_s"),
+                f.per_s.ok_or_else(|| c.err(path, "a rate_limit fault needs `per_s`"))?,
+            )?;
             let burst = c.positive(&path.key("burst"), f.burst.unwrap_or(per_s.max(1.0)))?.max(1.0);
             FaultEffect::RateLimit { per_s, burst }
         }
     };
-    Ok(FaultModel {
-        kind,
-        target,
-        start_us: s_to_us(start_s),
-        end_us: s_to_us(start_s + duration_s),
-        toxicity,
-        effect,
-    })
+    Ok(FaultModel { kind, target, start_us: s_to_us(start_s), end_us: s_to_us(start_s + duration_s), toxicity, effect })
 }
 
 fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {
@@ -407,7 +448,10 @@ fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<Workl
                 let pp = ap.key("profile").index(i);
                 let until = c.positive(&pp.key("until_s"), phase.until_s)?;
                 if until <= previous {
-                    return Err(c.err(&pp.key("until_s"), format!("phases must end in increasing order ({until} after {previous})")));
+                    return Err(c.err(
+                        &pp.key("until_s"),
+                        format!("phases must end in increasing order ({until} after {previous})"),
+                    ));
                 }
                 previous = until;
                 let end = if i + 1 == profile.len() { Micros::MAX } else { s_to_us(until) };
@@ -423,7 +467,12 @@ fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<Workl
             Some(ResubmitModel {
                 probability: c.probability(&rp.key("probability"), r.probability)?,
                 delay_us: ms_to_us(c.non_negative(&rp.key("delay_ms"), r.delay_ms)?),
-                max_resubmissions: c.in_range(&rp.key("max_resubmissions"), r.max_resubmissions, 0, MAX_RESUBMISSIONS)?,
+                max_resubmissions: c.in_range(
+                    &rp.key("max_resubmissions"),
+                    r.max_resubmissions,
+                    0,
+                    MAX_RESUBMISSIONS,
+                )?,
             })
         }
         None => None,

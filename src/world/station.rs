@@ -41,7 +41,9 @@ pub enum Admission {
     /// The waiting room is full: OVERLOADED at once.
     QueueFull,
     /// No rate-limit token: RATE_LIMITED at once, with the provider's Retry-After.
-    RateLimited { retry_after_us: Micros },
+    RateLimited {
+        retry_after_us: Micros,
+    },
     /// A `down` fault: the connection is refused at once.
     Down,
 }

@@ -4,8 +4,8 @@
 
 use faultline::engine::{Model, simulate};
 use faultline::experiment::batch::replication_seed;
-use faultline::metrics::stats::{Estimate, estimate};
 use faultline::metrics::MetricMap;
+use faultline::metrics::stats::{Estimate, estimate};
 use faultline::scenario::{Format, Source, parse_source};
 
 pub fn model(toml: &str) -> Model {
@@ -17,7 +17,9 @@ pub fn model(toml: &str) -> Model {
 /// Runs the model's replications of one policy on the usual replication seeds.
 pub fn replicate(model: &Model, policy: usize) -> Vec<MetricMap> {
     (0..model.world.replications)
-        .map(|r| simulate(model, policy, replication_seed(model.world.seed, r)).unwrap_or_else(|e| panic!("{e}")).metrics)
+        .map(|r| {
+            simulate(model, policy, replication_seed(model.world.seed, r)).unwrap_or_else(|e| panic!("{e}")).metrics
+        })
         .collect()
 }
 
@@ -29,8 +31,19 @@ pub fn metric(reps: &[MetricMap], name: &str) -> Estimate {
 /// relative error of the mean.
 pub fn assert_in_ci(label: &str, e: &Estimate, theory: f64) {
     let rel = (e.mean - theory) / theory;
-    eprintln!("{label}: simulated {:.6} [{:.6}, {:.6}], theory {theory:.6}, error {:+.2} %", e.mean, e.low, e.high, 100.0 * rel);
-    assert!(e.low <= theory && theory <= e.high, "{label}: theory {theory} outside the 95 % interval [{}, {}]", e.low, e.high);
+    eprintln!(
+        "{label}: simulated {:.6} [{:.6}, {:.6}], theory {theory:.6}, error {:+.2} %",
+        e.mean,
+        e.low,
+        e.high,
+        100.0 * rel
+    );
+    assert!(
+        e.low <= theory && theory <= e.high,
+        "{label}: theory {theory} outside the 95 % interval [{}, {}]",
+        e.low,
+        e.high
+    );
 }
 
 /// Erlang B by the stable recursion B_0 = 1, B_k = A B_(k-1) / (k + A B_(k-1)).

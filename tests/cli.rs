@@ -1,0 +1,1122 @@
+//! End-to-end tests of the `faultline` binary: exit codes, error messages (file:line:column:
+//! field, or the argument), output files, determinism and the TOML/JSON equivalence.
+//!
+//! Every test works in its own temporary directory and passes `--out` inside it, so nothing is
+//! written under the repository's `results/`.
+
+use serde_json::Value;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// A fresh directory per test, removed when the test ends (pass or fail).
+struct Sandbox {
+    dir: PathBuf,
+}
+
+impl Sandbox {
+    fn new(test: &str) -> Sandbox {
+        let dir = std::env::temp_dir().join(format!("faultline-cli-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the sandbox");
+        Sandbox { dir }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).expect("write a scenario file");
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    /// The default --out folder of a test.
+    fn out(&self) -> PathBuf {
+        self.dir.join("out")
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs the binary in `cwd` with the given arguments.
+fn faultline_in<I, S>(cwd: &Path, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("start the faultline binary")
+}
+
+/// Runs the binary from inside the sandbox, so that even a missing --out cannot touch the repo.
+fn faultline<I, S>(sb: &Sandbox, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    faultline_in(&sb.dir, args)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// 1-based line and column of the first occurrence of `needle` in `text`.
+fn at(text: &str, needle: &str) -> (usize, usize) {
+    at_nth(text, needle, 0)
+}
+
+/// 1-based line and column of occurrence `n` (0-based) of `needle` in `text`.
+fn at_nth(text: &str, needle: &str, n: usize) -> (usize, usize) {
+    let (offset, _) =
+        text.match_indices(needle).nth(n).unwrap_or_else(|| panic!("`{needle}` is not {n} times in the scenario text"));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// `text` with `from` replaced by `to`; panics if `from` is absent (the edit must take effect).
+fn edit(text: &str, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "`{from}` is not in the scenario text");
+    text.replacen(from, to, 1)
+}
+
+/// Asserts the invalid-input contract: exit 2, exactly one `error: ` line on stderr that
+/// contains every fragment, no panic, nothing on stdout, and no output folder. Returns the
+/// error line.
+fn assert_input_error(o: &Output, out_dir: &Path, fragments: &[&str]) -> String {
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "the binary panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(2), "expected exit 2 (invalid input); stderr:\n{err}\nstdout:\n{}", stdout(o));
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected exactly one line on stderr, got:\n{err}");
+    let line = lines[0];
+    assert!(line.starts_with("error: "), "stderr line does not start with `error: `: {line}");
+    for f in fragments {
+        assert!(line.contains(f), "stderr does not contain `{f}`:\n{line}");
+    }
+    assert!(o.stdout.is_empty(), "nothing should be printed on stdout on an input error, got:\n{}", stdout(o));
+    assert!(!out_dir.exists(), "an input error must not create the output folder {}", out_dir.display());
+    line.to_string()
+}
+
+/// The `path:line:column: field: ` prefix an error about `needle` must start with.
+fn located(path: &Path, text: &str, needle: &str, field: &str) -> String {
+    let (line, column) = at(text, needle);
+    format!("error: {}:{line}:{column}: {field}: ", s(path))
+}
+
+fn assert_starts_with(line: &str, prefix: &str) {
+    assert!(line.starts_with(prefix), "expected the error to start with\n  {prefix}\ngot\n  {line}");
+}
+
+fn assert_success(o: &Output) {
+    let err = stderr(o);
+    assert!(!err.contains("panicked"), "the binary panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(0), "expected exit 0; stderr:\n{err}\nstdout:\n{}", stdout(o));
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not valid JSON: {e}\n{text}", path.display()))
+}
+
+fn metric(summary: &Value, name: &str) -> f64 {
+    summary["metrics"][name].as_f64().unwrap_or_else(|| panic!("metric `{name}` missing or not a number in {summary}"))
+}
+
+/// A small, fast scenario: 50 s at 5 runs/s, two policies, two replications.
+const BASE: &str = r#"# A small scenario for the CLI tests.
+[simulation]
+duration_s = 50
+seed = 3
+replications = 2
+timeseries_window_s = 10
+
+[[dependency]]
+name = "db"
+servers = 4
+queue_capacity = 50
+service_time = { p50_ms = 20, p95_ms = 60 }
+errors = { transient_transport = 0.01 }
+hang_probability = 0.0
+cost_units = 1
+
+[[dependency]]
+name = "backup"
+servers = 2
+service_time = { p50_ms = 10, p95_ms = 30 }
+
+[[workflow]]
+name = "wf"
+arrivals = { rate_per_s = 5 }
+deadline_ms = 2000
+
+  [[workflow.step]]
+  id = "lookup"
+  dependency = "db"
+  fallback = "backup"
+
+  [[workflow.step]]
+  id = "save"
+  after = ["lookup"]
+  dependency = "db"
+  effect = "write"
+  idempotency = "key"
+
+[policy.careful]
+timeout_ms = 500
+retry = { max_attempts = 2 }
+
+[policy.hasty]
+timeout_ms = 200
+retry = { max_attempts = 1 }
+"#;
+
+/// The same scenario as [`BASE`], written in JSON.
+const BASE_JSON: &str = r#"{
+  "simulation": { "duration_s": 50, "seed": 3, "replications": 2, "timeseries_window_s": 10 },
+  "dependency": [
+    {
+      "name": "db",
+      "servers": 4,
+      "queue_capacity": 50,
+      "service_time": { "p50_ms": 20, "p95_ms": 60 },
+      "errors": { "transient_transport": 0.01 },
+      "hang_probability": 0.0,
+      "cost_units": 1
+    },
+    { "name": "backup", "servers": 2, "service_time": { "p50_ms": 10, "p95_ms": 30 } }
+  ],
+  "workflow": [
+    {
+      "name": "wf",
+      "arrivals": { "rate_per_s": 5 },
+      "deadline_ms": 2000,
+      "step": [
+        { "id": "lookup", "dependency": "db", "fallback": "backup" },
+        { "id": "save", "after": ["lookup"], "dependency": "db", "effect": "write", "idempotency": "key" }
+      ]
+    }
+  ],
+  "policy": {
+    "careful": { "timeout_ms": 500, "retry": { "max_attempts": 2 } },
+    "hasty": { "timeout_ms": 200, "retry": { "max_attempts": 1 } }
+  }
+}
+"#;
+
+const POLICIES: [&str; 2] = ["careful", "hasty"];
+
+/// `faultline run <file> --out <out> --jobs 1 <extra...>`.
+fn run(sb: &Sandbox, scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = vec!["run".into(), s(scenario), "--out".into(), s(out), "--jobs".into(), "1".into()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    faultline(sb, &args)
+}
+
+/// Runs a scenario text that must be rejected, and returns the error line.
+fn run_bad(test: &str, text: &str, fragments: &[&str]) -> (Sandbox, PathBuf, String) {
+    let sb = Sandbox::new(test);
+    let path = sb.write("bad.toml", text);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), fragments);
+    (sb, path, line)
+}
+
+fn fault(kind: &str, extra: &str) -> String {
+    format!("{BASE}\n[[fault]]\nkind = \"{kind}\"\ntarget = \"db\"\nstart_s = 10\nduration_s = 5\n{extra}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The base scenario itself is valid (otherwise every error test below proves nothing).
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn base_scenarios_validate() {
+    let sb = Sandbox::new("base_scenarios_validate");
+    for (name, text) in [("small.toml", BASE), ("small.json", BASE_JSON)] {
+        let path = sb.write(name, text);
+        let o = faultline(&sb, ["validate".to_string(), s(&path)]);
+        assert_success(&o);
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("{}: ok", s(&path))), "{out}");
+        assert!(out.contains("policies: careful, hasty"), "{out}");
+    }
+    // The fault helper produces a valid scenario when the fault itself is fine.
+    let path = sb.write("fault.toml", &fault("timeout", "toxicity = 0.5\n"));
+    assert_success(&faultline(&sb, ["validate".to_string(), s(&path)]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: exit 2, one `error:` line naming file:line:column and field (or the argument).
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn unknown_field_is_rejected_with_its_position() {
+    let text = edit(BASE, "servers = 4\n", "servers = 4\nsevrers = 5\n");
+    let (_sb, path, line) = run_bad("unknown_field", &text, &["unknown field `sevrers`"]);
+    assert_starts_with(&line, &located(&path, &text, "sevrers = 5", "dependency[0].sevrers"));
+}
+
+#[test]
+fn unknown_top_level_field_is_rejected() {
+    let text = edit(BASE, "[simulation]\n", "[simulaton]\nduration_s = 1\n\n[simulation]\n");
+    let (_sb, path, line) = run_bad("unknown_top_field", &text, &["unknown field `simulaton`"]);
+    assert!(line.starts_with(&format!("error: {}:", s(&path))), "{line}");
+}
+
+#[test]
+fn wrong_type_is_rejected_with_its_position() {
+    let text = edit(BASE, "servers = 4\n", "servers = \"many\"\n");
+    let (_sb, path, line) = run_bad("wrong_type", &text, &["invalid type", "\"many\""]);
+    assert_starts_with(&line, &located(&path, &text, "\"many\"", "dependency[0].servers"));
+}
+
+#[test]
+fn p95_below_p50_is_rejected() {
+    let text = edit(BASE, "p50_ms = 20, p95_ms = 60", "p50_ms = 20, p95_ms = 10");
+    let (_sb, path, line) = run_bad("p95_below_p50", &text, &["p95_ms (10) must be at least p50_ms (20)"]);
+    assert_starts_with(&line, &located(&path, &text, "p95_ms = 10", "dependency[0].service_time.p95_ms"));
+}
+
+#[test]
+fn error_probability_above_one_is_rejected() {
+    let text = edit(BASE, "transient_transport = 0.01", "transient_transport = 1.5");
+    let (_sb, path, line) = run_bad("error_probability", &text, &["a probability must be in [0, 1], got 1.5"]);
+    assert_starts_with(
+        &line,
+        &located(&path, &text, "transient_transport = 1.5", "dependency[0].errors.transient_transport"),
+    );
+}
+
+#[test]
+fn error_probabilities_adding_up_past_one_are_rejected() {
+    let text = edit(BASE, "transient_transport = 0.01", "transient_transport = 0.6, overloaded = 0.6");
+    let (_sb, path, line) = run_bad("error_probability_sum", &text, &["more than 1"]);
+    assert_starts_with(&line, &located(&path, &text, "errors = {", "dependency[0].errors"));
+}
+
+#[test]
+fn negative_hang_probability_is_rejected() {
+    let text = edit(BASE, "hang_probability = 0.0", "hang_probability = -0.1");
+    let (_sb, path, line) = run_bad("hang_probability", &text, &["a probability must be in [0, 1], got -0.1"]);
+    assert_starts_with(&line, &located(&path, &text, "hang_probability = -0.1", "dependency[0].hang_probability"));
+}
+
+#[test]
+fn fault_toxicity_above_one_is_rejected() {
+    let text = fault("timeout", "toxicity = 1.5\n");
+    let (_sb, path, line) = run_bad("fault_toxicity", &text, &["a probability must be in [0, 1], got 1.5"]);
+    assert_starts_with(&line, &located(&path, &text, "toxicity = 1.5", "fault[0].toxicity"));
+}
+
+#[test]
+fn workflow_cycle_is_rejected() {
+    let text = edit(BASE, "  id = \"lookup\"\n", "  id = \"lookup\"\n  after = [\"save\"]\n");
+    let (_sb, path, line) = run_bad("workflow_cycle", &text, &["the steps form a cycle", "lookup", "save"]);
+    assert!(line.starts_with(&format!("error: {}:", s(&path))), "{line}");
+    assert!(line.contains(": workflow[0].step: "), "{line}");
+    // The position is the first step of the workflow.
+    let (l, _) = at(&text, "[[workflow.step]]");
+    assert!(line.starts_with(&format!("error: {}:{l}:", s(&path))), "expected line {l}: {line}");
+}
+
+#[test]
+fn step_after_itself_is_rejected() {
+    let text = edit(BASE, "  id = \"lookup\"\n", "  id = \"lookup\"\n  after = [\"lookup\"]\n");
+    let (_sb, path, line) = run_bad("step_after_itself", &text, &["cannot come after itself"]);
+    assert_starts_with(&line, &located(&path, &text, "\"lookup\"]", "workflow[0].step[0].after[0]"));
+}
+
+#[test]
+fn step_after_unknown_step_is_rejected() {
+    let text = edit(BASE, "after = [\"lookup\"]", "after = [\"lokup\"]");
+    let (_sb, path, line) = run_bad("after_unknown_step", &text, &["unknown step `lokup`"]);
+    assert_starts_with(&line, &located(&path, &text, "\"lokup\"", "workflow[0].step[1].after[0]"));
+}
+
+#[test]
+fn step_with_unknown_dependency_is_rejected() {
+    let text = edit(BASE, "dependency = \"db\"\n  fallback", "dependency = \"dbx\"\n  fallback");
+    let (_sb, path, line) = run_bad("unknown_dependency", &text, &["unknown dependency `dbx`"]);
+    assert_starts_with(&line, &located(&path, &text, "dependency = \"dbx\"", "workflow[0].step[0].dependency"));
+}
+
+#[test]
+fn unknown_policy_is_rejected() {
+    let sb = Sandbox::new("unknown_policy");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--policy", "nope"]);
+    assert_input_error(&o, &sb.out(), &["argument `--policy nope`", "no policy named `nope`", "careful, hasty"]);
+}
+
+#[test]
+fn unknown_gate_candidate_is_rejected() {
+    let sb = Sandbox::new("unknown_candidate");
+    let path = sb.write("small.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\n"));
+    let o = faultline(&sb, ["gate".to_string(), s(&path), "--candidate".into(), "nope".into()]);
+    assert_input_error(&o, &sb.out(), &["no policy named `nope`", "careful, hasty"]);
+    let o = faultline(
+        &sb,
+        ["gate".to_string(), s(&path), "--candidate".into(), "careful".into(), "--baseline".into(), "nope".into()],
+    );
+    assert_input_error(&o, &sb.out(), &["no policy named `nope`"]);
+}
+
+#[test]
+
+fn unknown_gate_candidate_names_the_candidate_argument() {
+    let sb = Sandbox::new("unknown_candidate_arg");
+    let path = sb.write("small.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\n"));
+    let o = faultline(&sb, ["gate".to_string(), s(&path), "--candidate".into(), "nope".into()]);
+    assert_input_error(&o, &sb.out(), &["argument `--candidate nope`", "no policy named `nope`"]);
+    let o = faultline(
+        &sb,
+        ["gate".to_string(), s(&path), "--candidate".into(), "careful".into(), "--baseline".into(), "nope".into()],
+    );
+    assert_input_error(&o, &sb.out(), &["argument `--baseline nope`", "no policy named `nope`"]);
+}
+
+#[test]
+fn set_without_equals_is_rejected() {
+    let sb = Sandbox::new("set_no_equals");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "simulation.seed"]);
+    let line = assert_input_error(&o, &sb.out(), &["expected path=value"]);
+    assert_starts_with(&line, "error: argument `simulation.seed`: ");
+}
+
+#[test]
+fn set_with_empty_segment_is_rejected() {
+    let sb = Sandbox::new("set_empty_segment");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "dependency..servers=3"]);
+    let line = assert_input_error(&o, &sb.out(), &["empty segment"]);
+    assert_starts_with(&line, "error: argument `dependency..servers=3`: ");
+}
+
+#[test]
+fn set_with_empty_value_is_rejected() {
+    let sb = Sandbox::new("set_empty_value");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "simulation.seed="]);
+    let line = assert_input_error(&o, &sb.out(), &["the value is empty"]);
+    assert_starts_with(&line, "error: argument `simulation.seed=`: simulation.seed: ");
+}
+
+#[test]
+fn set_to_unknown_dependency_is_rejected() {
+    let sb = Sandbox::new("set_unknown_dependency");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "dependency.nope.servers=3"]);
+    let line = assert_input_error(&o, &sb.out(), &["no element named or numbered `nope`"]);
+    assert_starts_with(&line, "error: argument `dependency.nope.servers=3`: dependency.nope.servers: ");
+}
+
+#[test]
+fn set_with_wrong_type_names_the_argument() {
+    let sb = Sandbox::new("set_wrong_type");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "dependency.db.servers=lots"]);
+    let line = assert_input_error(&o, &sb.out(), &["invalid type"]);
+    assert_starts_with(&line, "error: argument `dependency.db.servers=lots`: ");
+    assert!(line.contains("servers"), "{line}");
+}
+
+#[test]
+fn set_unknown_field_names_the_argument() {
+    let sb = Sandbox::new("set_unknown_field");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "simulation.sed=4"]);
+    let line = assert_input_error(&o, &sb.out(), &["unknown field `sed`"]);
+    assert_starts_with(&line, "error: argument `simulation.sed=4`: ");
+}
+
+#[test]
+
+fn set_with_out_of_range_value_names_the_argument() {
+    let sb = Sandbox::new("set_out_of_range");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "dependency.db.hang_probability=2"]);
+    let line = assert_input_error(&o, &sb.out(), &["a probability must be in [0, 1], got 2"]);
+    assert_starts_with(&line, "error: argument `dependency.db.hang_probability=2`: ");
+}
+
+#[test]
+fn param_without_equals_is_rejected() {
+    let sb = Sandbox::new("param_no_equals");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(
+        &sb,
+        ["sweep".to_string(), s(&path), "--param".into(), "simulation.seed".into(), "--out".into(), s(&sb.out())],
+    );
+    let line = assert_input_error(&o, &sb.out(), &["expected path=v1,v2,..."]);
+    assert_starts_with(&line, "error: argument `--param simulation.seed`: ");
+}
+
+#[test]
+fn param_with_empty_value_is_rejected() {
+    let sb = Sandbox::new("param_empty_value");
+    let path = sb.write("small.toml", BASE);
+    for arg in ["simulation.seed=1,,2", "simulation.seed="] {
+        let o =
+            faultline(&sb, ["sweep".to_string(), s(&path), "--param".into(), arg.into(), "--out".into(), s(&sb.out())]);
+        let line = assert_input_error(&o, &sb.out(), &["a value is empty"]);
+        assert_starts_with(&line, &format!("error: argument `--param {arg}`: "));
+    }
+}
+
+#[test]
+fn param_with_empty_path_segment_is_rejected() {
+    let sb = Sandbox::new("param_empty_segment");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(
+        &sb,
+        ["sweep".to_string(), s(&path), "--param".into(), "simulation..seed=1,2".into(), "--out".into(), s(&sb.out())],
+    );
+    let line = assert_input_error(&o, &sb.out(), &["empty segment"]);
+    assert_starts_with(&line, "error: argument `--param simulation..seed=1,2`: ");
+}
+
+#[test]
+fn param_to_unknown_dependency_is_rejected() {
+    let sb = Sandbox::new("param_unknown_dependency");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(
+        &sb,
+        [
+            "sweep".to_string(),
+            s(&path),
+            "--param".into(),
+            "dependency.nope.servers=1,2".into(),
+            "--out".into(),
+            s(&sb.out()),
+        ],
+    );
+    let line = assert_input_error(&o, &sb.out(), &["no element named or numbered `nope`"]);
+    assert_starts_with(&line, "error: argument `--param dependency.nope.servers=1,2`: ");
+}
+
+#[test]
+fn sweep_without_param_is_rejected() {
+    let sb = Sandbox::new("empty_grid");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(&sb, ["sweep".to_string(), s(&path), "--out".into(), s(&sb.out())]);
+    assert_input_error(&o, &sb.out(), &["sweep needs at least one --param"]);
+}
+
+#[test]
+fn grid_past_the_limit_is_rejected() {
+    let sb = Sandbox::new("grid_limit");
+    let path = sb.write("small.toml", BASE);
+    let ten = "1,2,3,4,5,6,7,8,9,10";
+    let mut args = vec!["sweep".to_string(), s(&path), "--out".into(), s(&sb.out())];
+    for p in [
+        "simulation.seed",
+        "dependency.db.servers",
+        "dependency.backup.servers",
+        "dependency.db.queue_capacity",
+        "dependency.backup.queue_capacity",
+    ] {
+        args.push("--param".into());
+        args.push(format!("{p}={ten}"));
+    }
+    let o = faultline(&sb, &args);
+    let line = assert_input_error(&o, &sb.out(), &["the grid has 100000 points", "the limit is 10000"]);
+    assert_starts_with(&line, "error: ");
+}
+
+#[test]
+fn grid_at_a_huge_product_does_not_overflow() {
+    // 20 params of 10 values: 10^20 points, more than usize::MAX on 64 bits.
+    let sb = Sandbox::new("grid_overflow");
+    let path = sb.write("small.toml", BASE);
+    let mut args = vec!["sweep".to_string(), s(&path), "--out".into(), s(&sb.out())];
+    for _ in 0..20 {
+        args.push("--param".into());
+        args.push("simulation.seed=1,2,3,4,5,6,7,8,9,10".into());
+    }
+    let o = faultline(&sb, &args);
+    assert_input_error(&o, &sb.out(), &["the limit is 10000"]);
+}
+
+#[test]
+
+fn grid_past_the_limit_names_the_param_argument() {
+    let sb = Sandbox::new("grid_limit_named");
+    let path = sb.write("small.toml", BASE);
+    let mut args = vec!["sweep".to_string(), s(&path), "--out".into(), s(&sb.out())];
+    for _ in 0..5 {
+        args.push("--param".into());
+        args.push("simulation.seed=1,2,3,4,5,6,7,8,9,10".into());
+    }
+    let o = faultline(&sb, &args);
+    assert_input_error(&o, &sb.out(), &["--param", "the limit is 10000"]);
+}
+
+#[test]
+fn replications_past_the_limit_in_the_file_are_rejected() {
+    let text = edit(BASE, "replications = 2", "replications = 10001");
+    let (_sb, path, line) = run_bad("replications_file", &text, &["must be between 1 and 10000, got 10001"]);
+    assert_starts_with(&line, &located(&path, &text, "replications = 10001", "simulation.replications"));
+}
+
+#[test]
+fn replications_past_the_limit_on_the_command_line_are_rejected() {
+    let sb = Sandbox::new("replications_arg");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--replications", "10001"]);
+    let line =
+        assert_input_error(&o, &sb.out(), &["simulation.replications", "must be between 1 and 10000, got 10001"]);
+    assert_starts_with(&line, "error: ");
+}
+
+#[test]
+
+fn replications_past_the_limit_on_the_command_line_name_the_argument() {
+    let sb = Sandbox::new("replications_arg_named");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--replications", "10001"]);
+    let line = assert_input_error(&o, &sb.out(), &["must be between 1 and 10000, got 10001"]);
+    assert!(line.contains("argument `"), "the error should name the argument, not the file: {line}");
+    assert!(
+        !line.contains(&s(&path)),
+        "the error points at the file although the value came from the command line: {line}"
+    );
+}
+
+#[test]
+fn zero_jobs_is_rejected() {
+    let sb = Sandbox::new("zero_jobs");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(&sb, ["run".to_string(), s(&path), "--out".into(), s(&sb.out()), "--jobs".into(), "0".into()]);
+    assert_input_error(&o, &sb.out(), &["argument `--jobs 0`"]);
+}
+
+#[test]
+fn fallback_on_a_write_step_is_rejected() {
+    let text = edit(BASE, "  effect = \"write\"\n", "  effect = \"write\"\n  fallback = \"backup\"\n");
+    let (_sb, path, line) = run_bad("write_fallback", &text, &["a write cannot fall back"]);
+    // The second `fallback = "backup"` is the one on the write step.
+    let (l, c) = at_nth(&text, "fallback = \"backup\"", 1);
+    assert_starts_with(&line, &format!("error: {}:{l}:{c}: workflow[0].step[1].fallback: ", s(&path)));
+}
+
+#[test]
+fn policy_fallback_on_a_write_step_is_rejected() {
+    let text = format!("{BASE}\n[policy.careful.steps]\nsave = {{ fallback = \"backup\" }}\n");
+    let (_sb, path, line) = run_bad("policy_write_fallback", &text, &["a write cannot fall back"]);
+    assert_starts_with(&line, &located(&path, &text, "fallback = \"backup\" }", "policy.careful.steps.save.fallback"));
+}
+
+#[test]
+fn unknown_fault_kind_is_rejected() {
+    let text = fault("meteor", "");
+    let (_sb, path, line) = run_bad("fault_kind", &text, &["unknown fault kind `meteor`", "latency"]);
+    assert_starts_with(&line, &located(&path, &text, "kind = \"meteor\"", "fault[0].kind"));
+}
+
+#[test]
+fn fault_on_unknown_target_is_rejected() {
+    let text = edit(&fault("down", ""), "target = \"db\"", "target = \"dbx\"");
+    let (_sb, path, line) = run_bad("fault_target", &text, &["unknown dependency `dbx`"]);
+    assert_starts_with(&line, &located(&path, &text, "target = \"dbx\"", "fault[0].target"));
+}
+
+#[test]
+fn unknown_slo_metric_is_rejected() {
+    let text = format!("{BASE}\n[slo]\nnot_a_metric = [\"< 1\"]\n");
+    let (_sb, path, line) = run_bad("slo_metric", &text, &["unknown metric `not_a_metric`"]);
+    assert_starts_with(&line, &located(&path, &text, "not_a_metric =", "slo.not_a_metric"));
+}
+
+#[test]
+fn unknown_slo_regression_metric_is_rejected() {
+    let text = format!("{BASE}\n[slo.regression]\ncost_per_sucess = [\"<= 10%\"]\n");
+    let (_sb, path, line) = run_bad("slo_regression_metric", &text, &["unknown metric `cost_per_sucess`"]);
+    assert_starts_with(&line, &located(&path, &text, "cost_per_sucess =", "slo.regression.cost_per_sucess"));
+}
+
+#[test]
+fn malformed_slo_expression_is_rejected() {
+    let text = format!("{BASE}\n[slo]\ndeadline_exceeded_ratio = [\"< 0.1\", \"about 3\"]\n");
+    let (_sb, path, line) = run_bad("slo_expression", &text, &["cannot read `about 3`"]);
+    assert_starts_with(&line, &located(&path, &text, "\"about 3\"", "slo.deadline_exceeded_ratio[1]"));
+}
+
+#[test]
+fn malformed_slo_expression_is_rejected_by_gate_and_validate() {
+    let sb = Sandbox::new("slo_expression_gate");
+    let text = format!("{BASE}\n[slo]\ndeadline_exceeded_ratio = [\"<\"]\n");
+    let path = sb.write("bad.toml", &text);
+    let prefix = located(&path, &text, "\"<\"", "slo.deadline_exceeded_ratio[0]");
+    let o = faultline(&sb, ["gate".to_string(), s(&path), "--candidate".into(), "careful".into()]);
+    assert_starts_with(&assert_input_error(&o, &sb.out(), &["cannot read `<`"]), &prefix);
+    let o = faultline(&sb, ["validate".to_string(), s(&path)]);
+    assert_starts_with(&assert_input_error(&o, &sb.out(), &["cannot read `<`"]), &prefix);
+}
+
+#[test]
+fn relative_threshold_outside_regression_is_rejected() {
+    let text = format!("{BASE}\n[slo]\ncost_per_success = [\"<= 10%\"]\n");
+    let (_sb, path, line) = run_bad("slo_relative", &text, &["applies only under [slo.regression]"]);
+    assert_starts_with(&line, &located(&path, &text, "\"<= 10%\"", "slo.cost_per_success[0]"));
+}
+
+#[test]
+fn file_that_is_not_toml_or_json_is_rejected() {
+    let sb = Sandbox::new("bad_extension");
+    let path = sb.write("small.yaml", BASE);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), &["must end in .toml or .json"]);
+    assert_starts_with(&line, &format!("error: {}: ", s(&path)));
+}
+
+#[test]
+fn missing_file_is_rejected() {
+    let sb = Sandbox::new("missing_file");
+    let path = sb.path("absent.toml");
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), &["cannot read the file"]);
+    assert_starts_with(&line, &format!("error: {}: ", s(&path)));
+    let o = faultline(&sb, ["validate".to_string(), s(&path)]);
+    assert_input_error(&o, &sb.out(), &["cannot read the file"]);
+}
+
+#[test]
+fn json_syntax_error_is_rejected_with_its_position() {
+    let sb = Sandbox::new("json_syntax");
+    let text = "{\n  \"simulation\": {\n    \"duration_s\": 50,\n  }\n}\n";
+    let path = sb.write("bad.json", text);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), &["trailing comma"]);
+    assert_starts_with(&line, &format!("error: {}:4:", s(&path)));
+    // The message should not repeat the position serde_json appends.
+    assert!(!line.contains(" at line "), "{line}");
+}
+
+#[test]
+fn json_wrong_type_names_the_field() {
+    let sb = Sandbox::new("json_wrong_type");
+    let text = edit(BASE_JSON, "\"servers\": 4", "\"servers\": \"many\"");
+    let path = sb.write("bad.json", &text);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), &["invalid type"]);
+    let (l, _) = at(&text, "\"servers\": \"many\"");
+    assert_starts_with(&line, &format!("error: {}:{l}:", s(&path)));
+    assert!(line.contains(": dependency[0].servers: "), "{line}");
+}
+
+#[test]
+
+fn error_on_a_defaulted_field_still_has_a_line() {
+    // `dist` is not written; the error should point at the `service_time` that lacks it.
+    let text = edit(BASE, "service_time = { p50_ms = 10, p95_ms = 30 }", "service_time = { }");
+    let (_sb, path, line) = run_bad("defaulted_field", &text, &["give p50_ms and p95_ms"]);
+    let (l, _) = at(&text, "service_time = { }");
+    assert_starts_with(&line, &format!("error: {}:{l}:", s(&path)));
+    assert!(line.contains(": dependency[1].service_time.dist: "), "{line}");
+}
+
+#[test]
+
+fn json_error_in_a_later_array_element_points_at_that_element() {
+    let sb = Sandbox::new("json_second_element");
+    let text = edit(BASE_JSON, "\"p50_ms\": 10, \"p95_ms\": 30", "\"p50_ms\": 10, \"p95_ms\": 5");
+    let path = sb.write("bad.json", &text);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), &["p95_ms (5) must be at least p50_ms (10)"]);
+    assert_starts_with(&line, &located(&path, &text, "\"p95_ms\": 5", "dependency[1].service_time.p95_ms"));
+}
+
+#[test]
+
+fn seed_above_i64_max_is_accepted() {
+    let sb = Sandbox::new("seed_u64");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--seed", "18446744073709551615", "--policy", "careful"]);
+    assert_success(&o);
+    let summary = read_json(&sb.out().join("careful").join("summary.json"));
+    assert_eq!(summary["seed"].as_u64(), Some(u64::MAX));
+}
+
+#[test]
+fn json_semantic_error_is_located() {
+    let sb = Sandbox::new("json_semantic");
+    let text = edit(BASE_JSON, "\"p95_ms\": 60", "\"p95_ms\": 10");
+    let path = sb.write("bad.json", &text);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    let line = assert_input_error(&o, &sb.out(), &["must be at least p50_ms"]);
+    assert_starts_with(&line, &located(&path, &text, "\"p95_ms\": 10", "dependency[0].service_time.p95_ms"));
+}
+
+#[test]
+fn toml_syntax_error_is_rejected_with_its_position() {
+    let text = edit(BASE, "[simulation]\n", "[simulation\n");
+    let (_sb, path, line) = run_bad("toml_syntax", &text, &[]);
+    let (l, _) = at(&text, "[simulation\n");
+    assert_starts_with(&line, &format!("error: {}:{l}:", s(&path)));
+}
+
+#[test]
+fn gate_without_slo_is_rejected() {
+    let sb = Sandbox::new("gate_no_slo");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(&sb, ["gate".to_string(), s(&path), "--candidate".into(), "careful".into()]);
+    assert_input_error(&o, &sb.out(), &["no [slo] checks"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// validate and gate
+// ---------------------------------------------------------------------------------------------
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn shipped_scenarios_validate() {
+    let mut found = 0;
+    for entry in std::fs::read_dir(repo().join("scenarios")).expect("list scenarios/") {
+        let path = entry.expect("read scenarios/").path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        found += 1;
+        let o = faultline_in(repo(), ["validate".as_ref(), path.as_os_str()]);
+        assert_success(&o);
+        assert!(stdout(&o).contains(": ok ("), "{}: {}", path.display(), stdout(&o));
+    }
+    assert_eq!(found, 3, "expected the three shipped scenarios");
+    let o = faultline_in(repo(), ["validate", "scenarios/meeting-analysis-incident.toml"]);
+    assert_success(&o);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "7 dependencies, 1 workflows, 3 faults, policies: naive, resilient, 4 SLO checks, 1 regression checks"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn gate_passes_with_exit_0() {
+    let sb = Sandbox::new("gate_pass");
+    let path = sb.write(
+        "small.toml",
+        &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\nduplicate_effect_total = [\"== 0\"]\n"),
+    );
+    let o = faultline(
+        &sb,
+        ["gate".to_string(), s(&path), "--candidate".into(), "careful".into(), "--jobs".into(), "1".into()],
+    );
+    assert_success(&o);
+    let out = stdout(&o);
+    assert!(out.contains("PASS"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+    assert!(out.trim_end().ends_with("2 passed, 0 failed: PASS"), "{out}");
+    assert!(!sb.out().exists() && !sb.path("results").exists(), "gate writes no files");
+}
+
+#[test]
+fn gate_fails_with_exit_99() {
+    let sb = Sandbox::new("gate_fail");
+    let path = sb.write(
+        "small.toml",
+        &format!("{BASE}\n[slo]\nlogical_run_total = [\"< 1\"]\nduplicate_effect_total = [\"== 0\"]\n"),
+    );
+    let o = faultline(
+        &sb,
+        ["gate".to_string(), s(&path), "--candidate".into(), "careful".into(), "--jobs".into(), "1".into()],
+    );
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(99), "stderr:\n{err}\nstdout:\n{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(out.trim_end().ends_with("1 passed, 1 failed: FAIL"), "{out}");
+}
+
+#[test]
+fn gate_regression_against_baseline() {
+    let sb = Sandbox::new("gate_regression");
+    // The candidate equals itself: the paired difference is 0 everywhere.
+    let path = sb.write("small.toml", &format!("{BASE}\n[slo.regression]\nlogical_run_total = [\"== 0\"]\n"));
+    let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--baseline", "careful", "--jobs", "1"]);
+    assert_success(&o);
+    assert!(stdout(&o).contains("1 passed, 0 failed: PASS"), "{}", stdout(&o));
+    // Without a baseline the regression check is skipped, and nothing is left to fail.
+    let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--jobs", "1"]);
+    assert_success(&o);
+    assert!(stdout(&o).contains("SKIP"), "{}", stdout(&o));
+}
+
+#[test]
+fn gate_on_the_incident_resilient_passes() {
+    let o = faultline_in(
+        repo(),
+        [
+            "gate",
+            "scenarios/meeting-analysis-incident.toml",
+            "--candidate",
+            "resilient",
+            "--baseline",
+            "naive",
+            "--replications",
+            "3",
+        ],
+    );
+    assert_success(&o);
+    let out = stdout(&o);
+    assert!(out.contains("baseline `naive`"), "{out}");
+    assert!(out.trim_end().ends_with("failed: PASS"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn gate_on_the_incident_naive_fails() {
+    let o = faultline_in(
+        repo(),
+        ["gate", "scenarios/meeting-analysis-incident.toml", "--candidate", "naive", "--replications", "3"],
+    );
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(99), "stderr:\n{err}\nstdout:\n{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(out.trim_end().ends_with("failed: FAIL"), "{out}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// run: output files, JSON on stdout, overrides, seeds, determinism, JSON scenarios
+// ---------------------------------------------------------------------------------------------
+
+fn check_summary(summary: &Value, policy: &str, seed: u64) {
+    for key in ["scenario", "policy", "seed", "replications", "version", "metrics", "ci95"] {
+        assert!(summary.get(key).is_some(), "summary has no `{key}`: {summary}");
+    }
+    assert_eq!(summary["scenario"], "small");
+    assert_eq!(summary["policy"], policy);
+    assert_eq!(summary["seed"].as_u64(), Some(seed));
+    assert_eq!(summary["replications"].as_u64(), Some(2));
+    assert_eq!(summary["version"], env!("CARGO_PKG_VERSION"));
+    assert!(metric(summary, "logical_run_total") > 0.0, "{summary}");
+    let ci = &summary["ci95"]["logical_run_total"];
+    assert_eq!(ci.as_array().map(|a| a.len()), Some(2), "{ci}");
+    // Every metric has an interval.
+    let metrics = summary["metrics"].as_object().unwrap();
+    let ci95 = summary["ci95"].as_object().unwrap();
+    assert_eq!(metrics.keys().collect::<Vec<_>>(), ci95.keys().collect::<Vec<_>>());
+}
+
+#[test]
+fn run_writes_summary_and_timeseries_for_each_policy() {
+    let sb = Sandbox::new("run_outputs");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &[]);
+    assert_success(&o);
+    let text = stdout(&o);
+    assert!(text.contains("logical_run_total"), "{text}");
+    assert!(text.contains("careful") && text.contains("hasty"), "{text}");
+    assert!(text.contains("wrote "), "{text}");
+    for policy in POLICIES {
+        let dir = sb.out().join(policy);
+        let summary = read_json(&dir.join("summary.json"));
+        check_summary(&summary, policy, 3);
+        assert_eq!(summary["overrides"], Value::Array(vec![]));
+        let csv = std::fs::read_to_string(dir.join("timeseries.csv")).expect("timeseries.csv");
+        let mut lines = csv.lines();
+        let header = lines.next().expect("a header");
+        assert!(header.starts_with("window_start_s,window_end_s"), "{header}");
+        assert!(header.contains("dependency.db.attempt_total"), "{header}");
+        let width = header.split(',').count();
+        let rows: Vec<&str> = lines.collect();
+        // 50 s in windows of 10 s (runs may drain a little past the end).
+        assert!(rows.len() >= 5, "expected at least 5 windows, got {}", rows.len());
+        assert!(rows[0].starts_with("0,10,"), "{}", rows[0]);
+        assert!(rows.iter().all(|r| r.split(',').count() == width), "ragged CSV:\n{csv}");
+        // No temporary files are left behind.
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(name == "summary.json" || name == "timeseries.csv", "unexpected file {name}");
+        }
+    }
+    assert!(!sb.path("results").exists(), "--out was given: nothing under results/");
+}
+
+#[test]
+fn run_one_policy_writes_only_that_policy() {
+    let sb = Sandbox::new("run_one_policy");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--policy", "hasty"]);
+    assert_success(&o);
+    assert!(sb.out().join("hasty").join("summary.json").exists());
+    assert!(!sb.out().join("careful").exists());
+}
+
+#[test]
+fn run_format_json_prints_valid_json() {
+    let sb = Sandbox::new("run_json");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--format", "json"]);
+    assert_success(&o);
+    let text = stdout(&o);
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{text}"));
+    let obj = doc.as_object().expect("an object keyed by policy");
+    assert_eq!(obj.keys().map(String::as_str).collect::<Vec<_>>(), POLICIES.to_vec());
+    for policy in POLICIES {
+        check_summary(&doc[policy], policy, 3);
+        // Same content as the file written.
+        let file = read_json(&sb.out().join(policy).join("summary.json"));
+        assert_eq!(doc[policy], file, "stdout and summary.json differ for {policy}");
+    }
+}
+
+fn logical_runs(sb: &Sandbox, out: &str, extra: &[&str]) -> (f64, Value) {
+    let path = sb.path("small.toml");
+    let o = run(sb, &path, &sb.path(out), extra);
+    assert_success(&o);
+    let summary = read_json(&sb.path(out).join("careful").join("summary.json"));
+    (metric(&summary, "logical_run_total"), summary)
+}
+
+#[test]
+fn set_changes_the_result() {
+    let sb = Sandbox::new("set_changes");
+    sb.write("small.toml", BASE);
+    let (base, _) = logical_runs(&sb, "base", &[]);
+    let (faster, summary) = logical_runs(&sb, "faster", &["--set", "workflow.wf.arrivals.rate_per_s=20"]);
+    assert_ne!(base, faster);
+    // 4x the rate: clearly more runs (about 250 vs 1000).
+    assert!(faster > 2.5 * base, "rate 5 -> 20 gave {base} -> {faster} runs");
+    assert_eq!(summary["overrides"], serde_json::json!(["workflow.wf.arrivals.rate_per_s=20"]));
+    // Addressing by position works too and gives the same result.
+    let (by_index, _) = logical_runs(&sb, "by_index", &["--set", "workflow.0.arrivals.rate_per_s=20"]);
+    assert_eq!(faster, by_index);
+}
+
+#[test]
+fn seed_changes_the_result() {
+    let sb = Sandbox::new("seed_changes");
+    sb.write("small.toml", BASE);
+    let (a, sa) = logical_runs(&sb, "a", &[]);
+    let (b, sb_) = logical_runs(&sb, "b", &["--seed", "4"]);
+    assert_eq!(sb_["seed"].as_u64(), Some(4));
+    assert_eq!(sb_["overrides"], serde_json::json!(["--seed 4"]));
+    assert_ne!(sa["metrics"], sb_["metrics"], "a different seed gave identical metrics");
+    assert_ne!(a, b, "a different seed gave the same logical_run_total");
+    // --seed equals --set simulation.seed.
+    let (c, sc) = logical_runs(&sb, "c", &["--set", "simulation.seed=4"]);
+    assert_eq!(b, c);
+    assert_eq!(sb_["metrics"], sc["metrics"]);
+}
+
+#[test]
+fn same_seed_gives_byte_identical_outputs() {
+    let sb = Sandbox::new("same_seed");
+    let path = sb.write("small.toml", BASE);
+    assert_success(&run(&sb, &path, &sb.path("one"), &["--seed", "9"]));
+    assert_success(&run(&sb, &path, &sb.path("two"), &["--seed", "9"]));
+    for policy in POLICIES {
+        for file in ["summary.json", "timeseries.csv"] {
+            let one = std::fs::read(sb.path("one").join(policy).join(file)).unwrap();
+            let two = std::fs::read(sb.path("two").join(policy).join(file)).unwrap();
+            assert!(one == two, "{policy}/{file} differs between two runs with the same seed");
+        }
+    }
+}
+
+#[test]
+fn outputs_do_not_depend_on_the_thread_count() {
+    let sb = Sandbox::new("thread_count");
+    let path = sb.write("small.toml", BASE);
+    assert_success(&run(&sb, &path, &sb.path("one"), &[]));
+    let o =
+        faultline(&sb, ["run".to_string(), s(&path), "--out".into(), s(&sb.path("two")), "--jobs".into(), "2".into()]);
+    assert_success(&o);
+    for policy in POLICIES {
+        for file in ["summary.json", "timeseries.csv"] {
+            let one = std::fs::read(sb.path("one").join(policy).join(file)).unwrap();
+            let two = std::fs::read(sb.path("two").join(policy).join(file)).unwrap();
+            assert!(one == two, "{policy}/{file} differs between --jobs 1 and --jobs 2");
+        }
+    }
+}
+
+#[test]
+fn json_scenario_matches_toml_scenario() {
+    let sb = Sandbox::new("json_equivalent");
+    let toml = sb.write("small.toml", BASE);
+    let json = sb.write("small.json", BASE_JSON);
+    assert_success(&run(&sb, &toml, &sb.path("toml"), &[]));
+    assert_success(&run(&sb, &json, &sb.path("json"), &[]));
+    for policy in POLICIES {
+        let t = read_json(&sb.path("toml").join(policy).join("summary.json"));
+        let j = read_json(&sb.path("json").join(policy).join("summary.json"));
+        check_summary(&j, policy, 3);
+        assert_eq!(t["metrics"], j["metrics"], "metrics differ for {policy}");
+        assert_eq!(t["ci95"], j["ci95"], "intervals differ for {policy}");
+        // Same stem, same everything: the files are byte-identical.
+        for file in ["summary.json", "timeseries.csv"] {
+            let a = std::fs::read(sb.path("toml").join(policy).join(file)).unwrap();
+            let b = std::fs::read(sb.path("json").join(policy).join(file)).unwrap();
+            assert!(a == b, "{policy}/{file} differs between the TOML and JSON scenarios");
+        }
+    }
+}
+
+#[test]
+fn json_scenario_with_overrides_matches_toml() {
+    let sb = Sandbox::new("json_overrides");
+    let toml = sb.write("small.toml", BASE);
+    let json = sb.write("small.json", BASE_JSON);
+    let extra = ["--seed", "5", "--set", "dependency.db.servers=2", "--policy", "careful"];
+    assert_success(&run(&sb, &toml, &sb.path("toml"), &extra));
+    assert_success(&run(&sb, &json, &sb.path("json"), &extra));
+    let a = std::fs::read(sb.path("toml").join("careful").join("summary.json")).unwrap();
+    let b = std::fs::read(sb.path("json").join("careful").join("summary.json")).unwrap();
+    assert!(a == b, "summary.json differs between TOML and JSON with the same overrides");
+}
+
+#[test]
+fn sweep_writes_one_row_per_point_and_policy() {
+    let sb = Sandbox::new("sweep_ok");
+    let path = sb.write("small.toml", BASE);
+    let o = faultline(
+        &sb,
+        ["sweep", &s(&path), "--param", "workflow.wf.arrivals.rate_per_s=2,4", "--out", &s(&sb.out()), "--jobs", "1"],
+    );
+    assert_success(&o);
+    assert!(stdout(&o).contains("2 grid point(s) x 2 policies x 2 replication(s) = 8 simulations"), "{}", stdout(&o));
+    let csv = std::fs::read_to_string(sb.out().join("sweep.csv")).expect("sweep.csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("workflow.wf.arrivals.rate_per_s,policy,replications,"), "{}", lines[0]);
+    assert_eq!(lines.len(), 1 + 4, "{csv}");
+    assert!(lines[1].starts_with("2,careful,2,") && lines[2].starts_with("2,hasty,2,"), "{csv}");
+    assert!(lines[3].starts_with("4,careful,2,") && lines[4].starts_with("4,hasty,2,"), "{csv}");
+    let json = read_json(&sb.out().join("sweep.json"));
+    assert!(json.is_object() || json.is_array(), "{json}");
+}
