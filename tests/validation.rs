@@ -6,6 +6,14 @@ mod common;
 use common::*;
 
 #[test]
+fn t_quantiles_agree_with_the_table_used_for_intervals() {
+    for df in [1u32, 2, 5, 9, 19, 30] {
+        let table = faultline::metrics::t_quantile_975(df as usize);
+        assert!((t_quantile(0.975, df) - table).abs() < 2e-3, "df {df}: {} vs {table}", t_quantile(0.975, df));
+    }
+}
+
+#[test]
 fn closed_forms_reproduce_the_published_check_values() {
     assert!((erlang_c(5, 2.5) - 0.1304).abs() < 5e-5);
     assert!((erlang_c(10, 5.0) - 0.0361).abs() < 5e-5);
@@ -71,16 +79,19 @@ fn mmc_wait_probability_and_mean_wait_match_erlang_c() {
             &format!("{label} P(wait)"),
             &metric(&reps, "dependency.station.wait_probability"),
             erlang_c(c, lambda / mu),
+            3 * cases.len(),
         );
         assert_in_ci(
             &format!("{label} Wq ms"),
             &metric(&reps, "dependency.station.queue_wait_ms.mean"),
             1_000.0 * mmc_wq(c, lambda, mu),
+            3 * cases.len(),
         );
         assert_in_ci(
             &format!("{label} utilization"),
             &metric(&reps, "dependency.station.utilization"),
             lambda / (mu * c as f64),
+            3 * cases.len(),
         );
     }
 }
@@ -95,9 +106,11 @@ fn mmck_loss_probability_and_wait_match_the_stationary_distribution() {
         let mu = 1_000.0 / mean_ms;
         let (loss, l, wq) = mmck(c, c + waiting, lambda, mu);
         let label = format!("M/M/{c}/{}", c + waiting);
-        assert_in_ci(&format!("{label} loss"), &metric(&reps, "dependency.station.rejection_ratio"), loss);
-        assert_in_ci(&format!("{label} L"), &metric(&reps, "dependency.station.in_system.mean"), l);
-        assert_in_ci(&format!("{label} Wq ms"), &metric(&reps, "dependency.station.queue_wait_ms.mean"), 1_000.0 * wq);
+        let checks = 3 * cases.len();
+        assert_in_ci(&format!("{label} loss"), &metric(&reps, "dependency.station.rejection_ratio"), loss, checks);
+        assert_in_ci(&format!("{label} L"), &metric(&reps, "dependency.station.in_system.mean"), l, checks);
+        let wait = metric(&reps, "dependency.station.queue_wait_ms.mean");
+        assert_in_ci(&format!("{label} Wq ms"), &wait, 1_000.0 * wq, checks);
     }
 }
 
@@ -157,7 +170,9 @@ retry = {{ max_attempts = {attempts}, backoff = {{ kind = "none" }} }}
 
 #[test]
 fn retry_amplification_matches_the_geometric_series() {
-    for (i, (p, n)) in [(0.3, 3u32), (0.5, 4), (0.1, 2)].into_iter().enumerate() {
+    let cases = [(0.3, 3u32), (0.5, 4), (0.1, 2)];
+    let checks = 2 * cases.len();
+    for (i, (p, n)) in cases.into_iter().enumerate() {
         let m = model(&retrying_station(p, n, 300 + i as u64));
         let reps = replicate(&m, 0);
         let label = format!("p {p} n {n}");
@@ -165,6 +180,7 @@ fn retry_amplification_matches_the_geometric_series() {
             &format!("{label} attempts per call"),
             &metric(&reps, "retry_amplification_ratio"),
             (1.0 - p.powi(n as i32)) / (1.0 - p),
+            checks,
         );
         let failed: Vec<_> = reps
             .iter()
@@ -174,7 +190,12 @@ fn retry_amplification_matches_the_geometric_series() {
                 m
             })
             .collect();
-        assert_in_ci(&format!("{label} end-to-end failure"), &metric(&failed, "failed_ratio"), p.powi(n as i32));
+        assert_in_ci(
+            &format!("{label} end-to-end failure"),
+            &metric(&failed, "failed_ratio"),
+            p.powi(n as i32),
+            checks,
+        );
     }
 }
 

@@ -7,6 +7,7 @@ use super::simulation::{
 };
 use super::stations::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT, NewAttempt};
 use crate::metrics::{Outcome, timeseries::ARRIVALS};
+use crate::runtime::decision::retry_or_give_up;
 use crate::runtime::{AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, RunBudget, attempt_timeout, decide};
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::Micros;
@@ -119,7 +120,7 @@ impl Simulation<'_> {
             AttemptTimeout::Never => None,
             AttemptTimeout::Exhausted => {
                 self.exhausted(r, BudgetKind::Time);
-                self.step_gave_up(now, r, s, FailureKind::DeadlineExhausted);
+                self.step_gave_up(now, r, s, false);
                 return;
             }
         };
@@ -131,8 +132,9 @@ impl Simulation<'_> {
         let run = &mut self.runs[r];
         if let Err(kind) = run.budget.admit_attempt(is_retry, cost) {
             self.exhausted(r, kind);
-            let last = self.runs[r].steps[s as usize].last_failure.unwrap_or(FailureKind::DeadlineExhausted);
-            self.step_gave_up(now, r, s, last);
+            // A cheaper fallback may still fit a cost budget; a missing retry token does not
+            // stop the fallback's first attempt either.
+            self.step_gave_up(now, r, s, true);
             return;
         }
         let st = &mut run.steps[s as usize];
@@ -195,6 +197,7 @@ impl Simulation<'_> {
         let serial = st.serial;
         st.serial += 1;
         st.looking_up = true;
+        st.lookups += 1;
         let attempt = NewAttempt {
             station: step.dependency,
             purpose: Purpose::Lookup,
@@ -246,7 +249,15 @@ impl Simulation<'_> {
         self.after_failure(now, r, s, kind, retry_after_us);
     }
 
-    fn after_failure(&mut self, now: Micros, r: u32, s: u8, kind: FailureKind, retry_after_us: Option<Micros>) {
+    /// Everything the decision needs about the step's last failed attempt.
+    fn failed_attempt(
+        &mut self,
+        now: Micros,
+        r: u32,
+        s: u8,
+        kind: FailureKind,
+        retry_after_us: Option<Micros>,
+    ) -> FailedAttempt {
         let model = self.model;
         let run = &mut self.runs[r];
         let w = run.workflow as usize;
@@ -254,12 +265,11 @@ impl Simulation<'_> {
         let sp = &self.policy.steps[w][s as usize];
         let st = &mut run.steps[s as usize];
         st.last_failure = Some(kind);
-        let deduplicated = step.idempotency == Idempotency::Key && !self.policy.key_per_attempt;
         let jitter = run.key.with(TAG_JITTER).with(step.stream_id).with(u64::from(st.serial)).stream().unit();
-        let failed = FailedAttempt {
+        FailedAttempt {
             kind,
             is_write: step.effect == Effect::Write,
-            deduplicated,
+            deduplicated: step.idempotency == Idempotency::Key && !self.policy.key_per_attempt,
             status_lookup: step.status_lookup,
             attempts_made: if st.on_fallback { st.fallback_attempts } else { st.primary_attempts },
             max_attempts: sp.max_attempts,
@@ -270,7 +280,11 @@ impl Simulation<'_> {
             predicted_attempt_us: sp.predicted_attempt_us,
             previous_sleep_us: st.previous_sleep_us,
             jitter,
-        };
+        }
+    }
+
+    fn after_failure(&mut self, now: Micros, r: u32, s: u8, kind: FailureKind, retry_after_us: Option<Micros>) {
+        let failed = self.failed_attempt(now, r, s, kind, retry_after_us);
         match decide(&self.policy.rules, &failed) {
             Decision::Retry { sleep_us } => self.sleep_then_retry(now, r, s, sleep_us),
             Decision::Reconcile => self.start_lookup(now, r, s),
@@ -279,7 +293,7 @@ impl Simulation<'_> {
                 if let GiveUp::Budget(b) = reason {
                     self.exhausted(r, b);
                 }
-                self.step_gave_up(now, r, s, kind);
+                self.step_gave_up(now, r, s, reason != GiveUp::Budget(BudgetKind::Time));
             }
         }
     }
@@ -322,10 +336,31 @@ impl Simulation<'_> {
                 self.step_succeeded(now, r, s, false);
             }
             // Not committed (yet): send again with the same key; the dependency deduplicates if
-            // the first attempt commits late. The usual retry limits apply.
-            AttemptResult::Ok => self.after_failure(now, r, s, FailureKind::EffectUnknown, None),
-            // The lookup itself failed: the effect stays unknown and a human must decide.
-            _ => self.end_run(now, r, Outcome::Handoff),
+            // the first attempt commits late. The usual retry limits apply, and when they stop
+            // the resend the effect may still land late: a human decides.
+            AttemptResult::Ok => {
+                let failed = self.failed_attempt(now, r, s, FailureKind::EffectUnknown, None);
+                match retry_or_give_up(&self.policy.rules, &failed) {
+                    Decision::Retry { sleep_us } => self.sleep_then_retry(now, r, s, sleep_us),
+                    Decision::GiveUp(reason) => {
+                        if let GiveUp::Budget(b) = reason {
+                            self.exhausted(r, b);
+                        }
+                        self.end_run(now, r, Outcome::Handoff);
+                    }
+                    Decision::Reconcile | Decision::Handoff => self.end_run(now, r, Outcome::Handoff),
+                }
+            }
+            // The lookup itself failed. It is a read, so ask again while the step's attempt
+            // limit allows; after that the effect stays unknown and a human must decide.
+            _ => {
+                let sp = &self.policy.steps[run.workflow as usize][s as usize];
+                if run.steps[s as usize].lookups < sp.max_attempts {
+                    self.start_lookup(now, r, s);
+                } else {
+                    self.end_run(now, r, Outcome::Handoff);
+                }
+            }
         }
     }
 
@@ -342,15 +377,16 @@ impl Simulation<'_> {
         self.release_step(now, r, s);
     }
 
-    /// The step's own attempts are over without success: fall back, omit or fail.
-    fn step_gave_up(&mut self, now: Micros, r: u32, s: u8, kind: FailureKind) {
+    /// The step's own attempts are over without success: fall back (unless time ran out),
+    /// omit a soft step, or fail the run.
+    fn step_gave_up(&mut self, now: Micros, r: u32, s: u8, may_fall_back: bool) {
         let model = self.model;
         let run = &mut self.runs[r];
         let w = run.workflow as usize;
         let step = &model.workflows[w].steps[s as usize];
         let sp = &self.policy.steps[w][s as usize];
         let st = &mut run.steps[s as usize];
-        if !st.on_fallback && sp.fallback.is_some() && kind != FailureKind::DeadlineExhausted {
+        if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
             st.on_fallback = true;
             st.previous_sleep_us = 0;
             self.try_attempt(now, r, s);
@@ -420,6 +456,7 @@ impl Simulation<'_> {
             let latency = now - run.start_us;
             rec.run.latency_us.saturating_record(latency.max(1));
             rec.run.latency_sum_us += latency as f64;
+            rec.run.latency_max_us = rec.run.latency_max_us.max(latency);
             if exceeded {
                 rec.run.deadline_exceeded += 1;
             }

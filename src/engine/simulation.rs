@@ -123,6 +123,8 @@ pub(super) struct StepRun {
     pub serial: u32,
     pub on_fallback: bool,
     pub looking_up: bool,
+    /// Status lookups sent for this step; bounded by the step's max_attempts.
+    pub lookups: u32,
     pub job: Option<(u32, u32)>,
     pub wake: u32,
     pub previous_sleep_us: Micros,
@@ -140,6 +142,7 @@ impl StepRun {
             serial: 0,
             on_fallback: false,
             looking_up: false,
+            lookups: 0,
             job: None,
             wake: 0,
             previous_sleep_us: 0,
@@ -216,7 +219,7 @@ pub struct AttemptTrace {
     /// A status lookup (its base service time comes from status_lookup_time).
     pub lookup: bool,
     pub at_us: Micros,
-    pub draws: [f64; 7],
+    pub draws: [f64; 8],
     pub base_service_ms: f64,
 }
 

@@ -63,7 +63,7 @@ impl Simulation<'_> {
             self.recorder.run.cost_units += dep.cost_units;
             self.recorder.dependencies[a.station].attempts += 1;
         }
-        match self.stations[a.station].admit(dep, &model.world.faults, now) {
+        match self.stations[a.station].admit(dep, &model.world.faults, now, draws.down) {
             Admission::StartService => self.start_service(now, id),
             Admission::Queued => {
                 self.observe_station(a.station, now);
@@ -109,6 +109,7 @@ impl Simulation<'_> {
                 draws.latency,
                 draws.fault_errors,
                 draws.jitter,
+                draws.down,
             ],
             base_service_ms,
         };
@@ -195,7 +196,8 @@ impl Simulation<'_> {
             }
             JobPhase::InService => {
                 let has_calls = !self.model.world.dependencies[job.station as usize].calls.is_empty();
-                if has_calls && job.error.is_none() {
+                // A status lookup asks the agent about a key; it does not redo the agent's work.
+                if has_calls && job.error.is_none() && job.purpose != Purpose::Lookup {
                     self.begin_remote_calls(now, id);
                 } else {
                     self.complete_service(now, id);

@@ -3,7 +3,7 @@
 
 use super::CommandError;
 use crate::engine::{Model, Replication, SimError, simulate};
-use crate::scenario::{Override, ScenarioError, Source, apply_overrides, load_file, parse_source};
+use crate::scenario::{Override, Scenario, ScenarioError, Source, apply_overrides, load_file, parse_source};
 use crate::sim::StreamKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -12,20 +12,32 @@ use std::path::Path;
 /// Upper bound on simulations in one command: a typo in a grid should not run for a week.
 pub const MAX_SIMULATIONS: usize = 1_000_000;
 
-pub fn load_model(path: &Path, overrides: &[Override]) -> Result<(Model, Source), ScenarioError> {
+/// A scenario as the command sees it: the file with every override applied, and its model.
+pub struct Loaded {
+    pub model: Model,
+    pub scenario: Scenario,
+    pub source: Source,
+}
+
+pub fn load_model(path: &Path, overrides: &[Override]) -> Result<Loaded, ScenarioError> {
     let source = load_file(path)?;
-    let model = compile_with(&source, overrides)?;
-    Ok((model, source))
+    let (model, scenario) = compile_scenario(&source, overrides)?;
+    Ok(Loaded { model, scenario, source })
 }
 
 pub fn compile_with(source: &Source, overrides: &[Override]) -> Result<Model, ScenarioError> {
+    compile_scenario(source, overrides).map(|(model, _)| model)
+}
+
+/// Compiles the file with `overrides` applied; returns the model and the overridden scenario.
+pub fn compile_scenario(source: &Source, overrides: &[Override]) -> Result<(Model, Scenario), ScenarioError> {
     // Parse the file on its own first so that its errors carry line and column.
     let original = parse_source(source)?;
     if overrides.is_empty() {
-        return Model::compile(&original, source);
+        return Model::compile(&original, source).map(|m| (m, original));
     }
     let scenario = apply_overrides(source, overrides)?;
-    Model::compile(&scenario, source).map_err(|e| {
+    let model = Model::compile(&scenario, source).map_err(|e| {
         // The same error without the overrides is the file's; otherwise an override caused it
         // and the error must name the argument, not a line that holds another value.
         match Model::compile(&original, source) {
@@ -38,7 +50,8 @@ pub fn compile_with(source: &Source, overrides: &[Override]) -> Result<Model, Sc
                 }
             }
         }
-    })
+    })?;
+    Ok((model, scenario))
 }
 
 /// Whether an override's path (names or positions) plausibly addresses an error's field path

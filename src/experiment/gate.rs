@@ -2,13 +2,12 @@
 //! limits on paired differences against a baseline policy run on the same seeds.
 
 use super::CommandError;
-use super::batch::load_model;
+use super::batch::{Loaded, load_model};
 use super::run::{aggregate_replications, apply_seed, collect_overrides, run_policies, select_policies};
 use super::slo::{Check, SloChecks, compile_slo, judge};
 use super::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::stats::estimate;
-use crate::scenario::parse_source;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -29,9 +28,8 @@ pub struct GateReport {
 
 pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
-    let (mut model, source) = load_model(&opts.scenario, &overrides)?;
+    let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     apply_seed(&mut model, opts.seed, &overrides);
-    let scenario = parse_source(&source)?;
     let checks: SloChecks = compile_slo(scenario.slo.as_ref(), &model, &source)?;
     if checks.thresholds.is_empty() && checks.regressions.is_empty() {
         return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));

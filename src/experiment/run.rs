@@ -1,13 +1,13 @@
 //! `faultline run` and `faultline validate`.
 
 use super::CommandError;
-use super::batch::{Task, load_model, replication_seed, run_tasks};
+use super::batch::{Loaded, Task, load_model, replication_seed, run_tasks};
 use super::output::{OutputSet, summary_json, timeseries_csv};
 use super::slo::compile_slo;
-use super::table::{human, render};
+use super::table::{half_width, human, render};
 use crate::engine::{Model, Replication};
 use crate::metrics::stats::{Aggregate, aggregate};
-use crate::scenario::{Override, ScenarioError, parse_override, parse_source};
+use crate::scenario::{Override, ScenarioError, parse_override};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +135,7 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
             for a in aggregates {
                 row.push(match a.estimates.get(m) {
                     Some(e) if !e.low.is_nan() && e.high > e.low => {
-                        format!("{} ±{}", human(e.mean), human((e.high - e.low) / 2.0))
+                        format!("{} ±{}", human(e.mean), half_width((e.high - e.low) / 2.0))
                     }
                     Some(e) => human(e.mean),
                     None => "n/a".into(),
@@ -149,10 +149,9 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
 
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
-    let (mut model, source) = load_model(&opts.scenario, &overrides)?;
+    let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     let raw_overrides = apply_seed(&mut model, opts.seed, &overrides);
     // The SLO section is checked here too, so a bad file never produces output.
-    let scenario = parse_source(&source)?;
     compile_slo(scenario.slo.as_ref(), &model, &source)?;
     let policies = select_policies(&model, &opts.policies, "--policy")?;
     let results = run_policies(&model, &policies, opts.jobs)?;
@@ -205,8 +204,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
 }
 
 pub fn validate(path: &Path) -> Result<String, CommandError> {
-    let (model, source) = load_model(path, &[])?;
-    let scenario = parse_source(&source)?;
+    let Loaded { model, scenario, source } = load_model(path, &[])?;
     let slo = compile_slo(scenario.slo.as_ref(), &model, &source)?;
     let policies: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
     Ok(format!(

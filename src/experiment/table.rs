@@ -48,6 +48,15 @@ pub fn human(v: f64) -> String {
     }
 }
 
+/// A confidence half-width to two significant figures (`337`, `0.028`, `0.00030`).
+pub fn half_width(h: f64) -> String {
+    if !h.is_finite() || h <= 0.0 {
+        return String::new();
+    }
+    let decimals = (1 - h.log10().floor() as i32).max(0) as usize;
+    format!("{h:.decimals$}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +74,9 @@ mod tests {
         assert_eq!(human(3.0), "3");
         assert_eq!(human(0.12345), "0.123");
         assert_eq!(human(f64::NAN), "n/a");
+        assert_eq!(half_width(337.2), "337");
+        assert_eq!(half_width(0.028), "0.028");
+        assert_eq!(half_width(0.0003), "0.00030");
+        assert_eq!(half_width(0.0), "");
     }
 }

@@ -47,6 +47,8 @@ pub struct RunStats {
     pub safe_runs: u64,
     pub latency_us: Histogram<u64>,
     pub latency_sum_us: f64,
+    /// Exact, unlike the histogram's bucket edges.
+    pub latency_max_us: u64,
     pub logical_calls: u64,
     pub attempts: u64,
     pub budget_exhausted: [u64; 4],
@@ -124,7 +126,7 @@ impl DependencyStats {
             self.waited += 1;
         }
         self.queue_wait_sum_us += wait_us as f64;
-        self.queue_wait_us.saturating_record(wait_us.max(1));
+        self.queue_wait_us.saturating_record(wait_us);
     }
 }
 
@@ -150,6 +152,7 @@ impl Recorder {
                 safe_runs: 0,
                 latency_us: histogram(3),
                 latency_sum_us: 0.0,
+                latency_max_us: 0,
                 logical_calls: 0,
                 attempts: 0,
                 budget_exhausted: [0; 4],
@@ -199,7 +202,7 @@ impl Recorder {
         put("run_latency_ms.p50".into(), latency(0.50));
         put("run_latency_ms.p95".into(), latency(0.95));
         put("run_latency_ms.p99".into(), latency(0.99));
-        put("run_latency_ms.max".into(), if r.runs > 0 { us_to_ms(r.latency_us.max()) } else { f64::NAN });
+        put("run_latency_ms.max".into(), if r.runs > 0 { us_to_ms(r.latency_max_us) } else { f64::NAN });
         put("logical_call_total".into(), r.logical_calls as f64);
         put("dependency_attempt_total".into(), r.attempts as f64);
         put("retry_amplification_ratio".into(), ratio(r.attempts as f64, r.logical_calls as f64));
@@ -254,5 +257,29 @@ impl Recorder {
             *m.entry(format!("step.{name}.fallback_total")).or_insert(0.0) += fallback;
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_waits_count_as_zero_and_the_maximum_is_exact() {
+        let mut r = Recorder::new(1, 0, (0, 1_000_000), 1_000_000);
+        for _ in 0..99 {
+            r.dependencies[0].record_wait(0);
+        }
+        r.dependencies[0].record_wait(5_000);
+        r.run.runs = 1;
+        r.run.latency_us.saturating_record(12_000_000);
+        r.run.latency_sum_us = 12_000_000.0;
+        r.run.latency_max_us = 12_000_000;
+        let m = r.to_map(&["d".into()], &[]);
+        assert_eq!(m["dependency.d.queue_wait_ms.p95"], 0.0);
+        assert_eq!(m["dependency.d.wait_probability"], 0.01);
+        assert_eq!(m["dependency.d.queue_wait_ms.mean"], 0.05);
+        assert_eq!(m["run_latency_ms.max"], 12_000.0, "not the histogram bucket's upper edge");
+        assert!(m["cost_per_success"].is_nan(), "0/0 is undefined, not zero");
     }
 }

@@ -41,7 +41,10 @@ pub fn estimate(values: impl Iterator<Item = f64>) -> Estimate {
     if n == 1 {
         return Estimate { mean, low: f64::NAN, high: f64::NAN, n };
     }
-    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+    // Identical values have no spread; say so exactly rather than through rounding noise.
+    let constant = xs.iter().all(|x| x.to_bits() == xs[0].to_bits());
+    let var = if constant { 0.0 } else { xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64 };
+    let mean = if constant { xs[0] } else { mean };
     let half = t_quantile_975(n - 1) * (var / n as f64).sqrt();
     Estimate { mean, low: mean - half, high: mean + half, n }
 }
@@ -92,6 +95,8 @@ mod tests {
         assert!((e.high - e.mean - 2.776 * 0.5f64.sqrt()).abs() < 1e-9);
         let single = estimate([2.0].into_iter());
         assert!(single.low.is_nan() && single.mean == 2.0);
+        let same = estimate([30_015.5; 8].into_iter());
+        assert_eq!((same.low, same.mean, same.high), (30_015.5, 30_015.5, 30_015.5));
         let with_nan = estimate([1.0, f64::NAN, 3.0].into_iter());
         assert_eq!((with_nan.mean, with_nan.n), (2.0, 2));
     }

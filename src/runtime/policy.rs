@@ -98,7 +98,7 @@ fn compile_backoff(source: &Source, path: &FieldPath, b: &crate::scenario::Backo
     let jitter = match parse_choice(
         source,
         &path.key("jitter"),
-        b.jitter.as_deref().unwrap_or("none"),
+        b.jitter.as_deref().unwrap_or("full"),
         &["none", "full", "equal", "decorrelated"],
     )? {
         "none" => Jitter::None,

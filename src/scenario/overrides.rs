@@ -54,6 +54,8 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
             .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string()))?,
     };
     for o in overrides {
+        require_named_policy(&document, &o.path)
+            .map_err(|m| ScenarioError::in_argument(&o.argument, &o.path.join("."), m))?;
         set_path(&mut document, &o.path, o.value.clone())
             .map_err(|message| ScenarioError::in_argument(&o.argument, &o.path.join("."), message))?;
     }
@@ -67,6 +69,24 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
             None => ScenarioError::in_file(&source.path, None, None, &field, message),
         }
     })
+}
+
+/// Optional tables are created on demand (`policy.p.budget`), but a policy is not: a typo in
+/// its name must not quietly add a policy with default settings.
+fn require_named_policy(document: &Value, path: &[String]) -> Result<(), String> {
+    if path.first().map(String::as_str) != Some("policy") || path.len() < 3 {
+        return Ok(());
+    }
+    let policies = document.get("policy").and_then(Value::as_table);
+    if policies.is_some_and(|p| p.contains_key(&path[1])) {
+        return Ok(());
+    }
+    let known: Vec<&str> = policies.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+    Err(format!(
+        "no policy named `{}` (the scenario has: {})",
+        path[1],
+        if known.is_empty() { "none".into() } else { known.join(", ") }
+    ))
 }
 
 /// serde_path_to_error writes array positions as `dependency[1]`; override paths address
@@ -117,8 +137,7 @@ fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
 mod tests {
     use super::*;
 
-    const BASE: &str =
-        "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"db\"\nservice_time = { p50_ms = 1, p95_ms = 2 }\n";
+    const BASE: &str = "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"db\"\nservice_time = { p50_ms = 1, p95_ms = 2 }\n\n[policy.p]\n";
 
     #[test]
     fn sets_values_by_element_name_and_creates_tables() {
@@ -141,6 +160,8 @@ mod tests {
         let source = Source::from_text("b.toml", BASE, Format::Toml);
         let err = apply_overrides(&source, &[parse_override("dependency.nope.servers=1").unwrap()]).unwrap_err();
         assert!(err.to_string().starts_with("argument `dependency.nope.servers=1`"), "{err}");
+        let err = apply_overrides(&source, &[parse_override("policy.typo.timeout_ms=5").unwrap()]).unwrap_err();
+        assert!(err.to_string().contains("no policy named `typo`"), "{err}");
         let err = apply_overrides(&source, &[parse_override("dependency.db.servers=lots").unwrap()]).unwrap_err();
         assert!(err.to_string().contains("argument `dependency.db.servers=lots`"), "{err}");
     }

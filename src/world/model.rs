@@ -424,7 +424,13 @@ fn compile_fault(
                 &path.key("per_s"),
                 f.per_s.ok_or_else(|| c.err(path, "a rate_limit fault needs `per_s`"))?,
             )?;
-            let burst = c.positive(&path.key("burst"), f.burst.unwrap_or(per_s.max(1.0)))?.max(1.0);
+            let burst = match f.burst {
+                Some(b) if b < 1.0 => {
+                    return Err(c.err(&path.key("burst"), format!("burst must be at least 1, got {b}")));
+                }
+                Some(b) => c.positive(&path.key("burst"), b)?,
+                None => per_s.max(1.0),
+            };
             FaultEffect::RateLimit { per_s, burst }
         }
     };

@@ -84,10 +84,12 @@ pub struct AttemptDraws {
     pub fault_errors: f64,
     /// A latency fault's jitter fraction.
     pub jitter: f64,
+    /// Against a `down` fault's toxicity.
+    pub down: f64,
 }
 
 impl AttemptDraws {
-    /// Seven uniforms in a fixed order: the first positions of every attempt's stream.
+    /// Eight uniforms in a fixed order: the first positions of every attempt's stream.
     pub fn draw(stream: &mut crate::sim::KeyedStream) -> Self {
         AttemptDraws {
             error: stream.unit(),
@@ -97,6 +99,7 @@ impl AttemptDraws {
             latency: stream.unit(),
             fault_errors: stream.unit(),
             jitter: stream.unit(),
+            down: stream.unit(),
         }
     }
 }
@@ -113,7 +116,8 @@ impl Station {
     }
 
     /// Decides admission for an attempt arriving now. Does not enqueue; see [`Station::enqueue`].
-    pub fn admit(&mut self, model: &DependencyModel, faults: &[FaultModel], now: Micros) -> Admission {
+    /// `down_draw` decides whether an active `down` fault (with its toxicity) refuses this attempt.
+    pub fn admit(&mut self, model: &DependencyModel, faults: &[FaultModel], now: Micros, down_draw: f64) -> Admission {
         let mut limit = model.rate_limit.as_ref().map(|r| (r.per_s, r.burst, r.retry_after_us));
         for &f in &model.faults {
             let fault = &faults[f];
@@ -121,7 +125,7 @@ impl Station {
                 continue;
             }
             match fault.effect {
-                FaultEffect::Down => return Admission::Down,
+                FaultEffect::Down if down_draw < fault.toxicity => return Admission::Down,
                 FaultEffect::RateLimit { per_s, burst } => {
                     let retry_after_us = limit.map(|l| l.2).unwrap_or(1_000_000);
                     limit = Some((per_s, burst, retry_after_us));
@@ -199,7 +203,10 @@ pub fn attempt_conditions(
         let applies = |u: f64| u < fault.toxicity;
         match &fault.effect {
             FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.latency) => {
-                if let Some(d) = replace {
+                // The replacement describes the work; a status lookup keeps its own time.
+                if let Some(d) = replace
+                    && !lookup
+                {
                     dist = d;
                 }
                 factor *= k;
