@@ -31,7 +31,7 @@ pub fn metric(reps: &[MetricMap], name: &str) -> Estimate {
 fn t_pdf(x: f64, df: u32) -> f64 {
     // Gamma(n / 2) for a positive integer n.
     fn half_gamma(n: u32) -> f64 {
-        let (mut g, mut k) = if n % 2 == 0 { (1.0, 2) } else { (std::f64::consts::PI.sqrt(), 1) };
+        let (mut g, mut k) = if n.is_multiple_of(2) { (1.0, 2) } else { (std::f64::consts::PI.sqrt(), 1) };
         while k < n {
             g *= k as f64 / 2.0;
             k += 2;
@@ -48,7 +48,7 @@ fn t_cdf(x: f64, df: u32) -> f64 {
     let h = x / n as f64;
     let mut sum = t_pdf(0.0, df) + t_pdf(x, df);
     for i in 1..n {
-        sum += t_pdf(i as f64 * h, df) * if i % 2 == 1 { 4.0 } else { 2.0 };
+        sum += t_pdf(i as f64 * h, df) * if i.is_multiple_of(2) { 2.0 } else { 4.0 };
     }
     0.5 + sum * h / 3.0
 }
