@@ -44,7 +44,7 @@ fn t_pdf(x: f64, df: u32) -> f64 {
 
 /// P(T <= x) for x >= 0 by Simpson's rule on the density.
 fn t_cdf(x: f64, df: u32) -> f64 {
-    let n = 4_000;
+    let n: u32 = 4_000;
     let h = x / n as f64;
     let mut sum = t_pdf(0.0, df) + t_pdf(x, df);
     for i in 1..n {
