@@ -41,6 +41,8 @@ pub fn human(v: f64) -> String {
         "n/a".into()
     } else if v == v.trunc() && v.abs() < 1e15 {
         format!("{}", v as i64)
+    } else if v.abs() < 0.001 {
+        format!("{v:.2e}")
     } else if v.abs() >= 100.0 {
         format!("{v:.1}")
     } else {
@@ -73,6 +75,7 @@ mod tests {
         assert_eq!(lines[3], "longer  333   4");
         assert_eq!(human(3.0), "3");
         assert_eq!(human(0.12345), "0.123");
+        assert_eq!(human(0.0000352), "3.52e-5");
         assert_eq!(human(f64::NAN), "n/a");
         assert_eq!(half_width(337.2), "337");
         assert_eq!(half_width(0.028), "0.028");
