@@ -138,8 +138,6 @@ impl Simulation<'_> {
             return;
         }
         let st = &mut run.steps[s as usize];
-        let serial = st.serial;
-        st.serial += 1;
         if st.on_fallback {
             st.fallback_attempts += 1;
         } else {
@@ -151,14 +149,24 @@ impl Simulation<'_> {
             }
             Effect::Read => Purpose::Call,
         };
+        self.send(now, r, s, dependency, purpose, timeout_us);
+    }
+
+    /// Sends the step's next attempt (its serial number names its random stream).
+    fn send(&mut self, now: Micros, r: u32, s: u8, station: usize, purpose: Purpose, timeout_us: Option<Micros>) {
+        let run = &mut self.runs[r];
+        let stream_id = self.model.workflows[run.workflow as usize].steps[s as usize].stream_id;
+        let st = &mut run.steps[s as usize];
+        let serial = st.serial;
+        st.serial += 1;
         let attempt = NewAttempt {
-            station: dependency,
+            station,
             purpose,
             caller: Caller::Step { step: s },
             run: r,
             run_gen: run.generation,
             measured: run.measured,
-            key: run.key.with(step.stream_id).with(u64::from(serial)),
+            key: run.key.with(stream_id).with(u64::from(serial)),
             timeout_us,
         };
         let job = self.submit(now, attempt);
@@ -192,24 +200,11 @@ impl Simulation<'_> {
                 return;
             }
         };
-        let run = &mut self.runs[r];
-        let st = &mut run.steps[s as usize];
-        let serial = st.serial;
-        st.serial += 1;
+        let dependency = step.dependency;
+        let st = &mut self.runs[r].steps[s as usize];
         st.looking_up = true;
         st.lookups += 1;
-        let attempt = NewAttempt {
-            station: step.dependency,
-            purpose: Purpose::Lookup,
-            caller: Caller::Step { step: s },
-            run: r,
-            run_gen: run.generation,
-            measured: run.measured,
-            key: run.key.with(step.stream_id).with(u64::from(serial)),
-            timeout_us,
-        };
-        let job = self.submit(now, attempt);
-        self.runs[r].steps[s as usize].job = Some(job);
+        self.send(now, r, s, dependency, Purpose::Lookup, timeout_us);
     }
 
     pub(super) fn on_step_result(&mut self, now: Micros, r: u32, run_gen: u32, s: u8, result: AttemptResult) {
