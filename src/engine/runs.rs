@@ -396,6 +396,9 @@ impl Simulation<'_> {
             }
             self.release_step(now, r, s);
         } else {
+            if run.measured {
+                self.recorder.step_failed[model.step_offsets[w] + s as usize] += 1;
+            }
             self.end_run(now, r, Outcome::Failed);
         }
     }

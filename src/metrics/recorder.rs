@@ -136,6 +136,8 @@ pub struct Recorder {
     /// Per (workflow, step), flattened: omitted soft steps and fallbacks used.
     pub step_omitted: Vec<u64>,
     pub step_fallback: Vec<u64>,
+    /// Hard steps whose failure ended the run as failed.
+    pub step_failed: Vec<u64>,
     pub timeseries: TimeSeries,
     /// The measured window: runs arriving in it count; integrals cover it.
     pub window: (Micros, Micros),
@@ -168,6 +170,7 @@ impl Recorder {
             dependencies: (0..dependencies).map(|_| DependencyStats::new()).collect(),
             step_omitted: vec![0; steps],
             step_fallback: vec![0; steps],
+            step_failed: vec![0; steps],
             timeseries: TimeSeries::new(timeseries_window_us, dependencies),
             window,
         }
@@ -179,7 +182,7 @@ impl Recorder {
     }
 
     /// Turns the replication into flat metrics. `dependency_names` and `step_names` give the
-    /// labels in index order (step names already de-duplicated per workflow by the caller).
+    /// labels in index order (step names flattened over workflows).
     pub fn to_map(&self, dependency_names: &[String], step_names: &[String]) -> MetricMap {
         let r = &self.run;
         let mut m = MetricMap::new();
@@ -251,10 +254,14 @@ impl Recorder {
             if name.is_empty() {
                 continue;
             }
-            let omitted = self.step_omitted[i] as f64;
-            let fallback = self.step_fallback[i] as f64;
-            *m.entry(format!("step.{name}.omitted_total")).or_insert(0.0) += omitted;
-            *m.entry(format!("step.{name}.fallback_total")).or_insert(0.0) += fallback;
+            // Steps of the same id in different workflows are summed under one name.
+            for (metric, counts) in [
+                ("omitted_total", &self.step_omitted),
+                ("fallback_total", &self.step_fallback),
+                ("failed_total", &self.step_failed),
+            ] {
+                *m.entry(format!("step.{name}.{metric}")).or_insert(0.0) += counts[i] as f64;
+            }
         }
         m
     }
