@@ -56,6 +56,9 @@ pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Ve
     if names.is_empty() {
         return Ok((0..model.policies.len()).collect());
     }
+    if let Some((_, n)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+        return Err(CommandError::Input(format!("argument `{flag} {n}`: the policy is named twice")));
+    }
     names
         .iter()
         .map(|n| {

@@ -62,6 +62,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
     let params: Vec<Param> = opts.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
+    if let Some((i, _)) = params.iter().enumerate().find(|(i, p)| params[..*i].iter().any(|q| q.path == p.path)) {
+        return Err(CommandError::Input(format!("argument `--param {}`: the path is swept twice", opts.params[i])));
+    }
     let size: usize =
         params.iter().map(|p| p.values.len()).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);
     if size > MAX_GRID_POINTS {
