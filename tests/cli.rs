@@ -555,9 +555,9 @@ fn grid_at_a_huge_product_does_not_overflow() {
     let sb = Sandbox::new("grid_overflow");
     let path = sb.write("small.toml", BASE);
     let mut args = vec!["sweep".to_string(), s(&path), "--out".into(), s(&sb.out())];
-    for _ in 0..20 {
+    for i in 0..20 {
         args.push("--param".into());
-        args.push("simulation.seed=1,2,3,4,5,6,7,8,9,10".into());
+        args.push(format!("policy.careful.steps.step{i}.max_attempts=1,2,3,4,5,6,7,8,9,10"));
     }
     let o = faultline(&sb, &args);
     assert_input_error(&o, &sb.out(), &["the limit is 10000"]);
@@ -566,12 +566,19 @@ fn grid_at_a_huge_product_does_not_overflow() {
 #[test]
 
 fn grid_past_the_limit_names_the_param_argument() {
+    // The grid size is checked before any point is compiled, so values need not be valid.
     let sb = Sandbox::new("grid_limit_named");
     let path = sb.write("small.toml", BASE);
     let mut args = vec!["sweep".to_string(), s(&path), "--out".into(), s(&sb.out())];
-    for _ in 0..5 {
+    for p in [
+        "simulation.seed",
+        "dependency.db.servers",
+        "dependency.backup.servers",
+        "simulation.warmup_s",
+        "simulation.drain_limit_s",
+    ] {
         args.push("--param".into());
-        args.push("simulation.seed=1,2,3,4,5,6,7,8,9,10".into());
+        args.push(format!("{p}=1,2,3,4,5,6,7,8,9,10"));
     }
     let o = faultline(&sb, &args);
     assert_input_error(&o, &sb.out(), &["--param", "the limit is 10000"]);
@@ -1119,4 +1126,56 @@ fn sweep_writes_one_row_per_point_and_policy() {
     assert!(lines[3].starts_with("4,careful,2,") && lines[4].starts_with("4,hasty,2,"), "{csv}");
     let json = read_json(&sb.out().join("sweep.json"));
     assert!(json.is_object() || json.is_array(), "{json}");
+}
+
+#[test]
+fn a_path_swept_twice_and_a_policy_named_twice_are_rejected() {
+    let sb = Sandbox::new("twice");
+    let path = sb.write("small.toml", BASE);
+    let args =
+        ["sweep", &s(&path), "--param", "simulation.seed=1,2", "--param", "simulation.seed=3", "--out", &s(&sb.out())];
+    let o = faultline(&sb, args.iter().map(|a| a.to_string()));
+    assert_input_error(&o, &sb.out(), &["argument `--param simulation.seed=3`", "swept twice"]);
+    let o = run(&sb, &path, &sb.out(), &["--policy", "careful", "--policy", "careful"]);
+    assert_input_error(&o, &sb.out(), &["argument `--policy careful`", "named twice"]);
+}
+
+#[test]
+fn a_set_to_a_misspelt_policy_is_rejected() {
+    let sb = Sandbox::new("policy_typo");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "policy.carefull.timeout_ms=5"]);
+    assert_input_error(&o, &sb.out(), &["argument `policy.carefull.timeout_ms=5`", "no policy named `carefull`"]);
+    let o = run(&sb, &path, &sb.out(), &["--set", "policy.new={ timeout_ms = 5 }"]);
+    assert_input_error(&o, &sb.out(), &["no policy named `new`"]);
+}
+
+#[test]
+fn an_slo_from_the_command_line_is_checked_and_named() {
+    let sb = Sandbox::new("slo_set");
+    let path = sb.write("small.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\n"));
+    let o = faultline(
+        &sb,
+        [
+            "gate".to_string(),
+            s(&path),
+            "--candidate".into(),
+            "careful".into(),
+            "--set".into(),
+            "slo.logical_run_total=[\"< 0\"]".into(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(99), "the overridden SLO is the one judged");
+    let o = faultline(
+        &sb,
+        [
+            "gate".to_string(),
+            s(&path),
+            "--candidate".into(),
+            "careful".into(),
+            "--set".into(),
+            "slo.no_such_metric=[\"< 0\"]".into(),
+        ],
+    );
+    assert_input_error(&o, &sb.out(), &["argument `slo.no_such_metric=[\"< 0\"]`", "unknown metric"]);
 }

@@ -8,7 +8,9 @@ use super::simulation::{
 use super::stations::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT, NewAttempt};
 use crate::metrics::{Outcome, timeseries::ARRIVALS};
 use crate::runtime::decision::retry_or_give_up;
-use crate::runtime::{AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, RunBudget, attempt_timeout, decide};
+use crate::runtime::{
+    AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, OnEffectUnknown, RunBudget, attempt_timeout, decide,
+};
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::Micros;
 use crate::world::FailureKind;
@@ -395,6 +397,12 @@ impl Simulation<'_> {
                 self.recorder.step_omitted[model.step_offsets[w] + s as usize] += 1;
             }
             self.release_step(now, r, s);
+        } else if st.last_failure == Some(FailureKind::EffectUnknown)
+            && self.policy.rules.on_effect_unknown != OnEffectUnknown::Retry
+        {
+            // The write may still land: a runtime that reconciles never reports that as a
+            // plain failure, it hands the run to a human with the evidence.
+            self.end_run(now, r, Outcome::Handoff);
         } else {
             if run.measured {
                 self.recorder.step_failed[model.step_offsets[w] + s as usize] += 1;

@@ -4,7 +4,7 @@
 use super::CommandError;
 use super::batch::{Loaded, load_model};
 use super::run::{aggregate_replications, apply_seed, collect_overrides, run_policies, select_policies};
-use super::slo::{Check, SloChecks, compile_slo, judge};
+use super::slo::{Check, SloChecks, compile_slo_with, judge};
 use super::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::stats::estimate;
@@ -30,7 +30,7 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     apply_seed(&mut model, opts.seed, &overrides);
-    let checks: SloChecks = compile_slo(scenario.slo.as_ref(), &model, &source)?;
+    let checks: SloChecks = compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
     if checks.thresholds.is_empty() && checks.regressions.is_empty() {
         return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));
     }

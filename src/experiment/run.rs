@@ -3,7 +3,7 @@
 use super::CommandError;
 use super::batch::{Loaded, Task, load_model, replication_seed, run_tasks};
 use super::output::{OutputSet, summary_json, timeseries_csv};
-use super::slo::compile_slo;
+use super::slo::{compile_slo, compile_slo_with};
 use super::table::{half_width, human, render};
 use crate::engine::{Model, Replication};
 use crate::metrics::stats::{Aggregate, aggregate};
@@ -155,7 +155,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     let raw_overrides = apply_seed(&mut model, opts.seed, &overrides);
     // The SLO section is checked here too, so a bad file never produces output.
-    compile_slo(scenario.slo.as_ref(), &model, &source)?;
+    compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
     let policies = select_policies(&model, &opts.policies, "--policy")?;
     let results = run_policies(&model, &policies, opts.jobs)?;
     let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate_replications(r)).collect();

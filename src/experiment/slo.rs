@@ -66,6 +66,23 @@ pub fn parse_expression(text: &str) -> Option<(Comparison, f64, bool)> {
     value.is_finite().then_some((comparison, value, relative))
 }
 
+/// As [`compile_slo`], but an error in a value that came from `--set slo...` names that argument.
+pub fn compile_slo_with(
+    slo: Option<&Slo>,
+    model: &Model,
+    source: &Source,
+    overrides: &[crate::scenario::Override],
+) -> Result<SloChecks, ScenarioError> {
+    compile_slo(slo, model, source).map_err(|e| {
+        match overrides.iter().rev().find(|o| o.path.first().map(String::as_str) == Some("slo")) {
+            Some(o) if e.field.starts_with(&o.path.join(".")) || o.path.len() <= 2 => {
+                ScenarioError::in_argument(&o.argument, &e.field, e.message)
+            }
+            _ => e,
+        }
+    })
+}
+
 /// Checks the `[slo]` table against the model's metric names.
 pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<SloChecks, ScenarioError> {
     let Some(slo) = slo else { return Ok(SloChecks::default()) };

@@ -2,9 +2,10 @@
 //! in parallel, one row per (point, policy) with each metric's mean and 95 % interval.
 
 use super::CommandError;
-use super::batch::{Task, compile_with, replication_seed, run_tasks};
+use super::batch::{Task, compile_scenario, replication_seed, run_tasks};
 use super::output::{OutputSet, VERSION, estimate_cells, estimate_columns, number};
 use super::run::{aggregate_replications, apply_seed, collect_overrides, select_policies};
+use super::slo::compile_slo_with;
 use crate::engine::Model;
 use crate::metrics::stats::Aggregate;
 use crate::scenario::{Override, ScenarioError, load_file, parse_override};
@@ -86,7 +87,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
             o.argument = format!("--param {}={}", p.path, p.values.join(","));
             overrides.push(o);
         }
-        let mut model = compile_with(&source, &overrides)?;
+        let (mut model, scenario) = compile_scenario(&source, &overrides)?;
+        // The same checks as run and gate, so a scenario a sweep accepts can be gated.
+        compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
         apply_seed(&mut model, opts.seed, &overrides);
         models.push(model);
     }

@@ -74,11 +74,15 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
 /// Optional tables are created on demand (`policy.p.budget`), but a policy is not: a typo in
 /// its name must not quietly add a policy with default settings.
 fn require_named_policy(document: &Value, path: &[String]) -> Result<(), String> {
-    if path.first().map(String::as_str) != Some("policy") || path.len() < 3 {
+    if path.first().map(String::as_str) != Some("policy") || path.len() < 2 {
         return Ok(());
     }
     let policies = document.get("policy").and_then(Value::as_table);
     if policies.is_some_and(|p| p.contains_key(&path[1])) {
+        return Ok(());
+    }
+    // A scenario without policies runs one named `default`; its settings can be overridden.
+    if policies.is_none_or(|p| p.is_empty()) && path[1] == "default" {
         return Ok(());
     }
     let known: Vec<&str> = policies.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
