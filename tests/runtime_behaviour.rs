@@ -227,3 +227,118 @@ fn the_retry_budget_caps_attempts_per_run() {
     assert_eq!(r["dependency.search.attempt_total"], 2.0 * runs);
     assert_eq!(r["budget_exhausted_total.retry"], runs);
 }
+
+#[test]
+fn a_run_ended_by_one_branch_frees_a_sibling_waiting_for_a_lost_reply() {
+    // Branch a never gets its reply (the station served it); branch b fails at once and ends
+    // the run. The run's slot must be freed, not kept until the drain limit.
+    let text = r#"
+[simulation]
+duration_s = 20
+seed = 1
+drain_limit_s = 60
+
+[[dependency]]
+name = "lossy"
+servers = 10
+service_time = { dist = "exponential", mean_ms = 10 }
+hang_probability = 1.0
+
+[[dependency]]
+name = "bad"
+servers = 10
+service_time = { dist = "exponential", mean_ms = 100 }
+errors = { invalid_input = 1.0 }
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 1 }
+deadline_ms = 10000
+
+  [[workflow.step]]
+  id = "a"
+  dependency = "lossy"
+
+  [[workflow.step]]
+  id = "b"
+  dependency = "bad"
+
+[policy.p]
+deadline_propagation = false
+timeout_ms = 5000
+retry = { max_attempts = 1 }
+"#;
+    let r = &replicate(&model(text), 0)[0];
+    assert_eq!(r["outcome_total.failed"], r["logical_run_total"]);
+    assert_eq!(r["step.b.failed_total"], r["logical_run_total"]);
+    assert_eq!(r["safe_outcome_ratio"], 0.0, "finalized runs are counted: none safe, all failed");
+}
+
+#[test]
+fn steps_waiting_for_a_concurrency_token_start_first_come_first_served() {
+    // One token. Roots a (100 ms) and b (fails after 100 ms); c follows a and takes 1 s.
+    // b waits for the token before c is ready, so b runs second and fails the run at 200 ms.
+    let text = r#"
+[simulation]
+duration_s = 10
+seed = 1
+
+[[dependency]]
+name = "d100"
+servers = 100
+service_time = { dist = "constant", value_ms = 100 }
+
+[[dependency]]
+name = "d1000"
+servers = 100
+service_time = { dist = "constant", value_ms = 1000 }
+
+[[dependency]]
+name = "bad"
+servers = 100
+service_time = { dist = "constant", value_ms = 100 }
+errors = { invalid_input = 1.0 }
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 1 }
+deadline_ms = 100000
+
+  [[workflow.step]]
+  id = "a"
+  dependency = "d100"
+
+  [[workflow.step]]
+  id = "b"
+  dependency = "bad"
+
+  [[workflow.step]]
+  id = "c"
+  after = ["a"]
+  dependency = "d1000"
+
+[policy.p]
+budget = { concurrency_tokens = 1 }
+"#;
+    let r = &replicate(&model(text), 0)[0];
+    assert_eq!(r["run_latency_ms.max"], 200.0);
+    assert_eq!(r["dependency.d1000.attempt_total"], 0.0, "c never overtook b");
+    assert_eq!(r["budget_exhausted_total.concurrency"], 2.0 * r["logical_run_total"], "b waited, then c waited");
+}
+
+#[test]
+fn a_write_that_timed_out_earlier_is_handed_off_even_if_the_last_attempt_failed_otherwise() {
+    // Every reply is lost, so the first write always ends EFFECT_UNKNOWN; the same-key re-send
+    // then either loses its reply too or is refused OVERLOADED (50 %). Either way the effect of
+    // the first write may have landed, so the run is handed off, never reported as failed.
+    let text = write_scenario(
+        "errors = { overloaded = 0.5 }\nstatus_lookup_time = { dist = \"constant\", value_ms = 1 }",
+        "idempotency = \"key\"",
+        LOST_REPLIES.replace("toxicity = 0.2", "toxicity = 1.0").as_str(),
+        "timeout_ms = 1000\non_effect_unknown = \"reconcile_first\"\nretry = { max_attempts = 2, backoff = { kind = \"none\" } }",
+    );
+    let r = &replicate(&model(&text), 0)[0];
+    assert_eq!(r["outcome_total.failed"], 0.0);
+    assert_eq!(r["outcome_total.handoff"] + r["outcome_total.succeeded"], r["logical_run_total"]);
+    assert!(r["outcome_total.handoff"] > 0.0);
+}

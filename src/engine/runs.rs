@@ -82,7 +82,8 @@ impl Simulation<'_> {
         if run.ended {
             return;
         }
-        if run.budget.has_concurrency_slot() {
+        // First come, first served: a step ready now never overtakes one already waiting.
+        if run.budget.has_concurrency_slot() && run.waiting.is_empty() {
             self.start_step(now, r, s);
         } else {
             run.steps[s as usize].phase = StepPhase::Waiting;
@@ -231,6 +232,7 @@ impl Simulation<'_> {
             }
             AttemptResult::Failed { kind, .. } => kind,
             AttemptResult::TimedOut if step.effect == Effect::Write => {
+                st.effect_unknown = true;
                 self.recorder.timeseries.add(now, EFFECT_UNKNOWN);
                 if run.measured {
                     self.recorder.run.effect_unknown += 1;
@@ -284,7 +286,14 @@ impl Simulation<'_> {
         let failed = self.failed_attempt(now, r, s, kind, retry_after_us);
         match decide(&self.policy.rules, &failed) {
             Decision::Retry { sleep_us } => self.sleep_then_retry(now, r, s, sleep_us),
-            Decision::Reconcile => self.start_lookup(now, r, s),
+            Decision::Reconcile => {
+                let sp = &self.policy.steps[self.runs[r].workflow as usize][s as usize];
+                if self.runs[r].steps[s as usize].lookups < sp.max_attempts {
+                    self.start_lookup(now, r, s);
+                } else {
+                    self.end_run(now, r, Outcome::Handoff);
+                }
+            }
             Decision::Handoff => self.end_run(now, r, Outcome::Handoff),
             Decision::GiveUp(reason) => {
                 if let GiveUp::Budget(b) = reason {
@@ -397,9 +406,7 @@ impl Simulation<'_> {
                 self.recorder.step_omitted[model.step_offsets[w] + s as usize] += 1;
             }
             self.release_step(now, r, s);
-        } else if st.last_failure == Some(FailureKind::EffectUnknown)
-            && self.policy.rules.on_effect_unknown != OnEffectUnknown::Retry
-        {
+        } else if st.effect_unknown && self.policy.rules.on_effect_unknown != OnEffectUnknown::Retry {
             // The write may still land: a runtime that reconciles never reports that as a
             // plain failure, it hands the run to a human with the evidence.
             self.end_run(now, r, Outcome::Handoff);

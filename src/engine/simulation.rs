@@ -125,6 +125,8 @@ pub(super) struct StepRun {
     pub looking_up: bool,
     /// Status lookups sent for this step; bounded by the step's max_attempts.
     pub lookups: u32,
+    /// Some write attempt of this step timed out: its effect may still land.
+    pub effect_unknown: bool,
     pub job: Option<(u32, u32)>,
     pub wake: u32,
     pub previous_sleep_us: Micros,
@@ -143,6 +145,7 @@ impl StepRun {
             on_fallback: false,
             looking_up: false,
             lookups: 0,
+            effect_unknown: false,
             job: None,
             wake: 0,
             previous_sleep_us: 0,

@@ -317,6 +317,11 @@ impl Simulation<'_> {
         self.jobs[id].attached = false;
         let job = self.jobs[id];
         let d = job.station as usize;
+        // Served already, only the reply was missing: nothing left at the station to keep.
+        if job.phase == JobPhase::AwaitReply {
+            self.free_job(id);
+            return;
+        }
         if !self.model.world.dependencies[d].honors_cancel {
             return;
         }
@@ -325,6 +330,7 @@ impl Simulation<'_> {
                 self.observe_station(d, now);
                 self.stations[d].forget_queued();
                 self.free_job(id);
+                self.compact_queue(d);
             }
             JobPhase::InService | JobPhase::Calling => {
                 if let Some((child, child_gen)) = job.child
@@ -338,12 +344,25 @@ impl Simulation<'_> {
                     stats.service_us += busy_us;
                     stats.wasted_us += busy_us;
                 }
-                self.record_departure(now, &job);
+                // A cancelled attempt sends no reply, so no error reply is counted.
+                self.record_departure(now, &Job { error: None, ..job });
                 self.free_job(id);
                 self.release_server(now, d);
             }
-            JobPhase::AwaitReply => self.free_job(id),
-            JobPhase::Rejected | JobPhase::Free => {}
+            JobPhase::AwaitReply | JobPhase::Rejected | JobPhase::Free => {}
+        }
+    }
+
+    /// Drops cancelled entries from a station's queue once they outnumber the live ones, so
+    /// the queue's memory stays bounded by what is waiting, not by what was ever cancelled.
+    fn compact_queue(&mut self, d: usize) {
+        let station = &mut self.stations[d];
+        if station.queue_len() > 2 * station.queued as usize + 64 {
+            let jobs = &self.jobs;
+            station.retain_queued(|id, generation| {
+                let job = &jobs[id];
+                job.generation == generation && job.phase == JobPhase::Queued
+            });
         }
     }
 }

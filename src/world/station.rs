@@ -159,6 +159,16 @@ impl Station {
         self.queue.pop_front()
     }
 
+    /// Entries in the queue, cancelled ones included.
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Keeps only the entries `live` accepts, in order.
+    pub fn retain_queued(&mut self, live: impl Fn(u32, u32) -> bool) {
+        self.queue.retain(|&(id, generation)| live(id, generation));
+    }
+
     /// Records that a live queued entry was taken (started) or cancelled.
     pub fn forget_queued(&mut self) {
         self.queued -= 1;
