@@ -4,6 +4,9 @@
 
 use crate::sim::Micros;
 
+/// Rows past this land in the last row (validation keeps simulations well below it).
+const MAX_ROWS: u64 = 2_000_000;
+
 pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "deadline_misses", "effect_unknown"];
 
 pub struct TimeSeries {
@@ -28,7 +31,8 @@ impl TimeSeries {
 
     #[inline]
     fn row_mut(&mut self, now: Micros) -> &mut [u64] {
-        let row = (now / self.window_us) as usize;
+        // Validation bounds the windows of a simulation; the cap only guards the arithmetic.
+        let row = (now / self.window_us).min(MAX_ROWS) as usize;
         let stride = self.stride();
         let need = (row + 1) * stride;
         if self.values.len() < need {

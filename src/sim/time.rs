@@ -6,12 +6,17 @@ pub type Micros = u64;
 pub const US_PER_MS: u64 = 1_000;
 pub const US_PER_S: u64 = 1_000_000;
 
+/// The largest span any single value may have (about 36 000 years). Clamping every converted
+/// duration here means `now + span` can never overflow: simulated time stays below 2^62.
+pub const MAX_SPAN_US: Micros = 1 << 60;
+
 /// Converts milliseconds (as written in scenarios) to microseconds, rounding to the nearest tick.
-/// Negative and non-finite inputs clamp to zero: callers validate ranges before they get here.
+/// Negative and non-finite inputs clamp to zero, huge ones to [`MAX_SPAN_US`]: callers validate
+/// ranges before they get here.
 pub fn ms_to_us(ms: f64) -> Micros {
     if ms.is_finite() && ms > 0.0 {
         let us = (ms * US_PER_MS as f64).round();
-        if us >= u64::MAX as f64 { u64::MAX } else { us as u64 }
+        if us >= MAX_SPAN_US as f64 { MAX_SPAN_US } else { us as u64 }
     } else {
         0
     }
@@ -36,6 +41,8 @@ mod tests {
         assert_eq!(ms_to_us(0.0006), 1);
         assert_eq!(ms_to_us(-5.0), 0);
         assert_eq!(ms_to_us(f64::NAN), 0);
+        assert_eq!(ms_to_us(1e300), MAX_SPAN_US);
+        assert_eq!(ms_to_us(f64::INFINITY), 0, "not finite: rejected by validation, zero here");
         assert_eq!(s_to_us(2.5), 2_500_000);
         assert_eq!(us_to_ms(1_500), 1.5);
     }

@@ -18,6 +18,10 @@ pub const MAX_REMOTE_CALL_COUNT: u32 = 100;
 pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
 pub const MAX_RESUBMISSIONS: u32 = 10;
 pub const MAX_IN_FLIGHT_RUNS_LIMIT: u32 = 10_000_000;
+pub const MAX_WINDOWS: f64 = 1_000_000.0;
+pub const MAX_SIMULATED_S: f64 = 315_360_000.0;
+/// Expected arrivals in one replication: past this a run would take hours, so it is an error.
+pub const MAX_EXPECTED_ARRIVALS: f64 = 1e9;
 
 #[derive(Debug, Clone)]
 pub struct RateLimitModel {
@@ -201,12 +205,21 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
         );
     }
     let window_s = c.positive(&p.key("timeseries_window_s"), sim.timeseries_window_s)?;
-    if duration_s / window_s > 1_000_000.0 {
-        return Err(c.err(&p.key("timeseries_window_s"), "more than 1,000,000 windows; use a wider window"));
-    }
     c.in_range(&p.key("replications"), sim.replications, 1, MAX_REPLICATIONS)?;
     c.in_range(&p.key("max_in_flight_runs"), sim.max_in_flight_runs, 1, MAX_IN_FLIGHT_RUNS_LIMIT)?;
     let drain_limit_s = c.non_negative(&p.key("drain_limit_s"), sim.drain_limit_s)?;
+    if (duration_s + drain_limit_s) / window_s > MAX_WINDOWS {
+        return Err(c.err(
+            &p.key("timeseries_window_s"),
+            format!("more than {MAX_WINDOWS} windows over duration_s + drain_limit_s; use a wider window"),
+        ));
+    }
+    if duration_s + drain_limit_s > MAX_SIMULATED_S {
+        return Err(c.err(
+            &p.key("duration_s"),
+            format!("duration_s + drain_limit_s must be at most {MAX_SIMULATED_S} s (10 years)"),
+        ));
+    }
 
     let mut dependencies = Vec::with_capacity(scenario.dependencies.len());
     for (i, d) in scenario.dependencies.iter().enumerate() {
@@ -261,6 +274,14 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     if workloads.is_empty() {
         return Err(c.err(&FieldPath::root(), "a scenario needs at least one [[workflow]]"));
     }
+    let duration_us = s_to_us(duration_s);
+    let expected: f64 = workloads.iter().map(|w| expected_arrivals(w, duration_us)).sum();
+    if expected > MAX_EXPECTED_ARRIVALS {
+        return Err(c.err(
+            &FieldPath::root().key("workflow"),
+            format!("about {expected:.3e} arrivals per replication; the limit is {MAX_EXPECTED_ARRIVALS:.0e} (lower the rates or the duration)"),
+        ));
+    }
 
     Ok(World {
         duration_us: s_to_us(duration_s),
@@ -274,6 +295,23 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
         faults,
         workloads,
     })
+}
+
+/// The integral of a piecewise-constant rate over [0, duration).
+fn expected_arrivals(w: &WorkloadModel, duration_us: Micros) -> f64 {
+    let mut start = 0;
+    let mut total = 0.0;
+    for &(end, rate_per_s) in &w.phases {
+        let stop = end.min(duration_us);
+        if stop > start {
+            total += rate_per_s * (stop - start) as f64 / 1e6;
+        }
+        start = end;
+        if start >= duration_us {
+            break;
+        }
+    }
+    total
 }
 
 fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<DependencyModel, ScenarioError> {
