@@ -74,11 +74,13 @@ pub fn compile_slo_with(
     overrides: &[crate::scenario::Override],
 ) -> Result<SloChecks, ScenarioError> {
     compile_slo(slo, model, source).map_err(|e| {
-        match overrides.iter().rev().find(|o| o.path.first().map(String::as_str) == Some("slo")) {
-            Some(o) if e.field.starts_with(&o.path.join(".")) || o.path.len() <= 2 => {
-                ScenarioError::in_argument(&o.argument, &e.field, e.message)
-            }
-            _ => e,
+        let addresses = |o: &&crate::scenario::Override| {
+            let path = o.path.join(".");
+            e.field == path || e.field.starts_with(&format!("{path}.")) || e.field.starts_with(&format!("{path}["))
+        };
+        match overrides.iter().rev().find(addresses) {
+            Some(o) => ScenarioError::in_argument(&o.argument, &e.field, e.message),
+            None => e,
         }
     })
 }

@@ -74,8 +74,11 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
 /// Optional tables are created on demand (`policy.p.budget`), but a policy is not: a typo in
 /// its name must not quietly add a policy with default settings.
 fn require_named_policy(document: &Value, path: &[String]) -> Result<(), String> {
-    if path.first().map(String::as_str) != Some("policy") || path.len() < 2 {
+    if path.first().map(String::as_str) != Some("policy") {
         return Ok(());
+    }
+    if path.len() < 2 {
+        return Err("set fields of a named policy (policy.<name>.<field>), not the whole policy table".into());
     }
     let policies = document.get("policy").and_then(Value::as_table);
     if policies.is_some_and(|p| p.contains_key(&path[1])) {
