@@ -122,7 +122,7 @@ fn sweep_speedup() {
             (0..3)
                 .map(|_| {
                     let start = Instant::now();
-                    run_tasks(&models, &tasks, jobs, "bench").expect("sweep runs");
+                    run_tasks(&models, &tasks, jobs, "bench", &|_| String::new()).expect("sweep runs");
                     start.elapsed().as_secs_f64()
                 })
                 .collect(),

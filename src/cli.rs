@@ -1,10 +1,11 @@
 //! Command-line interface: parse arguments, call a command, map the result to an exit code
 //! (0 success, 1 runtime failure, 2 invalid input, 99 failed gate).
 
+use crate::experiment::CommandError;
+use crate::experiment::batch::{MAX_JOBS, default_jobs};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
 use crate::experiment::sweep::{SweepOptions, sweep};
-use crate::experiment::{CommandError, batch::default_jobs};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
@@ -96,6 +97,9 @@ pub enum Command {
 fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
     match j {
         Some(0) => Err(CommandError::Input("argument `--jobs 0`: at least one worker is needed".into())),
+        Some(n) if n > MAX_JOBS => {
+            Err(CommandError::Input(format!("argument `--jobs {n}`: at most {MAX_JOBS} workers")))
+        }
         Some(n) => Ok(n),
         None => Ok(default_jobs()),
     }
@@ -126,12 +130,18 @@ pub fn execute(cli: Cli) -> i32 {
     match result {
         Ok((text, code)) => {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-            code
+            // Output that cannot be delivered is a failure, whatever the command decided.
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Ok(()) => code,
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "error: cannot write to standard output: {e}");
+                    EXIT_FAILURE
+                }
+            }
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            // Never panic over a closed or full stderr.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             match e {
                 CommandError::Input(_) => EXIT_INVALID_INPUT,
                 CommandError::Io(_) => EXIT_FAILURE,

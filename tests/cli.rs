@@ -870,15 +870,34 @@ fn gate_fails_with_exit_99() {
 #[test]
 fn gate_regression_against_baseline() {
     let sb = Sandbox::new("gate_regression");
-    // The candidate equals itself: the paired difference is 0 everywhere.
-    let path = sb.write("small.toml", &format!("{BASE}\n[slo.regression]\nlogical_run_total = [\"== 0\"]\n"));
-    let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--baseline", "careful", "--jobs", "1"]);
+    // Same arrivals under both policies: the paired difference of runs is exactly 0. The
+    // careful policy retries and the hasty one does not, so careful makes more attempts.
+    let slo = "\n[slo.regression]\nlogical_run_total = [\"== 0\"]\ndependency_attempt_total = [\"<= 0\"]\n";
+    let path = sb.write("small.toml", &format!("{BASE}{slo}"));
+    // 30 % transport errors make the careful policy's retries plain to see on 4 replications.
+    let flaky = ["--set", "dependency.db.errors.transient_transport=0.3", "--replications", "4", "--jobs", "1"];
+    let o = faultline(
+        &sb,
+        [&["gate", &s(&path), "--candidate", "hasty", "--baseline", "careful"][..], &flaky[..]].concat(),
+    );
     assert_success(&o);
-    assert!(stdout(&o).contains("1 passed, 0 failed: PASS"), "{}", stdout(&o));
-    // Without a baseline the regression check is skipped, and nothing is left to fail.
+    assert!(stdout(&o).contains("2 passed, 0 failed: PASS"), "{}", stdout(&o));
+    let o = faultline(
+        &sb,
+        [&["gate", &s(&path), "--candidate", "careful", "--baseline", "hasty"][..], &flaky[..]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(99), "{}", stdout(&o));
+    assert!(stdout(&o).contains("1 passed, 1 failed: FAIL"), "{}", stdout(&o));
+    // A baseline equal to the candidate would pass every regression check trivially.
+    let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--baseline", "careful"]);
+    assert_input_error(&o, &sb.out(), &["argument `--baseline careful`", "must differ"]);
+    // Without a baseline the regression checks are skipped, and nothing is left to fail.
     let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--jobs", "1"]);
     assert_success(&o);
     assert!(stdout(&o).contains("SKIP"), "{}", stdout(&o));
+    // One replication has no interval to judge on.
+    let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--replications", "1"]);
+    assert_input_error(&o, &sb.out(), &["at least 2 replications"]);
 }
 
 #[test]

@@ -239,6 +239,8 @@ pub(super) struct Simulation<'m> {
     pub live_runs: usize,
     pub error: Option<SimError>,
     pub trace: Option<Vec<AttemptTrace>>,
+    /// duration + drain limit: nothing is simulated past it.
+    pub stop_at: Micros,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
@@ -276,6 +278,7 @@ fn simulate_inner(
         live_runs: 0,
         error: None,
         trace: traced.then(Vec::new),
+        stop_at: world.duration_us.saturating_add(world.drain_limit_us),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -309,7 +312,7 @@ impl Simulation<'_> {
 
     fn run_loop(&mut self) -> Result<u64, SimError> {
         let world = &self.model.world;
-        let stop_at = world.duration_us.saturating_add(world.drain_limit_us);
+        let stop_at = self.stop_at;
         let mut events = 0u64;
         while let Some((now, event)) = self.queue.pop() {
             if now > stop_at {

@@ -75,8 +75,12 @@ impl Simulation<'_> {
             }
             Admission::Down => self.reject(now, id, FailureKind::TransientTransport, None),
         }
-        if let Some(t) = a.timeout_us {
-            self.queue.schedule(now.saturating_add(t), Event::Timeout { job: id, generation });
+        // A timeout past the end of the simulation could only ever fire as a stale event;
+        // leaving it out keeps the event queue bounded by what can still happen.
+        if let Some(t) = a.timeout_us
+            && now.saturating_add(t) <= self.stop_at
+        {
+            self.queue.schedule(now + t, Event::Timeout { job: id, generation });
         }
         (id, generation)
     }

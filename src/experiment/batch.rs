@@ -33,39 +33,36 @@ pub fn compile_with(source: &Source, overrides: &[Override]) -> Result<Model, Sc
 pub fn compile_scenario(source: &Source, overrides: &[Override]) -> Result<(Model, Scenario), ScenarioError> {
     // Parse the file on its own first so that its errors carry line and column.
     let original = parse_source(source)?;
-    if overrides.is_empty() {
-        return Model::compile(&original, source).map(|m| (m, original));
-    }
-    let scenario = apply_overrides(source, overrides)?;
-    let model = Model::compile(&scenario, source).map_err(|e| {
-        // The same error without the overrides is the file's; otherwise an override caused it
-        // and the error must name the argument, not a line that holds another value.
-        match Model::compile(&original, source) {
-            Err(file_error) if file_error.field == e.field && file_error.message == e.message => e,
-            _ => {
-                let culprit = overrides.iter().rev().find(|o| overrides_field(o, &e.field)).or(overrides.last());
-                match culprit {
-                    Some(o) => ScenarioError::in_argument(&o.argument, &e.field, e.message),
-                    None => e,
-                }
-            }
-        }
-    })?;
-    Ok((model, scenario))
+    let with = |k: usize| -> Result<(Model, Scenario), ScenarioError> {
+        let scenario = if k == 0 { original.clone() } else { apply_overrides(source, &overrides[..k])? };
+        Model::compile(&scenario, source).map(|m| (m, scenario))
+    };
+    with(overrides.len()).map_err(|e| blame(&e, overrides, &with))
 }
 
-/// Whether an override's path (names or positions) plausibly addresses an error's field path
-/// (positions only): compare the keys, ignoring array selectors.
-fn overrides_field(o: &Override, field: &str) -> bool {
-    let keys = |segments: Vec<&str>| {
-        segments.into_iter().filter(|s| s.parse::<usize>().is_err()).map(str::to_string).collect::<Vec<_>>()
-    };
-    let field_keys: Vec<String> = field.split(['.', '[', ']']).filter(|s| !s.is_empty()).map(str::to_string).collect();
-    let field_keys = keys(field_keys.iter().map(String::as_str).collect());
-    let path: Vec<&str> = o.path.iter().map(String::as_str).collect();
-    let last = path.last().copied().unwrap_or_default();
-    path.first().is_some_and(|first| field_keys.first().is_some_and(|f| f == first))
-        && field_keys.iter().any(|k| k == last)
+/// Names the input that caused `e`: the file if it fails the same way without overrides,
+/// otherwise the first override after which it does (a bad value must never be reported at a
+/// line of the file that holds another value).
+fn blame<T>(
+    e: &ScenarioError,
+    overrides: &[Override],
+    with: &dyn Fn(usize) -> Result<T, ScenarioError>,
+) -> ScenarioError {
+    for k in 0..overrides.len() {
+        if let Err(earlier) = with(k)
+            && earlier.field == e.field
+            && earlier.message == e.message
+        {
+            return match k {
+                0 => earlier,
+                _ => ScenarioError::in_argument(&overrides[k - 1].argument, &e.field, e.message.clone()),
+            };
+        }
+    }
+    match overrides.last() {
+        Some(o) => ScenarioError::in_argument(&o.argument, &e.field, e.message.clone()),
+        None => e.clone(),
+    }
 }
 
 /// The seed of replication `r`: derived from the scenario seed by a stable mix, the same for
@@ -84,13 +81,29 @@ pub struct Task {
 }
 
 /// Runs every task on a pool of `jobs` threads; results come back in task order.
-pub fn run_tasks(models: &[Model], tasks: &[Task], jobs: usize, label: &str) -> Result<Vec<Replication>, CommandError> {
-    if tasks.len() > MAX_SIMULATIONS {
-        return Err(CommandError::Input(format!(
-            "{} simulations requested; the limit is {MAX_SIMULATIONS} (fewer grid points or replications)",
-            tasks.len()
-        )));
+/// Checks a batch size before anything is allocated for it.
+pub fn check_batch_size(simulations: Option<usize>) -> Result<(), CommandError> {
+    match simulations {
+        Some(n) if n <= MAX_SIMULATIONS => Ok(()),
+        _ => Err(CommandError::Input(format!(
+            "{} simulations requested; the limit is {MAX_SIMULATIONS} (fewer grid points, policies or replications)",
+            simulations.map(|n| n.to_string()).unwrap_or_else(|| "too many".into())
+        ))),
     }
+}
+
+/// Runs every task on a pool of `jobs` threads; results come back in task order. A failed
+/// simulation is reported with its policy, replication and seed (and `describe`'s words for
+/// its model, such as the grid point); the lowest failed task is reported, whatever the
+/// thread count.
+pub fn run_tasks(
+    models: &[Model],
+    tasks: &[Task],
+    jobs: usize,
+    label: &str,
+    describe: &dyn Fn(&Task) -> String,
+) -> Result<Vec<Replication>, CommandError> {
+    check_batch_size(Some(tasks.len()))?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
@@ -113,8 +126,24 @@ pub fn run_tasks(models: &[Model], tasks: &[Task], jobs: usize, label: &str) -> 
             .collect()
     });
     progress.finish_and_clear();
-    results.into_iter().map(|r| r.map_err(CommandError::from)).collect()
+    results
+        .into_iter()
+        .zip(tasks)
+        .map(|(r, t)| {
+            r.map_err(|e| {
+                let what = describe(t);
+                let policy = &models[t.model].policies[t.policy].name;
+                CommandError::Input(format!(
+                    "{what}policy `{policy}`, replication {} (seed {}): {e}",
+                    t.replication, t.seed
+                ))
+            })
+        })
+        .collect()
 }
+
+/// The most worker threads a command starts.
+pub const MAX_JOBS: usize = 256;
 
 /// The default worker count: every core.
 pub fn default_jobs() -> usize {

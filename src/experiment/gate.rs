@@ -3,11 +3,9 @@
 
 use super::CommandError;
 use super::batch::{Loaded, load_model};
-use super::run::{aggregate_replications, apply_seed, collect_overrides, run_policies, select_policies};
-use super::slo::{Check, SloChecks, compile_slo_with, judge};
+use super::run::{apply_seed, collect_overrides, run_policies, select_policies};
+use super::slo::{SloChecks, compile_slo_with, judge_regression, judge_threshold};
 use super::table::{human, render};
-use crate::metrics::MetricMap;
-use crate::metrics::stats::estimate;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -34,12 +32,23 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     if checks.thresholds.is_empty() && checks.regressions.is_empty() {
         return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));
     }
+    if model.world.replications < 2 {
+        return Err(CommandError::Input(format!(
+            "simulation.replications = {}: a gate judges confidence bounds and needs at least 2 replications (try --replications 8)",
+            model.world.replications
+        )));
+    }
+    if opts.baseline.as_ref() == Some(&opts.candidate) {
+        return Err(CommandError::Input(format!(
+            "argument `--baseline {}`: the baseline must differ from the candidate",
+            opts.candidate
+        )));
+    }
     let mut policies = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?;
     if let Some(baseline) = &opts.baseline {
         policies.extend(select_policies(&model, std::slice::from_ref(baseline), "--baseline")?);
     }
     let results = run_policies(&model, &policies, opts.jobs)?;
-    let candidate = aggregate_replications(&results[0]);
 
     let header: Vec<String> = ["result", "check", "judged", "mean", "95% CI"].iter().map(|s| s.to_string()).collect();
     let mut rows = Vec::new();
@@ -49,45 +58,35 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
         let ci = if low.is_nan() { "n/a".to_string() } else { format!("[{}, {}]", human(low), human(high)) };
         rows.push(vec![status.to_string(), label, human(judged), human(mean), ci]);
     };
+    let values = |runs: &[crate::engine::Replication], metric: &str| -> Vec<f64> {
+        runs.iter().map(|r| r.metrics.get(metric).copied().unwrap_or(f64::NAN)).collect()
+    };
     for check in &checks.thresholds {
-        let e = candidate.estimates[&check.metric];
-        let v = judge(check, check.threshold, &e);
+        let (v, e) = judge_threshold(check, &values(&results[0], &check.metric));
         if v.pass {
             passed += 1
         } else {
             failed += 1
         }
-        row(
-            if v.pass { "PASS" } else { "FAIL" },
-            format!("{} {}", check.metric, check.expression),
-            v.judged,
-            e.mean,
-            e.low,
-            e.high,
-        );
+        let label = format!("{} {}{}", check.metric, check.expression, undefined_note(&e, results[0].len()));
+        row(if v.pass { "PASS" } else { "FAIL" }, label, v.judged, e.mean, e.low, e.high);
     }
     match results.get(1) {
         Some(baseline_runs) => {
-            let baseline = aggregate_replications(baseline_runs);
             for check in &checks.regressions {
-                let diffs = paired_differences(
-                    &results[0].iter().map(|r| &r.metrics).collect::<Vec<_>>(),
-                    baseline_runs,
-                    check,
-                );
-                let e = estimate(diffs.into_iter());
-                let threshold = if check.relative {
-                    check.threshold / 100.0 * baseline.mean(&check.metric).unwrap_or(f64::NAN).abs()
-                } else {
-                    check.threshold
-                };
-                let v = judge(check, threshold, &e);
+                let (v, e) =
+                    judge_regression(check, &values(&results[0], &check.metric), &values(baseline_runs, &check.metric));
                 if v.pass {
                     passed += 1
                 } else {
                     failed += 1
                 }
-                let label = format!("{} (candidate - baseline) {}", check.metric, check.expression);
+                let label = format!(
+                    "{} (candidate - baseline) {}{}",
+                    check.metric,
+                    check.expression,
+                    undefined_note(&e, results[0].len())
+                );
                 row(if v.pass { "PASS" } else { "FAIL" }, label, v.judged, e.mean, e.low, e.high);
             }
         }
@@ -116,13 +115,10 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     Ok(GateReport { text, passed: failed == 0 })
 }
 
-fn paired_differences(candidate: &[&MetricMap], baseline: &[crate::engine::Replication], check: &Check) -> Vec<f64> {
-    candidate
-        .iter()
-        .zip(baseline)
-        .map(|(c, b)| {
-            c.get(&check.metric).copied().unwrap_or(f64::NAN)
-                - b.metrics.get(&check.metric).copied().unwrap_or(f64::NAN)
-        })
-        .collect()
+fn undefined_note(e: &crate::metrics::stats::Estimate, replications: usize) -> String {
+    if e.n < replications {
+        format!(" (undefined in {} of {replications} replications)", replications - e.n)
+    } else {
+        String::new()
+    }
 }

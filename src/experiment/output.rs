@@ -20,7 +20,9 @@ pub struct OutputSet {
 }
 
 impl OutputSet {
+    /// Adds a file; a second file for the same path replaces the first.
     pub fn add(&mut self, path: PathBuf, bytes: Vec<u8>) {
+        self.files.retain(|(p, _)| p != &path);
         self.files.push((path, bytes));
     }
 
@@ -49,8 +51,18 @@ impl OutputSet {
             }
             staged.push(temp);
         }
-        for (temp, (path, _)) in staged.iter().zip(&self.files) {
-            std::fs::rename(temp, path).map_err(|e| io("rename into", path, e))?;
+        for (i, (temp, (path, _))) in staged.iter().zip(&self.files).enumerate() {
+            if let Err(e) = std::fs::rename(temp, path) {
+                for t in &staged[i..] {
+                    let _ = std::fs::remove_file(t);
+                }
+                let done = if i == 0 {
+                    "none of the files was replaced".to_string()
+                } else {
+                    format!("{i} of {} files were replaced", staged.len())
+                };
+                return Err(CommandError::Io(format!("cannot rename into {}: {e} ({done})", path.display())));
+            }
         }
         Ok(())
     }

@@ -87,7 +87,8 @@ pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Ve
             })
         })
         .collect();
-    let mut results = run_tasks(std::slice::from_ref(model), &tasks, jobs, &model.name)?.into_iter();
+    let mut results =
+        run_tasks(std::slice::from_ref(model), &tasks, jobs, &model.name, &|_| String::new())?.into_iter();
     Ok(policies.iter().map(|_| results.by_ref().take(world.replications as usize).collect()).collect())
 }
 

@@ -4,7 +4,7 @@
 //! a `%` suffix makes the limit relative to the baseline mean.
 
 use crate::engine::Model;
-use crate::metrics::stats::Estimate;
+use crate::metrics::stats::{Estimate, estimate};
 use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +156,29 @@ pub fn judge(check: &Check, threshold: f64, e: &Estimate) -> Verdict {
     }
 }
 
+/// Judges a threshold check on the candidate's per-replication values. A replication where
+/// the metric is undefined (NaN) makes the check fail: no data is not a pass.
+pub fn judge_threshold(check: &Check, values: &[f64]) -> (Verdict, Estimate) {
+    let e = estimate(values.iter().copied());
+    let verdict = judge(check, check.threshold, &e);
+    (Verdict { pass: verdict.pass && e.n == values.len(), ..verdict }, e)
+}
+
+/// Judges a regression check on paired differences candidate[r] - baseline[r] (same seeds).
+/// A `%` threshold is that share of the baseline mean's magnitude.
+pub fn judge_regression(check: &Check, candidate: &[f64], baseline: &[f64]) -> (Verdict, Estimate) {
+    let differences: Vec<f64> = candidate.iter().zip(baseline).map(|(c, b)| c - b).collect();
+    let e = estimate(differences.iter().copied());
+    let threshold = if check.relative {
+        let base = estimate(baseline.iter().copied()).mean;
+        check.threshold / 100.0 * base.abs()
+    } else {
+        check.threshold
+    };
+    let verdict = judge(check, threshold, &e);
+    (Verdict { pass: verdict.pass && e.n == differences.len(), ..verdict }, e)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +190,31 @@ mod tests {
 
     fn est(mean: f64, low: f64, high: f64) -> Estimate {
         Estimate { mean, low, high, n: 8 }
+    }
+
+    #[test]
+    fn regressions_judge_paired_differences_and_relative_limits() {
+        // Differences 2, 3, 4, 3, 3: mean 3, sd 0.707, half-width 2.776 * 0.316 = 0.878.
+        let candidate = [12.0, 23.0, 34.0, 43.0, 53.0];
+        let baseline = [10.0, 20.0, 30.0, 40.0, 50.0];
+        let (v, e) = judge_regression(&check("<= 4"), &candidate, &baseline);
+        assert_eq!(e.mean, 3.0);
+        assert!(v.pass && (v.judged - 3.878).abs() < 1e-3, "{v:?}");
+        assert!(!judge_regression(&check("<= 3.5"), &candidate, &baseline).0.pass, "judged on the upper bound");
+        // Baseline mean 30: 10 % is 3, 15 % is 4.5.
+        assert!(!judge_regression(&check("<= 10%"), &candidate, &baseline).0.pass);
+        assert!(judge_regression(&check("<= 15%"), &candidate, &baseline).0.pass);
+        // Pairing matters: unpaired, the spread of the levels would swamp the difference.
+        let shuffled = [53.0, 43.0, 34.0, 23.0, 12.0];
+        assert!(!judge_regression(&check("<= 4"), &shuffled, &baseline).0.pass);
+    }
+
+    #[test]
+    fn undefined_replications_fail_a_check() {
+        let (v, e) = judge_threshold(&check("< 10"), &[1.0, f64::NAN, 2.0]);
+        assert_eq!(e.n, 2);
+        assert!(!v.pass, "a replication without data is not a pass");
+        assert!(judge_threshold(&check("< 10"), &[1.0, 2.0, 1.5]).0.pass);
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //! in parallel, one row per (point, policy) with each metric's mean and 95 % interval.
 
 use super::CommandError;
-use super::batch::{Task, compile_scenario, replication_seed, run_tasks};
+use super::batch::{Task, check_batch_size, compile_scenario, replication_seed, run_tasks};
 use super::output::{OutputSet, VERSION, estimate_cells, estimate_columns, number};
 use super::run::{aggregate_replications, apply_seed, collect_overrides, select_policies};
 use super::slo::compile_slo_with;
 use crate::engine::Model;
 use crate::metrics::stats::Aggregate;
-use crate::scenario::{Override, ScenarioError, load_file, parse_override};
+use crate::scenario::{Override, ScenarioError, canonical_path, load_file, parse_override};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -63,8 +63,16 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
     let params: Vec<Param> = opts.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
-    if let Some((i, _)) = params.iter().enumerate().find(|(i, p)| params[..*i].iter().any(|q| q.path == p.path)) {
-        return Err(CommandError::Input(format!("argument `--param {}`: the path is swept twice", opts.params[i])));
+    let source = load_file(&opts.scenario)?;
+    let canonical: Vec<String> = params
+        .iter()
+        .map(|p| canonical_path(&source, &p.path.split('.').map(str::to_string).collect::<Vec<_>>()))
+        .collect();
+    if let Some((i, _)) = canonical.iter().enumerate().find(|(i, c)| canonical[..*i].contains(c)) {
+        return Err(CommandError::Input(format!(
+            "argument `--param {}`: the field {} is swept twice",
+            opts.params[i], canonical[i]
+        )));
     }
     let size: usize =
         params.iter().map(|p| p.values.len()).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);
@@ -77,7 +85,6 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         )));
     }
     let base = collect_overrides(&opts.sets, opts.replications)?;
-    let source = load_file(&opts.scenario)?;
     let points = grid(&params);
     let mut models: Vec<Model> = Vec::with_capacity(points.len());
     for point in &points {
@@ -94,6 +101,8 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         models.push(model);
     }
     let policies = select_policies(&models[0], &opts.policies, "--policy")?;
+    let per_point = policies.len().checked_mul(models[0].world.replications as usize);
+    check_batch_size(per_point.and_then(|n| n.checked_mul(models.len())))?;
     let mut tasks = Vec::new();
     for (m, model) in models.iter().enumerate() {
         for &policy in &policies {
@@ -102,7 +111,11 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
             }
         }
     }
-    let results = run_tasks(&models, &tasks, opts.jobs, &models[0].name)?;
+    let describe = |t: &Task| {
+        let point: Vec<String> = params.iter().zip(&points[t.model]).map(|(p, v)| format!("{}={v}", p.path)).collect();
+        format!("grid point {}, ", point.join(" "))
+    };
+    let results = run_tasks(&models, &tasks, opts.jobs, &models[0].name, &describe)?;
     let mut cursor = 0;
     let mut rows: Vec<(usize, usize, Aggregate)> = Vec::new();
     for (m, model) in models.iter().enumerate() {
@@ -113,7 +126,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         }
     }
 
-    let metric_names = models[0].metric_names();
+    // Every point's metrics: a parameter may rename a dependency or a step.
+    let metric_names: Vec<String> =
+        models.iter().flat_map(|m| m.metric_names()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{}-sweep", models[0].name)));
     let mut files = OutputSet::default();
     files.add(out_dir.join("sweep.csv"), sweep_csv(&params, &points, &models, &rows, &metric_names));
@@ -148,7 +163,7 @@ fn sweep_csv(
     }
     w.write_record(&header).expect("writing to memory cannot fail");
     for (m, policy, agg) in rows {
-        let mut record: Vec<String> = points[*m].clone();
+        let mut record: Vec<String> = points[*m].iter().map(|v| csv_value(v)).collect();
         record.push(models[*m].policies[*policy].name.clone());
         record.push(number(agg.replications as f64));
         for name in metrics {
@@ -178,6 +193,7 @@ fn sweep_json(
             json!({
                 "params": point,
                 "policy": models[*m].policies[*policy].name,
+                "seed": models[*m].world.seed,
                 "replications": agg.replications,
                 "metrics": metrics,
                 "ci95": ci95,
@@ -194,6 +210,14 @@ fn sweep_json(
     let mut text = serde_json::to_string_pretty(&doc).expect("a sweep always serializes");
     text.push('\n');
     text.into_bytes()
+}
+
+/// A parameter value as the scenario reads it (`1_000` is 1000), so CSV columns stay numeric.
+fn csv_value(raw: &str) -> String {
+    match json_value(raw) {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
 }
 
 /// A parameter value as typed JSON: numbers and booleans stay numbers and booleans.

@@ -49,7 +49,11 @@ pub fn compile_policies(
     scenario
         .policies
         .iter()
-        .map(|(name, p)| compile_policy(name, p, &FieldPath::root().key("policy").key(name), source, world, workflows))
+        .map(|(name, p)| {
+            let path = FieldPath::root().key("policy").key(name);
+            crate::world::model::check_name(name).map_err(|m| error_at_path(source, &path, m))?;
+            compile_policy(name, p, &path, source, world, workflows)
+        })
         .collect()
 }
 

@@ -51,9 +51,7 @@ pub fn compile_workflows(
             let mut steps = Vec::with_capacity(w.steps.len());
             for (j, s) in w.steps.iter().enumerate() {
                 let sp = path.key("step").index(j);
-                if s.id.trim().is_empty() {
-                    return Err(err(&sp.key("id"), "a step needs an id".into()));
-                }
+                crate::world::model::check_name(&s.id).map_err(|m| err(&sp.key("id"), m))?;
                 if w.steps[..j].iter().any(|o| o.id == s.id) {
                     return Err(err(&sp.key("id"), format!("step `{}` is defined twice", s.id)));
                 }

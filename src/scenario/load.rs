@@ -66,7 +66,12 @@ fn parse_toml(source: &Source) -> Result<Scenario, ScenarioError> {
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = field_name(e.path());
         let inner = e.inner();
-        source.error_at(inner.span().map(|s| s.start), &field, first_line(inner.message()))
+        let mut message = first_line(inner.message());
+        // `run_latency_ms.p95 = [...]` unquoted is a nested table in TOML.
+        if field.starts_with("slo") && message.contains("invalid type: map, expected a sequence") {
+            message.push_str("; quote metric names that contain dots: \"run_latency_ms.p95\" = [\"< 1000\"]");
+        }
+        source.error_at(inner.span().map(|s| s.start), &field, message)
     })
 }
 

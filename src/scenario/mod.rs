@@ -10,5 +10,5 @@ pub mod types;
 pub use error::{FieldPath, ScenarioError};
 pub use load::{Format, Source, load_file, parse_source};
 pub use locate::error_at_path;
-pub use overrides::{Override, apply_overrides, parse_override};
+pub use overrides::{Override, apply_overrides, canonical_path, parse_override};
 pub use types::*;

@@ -45,14 +45,7 @@ pub fn parse_value(raw: &str) -> Value {
 
 /// Applies the overrides to the source document and deserializes the result.
 pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
-    let mut document: Value = match source.format {
-        Format::Toml => Value::Table(
-            toml::from_str::<toml::Table>(&source.text)
-                .map_err(|e| source.error_at(e.span().map(|s| s.start), "", e.message().to_string()))?,
-        ),
-        Format::Json => serde_json::from_str(&source.text)
-            .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string()))?,
-    };
+    let mut document = parse_document(source)?;
     for o in overrides {
         require_named_policy(&document, &o.path)
             .map_err(|m| ScenarioError::in_argument(&o.argument, &o.path.join("."), m))?;
@@ -125,6 +118,48 @@ fn set_path(node: &mut Value, path: &[String], value: Value) -> Result<(), Strin
     }
 }
 
+fn parse_document(source: &Source) -> Result<Value, ScenarioError> {
+    Ok(match source.format {
+        Format::Toml => Value::Table(
+            toml::from_str::<toml::Table>(&source.text)
+                .map_err(|e| source.error_at(e.span().map(|s| s.start), "", e.message().to_string()))?,
+        ),
+        Format::Json => serde_json::from_str(&source.text)
+            .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string()))?,
+    })
+}
+
+/// The path with array elements written as positions (`dependency.0.servers` for
+/// `dependency.db.servers`), so that two spellings of one field compare equal.
+pub fn canonical_path(source: &Source, path: &[String]) -> String {
+    let Ok(document) = parse_document(source) else { return path.join(".") };
+    let mut node = Some(&document);
+    let mut out = Vec::with_capacity(path.len());
+    for segment in path {
+        node = match node {
+            Some(Value::Array(items)) => match find_element(items, segment) {
+                Ok(i) => {
+                    out.push(i.to_string());
+                    items.get(i)
+                }
+                Err(_) => {
+                    out.push(segment.clone());
+                    None
+                }
+            },
+            Some(Value::Table(t)) => {
+                out.push(segment.clone());
+                t.get(segment)
+            }
+            _ => {
+                out.push(segment.clone());
+                None
+            }
+        };
+    }
+    out.join(".")
+}
+
 fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
     let by_label = items.iter().position(|item| {
         item.as_table()
@@ -171,6 +206,15 @@ mod tests {
         assert!(err.to_string().contains("no policy named `typo`"), "{err}");
         let err = apply_overrides(&source, &[parse_override("dependency.db.servers=lots").unwrap()]).unwrap_err();
         assert!(err.to_string().contains("argument `dependency.db.servers=lots`"), "{err}");
+    }
+
+    #[test]
+    fn canonical_paths_use_positions() {
+        let source = Source::from_text("b.toml", BASE, Format::Toml);
+        let by_name = canonical_path(&source, &["dependency".into(), "db".into(), "servers".into()]);
+        let by_position = canonical_path(&source, &["dependency".into(), "0".into(), "servers".into()]);
+        assert_eq!(by_name, "dependency.0.servers");
+        assert_eq!(by_name, by_position);
     }
 
     #[test]

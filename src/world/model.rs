@@ -19,6 +19,13 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
 pub const MAX_RESUBMISSIONS: u32 = 10;
 pub const MAX_IN_FLIGHT_RUNS_LIMIT: u32 = 10_000_000;
 pub const MAX_WINDOWS: f64 = 1_000_000.0;
+/// Indices of these are u16 in the engine's small events.
+pub const MAX_DEPENDENCIES: usize = 10_000;
+pub const MAX_WORKFLOWS: usize = 1_000;
+pub const MAX_FAULTS: usize = 10_000;
+/// Worst-case attempts one attempt at a remote agent can cause below it (count x max_attempts
+/// multiplied along every chain of calls).
+pub const MAX_REMOTE_FAN_OUT: f64 = 100_000.0;
 pub const MAX_SIMULATED_S: f64 = 315_360_000.0;
 /// Expected arrivals in one replication: past this a run would take hours, so it is an error.
 pub const MAX_EXPECTED_ARRIVALS: f64 = 1e9;
@@ -193,8 +200,35 @@ impl Checker<'_> {
     }
 }
 
+/// Names become folder names, CSV and metric labels and `--set` path segments: letters,
+/// digits, `_` and `-` only, so none of those can be broken or escaped.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a name cannot be empty".into());
+    }
+    if name.len() > 100 {
+        return Err(format!("`{name}` is longer than 100 characters"));
+    }
+    match name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
+        Some(c) => Err(format!("`{name}` contains {c:?}; names use letters, digits, `_` and `-` only")),
+        None => Ok(()),
+    }
+}
+
 pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, ScenarioError> {
     let c = Checker { source };
+    let count_limits = [
+        ("dependency", scenario.dependencies.len(), MAX_DEPENDENCIES),
+        ("workflow", scenario.workflows.len(), MAX_WORKFLOWS),
+        ("fault", scenario.faults.len(), MAX_FAULTS),
+    ];
+    for (table, count, limit) in count_limits {
+        if count > limit {
+            return Err(
+                c.err(&FieldPath::root().key(table), format!("{count} [[{table}]] entries; the limit is {limit}"))
+            );
+        }
+    }
     let sim = &scenario.simulation;
     let p = FieldPath::root().key("simulation");
     let duration_s = c.positive(&p.key("duration_s"), sim.duration_s)?;
@@ -224,9 +258,7 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     let mut dependencies = Vec::with_capacity(scenario.dependencies.len());
     for (i, d) in scenario.dependencies.iter().enumerate() {
         let path = FieldPath::root().key("dependency").index(i);
-        if d.name.trim().is_empty() {
-            return Err(c.err(&path.key("name"), "a dependency needs a name"));
-        }
+        check_name(&d.name).map_err(|m| c.err(&path.key("name"), m))?;
         if scenario.dependencies[..i].iter().any(|o| o.name == d.name) {
             return Err(c.err(&path.key("name"), format!("dependency `{}` is defined twice", d.name)));
         }
@@ -253,6 +285,17 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
             &FieldPath::root().key("dependency").index(i).key("calls"),
             format!("remote calls form a cycle: {cycle}"),
         ));
+    }
+    for i in 0..dependencies.len() {
+        let fan_out = remote_fan_out(&dependencies, i);
+        if fan_out > MAX_REMOTE_FAN_OUT {
+            return Err(c.err(
+                &FieldPath::root().key("dependency").index(i).key("calls"),
+                format!(
+                    "one attempt here can cause {fan_out:.0} attempts below it; the limit is {MAX_REMOTE_FAN_OUT:.0}"
+                ),
+            ));
+        }
     }
 
     let mut faults = Vec::with_capacity(scenario.faults.len());
@@ -349,6 +392,15 @@ fn compile_rate_limit(c: &Checker, path: &FieldPath, r: &RateLimit) -> Result<Ra
         burst,
         retry_after_us: ms_to_us(c.non_negative(&path.key("retry_after_ms"), r.retry_after_ms)?),
     })
+}
+
+/// Worst-case attempts below one attempt at `i` (the call graph is acyclic by now).
+fn remote_fan_out(deps: &[DependencyModel], i: usize) -> f64 {
+    deps[i]
+        .calls
+        .iter()
+        .map(|c| f64::from(c.count) * f64::from(c.max_attempts) * (1.0 + remote_fan_out(deps, c.dependency)))
+        .sum()
 }
 
 /// A cycle in the remote-call graph would recurse without bound.
@@ -476,9 +528,7 @@ fn compile_fault(
 }
 
 fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {
-    if w.name.trim().is_empty() {
-        return Err(c.err(&path.key("name"), "a workflow needs a name"));
-    }
+    check_name(&w.name).map_err(|m| c.err(&path.key("name"), m))?;
     let ap = path.key("arrivals");
     let phases = match (&w.arrivals.rate_per_s, &w.arrivals.profile) {
         (Some(rate), None) => vec![(Micros::MAX, c.non_negative(&ap.key("rate_per_s"), *rate)?)],
