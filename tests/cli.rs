@@ -1144,7 +1144,19 @@ fn sweep_writes_one_row_per_point_and_policy() {
     assert!(lines[1].starts_with("2,careful,2,") && lines[2].starts_with("2,hasty,2,"), "{csv}");
     assert!(lines[3].starts_with("4,careful,2,") && lines[4].starts_with("4,hasty,2,"), "{csv}");
     let json = read_json(&sb.out().join("sweep.json"));
-    assert!(json.is_object() || json.is_array(), "{json}");
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0]["params"]["workflow.wf.arrivals.rate_per_s"], serde_json::json!(2));
+    assert_eq!(rows[3]["policy"], "hasty");
+    // The parameter takes effect: twice the rate, about twice the runs (200 vs 400 expected).
+    let runs = |row: &serde_json::Value| row["metrics"]["logical_run_total"].as_f64().expect("runs");
+    let (slow, fast) = (runs(&rows[0]), runs(&rows[2]));
+    assert!(fast > 1.5 * slow && fast < 2.5 * slow, "rate 2 -> 4 gave {slow} -> {fast} runs");
+    // The CSV agrees with the JSON.
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let column = header.iter().position(|h| *h == "logical_run_total").expect("column");
+    let cell: f64 = lines[3].split(',').nth(column).expect("cell").parse().expect("number");
+    assert_eq!(cell, fast);
 }
 
 #[test]

@@ -47,12 +47,3 @@ fn no_wall_clock_os_randomness_or_hash_iteration_in_src() {
     }
     assert!(hits.is_empty(), "forbidden in simulation code:\n{}", hits.join("\n"));
 }
-
-/// Floats never decide event order: the event queue orders by integer time and sequence.
-#[test]
-fn the_event_queue_orders_by_integer_time_and_sequence() {
-    let text = std::fs::read_to_string("src/sim/queue.rs").unwrap();
-    assert!(text.contains("time: Micros"), "event times must be integer microseconds");
-    assert!(text.contains("(other.time, other.seq).cmp(&(self.time, self.seq))"));
-    assert!(!text.contains("f64"), "no float may take part in event ordering");
-}

@@ -129,8 +129,11 @@ fn littles_law_holds_on_every_station_of_the_incident() {
                     assert_eq!(l, 0.0);
                     continue;
                 }
-                // Exact on a sample path up to the work in flight at the window edges: a few
-                // sojourns over a 2100 s window, below 1 % for every station here.
+                // L comes from time integrals of the station's state, lambda and W from the
+                // attempts' own arrival and departure times: two independent bookkeepings that
+                // must agree on a sample path, up to the work in flight at the window edges (a
+                // few sojourns over a 2100 s window, below 1 % for every station here). A busy
+                // or queue count that drifted would break it.
                 let rel = (l - lambda * w_s).abs() / l.max(1e-9);
                 assert!(rel < 0.01, "{} {name}: L = {l}, lambda W = {}", m.policies[policy].name, lambda * w_s);
             }
