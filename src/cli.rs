@@ -6,7 +6,7 @@ use crate::experiment::batch::{MAX_JOBS, default_jobs};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
 use crate::experiment::sweep::{SweepOptions, sweep};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -29,69 +29,72 @@ pub enum Format {
     Json,
 }
 
+/// Options every simulating command takes.
+#[derive(Args, Debug)]
+pub struct SimulationArgs {
+    /// Root seed (default: simulation.seed of the scenario).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Replications per policy (default: simulation.replications).
+    #[arg(long)]
+    replications: Option<u32>,
+    /// Override a scenario value: path=value (repeatable).
+    #[arg(long = "set")]
+    sets: Vec<String>,
+    /// Worker threads. Default: every core.
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run every policy of a scenario (or those named) on the same seeds and compare them.
     Run {
+        /// Scenario file (.toml or .json).
         scenario: PathBuf,
         /// A policy to run; repeat for several. Default: all.
         #[arg(long = "policy")]
         policies: Vec<String>,
-        #[arg(long)]
-        seed: Option<u64>,
-        #[arg(long)]
-        replications: Option<u32>,
-        /// Override a scenario value: path=value (repeatable).
-        #[arg(long = "set")]
-        sets: Vec<String>,
+        #[command(flatten)]
+        common: SimulationArgs,
         /// Output folder. Default: results/<scenario-stem>/
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
-        /// Worker threads. Default: every core.
-        #[arg(long)]
-        jobs: Option<usize>,
     },
     /// Run the cross product of parameter values, each point x replication in parallel.
     Sweep {
+        /// Scenario file (.toml or .json).
         scenario: PathBuf,
         /// path=v1,v2,... (repeatable; the grid is the cross product).
         #[arg(long = "param")]
         params: Vec<String>,
         #[arg(long = "policy")]
         policies: Vec<String>,
-        #[arg(long)]
-        seed: Option<u64>,
-        #[arg(long)]
-        replications: Option<u32>,
-        #[arg(long = "set")]
-        sets: Vec<String>,
-        #[arg(long)]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        common: SimulationArgs,
         /// Output folder. Default: results/<scenario-stem>-sweep/
         #[arg(long)]
         out: Option<PathBuf>,
     },
     /// Check the scenario's [slo] on a candidate policy; exit 99 if any check fails.
     Gate {
+        /// Scenario file (.toml or .json).
         scenario: PathBuf,
         #[arg(long)]
         candidate: String,
         /// Baseline policy for [slo.regression] limits on paired differences.
         #[arg(long)]
         baseline: Option<String>,
-        #[arg(long)]
-        seed: Option<u64>,
-        #[arg(long)]
-        replications: Option<u32>,
-        #[arg(long = "set")]
-        sets: Vec<String>,
-        #[arg(long)]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        common: SimulationArgs,
     },
     /// Load and check a scenario without running it.
-    Validate { scenario: PathBuf },
+    Validate {
+        /// Scenario file (.toml or .json).
+        scenario: PathBuf,
+    },
 }
 
 fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
@@ -108,21 +111,26 @@ fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
 /// Runs the parsed command and returns the process exit code.
 pub fn execute(cli: Cli) -> i32 {
     let result: Result<(String, i32), CommandError> = (|| match cli.command {
-        Command::Run { scenario, policies, seed, replications, sets, out, format, jobs: j } => {
+        Command::Run { scenario, policies, common: c, out, format } => {
             let format = match format {
                 Format::Text => OutputFormat::Text,
                 Format::Json => OutputFormat::Json,
             };
-            let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs: jobs(j)? };
+            let jobs = jobs(c.jobs)?;
+            let (seed, replications, sets) = (c.seed, c.replications, c.sets);
+            let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs };
             Ok((run(&opts)?, EXIT_OK))
         }
-        Command::Sweep { scenario, params, policies, seed, replications, sets, jobs: j, out } => {
-            let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs: jobs(j)?, out };
+        Command::Sweep { scenario, params, policies, common: c, out } => {
+            let jobs = jobs(c.jobs)?;
+            let (seed, replications, sets) = (c.seed, c.replications, c.sets);
+            let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out };
             Ok((sweep(&opts)?, EXIT_OK))
         }
-        Command::Gate { scenario, candidate, baseline, seed, replications, sets, jobs: j } => {
-            let opts = GateOptions { scenario, candidate, baseline, seed, replications, sets, jobs: jobs(j)? };
-            let report = gate(&opts)?;
+        Command::Gate { scenario, candidate, baseline, common: c } => {
+            let jobs = jobs(c.jobs)?;
+            let (seed, replications, sets) = (c.seed, c.replications, c.sets);
+            let report = gate(&GateOptions { scenario, candidate, baseline, seed, replications, sets, jobs })?;
             Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
         }
         Command::Validate { scenario } => Ok((validate(&scenario)?, EXIT_OK)),
