@@ -133,33 +133,6 @@ fn compile_policy(
         Some(b) => compile_backoff(source, &rp.key("backoff"), b)?,
         None => DEFAULT_BACKOFF,
     };
-    let retryable = match &retry.retry_on {
-        None => default_retryable(),
-        Some(kinds) => {
-            let mut table = [false; 10];
-            for (i, k) in kinds.iter().enumerate() {
-                let kp = rp.key("retry_on").index(i);
-                let kind = FailureKind::parse(k)
-                    .ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind `{k}`")))?;
-                if NEVER_RETRIED.contains(&kind) {
-                    return Err(error_at_path(
-                        source,
-                        &kp,
-                        format!("{} is never retried with the same input (essay section 8)", kind.name()),
-                    ));
-                }
-                if kind == FailureKind::EffectUnknown {
-                    return Err(error_at_path(
-                        source,
-                        &kp,
-                        "EFFECT_UNKNOWN is governed by on_effect_unknown, not retry_on",
-                    ));
-                }
-                table[kind.index()] = true;
-            }
-            table
-        }
-    };
     let on_effect_unknown = match parse_choice(
         source,
         &path.key("on_effect_unknown"),
@@ -176,112 +149,139 @@ fn compile_policy(
         p.idempotency_key.as_deref().unwrap_or("per_call"),
         &["per_call", "per_attempt"],
     )? == "per_attempt";
-    let deadline_propagation = p.deadline_propagation.unwrap_or(true);
-    let budget = p.budget.clone().unwrap_or_default();
-    let bp = path.key("budget");
+    let rules = RetryRules {
+        max_attempts,
+        backoff,
+        honor_retry_after: retry.honor_retry_after.unwrap_or(true),
+        retryable: compile_retry_on(source, &rp.key("retry_on"), retry.retry_on.as_deref())?,
+        on_effect_unknown,
+        deadline_propagation: p.deadline_propagation.unwrap_or(true),
+    };
+    let default_timeout = duration_ms(source, &path.key("timeout_ms"), p.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS))?;
+    let context = StepContext { source, world, policy: p, path, rules: &rules, default_timeout };
+    for step_id in p.steps.keys() {
+        if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
+            let message = format!("no workflow has a step `{step_id}`");
+            return Err(error_at_path(source, &path.key("steps").key(step_id), message));
+        }
+    }
+    let steps = workflows
+        .iter()
+        .map(|w| w.steps.iter().map(|s| context.step_policy(s)).collect::<Result<Vec<_>, _>>())
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(PolicyModel {
+        name: name.to_string(),
+        rules,
+        budget: compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?,
+        key_per_attempt,
+        steps,
+    })
+}
+
+/// The kinds a policy retries: the default table, or its own `retry_on` list, which may not
+/// name kinds the essay forbids retrying.
+fn compile_retry_on(source: &Source, path: &FieldPath, kinds: Option<&[String]>) -> Result<[bool; 10], ScenarioError> {
+    let Some(kinds) = kinds else { return Ok(default_retryable()) };
+    let mut table = [false; 10];
+    for (i, k) in kinds.iter().enumerate() {
+        let kp = path.index(i);
+        let kind =
+            FailureKind::parse(k).ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind `{k}`")))?;
+        if NEVER_RETRIED.contains(&kind) {
+            let message = format!("{} is never retried with the same input (essay section 8)", kind.name());
+            return Err(error_at_path(source, &kp, message));
+        }
+        if kind == FailureKind::EffectUnknown {
+            return Err(error_at_path(source, &kp, "EFFECT_UNKNOWN is governed by on_effect_unknown, not retry_on"));
+        }
+        table[kind.index()] = true;
+    }
+    Ok(table)
+}
+
+fn compile_budget(
+    source: &Source,
+    path: &FieldPath,
+    budget: crate::scenario::Budget,
+) -> Result<BudgetLimits, ScenarioError> {
     if budget.concurrency_tokens == Some(0) {
-        return Err(error_at_path(
-            source,
-            &bp.key("concurrency_tokens"),
-            "at least 1 concurrency token is needed to run a step",
-        ));
+        let message = "at least 1 concurrency token is needed to run a step";
+        return Err(error_at_path(source, &path.key("concurrency_tokens"), message));
     }
     if let Some(c) = budget.cost_units
         && !(c.is_finite() && c >= 0.0)
     {
-        return Err(error_at_path(source, &bp.key("cost_units"), format!("must be a finite number >= 0, got {c}")));
+        return Err(error_at_path(source, &path.key("cost_units"), format!("must be a finite number >= 0, got {c}")));
     }
-    let timeout_ms = p.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let default_timeout = duration_ms(source, &path.key("timeout_ms"), timeout_ms)?;
-    let default_timeout = (default_timeout > 0).then_some(default_timeout);
+    Ok(BudgetLimits {
+        retry_tokens: budget.retry_tokens,
+        concurrency_tokens: budget.concurrency_tokens,
+        cost_units: budget.cost_units,
+    })
+}
 
-    for step_id in p.steps.keys() {
-        if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
-            return Err(error_at_path(
-                source,
-                &path.key("steps").key(step_id),
-                format!("no workflow has a step `{step_id}`"),
-            ));
-        }
-    }
-    let mut steps = Vec::with_capacity(workflows.len());
-    for w in workflows {
-        let mut per_step = Vec::with_capacity(w.steps.len());
-        for s in &w.steps {
-            let o = p.steps.get(&s.id).cloned().unwrap_or_default();
-            let sp = path.key("steps").key(&s.id);
-            let timeout_us = match o.timeout_ms {
-                Some(ms) => {
-                    let t = duration_ms(source, &sp.key("timeout_ms"), ms)?;
-                    (t > 0).then_some(t)
-                }
-                None => default_timeout,
-            };
-            let fallback = match &o.fallback {
+/// What resolving one step's policy needs.
+struct StepContext<'a> {
+    source: &'a Source,
+    world: &'a World,
+    policy: &'a Policy,
+    path: &'a FieldPath,
+    rules: &'a RetryRules,
+    /// The policy's timeout_ms in microseconds; 0 means none.
+    default_timeout: Micros,
+}
+
+impl StepContext<'_> {
+    fn step_policy(&self, s: &super::workflow::StepModel) -> Result<StepPolicy, ScenarioError> {
+        let (source, world) = (self.source, self.world);
+        let o = self.policy.steps.get(&s.id).cloned().unwrap_or_default();
+        let sp = self.path.key("steps").key(&s.id);
+        let timeout_us = match o.timeout_ms {
+            Some(ms) => duration_ms(source, &sp.key("timeout_ms"), ms)?,
+            None => self.default_timeout,
+        };
+        let timeout_us = (timeout_us > 0).then_some(timeout_us);
+        let fallback =
+            match &o.fallback {
                 Some(f) => {
                     if s.effect == crate::scenario::Effect::Write {
-                        return Err(error_at_path(
-                            source,
-                            &sp.key("fallback"),
-                            "a write cannot fall back to another dependency",
-                        ));
+                        let message = "a write cannot fall back to another dependency";
+                        return Err(error_at_path(source, &sp.key("fallback"), message));
                     }
-                    Some(world.dependency_index(f).ok_or_else(|| {
+                    let index = world.dependency_index(f);
+                    Some(index.ok_or_else(|| {
                         error_at_path(source, &sp.key("fallback"), format!("unknown dependency `{f}`"))
                     })?)
                 }
                 None => s.fallback,
             };
-            if timeout_us.is_none() && !deadline_propagation {
-                for dep in std::iter::once(s.dependency).chain(fallback) {
-                    if can_hang(world, dep) {
-                        let field = if o.timeout_ms.is_some() { sp.key("timeout_ms") } else { path.key("timeout_ms") };
-                        return Err(error_at_path(
-                            source,
-                            &field,
-                            format!(
-                                "step `{}` has no timeout and no deadline propagation, but `{}` can hang: the run would never end",
-                                s.id, world.dependencies[dep].name
-                            ),
-                        ));
-                    }
+        if timeout_us.is_none() && !self.rules.deadline_propagation {
+            for dep in std::iter::once(s.dependency).chain(fallback) {
+                if can_hang(world, dep) {
+                    let field = if o.timeout_ms.is_some() { sp.key("timeout_ms") } else { self.path.key("timeout_ms") };
+                    let message = format!(
+                        "step `{}` has no timeout and no deadline propagation, but `{}` can hang: the run would never end",
+                        s.id, world.dependencies[dep].name
+                    );
+                    return Err(error_at_path(source, &field, message));
                 }
             }
-            let predicted_attempt_us = match o.predicted_attempt_ms {
-                Some(ms) => duration_ms(source, &sp.key("predicted_attempt_ms"), ms)?,
-                None => ms_to_us(world.dependencies[s.dependency].service.median_ms()),
-            };
-            per_step.push(StepPolicy {
-                timeout_us,
-                max_attempts: match o.max_attempts {
-                    Some(n) => attempts(source, &sp.key("max_attempts"), n)?,
-                    None => max_attempts,
-                },
-                reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
-                predicted_attempt_us,
-                fallback,
-            });
         }
-        steps.push(per_step);
+        let predicted_attempt_us = match o.predicted_attempt_ms {
+            Some(ms) => duration_ms(source, &sp.key("predicted_attempt_ms"), ms)?,
+            None => ms_to_us(world.dependencies[s.dependency].service.median_ms()),
+        };
+        Ok(StepPolicy {
+            timeout_us,
+            max_attempts: match o.max_attempts {
+                Some(n) => attempts(source, &sp.key("max_attempts"), n)?,
+                None => self.rules.max_attempts,
+            },
+            reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
+            predicted_attempt_us,
+            fallback,
+        })
     }
-    Ok(PolicyModel {
-        name: name.to_string(),
-        rules: RetryRules {
-            max_attempts,
-            backoff,
-            honor_retry_after: retry.honor_retry_after.unwrap_or(true),
-            retryable,
-            on_effect_unknown,
-            deadline_propagation,
-        },
-        budget: BudgetLimits {
-            retry_tokens: budget.retry_tokens,
-            concurrency_tokens: budget.concurrency_tokens,
-            cost_units: budget.cost_units,
-        },
-        key_per_attempt,
-        steps,
-    })
 }
 
 /// True if some attempt at `dep` may never get a reply (its own hang probability, a timeout or
