@@ -230,73 +230,8 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
         }
     }
     let sim = &scenario.simulation;
-    let p = FieldPath::root().key("simulation");
-    let duration_s = c.positive(&p.key("duration_s"), sim.duration_s)?;
-    let warmup_s = c.non_negative(&p.key("warmup_s"), sim.warmup_s)?;
-    if warmup_s >= duration_s {
-        return Err(
-            c.err(&p.key("warmup_s"), format!("warmup_s ({warmup_s}) must be less than duration_s ({duration_s})"))
-        );
-    }
-    let window_s = c.positive(&p.key("timeseries_window_s"), sim.timeseries_window_s)?;
-    c.in_range(&p.key("replications"), sim.replications, 1, MAX_REPLICATIONS)?;
-    c.in_range(&p.key("max_in_flight_runs"), sim.max_in_flight_runs, 1, MAX_IN_FLIGHT_RUNS_LIMIT)?;
-    let drain_limit_s = c.non_negative(&p.key("drain_limit_s"), sim.drain_limit_s)?;
-    if (duration_s + drain_limit_s) / window_s > MAX_WINDOWS {
-        return Err(c.err(
-            &p.key("timeseries_window_s"),
-            format!("more than {MAX_WINDOWS} windows over duration_s + drain_limit_s; use a wider window"),
-        ));
-    }
-    if duration_s + drain_limit_s > MAX_SIMULATED_S {
-        return Err(c.err(
-            &p.key("duration_s"),
-            format!("duration_s + drain_limit_s must be at most {MAX_SIMULATED_S} s (10 years)"),
-        ));
-    }
-
-    let mut dependencies = Vec::with_capacity(scenario.dependencies.len());
-    for (i, d) in scenario.dependencies.iter().enumerate() {
-        let path = FieldPath::root().key("dependency").index(i);
-        check_name(&d.name).map_err(|m| c.err(&path.key("name"), m))?;
-        if scenario.dependencies[..i].iter().any(|o| o.name == d.name) {
-            return Err(c.err(&path.key("name"), format!("dependency `{}` is defined twice", d.name)));
-        }
-        dependencies.push(compile_dependency(&c, &path, d)?);
-    }
-    for (i, d) in scenario.dependencies.iter().enumerate() {
-        for (j, call) in d.calls.iter().enumerate() {
-            let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
-            let target =
-                scenario.dependencies.iter().position(|o| o.name == call.dependency).ok_or_else(|| {
-                    c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency))
-                })?;
-            dependencies[i].calls.push(RemoteCallModel {
-                dependency: target,
-                count: c.in_range(&path.key("count"), call.count, 1, MAX_REMOTE_CALL_COUNT)?,
-                max_attempts: c.in_range(&path.key("max_attempts"), call.max_attempts, 1, MAX_ATTEMPTS_LIMIT)?,
-                timeout_us: ms_to_us(c.positive(&path.key("timeout_ms"), call.timeout_ms)?),
-                backoff_us: ms_to_us(c.non_negative(&path.key("backoff_ms"), call.backoff_ms)?),
-            });
-        }
-    }
-    if let Some((i, cycle)) = find_call_cycle(&dependencies) {
-        return Err(c.err(
-            &FieldPath::root().key("dependency").index(i).key("calls"),
-            format!("remote calls form a cycle: {cycle}"),
-        ));
-    }
-    for i in 0..dependencies.len() {
-        let fan_out = remote_fan_out(&dependencies, i);
-        if fan_out > MAX_REMOTE_FAN_OUT {
-            return Err(c.err(
-                &FieldPath::root().key("dependency").index(i).key("calls"),
-                format!(
-                    "one attempt here can cause {fan_out:.0} attempts below it; the limit is {MAX_REMOTE_FAN_OUT:.0}"
-                ),
-            ));
-        }
-    }
+    let (duration_s, warmup_s, window_s, drain_limit_s) = compile_simulation(&c, sim)?;
+    let mut dependencies = compile_dependencies(&c, &scenario.dependencies)?;
 
     let mut faults = Vec::with_capacity(scenario.faults.len());
     for (i, f) in scenario.faults.iter().enumerate() {
@@ -338,6 +273,85 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
         faults,
         workloads,
     })
+}
+
+/// The `[simulation]` table: (duration_s, warmup_s, timeseries_window_s, drain_limit_s).
+fn compile_simulation(c: &Checker, sim: &crate::scenario::Simulation) -> Result<(f64, f64, f64, f64), ScenarioError> {
+    let p = FieldPath::root().key("simulation");
+    let duration_s = c.positive(&p.key("duration_s"), sim.duration_s)?;
+    let warmup_s = c.non_negative(&p.key("warmup_s"), sim.warmup_s)?;
+    if warmup_s >= duration_s {
+        return Err(
+            c.err(&p.key("warmup_s"), format!("warmup_s ({warmup_s}) must be less than duration_s ({duration_s})"))
+        );
+    }
+    let window_s = c.positive(&p.key("timeseries_window_s"), sim.timeseries_window_s)?;
+    c.in_range(&p.key("replications"), sim.replications, 1, MAX_REPLICATIONS)?;
+    c.in_range(&p.key("max_in_flight_runs"), sim.max_in_flight_runs, 1, MAX_IN_FLIGHT_RUNS_LIMIT)?;
+    let drain_limit_s = c.non_negative(&p.key("drain_limit_s"), sim.drain_limit_s)?;
+    if (duration_s + drain_limit_s) / window_s > MAX_WINDOWS {
+        return Err(c.err(
+            &p.key("timeseries_window_s"),
+            format!("more than {MAX_WINDOWS} windows over duration_s + drain_limit_s; use a wider window"),
+        ));
+    }
+    if duration_s + drain_limit_s > MAX_SIMULATED_S {
+        return Err(c.err(
+            &p.key("duration_s"),
+            format!("duration_s + drain_limit_s must be at most {MAX_SIMULATED_S} s (10 years)"),
+        ));
+    }
+
+    Ok((duration_s, warmup_s, window_s, drain_limit_s))
+}
+
+/// Dependencies with their remote calls resolved and bounded (no cycle, bounded fan-out).
+fn compile_dependencies(c: &Checker, specs: &[Dependency]) -> Result<Vec<DependencyModel>, ScenarioError> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut dependencies = Vec::with_capacity(specs.len());
+    for (i, d) in specs.iter().enumerate() {
+        let path = FieldPath::root().key("dependency").index(i);
+        check_name(&d.name).map_err(|m| c.err(&path.key("name"), m))?;
+        if !seen.insert(d.name.as_str()) {
+            return Err(c.err(&path.key("name"), format!("dependency `{}` is defined twice", d.name)));
+        }
+        dependencies.push(compile_dependency(c, &path, d)?);
+    }
+    for (i, d) in specs.iter().enumerate() {
+        for (j, call) in d.calls.iter().enumerate() {
+            let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
+            let target = specs
+                .iter()
+                .position(|o| o.name == call.dependency)
+                .ok_or_else(|| c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency)))?;
+            dependencies[i].calls.push(RemoteCallModel {
+                dependency: target,
+                count: c.in_range(&path.key("count"), call.count, 1, MAX_REMOTE_CALL_COUNT)?,
+                max_attempts: c.in_range(&path.key("max_attempts"), call.max_attempts, 1, MAX_ATTEMPTS_LIMIT)?,
+                timeout_us: ms_to_us(c.positive(&path.key("timeout_ms"), call.timeout_ms)?),
+                backoff_us: ms_to_us(c.non_negative(&path.key("backoff_ms"), call.backoff_ms)?),
+            });
+        }
+    }
+    if let Some((i, cycle)) = find_call_cycle(&dependencies) {
+        return Err(c.err(
+            &FieldPath::root().key("dependency").index(i).key("calls"),
+            format!("remote calls form a cycle: {cycle}"),
+        ));
+    }
+    for i in 0..dependencies.len() {
+        let fan_out = remote_fan_out(&dependencies, i);
+        if fan_out > MAX_REMOTE_FAN_OUT {
+            return Err(c.err(
+                &FieldPath::root().key("dependency").index(i).key("calls"),
+                format!(
+                    "one attempt here can cause {fan_out:.0} attempts below it; the limit is {MAX_REMOTE_FAN_OUT:.0}"
+                ),
+            ));
+        }
+    }
+
+    Ok(dependencies)
 }
 
 /// The integral of a piecewise-constant rate over [0, duration).
