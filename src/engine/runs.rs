@@ -11,10 +11,20 @@ use crate::runtime::decision::retry_or_give_up;
 use crate::runtime::{
     AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, OnEffectUnknown, RunBudget, attempt_timeout, decide,
 };
+use crate::runtime::{StepModel, StepPolicy};
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::Micros;
 use crate::world::FailureKind;
 use std::collections::VecDeque;
+
+impl<'m> Simulation<'m> {
+    /// The model and the policy of step `s` of run `r`. They borrow the model, not the
+    /// simulation, so the run state can be changed while they are in use.
+    fn step_of(&self, r: u32, s: u8) -> (&'m StepModel, &'m StepPolicy) {
+        let w = self.runs[r].workflow as usize;
+        (&self.model.workflows[w].steps[s as usize], &self.policy.steps[w][s as usize])
+    }
+}
 
 impl Simulation<'_> {
     pub(super) fn start_run(&mut self, now: Micros, workflow: usize, arrival: u32, resubmission: u8) {
@@ -107,10 +117,8 @@ impl Simulation<'_> {
     /// Starts the next attempt of a step if every budget holds (essay section 5), else gives up.
     fn try_attempt(&mut self, now: Micros, r: u32, s: u8) {
         let model = self.model;
+        let (step, sp) = self.step_of(r, s);
         let run = &self.runs[r];
-        let w = run.workflow as usize;
-        let step = &model.workflows[w].steps[s as usize];
-        let sp = &self.policy.steps[w][s as usize];
         let state = run.steps[s as usize];
         let dependency = if state.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
         let timeout_us = match attempt_timeout(
@@ -184,11 +192,15 @@ impl Simulation<'_> {
 
     /// Sends a status lookup for a write whose effect is unknown. Lookups are reads on the
     /// control path: they spend no retry token and no cost, but they are attempts.
+    /// Also the one place that bounds lookups: past the step's max_attempts of them the effect
+    /// stays unknown and the run is handed off.
     fn start_lookup(&mut self, now: Micros, r: u32, s: u8) {
+        let (step, sp) = self.step_of(r, s);
         let run = &self.runs[r];
-        let w = run.workflow as usize;
-        let step = &self.model.workflows[w].steps[s as usize];
-        let sp = &self.policy.steps[w][s as usize];
+        if run.steps[s as usize].lookups >= sp.max_attempts {
+            self.end_run(now, r, Outcome::Handoff);
+            return;
+        }
         let timeout_us = match attempt_timeout(
             self.policy.rules.deadline_propagation,
             sp.timeout_us,
@@ -257,11 +269,8 @@ impl Simulation<'_> {
         kind: FailureKind,
         retry_after_us: Option<Micros>,
     ) -> FailedAttempt {
-        let model = self.model;
+        let (step, sp) = self.step_of(r, s);
         let run = &mut self.runs[r];
-        let w = run.workflow as usize;
-        let step = &model.workflows[w].steps[s as usize];
-        let sp = &self.policy.steps[w][s as usize];
         let st = &mut run.steps[s as usize];
         st.last_failure = Some(kind);
         let jitter = run.key.with(TAG_JITTER).with(step.stream_id).with(u64::from(st.serial)).stream().unit();
@@ -286,14 +295,7 @@ impl Simulation<'_> {
         let failed = self.failed_attempt(now, r, s, kind, retry_after_us);
         match decide(&self.policy.rules, &failed) {
             Decision::Retry { sleep_us } => self.sleep_then_retry(now, r, s, sleep_us),
-            Decision::Reconcile => {
-                let sp = &self.policy.steps[self.runs[r].workflow as usize][s as usize];
-                if self.runs[r].steps[s as usize].lookups < sp.max_attempts {
-                    self.start_lookup(now, r, s);
-                } else {
-                    self.end_run(now, r, Outcome::Handoff);
-                }
-            }
+            Decision::Reconcile => self.start_lookup(now, r, s),
             Decision::Handoff => self.end_run(now, r, Outcome::Handoff),
             Decision::GiveUp(reason) => {
                 if let GiveUp::Budget(b) = reason {
@@ -359,14 +361,7 @@ impl Simulation<'_> {
             }
             // The lookup itself failed. It is a read, so ask again while the step's attempt
             // limit allows; after that the effect stays unknown and a human must decide.
-            _ => {
-                let sp = &self.policy.steps[run.workflow as usize][s as usize];
-                if run.steps[s as usize].lookups < sp.max_attempts {
-                    self.start_lookup(now, r, s);
-                } else {
-                    self.end_run(now, r, Outcome::Handoff);
-                }
-            }
+            _ => self.start_lookup(now, r, s),
         }
     }
 
@@ -387,10 +382,9 @@ impl Simulation<'_> {
     /// omit a soft step, or fail the run.
     fn step_gave_up(&mut self, now: Micros, r: u32, s: u8, may_fall_back: bool) {
         let model = self.model;
+        let (step, sp) = self.step_of(r, s);
         let run = &mut self.runs[r];
         let w = run.workflow as usize;
-        let step = &model.workflows[w].steps[s as usize];
-        let sp = &self.policy.steps[w][s as usize];
         let st = &mut run.steps[s as usize];
         if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
             st.on_fallback = true;

@@ -31,15 +31,7 @@ impl FailureKind {
     ];
 
     /// The kinds a dependency can return as an error response (the first seven).
-    pub const DRAWN: [FailureKind; 7] = [
-        FailureKind::InvalidInput,
-        FailureKind::Unauthorized,
-        FailureKind::RateLimited,
-        FailureKind::Overloaded,
-        FailureKind::TransientTransport,
-        FailureKind::PermanentProvider,
-        FailureKind::ResultInvalid,
-    ];
+    pub const DRAWN: &[FailureKind] = Self::ALL.split_at(7).0;
 
     pub fn index(self) -> usize {
         self as usize
@@ -133,7 +125,7 @@ impl ErrorTable {
     #[inline]
     pub fn pick(&self, u: f64) -> Option<FailureKind> {
         let mut acc = 0.0;
-        for (p, kind) in self.probabilities.iter().zip(FailureKind::DRAWN) {
+        for (p, kind) in self.probabilities.iter().zip(FailureKind::DRAWN.iter().copied()) {
             acc += p;
             if u < acc {
                 return Some(kind);
