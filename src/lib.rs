@@ -1,5 +1,5 @@
 //! faultline: a deterministic, seeded discrete-event simulator and chaos-test harness for
-//! AI-agent runtimes. Layers depend downward only: sim, scenario, world, metrics, runtime,
+//! AI-agent runtimes. Layers depend downward only: sim, vocab, scenario, world, metrics, runtime,
 //! engine, experiment, cli (see ARCHITECTURE.md).
 
 pub mod cli;
@@ -9,4 +9,5 @@ pub mod metrics;
 pub mod runtime;
 pub mod scenario;
 pub mod sim;
+pub mod vocab;
 pub mod world;

@@ -8,7 +8,7 @@ use super::simulation::{AttemptResult, Caller, JobPhase, Purpose, Simulation};
 use super::stations::NewAttempt;
 use crate::runtime::decision::default_retryable;
 use crate::sim::Micros;
-use crate::world::FailureKind;
+use crate::vocab::FailureKind;
 
 impl Simulation<'_> {
     pub(super) fn begin_remote_calls(&mut self, now: Micros, id: u32) {

@@ -6,15 +6,16 @@ use super::simulation::{
     AttemptResult, Caller, Purpose, Run, SimError, Simulation, StepPhase, StepRun, TAG_JITTER, TAG_RESUBMIT, TAG_RUN,
 };
 use super::stations::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT, NewAttempt};
-use crate::metrics::{Outcome, timeseries::ARRIVALS};
+use crate::metrics::timeseries::ARRIVALS;
 use crate::runtime::decision::retry_or_give_up;
 use crate::runtime::{
-    AttemptTimeout, BudgetKind, Decision, FailedAttempt, GiveUp, OnEffectUnknown, RunBudget, attempt_timeout, decide,
+    AttemptTimeout, Decision, FailedAttempt, GiveUp, OnEffectUnknown, RunBudget, attempt_timeout, decide,
 };
 use crate::runtime::{StepModel, StepPolicy};
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::Micros;
-use crate::world::FailureKind;
+use crate::vocab::FailureKind;
+use crate::vocab::{BudgetKind, Outcome};
 use std::collections::VecDeque;
 
 impl<'m> Simulation<'m> {
@@ -99,7 +100,7 @@ impl Simulation<'_> {
             run.steps[s as usize].phase = StepPhase::Waiting;
             run.waiting.push_back(s);
             if run.measured {
-                self.recorder.budget_exhausted(BudgetKind::Concurrency as usize);
+                self.recorder.budget_exhausted(BudgetKind::Concurrency);
             }
         }
     }
@@ -186,7 +187,7 @@ impl Simulation<'_> {
 
     fn exhausted(&mut self, r: u32, kind: BudgetKind) {
         if self.runs[r].measured {
-            self.recorder.budget_exhausted(kind as usize);
+            self.recorder.budget_exhausted(kind);
         }
     }
 
@@ -452,14 +453,14 @@ impl Simulation<'_> {
         let exceeded = now > run.budget.deadline_at;
         let rec = &mut self.recorder;
         rec.timeseries.add(now, COMPLETIONS);
-        if matches!(outcome, Outcome::Succeeded | Outcome::Degraded) {
+        if outcome.is_success() {
             rec.timeseries.add(now, GOODPUT);
         }
         if exceeded {
             rec.timeseries.add(now, DEADLINE_MISSES);
         }
         if run.measured {
-            rec.run.outcomes[outcome as usize] += 1;
+            rec.run.outcomes[outcome.index()] += 1;
             let latency = now - run.start_us;
             rec.run.latency_us.saturating_record(latency.max(1));
             rec.run.latency_sum_us += latency as f64;
@@ -514,8 +515,7 @@ impl Simulation<'_> {
         let run = &mut self.runs[r];
         run.finalized = true;
         if run.measured {
-            let safe =
-                matches!(run.outcome, Outcome::Succeeded | Outcome::Degraded | Outcome::Handoff) && !run.duplicate;
+            let safe = run.outcome.is_safe() && !run.duplicate;
             if safe {
                 self.recorder.run.safe_runs += 1;
             }

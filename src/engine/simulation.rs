@@ -3,10 +3,11 @@
 use super::Model;
 use super::arena::Arena;
 use super::event::Event;
-use crate::metrics::{MetricMap, Outcome, Recorder, TimeSeries};
+use crate::metrics::{MetricMap, Recorder, TimeSeries};
 use crate::runtime::{PolicyModel, RunBudget};
 use crate::sim::{EventQueue, Micros, StreamKey};
-use crate::world::{ArrivalProcess, FailureKind, LedgerEntry, Station};
+use crate::vocab::{FailureKind, Outcome};
+use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
 

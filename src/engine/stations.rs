@@ -4,7 +4,8 @@ use super::event::Event;
 use super::simulation::{AttemptResult, AttemptTrace, Caller, Job, JobPhase, Purpose, Simulation};
 use crate::metrics::timeseries;
 use crate::sim::{Micros, StreamKey};
-use crate::world::{Admission, AttemptDraws, Commit, FailureKind, Station, attempt_conditions};
+use crate::vocab::FailureKind;
+use crate::world::{Admission, AttemptDraws, Commit, Station, attempt_conditions};
 
 /// Everything needed to create an attempt.
 pub(super) struct NewAttempt {

@@ -6,7 +6,7 @@ pub mod recorder;
 pub mod stats;
 pub mod timeseries;
 
-pub use recorder::{DependencyStats, Outcome, Recorder, RunStats};
+pub use recorder::{DependencyStats, Recorder, RunStats};
 pub use stats::{Aggregate, aggregate, t_quantile_975};
 pub use timeseries::TimeSeries;
 

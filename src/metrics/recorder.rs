@@ -4,32 +4,8 @@
 use super::MetricMap;
 use super::timeseries::TimeSeries;
 use crate::sim::{Micros, us_to_ms};
-use crate::world::FailureKind;
+use crate::vocab::{BudgetKind, FailureKind, Outcome};
 use hdrhistogram::Histogram;
-
-/// The four root-run budgets, in the order of `runtime::BudgetKind`.
-pub const BUDGET_NAMES: [&str; 4] = ["time", "retry", "cost", "concurrency"];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Succeeded,
-    Degraded,
-    Handoff,
-    Failed,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 4] = [Outcome::Succeeded, Outcome::Degraded, Outcome::Handoff, Outcome::Failed];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Degraded => "degraded",
-            Outcome::Handoff => "handoff",
-            Outcome::Failed => "failed",
-        }
-    }
-}
 
 /// Largest latency the histograms resolve (27.7 hours in microseconds); larger values saturate.
 const HISTOGRAM_MAX_US: u64 = 100_000_000_000;
@@ -41,7 +17,7 @@ fn histogram(significant_figures: u8) -> Histogram<u64> {
 /// Root-run level counts, over runs that arrived after the warm-up.
 pub struct RunStats {
     pub runs: u64,
-    pub outcomes: [u64; 4],
+    pub outcomes: [u64; Outcome::COUNT],
     pub deadline_exceeded: u64,
     pub duplicate_effect_runs: u64,
     pub safe_runs: u64,
@@ -51,7 +27,7 @@ pub struct RunStats {
     pub latency_max_us: u64,
     pub logical_calls: u64,
     pub attempts: u64,
-    pub budget_exhausted: [u64; 4],
+    pub budget_exhausted: [u64; BudgetKind::COUNT],
     pub effects: u64,
     pub duplicate_effects: u64,
     pub effect_unknown: u64,
@@ -67,7 +43,7 @@ pub struct DependencyStats {
     pub attempts: u64,
     pub timeouts: u64,
     pub rejected: u64,
-    pub errors: [u64; 10],
+    pub errors: [u64; FailureKind::COUNT],
     pub queue_wait_us: Histogram<u64>,
     pub queue_wait_sum_us: f64,
     pub started: u64,
@@ -89,7 +65,7 @@ impl DependencyStats {
             attempts: 0,
             timeouts: 0,
             rejected: 0,
-            errors: [0; 10],
+            errors: [0; FailureKind::COUNT],
             queue_wait_us: histogram(2),
             queue_wait_sum_us: 0.0,
             started: 0,
@@ -148,7 +124,7 @@ impl Recorder {
         Recorder {
             run: RunStats {
                 runs: 0,
-                outcomes: [0; 4],
+                outcomes: [0; Outcome::COUNT],
                 deadline_exceeded: 0,
                 duplicate_effect_runs: 0,
                 safe_runs: 0,
@@ -157,7 +133,7 @@ impl Recorder {
                 latency_max_us: 0,
                 logical_calls: 0,
                 attempts: 0,
-                budget_exhausted: [0; 4],
+                budget_exhausted: [0; BudgetKind::COUNT],
                 effects: 0,
                 duplicate_effects: 0,
                 effect_unknown: 0,
@@ -176,9 +152,8 @@ impl Recorder {
         }
     }
 
-    /// `budget` indexes [`BUDGET_NAMES`].
-    pub fn budget_exhausted(&mut self, budget: usize) {
-        self.run.budget_exhausted[budget] += 1;
+    pub fn budget_exhausted(&mut self, budget: BudgetKind) {
+        self.run.budget_exhausted[budget.index()] += 1;
     }
 
     /// Turns the replication into flat metrics. `dependency_names` and `step_names` give the
@@ -191,10 +166,10 @@ impl Recorder {
         };
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         let runs = r.runs as f64;
-        let successes = (r.outcomes[0] + r.outcomes[1]) as f64;
+        let successes: f64 = Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| r.outcomes[o.index()] as f64).sum();
         put("logical_run_total".into(), runs);
         for o in Outcome::ALL {
-            put(format!("outcome_total.{}", o.name()), r.outcomes[o as usize] as f64);
+            put(format!("outcome_total.{}", o.name()), r.outcomes[o.index()] as f64);
         }
         put("auto_completion_ratio".into(), ratio(successes, runs));
         put("safe_outcome_ratio".into(), ratio(r.safe_runs as f64, runs));
@@ -209,8 +184,8 @@ impl Recorder {
         put("logical_call_total".into(), r.logical_calls as f64);
         put("dependency_attempt_total".into(), r.attempts as f64);
         put("retry_amplification_ratio".into(), ratio(r.attempts as f64, r.logical_calls as f64));
-        for (name, count) in BUDGET_NAMES.iter().zip(r.budget_exhausted) {
-            put(format!("budget_exhausted_total.{name}"), count as f64);
+        for budget in BudgetKind::ALL {
+            put(format!("budget_exhausted_total.{}", budget.name()), r.budget_exhausted[budget.index()] as f64);
         }
         put("effect_total".into(), r.effects as f64);
         put("duplicate_effect_total".into(), r.duplicate_effects as f64);
@@ -232,10 +207,7 @@ impl Recorder {
             put(p("timeout_total"), d.timeouts as f64);
             put(p("rejected_total"), d.rejected as f64);
             put(p("rejection_ratio"), ratio(d.rejected as f64, d.attempts as f64));
-            for kind in FailureKind::ALL {
-                if matches!(kind, FailureKind::EffectUnknown | FailureKind::DeadlineExhausted | FailureKind::Canceled) {
-                    continue; // the runtime's own kinds; a station never returns them
-                }
+            for &kind in FailureKind::DRAWN {
                 put(p(&format!("error_total.{}", kind.metric_name())), d.errors[kind.index()] as f64);
             }
             put(p("queue_wait_ms.mean"), ratio(d.queue_wait_sum_us / 1e3, d.started as f64));

@@ -2,22 +2,7 @@
 //! concurrency tokens and cost units. A new attempt is allowed only if all of them hold.
 
 use crate::sim::Micros;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum BudgetKind {
-    Time,
-    Retry,
-    Cost,
-    Concurrency,
-}
-
-impl BudgetKind {
-    pub const ALL: [BudgetKind; 4] = [BudgetKind::Time, BudgetKind::Retry, BudgetKind::Cost, BudgetKind::Concurrency];
-
-    pub fn name(self) -> &'static str {
-        crate::metrics::recorder::BUDGET_NAMES[self as usize]
-    }
-}
+use crate::vocab::BudgetKind;
 
 /// The budget limits a policy sets; `None` means unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -3,10 +3,10 @@
 //! reconciliation of section 11. A pure function of its inputs, so it is tested without the engine.
 
 use super::backoff::Backoff;
-use super::budget::BudgetKind;
 use super::deadline::retry_fits;
 use crate::sim::Micros;
-use crate::world::FailureKind;
+use crate::vocab::BudgetKind;
+use crate::vocab::FailureKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnEffectUnknown {
@@ -25,7 +25,7 @@ pub struct RetryRules {
     pub backoff: Backoff,
     pub honor_retry_after: bool,
     /// Indexed by [`FailureKind::index`].
-    pub retryable: [bool; 10],
+    pub retryable: [bool; FailureKind::COUNT],
     pub on_effect_unknown: OnEffectUnknown,
     pub deadline_propagation: bool,
 }
@@ -34,8 +34,8 @@ pub struct RetryRules {
 /// latter only for reads or deduplicated writes, checked in [`decide`]); INVALID_INPUT,
 /// UNAUTHORIZED, PERMANENT_PROVIDER, RESULT_INVALID, DEADLINE_EXHAUSTED and CANCELED never are;
 /// EFFECT_UNKNOWN follows `on_effect_unknown`.
-pub fn default_retryable() -> [bool; 10] {
-    let mut table = [false; 10];
+pub fn default_retryable() -> [bool; FailureKind::COUNT] {
+    let mut table = [false; FailureKind::COUNT];
     for kind in [FailureKind::RateLimited, FailureKind::Overloaded, FailureKind::TransientTransport] {
         table[kind.index()] = true;
     }

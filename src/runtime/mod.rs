@@ -10,7 +10,7 @@ pub mod policy;
 pub mod workflow;
 
 pub use backoff::{Backoff, BackoffKind, Jitter};
-pub use budget::{BudgetKind, BudgetLimits, RunBudget};
+pub use budget::{BudgetLimits, RunBudget};
 pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
 pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};
 pub use policy::{PolicyModel, StepPolicy, compile_policies};

@@ -7,8 +7,9 @@ use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retrya
 use super::workflow::WorkflowModel;
 use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path};
 use crate::sim::{Micros, ms_to_us};
+use crate::vocab::FailureKind;
 use crate::world::model::MAX_ATTEMPTS_LIMIT;
-use crate::world::{FailureKind, FaultEffect, World};
+use crate::world::{FaultEffect, World};
 
 /// Defaults when a policy is silent (documented in docs/scenario.md).
 pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
@@ -180,9 +181,13 @@ fn compile_policy(
 
 /// The kinds a policy retries: the default table, or its own `retry_on` list, which may not
 /// name kinds the essay forbids retrying.
-fn compile_retry_on(source: &Source, path: &FieldPath, kinds: Option<&[String]>) -> Result<[bool; 10], ScenarioError> {
+fn compile_retry_on(
+    source: &Source,
+    path: &FieldPath,
+    kinds: Option<&[String]>,
+) -> Result<[bool; FailureKind::COUNT], ScenarioError> {
     let Some(kinds) = kinds else { return Ok(default_retryable()) };
-    let mut table = [false; 10];
+    let mut table = [false; FailureKind::COUNT];
     for (i, k) in kinds.iter().enumerate() {
         let kp = path.index(i);
         let kind =

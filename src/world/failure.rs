@@ -1,85 +1,13 @@
-//! The failure kinds of essay section 8: the runtime's stable vocabulary for what went wrong.
+//! Per-attempt error probabilities of a dependency over the failure kinds it can return.
 
 use crate::scenario::ErrorMix;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FailureKind {
-    InvalidInput,
-    Unauthorized,
-    RateLimited,
-    Overloaded,
-    TransientTransport,
-    PermanentProvider,
-    ResultInvalid,
-    EffectUnknown,
-    DeadlineExhausted,
-    Canceled,
-}
-
-impl FailureKind {
-    pub const ALL: [FailureKind; 10] = [
-        FailureKind::InvalidInput,
-        FailureKind::Unauthorized,
-        FailureKind::RateLimited,
-        FailureKind::Overloaded,
-        FailureKind::TransientTransport,
-        FailureKind::PermanentProvider,
-        FailureKind::ResultInvalid,
-        FailureKind::EffectUnknown,
-        FailureKind::DeadlineExhausted,
-        FailureKind::Canceled,
-    ];
-
-    /// The kinds a dependency can return as an error response (the first seven).
-    pub const DRAWN: &[FailureKind] = Self::ALL.split_at(7).0;
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// SCREAMING_CASE, as in the essay and in trace output.
-    pub fn name(self) -> &'static str {
-        match self {
-            FailureKind::InvalidInput => "INVALID_INPUT",
-            FailureKind::Unauthorized => "UNAUTHORIZED",
-            FailureKind::RateLimited => "RATE_LIMITED",
-            FailureKind::Overloaded => "OVERLOADED",
-            FailureKind::TransientTransport => "TRANSIENT_TRANSPORT",
-            FailureKind::PermanentProvider => "PERMANENT_PROVIDER",
-            FailureKind::ResultInvalid => "RESULT_INVALID",
-            FailureKind::EffectUnknown => "EFFECT_UNKNOWN",
-            FailureKind::DeadlineExhausted => "DEADLINE_EXHAUSTED",
-            FailureKind::Canceled => "CANCELED",
-        }
-    }
-
-    /// snake_case, as used in scenario fields and metric names.
-    pub fn metric_name(self) -> &'static str {
-        match self {
-            FailureKind::InvalidInput => "invalid_input",
-            FailureKind::Unauthorized => "unauthorized",
-            FailureKind::RateLimited => "rate_limited",
-            FailureKind::Overloaded => "overloaded",
-            FailureKind::TransientTransport => "transient_transport",
-            FailureKind::PermanentProvider => "permanent_provider",
-            FailureKind::ResultInvalid => "result_invalid",
-            FailureKind::EffectUnknown => "effect_unknown",
-            FailureKind::DeadlineExhausted => "deadline_exhausted",
-            FailureKind::Canceled => "canceled",
-        }
-    }
-
-    /// Accepts either spelling.
-    pub fn parse(text: &str) -> Option<FailureKind> {
-        FailureKind::ALL.into_iter().find(|k| k.name() == text || k.metric_name() == text)
-    }
-}
+use crate::vocab::FailureKind;
 
 /// Per-attempt error probabilities as a cumulative table over [`FailureKind::DRAWN`], so one
 /// uniform draw picks at most one kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ErrorTable {
-    pub probabilities: [f64; 7],
+    pub probabilities: [f64; FailureKind::DRAWN_COUNT],
 }
 
 impl ErrorTable {
@@ -98,7 +26,7 @@ impl ErrorTable {
     }
 
     /// Field names in the same order as `probabilities`, for validation messages.
-    pub const FIELDS: [&'static str; 7] = [
+    pub const FIELDS: [&'static str; FailureKind::DRAWN_COUNT] = [
         "invalid_input",
         "unauthorized",
         "rate_limited",
@@ -140,21 +68,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip() {
-        for k in FailureKind::ALL {
-            assert_eq!(FailureKind::parse(k.name()), Some(k));
-            assert_eq!(FailureKind::parse(k.metric_name()), Some(k));
-            assert_eq!(FailureKind::ALL[k.index()], k);
-        }
-        assert_eq!(FailureKind::parse("TIMEOUT"), None);
-    }
-
-    #[test]
     fn one_draw_picks_kinds_by_cumulative_probability() {
         let t = ErrorTable::from_mix(&ErrorMix { overloaded: 0.1, transient_transport: 0.2, ..Default::default() });
         assert_eq!(t.pick(0.05), Some(FailureKind::Overloaded));
         assert_eq!(t.pick(0.25), Some(FailureKind::TransientTransport));
         assert_eq!(t.pick(0.31), None);
         assert!((t.total() - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fields_name_the_drawn_kinds_in_order() {
+        for (field, kind) in ErrorTable::FIELDS.iter().zip(FailureKind::DRAWN) {
+            assert_eq!(*field, kind.metric_name());
+        }
     }
 }

@@ -9,7 +9,7 @@ pub mod station;
 pub mod workload;
 
 pub use dist::Distribution;
-pub use failure::{ErrorTable, FailureKind};
+pub use failure::ErrorTable;
 pub use ledger::{Commit, LedgerEntry};
 pub use model::{DependencyModel, FaultEffect, FaultModel, WorkloadModel, World, compile_world};
 pub use station::{Admission, AttemptConditions, AttemptDraws, Station, attempt_conditions};

@@ -63,7 +63,7 @@ pub struct Station {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttemptConditions {
     pub service_us: Micros,
-    pub error: Option<super::failure::FailureKind>,
+    pub error: Option<crate::vocab::FailureKind>,
     /// The reply never reaches the caller (a hang or a lost response).
     pub no_reply: bool,
 }

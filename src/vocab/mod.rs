@@ -1,0 +1,16 @@
+//! The shared vocabulary of the essay: failure kinds, outcomes, budget kinds, refusal reasons,
+//! operation classes and priorities. Each closed set is an enum with its count and its names,
+//! so no other module writes a literal 10 or 4 or matches a name with a catch-all arm.
+//! Sits just above the kernel: world, metrics and runtime all speak it.
+
+mod budget;
+mod failure;
+mod outcome;
+mod refusal;
+mod traffic;
+
+pub use budget::BudgetKind;
+pub use failure::FailureKind;
+pub use outcome::Outcome;
+pub use refusal::Refusal;
+pub use traffic::{OperationClass, Priority};
