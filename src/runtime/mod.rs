@@ -6,6 +6,7 @@ pub mod backoff;
 pub mod budget;
 pub mod deadline;
 pub mod decision;
+pub mod guard;
 pub mod policy;
 pub mod workflow;
 

@@ -3,12 +3,14 @@
 //! so no other module writes a literal 10 or 4 or matches a name with a catch-all arm.
 //! Sits just above the kernel: world, metrics and runtime all speak it.
 
+mod breaker;
 mod budget;
 mod failure;
 mod outcome;
 mod refusal;
 mod traffic;
 
+pub use breaker::BreakerState;
 pub use budget::BudgetKind;
 pub use failure::FailureKind;
 pub use outcome::Outcome;
