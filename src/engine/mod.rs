@@ -12,7 +12,7 @@ mod stations;
 pub use event::Event;
 pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_traced};
 
-use crate::metrics::{MetricMap, Recorder};
+use crate::metrics::{Labels, MetricMap, Recorder};
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};
 use crate::scenario::{Scenario, ScenarioError, Source};
 use crate::world::{World, compile_world};
@@ -54,8 +54,22 @@ impl Model {
         self.empty_metrics().into_keys().collect()
     }
 
+    /// The labels of a replication under policy number `policy`.
+    pub fn labels(&self, policy: usize) -> Labels {
+        Labels {
+            dependencies: self.dependency_names.clone(),
+            steps: self.step_names.clone(),
+            breakers: self.policies[policy].breaker_labels.clone(),
+        }
+    }
+
+    /// The union over policies: a policy without breakers reports no breaker metrics.
     fn empty_metrics(&self) -> MetricMap {
-        let recorder = Recorder::new(self.dependency_names.len(), self.step_names.len(), (0, 1), 1);
-        recorder.to_map(&self.dependency_names, &self.step_names)
+        let mut all = MetricMap::new();
+        for policy in 0..self.policies.len() {
+            let labels = self.labels(policy);
+            all.append(&mut Recorder::new(&labels, (0, 1), 1).to_map(&labels));
+        }
+        all
     }
 }

@@ -5,8 +5,8 @@ use super::event::Event;
 use super::simulation::{
     AttemptResult, Caller, Purpose, Run, SimError, Simulation, StepPhase, StepRun, TAG_JITTER, TAG_RESUBMIT, TAG_RUN,
 };
-use super::stations::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT, NewAttempt};
-use crate::metrics::timeseries::ARRIVALS;
+use super::stations::NewAttempt;
+use crate::metrics::Observation;
 use crate::runtime::decision::retry_or_give_up;
 use crate::runtime::{
     AttemptTimeout, Decision, FailedAttempt, GiveUp, OnEffectUnknown, RunBudget, attempt_timeout, decide,
@@ -19,6 +19,11 @@ use crate::vocab::{BudgetKind, Outcome};
 use std::collections::VecDeque;
 
 impl<'m> Simulation<'m> {
+    /// Step `s` of run `r` in the model's flattened step list (the index of its metrics).
+    fn flat_step(&self, r: u32, s: u8) -> u32 {
+        (self.model.step_offsets[self.runs[r].workflow as usize] + s as usize) as u32
+    }
+
     /// The model and the policy of step `s` of run `r`. They borrow the model, not the
     /// simulation, so the run state can be changed while they are in use.
     fn step_of(&self, r: u32, s: u8) -> (&'m StepModel, &'m StepPolicy) {
@@ -78,11 +83,7 @@ impl Simulation<'_> {
         run.outstanding = 0;
         run.duplicate = false;
         self.live_runs += 1;
-        // The time series covers warm-up too: it shows how the system got where it is.
-        self.recorder.timeseries.add(now, ARRIVALS);
-        if measured {
-            self.recorder.run.runs += 1;
-        }
+        self.observe(now, measured, Observation::RunStarted);
         for &s in &wf.roots {
             self.make_ready(now, id, s);
         }
@@ -99,9 +100,8 @@ impl Simulation<'_> {
         } else {
             run.steps[s as usize].phase = StepPhase::Waiting;
             run.waiting.push_back(s);
-            if run.measured {
-                self.recorder.budget_exhausted(BudgetKind::Concurrency);
-            }
+            let measured = run.measured;
+            self.observe(now, measured, Observation::BudgetExhausted(BudgetKind::Concurrency));
         }
     }
 
@@ -109,9 +109,8 @@ impl Simulation<'_> {
         let run = &mut self.runs[r];
         run.budget.in_flight += 1;
         run.steps[s as usize].phase = StepPhase::Active;
-        if run.measured {
-            self.recorder.run.logical_calls += 1;
-        }
+        let measured = run.measured;
+        self.observe(now, measured, Observation::LogicalCall);
         self.try_attempt(now, r, s);
     }
 
@@ -131,7 +130,7 @@ impl Simulation<'_> {
             AttemptTimeout::After(t) => Some(t),
             AttemptTimeout::Never => None,
             AttemptTimeout::Exhausted => {
-                self.exhausted(r, BudgetKind::Time);
+                self.exhausted(now, r, BudgetKind::Time);
                 self.step_gave_up(now, r, s, false);
                 return;
             }
@@ -143,7 +142,7 @@ impl Simulation<'_> {
         let is_retry = if state.on_fallback { state.fallback_attempts > 0 } else { state.primary_attempts > 0 };
         let run = &mut self.runs[r];
         if let Err(kind) = run.budget.admit_attempt(is_retry, cost) {
-            self.exhausted(r, kind);
+            self.exhausted(now, r, kind);
             // A cheaper fallback may still fit a cost budget; a missing retry token does not
             // stop the fallback's first attempt either.
             self.step_gave_up(now, r, s, true);
@@ -185,10 +184,9 @@ impl Simulation<'_> {
         self.runs[r].steps[s as usize].job = Some(job);
     }
 
-    fn exhausted(&mut self, r: u32, kind: BudgetKind) {
-        if self.runs[r].measured {
-            self.recorder.budget_exhausted(kind);
-        }
+    fn exhausted(&mut self, now: Micros, r: u32, kind: BudgetKind) {
+        let measured = self.runs[r].measured;
+        self.observe(now, measured, Observation::BudgetExhausted(kind));
     }
 
     /// Sends a status lookup for a write whose effect is unknown. Lookups are reads on the
@@ -211,7 +209,7 @@ impl Simulation<'_> {
             AttemptTimeout::After(t) => Some(t),
             AttemptTimeout::Never => None,
             AttemptTimeout::Exhausted => {
-                self.exhausted(r, BudgetKind::Time);
+                self.exhausted(now, r, BudgetKind::Time);
                 self.end_run(now, r, Outcome::Handoff);
                 return;
             }
@@ -246,10 +244,8 @@ impl Simulation<'_> {
             AttemptResult::Failed { kind, .. } => kind,
             AttemptResult::TimedOut if step.effect == Effect::Write => {
                 st.effect_unknown = true;
-                self.recorder.timeseries.add(now, EFFECT_UNKNOWN);
-                if run.measured {
-                    self.recorder.run.effect_unknown += 1;
-                }
+                let measured = run.measured;
+                self.observe(now, measured, Observation::EffectUnknown);
                 FailureKind::EffectUnknown
             }
             AttemptResult::TimedOut => FailureKind::TransientTransport,
@@ -300,7 +296,7 @@ impl Simulation<'_> {
             Decision::Handoff => self.end_run(now, r, Outcome::Handoff),
             Decision::GiveUp(reason) => {
                 if let GiveUp::Budget(b) = reason {
-                    self.exhausted(r, b);
+                    self.exhausted(now, r, b);
                 }
                 self.step_gave_up(now, r, s, reason != GiveUp::Budget(BudgetKind::Time));
             }
@@ -339,9 +335,8 @@ impl Simulation<'_> {
         let committed = run.steps[s as usize].ledger.committed();
         match result {
             AttemptResult::Ok if committed => {
-                if run.measured {
-                    self.recorder.run.reconciled += 1;
-                }
+                let measured = run.measured;
+                self.observe(now, measured, Observation::Reconciled);
                 self.step_succeeded(now, r, s, false);
             }
             // Not committed (yet): send again with the same key; the dependency deduplicates if
@@ -353,7 +348,7 @@ impl Simulation<'_> {
                     Decision::Retry { sleep_us } => self.sleep_then_retry(now, r, s, sleep_us),
                     Decision::GiveUp(reason) => {
                         if let GiveUp::Budget(b) = reason {
-                            self.exhausted(r, b);
+                            self.exhausted(now, r, b);
                         }
                         self.end_run(now, r, Outcome::Handoff);
                     }
@@ -371,10 +366,8 @@ impl Simulation<'_> {
         run.steps[s as usize].phase = StepPhase::Done;
         if via_fallback {
             run.degraded = true;
-            if run.measured {
-                self.recorder.run.fallback_used += 1;
-                self.recorder.step_fallback[self.model.step_offsets[run.workflow as usize] + s as usize] += 1;
-            }
+            let (measured, step) = (run.measured, self.flat_step(r, s));
+            self.observe(now, measured, Observation::FallbackUsed { step });
         }
         self.release_step(now, r, s);
     }
@@ -382,10 +375,8 @@ impl Simulation<'_> {
     /// The step's own attempts are over without success: fall back (unless time ran out),
     /// omit a soft step, or fail the run.
     fn step_gave_up(&mut self, now: Micros, r: u32, s: u8, may_fall_back: bool) {
-        let model = self.model;
         let (step, sp) = self.step_of(r, s);
         let run = &mut self.runs[r];
-        let w = run.workflow as usize;
         let st = &mut run.steps[s as usize];
         if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
             st.on_fallback = true;
@@ -396,19 +387,16 @@ impl Simulation<'_> {
         if step.criticality == Criticality::Soft {
             st.phase = StepPhase::Omitted;
             run.degraded = true;
-            if run.measured {
-                self.recorder.run.omitted_steps += 1;
-                self.recorder.step_omitted[model.step_offsets[w] + s as usize] += 1;
-            }
+            let (measured, step) = (run.measured, self.flat_step(r, s));
+            self.observe(now, measured, Observation::StepOmitted { step });
             self.release_step(now, r, s);
         } else if st.effect_unknown && self.policy.rules.on_effect_unknown != OnEffectUnknown::Retry {
             // The write may still land: a runtime that reconciles never reports that as a
             // plain failure, it hands the run to a human with the evidence.
             self.end_run(now, r, Outcome::Handoff);
         } else {
-            if run.measured {
-                self.recorder.step_failed[model.step_offsets[w] + s as usize] += 1;
-            }
+            let (measured, step) = (run.measured, self.flat_step(r, s));
+            self.observe(now, measured, Observation::StepFailed { step });
             self.end_run(now, r, Outcome::Failed);
         }
     }
@@ -451,26 +439,10 @@ impl Simulation<'_> {
         run.ended = true;
         run.outcome = outcome;
         let exceeded = now > run.budget.deadline_at;
-        let rec = &mut self.recorder;
-        rec.timeseries.add(now, COMPLETIONS);
-        if outcome.is_success() {
-            rec.timeseries.add(now, GOODPUT);
-        }
-        if exceeded {
-            rec.timeseries.add(now, DEADLINE_MISSES);
-        }
-        if run.measured {
-            rec.run.outcomes[outcome.index()] += 1;
-            let latency = now - run.start_us;
-            rec.run.latency_us.saturating_record(latency.max(1));
-            rec.run.latency_sum_us += latency as f64;
-            rec.run.latency_max_us = rec.run.latency_max_us.max(latency);
-            if exceeded {
-                rec.run.deadline_exceeded += 1;
-            }
-        }
+        let (measured, latency_us, steps) = (run.measured, now - run.start_us, run.steps.len());
+        self.observe(now, measured, Observation::RunEnded { outcome, latency_us, deadline_exceeded: exceeded });
         // Stop every branch still running: the caller no longer waits for them.
-        for s in 0..run.steps.len() {
+        for s in 0..steps {
             let st = &mut self.runs[r].steps[s];
             match st.phase {
                 StepPhase::Active | StepPhase::Sleeping | StepPhase::Waiting => {
@@ -492,37 +464,30 @@ impl Simulation<'_> {
         {
             let u = run.key.with(TAG_RESUBMIT).stream().unit();
             if u < resubmit.probability {
-                if run.measured {
-                    self.recorder.run.resubmitted += 1;
-                }
                 let event = Event::Resubmit {
                     workflow: run.workflow,
                     arrival: run.arrival,
                     resubmission: run.resubmission + 1,
                 };
+                let measured = run.measured;
                 self.queue.schedule(now + resubmit.delay_us, event);
+                self.observe(now, measured, Observation::Resubmitted);
             }
         }
         let run = &self.runs[r];
         if run.outstanding == 0 && !run.finalized {
-            self.finalize_run(r);
+            self.finalize_run(now, r);
         }
     }
 
     /// Every attempt of the run has left its station, so late effects are counted: the run's
     /// duplicate and safety flags are final.
-    pub(super) fn finalize_run(&mut self, r: u32) {
+    pub(super) fn finalize_run(&mut self, now: Micros, r: u32) {
         let run = &mut self.runs[r];
         run.finalized = true;
-        if run.measured {
-            let safe = run.outcome.is_safe() && !run.duplicate;
-            if safe {
-                self.recorder.run.safe_runs += 1;
-            }
-            if run.duplicate {
-                self.recorder.run.duplicate_effect_runs += 1;
-            }
-        }
+        let (measured, outcome, duplicate_effect) = (run.measured, run.outcome, run.duplicate);
+        self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect });
+        debug_assert!(self.live_runs > 0, "in-flight runs never go below zero");
         self.live_runs -= 1;
         self.runs.release(r);
     }

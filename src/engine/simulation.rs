@@ -3,7 +3,7 @@
 use super::Model;
 use super::arena::Arena;
 use super::event::Event;
-use crate::metrics::{MetricMap, Recorder, TimeSeries};
+use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::{PolicyModel, RunBudget};
 use crate::sim::{EventQueue, Micros, StreamKey};
 use crate::vocab::{FailureKind, Outcome};
@@ -261,6 +261,7 @@ fn simulate_inner(
     traced: bool,
 ) -> Result<(Replication, Option<Vec<AttemptTrace>>), SimError> {
     let world = &model.world;
+    let labels = model.labels(policy);
     let mut sim = Simulation {
         model,
         policy: &model.policies[policy],
@@ -270,12 +271,7 @@ fn simulate_inner(
         jobs: Arena::new(),
         runs: Arena::new(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
-        recorder: Recorder::new(
-            world.dependencies.len(),
-            model.step_names.len(),
-            (world.warmup_us, world.duration_us),
-            world.window_us,
-        ),
+        recorder: Recorder::new(&labels, (world.warmup_us, world.duration_us), world.window_us),
         live_runs: 0,
         error: None,
         trace: traced.then(Vec::new),
@@ -287,11 +283,18 @@ fn simulate_inner(
     for d in 0..sim.stations.len() {
         sim.observe_station(d, end);
     }
-    let metrics = sim.recorder.to_map(&model.dependency_names, &model.step_names);
+    sim.recorder.finish(end);
+    let metrics = sim.recorder.to_map(&labels);
     Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.trace))
 }
 
 impl Simulation<'_> {
+    /// The one way the engine reports what happened (see [`Observation`]).
+    #[inline]
+    pub(super) fn observe(&mut self, now: Micros, measured: bool, o: Observation) {
+        self.recorder.observe(now, measured, o);
+    }
+
     fn schedule_start(&mut self) {
         let world = &self.model.world;
         for w in 0..world.workloads.len() {
@@ -358,7 +361,7 @@ impl Simulation<'_> {
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;
-                    self.recorder.timeseries.sample_queue(now, d, depth);
+                    self.recorder.observe(now, true, Observation::QueueDepth { dependency: d as u16, depth });
                 }
                 if now < self.model.world.duration_us || self.live_runs > 0 {
                     self.queue.schedule(now + self.model.world.window_us, Event::WindowEnd);

@@ -2,7 +2,7 @@
 
 use super::event::Event;
 use super::simulation::{AttemptResult, AttemptTrace, Caller, Job, JobPhase, Purpose, Simulation};
-use crate::metrics::timeseries;
+use crate::metrics::Observation;
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::{Admission, AttemptDraws, Commit, Station, attempt_conditions};
@@ -58,12 +58,8 @@ impl Simulation<'_> {
             child: None,
         };
         self.runs[a.run].outstanding += 1;
-        self.recorder.timeseries.add_attempt(now, a.station);
-        if a.measured {
-            self.recorder.run.attempts += 1;
-            self.recorder.run.cost_units += dep.cost_units;
-            self.recorder.dependencies[a.station].attempts += 1;
-        }
+        let sent = Observation::AttemptSent { dependency: a.station as u16, cost_units: dep.cost_units };
+        self.observe(now, a.measured, sent);
         match self.stations[a.station].admit(dep, &model.world.faults, now, draws.down) {
             Admission::StartService => self.start_service(now, id),
             Admission::Queued => {
@@ -128,9 +124,9 @@ impl Simulation<'_> {
         job.phase = JobPhase::Rejected;
         job.error = Some(kind);
         job.retry_after_us = retry_after_us;
-        let (station, generation, measured) = (job.station as usize, job.generation, job.measured);
-        if measured && kind == FailureKind::Overloaded {
-            self.recorder.dependencies[station].rejected += 1;
+        let (dependency, generation, measured) = (job.station, job.generation, job.measured);
+        if kind == FailureKind::Overloaded {
+            self.observe(now, measured, Observation::QueueRejected { dependency });
         }
         self.queue.schedule(now, Event::ServiceEnd { job: id, generation });
     }
@@ -139,8 +135,9 @@ impl Simulation<'_> {
     #[inline]
     pub(super) fn observe_station(&mut self, d: usize, now: Micros) {
         let s = &self.stations[d];
-        let window = self.recorder.window;
-        self.recorder.dependencies[d].advance(now, window, s.busy, s.queued, s.servers);
+        let state =
+            Observation::StationState { dependency: d as u16, busy: s.busy, queued: s.queued, servers: s.servers };
+        self.observe(now, true, state);
     }
 
     fn start_service(&mut self, now: Micros, id: u32) {
@@ -152,9 +149,7 @@ impl Simulation<'_> {
             (job.generation, job.service_us, job.measured, now - job.arrived_us);
         self.observe_station(d, now);
         self.stations[d].busy += 1;
-        if measured {
-            self.recorder.dependencies[d].record_wait(wait);
-        }
+        self.observe(now, measured, Observation::ServiceStarted { dependency: d as u16, wait_us: wait });
         self.queue.schedule(now + service_us, Event::ServiceEnd { job: id, generation });
     }
 
@@ -216,20 +211,15 @@ impl Simulation<'_> {
     pub(super) fn complete_service(&mut self, now: Micros, id: u32) {
         let job = self.jobs[id];
         let d = job.station as usize;
-        let busy_us = (now - job.started_us) as f64;
-        if job.measured {
-            let stats = &mut self.recorder.dependencies[d];
-            stats.service_us += busy_us;
-            if !job.attached {
-                stats.wasted_us += busy_us;
-            }
-        }
+        let used =
+            Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: !job.attached };
+        self.observe(now, job.measured, used);
         self.record_departure(now, &job);
         self.release_server(now, d);
         if let Purpose::Write { deduplicated } = job.purpose
             && job.error.is_none()
         {
-            self.commit_write(&job, deduplicated);
+            self.commit_write(now, &job, deduplicated);
         }
         let result = match job.error {
             Some(kind) => AttemptResult::Failed { kind, retry_after_us: None },
@@ -243,17 +233,12 @@ impl Simulation<'_> {
     }
 
     fn record_departure(&mut self, now: Micros, job: &Job) {
-        if job.measured {
-            let stats = &mut self.recorder.dependencies[job.station as usize];
-            stats.sojourn_sum_us += (now - job.arrived_us) as f64;
-            stats.sojourn_count += 1;
-            if let Some(kind) = job.error {
-                stats.errors[kind.index()] += 1;
-            }
-        }
+        let departed =
+            Observation::Departed { dependency: job.station, sojourn_us: now - job.arrived_us, error: job.error };
+        self.observe(now, job.measured, departed);
     }
 
-    fn commit_write(&mut self, job: &Job, deduplicated: bool) {
+    fn commit_write(&mut self, now: Micros, job: &Job, deduplicated: bool) {
         let Caller::Step { step } = job.caller else { return };
         let run = &mut self.runs[job.run];
         debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
@@ -261,19 +246,14 @@ impl Simulation<'_> {
             if duplicate {
                 run.duplicate = true;
             }
-            if job.measured {
-                self.recorder.run.effects += 1;
-                if duplicate {
-                    self.recorder.run.duplicate_effects += 1;
-                }
-            }
+            self.observe(now, job.measured, Observation::EffectCommitted { duplicate });
         }
     }
 
     /// Frees the attempt and, if its caller still waits, delivers the result.
     fn finish_job(&mut self, now: Micros, id: u32, result: AttemptResult) {
         let job = self.jobs[id];
-        self.free_job(id);
+        self.free_job(now, id);
         if job.attached {
             self.deliver(now, &job, result);
         }
@@ -286,16 +266,17 @@ impl Simulation<'_> {
         }
     }
 
-    pub(super) fn free_job(&mut self, id: u32) {
+    pub(super) fn free_job(&mut self, now: Micros, id: u32) {
         let job = &mut self.jobs[id];
         job.generation = job.generation.wrapping_add(1);
         job.phase = JobPhase::Free;
         let run = job.run;
         self.jobs.release(id);
         let r = &mut self.runs[run];
+        debug_assert!(r.outstanding > 0, "a run's outstanding attempts never go below zero");
         r.outstanding -= 1;
         if r.ended && r.outstanding == 0 && !r.finalized {
-            self.finalize_run(run);
+            self.finalize_run(now, run);
         }
     }
 
@@ -304,12 +285,10 @@ impl Simulation<'_> {
         if job.generation != generation || !job.attached {
             return;
         }
-        if job.measured {
-            self.recorder.dependencies[job.station as usize].timeouts += 1;
-        }
+        self.observe(now, job.measured, Observation::TimedOut { dependency: job.station });
         self.jobs[id].attached = false;
         match job.phase {
-            JobPhase::AwaitReply => self.free_job(id),
+            JobPhase::AwaitReply => self.free_job(now, id),
             JobPhase::Queued | JobPhase::InService | JobPhase::Calling => self.abandon(now, id),
             JobPhase::Rejected | JobPhase::Free => {}
         }
@@ -324,7 +303,7 @@ impl Simulation<'_> {
         let d = job.station as usize;
         // Served already, only the reply was missing: nothing left at the station to keep.
         if job.phase == JobPhase::AwaitReply {
-            self.free_job(id);
+            self.free_job(now, id);
             return;
         }
         if !self.model.world.dependencies[d].honors_cancel {
@@ -334,7 +313,7 @@ impl Simulation<'_> {
             JobPhase::Queued => {
                 self.observe_station(d, now);
                 self.stations[d].forget_queued();
-                self.free_job(id);
+                self.free_job(now, id);
                 self.compact_queue(d);
             }
             JobPhase::InService | JobPhase::Calling => {
@@ -343,15 +322,12 @@ impl Simulation<'_> {
                 {
                     self.abandon(now, child);
                 }
-                let busy_us = (now - job.started_us) as f64;
-                if job.measured {
-                    let stats = &mut self.recorder.dependencies[d];
-                    stats.service_us += busy_us;
-                    stats.wasted_us += busy_us;
-                }
+                let used =
+                    Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: true };
+                self.observe(now, job.measured, used);
                 // A cancelled attempt sends no reply, so no error reply is counted.
                 self.record_departure(now, &Job { error: None, ..job });
-                self.free_job(id);
+                self.free_job(now, id);
                 self.release_server(now, d);
             }
             JobPhase::AwaitReply | JobPhase::Rejected | JobPhase::Free => {}
@@ -371,6 +347,3 @@ impl Simulation<'_> {
         }
     }
 }
-
-/// Timeseries column for deadline misses etc. re-exported for the run code.
-pub(super) use timeseries::{COMPLETIONS, DEADLINE_MISSES, EFFECT_UNKNOWN, GOODPUT};

@@ -4,9 +4,9 @@
 
 use super::CommandError;
 use crate::engine::{Model, Replication};
-use crate::metrics::TimeSeries;
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::metrics::timeseries::FIXED_COLUMNS;
+use crate::metrics::{Labels, TimeSeries};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -102,14 +102,17 @@ pub fn summary_json(model: &Model, policy: &str, seed: u64, overrides: &[String]
 }
 
 /// Mean over replications of each window's counts.
-pub fn timeseries_csv(model: &Model, replications: &[&Replication]) -> Vec<u8> {
+pub fn timeseries_csv(model: &Model, labels: &Labels, replications: &[&Replication]) -> Vec<u8> {
     let series: Vec<&TimeSeries> = replications.iter().map(|r| &r.timeseries).collect();
     let rows = series.iter().map(|s| s.rows()).max().unwrap_or(0);
     let window_s = model.world.window_us as f64 / 1e6;
     let mut header: Vec<String> = vec!["window_start_s".into(), "window_end_s".into()];
     header.extend(FIXED_COLUMNS.iter().map(|c| c.to_string()));
-    header.extend(model.dependency_names.iter().map(|d| format!("dependency.{d}.attempt_total")));
-    header.extend(model.dependency_names.iter().map(|d| format!("dependency.{d}.queue_depth")));
+    let dependencies = &labels.dependencies;
+    header.extend(dependencies.iter().map(|d| format!("dependency.{d}.attempt_total")));
+    header.extend(dependencies.iter().map(|d| format!("dependency.{d}.queue_depth")));
+    header.extend(dependencies.iter().map(|d| format!("dependency.{d}.refused_total")));
+    header.extend(labels.breakers.iter().map(|b| format!("breaker.{b}.worst_state")));
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header).expect("writing to memory cannot fail");
     let columns = header.len() - 2;

@@ -168,7 +168,8 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
         let dir = out_dir.join(name);
         files.add(dir.join("summary.json"), summary_json(&model, name, model.world.seed, &raw_overrides, agg));
         let refs: Vec<&Replication> = reps.iter().collect();
-        files.add(dir.join("timeseries.csv"), timeseries_csv(&model, &refs));
+        let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
+        files.add(dir.join("timeseries.csv"), timeseries_csv(&model, &labels, &refs));
     }
     let written: Vec<String> = files.paths().map(|p| p.display().to_string()).collect();
     files.commit()?;

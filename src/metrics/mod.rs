@@ -2,10 +2,12 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
+pub mod observation;
 pub mod recorder;
 pub mod stats;
 pub mod timeseries;
 
+pub use observation::Observation;
 pub use recorder::{DependencyStats, Recorder, RunStats};
 pub use stats::{Aggregate, aggregate, t_quantile_975};
 pub use timeseries::TimeSeries;
@@ -15,3 +17,13 @@ use std::collections::BTreeMap;
 /// The metrics of one replication, by flat name. Undefined ratios (0/0) are NaN, written as
 /// null in JSON and an empty cell in CSV.
 pub type MetricMap = BTreeMap<String, f64>;
+
+/// The names behind a replication's indices, in index order: they label metrics and columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Labels {
+    pub dependencies: Vec<String>,
+    /// Step ids flattened over workflows.
+    pub steps: Vec<String>,
+    /// One per circuit-breaker instance, e.g. `model-primary` or `model-primary.read`.
+    pub breakers: Vec<String>,
+}

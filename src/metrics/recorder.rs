@@ -1,10 +1,11 @@
 //! Counters, histograms and time integrals for one replication. Everything is fixed-size or
 //! grows with the number of windows, never with the number of events.
 
-use super::MetricMap;
-use super::timeseries::TimeSeries;
+use super::observation::Observation;
+use super::timeseries::{self, TimeSeries};
+use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_to_ms};
-use crate::vocab::{BudgetKind, FailureKind, Outcome};
+use crate::vocab::{BreakerState, BudgetKind, FailureKind, Outcome, Refusal};
 use hdrhistogram::Histogram;
 
 /// Largest latency the histograms resolve (27.7 hours in microseconds); larger values saturate.
@@ -43,6 +44,8 @@ pub struct DependencyStats {
     pub attempts: u64,
     pub timeouts: u64,
     pub rejected: u64,
+    /// Attempts a mechanism refused before they reached the station, by reason.
+    pub refused: [u64; Refusal::COUNT],
     pub errors: [u64; FailureKind::COUNT],
     pub queue_wait_us: Histogram<u64>,
     pub queue_wait_sum_us: f64,
@@ -65,6 +68,7 @@ impl DependencyStats {
             attempts: 0,
             timeouts: 0,
             rejected: 0,
+            refused: [0; Refusal::COUNT],
             errors: [0; FailureKind::COUNT],
             queue_wait_us: histogram(2),
             queue_wait_sum_us: 0.0,
@@ -106,6 +110,36 @@ impl DependencyStats {
     }
 }
 
+/// One circuit breaker's history over the measured window.
+pub struct BreakerStats {
+    pub state: BreakerState,
+    since_us: Micros,
+    pub time_in_state_us: [Micros; BreakerState::COUNT],
+    /// Transitions into each state.
+    pub transitions: [u64; BreakerState::COUNT],
+}
+
+impl BreakerStats {
+    fn new() -> Self {
+        BreakerStats {
+            state: BreakerState::Closed,
+            since_us: 0,
+            time_in_state_us: [0; BreakerState::COUNT],
+            transitions: [0; BreakerState::COUNT],
+        }
+    }
+
+    /// Credits the time since the last change, clipped to the measured window, to the state held.
+    fn advance(&mut self, now: Micros, window: (Micros, Micros)) {
+        let start = self.since_us.max(window.0);
+        let end = now.min(window.1);
+        if end > start {
+            self.time_in_state_us[self.state.index()] += end - start;
+        }
+        self.since_us = now;
+    }
+}
+
 pub struct Recorder {
     pub run: RunStats,
     pub dependencies: Vec<DependencyStats>,
@@ -114,13 +148,15 @@ pub struct Recorder {
     pub step_fallback: Vec<u64>,
     /// Hard steps whose failure ended the run as failed.
     pub step_failed: Vec<u64>,
+    pub breakers: Vec<BreakerStats>,
     pub timeseries: TimeSeries,
     /// The measured window: runs arriving in it count; integrals cover it.
     pub window: (Micros, Micros),
 }
 
 impl Recorder {
-    pub fn new(dependencies: usize, steps: usize, window: (Micros, Micros), timeseries_window_us: Micros) -> Self {
+    pub fn new(labels: &Labels, window: (Micros, Micros), timeseries_window_us: Micros) -> Self {
+        let (dependencies, steps) = (labels.dependencies.len(), labels.steps.len());
         Recorder {
             run: RunStats {
                 runs: 0,
@@ -147,18 +183,172 @@ impl Recorder {
             step_omitted: vec![0; steps],
             step_fallback: vec![0; steps],
             step_failed: vec![0; steps],
-            timeseries: TimeSeries::new(timeseries_window_us, dependencies),
+            breakers: labels.breakers.iter().map(|_| BreakerStats::new()).collect(),
+            timeseries: TimeSeries::new(timeseries_window_us, dependencies, labels.breakers.len()),
             window,
         }
     }
 
-    pub fn budget_exhausted(&mut self, budget: BudgetKind) {
-        self.run.budget_exhausted[budget.index()] += 1;
+    /// Folds one observation into the figures. `measured` says whether it belongs to a run
+    /// that arrived after the warm-up; the time series counts everything, warm-up included,
+    /// because it shows how the system got where it is.
+    #[inline]
+    pub fn observe(&mut self, now: Micros, measured: bool, o: Observation) {
+        self.observe_timeseries(now, &o);
+        // Time integrals belong to no run: they are clipped to the measured window instead.
+        let integral = matches!(o, Observation::StationState { .. } | Observation::BreakerTransition { .. });
+        if measured || integral {
+            self.observe_measured(now, o);
+        }
+    }
+
+    #[inline]
+    fn observe_timeseries(&mut self, now: Micros, o: &Observation) {
+        let ts = &mut self.timeseries;
+        match *o {
+            Observation::RunStarted => ts.add(now, timeseries::ARRIVALS),
+            Observation::RunEnded { outcome, deadline_exceeded, .. } => {
+                ts.add(now, timeseries::COMPLETIONS);
+                if outcome.is_success() {
+                    ts.add(now, timeseries::GOODPUT);
+                }
+                if deadline_exceeded {
+                    ts.add(now, timeseries::DEADLINE_MISSES);
+                }
+            }
+            Observation::EffectUnknown => ts.add(now, timeseries::EFFECT_UNKNOWN),
+            Observation::AttemptSent { dependency, .. } => ts.add_attempt(now, dependency as usize),
+            Observation::Refused { dependency, .. } => ts.add_refused(now, dependency as usize),
+            Observation::QueueDepth { dependency, depth } => ts.sample_queue(now, dependency as usize, depth),
+            Observation::BreakerTransition { breaker, to, .. } => ts.mark_breaker(now, breaker as usize, to),
+            Observation::RunFinalized { .. }
+            | Observation::Resubmitted
+            | Observation::LogicalCall
+            | Observation::BudgetExhausted(_)
+            | Observation::Reconciled
+            | Observation::FallbackUsed { .. }
+            | Observation::StepOmitted { .. }
+            | Observation::StepFailed { .. }
+            | Observation::QueueRejected { .. }
+            | Observation::ServiceStarted { .. }
+            | Observation::Departed { .. }
+            | Observation::ServiceUsed { .. }
+            | Observation::TimedOut { .. }
+            | Observation::EffectCommitted { .. }
+            | Observation::StationState { .. } => {}
+        }
+    }
+
+    #[inline]
+    fn observe_measured(&mut self, now: Micros, o: Observation) {
+        let r = &mut self.run;
+        match o {
+            Observation::RunStarted => r.runs += 1,
+            Observation::RunEnded { outcome, latency_us, deadline_exceeded } => {
+                r.outcomes[outcome.index()] += 1;
+                r.latency_us.saturating_record(latency_us.max(1));
+                r.latency_sum_us += latency_us as f64;
+                r.latency_max_us = r.latency_max_us.max(latency_us);
+                r.deadline_exceeded += u64::from(deadline_exceeded);
+            }
+            Observation::RunFinalized { outcome, duplicate_effect } => {
+                r.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
+                r.duplicate_effect_runs += u64::from(duplicate_effect);
+            }
+            Observation::Resubmitted => r.resubmitted += 1,
+            Observation::LogicalCall => r.logical_calls += 1,
+            Observation::BudgetExhausted(budget) => r.budget_exhausted[budget.index()] += 1,
+            Observation::EffectUnknown => r.effect_unknown += 1,
+            Observation::Reconciled => r.reconciled += 1,
+            Observation::FallbackUsed { step } => {
+                r.fallback_used += 1;
+                self.step_fallback[step as usize] += 1;
+            }
+            Observation::StepOmitted { step } => {
+                r.omitted_steps += 1;
+                self.step_omitted[step as usize] += 1;
+            }
+            Observation::StepFailed { step } => self.step_failed[step as usize] += 1,
+            Observation::AttemptSent { dependency, cost_units } => {
+                r.attempts += 1;
+                r.cost_units += cost_units;
+                self.dependencies[dependency as usize].attempts += 1;
+            }
+            Observation::EffectCommitted { duplicate } => {
+                r.effects += 1;
+                r.duplicate_effects += u64::from(duplicate);
+            }
+            _ => self.observe_station(now, o),
+        }
+    }
+
+    #[inline]
+    fn observe_station(&mut self, now: Micros, o: Observation) {
+        match o {
+            Observation::Refused { dependency, reason } => {
+                self.dependencies[dependency as usize].refused[reason.index()] += 1
+            }
+            Observation::QueueRejected { dependency } => self.dependencies[dependency as usize].rejected += 1,
+            Observation::ServiceStarted { dependency, wait_us } => {
+                self.dependencies[dependency as usize].record_wait(wait_us)
+            }
+            Observation::Departed { dependency, sojourn_us, error } => {
+                let d = &mut self.dependencies[dependency as usize];
+                d.sojourn_sum_us += sojourn_us as f64;
+                d.sojourn_count += 1;
+                if let Some(kind) = error {
+                    d.errors[kind.index()] += 1;
+                }
+            }
+            Observation::ServiceUsed { dependency, busy_us, wasted } => {
+                let d = &mut self.dependencies[dependency as usize];
+                d.service_us += busy_us as f64;
+                if wasted {
+                    d.wasted_us += busy_us as f64;
+                }
+            }
+            Observation::TimedOut { dependency } => self.dependencies[dependency as usize].timeouts += 1,
+            Observation::StationState { dependency, busy, queued, servers } => {
+                self.dependencies[dependency as usize].advance(now, self.window, busy, queued, servers)
+            }
+            Observation::BreakerTransition { breaker, from, to } => {
+                let b = &mut self.breakers[breaker as usize];
+                debug_assert_eq!(b.state, from, "a breaker's transitions chain");
+                b.advance(now, self.window);
+                b.state = to;
+                if (self.window.0..self.window.1).contains(&now) {
+                    b.transitions[to.index()] += 1;
+                }
+            }
+            Observation::RunStarted
+            | Observation::RunEnded { .. }
+            | Observation::RunFinalized { .. }
+            | Observation::Resubmitted
+            | Observation::LogicalCall
+            | Observation::BudgetExhausted(_)
+            | Observation::EffectUnknown
+            | Observation::Reconciled
+            | Observation::FallbackUsed { .. }
+            | Observation::StepOmitted { .. }
+            | Observation::StepFailed { .. }
+            | Observation::AttemptSent { .. }
+            | Observation::EffectCommitted { .. }
+            | Observation::QueueDepth { .. } => {}
+        }
+    }
+
+    /// Closes the time integrals at the end of the replication.
+    pub fn finish(&mut self, end_us: Micros) {
+        let window = self.window;
+        for b in &mut self.breakers {
+            b.advance(end_us, window);
+        }
     }
 
     /// Turns the replication into flat metrics. `dependency_names` and `step_names` give the
     /// labels in index order (step names flattened over workflows).
-    pub fn to_map(&self, dependency_names: &[String], step_names: &[String]) -> MetricMap {
+    pub fn to_map(&self, labels: &Labels) -> MetricMap {
+        let (dependency_names, step_names) = (&labels.dependencies, &labels.steps);
         let r = &self.run;
         let mut m = MetricMap::new();
         let mut put = |name: String, value: f64| {
@@ -198,6 +388,10 @@ impl Recorder {
         put("fallback_used_total".into(), r.fallback_used as f64);
         put("omitted_step_total".into(), r.omitted_steps as f64);
         put("queue_rejected_total".into(), self.dependencies.iter().map(|d| d.rejected as f64).sum());
+        for reason in Refusal::ALL {
+            let total: u64 = self.dependencies.iter().map(|d| d.refused[reason.index()]).sum();
+            put(format!("refused_total.{}", reason.name()), total as f64);
+        }
 
         let measured_us = (self.window.1 - self.window.0) as f64;
         for (d, name) in self.dependencies.iter().zip(dependency_names) {
@@ -207,6 +401,9 @@ impl Recorder {
             put(p("timeout_total"), d.timeouts as f64);
             put(p("rejected_total"), d.rejected as f64);
             put(p("rejection_ratio"), ratio(d.rejected as f64, d.attempts as f64));
+            for reason in Refusal::ALL {
+                put(p(&format!("refused_total.{}", reason.name())), d.refused[reason.index()] as f64);
+            }
             for &kind in FailureKind::DRAWN {
                 put(p(&format!("error_total.{}", kind.metric_name())), d.errors[kind.index()] as f64);
             }
@@ -221,6 +418,13 @@ impl Recorder {
             put(p("in_system.mean"), (d.queue_area + d.busy_area) / measured_us);
             put(p("sojourn_ms.mean"), ratio(d.sojourn_sum_us / 1e3, d.sojourn_count as f64));
             put(p("wasted_service_ratio"), ratio(d.wasted_us, d.service_us));
+        }
+        for (b, name) in self.breakers.iter().zip(&labels.breakers) {
+            for state in BreakerState::ALL {
+                let i = state.index();
+                put(format!("breaker.{name}.transition_total.{}", state.name()), b.transitions[i] as f64);
+                put(format!("breaker.{name}.time_in_state_s.{}", state.name()), b.time_in_state_us[i] as f64 / 1e6);
+            }
         }
         for (i, name) in step_names.iter().enumerate() {
             if name.is_empty() {
@@ -245,7 +449,8 @@ mod tests {
 
     #[test]
     fn zero_waits_count_as_zero_and_the_maximum_is_exact() {
-        let mut r = Recorder::new(1, 0, (0, 1_000_000), 1_000_000);
+        let labels = Labels { dependencies: vec!["d".into()], steps: vec![], breakers: vec![] };
+        let mut r = Recorder::new(&labels, (0, 1_000_000), 1_000_000);
         for _ in 0..99 {
             r.dependencies[0].record_wait(0);
         }
@@ -254,7 +459,7 @@ mod tests {
         r.run.latency_us.saturating_record(12_000_000);
         r.run.latency_sum_us = 12_000_000.0;
         r.run.latency_max_us = 12_000_000;
-        let m = r.to_map(&["d".into()], &[]);
+        let m = r.to_map(&labels);
         assert_eq!(m["dependency.d.queue_wait_ms.p95"], 0.0);
         assert_eq!(m["dependency.d.wait_probability"], 0.01);
         assert_eq!(m["dependency.d.queue_wait_ms.mean"], 0.05);

@@ -1,8 +1,9 @@
-//! Fixed windows over virtual time: arrivals, completions, goodput, deadline misses, attempts
-//! and sampled queue depth per dependency. Rows are appended as time advances, so memory is
+//! Fixed windows over virtual time: arrivals, completions, goodput, deadline misses, attempts,
+//! sampled queue depth and refusals per dependency, and the worst state of each breaker. Rows are appended as time advances, so memory is
 //! one row per window, not per event.
 
 use crate::sim::Micros;
+use crate::vocab::BreakerState;
 
 /// Rows past this land in the last row (validation keeps simulations well below it).
 const MAX_ROWS: u64 = 2_000_000;
@@ -12,17 +13,19 @@ pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "dea
 pub struct TimeSeries {
     pub window_us: Micros,
     dependencies: usize,
-    /// Row-major: FIXED_COLUMNS, then attempts per dependency, then queue depth per dependency.
+    breakers: usize,
+    /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
+    /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open).
     values: Vec<u64>,
 }
 
 impl TimeSeries {
-    pub fn new(window_us: Micros, dependencies: usize) -> Self {
-        TimeSeries { window_us, dependencies, values: Vec::new() }
+    pub fn new(window_us: Micros, dependencies: usize, breakers: usize) -> Self {
+        TimeSeries { window_us, dependencies, breakers, values: Vec::new() }
     }
 
     pub fn stride(&self) -> usize {
-        FIXED_COLUMNS.len() + 2 * self.dependencies
+        FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers
     }
 
     pub fn rows(&self) -> usize {
@@ -58,8 +61,36 @@ impl TimeSeries {
         self.row_mut(at)[offset] = u64::from(depth);
     }
 
+    #[inline]
+    pub fn add_refused(&mut self, now: Micros, dependency: usize) {
+        let offset = FIXED_COLUMNS.len() + 2 * self.dependencies + dependency;
+        self.row_mut(now)[offset] += 1;
+    }
+
+    /// A breaker entered `state` at `now`: the window keeps the worst state it saw. A breaker
+    /// still open at a window's end marks that window too (see [`TimeSeries::carry_breaker`]).
+    pub fn mark_breaker(&mut self, now: Micros, breaker: usize, state: BreakerState) {
+        let offset = FIXED_COLUMNS.len() + 3 * self.dependencies + breaker;
+        let cell = &mut self.row_mut(now)[offset];
+        *cell = (*cell).max(severity(state));
+    }
+
+    /// Marks the window that `window_end` closes with the state a breaker holds at its end.
+    pub fn carry_breaker(&mut self, window_end: Micros, breaker: usize, state: BreakerState) {
+        self.mark_breaker(window_end.saturating_sub(1), breaker, state);
+    }
+
     pub fn value(&self, row: usize, column: usize) -> u64 {
         self.values[row * self.stride() + column]
+    }
+}
+
+/// Worse is larger: a window shows the worst state its breaker was in.
+fn severity(state: BreakerState) -> u64 {
+    match state {
+        BreakerState::Closed => 0,
+        BreakerState::HalfOpen => 1,
+        BreakerState::Open => 2,
     }
 }
 
@@ -75,7 +106,7 @@ mod tests {
 
     #[test]
     fn events_land_in_their_window() {
-        let mut ts = TimeSeries::new(1_000, 2);
+        let mut ts = TimeSeries::new(1_000, 2, 1);
         ts.add(0, ARRIVALS);
         ts.add(999, ARRIVALS);
         ts.add(1_000, ARRIVALS);
@@ -86,5 +117,12 @@ mod tests {
         assert_eq!(ts.value(1, ARRIVALS), 1);
         assert_eq!(ts.value(2, FIXED_COLUMNS.len() + 1), 1);
         assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 2), 7);
+        ts.add_refused(500, 1);
+        assert_eq!(ts.value(0, FIXED_COLUMNS.len() + 5), 1);
+        ts.mark_breaker(1_200, 0, BreakerState::Open);
+        ts.mark_breaker(1_300, 0, BreakerState::HalfOpen);
+        ts.carry_breaker(3_000, 0, BreakerState::HalfOpen);
+        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 6), 2, "the worst state of the window");
+        assert_eq!(ts.value(2, FIXED_COLUMNS.len() + 6), 1);
     }
 }

@@ -35,6 +35,8 @@ pub struct PolicyModel {
     pub key_per_attempt: bool,
     /// Indexed [workflow][step].
     pub steps: Vec<Vec<StepPolicy>>,
+    /// One label per circuit-breaker instance, in instance order.
+    pub breaker_labels: Vec<String>,
 }
 
 pub fn compile_policies(
@@ -176,6 +178,7 @@ fn compile_policy(
         budget: compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?,
         key_per_attempt,
         steps,
+        breaker_labels: Vec::new(),
     })
 }
 

@@ -1,0 +1,100 @@
+//! The one stream the engine reports through: every figure of a replication is derived from
+//! these observations by [`Recorder::observe`](super::Recorder::observe), so the engine never
+//! touches a counter and a trace of a run can reuse the same stream.
+
+use crate::sim::Micros;
+use crate::vocab::{BreakerState, BudgetKind, FailureKind, Outcome, Refusal};
+
+/// Something that happened at a moment of virtual time. Small and `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Observation {
+    RunStarted,
+    /// A root run ended; `latency_us` from its start.
+    RunEnded {
+        outcome: Outcome,
+        latency_us: Micros,
+        deadline_exceeded: bool,
+    },
+    /// Every attempt of an ended run has left its station: its safety is final.
+    RunFinalized {
+        outcome: Outcome,
+        duplicate_effect: bool,
+    },
+    Resubmitted,
+    LogicalCall,
+    BudgetExhausted(BudgetKind),
+    /// A write attempt timed out: its effect is unknown.
+    EffectUnknown,
+    Reconciled,
+    /// `step` indexes the model's flattened step names.
+    FallbackUsed {
+        step: u32,
+    },
+    StepOmitted {
+        step: u32,
+    },
+    StepFailed {
+        step: u32,
+    },
+    AttemptSent {
+        dependency: u16,
+        cost_units: f64,
+    },
+    /// A mechanism refused an attempt (or a run) before it reached its dependency.
+    Refused {
+        dependency: u16,
+        reason: Refusal,
+    },
+    /// The station's waiting room was full.
+    QueueRejected {
+        dependency: u16,
+    },
+    /// An attempt started service after waiting `wait_us`.
+    ServiceStarted {
+        dependency: u16,
+        wait_us: Micros,
+    },
+    /// An attempt left its station (served, rejected or cancelled); `error` is the reply's kind.
+    Departed {
+        dependency: u16,
+        sojourn_us: Micros,
+        error: Option<FailureKind>,
+    },
+    /// A server was busy for `busy_us` on one attempt; `wasted` when its caller had given up.
+    ServiceUsed {
+        dependency: u16,
+        busy_us: Micros,
+        wasted: bool,
+    },
+    TimedOut {
+        dependency: u16,
+    },
+    EffectCommitted {
+        duplicate: bool,
+    },
+    /// Busy servers, live queue length or servers in force are about to change at a station.
+    StationState {
+        dependency: u16,
+        busy: u32,
+        queued: u32,
+        servers: u32,
+    },
+    /// Queue depth sampled at the end of a time-series window.
+    QueueDepth {
+        dependency: u16,
+        depth: u32,
+    },
+    BreakerTransition {
+        breaker: u16,
+        from: BreakerState,
+        to: BreakerState,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn observations_stay_small() {
+        assert!(std::mem::size_of::<super::Observation>() <= 24, "{}", std::mem::size_of::<super::Observation>());
+    }
+}
