@@ -4,9 +4,10 @@
 //! it honours cancellation: retries multiply across layers.
 
 use super::event::Event;
-use super::simulation::{AttemptResult, Caller, JobPhase, Purpose, Simulation};
+use super::simulation::{Caller, JobPhase, Simulation};
 use super::stations::NewAttempt;
 use crate::runtime::decision::default_retryable;
+use crate::runtime::{AttemptResult, Purpose};
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
@@ -53,7 +54,8 @@ impl Simulation<'_> {
         self.jobs[id].child = None;
         let call = &self.model.world.dependencies[job.station as usize].calls[job.call as usize];
         let kind = match result {
-            AttemptResult::Ok => {
+            // A remote agent's own calls are never lookups.
+            AttemptResult::Ok | AttemptResult::NotFound => {
                 let j = &mut self.jobs[id];
                 j.sub_attempt = 0;
                 j.repeat += 1;

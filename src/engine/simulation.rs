@@ -4,16 +4,16 @@ use super::Model;
 use super::arena::Arena;
 use super::event::Event;
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
-use crate::runtime::{PolicyModel, RunBudget};
+use crate::runtime::guard::pipeline::Pipeline;
+use crate::runtime::{Outbox, PolicyModel, Purpose, RunMachine};
 use crate::sim::{EventQueue, Micros, StreamKey};
-use crate::vocab::{FailureKind, Outcome};
+use crate::vocab::FailureKind;
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
 
 /// Purpose tags: the first component of every keyed stream path below the root.
 pub(super) const TAG_RUN: u64 = 1;
-pub(super) const TAG_JITTER: u64 = 2;
 pub(super) const TAG_RESUBMIT: u64 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,23 +30,9 @@ pub(super) enum JobPhase {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Purpose {
-    Call,
-    Write { deduplicated: bool },
-    Lookup,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Caller {
-    Step { step: u8 },
+    Step { step: u8, serial: u32 },
     Remote { job: u32, generation: u32 },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AttemptResult {
-    Ok,
-    Failed { kind: FailureKind, retry_after_us: Option<Micros> },
-    TimedOut,
 }
 
 /// One attempt at one station.
@@ -83,7 +69,7 @@ impl Job {
             phase: JobPhase::Free,
             purpose: Purpose::Call,
             station: 0,
-            caller: Caller::Step { step: 0 },
+            caller: Caller::Step { step: 0, serial: 0 },
             attached: false,
             measured: false,
             run: 0,
@@ -103,78 +89,40 @@ impl Job {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum StepPhase {
-    Blocked,
-    Waiting,
-    Active,
-    Sleeping,
-    Done,
-    Omitted,
-    Abandoned,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct StepRun {
-    pub phase: StepPhase,
-    pub preds_left: u32,
-    pub primary_attempts: u32,
-    pub fallback_attempts: u32,
-    /// Every attempt of this logical call so far (primary, fallback, lookups): names its stream.
-    pub serial: u32,
-    pub on_fallback: bool,
-    pub looking_up: bool,
-    /// Status lookups sent for this step; bounded by the step's max_attempts.
-    pub lookups: u32,
-    /// Some write attempt of this step timed out: its effect may still land.
-    pub effect_unknown: bool,
-    pub job: Option<(u32, u32)>,
-    pub wake: u32,
-    pub previous_sleep_us: Micros,
-    pub last_failure: Option<FailureKind>,
-    pub ledger: LedgerEntry,
-}
-
-impl StepRun {
-    pub fn new(preds: u32) -> StepRun {
-        StepRun {
-            phase: StepPhase::Blocked,
-            preds_left: preds,
-            primary_attempts: 0,
-            fallback_attempts: 0,
-            serial: 0,
-            on_fallback: false,
-            looking_up: false,
-            lookups: 0,
-            effect_unknown: false,
-            job: None,
-            wake: 0,
-            previous_sleep_us: 0,
-            last_failure: None,
-            ledger: LedgerEntry::default(),
-        }
-    }
-}
-
-/// One root run.
-pub(super) struct Run {
+pub(super) struct RunSlot {
     pub generation: u32,
-    pub workflow: u16,
     pub arrival: u32,
     pub resubmission: u8,
     pub key: StreamKey,
-    pub start_us: Micros,
     pub measured: bool,
-    pub budget: RunBudget,
-    pub steps: Vec<StepRun>,
-    pub waiting: VecDeque<u8>,
-    pub steps_open: u32,
-    pub degraded: bool,
-    pub ended: bool,
-    pub finalized: bool,
-    pub outcome: Outcome,
+    /// Attempts of this run (its own and its remote agents' calls) still at a station: the
+    /// slot is kept until they leave, so late effects are counted.
     pub outstanding: u32,
+    pub finalized: bool,
     pub duplicate: bool,
+    /// Per step: the effects its writes committed.
+    pub ledgers: Vec<LedgerEntry>,
+    /// Attempts the machine still waits for: (step, serial) -> (job, generation).
+    pub attached: Vec<(u8, u32, u32, u32)>,
+    pub machine: RunMachine,
+}
+
+impl RunSlot {
+    pub fn vacant() -> RunSlot {
+        RunSlot {
+            generation: 0,
+            arrival: 0,
+            resubmission: 0,
+            key: StreamKey::root(0),
+            measured: false,
+            outstanding: 0,
+            finalized: false,
+            duplicate: false,
+            ledgers: Vec::new(),
+            attached: Vec::new(),
+            machine: RunMachine::vacant(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -234,7 +182,16 @@ pub(super) struct Simulation<'m> {
     pub queue: EventQueue<Event>,
     pub stations: Vec<Station>,
     pub jobs: Arena<Job>,
-    pub runs: Arena<Run>,
+    pub runs: Arena<RunSlot>,
+    /// The guards shared by every run of this replication.
+    pub pipeline: Pipeline<'m>,
+    /// Reused for every input a machine gets: commands and observations to carry out.
+    pub outbox: Outbox,
+    /// Bulkhead permits handed over or expired, to deliver after the current input:
+    /// (waiter token, granted).
+    pub permits: VecDeque<(u64, bool)>,
+    /// cost_units per dependency, as the run machines read them.
+    pub costs: Vec<f64>,
     pub arrivals: Vec<ArrivalProcess>,
     pub recorder: Recorder,
     pub live_runs: usize,
@@ -270,6 +227,10 @@ fn simulate_inner(
         stations: world.dependencies.iter().map(Station::new).collect(),
         jobs: Arena::new(),
         runs: Arena::new(),
+        pipeline: Pipeline::new(&model.policies[policy].pipeline),
+        outbox: Outbox::with_capacity(64),
+        permits: VecDeque::new(),
+        costs: world.dependencies.iter().map(|d| d.cost_units).collect(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
         recorder: Recorder::new(&labels, (world.warmup_us, world.duration_us), world.window_us),
         live_runs: 0,
@@ -356,6 +317,7 @@ impl Simulation<'_> {
             Event::ServiceEnd { job, generation } => self.on_service_end(now, job, generation),
             Event::Timeout { job, generation } => self.on_timeout(now, job, generation),
             Event::StepWake { run, run_gen, step, wake } => self.on_step_wake(now, run, run_gen, step, wake),
+            Event::GuardWake => self.on_guard_wake(now),
             Event::RemoteWake { job, generation } => self.on_remote_wake(now, job, generation),
             Event::CapacityChange { dependency } => self.on_capacity_change(now, dependency as usize),
             Event::WindowEnd => {

@@ -1,8 +1,9 @@
 //! Attempts at stations: admission, queueing, service, replies, timeouts and cancellation.
 
 use super::event::Event;
-use super::simulation::{AttemptResult, AttemptTrace, Caller, Job, JobPhase, Purpose, Simulation};
+use super::simulation::{AttemptTrace, Caller, Job, JobPhase, Simulation};
 use crate::metrics::Observation;
+use crate::runtime::{AttemptResult, Purpose};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::{Admission, AttemptDraws, Commit, Station, attempt_conditions};
@@ -89,14 +90,14 @@ impl Simulation<'_> {
         let base_service_ms = base.sample_ms(&mut stream.clone());
         let run = &self.runs[a.run];
         let step = match a.caller {
-            Caller::Step { step } => Some(step),
+            Caller::Step { step, .. } => Some(step),
             Caller::Remote { .. } => None,
         };
         let entry = AttemptTrace {
-            workflow: run.workflow,
+            workflow: run.machine.workflow,
             arrival: run.arrival,
             resubmission: run.resubmission,
-            run_start_us: run.start_us,
+            run_start_us: run.machine.start_us,
             step,
             key: a.key.value(),
             dependency: a.station,
@@ -239,10 +240,10 @@ impl Simulation<'_> {
     }
 
     fn commit_write(&mut self, now: Micros, job: &Job, deduplicated: bool) {
-        let Caller::Step { step } = job.caller else { return };
+        let Caller::Step { step, .. } = job.caller else { return };
         let run = &mut self.runs[job.run];
         debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
-        if let Commit::Applied { duplicate } = run.steps[step as usize].ledger.commit(deduplicated) {
+        if let Commit::Applied { duplicate } = run.ledgers[step as usize].commit(deduplicated) {
             if duplicate {
                 run.duplicate = true;
             }
@@ -261,7 +262,7 @@ impl Simulation<'_> {
 
     pub(super) fn deliver(&mut self, now: Micros, job: &Job, result: AttemptResult) {
         match job.caller {
-            Caller::Step { step } => self.on_step_result(now, job.run, job.run_gen, step, result),
+            Caller::Step { step, serial } => self.on_step_result(now, job, step, serial, result),
             Caller::Remote { job: parent, generation } => self.on_remote_child_result(now, parent, generation, result),
         }
     }
@@ -275,7 +276,7 @@ impl Simulation<'_> {
         let r = &mut self.runs[run];
         debug_assert!(r.outstanding > 0, "a run's outstanding attempts never go below zero");
         r.outstanding -= 1;
-        if r.ended && r.outstanding == 0 && !r.finalized {
+        if r.machine.ended && r.outstanding == 0 && !r.finalized {
             self.finalize_run(now, run);
         }
     }

@@ -40,6 +40,13 @@ pub enum Observation {
         dependency: u16,
         cost_units: f64,
     },
+    /// A hedge was sent for a slow attempt; `HedgeWon` when a hedge's result was the one used.
+    HedgeSent {
+        dependency: u16,
+    },
+    HedgeWon {
+        dependency: u16,
+    },
     /// A mechanism refused an attempt (or a run) before it reached its dependency.
     Refused {
         dependency: u16,

@@ -44,6 +44,8 @@ pub struct DependencyStats {
     pub attempts: u64,
     pub timeouts: u64,
     pub rejected: u64,
+    pub hedges_sent: u64,
+    pub hedges_won: u64,
     /// Attempts a mechanism refused before they reached the station, by reason.
     pub refused: [u64; Refusal::COUNT],
     pub errors: [u64; FailureKind::COUNT],
@@ -68,6 +70,8 @@ impl DependencyStats {
             attempts: 0,
             timeouts: 0,
             rejected: 0,
+            hedges_sent: 0,
+            hedges_won: 0,
             refused: [0; Refusal::COUNT],
             errors: [0; FailureKind::COUNT],
             queue_wait_us: histogram(2),
@@ -235,7 +239,9 @@ impl Recorder {
             | Observation::ServiceUsed { .. }
             | Observation::TimedOut { .. }
             | Observation::EffectCommitted { .. }
-            | Observation::StationState { .. } => {}
+            | Observation::StationState { .. }
+            | Observation::HedgeSent { .. }
+            | Observation::HedgeWon { .. } => {}
         }
     }
 
@@ -334,6 +340,8 @@ impl Recorder {
             | Observation::AttemptSent { .. }
             | Observation::EffectCommitted { .. }
             | Observation::QueueDepth { .. } => {}
+            Observation::HedgeSent { dependency } => self.dependencies[dependency as usize].hedges_sent += 1,
+            Observation::HedgeWon { dependency } => self.dependencies[dependency as usize].hedges_won += 1,
         }
     }
 
@@ -388,6 +396,8 @@ impl Recorder {
         put("fallback_used_total".into(), r.fallback_used as f64);
         put("omitted_step_total".into(), r.omitted_steps as f64);
         put("queue_rejected_total".into(), self.dependencies.iter().map(|d| d.rejected as f64).sum());
+        put("hedge_sent_total".into(), self.dependencies.iter().map(|d| d.hedges_sent as f64).sum());
+        put("hedge_won_total".into(), self.dependencies.iter().map(|d| d.hedges_won as f64).sum());
         for reason in Refusal::ALL {
             let total: u64 = self.dependencies.iter().map(|d| d.refused[reason.index()]).sum();
             put(format!("refused_total.{}", reason.name()), total as f64);

@@ -51,20 +51,32 @@ impl RunBudget {
         self.cost_used + cost <= self.cost_limit + 1e-9
     }
 
-    /// Admits a new attempt costing `cost`: all budgets must hold. A retry also spends a
-    /// retry token. On refusal nothing is spent and the exhausted budget is named (time is
-    /// checked by the caller, which knows the timeout arithmetic).
-    pub fn admit_attempt(&mut self, is_retry: bool, cost: f64) -> Result<(), BudgetKind> {
+    /// Whether a new attempt costing `cost` fits every budget; names the one it exceeds (time
+    /// is checked by the caller, which knows the timeout arithmetic). Spends nothing, so a
+    /// guard further on may still refuse the attempt for free.
+    pub fn check_attempt(&self, is_retry: bool, cost: f64) -> Result<(), BudgetKind> {
         if is_retry && !self.has_retry_token() {
             return Err(BudgetKind::Retry);
         }
         if !self.cost_fits(cost) {
             return Err(BudgetKind::Cost);
         }
+        Ok(())
+    }
+
+    /// Spends what an admitted attempt costs: a retry also spends a retry token.
+    pub fn spend(&mut self, is_retry: bool, cost: f64) {
+        debug_assert!(self.check_attempt(is_retry, cost).is_ok(), "spend only what was checked");
         if is_retry {
-            self.retry_tokens_left -= 1;
+            self.retry_tokens_left = self.retry_tokens_left.saturating_sub(1);
         }
         self.cost_used += cost;
+    }
+
+    /// [`RunBudget::check_attempt`], then [`RunBudget::spend`].
+    pub fn admit_attempt(&mut self, is_retry: bool, cost: f64) -> Result<(), BudgetKind> {
+        self.check_attempt(is_retry, cost)?;
+        self.spend(is_retry, cost);
         Ok(())
     }
 }

@@ -2,17 +2,24 @@
 //! deadline propagation, retry decisions and write reconciliation. Policy logic lives in plain
 //! functions and state machines here; the engine feeds them events.
 
+pub mod attempt;
 pub mod backoff;
 pub mod budget;
+pub mod command;
 pub mod deadline;
 pub mod decision;
 pub mod guard;
 pub mod policy;
+pub mod run;
+pub mod step;
 pub mod workflow;
 
+pub use attempt::{AttemptResult, Purpose};
 pub use backoff::{Backoff, BackoffKind, Jitter};
 pub use budget::{BudgetLimits, RunBudget};
+pub use command::{Command, Outbox};
 pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
 pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};
 pub use policy::{PolicyModel, StepPolicy, compile_policies};
+pub use run::{RunContext, RunMachine};
 pub use workflow::{MAX_STEPS, StepModel, WorkflowModel, compile_workflows};

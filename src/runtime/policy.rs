@@ -4,6 +4,7 @@
 use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::budget::BudgetLimits;
 use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
+use super::guard::pipeline::{PipelineSpec, RouteId};
 use super::workflow::WorkflowModel;
 use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path};
 use crate::sim::{Micros, ms_to_us};
@@ -24,6 +25,23 @@ pub struct StepPolicy {
     pub reserve_us: Micros,
     pub predicted_attempt_us: Micros,
     pub fallback: Option<usize>,
+    pub routes: StepRoutes,
+}
+
+/// The guard routes of a step's attempts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepRoutes {
+    pub primary: RouteId,
+    pub fallback: RouteId,
+    pub lookup: RouteId,
+}
+
+/// Polly / gRPC hedging (ANCHORS.md section 6), for read-only steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hedging {
+    pub delay_us: Micros,
+    /// Hedges beyond the first attempt (Polly's MaxHedgedAttempts).
+    pub max_hedged_attempts: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +55,9 @@ pub struct PolicyModel {
     pub steps: Vec<Vec<StepPolicy>>,
     /// One label per circuit-breaker instance, in instance order.
     pub breaker_labels: Vec<String>,
+    pub hedging: Option<Hedging>,
+    /// The guards and the routes through them that `steps[..].routes` name.
+    pub pipeline: PipelineSpec,
 }
 
 pub fn compile_policies(
@@ -168,6 +189,9 @@ fn compile_policy(
             return Err(error_at_path(source, &path.key("steps").key(step_id), message));
         }
     }
+    let mut pipeline = PipelineSpec::default();
+    // Route 0 passes no guard: the default route of every step.
+    pipeline.add_route(&[]);
     let steps = workflows
         .iter()
         .map(|w| w.steps.iter().map(|s| context.step_policy(s)).collect::<Result<Vec<_>, _>>())
@@ -179,6 +203,8 @@ fn compile_policy(
         key_per_attempt,
         steps,
         breaker_labels: Vec::new(),
+        hedging: None,
+        pipeline,
     })
 }
 
@@ -288,6 +314,7 @@ impl StepContext<'_> {
             reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
             predicted_attempt_us,
             fallback,
+            routes: StepRoutes::default(),
         })
     }
 }

@@ -25,3 +25,4 @@ impl AttemptEnd {
         AttemptEnd { failure: Some(kind), duration_us }
     }
 }
+pub mod pipeline;

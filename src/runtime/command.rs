@@ -1,0 +1,56 @@
+//! What the runtime's machines ask the driver to do, and the buffer they write into. The
+//! driver (the engine) empties the buffer after every input, in order, so the machines never
+//! call back into the engine and the engine never reaches into a machine's state.
+
+use super::attempt::Purpose;
+use crate::metrics::Observation;
+use crate::sim::Micros;
+use crate::vocab::Outcome;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Command {
+    /// Send attempt `serial` of `step` to `dependency`; the caller gives up after `timeout_us`.
+    Send { step: u8, serial: u32, dependency: u16, purpose: Purpose, timeout_us: Option<Micros> },
+    /// The run no longer waits for this attempt.
+    Cancel { step: u8, serial: u32 },
+    /// Wake the step with token `wake` at `until` (a backoff sleep or a hedge delay).
+    Sleep { step: u8, wake: u32, until: Micros },
+    /// The run ended.
+    End { outcome: Outcome, deadline_exceeded: bool },
+    /// A bulkhead handed a permit to a waiting attempt, possibly of another run.
+    PermitGranted { waiter: u64 },
+    /// A waiting attempt's max_wait_ms ran out, possibly of another run.
+    PermitExpired { waiter: u64 },
+    /// A guard wants to be woken at this time (a breaker's automatic transition, a waiter's expiry).
+    WakeGuards { at: Micros },
+}
+
+/// Commands and observations produced by one input, in the order they happened.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub commands: Vec<Command>,
+    /// Observations of a run (counted only when the run is measured).
+    pub observations: Vec<Observation>,
+    /// Observations that belong to no run (breaker transitions, refusals of shared guards).
+    pub shared: Vec<Observation>,
+}
+
+impl Outbox {
+    pub fn with_capacity(n: usize) -> Self {
+        Outbox { commands: Vec::with_capacity(n), observations: Vec::with_capacity(n), shared: Vec::with_capacity(n) }
+    }
+
+    #[inline]
+    pub fn command(&mut self, c: Command) {
+        self.commands.push(c);
+    }
+
+    #[inline]
+    pub fn observe(&mut self, o: Observation) {
+        self.observations.push(o);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty() && self.observations.is_empty() && self.shared.is_empty()
+    }
+}

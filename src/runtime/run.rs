@@ -1,0 +1,630 @@
+//! The lifecycle of one root run as a pure machine: inputs in (start, an attempt's result, a
+//! timer, a bulkhead permit), commands and observations out (send, cancel, sleep, end). It
+//! walks the workflow graph under the run's four budgets (essay section 5), asks the guard
+//! pipeline before every attempt, applies the retry decisions of [`decide`], falls back, omits
+//! soft steps, reconciles writes whose effect is unknown, and ends with an outcome. It never
+//! sees the event queue or a station: the engine drives it and carries out its commands.
+
+use super::attempt::{AttemptResult, Purpose};
+use super::budget::RunBudget;
+use super::command::{Command, Outbox};
+use super::deadline::{AttemptTimeout, attempt_timeout};
+use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
+use super::guard::AttemptEnd;
+use super::guard::pipeline::{Admit, AttemptKind, Pipeline, RouteId};
+use super::policy::{PolicyModel, StepPolicy};
+use super::step::{StepPhase, StepState};
+use super::workflow::{StepModel, WorkflowModel};
+use crate::metrics::Observation;
+use crate::scenario::{Criticality, Effect, Idempotency};
+use crate::sim::{Micros, StreamKey};
+use crate::vocab::{BudgetKind, FailureKind, Outcome};
+use std::collections::VecDeque;
+
+/// Purpose tag of the backoff jitter draws below a run's key.
+pub const TAG_JITTER: u64 = 2;
+/// Purpose tag of the guards' draws (throttling) below a run's key.
+pub const TAG_GUARD: u64 = 4;
+
+/// Everything a run machine reads besides its own state, and the shared guards it asks.
+pub struct RunContext<'a, 'p> {
+    pub now: Micros,
+    pub workflow: &'a WorkflowModel,
+    pub policy: &'a PolicyModel,
+    pub workflow_index: usize,
+    /// cost_units per dependency.
+    pub costs: &'a [f64],
+    /// The first entry of this workflow in the model's flattened step list.
+    pub step_offset: u32,
+    pub pipeline: &'a mut Pipeline<'p>,
+    /// Names this run's waiting attempts in bulkhead queues (see [`waiter_token`]).
+    pub run_slot: u32,
+}
+
+impl RunContext<'_, '_> {
+    fn step(&self, s: u8) -> (&StepModel, &StepPolicy) {
+        (&self.workflow.steps[s as usize], &self.policy.steps[self.workflow_index][s as usize])
+    }
+}
+
+/// A waiting attempt's name: which run slot, step and serial it is.
+pub fn waiter_token(run_slot: u32, step: u8, serial: u32) -> u64 {
+    (u64::from(run_slot) << 32) | (u64::from(step) << 24) | u64::from(serial & 0x00FF_FFFF)
+}
+
+/// The parts of a waiter token: (run slot, step, serial modulo 2^24).
+pub fn split_waiter_token(token: u64) -> (u32, u8, u32) {
+    ((token >> 32) as u32, (token >> 24) as u8, (token & 0x00FF_FFFF) as u32)
+}
+
+/// An attempt the run still waits for.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    step: u8,
+    serial: u32,
+    dependency: u16,
+    route: RouteId,
+    kind: AttemptKind,
+    purpose: Purpose,
+    timeout_us: Option<Micros>,
+    sent_us: Micros,
+    /// Still queued at a bulkhead: not sent yet.
+    waiting: bool,
+}
+
+pub struct RunMachine {
+    pub workflow: u16,
+    pub key: StreamKey,
+    pub start_us: Micros,
+    pub budget: RunBudget,
+    pub steps: Vec<StepState>,
+    /// Ready steps waiting for a concurrency token, first come first served.
+    waiting: VecDeque<u8>,
+    steps_open: u32,
+    degraded: bool,
+    pub ended: bool,
+    pub outcome: Outcome,
+    in_flight: Vec<InFlight>,
+}
+
+impl RunMachine {
+    pub fn vacant() -> RunMachine {
+        RunMachine {
+            workflow: 0,
+            key: StreamKey::root(0),
+            start_us: 0,
+            budget: RunBudget::new(&Default::default(), 0),
+            steps: Vec::new(),
+            waiting: VecDeque::new(),
+            steps_open: 0,
+            degraded: false,
+            ended: false,
+            outcome: Outcome::Failed,
+            in_flight: Vec::new(),
+        }
+    }
+
+    /// Makes a (possibly reused) machine a fresh run; keeps its buffers' capacity.
+    pub fn reset(&mut self, workflow: u16, model: &WorkflowModel, key: StreamKey, now: Micros, budget: RunBudget) {
+        self.workflow = workflow;
+        self.key = key;
+        self.start_us = now;
+        self.budget = budget;
+        self.steps.clear();
+        self.steps.extend(model.steps.iter().map(|s| StepState::new(s.predecessors)));
+        self.waiting.clear();
+        self.steps_open = model.steps.len() as u32;
+        self.degraded = false;
+        self.ended = false;
+        self.outcome = Outcome::Failed;
+        self.in_flight.clear();
+    }
+
+    /// Attempts the run still waits for (sent or queued at a bulkhead).
+    pub fn attempts_in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn start(&mut self, cx: &mut RunContext, out: &mut Outbox) {
+        for i in 0..cx.workflow.roots.len() {
+            let s = cx.workflow.roots[i];
+            self.make_ready(cx, out, s);
+        }
+    }
+
+    /// The result of attempt `serial` of step `s`. Results of attempts the run no longer waits
+    /// for are ignored.
+    pub fn on_attempt_result(
+        &mut self,
+        cx: &mut RunContext,
+        out: &mut Outbox,
+        s: u8,
+        serial: u32,
+        result: AttemptResult,
+    ) {
+        let Some(i) = self.in_flight.iter().position(|a| a.step == s && a.serial == serial && !a.waiting) else {
+            return;
+        };
+        let attempt = self.in_flight.remove(i);
+        let st = &mut self.steps[s as usize];
+        debug_assert!(st.in_flight > 0, "a step's attempts in flight never go below zero");
+        st.in_flight -= 1;
+        let kind = self.failure_kind(cx, s, result, attempt.purpose);
+        let duration_us = cx.now - attempt.sent_us;
+        let end = match kind {
+            None => AttemptEnd::success(duration_us),
+            Some(k) => AttemptEnd::failed(k, duration_us),
+        };
+        cx.pipeline.on_end(cx.now, attempt.route, attempt.kind, Some(end), out);
+        if self.ended {
+            return;
+        }
+        if self.steps[s as usize].looking_up {
+            self.steps[s as usize].looking_up = false;
+            self.on_lookup_result(cx, out, s, result);
+            return;
+        }
+        match kind {
+            None => {
+                if attempt.kind == AttemptKind::Hedge {
+                    out.observe(Observation::HedgeWon { dependency: attempt.dependency });
+                }
+                let via_fallback = self.steps[s as usize].on_fallback;
+                self.cancel_step_attempts(cx, out, s);
+                self.step_succeeded(cx, out, s, via_fallback);
+            }
+            Some(kind) => {
+                let retry_after_us = match result {
+                    AttemptResult::Failed { retry_after_us, .. } => retry_after_us,
+                    AttemptResult::Ok | AttemptResult::NotFound | AttemptResult::TimedOut => None,
+                };
+                self.after_failure(cx, out, s, kind, retry_after_us);
+            }
+        }
+    }
+
+    /// The failure kind the runtime acts on, or None for a success. A timed-out write may have
+    /// committed: its effect is unknown.
+    fn failure_kind(&mut self, cx: &RunContext, s: u8, result: AttemptResult, purpose: Purpose) -> Option<FailureKind> {
+        match result {
+            AttemptResult::Ok | AttemptResult::NotFound => None,
+            AttemptResult::Failed { kind, .. } => Some(kind),
+            AttemptResult::TimedOut if cx.step(s).0.effect == Effect::Write && purpose != Purpose::Lookup => {
+                Some(FailureKind::EffectUnknown)
+            }
+            AttemptResult::TimedOut => Some(FailureKind::TransientTransport),
+        }
+    }
+
+    /// A timer of step `s` fired; `wake` tells a current timer from a stale one.
+    pub fn on_wake(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, wake: u32) {
+        if self.ended {
+            return;
+        }
+        let st = &mut self.steps[s as usize];
+        if st.phase == StepPhase::Sleeping && st.wake == wake {
+            st.phase = StepPhase::Active;
+            self.try_attempt(cx, out, s);
+        } else if st.phase == StepPhase::Active && st.hedge_wake == Some(wake) {
+            st.hedge_wake = None;
+            self.send_hedge(cx, out, s);
+        }
+    }
+
+    /// A bulkhead answered an attempt that waited for a permit: send it, or treat the expiry as
+    /// a refusal. `serial` is modulo 2^24, as in the waiter token.
+    pub fn on_permit(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, serial: u32, granted: bool) {
+        let Some(i) =
+            self.in_flight.iter().position(|a| a.step == s && (a.serial & 0x00FF_FFFF) == serial && a.waiting)
+        else {
+            return;
+        };
+        if granted {
+            let a = &mut self.in_flight[i];
+            a.waiting = false;
+            a.sent_us = cx.now;
+            let (step, serial, dependency, purpose, timeout_us) =
+                (a.step, a.serial, a.dependency, a.purpose, a.timeout_us);
+            out.command(Command::Send { step, serial, dependency, purpose, timeout_us });
+            return;
+        }
+        let a = self.in_flight.remove(i);
+        self.steps[s as usize].in_flight -= 1;
+        out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
+        if !self.ended {
+            self.after_refusal(cx, out, s, a.purpose);
+        }
+    }
+
+    fn make_ready(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        if self.ended {
+            return;
+        }
+        // First come, first served: a step ready now never overtakes one already waiting.
+        if self.budget.has_concurrency_slot() && self.waiting.is_empty() {
+            self.start_step(cx, out, s);
+        } else {
+            self.steps[s as usize].phase = StepPhase::Waiting;
+            self.waiting.push_back(s);
+            out.observe(Observation::BudgetExhausted(BudgetKind::Concurrency));
+        }
+    }
+
+    fn start_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        self.budget.in_flight += 1;
+        self.steps[s as usize].phase = StepPhase::Active;
+        out.observe(Observation::LogicalCall);
+        self.try_attempt(cx, out, s);
+    }
+
+    /// Starts the step's next attempt if every budget holds (essay section 5), else gives up.
+    fn try_attempt(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        let (step, sp) = cx.step(s);
+        let st = self.steps[s as usize];
+        let dependency = if st.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
+        let route = if st.on_fallback { sp.routes.fallback } else { sp.routes.primary };
+        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, sp.reserve_us) else {
+            self.step_gave_up(cx, out, s, false);
+            return;
+        };
+        let is_retry = st.next_is_retry();
+        let cost = cx.costs[dependency];
+        // A cheaper fallback may still fit a cost budget; a missing retry token does not stop
+        // the fallback's first attempt either.
+        if let Err(kind) = self.budget.check_attempt(is_retry, cost) {
+            out.observe(Observation::BudgetExhausted(kind));
+            self.step_gave_up(cx, out, s, true);
+            return;
+        }
+        let purpose = match step.effect {
+            Effect::Write => {
+                Purpose::Write { deduplicated: step.idempotency == Idempotency::Key && !cx.policy.key_per_attempt }
+            }
+            Effect::Read => Purpose::Call,
+        };
+        let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
+        let attempt = Attempt { dependency, route, kind, purpose, timeout_us };
+        if self.send(cx, out, s, attempt) {
+            self.budget.spend(is_retry, cost);
+            self.steps[s as usize].count_attempt();
+            self.arm_hedge(cx, out, s);
+        } else {
+            self.after_refusal(cx, out, s, purpose);
+        }
+    }
+
+    /// The attempt timeout under the policy's deadline rules, or None (and the time budget
+    /// counted as exhausted) when too little time is left to start one.
+    fn timeout_or_exhausted(
+        &self,
+        cx: &RunContext,
+        out: &mut Outbox,
+        cap_us: Option<Micros>,
+        reserve_us: Micros,
+    ) -> Option<Option<Micros>> {
+        let remaining_us = self.budget.remaining_us(cx.now);
+        match attempt_timeout(cx.policy.rules.deadline_propagation, cap_us, remaining_us, reserve_us) {
+            AttemptTimeout::After(t) => Some(Some(t)),
+            AttemptTimeout::Never => Some(None),
+            AttemptTimeout::Exhausted => {
+                out.observe(Observation::BudgetExhausted(BudgetKind::Time));
+                None
+            }
+        }
+    }
+
+    /// Passes an attempt through the guards and, if admitted, asks for it to be sent (or
+    /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
+    fn send(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, a: Attempt) -> bool {
+        let serial = self.steps[s as usize].serial;
+        let stream_id = cx.workflow.steps[s as usize].stream_id;
+        let u = self.key.with(TAG_GUARD).with(stream_id).with(u64::from(serial)).stream().unit();
+        let waiter = waiter_token(cx.run_slot, s, serial);
+        let waiting = match cx.pipeline.admit(cx.now, a.route, a.kind, waiter, u, out) {
+            Admit::Granted => false,
+            Admit::Wait { .. } => true,
+            Admit::Refused(reason) => {
+                out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
+                return false;
+            }
+        };
+        let st = &mut self.steps[s as usize];
+        let serial = st.next_serial();
+        st.in_flight += 1;
+        self.in_flight.push(InFlight {
+            step: s,
+            serial,
+            dependency: a.dependency as u16,
+            route: a.route,
+            kind: a.kind,
+            purpose: a.purpose,
+            timeout_us: a.timeout_us,
+            sent_us: cx.now,
+            waiting,
+        });
+        if !waiting {
+            let (dependency, purpose, timeout_us) = (a.dependency as u16, a.purpose, a.timeout_us);
+            out.command(Command::Send { step: s, serial, dependency, purpose, timeout_us });
+        }
+        true
+    }
+
+    /// A guard refused the step's attempt: it fails fast. A refused status lookup leaves the
+    /// effect unknown (a human decides); otherwise the step may fall back.
+    fn after_refusal(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, purpose: Purpose) {
+        if self.steps[s as usize].in_flight > 0 {
+            return; // a hedge was refused; the attempts already out may still answer
+        }
+        match purpose {
+            Purpose::Lookup => self.end_run(cx, out, Outcome::Handoff),
+            Purpose::Call | Purpose::Write { .. } => self.step_gave_up(cx, out, s, true),
+        }
+    }
+
+    /// Arms the hedge timer after a step's first attempt at a dependency (read-only steps of a
+    /// hedging policy only).
+    fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        let Some(hedging) = cx.policy.hedging else { return };
+        let st = &mut self.steps[s as usize];
+        if cx.workflow.steps[s as usize].effect != Effect::Read || st.hedges >= hedging.max_hedged_attempts {
+            return;
+        }
+        let wake = st.next_wake();
+        st.hedge_wake = Some(wake);
+        out.command(Command::Sleep { step: s, wake, until: cx.now + hedging.delay_us });
+    }
+
+    /// Sends one more attempt of a step whose attempts are slow, charged to the retry budgets.
+    fn send_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        let (step, sp) = cx.step(s);
+        let st = self.steps[s as usize];
+        if st.in_flight == 0 || st.looking_up {
+            return;
+        }
+        let dependency = if st.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
+        let route = if st.on_fallback { sp.routes.fallback } else { sp.routes.primary };
+        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, sp.reserve_us) else { return };
+        let cost = cx.costs[dependency];
+        if let Err(kind) = self.budget.check_attempt(true, cost) {
+            out.observe(Observation::BudgetExhausted(kind));
+            return;
+        }
+        let attempt = Attempt { dependency, route, kind: AttemptKind::Hedge, purpose: Purpose::Call, timeout_us };
+        if self.send(cx, out, s, attempt) {
+            self.budget.spend(true, cost);
+            self.steps[s as usize].hedges += 1;
+            out.observe(Observation::HedgeSent { dependency: dependency as u16 });
+            self.arm_hedge(cx, out, s);
+        }
+    }
+
+    /// Sends a status lookup for a write whose effect is unknown. Lookups are reads on the
+    /// control path: they spend no retry token and no cost, but they are attempts. Also the
+    /// one place that bounds lookups: past the step's max_attempts of them the effect stays
+    /// unknown and the run is handed off.
+    fn start_lookup(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        let (step, sp) = cx.step(s);
+        if self.steps[s as usize].lookups >= sp.max_attempts {
+            self.end_run(cx, out, Outcome::Handoff);
+            return;
+        }
+        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, 0) else {
+            self.end_run(cx, out, Outcome::Handoff);
+            return;
+        };
+        let (dependency, route) = (step.dependency, sp.routes.lookup);
+        let attempt = Attempt { dependency, route, kind: AttemptKind::First, purpose: Purpose::Lookup, timeout_us };
+        if self.send(cx, out, s, attempt) {
+            let st = &mut self.steps[s as usize];
+            st.looking_up = true;
+            st.lookups += 1;
+        } else {
+            self.end_run(cx, out, Outcome::Handoff);
+        }
+    }
+
+    /// Everything the decision needs about the step's last failed attempt.
+    fn failed_attempt(
+        &mut self,
+        cx: &RunContext,
+        s: u8,
+        kind: FailureKind,
+        retry_after_us: Option<Micros>,
+    ) -> FailedAttempt {
+        let (step, sp) = cx.step(s);
+        let st = &mut self.steps[s as usize];
+        st.last_failure = Some(kind);
+        let jitter = self.key.with(TAG_JITTER).with(step.stream_id).with(u64::from(st.serial)).stream().unit();
+        FailedAttempt {
+            kind,
+            is_write: step.effect == Effect::Write,
+            deduplicated: step.idempotency == Idempotency::Key && !cx.policy.key_per_attempt,
+            status_lookup: step.status_lookup,
+            attempts_made: st.attempts_made(),
+            max_attempts: sp.max_attempts,
+            retry_tokens_left: self.budget.retry_tokens_left,
+            retry_after_us,
+            remaining_us: self.budget.remaining_us(cx.now),
+            reserve_us: sp.reserve_us,
+            predicted_attempt_us: sp.predicted_attempt_us,
+            previous_sleep_us: st.previous_sleep_us,
+            jitter,
+        }
+    }
+
+    fn after_failure(
+        &mut self,
+        cx: &mut RunContext,
+        out: &mut Outbox,
+        s: u8,
+        kind: FailureKind,
+        retry_after_us: Option<Micros>,
+    ) {
+        if kind == FailureKind::EffectUnknown {
+            self.steps[s as usize].effect_unknown = true;
+            out.observe(Observation::EffectUnknown);
+        }
+        if self.steps[s as usize].in_flight > 0 {
+            return; // hedged: another attempt of this call may still succeed
+        }
+        let failed = self.failed_attempt(cx, s, kind, retry_after_us);
+        match decide(&cx.policy.rules, &failed) {
+            Decision::Retry { sleep_us } => self.sleep_then_retry(cx, out, s, sleep_us),
+            Decision::Reconcile => self.start_lookup(cx, out, s),
+            Decision::Handoff => self.end_run(cx, out, Outcome::Handoff),
+            Decision::GiveUp(reason) => {
+                if let GiveUp::Budget(b) = reason {
+                    out.observe(Observation::BudgetExhausted(b));
+                }
+                self.step_gave_up(cx, out, s, reason != GiveUp::Budget(BudgetKind::Time));
+            }
+        }
+    }
+
+    fn sleep_then_retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
+        let st = &mut self.steps[s as usize];
+        st.previous_sleep_us = sleep_us;
+        st.hedges = 0;
+        st.hedge_wake = None;
+        if sleep_us == 0 {
+            self.try_attempt(cx, out, s);
+            return;
+        }
+        st.phase = StepPhase::Sleeping;
+        let wake = st.next_wake();
+        out.command(Command::Sleep { step: s, wake, until: cx.now + sleep_us });
+    }
+
+    fn on_lookup_result(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, result: AttemptResult) {
+        match result {
+            AttemptResult::Ok => {
+                out.observe(Observation::Reconciled);
+                self.step_succeeded(cx, out, s, false);
+            }
+            // Not committed (yet): send again with the same key; the dependency deduplicates if
+            // the first attempt commits late. The usual retry limits apply, and when they stop
+            // the resend the effect may still land late: a human decides.
+            AttemptResult::NotFound => {
+                let failed = self.failed_attempt(cx, s, FailureKind::EffectUnknown, None);
+                match retry_or_give_up(&cx.policy.rules, &failed) {
+                    Decision::Retry { sleep_us } => self.sleep_then_retry(cx, out, s, sleep_us),
+                    Decision::GiveUp(reason) => {
+                        if let GiveUp::Budget(b) = reason {
+                            out.observe(Observation::BudgetExhausted(b));
+                        }
+                        self.end_run(cx, out, Outcome::Handoff);
+                    }
+                    Decision::Reconcile | Decision::Handoff => self.end_run(cx, out, Outcome::Handoff),
+                }
+            }
+            // The lookup itself failed. It is a read, so ask again while the step's attempt
+            // limit allows; after that the effect stays unknown and a human must decide.
+            AttemptResult::Failed { .. } | AttemptResult::TimedOut => self.start_lookup(cx, out, s),
+        }
+    }
+
+    fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, via_fallback: bool) {
+        self.steps[s as usize].phase = StepPhase::Done;
+        if via_fallback {
+            self.degraded = true;
+            out.observe(Observation::FallbackUsed { step: cx.step_offset + u32::from(s) });
+        }
+        self.release_step(cx, out, s);
+    }
+
+    /// The step's own attempts are over without success: fall back (unless time ran out),
+    /// omit a soft step, or fail the run.
+    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, may_fall_back: bool) {
+        let (step, sp) = cx.step(s);
+        let st = &mut self.steps[s as usize];
+        if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
+            st.on_fallback = true;
+            st.previous_sleep_us = 0;
+            st.hedges = 0;
+            self.try_attempt(cx, out, s);
+            return;
+        }
+        if step.criticality == Criticality::Soft {
+            st.phase = StepPhase::Omitted;
+            self.degraded = true;
+            out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s) });
+            self.release_step(cx, out, s);
+        } else if st.effect_unknown && cx.policy.rules.on_effect_unknown != OnEffectUnknown::Retry {
+            // The write may still land: a runtime that reconciles never reports that as a
+            // plain failure, it hands the run to a human with the evidence.
+            self.end_run(cx, out, Outcome::Handoff);
+        } else {
+            out.observe(Observation::StepFailed { step: cx.step_offset + u32::from(s) });
+            self.end_run(cx, out, Outcome::Failed);
+        }
+    }
+
+    fn release_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        debug_assert!(self.budget.in_flight > 0 && self.steps_open > 0, "open steps never go below zero");
+        self.budget.in_flight -= 1;
+        self.steps_open -= 1;
+        for i in 0..cx.workflow.steps[s as usize].successors.len() {
+            let next = cx.workflow.steps[s as usize].successors[i];
+            let st = &mut self.steps[next as usize];
+            st.preds_left -= 1;
+            if st.preds_left == 0 {
+                self.make_ready(cx, out, next);
+            }
+        }
+        while !self.ended && self.budget.has_concurrency_slot() {
+            let Some(next) = self.waiting.pop_front() else { break };
+            self.start_step(cx, out, next);
+        }
+        if !self.ended && self.steps_open == 0 {
+            let outcome = if self.degraded { Outcome::Degraded } else { Outcome::Succeeded };
+            self.end_run(cx, out, outcome);
+        }
+    }
+
+    /// Stops waiting for the step's other attempts (the losers of a hedge).
+    fn cancel_step_attempts(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+        while let Some(i) = self.in_flight.iter().position(|a| a.step == s) {
+            let a = self.in_flight.remove(i);
+            self.steps[s as usize].in_flight -= 1;
+            Self::cancel(cx, out, &a);
+        }
+    }
+
+    fn cancel(cx: &mut RunContext, out: &mut Outbox, a: &InFlight) {
+        if a.waiting {
+            cx.pipeline.cancel_wait(a.route, waiter_token(cx.run_slot, a.step, a.serial));
+        } else {
+            cx.pipeline.on_end(cx.now, a.route, a.kind, None, out);
+            out.command(Command::Cancel { step: a.step, serial: a.serial });
+        }
+    }
+
+    fn end_run(&mut self, cx: &mut RunContext, out: &mut Outbox, outcome: Outcome) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        self.outcome = outcome;
+        let deadline_exceeded = cx.now > self.budget.deadline_at;
+        let latency_us = cx.now - self.start_us;
+        out.observe(Observation::RunEnded { outcome, latency_us, deadline_exceeded });
+        // Stop every branch still running: the caller no longer waits for them.
+        for s in 0..self.steps.len() {
+            if self.steps[s].phase.is_open() {
+                self.steps[s].phase = StepPhase::Abandoned;
+                self.cancel_step_attempts(cx, out, s as u8);
+            }
+        }
+        out.command(Command::End { outcome, deadline_exceeded });
+    }
+}
+
+/// An attempt about to pass the guards.
+#[derive(Debug, Clone, Copy)]
+struct Attempt {
+    dependency: usize,
+    route: RouteId,
+    kind: AttemptKind,
+    purpose: Purpose,
+    timeout_us: Option<Micros>,
+}
