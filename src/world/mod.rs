@@ -3,6 +3,7 @@
 
 pub mod dist;
 pub mod failure;
+pub mod fault_kind;
 pub mod ledger;
 pub mod model;
 pub mod station;

@@ -4,11 +4,17 @@
 
 use super::dist::Distribution;
 use super::failure::ErrorTable;
+pub use super::fault_kind::FaultKind;
 use crate::scenario::{
-    Dependency, ErrorMix, Fault, FieldPath, RateLimit, Scenario, ScenarioError, ServiceTime, Source, Workflow,
-    error_at_path,
+    Arrivals, Dependency, ErrorMix, Fault, FieldPath, RateLimit, Scenario, ScenarioError, ServiceTime, Source,
+    Workflow, error_at_path,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
+use std::collections::BTreeMap;
+
+/// Dependency names to their indices: resolving a reference is a lookup, not a scan, so a
+/// scenario at MAX_DEPENDENCIES with as many calls and faults still compiles in moments.
+type NameIndex<'a> = BTreeMap<&'a str, usize>;
 
 /// Limits that keep every run bounded; exceeding one is an input error.
 pub const MAX_REPLICATIONS: u32 = 10_000;
@@ -90,7 +96,7 @@ pub enum FaultEffect {
 
 #[derive(Debug, Clone)]
 pub struct FaultModel {
-    pub kind: &'static str,
+    pub kind: FaultKind,
     pub target: usize,
     pub start_us: Micros,
     pub end_us: Micros,
@@ -231,12 +237,12 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     }
     let sim = &scenario.simulation;
     let (duration_s, warmup_s, window_s, drain_limit_s) = compile_simulation(&c, sim)?;
-    let mut dependencies = compile_dependencies(&c, &scenario.dependencies)?;
+    let (mut dependencies, names) = compile_dependencies(&c, &scenario.dependencies)?;
 
     let mut faults = Vec::with_capacity(scenario.faults.len());
     for (i, f) in scenario.faults.iter().enumerate() {
         let path = FieldPath::root().key("fault").index(i);
-        let fault = compile_fault(&c, &path, f, &dependencies)?;
+        let fault = compile_fault(&c, &path, f, &names)?;
         dependencies[fault.target].faults.push(i);
         faults.push(fault);
     }
@@ -305,14 +311,18 @@ fn compile_simulation(c: &Checker, sim: &crate::scenario::Simulation) -> Result<
     Ok((duration_s, warmup_s, window_s, drain_limit_s))
 }
 
-/// Dependencies with their remote calls resolved and bounded (no cycle, bounded fan-out).
-fn compile_dependencies(c: &Checker, specs: &[Dependency]) -> Result<Vec<DependencyModel>, ScenarioError> {
-    let mut seen = std::collections::BTreeSet::new();
+/// Dependencies with their remote calls resolved and bounded (no cycle, bounded fan-out), and
+/// the index of their names.
+fn compile_dependencies<'s>(
+    c: &Checker,
+    specs: &'s [Dependency],
+) -> Result<(Vec<DependencyModel>, NameIndex<'s>), ScenarioError> {
+    let mut names = NameIndex::new();
     let mut dependencies = Vec::with_capacity(specs.len());
     for (i, d) in specs.iter().enumerate() {
         let path = FieldPath::root().key("dependency").index(i);
         check_name(&d.name).map_err(|m| c.err(&path.key("name"), m))?;
-        if !seen.insert(d.name.as_str()) {
+        if names.insert(d.name.as_str(), i).is_some() {
             return Err(c.err(&path.key("name"), format!("dependency `{}` is defined twice", d.name)));
         }
         dependencies.push(compile_dependency(c, &path, d)?);
@@ -320,9 +330,8 @@ fn compile_dependencies(c: &Checker, specs: &[Dependency]) -> Result<Vec<Depende
     for (i, d) in specs.iter().enumerate() {
         for (j, call) in d.calls.iter().enumerate() {
             let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
-            let target = specs
-                .iter()
-                .position(|o| o.name == call.dependency)
+            let target = *names
+                .get(call.dependency.as_str())
                 .ok_or_else(|| c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency)))?;
             dependencies[i].calls.push(RemoteCallModel {
                 dependency: target,
@@ -333,25 +342,26 @@ fn compile_dependencies(c: &Checker, specs: &[Dependency]) -> Result<Vec<Depende
             });
         }
     }
-    if let Some((i, cycle)) = find_call_cycle(&dependencies) {
-        return Err(c.err(
-            &FieldPath::root().key("dependency").index(i).key("calls"),
-            format!("remote calls form a cycle: {cycle}"),
-        ));
-    }
-    for i in 0..dependencies.len() {
-        let fan_out = remote_fan_out(&dependencies, i);
-        if fan_out > MAX_REMOTE_FAN_OUT {
-            return Err(c.err(
-                &FieldPath::root().key("dependency").index(i).key("calls"),
-                format!(
-                    "one attempt here can cause {fan_out:.0} attempts below it; the limit is {MAX_REMOTE_FAN_OUT:.0}"
-                ),
-            ));
-        }
-    }
+    check_call_graph(c, &dependencies)?;
 
-    Ok(dependencies)
+    Ok((dependencies, names))
+}
+
+/// A cycle would recurse without bound and a large fan-out would flood the run with attempts.
+/// The cycle check comes first: it yields the callees-first order the fan-out needs.
+fn check_call_graph(c: &Checker, deps: &[DependencyModel]) -> Result<(), ScenarioError> {
+    let calls_path = |i: usize| FieldPath::root().key("dependency").index(i).key("calls");
+    let callees_first =
+        call_order(deps).map_err(|(i, cycle)| c.err(&calls_path(i), format!("remote calls form a cycle: {cycle}")))?;
+    let fan_outs = remote_fan_outs(deps, &callees_first);
+    // In index order, so the error names the first offending dependency in the file.
+    match fan_outs.iter().enumerate().find(|(_, f)| **f > MAX_REMOTE_FAN_OUT) {
+        Some((i, fan_out)) => Err(c.err(
+            &calls_path(i),
+            format!("one attempt here can cause {fan_out:.0} attempts below it; the limit is {MAX_REMOTE_FAN_OUT:.0}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The integral of a piecewise-constant rate over [0, duration).
@@ -396,83 +406,107 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
 
 fn compile_rate_limit(c: &Checker, path: &FieldPath, r: &RateLimit) -> Result<RateLimitModel, ScenarioError> {
     let per_s = c.positive(&path.key("per_s"), r.per_s)?;
-    let burst = match r.burst {
-        Some(b) if b < 1.0 => return Err(c.err(&path.key("burst"), format!("burst must be at least 1, got {b}"))),
-        Some(b) => c.positive(&path.key("burst"), b)?,
-        None => per_s.max(1.0),
-    };
     Ok(RateLimitModel {
         per_s,
-        burst,
+        burst: burst(c, path, r.burst, per_s)?,
         retry_after_us: ms_to_us(c.non_negative(&path.key("retry_after_ms"), r.retry_after_ms)?),
     })
 }
 
-/// Worst-case attempts below one attempt at `i` (the call graph is acyclic by now).
-fn remote_fan_out(deps: &[DependencyModel], i: usize) -> f64 {
-    deps[i]
-        .calls
-        .iter()
-        .map(|c| f64::from(c.count) * f64::from(c.max_attempts) * (1.0 + remote_fan_out(deps, c.dependency)))
-        .sum()
+/// A token bucket's size: at least one token, or a request could never pass; by default one
+/// second's worth.
+fn burst(c: &Checker, path: &FieldPath, burst: Option<f64>, per_s: f64) -> Result<f64, ScenarioError> {
+    match burst {
+        Some(b) if b < 1.0 => Err(c.err(&path.key("burst"), format!("burst must be at least 1, got {b}"))),
+        Some(b) => c.positive(&path.key("burst"), b),
+        None => Ok(per_s.max(1.0)),
+    }
 }
 
-/// A cycle in the remote-call graph would recurse without bound.
-fn find_call_cycle(deps: &[DependencyModel]) -> Option<(usize, String)> {
-    // 0 = unvisited, 1 = on the stack, 2 = done.
-    fn visit(i: usize, deps: &[DependencyModel], state: &mut [u8], stack: &mut Vec<usize>) -> Option<Vec<usize>> {
-        state[i] = 1;
-        stack.push(i);
-        for call in &deps[i].calls {
+/// Worst-case attempts below one attempt at each dependency. Callees come first in
+/// `callees_first`, so each dependency is summed once: a layered graph has exponentially many
+/// paths. In f64 because the products outgrow any integer; past f64::MAX they become infinity,
+/// which still compares as too large (never NaN: count and max_attempts are at least 1).
+fn remote_fan_outs(deps: &[DependencyModel], callees_first: &[usize]) -> Vec<f64> {
+    let mut fan_out = vec![0.0; deps.len()];
+    for &i in callees_first {
+        fan_out[i] = deps[i]
+            .calls
+            .iter()
+            .map(|c| f64::from(c.count) * f64::from(c.max_attempts) * (1.0 + fan_out[c.dependency]))
+            .sum();
+    }
+    fan_out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Visit {
+    Unvisited,
+    OnStack,
+    Done,
+}
+
+/// Every dependency, callees before callers (depth-first post-order), or the first cycle met
+/// as (its first dependency, its names joined by ` -> `). Linear in dependencies plus calls.
+/// An explicit stack, because a chain of MAX_DEPENDENCIES calls would overflow the call stack.
+fn call_order(deps: &[DependencyModel]) -> Result<Vec<usize>, (usize, String)> {
+    let mut state = vec![Visit::Unvisited; deps.len()];
+    let mut order = Vec::with_capacity(deps.len());
+    // (dependency, index of its next call to follow)
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in 0..deps.len() {
+        if state[root] != Visit::Unvisited {
+            continue;
+        }
+        state[root] = Visit::OnStack;
+        stack.push((root, 0));
+        while let Some(top) = stack.last_mut() {
+            let (i, next) = *top;
+            let Some(call) = deps[i].calls.get(next) else {
+                stack.pop();
+                state[i] = Visit::Done;
+                order.push(i);
+                continue;
+            };
+            top.1 += 1;
             let j = call.dependency;
-            if state[j] == 1 {
-                let start = stack.iter().position(|&k| k == j).unwrap_or(0);
-                let mut cycle = stack[start..].to_vec();
-                cycle.push(j);
-                return Some(cycle);
-            }
-            if state[j] == 0
-                && let Some(cycle) = visit(j, deps, state, stack)
-            {
-                return Some(cycle);
-            }
-        }
-        stack.pop();
-        state[i] = 2;
-        None
-    }
-    let mut state = vec![0u8; deps.len()];
-    for i in 0..deps.len() {
-        if state[i] == 0 {
-            let mut stack = Vec::new();
-            if let Some(cycle) = visit(i, deps, &mut state, &mut stack) {
-                let names: Vec<&str> = cycle.iter().map(|&k| deps[k].name.as_str()).collect();
-                return Some((cycle[0], names.join(" -> ")));
+            match state[j] {
+                Visit::OnStack => return Err(cycle_from(deps, &stack, j)),
+                Visit::Unvisited => {
+                    state[j] = Visit::OnStack;
+                    stack.push((j, 0));
+                }
+                Visit::Done => {}
             }
         }
     }
-    None
+    Ok(order)
 }
 
-const FAULT_KINDS: [&str; 7] = ["latency", "timeout", "errors", "capacity", "down", "rate_limit", "lost_response"];
+/// The cycle that closes when the top of `stack` calls `j`, which is on the stack.
+fn cycle_from(deps: &[DependencyModel], stack: &[(usize, usize)], j: usize) -> (usize, String) {
+    let start = stack.iter().position(|&(k, _)| k == j).unwrap_or(0);
+    let names: Vec<&str> = stack[start..].iter().map(|&(k, _)| k).chain([j]).map(|k| deps[k].name.as_str()).collect();
+    (j, names.join(" -> "))
+}
 
-fn compile_fault(
-    c: &Checker,
-    path: &FieldPath,
-    f: &Fault,
-    deps: &[DependencyModel],
-) -> Result<FaultModel, ScenarioError> {
-    let kind = FAULT_KINDS.iter().find(|k| **k == f.kind).ok_or_else(|| {
-        c.err(&path.key("kind"), format!("unknown fault kind `{}`; expected one of {}", f.kind, FAULT_KINDS.join(", ")))
+fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) -> Result<FaultModel, ScenarioError> {
+    let kind = FaultKind::parse(&f.kind).ok_or_else(|| {
+        let all: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+        c.err(&path.key("kind"), format!("unknown fault kind `{}`; expected one of {}", f.kind, all.join(", ")))
     })?;
-    let target = deps
-        .iter()
-        .position(|d| d.name == f.target)
+    let target = *names
+        .get(f.target.as_str())
         .ok_or_else(|| c.err(&path.key("target"), format!("unknown dependency `{}`", f.target)))?;
     let start_s = c.non_negative(&path.key("start_s"), f.start_s)?;
     let duration_s = c.positive(&path.key("duration_s"), f.duration_s)?;
     let toxicity = c.probability(&path.key("toxicity"), f.toxicity.unwrap_or(1.0))?;
+    check_fault_fields(c, path, f, kind)?;
+    let effect = fault_effect(c, path, f, kind)?;
+    Ok(FaultModel { kind, target, start_us: s_to_us(start_s), end_us: s_to_us(start_s + duration_s), toxicity, effect })
+}
 
+fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<(), ScenarioError> {
     let present: [(&str, bool); 9] = [
         ("service_time", f.service_time.is_some()),
         ("factor", f.factor.is_some()),
@@ -484,21 +518,19 @@ fn compile_fault(
         ("burst", f.burst.is_some()),
         ("toxicity", f.toxicity.is_some()),
     ];
-    let allowed: &[&str] = match *kind {
-        "latency" => &["service_time", "factor", "latency_ms", "jitter_ms", "toxicity"],
-        "timeout" | "lost_response" | "down" => &["toxicity"],
-        "errors" => &["errors", "toxicity"],
-        "capacity" => &["servers"],
-        _ => &["per_s", "burst"],
-    };
-    if let Some((name, _)) = present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
-        return Err(c.err(
+    let allowed = kind.allowed_fields();
+    match present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
+        Some((name, _)) => Err(c.err(
             &path.key(name),
-            format!("`{name}` does not apply to a `{kind}` fault (it takes {})", allowed.join(", ")),
-        ));
+            format!("`{name}` does not apply to a `{}` fault (it takes {})", kind.name(), allowed.join(", ")),
+        )),
+        None => Ok(()),
     }
-    let effect = match *kind {
-        "latency" => {
+}
+
+fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<FaultEffect, ScenarioError> {
+    Ok(match kind {
+        FaultKind::Latency => {
             if f.service_time.is_none() && f.factor.is_none() && f.latency_ms.is_none() && f.jitter_ms.is_none() {
                 return Err(c.err(path, "a latency fault needs service_time, factor, latency_ms or jitter_ms"));
             }
@@ -509,66 +541,33 @@ fn compile_fault(
                 jitter_ms: c.non_negative(&path.key("jitter_ms"), f.jitter_ms.unwrap_or(0.0))?,
             }
         }
-        "timeout" => FaultEffect::Hang,
-        "lost_response" => FaultEffect::LostResponse,
-        "down" => FaultEffect::Down,
-        "errors" => {
+        FaultKind::Timeout => FaultEffect::Hang,
+        FaultKind::LostResponse => FaultEffect::LostResponse,
+        FaultKind::Down => FaultEffect::Down,
+        FaultKind::Errors => {
             let mix = f
                 .errors
                 .as_ref()
                 .ok_or_else(|| c.err(path, "an errors fault needs `errors = { kind = probability }`"))?;
             FaultEffect::Errors(c.errors(&path.key("errors"), mix)?)
         }
-        "capacity" => {
+        FaultKind::Capacity => {
             let servers = f.servers.ok_or_else(|| c.err(path, "a capacity fault needs `servers`"))?;
             FaultEffect::Capacity { servers: c.in_range(&path.key("servers"), servers, 0, MAX_SERVERS)? }
         }
-        _ => {
+        FaultKind::RateLimit => {
             let per_s = c.positive(
                 &path.key("per_s"),
                 f.per_s.ok_or_else(|| c.err(path, "a rate_limit fault needs `per_s`"))?,
             )?;
-            let burst = match f.burst {
-                Some(b) if b < 1.0 => {
-                    return Err(c.err(&path.key("burst"), format!("burst must be at least 1, got {b}")));
-                }
-                Some(b) => c.positive(&path.key("burst"), b)?,
-                None => per_s.max(1.0),
-            };
-            FaultEffect::RateLimit { per_s, burst }
+            FaultEffect::RateLimit { per_s, burst: burst(c, path, f.burst, per_s)? }
         }
-    };
-    Ok(FaultModel { kind, target, start_us: s_to_us(start_s), end_us: s_to_us(start_s + duration_s), toxicity, effect })
+    })
 }
 
 fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {
     check_name(&w.name).map_err(|m| c.err(&path.key("name"), m))?;
-    let ap = path.key("arrivals");
-    let phases = match (&w.arrivals.rate_per_s, &w.arrivals.profile) {
-        (Some(rate), None) => vec![(Micros::MAX, c.non_negative(&ap.key("rate_per_s"), *rate)?)],
-        (None, Some(profile)) => {
-            if profile.is_empty() {
-                return Err(c.err(&ap.key("profile"), "a rate profile needs at least one phase"));
-            }
-            let mut phases = Vec::with_capacity(profile.len());
-            let mut previous = 0.0;
-            for (i, phase) in profile.iter().enumerate() {
-                let pp = ap.key("profile").index(i);
-                let until = c.positive(&pp.key("until_s"), phase.until_s)?;
-                if until <= previous {
-                    return Err(c.err(
-                        &pp.key("until_s"),
-                        format!("phases must end in increasing order ({until} after {previous})"),
-                    ));
-                }
-                previous = until;
-                let end = if i + 1 == profile.len() { Micros::MAX } else { s_to_us(until) };
-                phases.push((end, c.non_negative(&pp.key("rate_per_s"), phase.rate_per_s)?));
-            }
-            phases
-        }
-        _ => return Err(c.err(&ap, "give exactly one of rate_per_s or profile")),
-    };
+    let phases = compile_phases(c, &path.key("arrivals"), &w.arrivals)?;
     let resubmit = match &w.resubmit {
         Some(r) => {
             let rp = path.key("resubmit");
@@ -592,4 +591,31 @@ fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<Workl
         deadline_us: ms_to_us(c.positive(&path.key("deadline_ms"), w.deadline_ms)?),
         resubmit,
     })
+}
+
+/// (phase end, rate per second) pairs; the last phase never ends.
+fn compile_phases(c: &Checker, ap: &FieldPath, arrivals: &Arrivals) -> Result<Vec<(Micros, f64)>, ScenarioError> {
+    let profile = match (&arrivals.rate_per_s, &arrivals.profile) {
+        (Some(rate), None) => return Ok(vec![(Micros::MAX, c.non_negative(&ap.key("rate_per_s"), *rate)?)]),
+        (None, Some(profile)) => profile,
+        (Some(_), Some(_)) | (None, None) => return Err(c.err(ap, "give exactly one of rate_per_s or profile")),
+    };
+    if profile.is_empty() {
+        return Err(c.err(&ap.key("profile"), "a rate profile needs at least one phase"));
+    }
+    let mut phases = Vec::with_capacity(profile.len());
+    let mut previous = 0.0;
+    for (i, phase) in profile.iter().enumerate() {
+        let pp = ap.key("profile").index(i);
+        let until = c.positive(&pp.key("until_s"), phase.until_s)?;
+        if until <= previous {
+            return Err(
+                c.err(&pp.key("until_s"), format!("phases must end in increasing order ({until} after {previous})"))
+            );
+        }
+        previous = until;
+        let end = if i + 1 == profile.len() { Micros::MAX } else { s_to_us(until) };
+        phases.push((end, c.non_negative(&pp.key("rate_per_s"), phase.rate_per_s)?));
+    }
+    Ok(phases)
 }

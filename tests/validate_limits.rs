@@ -1,0 +1,145 @@
+//! Validation stays fast and stack-safe at the size limits: remote-call graphs with
+//! exponentially many paths, call chains as long as MAX_DEPENDENCIES, and the fault kinds'
+//! closed vocabulary. Exponential or recursive validation would hang or overflow here.
+
+use faultline::engine::Model;
+use faultline::scenario::{Format, ScenarioError, Source, parse_source};
+use faultline::world::fault_kind::FaultKind;
+use faultline::world::model::{MAX_DEPENDENCIES, MAX_REMOTE_FAN_OUT};
+
+fn compile(toml: &str) -> Result<Model, ScenarioError> {
+    let source = Source::from_text("limits.toml", toml, Format::Toml);
+    let scenario = parse_source(&source).unwrap_or_else(|e| panic!("{e}"));
+    Model::compile(&scenario, &source)
+}
+
+fn rejection(toml: &str) -> ScenarioError {
+    match compile(toml) {
+        Ok(_) => panic!("the scenario compiled"),
+        Err(e) => e,
+    }
+}
+
+/// A scenario whose dependencies are `(name, callees)`, with one workflow calling `entry`.
+fn scenario(deps: &[(String, Vec<String>)], entry: &str) -> String {
+    let mut text = String::from("[simulation]\nduration_s = 10\nwarmup_s = 1\nseed = 1\nreplications = 1\n\n");
+    for (name, callees) in deps {
+        let calls: Vec<String> =
+            callees.iter().map(|c| format!("{{ dependency = \"{c}\", timeout_ms = 100 }}")).collect();
+        text += &format!(
+            "[[dependency]]\nname = \"{name}\"\nservice_time = {{ dist = \"constant\", value_ms = 1 }}\ncalls = [{}]\n\n",
+            calls.join(", ")
+        );
+    }
+    text += &format!(
+        "[[workflow]]\nname = \"w\"\narrivals = {{ rate_per_s = 1 }}\ndeadline_ms = 1000\n\n  [[workflow.step]]\n  id = \"s\"\n  dependency = \"{entry}\"\n\n[policy.plain]\nretry = {{ max_attempts = 1 }}\n"
+    );
+    text
+}
+
+/// `layers` layers of two dependencies, `a{k}` and `b{k}`, each calling both of layer k + 1
+/// once with one attempt: 2^(h + 1) - 2 attempts below a dependency h layers above the bottom.
+/// Listed bottom layer first when `bottom_first`.
+fn diamond(layers: usize, bottom_first: bool) -> Vec<(String, Vec<String>)> {
+    let mut deps = Vec::with_capacity(2 * layers);
+    for k in 0..layers {
+        let callees = if k + 1 < layers { vec![format!("a{}", k + 1), format!("b{}", k + 1)] } else { Vec::new() };
+        deps.push((format!("a{k}"), callees.clone()));
+        deps.push((format!("b{k}"), callees));
+    }
+    if bottom_first {
+        deps.reverse();
+    }
+    deps
+}
+
+#[test]
+fn a_deep_diamond_is_rejected_for_its_fan_out_without_walking_every_path() {
+    // 2^401 - 2 attempts below a0: one visit per path would never finish.
+    let e = rejection(&scenario(&diamond(400, false), "a0"));
+    assert_eq!(e.field, "dependency[0].calls", "{e}");
+    assert!(e.message.starts_with("one attempt here can cause "), "{e}");
+    assert!(e.message.ends_with(&format!(" attempts below it; the limit is {MAX_REMOTE_FAN_OUT:.0}")), "{e}");
+}
+
+#[test]
+fn the_fan_out_error_names_the_first_offending_dependency_in_the_file() {
+    // Bottom first, so callees precede callers in the file. Height 15 has 65534 attempts
+    // below it, height 16 (b16 at index 32, then a16) the first count past the limit.
+    let e = rejection(&scenario(&diamond(40, true), "a0"));
+    assert_eq!(e.field, "dependency[32].calls", "{e}");
+    assert_eq!(e.message, "one attempt here can cause 131070 attempts below it; the limit is 100000");
+}
+
+#[test]
+fn a_diamond_under_the_limit_compiles() {
+    let model = compile(&scenario(&diamond(16, false), "a0")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.world.dependencies.len(), 32);
+}
+
+#[test]
+fn a_comb_of_max_dependencies_compiles() {
+    // A spine a0 -> a1 -> ... 5 000 deep whose every vertebra also calls a leaf b{k + 1}:
+    // 2 attempts per layer, 9 998 below a0.
+    let layers = MAX_DEPENDENCIES / 2;
+    let mut deps = Vec::with_capacity(MAX_DEPENDENCIES);
+    for k in 0..layers {
+        let callees = if k + 1 < layers { vec![format!("a{}", k + 1), format!("b{}", k + 1)] } else { Vec::new() };
+        deps.push((format!("a{k}"), callees));
+        deps.push((format!("b{k}"), Vec::new()));
+    }
+    let model = compile(&scenario(&deps, "a0")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.world.dependencies.len(), MAX_DEPENDENCIES);
+}
+
+/// d0 -> d1 -> ... -> d{n - 1}, and back to d0 when `closed`.
+fn chain(n: usize, closed: bool) -> Vec<(String, Vec<String>)> {
+    (0..n)
+        .map(|k| {
+            let callees = match (k + 1 < n, closed) {
+                (true, _) => vec![format!("d{}", k + 1)],
+                (false, true) => vec!["d0".to_string()],
+                (false, false) => Vec::new(),
+            };
+            (format!("d{k}"), callees)
+        })
+        .collect()
+}
+
+#[test]
+fn a_chain_of_max_dependencies_compiles_without_overflowing_the_stack() {
+    let model = compile(&scenario(&chain(MAX_DEPENDENCIES, false), "d0")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(model.world.dependencies.len(), MAX_DEPENDENCIES);
+}
+
+#[test]
+fn a_cycle_through_max_dependencies_is_reported_whole() {
+    let e = rejection(&scenario(&chain(MAX_DEPENDENCIES, true), "d0"));
+    assert_eq!(e.field, "dependency[0].calls", "{e}");
+    let names: Vec<String> = (0..MAX_DEPENDENCIES).map(|k| format!("d{k}")).chain(["d0".to_string()]).collect();
+    assert_eq!(e.message, format!("remote calls form a cycle: {}", names.join(" -> ")));
+}
+
+#[test]
+fn a_cycle_below_an_acyclic_start_names_its_first_member() {
+    let deps = [
+        ("top".to_string(), vec!["x".to_string()]),
+        ("y".to_string(), vec!["x".to_string()]),
+        ("x".to_string(), vec!["leaf".to_string(), "y".to_string()]),
+        ("leaf".to_string(), Vec::new()),
+    ];
+    let e = rejection(&scenario(&deps, "top"));
+    assert_eq!(e.field, "dependency[2].calls", "{e}");
+    assert_eq!(e.message, "remote calls form a cycle: x -> y -> x");
+}
+
+#[test]
+fn fault_kinds_round_trip_through_their_names() {
+    for kind in FaultKind::ALL {
+        assert_eq!(FaultKind::parse(kind.name()), Some(kind));
+    }
+    let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+    assert_eq!(names, ["latency", "timeout", "errors", "capacity", "down", "rate_limit", "lost_response"]);
+    assert_eq!(FaultKind::parse("meteor"), None);
+    assert_eq!(FaultKind::parse("Latency"), None);
+}
