@@ -4,6 +4,9 @@
 //! driven by virtual time passed in, unit-tested against its anchor's documented behaviour
 //! (ANCHORS.md sections 3-6). None of them knows the event queue.
 
+pub mod circuit_breaker;
+pub mod polly_breaker;
+
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
