@@ -4,8 +4,14 @@
 //! driven by virtual time passed in, unit-tested against its anchor's documented behaviour
 //! (ANCHORS.md sections 3-6). None of them knows the event queue.
 
+pub mod adaptive_throttle;
+pub mod admission_control;
+pub mod bulkhead;
 pub mod circuit_breaker;
+pub mod load_shedder;
 pub mod polly_breaker;
+pub mod retry_budget;
+mod slice_ring;
 
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
