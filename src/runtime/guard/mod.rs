@@ -4,6 +4,9 @@
 //! driven by virtual time passed in, unit-tested against its anchor's documented behaviour
 //! (ANCHORS.md sections 3-6). None of them knows the event queue.
 
+pub mod bulkhead;
+pub mod load_shedder;
+
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
