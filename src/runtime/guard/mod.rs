@@ -9,6 +9,7 @@ pub mod admission_control;
 pub mod bulkhead;
 pub mod circuit_breaker;
 pub mod load_shedder;
+pub mod pipeline;
 pub mod polly_breaker;
 pub mod retry_budget;
 mod slice_ring;
@@ -34,4 +35,3 @@ impl AttemptEnd {
         AttemptEnd { failure: Some(kind), duration_us }
     }
 }
-pub mod pipeline;
