@@ -325,6 +325,10 @@ impl Simulation<'_> {
                     let depth = self.stations[d].queued;
                     self.recorder.observe(now, true, Observation::QueueDepth { dependency: d as u16, depth });
                 }
+                // A breaker that stays open through a window marks it too, not only the one it opened in.
+                for (breaker, state) in self.pipeline.breaker_states() {
+                    self.recorder.observe(now, true, Observation::BreakerHeld { breaker, state });
+                }
                 if now < self.model.world.duration_us || self.live_runs > 0 {
                     self.queue.schedule(now + self.model.world.window_us, Event::WindowEnd);
                 }

@@ -91,6 +91,11 @@ pub enum Observation {
         dependency: u16,
         depth: u32,
     },
+    /// A breaker's state at the end of a time-series window.
+    BreakerHeld {
+        breaker: u16,
+        state: BreakerState,
+    },
     BreakerTransition {
         breaker: u16,
         from: BreakerState,

@@ -225,6 +225,7 @@ impl Recorder {
             Observation::Refused { dependency, .. } => ts.add_refused(now, dependency as usize),
             Observation::QueueDepth { dependency, depth } => ts.sample_queue(now, dependency as usize, depth),
             Observation::BreakerTransition { breaker, to, .. } => ts.mark_breaker(now, breaker as usize, to),
+            Observation::BreakerHeld { breaker, state } => ts.carry_breaker(now, breaker as usize, state),
             Observation::RunFinalized { .. }
             | Observation::Resubmitted
             | Observation::LogicalCall
@@ -339,7 +340,8 @@ impl Recorder {
             | Observation::StepFailed { .. }
             | Observation::AttemptSent { .. }
             | Observation::EffectCommitted { .. }
-            | Observation::QueueDepth { .. } => {}
+            | Observation::QueueDepth { .. }
+            | Observation::BreakerHeld { .. } => {}
             Observation::HedgeSent { dependency } => self.dependencies[dependency as usize].hedges_sent += 1,
             Observation::HedgeWon { dependency } => self.dependencies[dependency as usize].hedges_won += 1,
         }

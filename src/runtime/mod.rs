@@ -9,6 +9,7 @@ pub mod command;
 pub mod deadline;
 pub mod decision;
 pub mod guard;
+pub mod mechanisms;
 pub mod policy;
 pub mod run;
 pub mod step;

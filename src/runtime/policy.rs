@@ -5,6 +5,7 @@ use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::budget::BudgetLimits;
 use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
 use super::guard::pipeline::{PipelineSpec, RouteId};
+use super::mechanisms::compile_mechanisms;
 use super::workflow::WorkflowModel;
 use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path};
 use crate::sim::{Micros, ms_to_us};
@@ -189,23 +190,42 @@ fn compile_policy(
             return Err(error_at_path(source, &path.key("steps").key(step_id), message));
         }
     }
-    let mut pipeline = PipelineSpec::default();
-    // Route 0 passes no guard: the default route of every step.
-    pipeline.add_route(&[]);
-    let steps = workflows
+    let mut steps = workflows
         .iter()
         .map(|w| w.steps.iter().map(|s| context.step_policy(s)).collect::<Result<Vec<_>, _>>())
         .collect::<Result<Vec<_>, _>>()?;
+    let mechanisms = compile_mechanisms(source, path, p, world, workflows, &steps)?;
+    for (w, routes) in mechanisms.routes.iter().enumerate() {
+        for (s, r) in routes.iter().enumerate() {
+            steps[w][s].routes = *r;
+        }
+    }
     Ok(PolicyModel {
         name: name.to_string(),
         rules,
         budget: compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?,
         key_per_attempt,
         steps,
-        breaker_labels: Vec::new(),
-        hedging: None,
-        pipeline,
+        breaker_labels: mechanisms.breaker_labels,
+        hedging: compile_hedging(source, &path.key("hedging"), p.hedging.as_ref())?,
+        pipeline: mechanisms.pipeline,
     })
+}
+
+/// Polly's defaults: Delay 2 s, MaxHedgedAttempts 1 (1..=10).
+fn compile_hedging(
+    source: &Source,
+    path: &FieldPath,
+    h: Option<&crate::scenario::Hedging>,
+) -> Result<Option<Hedging>, ScenarioError> {
+    let Some(h) = h else { return Ok(None) };
+    let delay_us = duration_ms(source, &path.key("delay_ms"), h.delay_ms.unwrap_or(2_000.0))?;
+    let max_hedged_attempts = h.max_hedged_attempts.unwrap_or(1);
+    if !(1..=10).contains(&max_hedged_attempts) {
+        let message = format!("must be between 1 and 10 (Polly's range), got {max_hedged_attempts}");
+        return Err(error_at_path(source, &path.key("max_hedged_attempts"), message));
+    }
+    Ok(Some(Hedging { delay_us, max_hedged_attempts }))
 }
 
 /// The kinds a policy retries: the default table, or its own `retry_on` list, which may not

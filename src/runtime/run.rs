@@ -11,7 +11,7 @@ use super::command::{Command, Outbox};
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
 use super::guard::AttemptEnd;
-use super::guard::pipeline::{Admit, AttemptKind, Pipeline, RouteId};
+use super::guard::pipeline::{Admit, AttemptInfo, AttemptKind, Held, Pipeline, RouteId};
 use super::policy::{PolicyModel, StepPolicy};
 use super::step::{StepPhase, StepState};
 use super::workflow::{StepModel, WorkflowModel};
@@ -64,12 +64,19 @@ struct InFlight {
     serial: u32,
     dependency: u16,
     route: RouteId,
-    kind: AttemptKind,
+    info: AttemptInfo,
+    held: Held,
     purpose: Purpose,
     timeout_us: Option<Micros>,
     sent_us: Micros,
-    /// Still queued at a bulkhead: not sent yet.
-    waiting: bool,
+    /// Still queued at this bulkhead (a guard index): not sent yet.
+    waiting_at: Option<u16>,
+}
+
+impl InFlight {
+    fn waiting(&self) -> bool {
+        self.waiting_at.is_some()
+    }
 }
 
 pub struct RunMachine {
@@ -142,7 +149,7 @@ impl RunMachine {
         serial: u32,
         result: AttemptResult,
     ) {
-        let Some(i) = self.in_flight.iter().position(|a| a.step == s && a.serial == serial && !a.waiting) else {
+        let Some(i) = self.in_flight.iter().position(|a| a.step == s && a.serial == serial && !a.waiting()) else {
             return;
         };
         let attempt = self.in_flight.remove(i);
@@ -155,7 +162,7 @@ impl RunMachine {
             None => AttemptEnd::success(duration_us),
             Some(k) => AttemptEnd::failed(k, duration_us),
         };
-        cx.pipeline.on_end(cx.now, attempt.route, attempt.kind, Some(end), out);
+        cx.pipeline.on_end(cx.now, attempt.route, attempt.info, attempt.held, Some(end), None, out);
         if self.ended {
             return;
         }
@@ -166,7 +173,7 @@ impl RunMachine {
         }
         match kind {
             None => {
-                if attempt.kind == AttemptKind::Hedge {
+                if attempt.info.kind == AttemptKind::Hedge {
                     out.observe(Observation::HedgeWon { dependency: attempt.dependency });
                 }
                 let via_fallback = self.steps[s as usize].on_fallback;
@@ -215,13 +222,13 @@ impl RunMachine {
     /// a refusal. `serial` is modulo 2^24, as in the waiter token.
     pub fn on_permit(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, serial: u32, granted: bool) {
         let Some(i) =
-            self.in_flight.iter().position(|a| a.step == s && (a.serial & 0x00FF_FFFF) == serial && a.waiting)
+            self.in_flight.iter().position(|a| a.step == s && (a.serial & 0x00FF_FFFF) == serial && a.waiting())
         else {
             return;
         };
         if granted {
             let a = &mut self.in_flight[i];
-            a.waiting = false;
+            a.waiting_at = None;
             a.sent_us = cx.now;
             let (step, serial, dependency, purpose, timeout_us) =
                 (a.step, a.serial, a.dependency, a.purpose, a.timeout_us);
@@ -230,6 +237,7 @@ impl RunMachine {
         }
         let a = self.in_flight.remove(i);
         self.steps[s as usize].in_flight -= 1;
+        cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, a.waiting_at, out);
         out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
         if !self.ended {
             self.after_refusal(cx, out, s, a.purpose);
@@ -283,7 +291,8 @@ impl RunMachine {
             Effect::Read => Purpose::Call,
         };
         let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
-        let attempt = Attempt { dependency, route, kind, purpose, timeout_us };
+        let info = AttemptInfo { kind, control: false, after: st.last_failure };
+        let attempt = Attempt { dependency, route, info, purpose, timeout_us };
         if self.send(cx, out, s, attempt) {
             self.budget.spend(is_retry, cost);
             self.steps[s as usize].count_attempt();
@@ -317,17 +326,22 @@ impl RunMachine {
     /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
     fn send(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
-        let stream_id = cx.workflow.steps[s as usize].stream_id;
-        let u = self.key.with(TAG_GUARD).with(stream_id).with(u64::from(serial)).stream().unit();
-        let waiter = waiter_token(cx.run_slot, s, serial);
-        let waiting = match cx.pipeline.admit(cx.now, a.route, a.kind, waiter, u, out) {
-            Admit::Granted => false,
-            Admit::Wait { .. } => true,
-            Admit::Refused(reason) => {
-                out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
-                return false;
+        let (waiting_at, held) = if cx.pipeline.is_open_road(a.route) {
+            (None, Held::default())
+        } else {
+            let stream_id = cx.workflow.steps[s as usize].stream_id;
+            let u = self.key.with(TAG_GUARD).with(stream_id).with(u64::from(serial)).stream().unit();
+            let waiter = waiter_token(cx.run_slot, s, serial);
+            match cx.pipeline.admit(cx.now, a.route, a.info, waiter, u, out) {
+                (Admit::Granted, held) => (None, held),
+                (Admit::Wait { at, .. }, held) => (Some(at), held),
+                (Admit::Refused(reason), _) => {
+                    out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
+                    return false;
+                }
             }
         };
+        let waiting = waiting_at.is_some();
         let st = &mut self.steps[s as usize];
         let serial = st.next_serial();
         st.in_flight += 1;
@@ -336,11 +350,12 @@ impl RunMachine {
             serial,
             dependency: a.dependency as u16,
             route: a.route,
-            kind: a.kind,
+            info: a.info,
+            held,
             purpose: a.purpose,
             timeout_us: a.timeout_us,
             sent_us: cx.now,
-            waiting,
+            waiting_at,
         });
         if !waiting {
             let (dependency, purpose, timeout_us) = (a.dependency as u16, a.purpose, a.timeout_us);
@@ -389,7 +404,8 @@ impl RunMachine {
             out.observe(Observation::BudgetExhausted(kind));
             return;
         }
-        let attempt = Attempt { dependency, route, kind: AttemptKind::Hedge, purpose: Purpose::Call, timeout_us };
+        let info = AttemptInfo { kind: AttemptKind::Hedge, control: false, after: None };
+        let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us };
         if self.send(cx, out, s, attempt) {
             self.budget.spend(true, cost);
             self.steps[s as usize].hedges += 1;
@@ -413,7 +429,8 @@ impl RunMachine {
             return;
         };
         let (dependency, route) = (step.dependency, sp.routes.lookup);
-        let attempt = Attempt { dependency, route, kind: AttemptKind::First, purpose: Purpose::Lookup, timeout_us };
+        let info = AttemptInfo { kind: AttemptKind::First, control: true, after: None };
+        let attempt = Attempt { dependency, route, info, purpose: Purpose::Lookup, timeout_us };
         if self.send(cx, out, s, attempt) {
             let st = &mut self.steps[s as usize];
             st.looking_up = true;
@@ -591,11 +608,15 @@ impl RunMachine {
     }
 
     fn cancel(cx: &mut RunContext, out: &mut Outbox, a: &InFlight) {
-        if a.waiting {
-            cx.pipeline.cancel_wait(a.route, waiter_token(cx.run_slot, a.step, a.serial));
-        } else {
-            cx.pipeline.on_end(cx.now, a.route, a.kind, None, out);
-            out.command(Command::Cancel { step: a.step, serial: a.serial });
+        match a.waiting_at {
+            Some(at) => {
+                let waiter = waiter_token(cx.run_slot, a.step, a.serial);
+                cx.pipeline.cancel_wait(cx.now, a.route, a.info, a.held, at, waiter, out);
+            }
+            None => {
+                cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, None, out);
+                out.command(Command::Cancel { step: a.step, serial: a.serial });
+            }
         }
     }
 
@@ -624,7 +645,7 @@ impl RunMachine {
 struct Attempt {
     dependency: usize,
     route: RouteId,
-    kind: AttemptKind,
+    info: AttemptInfo,
     purpose: Purpose,
     timeout_us: Option<Micros>,
 }

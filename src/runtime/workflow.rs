@@ -3,6 +3,7 @@
 
 use crate::scenario::{Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path};
 use crate::sim::stable_name_id;
+use crate::vocab::Priority;
 use crate::world::World;
 
 /// Steps of one workflow are indexed by u8 in hot state; 64 is far beyond any agent graph.
@@ -25,6 +26,9 @@ pub struct StepModel {
 #[derive(Debug, Clone)]
 pub struct WorkflowModel {
     pub name: String,
+    /// Who the traffic belongs to; bulkheads and retry budgets may be keyed by it.
+    pub tenant: Option<String>,
+    pub priority: Priority,
     pub steps: Vec<StepModel>,
     /// Steps with no `after`: ready when the run starts.
     pub roots: Vec<u8>,
@@ -109,7 +113,21 @@ pub fn compile_workflows(
                 return Err(err(&path.key("step"), format!("the steps form a cycle: {cycle}")));
             }
             let roots = (0..steps.len()).filter(|&j| steps[j].predecessors == 0).map(|j| j as u8).collect();
-            Ok(WorkflowModel { name: w.name.clone(), steps, roots })
+            let tenant = match &w.tenant {
+                Some(t) => {
+                    crate::world::model::check_name(t).map_err(|m| err(&path.key("tenant"), m))?;
+                    Some(t.clone())
+                }
+                None => None,
+            };
+            let priority = match &w.priority {
+                Some(p) => Priority::parse(p).ok_or_else(|| {
+                    let names: Vec<&str> = Priority::ALL.iter().map(|p| p.name()).collect();
+                    err(&path.key("priority"), format!("unknown priority `{p}`; expected one of {}", names.join(", ")))
+                })?,
+                None => Priority::Critical,
+            };
+            Ok(WorkflowModel { name: w.name.clone(), tenant, priority, steps, roots })
         })
         .collect()
 }

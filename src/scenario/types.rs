@@ -200,6 +200,12 @@ pub struct Workflow {
     pub deadline_ms: f64,
     #[serde(default)]
     pub resubmit: Option<Resubmit>,
+    /// Who the traffic belongs to: bulkheads and retry budgets may be keyed by it.
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// critical_plus, critical (default), sheddable_plus or sheddable.
+    #[serde(default)]
+    pub priority: Option<String>,
     #[serde(default, rename = "step")]
     pub steps: Vec<Step>,
 }
@@ -362,6 +368,151 @@ pub struct Policy {
     pub idempotency_key: Option<String>,
     #[serde(default)]
     pub steps: BTreeMap<String, StepOverride>,
+    /// Circuit breakers (resilience4j or Polly semantics), applied in file order.
+    #[serde(default)]
+    pub circuit_breaker: Vec<CircuitBreaker>,
+    /// Concurrency limits (resilience4j's semaphore bulkhead).
+    #[serde(default)]
+    pub bulkhead: Vec<Bulkhead>,
+    /// Shared retry budgets and client-side throttling.
+    #[serde(default)]
+    pub retry_budget: Vec<RetryBudget>,
+    /// Hedged requests for read-only steps (Polly / gRPC hedging).
+    #[serde(default)]
+    pub hedging: Option<Hedging>,
+}
+
+/// One circuit-breaker entry: one instance per dependency it covers (and per operation class
+/// with `circuit_key = "dependency_operation"`). Field names are resilience4j's and Polly's.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CircuitBreaker {
+    /// resilience4j (default) or polly
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The dependency it guards; every dependency when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// dependency (default): one circuit per dependency; dependency_operation: read, write and
+    /// control (status lookups) each get their own, so a tripped read circuit never blocks
+    /// the control path.
+    #[serde(default)]
+    pub circuit_key: Option<String>,
+    /// Failure kinds that never count (default INVALID_INPUT and UNAUTHORIZED).
+    #[serde(default)]
+    pub ignore: Option<Vec<String>>,
+    // resilience4j
+    #[serde(default)]
+    pub failure_rate_threshold: Option<f64>,
+    #[serde(default)]
+    pub slow_call_rate_threshold: Option<f64>,
+    #[serde(default)]
+    pub slow_call_duration_threshold_ms: Option<f64>,
+    #[serde(default)]
+    pub minimum_number_of_calls: Option<u32>,
+    /// count_based or time_based
+    #[serde(default)]
+    pub sliding_window_type: Option<String>,
+    #[serde(default)]
+    pub sliding_window_size: Option<u32>,
+    #[serde(default)]
+    pub wait_duration_in_open_state_ms: Option<f64>,
+    #[serde(default)]
+    pub permitted_number_of_calls_in_half_open_state: Option<u32>,
+    #[serde(default)]
+    pub max_wait_duration_in_half_open_state_ms: Option<f64>,
+    #[serde(default)]
+    pub automatic_transition_from_open_to_half_open_enabled: Option<bool>,
+    // Polly v8
+    #[serde(default)]
+    pub failure_ratio: Option<f64>,
+    #[serde(default)]
+    pub minimum_throughput: Option<u32>,
+    #[serde(default)]
+    pub sampling_duration_ms: Option<f64>,
+    #[serde(default)]
+    pub break_duration_ms: Option<f64>,
+}
+
+/// One bulkhead entry: one instance per key value it covers.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Bulkhead {
+    /// dependency (default), workflow, tenant or effect (a read pool and a write pool per
+    /// dependency; status lookups use the write pool's reserved permits).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Only attempts at this dependency; every dependency when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// With key = "workflow": only this workflow; with key = "tenant": only this tenant.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    #[serde(default)]
+    pub tenant: Option<String>,
+    #[serde(default)]
+    pub max_concurrent_calls: Option<u32>,
+    #[serde(default)]
+    pub max_wait_ms: Option<f64>,
+    /// Permits only control traffic (status lookups) may take.
+    #[serde(default)]
+    pub reserved_for_control: Option<u32>,
+}
+
+/// One shared retry budget entry: one instance per scope value it covers.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBudget {
+    /// grpc, finagle, envoy, aws or adaptive_throttling (Google SRE).
+    pub kind: String,
+    /// dependency (default), tenant or global.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// With scope = "dependency": only this dependency; every one when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    // grpc
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub token_ratio: Option<f64>,
+    // finagle
+    #[serde(default)]
+    pub ttl_ms: Option<f64>,
+    #[serde(default)]
+    pub min_retries_per_s: Option<u32>,
+    #[serde(default)]
+    pub percent_can_retry: Option<f64>,
+    // envoy
+    #[serde(default)]
+    pub budget_percent: Option<f64>,
+    #[serde(default)]
+    pub min_retry_concurrency: Option<u32>,
+    // aws
+    #[serde(default)]
+    pub initial_retry_tokens: Option<u32>,
+    #[serde(default)]
+    pub retry_cost: Option<u32>,
+    #[serde(default)]
+    pub timeout_retry_cost: Option<u32>,
+    #[serde(default)]
+    pub no_retry_increment: Option<u32>,
+    // adaptive_throttling
+    #[serde(default)]
+    pub k: Option<f64>,
+    #[serde(default)]
+    pub window_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Hedging {
+    /// Wait this long for an answer before sending the next hedge (Polly's Delay, 2 s).
+    #[serde(default)]
+    pub delay_ms: Option<f64>,
+    /// Hedges beyond the first attempt (Polly's MaxHedgedAttempts, 1; at most 10).
+    #[serde(default)]
+    pub max_hedged_attempts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
