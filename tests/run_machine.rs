@@ -7,12 +7,13 @@ use common::*;
 
 use faultline::engine::Model;
 use faultline::metrics::Observation;
-use faultline::runtime::guard::pipeline::Pipeline;
+use faultline::runtime::guard::pipeline::{Loads, Pipeline};
 use faultline::runtime::policy::{Hedging, PolicyModel};
 use faultline::runtime::step::StepPhase;
 use faultline::runtime::{AttemptResult, Command, Outbox, Purpose, RunBudget, RunContext, RunMachine};
 use faultline::sim::{Micros, StreamKey};
 use faultline::vocab::{BudgetKind, FailureKind, Outcome};
+use faultline::world::Station;
 use std::collections::BTreeSet;
 
 /// Every run starts at this time, so that absolute and relative times differ.
@@ -122,6 +123,7 @@ impl Harness {
 
     fn input(&mut self, f: impl FnOnce(&mut RunMachine, &mut RunContext, &mut Outbox)) -> Out {
         let mut pipeline = Pipeline::new(&self.policy.pipeline);
+        let stations: Vec<Station> = self.model.world.dependencies.iter().map(Station::new).collect();
         let mut cx = RunContext {
             now: self.now,
             workflow: &self.model.workflows[self.wf],
@@ -130,6 +132,7 @@ impl Harness {
             costs: &self.costs,
             step_offset: self.model.step_offsets[self.wf] as u32,
             pipeline: &mut pipeline,
+            loads: Loads { stations: &stations, dependencies: &self.model.world.dependencies },
             run_slot: 0,
         };
         f(&mut self.machine, &mut cx, &mut self.out);

@@ -7,6 +7,7 @@ use super::event::Event;
 use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT, TAG_RUN};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
+use crate::runtime::guard::pipeline::Loads;
 use crate::runtime::run::split_waiter_token;
 use crate::runtime::{AttemptResult, Command, Outbox, Purpose, RunBudget, RunContext, RunMachine};
 use crate::sim::Micros;
@@ -68,6 +69,7 @@ impl Simulation<'_> {
             costs: &self.costs,
             step_offset: model.step_offsets[w] as u32,
             pipeline: &mut self.pipeline,
+            loads: Loads { stations: &self.stations, dependencies: &model.world.dependencies },
             run_slot: r,
         };
         input(&mut slot.machine, &mut cx, &mut out);

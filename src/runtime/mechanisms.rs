@@ -2,12 +2,14 @@
 //! side throttling) into guard specifications and routes: for every kind of attempt a step
 //! makes (at its dependency, at its fallback, status lookups), the ordered guards it passes.
 //! Order within a route: retry budgets and throttles first (they refuse cheaply, before a
-//! breaker permit is taken), then circuit breakers, then bulkheads (a waiting attempt holds
+//! breaker permit is taken), then load shedders, then circuit breakers, then bulkheads (a waiting attempt holds
 //! its breaker permit, not the other way round); within a kind, file order.
 
 use super::guard::adaptive_throttle::AdaptiveThrottleConfig;
+use super::guard::admission_control::AdmissionControlConfig;
 use super::guard::bulkhead::BulkheadConfig;
 use super::guard::circuit_breaker::{CircuitBreakerConfig, SlidingWindowType};
+use super::guard::load_shedder::LoadShedder;
 use super::guard::pipeline::{GuardSpec, PipelineSpec};
 use super::guard::polly_breaker::PollyBreakerOptions;
 use super::guard::retry_budget::{
@@ -16,9 +18,11 @@ use super::guard::retry_budget::{
 use super::policy::{StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
-    Bulkhead, CircuitBreaker, Effect, FieldPath, Policy, RetryBudget, ScenarioError, Source, error_at_path,
+    Bulkhead, CircuitBreaker, Effect, FieldPath, LoadShedding, Policy, PriorityThresholds, RetryBudget, ScenarioError,
+    Source, error_at_path,
 };
 use crate::sim::{Micros, ms_to_us};
+use crate::vocab::Priority;
 use crate::vocab::{FailureKind, OperationClass};
 use crate::world::World;
 
@@ -67,10 +71,11 @@ struct AttemptShape {
     class: OperationClass,
 }
 
-/// Guard order in a route: budgets, breakers, bulkheads.
+/// Guard order in a route: budgets, shedders, breakers, bulkheads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Stage {
     Budget,
+    Shed,
     Breaker,
     Bulkhead,
 }
@@ -107,6 +112,9 @@ pub fn compile_mechanisms(
     let mut c = Compiler { source, world, workflows, tenants, specs: Vec::new(), breaker_labels: Vec::new() };
     for (i, b) in policy.retry_budget.iter().enumerate() {
         c.retry_budget(&path.key("retry_budget").index(i), b)?;
+    }
+    for (i, s) in policy.load_shedding.iter().enumerate() {
+        c.load_shedding(&path.key("load_shedding").index(i), s)?;
     }
     for (i, b) in policy.circuit_breaker.iter().enumerate() {
         c.circuit_breaker(&path.key("circuit_breaker").index(i), b)?;
@@ -562,6 +570,76 @@ impl Compiler<'_> {
         }
         Ok(())
     }
+}
+
+impl Compiler<'_> {
+    fn load_shedding(&mut self, path: &FieldPath, s: &LoadShedding) -> Result<(), ScenarioError> {
+        let kind = self.choice(&path.key("kind"), s.kind.as_deref(), "priority", &["priority", "admission_control"])?;
+        let present = [
+            ("shed_at_utilization", s.shed_at_utilization.is_some()),
+            ("shed_at_queue_ratio", s.shed_at_queue_ratio.is_some()),
+            ("load_unit_step", s.load_unit_step.is_some()),
+            ("sampling_window_ms", s.sampling_window_ms.is_some()),
+            ("sr_threshold", s.sr_threshold.is_some()),
+            ("aggression", s.aggression.is_some()),
+            ("rps_threshold", s.rps_threshold.is_some()),
+            ("max_rejection_probability", s.max_rejection_probability.is_some()),
+        ];
+        let dependencies = self.dependencies(&path.key("dependency"), &s.dependency)?;
+        if kind == "priority" {
+            const FIELDS: [&str; 3] = ["shed_at_utilization", "shed_at_queue_ratio", "load_unit_step"];
+            self.only(path, kind, &present, &FIELDS)?;
+            let d = LoadShedder::default();
+            let shedder = LoadShedder {
+                shed_at_utilization: thresholds(s.shed_at_utilization.as_ref(), d.shed_at_utilization),
+                shed_at_queue_ratio: thresholds(s.shed_at_queue_ratio.as_ref(), d.shed_at_queue_ratio),
+                load_unit_step: s.load_unit_step.unwrap_or(d.load_unit_step),
+            };
+            shedder.check().map_err(|m| self.err(&self.field_of(path, &m, &FIELDS), m))?;
+            for d in dependencies {
+                self.push(Stage::Shed, Scope::Dependency(d), GuardSpec::Shedder { shedder, dependency: d as u16 });
+            }
+        } else {
+            const FIELDS: [&str; 5] =
+                ["sampling_window_ms", "sr_threshold", "aggression", "rps_threshold", "max_rejection_probability"];
+            self.only(path, kind, &present, &FIELDS)?;
+            let d = AdmissionControlConfig::default();
+            let config = AdmissionControlConfig {
+                sampling_window_us: self.duration(
+                    &path.key("sampling_window_ms"),
+                    s.sampling_window_ms,
+                    d.sampling_window_us,
+                )?,
+                sr_threshold: s.sr_threshold.unwrap_or(d.sr_threshold),
+                aggression: s.aggression.unwrap_or(d.aggression),
+                rps_threshold: s.rps_threshold.unwrap_or(d.rps_threshold),
+                max_rejection_probability: s.max_rejection_probability.unwrap_or(d.max_rejection_probability),
+            };
+            config.check().map_err(|m| self.err(&self.field_of(path, &m, &FIELDS), m))?;
+            for d in dependencies {
+                self.push(Stage::Shed, Scope::Dependency(d), GuardSpec::AdmissionControl(config));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A threshold per priority: the file's where given, the default elsewhere.
+fn thresholds(t: Option<&PriorityThresholds>, default: [f64; Priority::COUNT]) -> [f64; Priority::COUNT] {
+    let Some(t) = t else { return default };
+    let mut out = default;
+    for p in Priority::ALL {
+        let given = match p {
+            Priority::CriticalPlus => t.critical_plus,
+            Priority::Critical => t.critical,
+            Priority::SheddablePlus => t.sheddable_plus,
+            Priority::Sheddable => t.sheddable,
+        };
+        if let Some(v) = given {
+            out[p.index()] = v;
+        }
+    }
+    out
 }
 
 const RESILIENCE4J_FIELDS: [&str; 10] = [

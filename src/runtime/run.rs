@@ -11,7 +11,7 @@ use super::command::{Command, Outbox};
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
 use super::guard::AttemptEnd;
-use super::guard::pipeline::{Admit, AttemptInfo, AttemptKind, Held, Pipeline, RouteId};
+use super::guard::pipeline::{Admit, Ask, AttemptInfo, AttemptKind, Held, Loads, Pipeline, RouteId};
 use super::policy::{PolicyModel, StepPolicy};
 use super::step::{StepPhase, StepState};
 use super::workflow::{StepModel, WorkflowModel};
@@ -37,11 +37,17 @@ pub struct RunContext<'a, 'p> {
     /// The first entry of this workflow in the model's flattened step list.
     pub step_offset: u32,
     pub pipeline: &'a mut Pipeline<'p>,
+    /// The dependencies' load now, for load shedders.
+    pub loads: Loads<'a>,
     /// Names this run's waiting attempts in bulkhead queues (see [`waiter_token`]).
     pub run_slot: u32,
 }
 
 impl RunContext<'_, '_> {
+    fn info(&self, kind: AttemptKind, control: bool, after: Option<FailureKind>) -> AttemptInfo {
+        AttemptInfo { kind, control, after, priority: self.workflow.priority, load_units: self.workflow.load_units }
+    }
+
     fn step(&self, s: u8) -> (&StepModel, &StepPolicy) {
         (&self.workflow.steps[s as usize], &self.policy.steps[self.workflow_index][s as usize])
     }
@@ -291,7 +297,7 @@ impl RunMachine {
             Effect::Read => Purpose::Call,
         };
         let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
-        let info = AttemptInfo { kind, control: false, after: st.last_failure };
+        let info = cx.info(kind, false, st.last_failure);
         let attempt = Attempt { dependency, route, info, purpose, timeout_us };
         if self.send(cx, out, s, attempt) {
             self.budget.spend(is_retry, cost);
@@ -332,7 +338,8 @@ impl RunMachine {
             let stream_id = cx.workflow.steps[s as usize].stream_id;
             let u = self.key.with(TAG_GUARD).with(stream_id).with(u64::from(serial)).stream().unit();
             let waiter = waiter_token(cx.run_slot, s, serial);
-            match cx.pipeline.admit(cx.now, a.route, a.info, waiter, u, out) {
+            let ask = Ask { info: a.info, waiter, u, loads: cx.loads };
+            match cx.pipeline.admit(cx.now, a.route, ask, out) {
                 (Admit::Granted, held) => (None, held),
                 (Admit::Wait { at, .. }, held) => (Some(at), held),
                 (Admit::Refused(reason), _) => {
@@ -404,7 +411,7 @@ impl RunMachine {
             out.observe(Observation::BudgetExhausted(kind));
             return;
         }
-        let info = AttemptInfo { kind: AttemptKind::Hedge, control: false, after: None };
+        let info = cx.info(AttemptKind::Hedge, false, None);
         let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us };
         if self.send(cx, out, s, attempt) {
             self.budget.spend(true, cost);
@@ -429,7 +436,7 @@ impl RunMachine {
             return;
         };
         let (dependency, route) = (step.dependency, sp.routes.lookup);
-        let info = AttemptInfo { kind: AttemptKind::First, control: true, after: None };
+        let info = cx.info(AttemptKind::First, true, None);
         let attempt = Attempt { dependency, route, info, purpose: Purpose::Lookup, timeout_us };
         if self.send(cx, out, s, attempt) {
             let st = &mut self.steps[s as usize];

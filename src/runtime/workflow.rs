@@ -29,6 +29,8 @@ pub struct WorkflowModel {
     /// Who the traffic belongs to; bulkheads and retry budgets may be keyed by it.
     pub tenant: Option<String>,
     pub priority: Priority,
+    pub load_units: f64,
+    pub async_allowed: bool,
     pub steps: Vec<StepModel>,
     /// Steps with no `after`: ready when the run starts.
     pub roots: Vec<u8>,
@@ -127,7 +129,12 @@ pub fn compile_workflows(
                 })?,
                 None => Priority::Critical,
             };
-            Ok(WorkflowModel { name: w.name.clone(), tenant, priority, steps, roots })
+            let load_units = w.load_units.unwrap_or(1.0);
+            if !(load_units.is_finite() && load_units > 0.0) {
+                return Err(err(&path.key("load_units"), format!("must be a finite number > 0, got {load_units}")));
+            }
+            let async_allowed = w.async_allowed;
+            Ok(WorkflowModel { name: w.name.clone(), tenant, priority, load_units, async_allowed, steps, roots })
         })
         .collect()
 }

@@ -206,6 +206,13 @@ pub struct Workflow {
     /// critical_plus, critical (default), sheddable_plus or sheddable.
     #[serde(default)]
     pub priority: Option<String>,
+    /// Estimated load of one run relative to a typical one (essay section 15), default 1.
+    #[serde(default)]
+    pub load_units: Option<f64>,
+    /// The run may be turned into a durable asynchronous task when admission says it cannot
+    /// finish in time (essay section 7); counted, not simulated further yet.
+    #[serde(default)]
+    pub async_allowed: bool,
     #[serde(default, rename = "step")]
     pub steps: Vec<Step>,
 }
@@ -380,6 +387,57 @@ pub struct Policy {
     /// Hedged requests for read-only steps (Polly / gRPC hedging).
     #[serde(default)]
     pub hedging: Option<Hedging>,
+    /// Client-side load shedding by priority, or Envoy-style admission control.
+    #[serde(default)]
+    pub load_shedding: Vec<LoadShedding>,
+}
+
+/// Shed by priority: a threshold per priority on a dependency's signals, from which that
+/// priority's calls are shed (critical_plus, critical, sheddable_plus, sheddable).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityThresholds {
+    #[serde(default)]
+    pub critical_plus: Option<f64>,
+    #[serde(default)]
+    pub critical: Option<f64>,
+    #[serde(default)]
+    pub sheddable_plus: Option<f64>,
+    #[serde(default)]
+    pub sheddable: Option<f64>,
+}
+
+/// One load-shedding entry: one instance per dependency it covers.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LoadShedding {
+    /// priority (default) or admission_control (Envoy, success-rate based).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The dependency whose load it watches and whose calls it sheds; every one when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    // priority
+    /// Utilization (busy over servers in force) from which each priority is shed.
+    #[serde(default)]
+    pub shed_at_utilization: Option<PriorityThresholds>,
+    /// Queue length over queue capacity from which each priority is shed.
+    #[serde(default)]
+    pub shed_at_queue_ratio: Option<PriorityThresholds>,
+    /// Thresholds fall by this much per load unit above 1: heavy calls are shed first.
+    #[serde(default)]
+    pub load_unit_step: Option<f64>,
+    // admission_control
+    #[serde(default)]
+    pub sampling_window_ms: Option<f64>,
+    #[serde(default)]
+    pub sr_threshold: Option<f64>,
+    #[serde(default)]
+    pub aggression: Option<f64>,
+    #[serde(default)]
+    pub rps_threshold: Option<u32>,
+    #[serde(default)]
+    pub max_rejection_probability: Option<f64>,
 }
 
 /// One circuit-breaker entry: one instance per dependency it covers (and per operation class

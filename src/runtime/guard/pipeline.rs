@@ -8,14 +8,17 @@
 
 use super::AttemptEnd;
 use super::adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
+use super::admission_control::{AdmissionControl, AdmissionControlConfig};
 use super::bulkhead::{Acquire, Bulkhead, BulkheadConfig};
 use super::circuit_breaker::{CircuitBreaker, CircuitBreakerConfig};
+use super::load_shedder::LoadShedder;
 use super::polly_breaker::{PollyBreaker, PollyBreakerOptions};
 use super::retry_budget::{Attempt, RetryBudget, RetryBudgetConfig, RetryCharge};
 use crate::metrics::Observation;
 use crate::runtime::command::{Command, Outbox};
 use crate::sim::Micros;
-use crate::vocab::{BreakerState, FailureKind, Refusal};
+use crate::vocab::{BreakerState, FailureKind, Priority, Refusal};
+use crate::world::{DependencyModel, Station};
 
 /// Index of a route in a policy's route table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -30,13 +33,34 @@ pub enum AttemptKind {
 }
 
 /// What the guards know of an attempt when it asks to pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttemptInfo {
     pub kind: AttemptKind,
     /// Control traffic (status lookups) may use a bulkhead's reserved permits.
     pub control: bool,
     /// The failure that prompted a retry (None for a first attempt or a hedge).
     pub after: Option<FailureKind>,
+    /// The run's workflow priority and estimated load, for shedding.
+    pub priority: Priority,
+    pub load_units: f64,
+}
+
+/// What a load shedder sees of the dependencies: their stations now.
+#[derive(Clone, Copy)]
+pub struct Loads<'a> {
+    pub stations: &'a [Station],
+    pub dependencies: &'a [DependencyModel],
+}
+
+impl Loads<'_> {
+    /// (utilization, queue ratio) of dependency `d`: busy over servers in force (infinite
+    /// when a capacity fault left none), queue length over queue capacity.
+    pub fn signal(&self, d: usize) -> (f64, f64) {
+        let (s, m) = (&self.stations[d], &self.dependencies[d]);
+        let utilization = if s.servers == 0 { f64::INFINITY } else { f64::from(s.busy) / f64::from(s.servers) };
+        let queue = if m.queue_capacity == 0 { 0.0 } else { f64::from(s.queued) / f64::from(m.queue_capacity) };
+        (utilization, queue)
+    }
 }
 
 /// The guards' answer to an attempt.
@@ -66,6 +90,8 @@ pub enum GuardSpec {
     Bulkhead(BulkheadConfig),
     RetryBudget(RetryBudgetConfig),
     Throttle(AdaptiveThrottleConfig),
+    Shedder { shedder: LoadShedder, dependency: u16 },
+    AdmissionControl(AdmissionControlConfig),
 }
 
 /// The compiled, immutable part: guard specifications and routes.
@@ -111,6 +137,8 @@ enum Guard {
     Bulkhead(Bulkhead),
     Budget(RetryBudget),
     Throttle(AdaptiveThrottle),
+    Shedder { shedder: LoadShedder, dependency: u16 },
+    AdmissionControl(AdmissionControl),
 }
 
 /// The live guards of one simulation.
@@ -140,26 +168,18 @@ impl<'s> Pipeline<'s> {
 
     /// Asks every guard of the route in order; a refusal gives back what earlier guards granted.
     /// `waiter` names the attempt if it has to wait; `u` is a uniform draw for throttling.
-    pub fn admit(
-        &mut self,
-        now: Micros,
-        route: RouteId,
-        info: AttemptInfo,
-        waiter: u64,
-        u: f64,
-        out: &mut Outbox,
-    ) -> (Admit, Held) {
+    pub fn admit(&mut self, now: Micros, route: RouteId, ask: Ask, out: &mut Outbox) -> (Admit, Held) {
         let (a, b) = self.route(route);
         let mut waiting: Option<(Micros, u16)> = None;
         for i in a..b {
             let g = self.spec.members[i];
-            let refusal = self.ask(now, g, info, waiter, u, &mut waiting, out);
+            let refusal = self.ask(now, g, ask, &mut waiting, out);
             if let Some(reason) = refusal {
-                self.give_back(now, a, i, waiting.map(|w| w.1), waiter, out);
+                self.give_back(now, a, i, waiting.map(|w| w.1), ask.waiter, out);
                 return (Admit::Refused(reason), Held::default());
             }
         }
-        let held = self.start(now, a, b, info);
+        let held = self.start(now, a, b, ask.info);
         match waiting {
             Some((until, at)) => {
                 out.command(Command::WakeGuards { at: until });
@@ -170,21 +190,26 @@ impl<'s> Pipeline<'s> {
     }
 
     /// One guard's answer: None to pass, or the reason it refuses.
-    #[allow(clippy::too_many_arguments)]
     fn ask(
         &mut self,
         now: Micros,
         g: u16,
-        info: AttemptInfo,
-        waiter: u64,
-        u: f64,
+        ask: Ask,
         waiting: &mut Option<(Micros, u16)>,
         out: &mut Outbox,
     ) -> Option<Refusal> {
+        let Ask { info, waiter, u, loads } = ask;
         let repeat = info.kind != AttemptKind::First;
         match &mut self.guards[g as usize] {
             Guard::Budget(budget) => (repeat && !budget.allows_retry(now, info.after)).then_some(Refusal::RetryBudget),
             Guard::Throttle(throttle) => (!throttle.admit(now, u)).then_some(Refusal::Throttled),
+            Guard::AdmissionControl(control) => (!control.admit(now, u)).then_some(Refusal::Throttled),
+            Guard::Shedder { shedder, dependency } => {
+                // Control traffic keeps its capacity: recovery is never shed.
+                let (utilization, queue_ratio) = loads.signal(*dependency as usize);
+                let shed = !info.control && shedder.decide(info.priority, utilization, queue_ratio, info.load_units);
+                shed.then_some(Refusal::Shed)
+            }
             Guard::Breaker { .. } | Guard::Polly { .. } => {
                 let ok = self.breaker_step(now, g, out, |b| b.try_acquire(now), |p| p.try_acquire(now));
                 (!ok).then_some(Refusal::CircuitOpen)
@@ -225,9 +250,11 @@ impl<'s> Pipeline<'s> {
                 let result = on_polly(breaker);
                 (before, result, breaker.state(), *label, None)
             }
-            Guard::Bulkhead(_) | Guard::Budget(_) | Guard::Throttle(_) => {
-                unreachable!("breaker_step is only called on breakers")
-            }
+            Guard::Bulkhead(_)
+            | Guard::Budget(_)
+            | Guard::Throttle(_)
+            | Guard::Shedder { .. }
+            | Guard::AdmissionControl(_) => unreachable!("breaker_step is only called on breakers"),
         };
         if before != after {
             out.shared.push(Observation::BreakerTransition { breaker: label, from: before, to: after });
@@ -270,7 +297,7 @@ impl<'s> Pipeline<'s> {
         for i in (a..upto).rev() {
             let g = self.spec.members[i];
             match &mut self.guards[g as usize] {
-                Guard::Budget(_) | Guard::Throttle(_) => {}
+                Guard::Budget(_) | Guard::Throttle(_) | Guard::Shedder { .. } | Guard::AdmissionControl(_) => {}
                 Guard::Breaker { breaker, .. } => breaker.release(),
                 Guard::Polly { breaker, .. } => breaker.release(),
                 Guard::Bulkhead(bulkhead) if waiting_at == Some(g) => {
@@ -317,6 +344,12 @@ impl<'s> Pipeline<'s> {
                         throttle.on_attempt_end(now, e);
                     }
                 }
+                Guard::AdmissionControl(control) => {
+                    if let Some(e) = end {
+                        control.on_attempt_end(now, e);
+                    }
+                }
+                Guard::Shedder { .. } => {}
                 Guard::Breaker { .. } | Guard::Polly { .. } => {
                     self.breaker_step(now, g, out, |b| b.on_end(now, seen), |p| p.on_end(now, seen))
                 }
@@ -362,7 +395,11 @@ impl<'s> Pipeline<'s> {
                         out.command(Command::PermitExpired { waiter });
                     }
                 }
-                Guard::Polly { .. } | Guard::Budget(_) | Guard::Throttle(_) => {}
+                Guard::Polly { .. }
+                | Guard::Budget(_)
+                | Guard::Throttle(_)
+                | Guard::Shedder { .. }
+                | Guard::AdmissionControl(_) => {}
             }
         }
     }
@@ -372,9 +409,23 @@ impl<'s> Pipeline<'s> {
         self.guards.iter().filter_map(|g| match g {
             Guard::Breaker { breaker, label, .. } => Some((*label, breaker.state())),
             Guard::Polly { breaker, label } => Some((*label, breaker.state())),
-            Guard::Bulkhead(_) | Guard::Budget(_) | Guard::Throttle(_) => None,
+            Guard::Bulkhead(_)
+            | Guard::Budget(_)
+            | Guard::Throttle(_)
+            | Guard::Shedder { .. }
+            | Guard::AdmissionControl(_) => None,
         })
     }
+}
+
+/// An attempt's question to the guards: who it is, its name if it has to wait at a bulkhead,
+/// a uniform draw for throttling, and the dependencies' load for shedding.
+#[derive(Clone, Copy)]
+pub struct Ask<'a> {
+    pub info: AttemptInfo,
+    pub waiter: u64,
+    pub u: f64,
+    pub loads: Loads<'a>,
 }
 
 fn live(spec: GuardSpec, label: u16) -> Guard {
@@ -388,5 +439,9 @@ fn live(spec: GuardSpec, label: u16) -> Guard {
         GuardSpec::Throttle(c) => {
             Guard::Throttle(AdaptiveThrottle::new(c).expect("throttle configurations are checked at compile time"))
         }
+        GuardSpec::Shedder { shedder, dependency } => Guard::Shedder { shedder, dependency },
+        GuardSpec::AdmissionControl(c) => Guard::AdmissionControl(
+            AdmissionControl::new(c).expect("admission control configurations are checked at compile time"),
+        ),
     }
 }
