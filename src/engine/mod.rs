@@ -68,7 +68,7 @@ impl Model {
         let mut all = MetricMap::new();
         for policy in 0..self.policies.len() {
             let labels = self.labels(policy);
-            all.append(&mut Recorder::new(&labels, (0, 1), 1).to_map(&labels));
+            all.append(&mut Recorder::new(&labels, (0, 1), 1, None).to_map(&labels));
         }
         all
     }

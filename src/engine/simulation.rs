@@ -232,7 +232,12 @@ fn simulate_inner(
         permits: VecDeque::new(),
         costs: world.dependencies.iter().map(|d| d.cost_units).collect(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
-        recorder: Recorder::new(&labels, (world.warmup_us, world.duration_us), world.window_us),
+        recorder: Recorder::new(
+            &labels,
+            (world.warmup_us, world.duration_us),
+            world.window_us,
+            crate::metrics::fault_span(world.faults.iter().map(|f| (f.start_us, f.end_us))),
+        ),
         live_runs: 0,
         error: None,
         trace: traced.then(Vec::new),

@@ -4,11 +4,13 @@
 
 pub mod observation;
 pub mod recorder;
+pub mod recovery;
 pub mod stats;
 pub mod timeseries;
 
 pub use observation::Observation;
 pub use recorder::{DependencyStats, Recorder, RunStats};
+pub use recovery::{Recovery, fault_span};
 pub use stats::{Aggregate, aggregate, t_quantile_975};
 pub use timeseries::TimeSeries;
 

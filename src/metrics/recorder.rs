@@ -2,6 +2,7 @@
 //! grows with the number of windows, never with the number of events.
 
 use super::observation::Observation;
+use super::recovery::{self, Span};
 use super::timeseries::{self, TimeSeries};
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_to_ms};
@@ -156,10 +157,20 @@ pub struct Recorder {
     pub timeseries: TimeSeries,
     /// The measured window: runs arriving in it count; integrals cover it.
     pub window: (Micros, Micros),
+    /// (earliest fault start, latest fault end) over the scenario's faults, for the recovery
+    /// metrics; None without faults.
+    pub fault_span_us: Option<(Micros, Micros)>,
 }
 
 impl Recorder {
-    pub fn new(labels: &Labels, window: (Micros, Micros), timeseries_window_us: Micros) -> Self {
+    /// `window` is (warm-up, duration); `fault_span_us` is (earliest fault start, latest fault
+    /// end), see [`recovery::fault_span`].
+    pub fn new(
+        labels: &Labels,
+        window: (Micros, Micros),
+        timeseries_window_us: Micros,
+        fault_span_us: Option<(Micros, Micros)>,
+    ) -> Self {
         let (dependencies, steps) = (labels.dependencies.len(), labels.steps.len());
         Recorder {
             run: RunStats {
@@ -190,6 +201,7 @@ impl Recorder {
             breakers: labels.breakers.iter().map(|_| BreakerStats::new()).collect(),
             timeseries: TimeSeries::new(timeseries_window_us, dependencies, labels.breakers.len()),
             window,
+            fault_span_us,
         }
     }
 
@@ -404,6 +416,17 @@ impl Recorder {
             let total: u64 = self.dependencies.iter().map(|d| d.refused[reason.index()]).sum();
             put(format!("refused_total.{}", reason.name()), total as f64);
         }
+        let span = Span {
+            window_us: self.timeseries.window_us,
+            warmup_us: self.window.0,
+            duration_us: self.window.1,
+            fault_us: self.fault_span_us,
+        };
+        let goodput = self.timeseries.fixed_column(timeseries::GOODPUT);
+        let rec = recovery::recovery(&goodput, &self.timeseries.attempts_per_window(), &span);
+        put("recovery_time_s".into(), rec.time_s);
+        put("recovery_never_total".into(), rec.never_total);
+        put("recovery_storm_ratio".into(), rec.storm_ratio);
 
         let measured_us = (self.window.1 - self.window.0) as f64;
         for (d, name) in self.dependencies.iter().zip(dependency_names) {
@@ -462,7 +485,7 @@ mod tests {
     #[test]
     fn zero_waits_count_as_zero_and_the_maximum_is_exact() {
         let labels = Labels { dependencies: vec!["d".into()], steps: vec![], breakers: vec![] };
-        let mut r = Recorder::new(&labels, (0, 1_000_000), 1_000_000);
+        let mut r = Recorder::new(&labels, (0, 1_000_000), 1_000_000, None);
         for _ in 0..99 {
             r.dependencies[0].record_wait(0);
         }
@@ -477,5 +500,30 @@ mod tests {
         assert_eq!(m["dependency.d.queue_wait_ms.mean"], 0.05);
         assert_eq!(m["run_latency_ms.max"], 12_000.0, "not the histogram bucket's upper edge");
         assert!(m["cost_per_success"].is_nan(), "0/0 is undefined, not zero");
+        assert!(m["recovery_time_s"].is_nan() && m["recovery_never_total"].is_nan(), "no fault");
+    }
+
+    #[test]
+    fn recovery_metrics_come_from_the_time_series() {
+        let labels = Labels { dependencies: vec!["d".into()], steps: vec![], breakers: vec![] };
+        let s = 1_000_000;
+        // 10 s windows, warm-up 10 s, duration 60 s, a fault over [30 s, 35 s).
+        let mut r = Recorder::new(&labels, (10 * s, 60 * s), 10 * s, Some((30 * s, 35 * s)));
+        let per_window = [(10, 10), (10, 10), (10, 10), (2, 40), (5, 30), (10, 12)];
+        for (k, &(good, attempts)) in per_window.iter().enumerate() {
+            let at = k as Micros * 10 * s;
+            for _ in 0..good {
+                let ended =
+                    Observation::RunEnded { outcome: Outcome::Succeeded, latency_us: 1, deadline_exceeded: false };
+                r.observe(at, true, ended);
+            }
+            for _ in 0..attempts {
+                r.observe(at, true, Observation::AttemptSent { dependency: 0, cost_units: 0.0 });
+            }
+        }
+        let m = r.to_map(&labels);
+        assert_eq!(m["recovery_time_s"], 15.0, "window 5 (50 s) is back in the band; the fault ended at 35 s");
+        assert_eq!(m["recovery_never_total"], 0.0);
+        assert_eq!(m["recovery_storm_ratio"], 3.0, "window 4: 30 attempts over a baseline of 10");
     }
 }

@@ -1,6 +1,7 @@
 //! Fixed windows over virtual time: arrivals, completions, goodput, deadline misses, attempts,
-//! sampled queue depth and refusals per dependency, and the worst state of each breaker. Rows are appended as time advances, so memory is
-//! one row per window, not per event.
+//! sampled queue depth and refusals per dependency, and the worst state of each breaker. Rows
+//! are appended as time advances, so memory is one row per window, not per event. The recovery
+//! metrics ([`super::recovery`]) are read from these windows.
 
 use crate::sim::Micros;
 use crate::vocab::BreakerState;
@@ -83,6 +84,17 @@ impl TimeSeries {
     pub fn value(&self, row: usize, column: usize) -> u64 {
         self.values[row * self.stride() + column]
     }
+
+    /// One fixed column (e.g. [`GOODPUT`]) per window, in window order.
+    pub fn fixed_column(&self, column: usize) -> Vec<u64> {
+        (0..self.rows()).map(|row| self.value(row, column)).collect()
+    }
+
+    /// Attempts per window, summed over every dependency.
+    pub fn attempts_per_window(&self) -> Vec<u64> {
+        let first = FIXED_COLUMNS.len();
+        (0..self.rows()).map(|row| (first..first + self.dependencies).map(|c| self.value(row, c)).sum()).collect()
+    }
 }
 
 /// Worse is larger: a window shows the worst state its breaker was in.
@@ -124,5 +136,9 @@ mod tests {
         ts.carry_breaker(3_000, 0, BreakerState::HalfOpen);
         assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 6), 2, "the worst state of the window");
         assert_eq!(ts.value(2, FIXED_COLUMNS.len() + 6), 1);
+        ts.add_attempt(2_600, 0);
+        ts.add(1_500, GOODPUT);
+        assert_eq!(ts.attempts_per_window(), vec![0, 0, 2]);
+        assert_eq!(ts.fixed_column(GOODPUT), vec![0, 1, 0]);
     }
 }
