@@ -12,6 +12,8 @@ pub enum Event {
     Timeout { job: u32, generation: u32 },
     /// A step's backoff sleep is over.
     StepWake { run: u32, run_gen: u32, step: u8, wake: u32 },
+    /// An attempt's max_wait_ms in a station's queue is over.
+    QueueExpiry { job: u32, generation: u32 },
     /// A guard asked to be woken (a breaker's automatic transition, a bulkhead waiter's expiry).
     GuardWake,
     /// A remote agent's pause between its own attempts is over.

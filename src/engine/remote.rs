@@ -35,6 +35,7 @@ impl Simulation<'_> {
             NewAttempt {
                 station: call.dependency,
                 purpose: Purpose::Call,
+                priority: job.priority,
                 caller: Caller::Remote { job: id, generation: job.generation },
                 run: job.run,
                 run_gen: job.run_gen,

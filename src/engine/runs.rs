@@ -126,10 +126,12 @@ impl Simulation<'_> {
         timeout_us: Option<Micros>,
     ) {
         let slot = &self.runs[r];
-        let stream_id = self.model.workflows[slot.machine.workflow as usize].steps[s as usize].stream_id;
+        let workflow = &self.model.workflows[slot.machine.workflow as usize];
+        let stream_id = workflow.steps[s as usize].stream_id;
         let attempt = NewAttempt {
             station,
             purpose,
+            priority: workflow.priority,
             caller: Caller::Step { step: s, serial },
             run: r,
             run_gen: slot.generation,

@@ -7,7 +7,7 @@ use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::guard::pipeline::Pipeline;
 use crate::runtime::{Outbox, PolicyModel, Purpose, RunMachine};
 use crate::sim::{EventQueue, Micros, StreamKey};
-use crate::vocab::FailureKind;
+use crate::vocab::{FailureKind, Priority};
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
@@ -41,6 +41,7 @@ pub(super) struct Job {
     pub generation: u32,
     pub phase: JobPhase,
     pub purpose: Purpose,
+    pub priority: Priority,
     pub station: u16,
     pub caller: Caller,
     /// The caller still waits for this attempt's result.
@@ -68,6 +69,7 @@ impl Job {
             generation: 0,
             phase: JobPhase::Free,
             purpose: Purpose::Call,
+            priority: Priority::Critical,
             station: 0,
             caller: Caller::Step { step: 0, serial: 0 },
             attached: false,
@@ -323,6 +325,7 @@ impl Simulation<'_> {
             Event::Timeout { job, generation } => self.on_timeout(now, job, generation),
             Event::StepWake { run, run_gen, step, wake } => self.on_step_wake(now, run, run_gen, step, wake),
             Event::GuardWake => self.on_guard_wake(now),
+            Event::QueueExpiry { job, generation } => self.on_queue_expiry(now, job, generation),
             Event::RemoteWake { job, generation } => self.on_remote_wake(now, job, generation),
             Event::CapacityChange { dependency } => self.on_capacity_change(now, dependency as usize),
             Event::WindowEnd => {

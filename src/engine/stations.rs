@@ -5,13 +5,15 @@ use super::simulation::{AttemptTrace, Caller, Job, JobPhase, Simulation};
 use crate::metrics::Observation;
 use crate::runtime::{AttemptResult, Purpose};
 use crate::sim::{Micros, StreamKey};
-use crate::vocab::FailureKind;
+use crate::vocab::{FailureKind, Priority, Refusal};
+use crate::world::queue_policy::Overflow;
 use crate::world::{Admission, AttemptDraws, Commit, Station, attempt_conditions};
 
 /// Everything needed to create an attempt.
 pub(super) struct NewAttempt {
     pub station: usize,
     pub purpose: Purpose,
+    pub priority: Priority,
     pub caller: Caller,
     pub run: u32,
     pub run_gen: u32,
@@ -40,6 +42,7 @@ impl Simulation<'_> {
             generation,
             phase: JobPhase::Queued,
             purpose: a.purpose,
+            priority: a.priority,
             station: a.station as u16,
             caller: a.caller,
             attached: true,
@@ -63,11 +66,11 @@ impl Simulation<'_> {
         self.observe(now, a.measured, sent);
         match self.stations[a.station].admit(dep, &model.world.faults, now, draws.down) {
             Admission::StartService => self.start_service(now, id),
-            Admission::Queued => {
-                self.observe_station(a.station, now);
-                self.stations[a.station].enqueue(id, generation);
+            Admission::Queued => self.enqueue(now, id),
+            Admission::QueueFull if dep.queue.overflow == Overflow::RejectLowestPriority && self.evict(now, id) => {
+                self.enqueue(now, id)
             }
-            Admission::QueueFull => self.reject(now, id, FailureKind::Overloaded, None),
+            Admission::QueueFull => self.reject_full(now, id),
             Admission::RateLimited { retry_after_us } => {
                 self.reject(now, id, FailureKind::RateLimited, Some(retry_after_us))
             }
@@ -120,15 +123,80 @@ impl Simulation<'_> {
         }
     }
 
+    fn enqueue(&mut self, now: Micros, id: u32) {
+        let job = &self.jobs[id];
+        let (d, generation, priority) = (job.station as usize, job.generation, job.priority);
+        self.observe_station(d, now);
+        self.stations[d].enqueue(id, generation, priority, now);
+        if let Some(wait) = self.model.world.dependencies[d].queue.max_wait_us
+            && now.saturating_add(wait) <= self.stop_at
+        {
+            self.queue.schedule(now + wait, Event::QueueExpiry { job: id, generation });
+        }
+    }
+
+    /// A full waiting room makes way for attempt `id` by dropping the newest waiting attempt
+    /// of a less important priority; false when there is none.
+    fn evict(&mut self, now: Micros, id: u32) -> bool {
+        let (d, priority) = (self.jobs[id].station as usize, self.jobs[id].priority);
+        while let Some((victim, generation)) = self.stations[d].pop_evictable(priority) {
+            let v = &self.jobs[victim];
+            if v.generation == generation && v.phase == JobPhase::Queued {
+                self.observe_station(d, now);
+                self.stations[d].forget_queued(now);
+                self.reject_full(now, victim);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Drops a queued attempt before service (expired, abandoned, or CoDel): its caller, if it
+    /// still waits, gets OVERLOADED now.
+    fn drop_queued(&mut self, now: Micros, id: u32) {
+        let job = &self.jobs[id];
+        let expired = Observation::Refused { dependency: job.station, reason: Refusal::Expired };
+        self.observe(now, job.measured, expired);
+        self.reject(now, id, FailureKind::Overloaded, None);
+    }
+
+    pub(super) fn on_queue_expiry(&mut self, now: Micros, id: u32, generation: u32) {
+        let job = &self.jobs[id];
+        if job.generation != generation || job.phase != JobPhase::Queued {
+            return;
+        }
+        let d = job.station as usize;
+        self.observe_station(d, now);
+        self.stations[d].forget_queued(now);
+        self.drop_queued(now, id);
+        self.compact_queue(d);
+    }
+
+    /// Whether the station drops this attempt instead of serving it: its caller has gone
+    /// (drop_abandoned) or it waited past CoDel's current limit.
+    fn drops_at_dequeue(&self, now: Micros, id: u32) -> bool {
+        let job = &self.jobs[id];
+        let d = job.station as usize;
+        let queue = &self.model.world.dependencies[d].queue;
+        let gone = queue.drop_abandoned && !job.attached;
+        let stale = queue.codel.is_some_and(|c| now - job.arrived_us > c.limit_us(now, self.stations[d].last_empty_us));
+        gone || stale
+    }
+
+    /// The waiting room is full: OVERLOADED at once (or the evicted attempt's).
+    fn reject_full(&mut self, now: Micros, id: u32) {
+        let job = &self.jobs[id];
+        self.observe(now, job.measured, Observation::QueueRejected { dependency: job.station });
+        self.reject(now, id, FailureKind::Overloaded, None);
+    }
+
+    /// The attempt leaves at once with `kind` (its reply is delivered as an event now).
     fn reject(&mut self, now: Micros, id: u32, kind: FailureKind, retry_after_us: Option<Micros>) {
         let job = &mut self.jobs[id];
         job.phase = JobPhase::Rejected;
         job.error = Some(kind);
         job.retry_after_us = retry_after_us;
-        let (dependency, generation, measured) = (job.station, job.generation, job.measured);
-        if kind == FailureKind::Overloaded {
-            self.observe(now, measured, Observation::QueueRejected { dependency });
-        }
+        let generation = job.generation;
         self.queue.schedule(now, Event::ServiceEnd { job: id, generation });
     }
 
@@ -169,7 +237,12 @@ impl Simulation<'_> {
                 continue; // cancelled while waiting; already forgotten
             }
             self.observe_station(d, now);
-            self.stations[d].forget_queued();
+            if self.drops_at_dequeue(now, id) {
+                self.stations[d].forget_queued(now);
+                self.drop_queued(now, id);
+                continue;
+            }
+            self.stations[d].forget_queued(now);
             self.start_service(now, id);
         }
     }
@@ -313,7 +386,7 @@ impl Simulation<'_> {
         match job.phase {
             JobPhase::Queued => {
                 self.observe_station(d, now);
-                self.stations[d].forget_queued();
+                self.stations[d].forget_queued(now);
                 self.free_job(now, id);
                 self.compact_queue(d);
             }

@@ -150,6 +150,9 @@ pub struct Dependency {
     /// service at once; when false (the default) the station keeps working on it.
     #[serde(default)]
     pub honors_cancel: bool,
+    /// How the waiting room orders, expires and drops attempts (essay section 12).
+    #[serde(default)]
+    pub queue_policy: Option<QueuePolicySpec>,
     /// Service time of a status lookup (EFFECT_UNKNOWN reconciliation); defaults to service_time.
     #[serde(default)]
     pub status_lookup_time: Option<ServiceTime>,
@@ -157,6 +160,35 @@ pub struct Dependency {
     /// with its own attempts and timeouts, outside the caller's budget.
     #[serde(default)]
     pub calls: Vec<RemoteCall>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePolicySpec {
+    /// fifo (default), lifo or priority.
+    #[serde(default)]
+    pub order: Option<String>,
+    /// Drop an attempt that has waited this long (OVERLOADED to its caller).
+    #[serde(default)]
+    pub max_wait_ms: Option<f64>,
+    /// reject_new (default) or reject_lowest_priority (needs order = "priority").
+    #[serde(default)]
+    pub overflow: Option<String>,
+    /// Skip attempts whose caller has given up instead of serving them.
+    #[serde(default)]
+    pub drop_abandoned: bool,
+    /// Adaptive queue timeouts (CoDel as Facebook runs it): { target_ms = 5, interval_ms = 100 }.
+    #[serde(default)]
+    pub codel: Option<CodelSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CodelSpec {
+    #[serde(default)]
+    pub target_ms: Option<f64>,
+    #[serde(default)]
+    pub interval_ms: Option<f64>,
 }
 
 fn default_queue_capacity() -> u32 {

@@ -6,6 +6,7 @@ pub mod failure;
 pub mod fault_kind;
 pub mod ledger;
 pub mod model;
+pub mod queue_policy;
 pub mod station;
 pub mod workload;
 

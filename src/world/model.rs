@@ -5,9 +5,10 @@
 use super::dist::Distribution;
 use super::failure::ErrorTable;
 pub use super::fault_kind::FaultKind;
+use super::queue_policy::{Codel, Overflow, QueueOrder, QueuePolicy};
 use crate::scenario::{
-    Arrivals, Dependency, ErrorMix, Fault, FieldPath, RateLimit, Scenario, ScenarioError, ServiceTime, Source,
-    Workflow, error_at_path,
+    Arrivals, Dependency, ErrorMix, Fault, FieldPath, QueuePolicySpec, RateLimit, Scenario, ScenarioError, ServiceTime,
+    Source, Workflow, error_at_path,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
 use std::collections::BTreeMap;
@@ -64,6 +65,7 @@ pub struct DependencyModel {
     pub rate_limit: Option<RateLimitModel>,
     pub cost_units: f64,
     pub honors_cancel: bool,
+    pub queue: QueuePolicy,
     pub lookup_service: Distribution,
     pub calls: Vec<RemoteCallModel>,
     /// Indices into `World::faults` of the faults that target this dependency.
@@ -398,10 +400,53 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         rate_limit: d.rate_limit.as_ref().map(|r| compile_rate_limit(c, &path.key("rate_limit"), r)).transpose()?,
         cost_units: c.non_negative(&path.key("cost_units"), d.cost_units)?,
         honors_cancel: d.honors_cancel,
+        queue: match &d.queue_policy {
+            Some(q) => compile_queue_policy(c, &path.key("queue_policy"), q)?,
+            None => QueuePolicy::default(),
+        },
         lookup_service,
         calls: Vec::new(),
         faults: Vec::new(),
     })
+}
+
+fn compile_queue_policy(c: &Checker, path: &FieldPath, q: &QueuePolicySpec) -> Result<QueuePolicy, ScenarioError> {
+    let order = match &q.order {
+        Some(o) => QueueOrder::parse(o).ok_or_else(|| {
+            c.err(&path.key("order"), format!("unknown value `{o}`; expected one of fifo, lifo, priority"))
+        })?,
+        None => QueueOrder::Fifo,
+    };
+    let overflow = match &q.overflow {
+        Some(o) => Overflow::parse(o).ok_or_else(|| {
+            c.err(
+                &path.key("overflow"),
+                format!("unknown value `{o}`; expected one of reject_new, reject_lowest_priority"),
+            )
+        })?,
+        None => Overflow::RejectNew,
+    };
+    if overflow == Overflow::RejectLowestPriority && order != QueueOrder::Priority {
+        let message = "reject_lowest_priority needs order = \"priority\" (the queue must know its priorities)";
+        return Err(c.err(&path.key("overflow"), message));
+    }
+    let max_wait_us = match q.max_wait_ms {
+        Some(ms) => Some(ms_to_us(c.positive(&path.key("max_wait_ms"), ms)?)),
+        None => None,
+    };
+    let codel = match &q.codel {
+        Some(spec) => {
+            let cp = path.key("codel");
+            let target_us = ms_to_us(c.positive(&cp.key("target_ms"), spec.target_ms.unwrap_or(5.0))?);
+            let interval_us = ms_to_us(c.positive(&cp.key("interval_ms"), spec.interval_ms.unwrap_or(100.0))?);
+            if target_us > interval_us {
+                return Err(c.err(&cp.key("target_ms"), "target_ms must not exceed interval_ms"));
+            }
+            Some(Codel { target_us, interval_us })
+        }
+        None => None,
+    };
+    Ok(QueuePolicy { order, max_wait_us, overflow, drop_abandoned: q.drop_abandoned, codel })
 }
 
 fn compile_rate_limit(c: &Checker, path: &FieldPath, r: &RateLimit) -> Result<RateLimitModel, ScenarioError> {

@@ -5,7 +5,9 @@
 use super::dist::Distribution;
 use super::failure::ErrorTable;
 use super::model::{DependencyModel, FaultEffect, FaultModel};
+use super::queue_policy::QueueOrder;
 use crate::sim::Micros;
+use crate::vocab::Priority;
 use std::collections::VecDeque;
 
 /// A provider-side token bucket: `per_s` tokens a second, at most `burst` banked.
@@ -53,9 +55,13 @@ pub struct Station {
     /// Servers in force now (a capacity fault can lower it).
     pub servers: u32,
     /// (attempt id, generation): the generation tells a cancelled entry from a reused slot.
-    queue: VecDeque<(u32, u32)>,
-    /// Live entries in `queue`; abandoned-and-cancelled entries are skipped lazily.
+    /// One queue per priority under priority order, else everything in the first.
+    queues: [VecDeque<(u32, u32)>; Priority::COUNT],
+    order: QueueOrder,
+    /// Live entries in the queues; cancelled entries are skipped lazily.
     pub queued: u32,
+    /// When the waiting room was last empty (CoDel's signal).
+    pub last_empty_us: Micros,
     bucket: Option<TokenBucket>,
 }
 
@@ -109,8 +115,10 @@ impl Station {
         Station {
             busy: 0,
             servers: model.servers,
-            queue: VecDeque::with_capacity(64),
+            queues: std::array::from_fn(|_| VecDeque::with_capacity(16)),
+            order: model.queue.order,
             queued: 0,
+            last_empty_us: 0,
             bucket: model.rate_limit.as_ref().map(|r| TokenBucket::new(r.burst)),
         }
     }
@@ -148,30 +156,57 @@ impl Station {
         }
     }
 
-    pub fn enqueue(&mut self, job: u32, generation: u32) {
-        self.queue.push_back((job, generation));
+    pub fn enqueue(&mut self, job: u32, generation: u32, priority: Priority, now: Micros) {
+        if self.queued == 0 {
+            self.last_empty_us = now;
+        }
+        self.queues[self.lane(priority)].push_back((job, generation));
         self.queued += 1;
     }
 
-    /// Pops the oldest entry. The caller skips entries it has cancelled (and must not call
-    /// [`Station::forget_queued`] for them again).
-    pub fn pop_queued(&mut self) -> Option<(u32, u32)> {
-        self.queue.pop_front()
+    fn lane(&self, priority: Priority) -> usize {
+        match self.order {
+            QueueOrder::Priority => priority.index(),
+            QueueOrder::Fifo | QueueOrder::Lifo => 0,
+        }
     }
 
-    /// Entries in the queue, cancelled ones included.
+    /// Pops the next entry in the station's order. The caller skips entries it has cancelled
+    /// (and must not call [`Station::forget_queued`] for them again).
+    pub fn pop_queued(&mut self) -> Option<(u32, u32)> {
+        match self.order {
+            QueueOrder::Fifo => self.queues[0].pop_front(),
+            QueueOrder::Lifo => self.queues[0].pop_back(),
+            QueueOrder::Priority => self.queues.iter_mut().find_map(|q| q.pop_front()),
+        }
+    }
+
+    /// Pops the newest entry of the least important priority below `newcomer`, the candidate
+    /// to make room for it; the caller skips cancelled entries as with `pop_queued`.
+    pub fn pop_evictable(&mut self, newcomer: Priority) -> Option<(u32, u32)> {
+        let lanes = self.lane(newcomer) + 1..self.queues.len();
+        lanes.rev().find_map(|lane| self.queues[lane].pop_back())
+    }
+
+    /// Entries in the queues, cancelled ones included.
     pub fn queue_len(&self) -> usize {
-        self.queue.len()
+        self.queues.iter().map(VecDeque::len).sum()
     }
 
     /// Keeps only the entries `live` accepts, in order.
     pub fn retain_queued(&mut self, live: impl Fn(u32, u32) -> bool) {
-        self.queue.retain(|&(id, generation)| live(id, generation));
+        for q in &mut self.queues {
+            q.retain(|&(id, generation)| live(id, generation));
+        }
     }
 
-    /// Records that a live queued entry was taken (started) or cancelled.
-    pub fn forget_queued(&mut self) {
+    /// Records that a live queued entry was taken (started), cancelled or dropped.
+    pub fn forget_queued(&mut self, now: Micros) {
+        debug_assert!(self.queued > 0, "a station's queue length never goes below zero");
         self.queued -= 1;
+        if self.queued == 0 {
+            self.last_empty_us = now;
+        }
     }
 
     /// Servers in force at `now`: the base count, or the lowest count of any active capacity fault.

@@ -1,0 +1,119 @@
+//! How a dependency's waiting room behaves (essay section 12): the order it serves in, how
+//! long an attempt may wait, what a full room does, and whether it drops work nobody waits
+//! for any more. The defaults are today's plain bounded FIFO.
+
+use crate::sim::Micros;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueOrder {
+    Fifo,
+    /// Newest first: under overload the fresh requests (whose callers still wait) are served.
+    Lifo,
+    /// Most important priority first, FIFO within a priority.
+    Priority,
+}
+
+impl QueueOrder {
+    pub const ALL: [QueueOrder; 3] = [QueueOrder::Fifo, QueueOrder::Lifo, QueueOrder::Priority];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueOrder::Fifo => "fifo",
+            QueueOrder::Lifo => "lifo",
+            QueueOrder::Priority => "priority",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<QueueOrder> {
+        Self::ALL.into_iter().find(|o| o.name() == text)
+    }
+}
+
+/// What a full waiting room does with a new attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// OVERLOADED at once for the newcomer.
+    RejectNew,
+    /// Evict the newest waiting attempt of the least important priority below the newcomer's;
+    /// the newcomer is rejected only when nothing less important waits.
+    RejectLowestPriority,
+}
+
+impl Overflow {
+    pub const ALL: [Overflow; 2] = [Overflow::RejectNew, Overflow::RejectLowestPriority];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Overflow::RejectNew => "reject_new",
+            Overflow::RejectLowestPriority => "reject_lowest_priority",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Overflow> {
+        Self::ALL.into_iter().find(|o| o.name() == text)
+    }
+}
+
+/// Adaptive queue timeouts after CoDel as Facebook runs it ("Fail at Scale", 2015): while the
+/// queue has not been empty for `interval_us`, an attempt that waited longer than `target_us`
+/// is dropped; otherwise only one that waited longer than `interval_us`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Codel {
+    pub target_us: Micros,
+    pub interval_us: Micros,
+}
+
+impl Codel {
+    /// The longest an attempt taken from the queue now may have waited.
+    pub fn limit_us(&self, now: Micros, last_empty_us: Micros) -> Micros {
+        if now.saturating_sub(last_empty_us) > self.interval_us { self.target_us } else { self.interval_us }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuePolicy {
+    pub order: QueueOrder,
+    /// An attempt still waiting this long after it arrived is dropped (OVERLOADED, counted as
+    /// `expired`).
+    pub max_wait_us: Option<Micros>,
+    pub overflow: Overflow,
+    /// Skip, without serving, an attempt whose caller has already given up.
+    pub drop_abandoned: bool,
+    pub codel: Option<Codel>,
+}
+
+impl Default for QueuePolicy {
+    fn default() -> Self {
+        QueuePolicy {
+            order: QueueOrder::Fifo,
+            max_wait_us: None,
+            overflow: Overflow::RejectNew,
+            drop_abandoned: false,
+            codel: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for o in QueueOrder::ALL {
+            assert_eq!(QueueOrder::parse(o.name()), Some(o));
+        }
+        for o in Overflow::ALL {
+            assert_eq!(Overflow::parse(o.name()), Some(o));
+        }
+        assert_eq!(QueueOrder::parse("random"), None);
+    }
+
+    #[test]
+    fn codel_tightens_while_the_queue_stays_busy() {
+        let c = Codel { target_us: 5_000, interval_us: 100_000 };
+        assert_eq!(c.limit_us(150_000, 100_000), 100_000, "empty 50 ms ago: the long limit");
+        assert_eq!(c.limit_us(250_000, 100_000), 5_000, "busy for 150 ms: the short limit");
+        assert_eq!(c.limit_us(200_000, 100_000), 100_000, "exactly the interval is not past it");
+    }
+}
