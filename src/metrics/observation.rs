@@ -40,6 +40,11 @@ pub enum Observation {
         dependency: u16,
         cost_units: f64,
     },
+    /// Admission refused a root run before it started; `async_path` when it became an
+    /// asynchronous task instead.
+    AdmissionRefused {
+        async_path: bool,
+    },
     /// A hedge was sent for a slow attempt; `HedgeWon` when a hedge's result was the one used.
     HedgeSent {
         dependency: u16,

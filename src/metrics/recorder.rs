@@ -38,6 +38,8 @@ pub struct RunStats {
     pub resubmitted: u64,
     pub fallback_used: u64,
     pub omitted_steps: u64,
+    pub admission_rejected: u64,
+    pub admission_async: u64,
 }
 
 /// Station-level figures for one dependency.
@@ -193,6 +195,8 @@ impl Recorder {
                 resubmitted: 0,
                 fallback_used: 0,
                 omitted_steps: 0,
+                admission_rejected: 0,
+                admission_async: 0,
             },
             dependencies: (0..dependencies).map(|_| DependencyStats::new()).collect(),
             step_omitted: vec![0; steps],
@@ -254,7 +258,8 @@ impl Recorder {
             | Observation::EffectCommitted { .. }
             | Observation::StationState { .. }
             | Observation::HedgeSent { .. }
-            | Observation::HedgeWon { .. } => {}
+            | Observation::HedgeWon { .. }
+            | Observation::AdmissionRefused { .. } => {}
         }
     }
 
@@ -276,6 +281,8 @@ impl Recorder {
             }
             Observation::Resubmitted => r.resubmitted += 1,
             Observation::LogicalCall => r.logical_calls += 1,
+            Observation::AdmissionRefused { async_path: true } => r.admission_async += 1,
+            Observation::AdmissionRefused { async_path: false } => r.admission_rejected += 1,
             Observation::BudgetExhausted(budget) => r.budget_exhausted[budget.index()] += 1,
             Observation::EffectUnknown => r.effect_unknown += 1,
             Observation::Reconciled => r.reconciled += 1,
@@ -353,7 +360,8 @@ impl Recorder {
             | Observation::AttemptSent { .. }
             | Observation::EffectCommitted { .. }
             | Observation::QueueDepth { .. }
-            | Observation::BreakerHeld { .. } => {}
+            | Observation::BreakerHeld { .. }
+            | Observation::AdmissionRefused { .. } => {}
             Observation::HedgeSent { dependency } => self.dependencies[dependency as usize].hedges_sent += 1,
             Observation::HedgeWon { dependency } => self.dependencies[dependency as usize].hedges_won += 1,
         }
@@ -409,6 +417,8 @@ impl Recorder {
         put("resubmitted_run_total".into(), r.resubmitted as f64);
         put("fallback_used_total".into(), r.fallback_used as f64);
         put("omitted_step_total".into(), r.omitted_steps as f64);
+        put("admission_rejected_total".into(), r.admission_rejected as f64);
+        put("admission_async_total".into(), r.admission_async as f64);
         put("queue_rejected_total".into(), self.dependencies.iter().map(|d| d.rejected as f64).sum());
         put("hedge_sent_total".into(), self.dependencies.iter().map(|d| d.hedges_sent as f64).sum());
         put("hedge_won_total".into(), self.dependencies.iter().map(|d| d.hedges_won as f64).sum());

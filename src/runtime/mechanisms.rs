@@ -283,8 +283,15 @@ impl Compiler<'_> {
 
     fn add_breaker(&mut self, scope: Scope, spec: GuardSpec, label: String) {
         // Two entries may cover the same circuit; their labels must still be unique.
-        let label =
-            if self.breaker_labels.contains(&label) { format!("{label}-{}", self.breaker_labels.len()) } else { label };
+        let label = {
+            let mut unique = label.clone();
+            let mut n = 2;
+            while self.breaker_labels.contains(&unique) {
+                unique = format!("{label}-{n}");
+                n += 1;
+            }
+            unique
+        };
         self.specs.push((Stage::Breaker, scope, spec, Some(self.breaker_labels.len() as u16)));
         self.breaker_labels.push(label);
     }
@@ -414,6 +421,9 @@ impl Compiler<'_> {
         config.check().map_err(|m| self.err(&self.field_of(path, &m, &BULKHEAD_FIELDS), m))?;
         let spec = GuardSpec::Bulkhead(config);
         let wrong = |field: &str| self.err(&path.key(field), format!("`{field}` does not apply to key = \"{key}\""));
+        if matches!(key, "workflow" | "tenant") && b.dependency.is_some() {
+            return Err(wrong("dependency"));
+        }
         match key {
             "workflow" => {
                 if b.tenant.is_some() {
@@ -439,7 +449,9 @@ impl Compiler<'_> {
                 }
                 for dep in self.dependencies(&path.key("dependency"), &b.dependency)? {
                     if key == "effect" {
-                        self.push(Stage::Bulkhead, Scope::Effect(dep, Effect::Read), spec);
+                        // Reads never carry control traffic: the read pool reserves nothing.
+                        let reads = GuardSpec::Bulkhead(BulkheadConfig { reserved_for_control: 0, ..config });
+                        self.push(Stage::Bulkhead, Scope::Effect(dep, Effect::Read), reads);
                         self.push(Stage::Bulkhead, Scope::Effect(dep, Effect::Write), spec);
                     } else {
                         self.push(Stage::Bulkhead, Scope::Dependency(dep), spec);
@@ -470,6 +482,7 @@ impl Compiler<'_> {
                 Some(t) => Ok(vec![t]),
                 None => Err(self.err(path, format!("no workflow has tenant `{n}`"))),
             },
+            None if self.tenants.is_empty() => Err(self.err(path, "no workflow has a tenant to key by")),
             None => Ok((0..self.tenants.len()).collect()),
         }
     }
@@ -558,7 +571,7 @@ impl Compiler<'_> {
         match scope {
             "global" => self.push(Stage::Budget, Scope::Global, spec),
             "tenant" => {
-                for t in 0..self.tenants.len() {
+                for t in self.tenants_named(&path.key("scope"), &None)? {
                     self.push(Stage::Budget, Scope::Tenant(t), spec);
                 }
             }

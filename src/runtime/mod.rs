@@ -2,6 +2,7 @@
 //! deadline propagation, retry decisions and write reconciliation. Policy logic lives in plain
 //! functions and state machines here; the engine feeds them events.
 
+pub mod admission;
 pub mod attempt;
 pub mod backoff;
 pub mod budget;

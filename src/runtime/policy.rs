@@ -1,6 +1,7 @@
 //! Compiled policies: a named runtime configuration resolved against every workflow step, so
 //! the engine reads one `StepPolicy` per (workflow, step) with no lookups by name.
 
+use super::admission::{AdmissionRule, Insufficient};
 use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::budget::BudgetLimits;
 use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
@@ -37,6 +38,14 @@ pub struct StepRoutes {
     pub lookup: RouteId,
 }
 
+/// Limits on one run's fan-out (essay section 22); None is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FanOutLimits {
+    pub max_branches: Option<u32>,
+    pub max_total_attempts: Option<u32>,
+    pub max_parallel_cost_units: Option<f64>,
+}
+
 /// Polly / gRPC hedging (ANCHORS.md section 6), for read-only steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hedging {
@@ -57,6 +66,8 @@ pub struct PolicyModel {
     /// One label per circuit-breaker instance, in instance order.
     pub breaker_labels: Vec<String>,
     pub hedging: Option<Hedging>,
+    pub admission: Option<AdmissionRule>,
+    pub fan_out: FanOutLimits,
     /// The guards and the routes through them that `steps[..].routes` name.
     pub pipeline: PipelineSpec,
 }
@@ -208,7 +219,51 @@ fn compile_policy(
         steps,
         breaker_labels: mechanisms.breaker_labels,
         hedging: compile_hedging(source, &path.key("hedging"), p.hedging.as_ref())?,
+        admission: compile_admission(source, &path.key("admission"), p.admission.as_ref())?,
+        fan_out: compile_fan_out(source, &path.key("fan_out"), p.fan_out.as_ref())?,
         pipeline: mechanisms.pipeline,
+    })
+}
+
+fn compile_admission(
+    source: &Source,
+    path: &FieldPath,
+    a: Option<&crate::scenario::AdmissionSpec>,
+) -> Result<Option<AdmissionRule>, ScenarioError> {
+    let Some(a) = a else { return Ok(None) };
+    let reserve_us = duration_ms(source, &path.key("reserve_ms"), a.reserve_ms.unwrap_or(0.0))?;
+    let on_insufficient = match a.on_insufficient.as_deref() {
+        None | Some("reject") => Insufficient::Reject,
+        Some("async") => Insufficient::Async,
+        Some(other) => {
+            let message = format!("unknown value `{other}`; expected one of reject, async");
+            return Err(error_at_path(source, &path.key("on_insufficient"), message));
+        }
+    };
+    Ok(Some(AdmissionRule { reserve_us, on_insufficient }))
+}
+
+fn compile_fan_out(
+    source: &Source,
+    path: &FieldPath,
+    f: Option<&crate::scenario::FanOutSpec>,
+) -> Result<FanOutLimits, ScenarioError> {
+    let Some(f) = f else { return Ok(FanOutLimits::default()) };
+    for (field, value) in [("max_branches", f.max_branches), ("max_total_attempts", f.max_total_attempts)] {
+        if value == Some(0) {
+            return Err(error_at_path(source, &path.key(field), "must be at least 1"));
+        }
+    }
+    if let Some(c) = f.max_parallel_cost_units
+        && !(c.is_finite() && c > 0.0)
+    {
+        let message = format!("must be a finite number > 0, got {c}");
+        return Err(error_at_path(source, &path.key("max_parallel_cost_units"), message));
+    }
+    Ok(FanOutLimits {
+        max_branches: f.max_branches,
+        max_total_attempts: f.max_total_attempts,
+        max_parallel_cost_units: f.max_parallel_cost_units,
     })
 }
 

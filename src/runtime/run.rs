@@ -5,6 +5,7 @@
 //! soft steps, reconciles writes whose effect is unknown, and ends with an outcome. It never
 //! sees the event queue or a station: the engine drives it and carries out its commands.
 
+use super::admission::{AdmissionDecision, decide_admission};
 use super::attempt::{AttemptResult, Purpose};
 use super::budget::RunBudget;
 use super::command::{Command, Outbox};
@@ -18,7 +19,7 @@ use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::{Micros, StreamKey};
-use crate::vocab::{BudgetKind, FailureKind, Outcome};
+use crate::vocab::{BudgetKind, FailureKind, Outcome, Refusal};
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.
@@ -77,6 +78,7 @@ struct InFlight {
     sent_us: Micros,
     /// Still queued at this bulkhead (a guard index): not sent yet.
     waiting_at: Option<u16>,
+    cost: f64,
 }
 
 impl InFlight {
@@ -98,6 +100,9 @@ pub struct RunMachine {
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
+    /// Attempts made so far and the cost of those in flight (fan-out limits).
+    attempts_total: u32,
+    cost_in_flight: f64,
 }
 
 impl RunMachine {
@@ -114,6 +119,8 @@ impl RunMachine {
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
+            attempts_total: 0,
+            cost_in_flight: 0.0,
         }
     }
 
@@ -131,6 +138,26 @@ impl RunMachine {
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
+        self.attempts_total = 0;
+        self.cost_in_flight = 0.0;
+    }
+
+    /// Removes an attempt the run waited for, with its step's and the run's bookkeeping.
+    fn take_in_flight(&mut self, i: usize) -> InFlight {
+        let a = self.in_flight.remove(i);
+        let st = &mut self.steps[a.step as usize];
+        debug_assert!(st.in_flight > 0, "a step's attempts in flight never go below zero");
+        st.in_flight -= 1;
+        self.cost_in_flight = (self.cost_in_flight - a.cost).max(0.0);
+        a
+    }
+
+    /// Whether the run's fan-out limits allow one more attempt costing `cost`.
+    fn fan_out_allows(&self, cx: &RunContext, cost: f64) -> bool {
+        let limits = &cx.policy.fan_out;
+        let attempts_ok = limits.max_total_attempts.is_none_or(|max| self.attempts_total < max);
+        let cost_ok = limits.max_parallel_cost_units.is_none_or(|max| self.cost_in_flight + cost <= max + 1e-9);
+        attempts_ok && cost_ok
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -139,10 +166,24 @@ impl RunMachine {
     }
 
     pub fn start(&mut self, cx: &mut RunContext, out: &mut Outbox) {
+        if let Some(rule) = &cx.policy.admission {
+            let steps = &cx.policy.steps[cx.workflow_index];
+            let deadline_us = self.budget.remaining_us(cx.now);
+            match decide_admission(rule, cx.workflow, steps, &cx.loads, deadline_us) {
+                AdmissionDecision::Admit => {}
+                AdmissionDecision::Reject => return self.refuse_admission(cx, out, false),
+                AdmissionDecision::Async => return self.refuse_admission(cx, out, true),
+            }
+        }
         for i in 0..cx.workflow.roots.len() {
             let s = cx.workflow.roots[i];
             self.make_ready(cx, out, s);
         }
+    }
+
+    fn refuse_admission(&mut self, cx: &mut RunContext, out: &mut Outbox, async_path: bool) {
+        out.observe(Observation::AdmissionRefused { async_path });
+        self.end_run(cx, out, Outcome::Rejected);
     }
 
     /// The result of attempt `serial` of step `s`. Results of attempts the run no longer waits
@@ -158,10 +199,7 @@ impl RunMachine {
         let Some(i) = self.in_flight.iter().position(|a| a.step == s && a.serial == serial && !a.waiting()) else {
             return;
         };
-        let attempt = self.in_flight.remove(i);
-        let st = &mut self.steps[s as usize];
-        debug_assert!(st.in_flight > 0, "a step's attempts in flight never go below zero");
-        st.in_flight -= 1;
+        let attempt = self.take_in_flight(i);
         let kind = self.failure_kind(cx, s, result, attempt.purpose);
         let duration_us = cx.now - attempt.sent_us;
         let end = match kind {
@@ -232,21 +270,33 @@ impl RunMachine {
         else {
             return;
         };
-        if granted {
+        // The wait took time: the attempt's timeout is worked out again from what is left.
+        let sp = cx.step(s).1;
+        let reserve_us = if self.in_flight[i].purpose == Purpose::Lookup { 0 } else { sp.reserve_us };
+        let timeout = if granted { self.timeout_or_exhausted(cx, out, sp.timeout_us, reserve_us) } else { None };
+        if let Some(timeout_us) = timeout {
             let a = &mut self.in_flight[i];
             a.waiting_at = None;
             a.sent_us = cx.now;
-            let (step, serial, dependency, purpose, timeout_us) =
-                (a.step, a.serial, a.dependency, a.purpose, a.timeout_us);
+            a.timeout_us = timeout_us;
+            let (step, serial, dependency, purpose) = (a.step, a.serial, a.dependency, a.purpose);
             out.command(Command::Send { step, serial, dependency, purpose, timeout_us });
             return;
         }
-        let a = self.in_flight.remove(i);
-        self.steps[s as usize].in_flight -= 1;
-        cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, a.waiting_at, out);
-        out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
-        if !self.ended {
-            self.after_refusal(cx, out, s, a.purpose);
+        // Granted too late, or never: the permit goes back and the step carries on without it.
+        let a = self.take_in_flight(i);
+        let skip = if granted { None } else { a.waiting_at };
+        cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, skip, out);
+        if !granted {
+            out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
+        }
+        if self.ended || self.steps[s as usize].in_flight > 0 {
+            return;
+        }
+        match (granted, a.purpose) {
+            (false, _) => self.after_refusal(cx, out, s, a.purpose),
+            (true, Purpose::Lookup) => self.end_run(cx, out, Outcome::Handoff),
+            (true, Purpose::Call | Purpose::Write { .. }) => self.step_gave_up(cx, out, s, false),
         }
     }
 
@@ -254,14 +304,30 @@ impl RunMachine {
         if self.ended {
             return;
         }
+        // Past max_branches a soft branch is cut at once (essay 22); a hard one waits its turn.
+        let branches_full = cx.policy.fan_out.max_branches.is_some_and(|max| self.budget.in_flight >= max);
+        if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
+            let dependency = cx.workflow.steps[s as usize].dependency as u16;
+            out.observe(Observation::Refused { dependency, reason: Refusal::FanOut });
+            self.budget.in_flight += 1; // released again as the step is omitted
+            self.steps[s as usize].phase = StepPhase::Active;
+            self.step_gave_up(cx, out, s, false);
+            return;
+        }
         // First come, first served: a step ready now never overtakes one already waiting.
-        if self.budget.has_concurrency_slot() && self.waiting.is_empty() {
+        if self.has_branch_slot(cx) && self.waiting.is_empty() {
             self.start_step(cx, out, s);
         } else {
             self.steps[s as usize].phase = StepPhase::Waiting;
             self.waiting.push_back(s);
             out.observe(Observation::BudgetExhausted(BudgetKind::Concurrency));
         }
+    }
+
+    /// A concurrency token is free and max_branches is not reached.
+    fn has_branch_slot(&self, cx: &RunContext) -> bool {
+        let branches_ok = cx.policy.fan_out.max_branches.is_none_or(|max| self.budget.in_flight < max);
+        self.budget.has_concurrency_slot() && branches_ok
     }
 
     fn start_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
@@ -298,7 +364,7 @@ impl RunMachine {
         };
         let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
         let info = cx.info(kind, false, st.last_failure);
-        let attempt = Attempt { dependency, route, info, purpose, timeout_us };
+        let attempt = Attempt { dependency, route, info, purpose, timeout_us, cost };
         if self.send(cx, out, s, attempt) {
             self.budget.spend(is_retry, cost);
             self.steps[s as usize].count_attempt();
@@ -332,6 +398,10 @@ impl RunMachine {
     /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
     fn send(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
+        if !self.fan_out_allows(cx, a.cost) {
+            out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
+            return false;
+        }
         let (waiting_at, held) = if cx.pipeline.is_open_road(a.route) {
             (None, Held::default())
         } else {
@@ -363,7 +433,10 @@ impl RunMachine {
             timeout_us: a.timeout_us,
             sent_us: cx.now,
             waiting_at,
+            cost: a.cost,
         });
+        self.attempts_total += 1;
+        self.cost_in_flight += a.cost;
         if !waiting {
             let (dependency, purpose, timeout_us) = (a.dependency as u16, a.purpose, a.timeout_us);
             out.command(Command::Send { step: s, serial, dependency, purpose, timeout_us });
@@ -412,7 +485,7 @@ impl RunMachine {
             return;
         }
         let info = cx.info(AttemptKind::Hedge, false, None);
-        let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us };
+        let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us, cost };
         if self.send(cx, out, s, attempt) {
             self.budget.spend(true, cost);
             self.steps[s as usize].hedges += 1;
@@ -437,7 +510,7 @@ impl RunMachine {
         };
         let (dependency, route) = (step.dependency, sp.routes.lookup);
         let info = cx.info(AttemptKind::First, true, None);
-        let attempt = Attempt { dependency, route, info, purpose: Purpose::Lookup, timeout_us };
+        let attempt = Attempt { dependency, route, info, purpose: Purpose::Lookup, timeout_us, cost: 0.0 };
         if self.send(cx, out, s, attempt) {
             let st = &mut self.steps[s as usize];
             st.looking_up = true;
@@ -595,7 +668,7 @@ impl RunMachine {
                 self.make_ready(cx, out, next);
             }
         }
-        while !self.ended && self.budget.has_concurrency_slot() {
+        while !self.ended && self.has_branch_slot(cx) {
             let Some(next) = self.waiting.pop_front() else { break };
             self.start_step(cx, out, next);
         }
@@ -608,8 +681,7 @@ impl RunMachine {
     /// Stops waiting for the step's other attempts (the losers of a hedge).
     fn cancel_step_attempts(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
         while let Some(i) = self.in_flight.iter().position(|a| a.step == s) {
-            let a = self.in_flight.remove(i);
-            self.steps[s as usize].in_flight -= 1;
+            let a = self.take_in_flight(i);
             Self::cancel(cx, out, &a);
         }
     }
@@ -650,6 +722,8 @@ impl RunMachine {
 /// An attempt about to pass the guards.
 #[derive(Debug, Clone, Copy)]
 struct Attempt {
+    /// What it costs while in flight (lookups cost nothing).
+    cost: f64,
     dependency: usize,
     route: RouteId,
     info: AttemptInfo,

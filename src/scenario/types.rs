@@ -422,6 +422,37 @@ pub struct Policy {
     /// Client-side load shedding by priority, or Envoy-style admission control.
     #[serde(default)]
     pub load_shedding: Vec<LoadShedding>,
+    /// Admission of root runs against their deadline (essay section 7).
+    #[serde(default)]
+    pub admission: Option<AdmissionSpec>,
+    /// Limits on one run's fan-out (essay section 22).
+    #[serde(default)]
+    pub fan_out: Option<FanOutSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionSpec {
+    /// Time kept free beyond the predicted critical path (result assembly, reconciliation).
+    #[serde(default)]
+    pub reserve_ms: Option<f64>,
+    /// reject (default) or async (where the workflow has async_allowed = true).
+    #[serde(default)]
+    pub on_insufficient: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FanOutSpec {
+    /// Steps of one run active at once; a soft step beyond it is omitted, a hard one waits.
+    #[serde(default)]
+    pub max_branches: Option<u32>,
+    /// Attempts of one run in all (retries, hedges, fallbacks and lookups included).
+    #[serde(default)]
+    pub max_total_attempts: Option<u32>,
+    /// Cost units of one run's attempts in flight at once.
+    #[serde(default)]
+    pub max_parallel_cost_units: Option<f64>,
 }
 
 /// Shed by priority: a threshold per priority on a dependency's signals, from which that
