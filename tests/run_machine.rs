@@ -191,7 +191,7 @@ fn end(outcome: Outcome) -> Command {
 }
 
 fn run_ended(outcome: Outcome, latency_us: Micros) -> Observation {
-    Observation::RunEnded { outcome, latency_us, deadline_exceeded: false }
+    Observation::RunEnded { workflow: 0, outcome, latency_us, deadline_exceeded: false }
 }
 
 fn none() -> Out {
@@ -225,7 +225,12 @@ fn an_end_past_the_deadline_is_flagged() {
     let policy = "deadline_propagation = false\ntimeout_ms = 2000";
     let mut h = Harness::new(&scenario(1_000, &single(), policy));
     assert_eq!(h.start().0, vec![call(0, 0, LLM, 2_000_000)], "without propagation the cap ignores the deadline");
-    let ended = Observation::RunEnded { outcome: Outcome::Succeeded, latency_us: 1_500_000, deadline_exceeded: true };
+    let ended = Observation::RunEnded {
+        workflow: 0,
+        outcome: Outcome::Succeeded,
+        latency_us: 1_500_000,
+        deadline_exceeded: true,
+    };
     let end = Command::End { outcome: Outcome::Succeeded, deadline_exceeded: true };
     assert_eq!(h.at(1_500_000).ok(0, 0), (vec![end], vec![ended]));
 }
@@ -366,7 +371,13 @@ fn exhausted_attempts_fall_back_and_the_run_ends_degraded() {
     assert_eq!(to_backup, (vec![call(0, 2, BACKUP, 2_000_000)], vec![]));
     assert!(h.machine.steps[0].on_fallback);
     assert_eq!(h.machine.budget.retry_tokens_left, MAX - 1, "the first fallback call is not a retry");
-    let observed = vec![Observation::FallbackUsed { step: 2 }, run_ended(Outcome::Degraded, 300_000)];
+    let ended = Observation::RunEnded {
+        workflow: 1,
+        outcome: Outcome::Degraded,
+        latency_us: 300_000,
+        deadline_exceeded: false,
+    };
+    let observed = vec![Observation::FallbackUsed { step: 2 }, ended];
     assert_eq!(h.at(300_000).ok(0, 2), (vec![end(Outcome::Degraded)], observed));
     assert_eq!(h.machine.budget.cost_used, 4.5, "llm 2 + llm 2 + backup 0.5");
 }

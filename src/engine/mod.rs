@@ -60,6 +60,8 @@ impl Model {
             dependencies: self.dependency_names.clone(),
             steps: self.step_names.clone(),
             breakers: self.policies[policy].breaker_labels.clone(),
+            workflows: self.workflows.iter().map(|w| w.name.clone()).collect(),
+            workflow_tenants: self.workflows.iter().map(|w| w.tenant.clone()).collect(),
         }
     }
 

@@ -42,7 +42,7 @@ impl Simulation<'_> {
         slot.attached.clear();
         slot.machine.reset(workflow as u16, wf, key, now, budget);
         self.live_runs += 1;
-        self.observe(now, measured, Observation::RunStarted);
+        self.observe(now, measured, Observation::RunStarted { workflow: workflow as u16 });
         self.drive(now, id, |m, cx, out| m.start(cx, out));
     }
 

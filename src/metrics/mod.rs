@@ -28,4 +28,7 @@ pub struct Labels {
     pub steps: Vec<String>,
     /// One per circuit-breaker instance, e.g. `model-primary` or `model-primary.read`.
     pub breakers: Vec<String>,
+    pub workflows: Vec<String>,
+    /// The tenant of each workflow, if it has one.
+    pub workflow_tenants: Vec<Option<String>>,
 }

@@ -8,9 +8,12 @@ use crate::vocab::{BreakerState, BudgetKind, FailureKind, Outcome, Refusal};
 /// Something that happened at a moment of virtual time. Small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Observation {
-    RunStarted,
+    RunStarted {
+        workflow: u16,
+    },
     /// A root run ended; `latency_us` from its start.
     RunEnded {
+        workflow: u16,
         outcome: Outcome,
         latency_us: Micros,
         deadline_exceeded: bool,

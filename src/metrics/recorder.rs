@@ -147,8 +147,42 @@ impl BreakerStats {
     }
 }
 
+/// Root-run counts of one class of traffic (a workflow, or a tenant's workflows together).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClassStats {
+    pub runs: u64,
+    pub outcomes: [u64; Outcome::COUNT],
+    pub deadline_exceeded: u64,
+}
+
+impl ClassStats {
+    fn add(&mut self, other: &ClassStats) {
+        self.runs += other.runs;
+        for (a, b) in self.outcomes.iter_mut().zip(other.outcomes) {
+            *a += b;
+        }
+        self.deadline_exceeded += other.deadline_exceeded;
+    }
+
+    /// `<prefix>.logical_run_total`, `.outcome_total.<o>`, `.auto_completion_ratio`,
+    /// `.deadline_exceeded_ratio`: the run-level names, per class.
+    fn put(&self, prefix: &str, m: &mut MetricMap) {
+        let runs = self.runs as f64;
+        let ratio = |a: f64| if runs > 0.0 { a / runs } else { f64::NAN };
+        let successes: u64 = Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| self.outcomes[o.index()]).sum();
+        m.insert(format!("{prefix}.logical_run_total"), runs);
+        for o in Outcome::ALL {
+            m.insert(format!("{prefix}.outcome_total.{}", o.name()), self.outcomes[o.index()] as f64);
+        }
+        m.insert(format!("{prefix}.auto_completion_ratio"), ratio(successes as f64));
+        m.insert(format!("{prefix}.deadline_exceeded_ratio"), ratio(self.deadline_exceeded as f64));
+    }
+}
+
 pub struct Recorder {
     pub run: RunStats,
+    /// Per workflow.
+    pub workflows: Vec<ClassStats>,
     pub dependencies: Vec<DependencyStats>,
     /// Per (workflow, step), flattened: omitted soft steps and fallbacks used.
     pub step_omitted: Vec<u64>,
@@ -202,6 +236,7 @@ impl Recorder {
             step_omitted: vec![0; steps],
             step_fallback: vec![0; steps],
             step_failed: vec![0; steps],
+            workflows: vec![ClassStats::default(); labels.workflows.len().max(1)],
             breakers: labels.breakers.iter().map(|_| BreakerStats::new()).collect(),
             timeseries: TimeSeries::new(timeseries_window_us, dependencies, labels.breakers.len()),
             window,
@@ -226,7 +261,7 @@ impl Recorder {
     fn observe_timeseries(&mut self, now: Micros, o: &Observation) {
         let ts = &mut self.timeseries;
         match *o {
-            Observation::RunStarted => ts.add(now, timeseries::ARRIVALS),
+            Observation::RunStarted { .. } => ts.add(now, timeseries::ARRIVALS),
             Observation::RunEnded { outcome, deadline_exceeded, .. } => {
                 ts.add(now, timeseries::COMPLETIONS);
                 if outcome.is_success() {
@@ -267,8 +302,14 @@ impl Recorder {
     fn observe_measured(&mut self, now: Micros, o: Observation) {
         let r = &mut self.run;
         match o {
-            Observation::RunStarted => r.runs += 1,
-            Observation::RunEnded { outcome, latency_us, deadline_exceeded } => {
+            Observation::RunStarted { workflow } => {
+                r.runs += 1;
+                self.workflows[workflow as usize].runs += 1;
+            }
+            Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded } => {
+                let w = &mut self.workflows[workflow as usize];
+                w.outcomes[outcome.index()] += 1;
+                w.deadline_exceeded += u64::from(deadline_exceeded);
                 r.outcomes[outcome.index()] += 1;
                 r.latency_us.saturating_record(latency_us.max(1));
                 r.latency_sum_us += latency_us as f64;
@@ -346,7 +387,7 @@ impl Recorder {
                     b.transitions[to.index()] += 1;
                 }
             }
-            Observation::RunStarted
+            Observation::RunStarted { .. }
             | Observation::RunEnded { .. }
             | Observation::RunFinalized { .. }
             | Observation::Resubmitted
@@ -364,6 +405,25 @@ impl Recorder {
             | Observation::AdmissionRefused { .. } => {}
             Observation::HedgeSent { dependency } => self.dependencies[dependency as usize].hedges_sent += 1,
             Observation::HedgeWon { dependency } => self.dependencies[dependency as usize].hedges_won += 1,
+        }
+    }
+
+    /// Per-workflow and per-tenant run figures.
+    fn put_classes(&self, labels: &Labels, m: &mut MetricMap) {
+        for (stats, name) in self.workflows.iter().zip(&labels.workflows) {
+            stats.put(&format!("workflow.{name}"), m);
+        }
+        let mut tenants: Vec<&str> = labels.workflow_tenants.iter().flatten().map(String::as_str).collect();
+        tenants.sort_unstable();
+        tenants.dedup();
+        for tenant in tenants {
+            let mut total = ClassStats::default();
+            for (stats, t) in self.workflows.iter().zip(&labels.workflow_tenants) {
+                if t.as_deref() == Some(tenant) {
+                    total.add(stats);
+                }
+            }
+            total.put(&format!("tenant.{tenant}"), m);
         }
     }
 
@@ -471,6 +531,7 @@ impl Recorder {
                 put(format!("breaker.{name}.time_in_state_s.{}", state.name()), b.time_in_state_us[i] as f64 / 1e6);
             }
         }
+        self.put_classes(labels, &mut m);
         for (i, name) in step_names.iter().enumerate() {
             if name.is_empty() {
                 continue;
@@ -494,7 +555,7 @@ mod tests {
 
     #[test]
     fn zero_waits_count_as_zero_and_the_maximum_is_exact() {
-        let labels = Labels { dependencies: vec!["d".into()], steps: vec![], breakers: vec![] };
+        let labels = Labels { dependencies: vec!["d".into()], ..Labels::default() };
         let mut r = Recorder::new(&labels, (0, 1_000_000), 1_000_000, None);
         for _ in 0..99 {
             r.dependencies[0].record_wait(0);
@@ -515,7 +576,7 @@ mod tests {
 
     #[test]
     fn recovery_metrics_come_from_the_time_series() {
-        let labels = Labels { dependencies: vec!["d".into()], steps: vec![], breakers: vec![] };
+        let labels = Labels { dependencies: vec!["d".into()], ..Labels::default() };
         let s = 1_000_000;
         // 10 s windows, warm-up 10 s, duration 60 s, a fault over [30 s, 35 s).
         let mut r = Recorder::new(&labels, (10 * s, 60 * s), 10 * s, Some((30 * s, 35 * s)));
@@ -523,8 +584,12 @@ mod tests {
         for (k, &(good, attempts)) in per_window.iter().enumerate() {
             let at = k as Micros * 10 * s;
             for _ in 0..good {
-                let ended =
-                    Observation::RunEnded { outcome: Outcome::Succeeded, latency_us: 1, deadline_exceeded: false };
+                let ended = Observation::RunEnded {
+                    workflow: 0,
+                    outcome: Outcome::Succeeded,
+                    latency_us: 1,
+                    deadline_exceeded: false,
+                };
                 r.observe(at, true, ended);
             }
             for _ in 0..attempts {

@@ -707,7 +707,7 @@ impl RunMachine {
         self.outcome = outcome;
         let deadline_exceeded = cx.now > self.budget.deadline_at;
         let latency_us = cx.now - self.start_us;
-        out.observe(Observation::RunEnded { outcome, latency_us, deadline_exceeded });
+        out.observe(Observation::RunEnded { workflow: self.workflow, outcome, latency_us, deadline_exceeded });
         // Stop every branch still running: the caller no longer waits for them.
         for s in 0..self.steps.len() {
             if self.steps[s].phase.is_open() {
