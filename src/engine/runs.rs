@@ -146,7 +146,7 @@ impl Simulation<'_> {
     fn cancel(&mut self, now: Micros, r: u32, s: u8, serial: u32) {
         let attached = &mut self.runs[r].attached;
         let Some(i) = attached.iter().position(|a| a.0 == s && a.1 == serial) else { return };
-        let (_, _, job, generation) = attached.remove(i);
+        let (_, _, job, generation) = attached.swap_remove(i);
         if self.jobs[job].generation == generation {
             self.abandon(now, job);
         }
@@ -160,7 +160,8 @@ impl Simulation<'_> {
             return;
         }
         let Some(i) = slot.attached.iter().position(|a| a.0 == s && a.1 == serial) else { return };
-        slot.attached.remove(i);
+        // A lookup table: its order does not matter.
+        slot.attached.swap_remove(i);
         // A lookup's answer is what the dependency knows about the key: committed or not.
         let result = match (purpose, result) {
             (Purpose::Lookup, AttemptResult::Ok) if !slot.ledgers[s as usize].committed() => AttemptResult::NotFound,

@@ -258,7 +258,7 @@ fn simulate_inner(
 
 impl Simulation<'_> {
     /// The one way the engine reports what happened (see [`Observation`]).
-    #[inline]
+    #[inline(always)]
     pub(super) fn observe(&mut self, now: Micros, measured: bool, o: Observation) {
         self.recorder.observe(now, measured, o);
     }

@@ -246,76 +246,120 @@ impl Recorder {
 
     /// Folds one observation into the figures. `measured` says whether it belongs to a run
     /// that arrived after the warm-up; the time series counts everything, warm-up included,
-    /// because it shows how the system got where it is.
-    #[inline]
+    /// because it shows how the system got where it is, and time integrals belong to no run:
+    /// they are clipped to the measured window instead. One flat match, because the engine
+    /// reports several observations per attempt and this is its hottest call.
+    #[inline(always)]
     pub fn observe(&mut self, now: Micros, measured: bool, o: Observation) {
-        self.observe_timeseries(now, &o);
-        // Time integrals belong to no run: they are clipped to the measured window instead.
-        let integral = matches!(o, Observation::StationState { .. } | Observation::BreakerTransition { .. });
-        if measured || integral {
-            self.observe_measured(now, o);
+        match o {
+            Observation::StationState { dependency, busy, queued, servers } => {
+                self.dependencies[dependency as usize].advance(now, self.window, busy, queued, servers)
+            }
+            Observation::AttemptSent { dependency, cost_units } => {
+                self.timeseries.add_attempt(now, dependency as usize);
+                if measured {
+                    self.run.attempts += 1;
+                    self.run.cost_units += cost_units;
+                    self.dependencies[dependency as usize].attempts += 1;
+                }
+            }
+            Observation::ServiceStarted { dependency, wait_us } if measured => {
+                self.dependencies[dependency as usize].record_wait(wait_us)
+            }
+            Observation::Departed { dependency, sojourn_us, error } if measured => {
+                let d = &mut self.dependencies[dependency as usize];
+                d.sojourn_sum_us += sojourn_us as f64;
+                d.sojourn_count += 1;
+                if let Some(kind) = error {
+                    d.errors[kind.index()] += 1;
+                }
+            }
+            Observation::ServiceUsed { dependency, busy_us, wasted } if measured => {
+                let d = &mut self.dependencies[dependency as usize];
+                d.service_us += busy_us as f64;
+                if wasted {
+                    d.wasted_us += busy_us as f64;
+                }
+            }
+            Observation::RunStarted { workflow } => {
+                self.timeseries.add(now, timeseries::ARRIVALS);
+                if measured {
+                    self.run.runs += 1;
+                    self.workflows[workflow as usize].runs += 1;
+                }
+            }
+            Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded } => {
+                self.run_ended(now, measured, workflow, outcome, latency_us, deadline_exceeded)
+            }
+            _ => self.observe_rare(now, measured, o),
         }
     }
 
-    #[inline]
-    fn observe_timeseries(&mut self, now: Micros, o: &Observation) {
+    fn run_ended(
+        &mut self,
+        now: Micros,
+        measured: bool,
+        workflow: u16,
+        outcome: Outcome,
+        latency_us: Micros,
+        deadline_exceeded: bool,
+    ) {
         let ts = &mut self.timeseries;
-        match *o {
-            Observation::RunStarted { .. } => ts.add(now, timeseries::ARRIVALS),
-            Observation::RunEnded { outcome, deadline_exceeded, .. } => {
-                ts.add(now, timeseries::COMPLETIONS);
-                if outcome.is_success() {
-                    ts.add(now, timeseries::GOODPUT);
-                }
-                if deadline_exceeded {
-                    ts.add(now, timeseries::DEADLINE_MISSES);
-                }
-            }
-            Observation::EffectUnknown => ts.add(now, timeseries::EFFECT_UNKNOWN),
-            Observation::AttemptSent { dependency, .. } => ts.add_attempt(now, dependency as usize),
-            Observation::Refused { dependency, .. } => ts.add_refused(now, dependency as usize),
-            Observation::QueueDepth { dependency, depth } => ts.sample_queue(now, dependency as usize, depth),
-            Observation::BreakerTransition { breaker, to, .. } => ts.mark_breaker(now, breaker as usize, to),
-            Observation::BreakerHeld { breaker, state } => ts.carry_breaker(now, breaker as usize, state),
-            Observation::RunFinalized { .. }
-            | Observation::Resubmitted
-            | Observation::LogicalCall
-            | Observation::BudgetExhausted(_)
-            | Observation::Reconciled
-            | Observation::FallbackUsed { .. }
-            | Observation::StepOmitted { .. }
-            | Observation::StepFailed { .. }
-            | Observation::QueueRejected { .. }
+        ts.add(now, timeseries::COMPLETIONS);
+        if outcome.is_success() {
+            ts.add(now, timeseries::GOODPUT);
+        }
+        if deadline_exceeded {
+            ts.add(now, timeseries::DEADLINE_MISSES);
+        }
+        if measured {
+            let r = &mut self.run;
+            r.outcomes[outcome.index()] += 1;
+            r.latency_us.saturating_record(latency_us.max(1));
+            r.latency_sum_us += latency_us as f64;
+            r.latency_max_us = r.latency_max_us.max(latency_us);
+            r.deadline_exceeded += u64::from(deadline_exceeded);
+            let w = &mut self.workflows[workflow as usize];
+            w.outcomes[outcome.index()] += 1;
+            w.deadline_exceeded += u64::from(deadline_exceeded);
+        }
+    }
+
+    /// Everything but the per-attempt observations: counted once per run or per event.
+    fn observe_rare(&mut self, now: Micros, measured: bool, o: Observation) {
+        let r = &mut self.run;
+        match o {
+            // Handled in `observe`; unmeasured per-attempt figures are simply not counted.
+            Observation::StationState { .. }
+            | Observation::AttemptSent { .. }
             | Observation::ServiceStarted { .. }
             | Observation::Departed { .. }
             | Observation::ServiceUsed { .. }
-            | Observation::TimedOut { .. }
-            | Observation::EffectCommitted { .. }
-            | Observation::StationState { .. }
-            | Observation::HedgeSent { .. }
-            | Observation::HedgeWon { .. }
-            | Observation::AdmissionRefused { .. } => {}
-        }
-    }
-
-    #[inline]
-    fn observe_measured(&mut self, now: Micros, o: Observation) {
-        let r = &mut self.run;
-        match o {
-            Observation::RunStarted { workflow } => {
-                r.runs += 1;
-                self.workflows[workflow as usize].runs += 1;
+            | Observation::RunStarted { .. }
+            | Observation::RunEnded { .. } => {}
+            Observation::EffectUnknown => {
+                self.timeseries.add(now, timeseries::EFFECT_UNKNOWN);
+                r.effect_unknown += u64::from(measured);
             }
-            Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded } => {
-                let w = &mut self.workflows[workflow as usize];
-                w.outcomes[outcome.index()] += 1;
-                w.deadline_exceeded += u64::from(deadline_exceeded);
-                r.outcomes[outcome.index()] += 1;
-                r.latency_us.saturating_record(latency_us.max(1));
-                r.latency_sum_us += latency_us as f64;
-                r.latency_max_us = r.latency_max_us.max(latency_us);
-                r.deadline_exceeded += u64::from(deadline_exceeded);
+            Observation::Refused { dependency, reason } => {
+                self.timeseries.add_refused(now, dependency as usize);
+                if measured {
+                    self.dependencies[dependency as usize].refused[reason.index()] += 1;
+                }
             }
+            Observation::QueueDepth { dependency, depth } => self.timeseries.sample_queue(now, dependency as usize, depth),
+            Observation::BreakerHeld { breaker, state } => self.timeseries.carry_breaker(now, breaker as usize, state),
+            Observation::BreakerTransition { breaker, from, to } => {
+                self.timeseries.mark_breaker(now, breaker as usize, to);
+                let b = &mut self.breakers[breaker as usize];
+                debug_assert_eq!(b.state, from, "a breaker's transitions chain");
+                b.advance(now, self.window);
+                b.state = to;
+                if (self.window.0..self.window.1).contains(&now) {
+                    b.transitions[to.index()] += 1;
+                }
+            }
+            _ if !measured => {}
             Observation::RunFinalized { outcome, duplicate_effect } => {
                 r.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
                 r.duplicate_effect_runs += u64::from(duplicate_effect);
@@ -325,7 +369,6 @@ impl Recorder {
             Observation::AdmissionRefused { async_path: true } => r.admission_async += 1,
             Observation::AdmissionRefused { async_path: false } => r.admission_rejected += 1,
             Observation::BudgetExhausted(budget) => r.budget_exhausted[budget.index()] += 1,
-            Observation::EffectUnknown => r.effect_unknown += 1,
             Observation::Reconciled => r.reconciled += 1,
             Observation::FallbackUsed { step } => {
                 r.fallback_used += 1;
@@ -336,73 +379,12 @@ impl Recorder {
                 self.step_omitted[step as usize] += 1;
             }
             Observation::StepFailed { step } => self.step_failed[step as usize] += 1,
-            Observation::AttemptSent { dependency, cost_units } => {
-                r.attempts += 1;
-                r.cost_units += cost_units;
-                self.dependencies[dependency as usize].attempts += 1;
-            }
             Observation::EffectCommitted { duplicate } => {
                 r.effects += 1;
                 r.duplicate_effects += u64::from(duplicate);
             }
-            _ => self.observe_station(now, o),
-        }
-    }
-
-    #[inline]
-    fn observe_station(&mut self, now: Micros, o: Observation) {
-        match o {
-            Observation::Refused { dependency, reason } => {
-                self.dependencies[dependency as usize].refused[reason.index()] += 1
-            }
             Observation::QueueRejected { dependency } => self.dependencies[dependency as usize].rejected += 1,
-            Observation::ServiceStarted { dependency, wait_us } => {
-                self.dependencies[dependency as usize].record_wait(wait_us)
-            }
-            Observation::Departed { dependency, sojourn_us, error } => {
-                let d = &mut self.dependencies[dependency as usize];
-                d.sojourn_sum_us += sojourn_us as f64;
-                d.sojourn_count += 1;
-                if let Some(kind) = error {
-                    d.errors[kind.index()] += 1;
-                }
-            }
-            Observation::ServiceUsed { dependency, busy_us, wasted } => {
-                let d = &mut self.dependencies[dependency as usize];
-                d.service_us += busy_us as f64;
-                if wasted {
-                    d.wasted_us += busy_us as f64;
-                }
-            }
             Observation::TimedOut { dependency } => self.dependencies[dependency as usize].timeouts += 1,
-            Observation::StationState { dependency, busy, queued, servers } => {
-                self.dependencies[dependency as usize].advance(now, self.window, busy, queued, servers)
-            }
-            Observation::BreakerTransition { breaker, from, to } => {
-                let b = &mut self.breakers[breaker as usize];
-                debug_assert_eq!(b.state, from, "a breaker's transitions chain");
-                b.advance(now, self.window);
-                b.state = to;
-                if (self.window.0..self.window.1).contains(&now) {
-                    b.transitions[to.index()] += 1;
-                }
-            }
-            Observation::RunStarted { .. }
-            | Observation::RunEnded { .. }
-            | Observation::RunFinalized { .. }
-            | Observation::Resubmitted
-            | Observation::LogicalCall
-            | Observation::BudgetExhausted(_)
-            | Observation::EffectUnknown
-            | Observation::Reconciled
-            | Observation::FallbackUsed { .. }
-            | Observation::StepOmitted { .. }
-            | Observation::StepFailed { .. }
-            | Observation::AttemptSent { .. }
-            | Observation::EffectCommitted { .. }
-            | Observation::QueueDepth { .. }
-            | Observation::BreakerHeld { .. }
-            | Observation::AdmissionRefused { .. } => {}
             Observation::HedgeSent { dependency } => self.dependencies[dependency as usize].hedges_sent += 1,
             Observation::HedgeWon { dependency } => self.dependencies[dependency as usize].hedges_won += 1,
         }

@@ -221,7 +221,9 @@ impl RunMachine {
                     out.observe(Observation::HedgeWon { dependency: attempt.dependency });
                 }
                 let via_fallback = self.steps[s as usize].on_fallback;
-                self.cancel_step_attempts(cx, out, s);
+                if self.steps[s as usize].in_flight > 0 {
+                    self.cancel_step_attempts(cx, out, s);
+                }
                 self.step_succeeded(cx, out, s, via_fallback);
             }
             Some(kind) => {

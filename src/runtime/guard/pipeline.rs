@@ -155,12 +155,14 @@ impl<'s> Pipeline<'s> {
         Pipeline { spec, guards }
     }
 
+    #[inline]
     fn route(&self, route: RouteId) -> (usize, usize) {
         let (a, b) = self.spec.routes[route.0 as usize];
         (a as usize, b as usize)
     }
 
     /// True when no guard applies to the route: the caller may skip drawing for it.
+    #[inline]
     pub fn is_open_road(&self, route: RouteId) -> bool {
         let (a, b) = self.route(route);
         a == b
@@ -316,6 +318,7 @@ impl<'s> Pipeline<'s> {
     /// it was cancelled (permits are released and nothing is recorded as the dependency's
     /// health). `skip` is a bulkhead that already let the attempt go (its wait expired).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn on_end(
         &mut self,
         now: Micros,
@@ -327,6 +330,9 @@ impl<'s> Pipeline<'s> {
         out: &mut Outbox,
     ) {
         let (a, b) = self.route(route);
+        if a == b {
+            return;
+        }
         let seen = end.unwrap_or(AttemptEnd { failure: Some(FailureKind::Canceled), duration_us: 0 });
         let attempt = match info.kind {
             AttemptKind::First => Attempt::First,
