@@ -64,7 +64,13 @@ impl RunBudget {
         Ok(())
     }
 
-    /// Spends what an admitted attempt costs: a retry also spends a retry token.
+    /// Spends the retry token of a retry just decided (the decision saw one left).
+    pub fn take_retry_token(&mut self) {
+        debug_assert!(self.has_retry_token(), "a retry is decided only with a token left");
+        self.retry_tokens_left = self.retry_tokens_left.saturating_sub(1);
+    }
+
+    /// Spends what an admitted attempt costs: a hedge (`is_retry`) also spends a retry token.
     pub fn spend(&mut self, is_retry: bool, cost: f64) {
         debug_assert!(self.check_attempt(is_retry, cost).is_ok(), "spend only what was checked");
         if is_retry {

@@ -351,9 +351,9 @@ impl RunMachine {
         };
         let is_retry = st.next_is_retry();
         let cost = cx.costs[dependency];
-        // A cheaper fallback may still fit a cost budget; a missing retry token does not stop
-        // the fallback's first attempt either.
-        if let Err(kind) = self.budget.check_attempt(is_retry, cost) {
+        // A retry's token was spent when it was decided (see `retry`), so only the cost is
+        // checked here. A cheaper fallback may still fit a cost budget.
+        if let Err(kind) = self.budget.check_attempt(false, cost) {
             out.observe(Observation::BudgetExhausted(kind));
             self.step_gave_up(cx, out, s, true);
             return;
@@ -368,7 +368,7 @@ impl RunMachine {
         let info = cx.info(kind, false, st.last_failure);
         let attempt = Attempt { dependency, route, info, purpose, timeout_us, cost };
         if self.send(cx, out, s, attempt) {
-            self.budget.spend(is_retry, cost);
+            self.budget.spend(false, cost);
             self.steps[s as usize].count_attempt();
             self.arm_hedge(cx, out, s);
         } else {
@@ -568,7 +568,7 @@ impl RunMachine {
         }
         let failed = self.failed_attempt(cx, s, kind, retry_after_us);
         match decide(&cx.policy.rules, &failed) {
-            Decision::Retry { sleep_us } => self.sleep_then_retry(cx, out, s, sleep_us),
+            Decision::Retry { sleep_us } => self.retry(cx, out, s, sleep_us),
             Decision::Reconcile => self.start_lookup(cx, out, s),
             Decision::Handoff => self.end_run(cx, out, Outcome::Handoff),
             Decision::GiveUp(reason) => {
@@ -578,6 +578,13 @@ impl RunMachine {
                 self.step_gave_up(cx, out, s, reason != GiveUp::Budget(BudgetKind::Time));
             }
         }
+    }
+
+    /// A retry was decided: its token is spent now, once, so a sibling step deciding at the
+    /// same time sees what is really left, and the attempt after the sleep needs no second check.
+    fn retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
+        self.budget.take_retry_token();
+        self.sleep_then_retry(cx, out, s, sleep_us);
     }
 
     fn sleep_then_retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
@@ -606,7 +613,7 @@ impl RunMachine {
             AttemptResult::NotFound => {
                 let failed = self.failed_attempt(cx, s, FailureKind::EffectUnknown, None);
                 match retry_or_give_up(&cx.policy.rules, &failed) {
-                    Decision::Retry { sleep_us } => self.sleep_then_retry(cx, out, s, sleep_us),
+                    Decision::Retry { sleep_us } => self.retry(cx, out, s, sleep_us),
                     Decision::GiveUp(reason) => {
                         if let GiveUp::Budget(b) = reason {
                             out.observe(Observation::BudgetExhausted(b));
