@@ -347,7 +347,9 @@ impl Recorder {
                     self.dependencies[dependency as usize].refused[reason.index()] += 1;
                 }
             }
-            Observation::QueueDepth { dependency, depth } => self.timeseries.sample_queue(now, dependency as usize, depth),
+            Observation::QueueDepth { dependency, depth } => {
+                self.timeseries.sample_queue(now, dependency as usize, depth)
+            }
             Observation::BreakerHeld { breaker, state } => self.timeseries.carry_breaker(now, breaker as usize, state),
             Observation::BreakerTransition { breaker, from, to } => {
                 self.timeseries.mark_breaker(now, breaker as usize, to);

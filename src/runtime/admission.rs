@@ -19,11 +19,12 @@ pub struct AdmissionRule {
     pub on_insufficient: Insufficient,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Insufficient {
-    Reject,
-    /// A durable asynchronous task where the workflow allows it, else a rejection.
-    Async,
+crate::named_enum! {
+    pub enum Insufficient {
+        Reject => "reject",
+        /// A durable asynchronous task where the workflow allows it, else a rejection.
+        Async => "async",
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,22 +3,24 @@
 
 use crate::sim::Micros;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackoffKind {
-    None,
-    Constant,
-    Exponential,
+crate::named_enum! {
+    pub enum BackoffKind {
+        None => "none",
+        Constant => "constant",
+        Exponential => "exponential",
+    }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Jitter {
-    None,
-    /// uniform(0, capped)
-    Full,
-    /// capped/2 + uniform(0, capped/2)
-    Equal,
-    /// min(cap, uniform(base, 3 * previous sleep)), starting at base
-    Decorrelated,
+crate::named_enum! {
+    pub enum Jitter {
+        None => "none",
+        /// uniform(0, capped)
+        Full => "full",
+        /// capped/2 + uniform(0, capped/2)
+        Equal => "equal",
+        /// min(cap, uniform(base, 3 * previous sleep)), starting at base
+        Decorrelated => "decorrelated",
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,14 +8,15 @@ use crate::sim::Micros;
 use crate::vocab::BudgetKind;
 use crate::vocab::FailureKind;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnEffectUnknown {
-    /// Re-send the write (duplicates unless the dependency deduplicates a shared key).
-    Retry,
-    /// Look the key up first; reuse a committed effect, else retry with the same key.
-    ReconcileFirst,
-    /// Stop and hand the run to a human.
-    Handoff,
+crate::named_enum! {
+    pub enum OnEffectUnknown {
+        /// Re-send the write (duplicates unless the dependency deduplicates a shared key).
+        Retry => "retry",
+        /// Look the key up first; reuse a committed effect, else retry with the same key.
+        ReconcileFirst => "reconcile_first",
+        /// Stop and hand the run to a human.
+        Handoff => "handoff",
+    }
 }
 
 /// The retry part of a policy, as the decision needs it.

@@ -15,19 +15,53 @@ use super::guard::polly_breaker::PollyBreakerOptions;
 use super::guard::retry_budget::{
     AwsRetryQuotaConfig, EnvoyRetryBudgetConfig, FinagleRetryBudgetConfig, GrpcRetryThrottleConfig, RetryBudgetConfig,
 };
-use super::policy::{StepPolicy, StepRoutes};
+use super::policy::{StepPolicy, StepRoutes, parse_named};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     Bulkhead, CircuitBreaker, Effect, FieldPath, LoadShedding, Policy, PriorityThresholds, RetryBudget, ScenarioError,
     Source, error_at_path,
 };
 use crate::sim::{Micros, ms_to_us};
-use crate::vocab::Priority;
 use crate::vocab::{FailureKind, OperationClass};
+use crate::vocab::{Named, Priority};
 use crate::world::World;
 
 /// Upper bound on guard instances per policy (indices are u16 in routes).
 pub const MAX_GUARDS: usize = 10_000;
+
+crate::named_enum! {
+    enum BreakerKind { Resilience4j => "resilience4j", Polly => "polly" }
+}
+
+crate::named_enum! {
+    enum CircuitKey { Dependency => "dependency", DependencyOperation => "dependency_operation" }
+}
+
+crate::named_enum! {
+    enum WindowType { CountBased => "count_based", TimeBased => "time_based" }
+}
+
+crate::named_enum! {
+    enum BulkheadKey { Dependency => "dependency", Workflow => "workflow", Tenant => "tenant", Effect => "effect" }
+}
+
+crate::named_enum! {
+    enum BudgetKindName {
+        Grpc => "grpc",
+        Finagle => "finagle",
+        Envoy => "envoy",
+        Aws => "aws",
+        AdaptiveThrottling => "adaptive_throttling",
+    }
+}
+
+crate::named_enum! {
+    enum BudgetScope { Dependency => "dependency", Tenant => "tenant", Global => "global" }
+}
+
+crate::named_enum! {
+    enum SheddingKind { Priority => "priority", AdmissionControl => "admission_control" }
+}
 
 /// Which attempts a guard instance applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,19 +212,8 @@ impl Compiler<'_> {
         }
     }
 
-    fn choice<'c>(
-        &self,
-        path: &FieldPath,
-        value: Option<&str>,
-        default: &'c str,
-        choices: &[&'c str],
-    ) -> Result<&'c str, ScenarioError> {
-        let value = value.unwrap_or(default);
-        choices
-            .iter()
-            .find(|c| **c == value)
-            .copied()
-            .ok_or_else(|| self.err(path, format!("unknown value `{value}`; expected one of {}", choices.join(", "))))
+    fn named<T: Named>(&self, path: &FieldPath, value: Option<&str>, default: T) -> Result<T, ScenarioError> {
+        parse_named(self.source, path, value, default)
     }
 
     /// Orders the guards (budgets, breakers, bulkheads; file order within each) and builds the
@@ -234,13 +257,8 @@ impl Compiler<'_> {
     }
 
     fn circuit_breaker(&mut self, path: &FieldPath, b: &CircuitBreaker) -> Result<(), ScenarioError> {
-        let kind = self.choice(&path.key("kind"), b.kind.as_deref(), "resilience4j", &["resilience4j", "polly"])?;
-        let per_operation = self.choice(
-            &path.key("circuit_key"),
-            b.circuit_key.as_deref(),
-            "dependency",
-            &["dependency", "dependency_operation"],
-        )? == "dependency_operation";
+        let kind = self.named(&path.key("kind"), b.kind.as_deref(), BreakerKind::Resilience4j)?;
+        let circuit_key = self.named(&path.key("circuit_key"), b.circuit_key.as_deref(), CircuitKey::Dependency)?;
         let ignored = self.ignored(&path.key("ignore"), b.ignore.as_deref())?;
         let present = [
             ("failure_rate_threshold", b.failure_rate_threshold.is_some()),
@@ -261,16 +279,19 @@ impl Compiler<'_> {
             ("sampling_duration_ms", b.sampling_duration_ms.is_some()),
             ("break_duration_ms", b.break_duration_ms.is_some()),
         ];
-        let spec = if kind == "polly" {
-            self.only(path, kind, &present, &POLLY_FIELDS)?;
-            GuardSpec::PollyBreaker(self.polly(path, b, ignored)?)
-        } else {
-            self.only(path, kind, &present, &RESILIENCE4J_FIELDS)?;
-            GuardSpec::CircuitBreaker(self.resilience4j(path, b, ignored)?)
+        let spec = match kind {
+            BreakerKind::Polly => {
+                self.only(path, kind.name(), &present, &POLLY_FIELDS)?;
+                GuardSpec::PollyBreaker(self.polly(path, b, ignored)?)
+            }
+            BreakerKind::Resilience4j => {
+                self.only(path, kind.name(), &present, &RESILIENCE4J_FIELDS)?;
+                GuardSpec::CircuitBreaker(self.resilience4j(path, b, ignored)?)
+            }
         };
         for d in self.dependencies(&path.key("dependency"), &b.dependency)? {
             let name = self.world.dependencies[d].name.clone();
-            if per_operation {
+            if circuit_key == CircuitKey::DependencyOperation {
                 for class in OperationClass::ALL {
                     self.add_breaker(Scope::Operation(d, class), spec, format!("{name}.{}", class.name()));
                 }
@@ -324,12 +345,8 @@ impl Compiler<'_> {
         ignored: [bool; FailureKind::COUNT],
     ) -> Result<CircuitBreakerConfig, ScenarioError> {
         let d = CircuitBreakerConfig::default();
-        let window = self.choice(
-            &path.key("sliding_window_type"),
-            b.sliding_window_type.as_deref(),
-            "count_based",
-            &["count_based", "time_based"],
-        )?;
+        let window =
+            self.named(&path.key("sliding_window_type"), b.sliding_window_type.as_deref(), WindowType::CountBased)?;
         let config = CircuitBreakerConfig {
             failure_rate_threshold: b.failure_rate_threshold.unwrap_or(d.failure_rate_threshold),
             slow_call_rate_threshold: b.slow_call_rate_threshold.unwrap_or(d.slow_call_rate_threshold),
@@ -339,10 +356,9 @@ impl Compiler<'_> {
                 d.slow_call_duration_threshold_us,
             )?,
             minimum_number_of_calls: b.minimum_number_of_calls.unwrap_or(d.minimum_number_of_calls),
-            sliding_window_type: if window == "time_based" {
-                SlidingWindowType::TimeBased
-            } else {
-                SlidingWindowType::CountBased
+            sliding_window_type: match window {
+                WindowType::TimeBased => SlidingWindowType::TimeBased,
+                WindowType::CountBased => SlidingWindowType::CountBased,
             },
             sliding_window_size: b.sliding_window_size.unwrap_or(d.sliding_window_size),
             wait_duration_in_open_state_us: self.duration(
@@ -405,12 +421,7 @@ impl Compiler<'_> {
     }
 
     fn bulkhead(&mut self, path: &FieldPath, b: &Bulkhead) -> Result<(), ScenarioError> {
-        let key = self.choice(
-            &path.key("key"),
-            b.key.as_deref(),
-            "dependency",
-            &["dependency", "workflow", "tenant", "effect"],
-        )?;
+        let key = self.named(&path.key("key"), b.key.as_deref(), BulkheadKey::Dependency)?;
         let d = BulkheadConfig::default();
         let config = BulkheadConfig {
             max_concurrent_calls: b.max_concurrent_calls.unwrap_or(d.max_concurrent_calls),
@@ -420,12 +431,13 @@ impl Compiler<'_> {
         };
         config.check().map_err(|m| self.err(&self.field_of(path, &m, &BULKHEAD_FIELDS), m))?;
         let spec = GuardSpec::Bulkhead(config);
-        let wrong = |field: &str| self.err(&path.key(field), format!("`{field}` does not apply to key = \"{key}\""));
-        if matches!(key, "workflow" | "tenant") && b.dependency.is_some() {
+        let wrong =
+            |field: &str| self.err(&path.key(field), format!("`{field}` does not apply to key = \"{}\"", key.name()));
+        if matches!(key, BulkheadKey::Workflow | BulkheadKey::Tenant) && b.dependency.is_some() {
             return Err(wrong("dependency"));
         }
         match key {
-            "workflow" => {
+            BulkheadKey::Workflow => {
                 if b.tenant.is_some() {
                     return Err(wrong("tenant"));
                 }
@@ -433,7 +445,7 @@ impl Compiler<'_> {
                     self.push(Stage::Bulkhead, Scope::Workflow(w), spec);
                 }
             }
-            "tenant" => {
+            BulkheadKey::Tenant => {
                 if b.workflow.is_some() {
                     return Err(wrong("workflow"));
                 }
@@ -441,14 +453,14 @@ impl Compiler<'_> {
                     self.push(Stage::Bulkhead, Scope::Tenant(t), spec);
                 }
             }
-            _ => {
+            BulkheadKey::Dependency | BulkheadKey::Effect => {
                 for field in ["workflow", "tenant"] {
                     if (field == "workflow" && b.workflow.is_some()) || (field == "tenant" && b.tenant.is_some()) {
                         return Err(wrong(field));
                     }
                 }
                 for dep in self.dependencies(&path.key("dependency"), &b.dependency)? {
-                    if key == "effect" {
+                    if key == BulkheadKey::Effect {
                         // Reads never carry control traffic: the read pool reserves nothing.
                         let reads = GuardSpec::Bulkhead(BulkheadConfig { reserved_for_control: 0, ..config });
                         self.push(Stage::Bulkhead, Scope::Effect(dep, Effect::Read), reads);
@@ -488,8 +500,7 @@ impl Compiler<'_> {
     }
 
     fn retry_budget(&mut self, path: &FieldPath, b: &RetryBudget) -> Result<(), ScenarioError> {
-        let kinds = ["grpc", "finagle", "envoy", "aws", "adaptive_throttling"];
-        let kind = self.choice(&path.key("kind"), Some(&b.kind), "grpc", &kinds)?;
+        let kind = self.named(&path.key("kind"), Some(&b.kind), BudgetKindName::Grpc)?;
         let present = [
             ("max_tokens", b.max_tokens.is_some()),
             ("token_ratio", b.token_ratio.is_some()),
@@ -506,7 +517,7 @@ impl Compiler<'_> {
             ("window_ms", b.window_ms.is_some()),
         ];
         let (allowed, spec): (&[&str], GuardSpec) = match kind {
-            "grpc" => {
+            BudgetKindName::Grpc => {
                 let d = GrpcRetryThrottleConfig::default();
                 let c = GrpcRetryThrottleConfig {
                     max_tokens: b.max_tokens.unwrap_or(d.max_tokens),
@@ -515,7 +526,7 @@ impl Compiler<'_> {
                 };
                 (&["max_tokens", "token_ratio"], GuardSpec::RetryBudget(RetryBudgetConfig::Grpc(c)))
             }
-            "finagle" => {
+            BudgetKindName::Finagle => {
                 let d = FinagleRetryBudgetConfig::default();
                 let c = FinagleRetryBudgetConfig {
                     ttl_us: self.duration(&path.key("ttl_ms"), b.ttl_ms, d.ttl_us)?,
@@ -527,7 +538,7 @@ impl Compiler<'_> {
                     GuardSpec::RetryBudget(RetryBudgetConfig::Finagle(c)),
                 )
             }
-            "envoy" => {
+            BudgetKindName::Envoy => {
                 let d = EnvoyRetryBudgetConfig::default();
                 let c = EnvoyRetryBudgetConfig {
                     budget_percent: b.budget_percent.unwrap_or(d.budget_percent),
@@ -535,7 +546,7 @@ impl Compiler<'_> {
                 };
                 (&["budget_percent", "min_retry_concurrency"], GuardSpec::RetryBudget(RetryBudgetConfig::Envoy(c)))
             }
-            "aws" => {
+            BudgetKindName::Aws => {
                 let d = AwsRetryQuotaConfig::default();
                 let c = AwsRetryQuotaConfig {
                     initial_retry_tokens: b.initial_retry_tokens.unwrap_or(d.initial_retry_tokens),
@@ -547,7 +558,7 @@ impl Compiler<'_> {
                     &["initial_retry_tokens", "retry_cost", "timeout_retry_cost", "no_retry_increment"];
                 (fields, GuardSpec::RetryBudget(RetryBudgetConfig::Aws(c)))
             }
-            _ => {
+            BudgetKindName::AdaptiveThrottling => {
                 let d = AdaptiveThrottleConfig::default();
                 let c = AdaptiveThrottleConfig {
                     k: b.k.unwrap_or(d.k),
@@ -557,25 +568,23 @@ impl Compiler<'_> {
                 (&["k", "window_ms"], GuardSpec::Throttle(c))
             }
         };
-        self.only(path, kind, &present, allowed)?;
+        self.only(path, kind.name(), &present, allowed)?;
         if let GuardSpec::RetryBudget(c) = &spec {
             c.check().map_err(|m| self.err(&self.field_of(path, &m, allowed), m))?;
         }
-        let scope =
-            self.choice(&path.key("scope"), b.scope.as_deref(), "dependency", &["dependency", "tenant", "global"])?;
-        if scope != "dependency" && b.dependency.is_some() {
-            return Err(
-                self.err(&path.key("dependency"), format!("`dependency` does not apply to scope = \"{scope}\""))
-            );
+        let scope = self.named(&path.key("scope"), b.scope.as_deref(), BudgetScope::Dependency)?;
+        if scope != BudgetScope::Dependency && b.dependency.is_some() {
+            let message = format!("`dependency` does not apply to scope = \"{}\"", scope.name());
+            return Err(self.err(&path.key("dependency"), message));
         }
         match scope {
-            "global" => self.push(Stage::Budget, Scope::Global, spec),
-            "tenant" => {
+            BudgetScope::Global => self.push(Stage::Budget, Scope::Global, spec),
+            BudgetScope::Tenant => {
                 for t in self.tenants_named(&path.key("scope"), &None)? {
                     self.push(Stage::Budget, Scope::Tenant(t), spec);
                 }
             }
-            _ => {
+            BudgetScope::Dependency => {
                 for d in self.dependencies(&path.key("dependency"), &b.dependency)? {
                     self.push(Stage::Budget, Scope::Dependency(d), spec);
                 }
@@ -587,7 +596,7 @@ impl Compiler<'_> {
 
 impl Compiler<'_> {
     fn load_shedding(&mut self, path: &FieldPath, s: &LoadShedding) -> Result<(), ScenarioError> {
-        let kind = self.choice(&path.key("kind"), s.kind.as_deref(), "priority", &["priority", "admission_control"])?;
+        let kind = self.named(&path.key("kind"), s.kind.as_deref(), SheddingKind::Priority)?;
         let present = [
             ("shed_at_utilization", s.shed_at_utilization.is_some()),
             ("shed_at_queue_ratio", s.shed_at_queue_ratio.is_some()),
@@ -599,9 +608,9 @@ impl Compiler<'_> {
             ("max_rejection_probability", s.max_rejection_probability.is_some()),
         ];
         let dependencies = self.dependencies(&path.key("dependency"), &s.dependency)?;
-        if kind == "priority" {
+        if kind == SheddingKind::Priority {
             const FIELDS: [&str; 3] = ["shed_at_utilization", "shed_at_queue_ratio", "load_unit_step"];
-            self.only(path, kind, &present, &FIELDS)?;
+            self.only(path, kind.name(), &present, &FIELDS)?;
             let d = LoadShedder::default();
             let shedder = LoadShedder {
                 shed_at_utilization: thresholds(s.shed_at_utilization.as_ref(), d.shed_at_utilization),
@@ -615,7 +624,7 @@ impl Compiler<'_> {
         } else {
             const FIELDS: [&str; 5] =
                 ["sampling_window_ms", "sr_threshold", "aggression", "rps_threshold", "max_rejection_probability"];
-            self.only(path, kind, &present, &FIELDS)?;
+            self.only(path, kind.name(), &present, &FIELDS)?;
             let d = AdmissionControlConfig::default();
             let config = AdmissionControlConfig {
                 sampling_window_us: self.duration(

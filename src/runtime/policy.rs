@@ -10,7 +10,7 @@ use super::mechanisms::compile_mechanisms;
 use super::workflow::WorkflowModel;
 use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path};
 use crate::sim::{Micros, ms_to_us};
-use crate::vocab::FailureKind;
+use crate::vocab::{FailureKind, Named};
 use crate::world::model::MAX_ATTEMPTS_LIMIT;
 use crate::world::{FaultEffect, World};
 
@@ -93,15 +93,26 @@ pub fn compile_policies(
         .collect()
 }
 
-fn parse_choice<'a>(
+/// The value a field spells, or `default` when it is absent.
+pub(crate) fn parse_named<T: Named>(
     source: &Source,
     path: &FieldPath,
-    value: &str,
-    choices: &[&'a str],
-) -> Result<&'a str, ScenarioError> {
-    choices.iter().find(|c| **c == value).copied().ok_or_else(|| {
-        error_at_path(source, path, format!("unknown value `{value}`; expected one of {}", choices.join(", ")))
+    value: Option<&str>,
+    default: T,
+) -> Result<T, ScenarioError> {
+    let Some(value) = value else { return Ok(default) };
+    T::parse(value).ok_or_else(|| {
+        error_at_path(source, path, format!("unknown value `{value}`; expected one of {}", T::choices()))
     })
+}
+
+crate::named_enum! {
+    /// One idempotency key per logical call, or a fresh one per attempt (which defeats a
+    /// dependency's deduplication).
+    enum IdempotencyKey {
+        PerCall => "per_call",
+        PerAttempt => "per_attempt",
+    }
 }
 
 fn duration_ms(source: &Source, path: &FieldPath, ms: f64) -> Result<Micros, ScenarioError> {
@@ -125,27 +136,8 @@ fn attempts(source: &Source, path: &FieldPath, n: u32) -> Result<u32, ScenarioEr
 }
 
 fn compile_backoff(source: &Source, path: &FieldPath, b: &crate::scenario::Backoff) -> Result<Backoff, ScenarioError> {
-    let kind = match parse_choice(
-        source,
-        &path.key("kind"),
-        b.kind.as_deref().unwrap_or("exponential"),
-        &["none", "constant", "exponential"],
-    )? {
-        "none" => BackoffKind::None,
-        "constant" => BackoffKind::Constant,
-        _ => BackoffKind::Exponential,
-    };
-    let jitter = match parse_choice(
-        source,
-        &path.key("jitter"),
-        b.jitter.as_deref().unwrap_or("full"),
-        &["none", "full", "equal", "decorrelated"],
-    )? {
-        "none" => Jitter::None,
-        "full" => Jitter::Full,
-        "equal" => Jitter::Equal,
-        _ => Jitter::Decorrelated,
-    };
+    let kind = parse_named(source, &path.key("kind"), b.kind.as_deref(), BackoffKind::Exponential)?;
+    let jitter = parse_named(source, &path.key("jitter"), b.jitter.as_deref(), Jitter::Full)?;
     let base_us = duration_ms(source, &path.key("base_ms"), b.base_ms.unwrap_or(DEFAULT_BACKOFF.base_us as f64 / 1e3))?;
     let max_us = duration_ms(source, &path.key("max_ms"), b.max_ms.unwrap_or(DEFAULT_BACKOFF.max_us as f64 / 1e3))?;
     if kind == BackoffKind::Exponential && max_us < base_us {
@@ -169,22 +161,15 @@ fn compile_policy(
         Some(b) => compile_backoff(source, &rp.key("backoff"), b)?,
         None => DEFAULT_BACKOFF,
     };
-    let on_effect_unknown = match parse_choice(
+    let on_effect_unknown = parse_named(
         source,
         &path.key("on_effect_unknown"),
-        p.on_effect_unknown.as_deref().unwrap_or("reconcile_first"),
-        &["retry", "reconcile_first", "handoff"],
-    )? {
-        "retry" => OnEffectUnknown::Retry,
-        "handoff" => OnEffectUnknown::Handoff,
-        _ => OnEffectUnknown::ReconcileFirst,
-    };
-    let key_per_attempt = parse_choice(
-        source,
-        &path.key("idempotency_key"),
-        p.idempotency_key.as_deref().unwrap_or("per_call"),
-        &["per_call", "per_attempt"],
-    )? == "per_attempt";
+        p.on_effect_unknown.as_deref(),
+        OnEffectUnknown::ReconcileFirst,
+    )?;
+    let idempotency_key =
+        parse_named(source, &path.key("idempotency_key"), p.idempotency_key.as_deref(), IdempotencyKey::PerCall)?;
+    let key_per_attempt = idempotency_key == IdempotencyKey::PerAttempt;
     let rules = RetryRules {
         max_attempts,
         backoff,
@@ -232,14 +217,8 @@ fn compile_admission(
 ) -> Result<Option<AdmissionRule>, ScenarioError> {
     let Some(a) = a else { return Ok(None) };
     let reserve_us = duration_ms(source, &path.key("reserve_ms"), a.reserve_ms.unwrap_or(0.0))?;
-    let on_insufficient = match a.on_insufficient.as_deref() {
-        None | Some("reject") => Insufficient::Reject,
-        Some("async") => Insufficient::Async,
-        Some(other) => {
-            let message = format!("unknown value `{other}`; expected one of reject, async");
-            return Err(error_at_path(source, &path.key("on_insufficient"), message));
-        }
-    };
+    let on_insufficient =
+        parse_named(source, &path.key("on_insufficient"), a.on_insufficient.as_deref(), Insufficient::Reject)?;
     Ok(Some(AdmissionRule { reserve_us, on_insufficient }))
 }
 

@@ -6,6 +6,7 @@
 mod breaker;
 mod budget;
 mod failure;
+mod named;
 mod outcome;
 mod refusal;
 mod traffic;
@@ -13,6 +14,7 @@ mod traffic;
 pub use breaker::BreakerState;
 pub use budget::BudgetKind;
 pub use failure::FailureKind;
+pub use named::Named;
 pub use outcome::Outcome;
 pub use refusal::Refusal;
 pub use traffic::{OperationClass, Priority};
