@@ -98,7 +98,7 @@ pub fn aggregate_replications(replications: &[Replication]) -> Aggregate {
 }
 
 /// The metrics shown side by side, in this order; per-dependency rows follow.
-const HEADLINE: [&str; 22] = [
+const HEADLINE: [&str; 23] = [
     "logical_run_total",
     "auto_completion_ratio",
     "safe_outcome_ratio",
@@ -107,6 +107,7 @@ const HEADLINE: [&str; 22] = [
     "outcome_total.degraded",
     "outcome_total.handoff",
     "outcome_total.failed",
+    "outcome_total.rejected",
     "run_latency_ms.p50",
     "run_latency_ms.p95",
     "run_latency_ms.p99",
@@ -123,10 +124,36 @@ const HEADLINE: [&str; 22] = [
     "queue_rejected_total",
 ];
 
+/// Mechanism and recovery figures worth a row: those some policy actually produced (a
+/// non-zero, defined mean), in the map's order, so a scenario without them keeps its table.
+fn mechanism_rows(aggregates: &[Aggregate]) -> Vec<String> {
+    let wanted = |name: &str| {
+        name.starts_with("refused_total.")
+            || name.starts_with("hedge_")
+            || name.starts_with("admission_")
+            || name.starts_with("recovery_")
+            || (name.starts_with("breaker.") && name.contains(".transition_total.open"))
+    };
+    let produced = |name: &str| {
+        aggregates.iter().any(|a| a.estimates.get(name).is_some_and(|e| e.mean != 0.0 && !e.mean.is_nan()))
+    };
+    let mut names: Vec<String> = Vec::new();
+    for a in aggregates {
+        for name in a.estimates.keys() {
+            if wanted(name) && produced(name) && !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
 pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> String {
     let mut header = vec!["metric".to_string()];
     header.extend(names.iter().map(|n| n.to_string()));
     let mut metrics: Vec<String> = HEADLINE.iter().map(|m| m.to_string()).collect();
+    metrics.extend(mechanism_rows(aggregates));
     for d in &model.dependency_names {
         for m in ["attempt_total", "utilization", "wasted_service_ratio"] {
             metrics.push(format!("dependency.{d}.{m}"));

@@ -204,8 +204,11 @@ impl<'s> Pipeline<'s> {
         let repeat = info.kind != AttemptKind::First;
         match &mut self.guards[g as usize] {
             Guard::Budget(budget) => (repeat && !budget.allows_retry(now, info.after)).then_some(Refusal::RetryBudget),
-            Guard::Throttle(throttle) => (!throttle.admit(now, u)).then_some(Refusal::Throttled),
-            Guard::AdmissionControl(control) => (!control.admit(now, u)).then_some(Refusal::Throttled),
+            Guard::Throttle(throttle) => (!throttle.admit(now, draw(u, g))).then_some(Refusal::Throttled),
+            // Like the shedder, it never stands between a write and its reconciliation.
+            Guard::AdmissionControl(control) => {
+                (!info.control && !control.admit(now, draw(u, g))).then_some(Refusal::Throttled)
+            }
             Guard::Shedder { shedder, dependency } => {
                 // Control traffic keeps its capacity: recovery is never shed.
                 let (utilization, queue_ratio) = loads.signal(*dependency as usize);
@@ -422,6 +425,17 @@ impl<'s> Pipeline<'s> {
             | Guard::AdmissionControl(_) => None,
         })
     }
+}
+
+/// Guard `g`'s own uniform from the attempt's draw, so two probabilistic guards on one route
+/// decide independently (a fixed bijective mix of the draw's bits and the guard's index).
+fn draw(u: f64, g: u16) -> f64 {
+    let bits = (u * (1u64 << 53) as f64) as u64;
+    let mut z = bits ^ (u64::from(g) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// An attempt's question to the guards: who it is, its name if it has to wait at a bulkhead,
