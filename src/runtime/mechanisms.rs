@@ -515,6 +515,7 @@ impl Compiler<'_> {
             ("no_retry_increment", b.no_retry_increment.is_some()),
             ("k", b.k.is_some()),
             ("window_ms", b.window_ms.is_some()),
+            ("min_requests", b.min_requests.is_some()),
         ];
         let (allowed, spec): (&[&str], GuardSpec) = match kind {
             BudgetKindName::Grpc => {
@@ -563,9 +564,10 @@ impl Compiler<'_> {
                 let c = AdaptiveThrottleConfig {
                     k: b.k.unwrap_or(d.k),
                     window_us: self.duration(&path.key("window_ms"), b.window_ms, d.window_us)?,
+                    min_requests: b.min_requests.unwrap_or(d.min_requests),
                 };
                 c.check().map_err(|m| self.err(&self.field_of(path, &m, &["k", "window_ms"]), m))?;
-                (&["k", "window_ms"], GuardSpec::Throttle(c))
+                (&["k", "window_ms", "min_requests"], GuardSpec::Throttle(c))
             }
         };
         self.only(path, kind.name(), &present, allowed)?;

@@ -623,6 +623,9 @@ pub struct RetryBudget {
     pub k: Option<f64>,
     #[serde(default)]
     pub window_ms: Option<f64>,
+    /// adaptive_throttling: no rejection below this many requests in the window (default 100).
+    #[serde(default)]
+    pub min_requests: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -23,11 +23,16 @@ pub struct AdaptiveThrottleConfig {
     pub k: f64,
     /// The trailing window of history, two minutes in the book.
     pub window_us: Micros,
+    /// No rejection while the window holds fewer requests than this. The book has no such
+    /// floor, but without one a client starting cold rejects most of its first requests (they
+    /// count before any reply can count as an accept) and can lock itself out: the formula has
+    /// a second fixed point at probability 1. Go-kratos's SRE breaker uses 100.
+    pub min_requests: u32,
 }
 
 impl Default for AdaptiveThrottleConfig {
     fn default() -> Self {
-        AdaptiveThrottleConfig { k: 2.0, window_us: 120 * US_PER_S }
+        AdaptiveThrottleConfig { k: 2.0, window_us: 120 * US_PER_S, min_requests: 100 }
     }
 }
 
@@ -71,6 +76,7 @@ pub fn is_accept(failure: Option<FailureKind>) -> bool {
 #[derive(Debug, Clone)]
 pub struct AdaptiveThrottle {
     k: f64,
+    min_requests: u32,
     window: SliceRing<2>,
 }
 
@@ -78,7 +84,11 @@ impl AdaptiveThrottle {
     pub fn new(config: AdaptiveThrottleConfig) -> Result<Self, String> {
         config.check()?;
         let slice_us = config.window_us.div_ceil(SLICES as u64);
-        Ok(AdaptiveThrottle { k: config.k, window: SliceRing::new(slice_us, SLICES) })
+        Ok(AdaptiveThrottle {
+            k: config.k,
+            min_requests: config.min_requests,
+            window: SliceRing::new(slice_us, SLICES),
+        })
     }
 
     pub fn requests(&mut self, now: Micros) -> u64 {
@@ -92,6 +102,9 @@ impl AdaptiveThrottle {
     /// The `+ 1` keeps the first requests of a quiet client from being rejected outright.
     pub fn reject_probability(&mut self, now: Micros) -> f64 {
         let requests = self.requests(now) as f64;
+        if requests < f64::from(self.min_requests) {
+            return 0.0;
+        }
         let accepts = self.accepts(now) as f64;
         ((requests - self.k * accepts) / (requests + 1.0)).max(0.0)
     }
@@ -123,11 +136,28 @@ impl AdaptiveThrottle {
 }
 
 #[cfg(test)]
+mod floor_tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_rejected_below_min_requests() {
+        let mut t = AdaptiveThrottle::new(AdaptiveThrottleConfig::default()).unwrap();
+        for _ in 0..99 {
+            t.on_request(0);
+        }
+        assert_eq!(t.reject_probability(0), 0.0, "99 requests, no accept: below the floor of 100");
+        t.on_request(0);
+        assert!((t.reject_probability(0) - 100.0 / 101.0).abs() < 1e-12, "at the floor the book's rule applies");
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     fn throttle() -> AdaptiveThrottle {
-        AdaptiveThrottle::new(AdaptiveThrottleConfig::default()).unwrap()
+        // The book's formula alone: no floor.
+        AdaptiveThrottle::new(AdaptiveThrottleConfig { min_requests: 0, ..Default::default() }).unwrap()
     }
 
     fn record(t: &mut AdaptiveThrottle, now: Micros, requests: u32, accepts: u32) {
@@ -233,7 +263,7 @@ mod tests {
             state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             (state >> 33) % bound
         };
-        let config = AdaptiveThrottleConfig { k: 1.1, window_us: 10 * US_PER_S };
+        let config = AdaptiveThrottleConfig { k: 1.1, window_us: 10 * US_PER_S, min_requests: 0 };
         let mut t = AdaptiveThrottle::new(config).unwrap();
         let mut now = 0;
         for _ in 0..50_000 {
