@@ -225,6 +225,7 @@ impl Simulation<'_> {
     /// Frees one server and starts the oldest live waiting attempt, if servers allow.
     pub(super) fn release_server(&mut self, now: Micros, d: usize) {
         self.observe_station(d, now);
+        debug_assert!(self.stations[d].busy > 0, "busy servers never go below zero");
         self.stations[d].busy -= 1;
         self.start_waiting(now, d);
     }
