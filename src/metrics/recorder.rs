@@ -467,7 +467,11 @@ impl Recorder {
         put("hedge_sent_total".into(), self.dependencies.iter().map(|d| d.hedges_sent as f64).sum());
         put("hedge_won_total".into(), self.dependencies.iter().map(|d| d.hedges_won as f64).sum());
         for reason in Refusal::ALL {
-            let total: u64 = self.dependencies.iter().map(|d| d.refused[reason.index()]).sum();
+            let mut total: u64 = self.dependencies.iter().map(|d| d.refused[reason.index()]).sum();
+            if reason == Refusal::Admission {
+                // Admission refuses whole runs, before any dependency is chosen.
+                total += r.admission_rejected + r.admission_async;
+            }
             put(format!("refused_total.{}", reason.name()), total as f64);
         }
         let span = Span {
@@ -490,7 +494,7 @@ impl Recorder {
             put(p("timeout_total"), d.timeouts as f64);
             put(p("rejected_total"), d.rejected as f64);
             put(p("rejection_ratio"), ratio(d.rejected as f64, d.attempts as f64));
-            for reason in Refusal::ALL {
+            for reason in Refusal::ALL.into_iter().filter(|&r| r != Refusal::Admission) {
                 put(p(&format!("refused_total.{}", reason.name())), d.refused[reason.index()] as f64);
             }
             for &kind in FailureKind::DRAWN {
