@@ -183,7 +183,7 @@ fn sleep(step: u8, wake: u32, until_us: Micros) -> Command {
 }
 
 fn cancel(step: u8, serial: u32) -> Command {
-    Command::Cancel { step, serial }
+    Command::Cancel { step, serial, handle: None }
 }
 
 fn end(outcome: Outcome) -> Command {
@@ -660,7 +660,7 @@ impl Ledger {
                     self.outstanding.push((step, serial, purpose == Purpose::Lookup));
                     self.sends += 1;
                 }
-                Command::Cancel { step, serial } => {
+                Command::Cancel { step, serial, .. } => {
                     let i = self.outstanding.iter().position(|a| (a.0, a.1) == (step, serial)).expect("a sent one");
                     self.outstanding.remove(i);
                     self.cancels += 1;

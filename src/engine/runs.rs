@@ -39,7 +39,6 @@ impl Simulation<'_> {
         slot.duplicate = false;
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
-        slot.attached.clear();
         slot.machine.reset(workflow as u16, wf, key, now, budget);
         self.live_runs += 1;
         self.observe(now, measured, Observation::RunStarted { workflow: workflow as u16 });
@@ -95,7 +94,7 @@ impl Simulation<'_> {
                 (Command::Send { step, serial, dependency, purpose, timeout_us }, Some(r)) => {
                     self.send(now, r, step, serial, dependency as usize, purpose, timeout_us)
                 }
-                (Command::Cancel { step, serial }, Some(r)) => self.cancel(now, r, step, serial),
+                (Command::Cancel { handle, .. }, Some(_)) => self.cancel(now, handle),
                 (Command::Sleep { step, wake, until }, Some(r)) => {
                     let event = Event::StepWake { run: r, run_gen: self.runs[r].generation, step, wake };
                     self.queue.schedule(until, event);
@@ -140,13 +139,13 @@ impl Simulation<'_> {
             timeout_us,
         };
         let (job, generation) = self.submit(now, attempt);
-        self.runs[r].attached.push((s, serial, job, generation));
+        // The machine keeps the handle opaque and gives it back when it cancels the attempt.
+        self.runs[r].machine.attach(s, serial, (u64::from(job) << 32) | u64::from(generation));
     }
 
-    fn cancel(&mut self, now: Micros, r: u32, s: u8, serial: u32) {
-        let attached = &mut self.runs[r].attached;
-        let Some(i) = attached.iter().position(|a| a.0 == s && a.1 == serial) else { return };
-        let (_, _, job, generation) = attached.swap_remove(i);
+    fn cancel(&mut self, now: Micros, handle: Option<u64>) {
+        let Some(handle) = handle else { return };
+        let (job, generation) = ((handle >> 32) as u32, handle as u32);
         if self.jobs[job].generation == generation {
             self.abandon(now, job);
         }
@@ -159,9 +158,6 @@ impl Simulation<'_> {
         if slot.generation != job.run_gen {
             return;
         }
-        let Some(i) = slot.attached.iter().position(|a| a.0 == s && a.1 == serial) else { return };
-        // A lookup table: its order does not matter.
-        slot.attached.swap_remove(i);
         // A lookup's answer is what the dependency knows about the key: committed or not.
         let result = match (purpose, result) {
             (Purpose::Lookup, AttemptResult::Ok) if !slot.ledgers[s as usize].committed() => AttemptResult::NotFound,

@@ -104,8 +104,6 @@ pub(super) struct RunSlot {
     pub duplicate: bool,
     /// Per step: the effects its writes committed.
     pub ledgers: Vec<LedgerEntry>,
-    /// Attempts the machine still waits for: (step, serial) -> (job, generation).
-    pub attached: Vec<(u8, u32, u32, u32)>,
     pub machine: RunMachine,
 }
 
@@ -121,7 +119,6 @@ impl RunSlot {
             finalized: false,
             duplicate: false,
             ledgers: Vec::new(),
-            attached: Vec::new(),
             machine: RunMachine::vacant(),
         }
     }

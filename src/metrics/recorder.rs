@@ -291,6 +291,11 @@ impl Recorder {
             Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded } => {
                 self.run_ended(now, measured, workflow, outcome, latency_us, deadline_exceeded)
             }
+            Observation::LogicalCall => self.run.logical_calls += u64::from(measured),
+            Observation::RunFinalized { outcome, duplicate_effect } if measured => {
+                self.run.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
+                self.run.duplicate_effect_runs += u64::from(duplicate_effect);
+            }
             _ => self.observe_rare(now, measured, o),
         }
     }
@@ -336,7 +341,9 @@ impl Recorder {
             | Observation::Departed { .. }
             | Observation::ServiceUsed { .. }
             | Observation::RunStarted { .. }
-            | Observation::RunEnded { .. } => {}
+            | Observation::RunEnded { .. }
+            | Observation::LogicalCall
+            | Observation::RunFinalized { .. } => {}
             Observation::EffectUnknown => {
                 self.timeseries.add(now, timeseries::EFFECT_UNKNOWN);
                 r.effect_unknown += u64::from(measured);
@@ -362,12 +369,7 @@ impl Recorder {
                 }
             }
             _ if !measured => {}
-            Observation::RunFinalized { outcome, duplicate_effect } => {
-                r.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
-                r.duplicate_effect_runs += u64::from(duplicate_effect);
-            }
             Observation::Resubmitted => r.resubmitted += 1,
-            Observation::LogicalCall => r.logical_calls += 1,
             Observation::AdmissionRefused { async_path: true } => r.admission_async += 1,
             Observation::AdmissionRefused { async_path: false } => r.admission_rejected += 1,
             Observation::BudgetExhausted(budget) => r.budget_exhausted[budget.index()] += 1,

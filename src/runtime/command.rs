@@ -11,8 +11,8 @@ use crate::vocab::Outcome;
 pub enum Command {
     /// Send attempt `serial` of `step` to `dependency`; the caller gives up after `timeout_us`.
     Send { step: u8, serial: u32, dependency: u16, purpose: Purpose, timeout_us: Option<Micros> },
-    /// The run no longer waits for this attempt.
-    Cancel { step: u8, serial: u32 },
+    /// The run no longer waits for this attempt; `handle` is what the driver attached to it.
+    Cancel { step: u8, serial: u32, handle: Option<u64> },
     /// Wake the step with token `wake` at `until` (a backoff sleep or a hedge delay).
     Sleep { step: u8, wake: u32, until: Micros },
     /// The run ended.

@@ -79,6 +79,8 @@ struct InFlight {
     /// Still queued at this bulkhead (a guard index): not sent yet.
     waiting_at: Option<u16>,
     cost: f64,
+    /// The driver's name for the attempt once sent (see [`RunMachine::attach`]).
+    handle: Option<u64>,
 }
 
 impl InFlight {
@@ -140,6 +142,14 @@ impl RunMachine {
         self.in_flight.clear();
         self.attempts_total = 0;
         self.cost_in_flight = 0.0;
+    }
+
+    /// The driver names a sent attempt; a cancel gives the name back, so the driver keeps no
+    /// table of its own. The newest attempt is the likeliest, so the search starts at the end.
+    pub fn attach(&mut self, s: u8, serial: u32, handle: u64) {
+        if let Some(a) = self.in_flight.iter_mut().rev().find(|a| a.step == s && a.serial == serial) {
+            a.handle = Some(handle);
+        }
     }
 
     /// Removes an attempt the run waited for, with its step's and the run's bookkeeping.
@@ -436,6 +446,7 @@ impl RunMachine {
             sent_us: cx.now,
             waiting_at,
             cost: a.cost,
+            handle: None,
         });
         self.attempts_total += 1;
         self.cost_in_flight += a.cost;
@@ -703,7 +714,7 @@ impl RunMachine {
             }
             None => {
                 cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, None, out);
-                out.command(Command::Cancel { step: a.step, serial: a.serial });
+                out.command(Command::Cancel { step: a.step, serial: a.serial, handle: a.handle });
             }
         }
     }
