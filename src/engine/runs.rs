@@ -49,6 +49,11 @@ impl Simulation<'_> {
     /// bulkhead permits the input freed (to this or other runs), one input each.
     fn drive(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut Outbox)) {
         self.drive_one(now, r, input);
+        self.deliver_permits(now);
+    }
+
+    /// Bulkhead permits handed over or expired during the last input, one input each.
+    fn deliver_permits(&mut self, now: Micros) {
         while let Some((token, granted)) = self.permits.pop_front() {
             let (slot, step, serial) = split_waiter_token(token);
             self.drive_one(now, slot, |m, cx, out| m.on_permit(cx, out, step, serial, granted));
@@ -177,10 +182,7 @@ impl Simulation<'_> {
         self.pipeline.on_wake(now, &mut out);
         self.carry_out(now, None, &mut out);
         self.outbox = out;
-        while let Some((token, granted)) = self.permits.pop_front() {
-            let (slot, step, serial) = split_waiter_token(token);
-            self.drive_one(now, slot, |m, cx, out| m.on_permit(cx, out, step, serial, granted));
-        }
+        self.deliver_permits(now);
     }
 
     /// The user may resubmit a run that failed or missed its deadline; the slot is freed once

@@ -2,7 +2,7 @@
 //! result as the caller sees it.
 
 use crate::sim::Micros;
-use crate::vocab::{FailureKind, OperationClass};
+use crate::vocab::FailureKind;
 
 /// What an attempt does at its dependency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,16 +15,6 @@ pub enum Purpose {
     },
     /// A status lookup of a write whose effect is unknown (control traffic).
     Lookup,
-}
-
-impl Purpose {
-    pub fn class(self) -> OperationClass {
-        match self {
-            Purpose::Call => OperationClass::Read,
-            Purpose::Write { .. } => OperationClass::Write,
-            Purpose::Lookup => OperationClass::Control,
-        }
-    }
 }
 
 /// An attempt's result as its caller sees it.

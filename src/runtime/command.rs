@@ -49,8 +49,4 @@ impl Outbox {
     pub fn observe(&mut self, o: Observation) {
         self.observations.push(o);
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.commands.is_empty() && self.observations.is_empty() && self.shared.is_empty()
-    }
 }

@@ -45,6 +45,15 @@ pub struct RunContext<'a, 'p> {
 }
 
 impl RunContext<'_, '_> {
+    /// The dependency and guard route of step `s`'s next call: its own, or its fallback's.
+    fn target(&self, s: u8, on_fallback: bool) -> (usize, RouteId) {
+        let (step, sp) = self.step(s);
+        match (on_fallback, sp.fallback) {
+            (true, Some(fallback)) => (fallback, sp.routes.fallback),
+            (true, None) | (false, _) => (step.dependency, sp.routes.primary),
+        }
+    }
+
     fn info(&self, kind: AttemptKind, control: bool, after: Option<FailureKind>) -> AttemptInfo {
         AttemptInfo { kind, control, after, priority: self.workflow.priority, load_units: self.workflow.load_units }
     }
@@ -353,8 +362,7 @@ impl RunMachine {
     fn try_attempt(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];
-        let dependency = if st.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
-        let route = if st.on_fallback { sp.routes.fallback } else { sp.routes.primary };
+        let (dependency, route) = cx.target(s, st.on_fallback);
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, sp.reserve_us) else {
             self.step_gave_up(cx, out, s, false);
             return;
@@ -418,9 +426,9 @@ impl RunMachine {
             (None, Held::default())
         } else {
             let stream_id = cx.workflow.steps[s as usize].stream_id;
-            let u = self.key.with(TAG_GUARD).with(stream_id).with(u64::from(serial)).stream().unit();
+            let key = self.key.with(TAG_GUARD).with(stream_id).with(u64::from(serial));
             let waiter = waiter_token(cx.run_slot, s, serial);
-            let ask = Ask { info: a.info, waiter, u, loads: cx.loads };
+            let ask = Ask { info: a.info, waiter, key, loads: cx.loads };
             match cx.pipeline.admit(cx.now, a.route, ask, out) {
                 (Admit::Granted, held) => (None, held),
                 (Admit::Wait { at, .. }, held) => (Some(at), held),
@@ -484,13 +492,12 @@ impl RunMachine {
 
     /// Sends one more attempt of a step whose attempts are slow, charged to the retry budgets.
     fn send_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
-        let (step, sp) = cx.step(s);
+        let sp = cx.step(s).1;
         let st = self.steps[s as usize];
         if st.in_flight == 0 || st.looking_up {
             return;
         }
-        let dependency = if st.on_fallback { sp.fallback.unwrap_or(step.dependency) } else { step.dependency };
-        let route = if st.on_fallback { sp.routes.fallback } else { sp.routes.primary };
+        let (dependency, route) = cx.target(s, st.on_fallback);
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, sp.reserve_us) else { return };
         let cost = cx.costs[dependency];
         if let Err(kind) = self.budget.check_attempt(true, cost) {

@@ -1,27 +1,12 @@
-//! The states of a circuit breaker (resilience4j and Polly use the same three).
+//! The states of a circuit breaker (resilience4j and Polly use the same three); the names are as
+//! in `breaker.<label>.time_in_state_s.<name>`.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum BreakerState {
-    Closed,
-    Open,
-    HalfOpen,
-}
-
-impl BreakerState {
-    pub const COUNT: usize = 3;
-    pub const ALL: [BreakerState; Self::COUNT] = [BreakerState::Closed, BreakerState::Open, BreakerState::HalfOpen];
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// As in `breaker.<key>.time_in_state_s.<name>`.
-    pub fn name(self) -> &'static str {
-        match self {
-            BreakerState::Closed => "closed",
-            BreakerState::Open => "open",
-            BreakerState::HalfOpen => "half_open",
-        }
+crate::named_enum! {
+    #[derive(PartialOrd, Ord)]
+    pub enum BreakerState {
+        Closed => "closed",
+        Open => "open",
+        HalfOpen => "half_open",
     }
 }
 

@@ -34,11 +34,6 @@ impl FailureKind {
     /// The kinds a dependency can return as an error response.
     pub const DRAWN: &[FailureKind] = Self::ALL.split_at(Self::DRAWN_COUNT).0;
 
-    /// Kinds only the runtime produces; a station never returns them.
-    pub fn is_drawn(self) -> bool {
-        self.index() < Self::DRAWN_COUNT
-    }
-
     pub fn index(self) -> usize {
         self as usize
     }

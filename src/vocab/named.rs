@@ -17,7 +17,8 @@ pub trait Named: Copy + 'static {
     }
 }
 
-/// Declares a `Named` enum from its variants and spellings.
+/// Declares a closed set: the enum, and inherent `COUNT`, `ALL` (in declaration order),
+/// `index()`, `name()` and `parse()`, `Display` as its name, and its `Named` impl. Extra derives go in the attributes.
 #[macro_export]
 macro_rules! named_enum {
     ($(#[$meta:meta])* $vis:vis enum $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
@@ -25,13 +26,37 @@ macro_rules! named_enum {
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         $vis enum $name { $($(#[$vmeta])* $variant),+ }
 
-        impl $crate::vocab::Named for $name {
-            const ALL: &'static [Self] = &[$($name::$variant),+];
+        #[allow(dead_code)]
+        impl $name {
+            pub const COUNT: usize = [$(stringify!($variant)),+].len();
+            pub const ALL: [$name; Self::COUNT] = [$($name::$variant),+];
 
-            fn name(self) -> &'static str {
+            pub fn index(self) -> usize {
+                self as usize
+            }
+
+            pub fn name(self) -> &'static str {
                 match self {
                     $($name::$variant => $text),+
                 }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                Self::ALL.into_iter().find(|v| v.name() == text)
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl $crate::vocab::Named for $name {
+            const ALL: &'static [Self] = &<$name>::ALL;
+
+            fn name(self) -> &'static str {
+                <$name>::name(self)
             }
         }
     };
@@ -47,10 +72,12 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_list_their_choices() {
-        for c in Color::ALL {
-            assert_eq!(Color::parse(c.name()), Some(*c));
+        for (i, c) in Color::ALL.into_iter().enumerate() {
+            assert_eq!(<Color as Named>::parse(c.name()), Some(c));
+            assert_eq!(c.index(), i);
         }
-        assert_eq!(Color::parse("blue"), None);
+        assert_eq!(Color::COUNT, 2);
+        assert_eq!(<Color as Named>::parse("blue"), None);
         assert_eq!(Color::choices(), "red, green");
     }
 }

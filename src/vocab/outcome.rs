@@ -1,37 +1,20 @@
-//! How a root run ended (essay section 3).
+//! How a root run ended (essay section 3); the names are as in `outcome_total.<name>`.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Outcome {
-    Succeeded,
-    /// A soft step was omitted or a fallback used.
-    Degraded,
-    /// Handed to a human (an unknown write effect, a policy that stops).
-    Handoff,
-    Failed,
-    /// Refused at admission: never started.
-    Rejected,
+crate::named_enum! {
+    #[derive(PartialOrd, Ord)]
+    pub enum Outcome {
+        Succeeded => "succeeded",
+        /// A soft step was omitted or a fallback used.
+        Degraded => "degraded",
+        /// Handed to a human (an unknown write effect, a policy that stops).
+        Handoff => "handoff",
+        Failed => "failed",
+        /// Refused at admission: never started.
+        Rejected => "rejected",
+    }
 }
 
 impl Outcome {
-    pub const COUNT: usize = 5;
-    pub const ALL: [Outcome; Self::COUNT] =
-        [Outcome::Succeeded, Outcome::Degraded, Outcome::Handoff, Outcome::Failed, Outcome::Rejected];
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// As in `outcome_total.<name>`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Degraded => "degraded",
-            Outcome::Handoff => "handoff",
-            Outcome::Failed => "failed",
-            Outcome::Rejected => "rejected",
-        }
-    }
-
     /// Counts as goodput: the user got an answer.
     pub fn is_success(self) -> bool {
         match self {
@@ -59,5 +42,6 @@ mod tests {
         for (i, o) in Outcome::ALL.into_iter().enumerate() {
             assert_eq!(o.index(), i);
         }
+        assert_eq!(Outcome::COUNT, 5);
     }
 }

@@ -1,74 +1,25 @@
 //! Classes of traffic that mechanisms key on: the operation class of an attempt (the essay's
 //! circuit_key) and the priority of a workflow (Google's criticality levels).
 
-use std::fmt;
-
-/// What an attempt does at its dependency. `Control` is status lookups and cancels: it keeps
-/// its own circuit and reserved capacity so recovery is never blocked by normal traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum OperationClass {
-    Read,
-    Write,
-    Control,
-}
-
-impl OperationClass {
-    pub const COUNT: usize = 3;
-    pub const ALL: [OperationClass; Self::COUNT] =
-        [OperationClass::Read, OperationClass::Write, OperationClass::Control];
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            OperationClass::Read => "read",
-            OperationClass::Write => "write",
-            OperationClass::Control => "control",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<OperationClass> {
-        Self::ALL.into_iter().find(|c| c.name() == text)
+crate::named_enum! {
+    /// What an attempt does at its dependency. `Control` is status lookups and cancels: it keeps
+    /// its own circuit and reserved capacity so recovery is never blocked by normal traffic.
+    #[derive(PartialOrd, Ord)]
+    pub enum OperationClass {
+        Read => "read",
+        Write => "write",
+        Control => "control",
     }
 }
 
-/// Criticality of a workflow's traffic, most important first (ANCHORS.md section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Priority {
-    CriticalPlus,
-    Critical,
-    SheddablePlus,
-    Sheddable,
-}
-
-impl Priority {
-    pub const COUNT: usize = 4;
-    pub const ALL: [Priority; Self::COUNT] =
-        [Priority::CriticalPlus, Priority::Critical, Priority::SheddablePlus, Priority::Sheddable];
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Priority::CriticalPlus => "critical_plus",
-            Priority::Critical => "critical",
-            Priority::SheddablePlus => "sheddable_plus",
-            Priority::Sheddable => "sheddable",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Priority> {
-        Self::ALL.into_iter().find(|p| p.name() == text)
-    }
-}
-
-impl fmt::Display for Priority {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+crate::named_enum! {
+    /// Criticality of a workflow's traffic, most important first (ANCHORS.md section 5).
+    #[derive(PartialOrd, Ord)]
+    pub enum Priority {
+        CriticalPlus => "critical_plus",
+        Critical => "critical",
+        SheddablePlus => "sheddable_plus",
+        Sheddable => "sheddable",
     }
 }
 

@@ -11,6 +11,7 @@ use crate::scenario::{
     Source, Workflow, error_at_path,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
+use crate::vocab::Named;
 use std::collections::BTreeMap;
 
 /// Dependency names to their indices: resolving a reference is a lookup, not a scan, so a
@@ -156,6 +157,13 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// The value a field spells, or `default` when it is absent.
+    fn named<T: Named>(&self, path: &FieldPath, value: Option<&str>, default: T) -> Result<T, ScenarioError> {
+        let Some(value) = value else { return Ok(default) };
+        T::parse(value)
+            .ok_or_else(|| self.err(path, format!("unknown value `{value}`; expected one of {}", T::choices())))
+    }
+
     fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
         error_at_path(self.source, path, message)
     }
@@ -411,21 +419,8 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
 }
 
 fn compile_queue_policy(c: &Checker, path: &FieldPath, q: &QueuePolicySpec) -> Result<QueuePolicy, ScenarioError> {
-    let order = match &q.order {
-        Some(o) => QueueOrder::parse(o).ok_or_else(|| {
-            c.err(&path.key("order"), format!("unknown value `{o}`; expected one of fifo, lifo, priority"))
-        })?,
-        None => QueueOrder::Fifo,
-    };
-    let overflow = match &q.overflow {
-        Some(o) => Overflow::parse(o).ok_or_else(|| {
-            c.err(
-                &path.key("overflow"),
-                format!("unknown value `{o}`; expected one of reject_new, reject_lowest_priority"),
-            )
-        })?,
-        None => Overflow::RejectNew,
-    };
+    let order = c.named(&path.key("order"), q.order.as_deref(), QueueOrder::Fifo)?;
+    let overflow = c.named(&path.key("overflow"), q.overflow.as_deref(), Overflow::RejectNew)?;
     if overflow == Overflow::RejectLowestPriority && order != QueueOrder::Priority {
         let message = "reject_lowest_priority needs order = \"priority\" (the queue must know its priorities)";
         return Err(c.err(&path.key("overflow"), message));

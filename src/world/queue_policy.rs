@@ -4,53 +4,24 @@
 
 use crate::sim::Micros;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueueOrder {
-    Fifo,
-    /// Newest first: under overload the fresh requests (whose callers still wait) are served.
-    Lifo,
-    /// Most important priority first, FIFO within a priority.
-    Priority,
-}
-
-impl QueueOrder {
-    pub const ALL: [QueueOrder; 3] = [QueueOrder::Fifo, QueueOrder::Lifo, QueueOrder::Priority];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            QueueOrder::Fifo => "fifo",
-            QueueOrder::Lifo => "lifo",
-            QueueOrder::Priority => "priority",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<QueueOrder> {
-        Self::ALL.into_iter().find(|o| o.name() == text)
+crate::named_enum! {
+    pub enum QueueOrder {
+        Fifo => "fifo",
+        /// Newest first: under overload the fresh requests (whose callers still wait) are served.
+        Lifo => "lifo",
+        /// Most important priority first, FIFO within a priority.
+        Priority => "priority",
     }
 }
 
-/// What a full waiting room does with a new attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overflow {
-    /// OVERLOADED at once for the newcomer.
-    RejectNew,
-    /// Evict the newest waiting attempt of the least important priority below the newcomer's;
-    /// the newcomer is rejected only when nothing less important waits.
-    RejectLowestPriority,
-}
-
-impl Overflow {
-    pub const ALL: [Overflow; 2] = [Overflow::RejectNew, Overflow::RejectLowestPriority];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Overflow::RejectNew => "reject_new",
-            Overflow::RejectLowestPriority => "reject_lowest_priority",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Overflow> {
-        Self::ALL.into_iter().find(|o| o.name() == text)
+crate::named_enum! {
+    /// What a full waiting room does with a new attempt.
+    pub enum Overflow {
+        /// OVERLOADED at once for the newcomer.
+        RejectNew => "reject_new",
+        /// Evict the newest waiting attempt of the least important priority below the
+        /// newcomer's; the newcomer is rejected only when nothing less important waits.
+        RejectLowestPriority => "reject_lowest_priority",
     }
 }
 

@@ -16,7 +16,7 @@ use super::polly_breaker::{PollyBreaker, PollyBreakerOptions};
 use super::retry_budget::{Attempt, RetryBudget, RetryBudgetConfig, RetryCharge};
 use crate::metrics::Observation;
 use crate::runtime::command::{Command, Outbox};
-use crate::sim::Micros;
+use crate::sim::{Micros, StreamKey};
 use crate::vocab::{BreakerState, FailureKind, Priority, Refusal};
 use crate::world::{DependencyModel, Station};
 
@@ -124,10 +124,6 @@ impl PipelineSpec {
         let (a, b) = self.routes[r];
         &self.members[a as usize..b as usize]
     }
-
-    pub fn guard_count(&self) -> usize {
-        self.guards.len()
-    }
 }
 
 #[derive(Debug)]
@@ -169,7 +165,7 @@ impl<'s> Pipeline<'s> {
     }
 
     /// Asks every guard of the route in order; a refusal gives back what earlier guards granted.
-    /// `waiter` names the attempt if it has to wait; `u` is a uniform draw for throttling.
+    /// `ask.waiter` names the attempt if it has to wait; throttles draw from `ask.key`.
     pub fn admit(&mut self, now: Micros, route: RouteId, ask: Ask, out: &mut Outbox) -> (Admit, Held) {
         let (a, b) = self.route(route);
         let mut waiting: Option<(Micros, u16)> = None;
@@ -200,14 +196,17 @@ impl<'s> Pipeline<'s> {
         waiting: &mut Option<(Micros, u16)>,
         out: &mut Outbox,
     ) -> Option<Refusal> {
-        let Ask { info, waiter, u, loads } = ask;
+        let Ask { info, waiter, key, loads } = ask;
+        // Each probabilistic guard draws from its own stream below the attempt's, and only
+        // when it is asked.
+        let draw = || key.with(u64::from(g)).stream().unit();
         let repeat = info.kind != AttemptKind::First;
         match &mut self.guards[g as usize] {
             Guard::Budget(budget) => (repeat && !budget.allows_retry(now, info.after)).then_some(Refusal::RetryBudget),
-            Guard::Throttle(throttle) => (!throttle.admit(now, draw(u, g))).then_some(Refusal::Throttled),
+            Guard::Throttle(throttle) => (!throttle.admit(now, draw())).then_some(Refusal::Throttled),
             // Like the shedder, it never stands between a write and its reconciliation.
             Guard::AdmissionControl(control) => {
-                (!info.control && !control.admit(now, draw(u, g))).then_some(Refusal::Throttled)
+                (!info.control && !control.admit(now, draw())).then_some(Refusal::Throttled)
             }
             Guard::Shedder { shedder, dependency } => {
                 // Control traffic keeps its capacity: recovery is never shed.
@@ -427,24 +426,14 @@ impl<'s> Pipeline<'s> {
     }
 }
 
-/// Guard `g`'s own uniform from the attempt's draw, so two probabilistic guards on one route
-/// decide independently (a fixed bijective mix of the draw's bits and the guard's index).
-fn draw(u: f64, g: u16) -> f64 {
-    let bits = (u * (1u64 << 53) as f64) as u64;
-    let mut z = bits ^ (u64::from(g) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
-}
-
 /// An attempt's question to the guards: who it is, its name if it has to wait at a bulkhead,
-/// a uniform draw for throttling, and the dependencies' load for shedding.
+/// the stream throttles draw from, and the dependencies' load for shedding.
 #[derive(Clone, Copy)]
 pub struct Ask<'a> {
     pub info: AttemptInfo,
     pub waiter: u64,
-    pub u: f64,
+    /// The attempt's guard stream (throttles draw from it).
+    pub key: StreamKey,
     pub loads: Loads<'a>,
 }
 
