@@ -11,8 +11,7 @@ use faultline::engine::{Model, Replication, simulate};
 use faultline::experiment::batch::replication_seed;
 use faultline::metrics::MetricMap;
 use faultline::metrics::timeseries::FIXED_COLUMNS;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 // ---------------------------------------------------------------------------------------------
@@ -1620,22 +1619,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn read_all(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    files
 }
 
 fn faultline(args: &[&str]) -> Output {

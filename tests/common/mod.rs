@@ -7,6 +7,8 @@ use faultline::experiment::batch::replication_seed;
 use faultline::metrics::MetricMap;
 use faultline::metrics::stats::{Estimate, estimate};
 use faultline::scenario::{Format, Source, parse_source};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 pub fn model(toml: &str) -> Model {
     let source = Source::from_text("test.toml", toml, Format::Toml);
@@ -128,4 +130,21 @@ pub fn mmck(c: u32, k: u32, lambda: f64, mu: f64) -> (f64, f64, f64) {
     let lq: f64 = pi.iter().enumerate().map(|(n, p)| (n as f64 - c as f64).max(0.0) * p).sum();
     let throughput = lambda * (1.0 - loss);
     (loss, l, lq / throughput)
+}
+
+/// Every file below `dir`, by path relative to it, with its bytes: for byte-for-byte comparisons.
+pub fn read_all(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
 }
