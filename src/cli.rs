@@ -5,7 +5,8 @@ use crate::experiment::CommandError;
 use crate::experiment::batch::{MAX_JOBS, default_jobs};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
-use crate::experiment::sweep::{SweepOptions, sweep};
+use crate::experiment::shard::{MergeOptions, merge};
+use crate::experiment::sweep::{Shard, SweepOptions, sweep};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
@@ -74,7 +75,25 @@ pub enum Command {
         policies: Vec<String>,
         #[command(flatten)]
         common: SimulationArgs,
-        /// Output folder. Default: results/<scenario-stem>-sweep/
+        /// Output folder, replaced as a whole. Default: results/<scenario>-sweep/ (with --shard:
+        /// results/<scenario>-shards/, where every shard writes its own file).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Continue a killed sweep from its checkpoint: finished grid points are not computed
+        /// again, and the files are byte-identical to an uninterrupted sweep's.
+        #[arg(long)]
+        resume: bool,
+        /// Compute only shard K of N (numbered from 0): the grid points p with p mod N = K.
+        /// Writes shard-K-of-N.jsonl into --out; `faultline merge` combines all N.
+        #[arg(long, value_name = "K/N")]
+        shard: Option<String>,
+    },
+    /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
+    Merge {
+        /// Every shard file of one sweep (shard-K-of-N.jsonl), in any order.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
+        /// Output folder, replaced as a whole. Default: results/<scenario>-sweep/
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -121,12 +140,14 @@ pub fn execute(cli: Cli) -> i32 {
             let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs };
             Ok((run(&opts)?, EXIT_OK))
         }
-        Command::Sweep { scenario, params, policies, common: c, out } => {
+        Command::Sweep { scenario, params, policies, common: c, out, resume, shard } => {
             let jobs = jobs(c.jobs)?;
+            let shard = shard.as_deref().map(Shard::parse).transpose()?;
             let (seed, replications, sets) = (c.seed, c.replications, c.sets);
-            let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out };
+            let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard };
             Ok((sweep(&opts)?, EXIT_OK))
         }
+        Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
         Command::Gate { scenario, candidate, baseline, common: c } => {
             let jobs = jobs(c.jobs)?;
             let (seed, replications, sets) = (c.seed, c.replications, c.sets);
@@ -137,9 +158,8 @@ pub fn execute(cli: Cli) -> i32 {
     })();
     match result {
         Ok((text, code)) => {
-            let mut out = std::io::stdout().lock();
             // Output that cannot be delivered is a failure, whatever the command decided.
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            match write_stdout(text.as_bytes()) {
                 Ok(()) => code,
                 Err(e) => {
                     let _ = writeln!(std::io::stderr(), "error: cannot write to standard output: {e}");
@@ -156,6 +176,17 @@ pub fn execute(cli: Cli) -> i32 {
             }
         }
     }
+}
+
+/// Writes to standard output and reports every failure, a closed descriptor included (Rust's
+/// `stdout()` quietly discards writes to a closed fd 1).
+fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    // SAFETY: fcntl(F_GETFD) only reads the descriptor table.
+    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|_| out.flush())
 }
 
 pub fn main() -> i32 {

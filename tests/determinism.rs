@@ -128,7 +128,10 @@ fn sweep_files_are_identical_for_any_thread_count() {
     faultline(&[&base[..], &["--jobs", "1", "--out", one.to_str().unwrap()]].concat());
     faultline(&[&base[..], &["--jobs", "2", "--out", two.to_str().unwrap()]].concat());
     let (a, b) = (read_all(&one), read_all(&two));
-    assert_eq!(a.keys().collect::<Vec<_>>(), vec![Path::new("sweep.csv"), Path::new("sweep.json")]);
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        vec![Path::new("manifest.json"), Path::new("sweep.csv"), Path::new("sweep.json")]
+    );
     assert_eq!(a, b);
     let csv = String::from_utf8(a[Path::new("sweep.csv")].clone()).unwrap();
     assert_eq!(csv.lines().count(), 1 + 4 * 2, "4 grid points x 2 policies");
@@ -141,6 +144,6 @@ fn run_files_are_identical_for_any_thread_count() {
     faultline(&[&base[..], &["--jobs", "1", "--out", one.to_str().unwrap()]].concat());
     faultline(&[&base[..], &["--jobs", "2", "--out", two.to_str().unwrap()]].concat());
     let (a, b) = (read_all(&one), read_all(&two));
-    assert_eq!(a.len(), 4, "summary.json and timeseries.csv for two policies");
+    assert_eq!(a.len(), 5, "summary.json and timeseries.csv for two policies, and the manifest");
     assert_eq!(a, b);
 }

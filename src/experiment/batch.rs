@@ -80,7 +80,6 @@ pub struct Task {
     pub seed: u64,
 }
 
-/// Runs every task on a pool of `jobs` threads; results come back in task order.
 /// Checks a batch size before anything is allocated for it.
 pub fn check_batch_size(simulations: Option<usize>) -> Result<(), CommandError> {
     match simulations {
@@ -104,42 +103,84 @@ pub fn run_tasks(
     describe: &dyn Fn(&Task) -> String,
 ) -> Result<Vec<Replication>, CommandError> {
     check_batch_size(Some(tasks.len()))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .map_err(|e| CommandError::Io(format!("cannot start worker threads: {e}")))?;
-    let progress = ProgressBar::with_draw_target(Some(tasks.len() as u64), ProgressDrawTarget::stderr());
-    progress.set_style(
-        ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} simulations, {elapsed} elapsed, eta {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    progress.set_message(label.to_string());
-    let results: Vec<Result<Replication, SimError>> = pool.install(|| {
-        tasks
-            .par_iter()
-            .map(|t| {
-                let r = simulate(&models[t.model], t.policy, t.seed);
-                progress.inc(1);
-                r
+    let workers = Workers::start(jobs, tasks.len() as u64, label)?;
+    let results = workers.simulate(models, tasks, describe, &|r| r);
+    workers.finish();
+    results
+}
+
+/// A pool of worker threads and the progress bar of one command.
+pub struct Workers {
+    pool: rayon::ThreadPool,
+    progress: ProgressBar,
+}
+
+impl Workers {
+    /// `simulations` is the number the progress bar counts to.
+    pub fn start(jobs: usize, simulations: u64, label: &str) -> Result<Workers, CommandError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.max(1))
+            .build()
+            .map_err(|e| CommandError::Io(format!("cannot start worker threads: {e}")))?;
+        let progress = ProgressBar::with_draw_target(Some(simulations), ProgressDrawTarget::stderr());
+        progress.set_style(
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} simulations, {elapsed} elapsed, eta {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        progress.set_message(label.to_string());
+        Ok(Workers { pool, progress })
+    }
+
+    /// Sets what the progress bar counts to and says.
+    pub fn set_total(&self, simulations: u64, label: &str) {
+        self.progress.set_length(simulations);
+        self.progress.set_position(0);
+        self.progress.set_message(label.to_string());
+    }
+
+    /// Runs `f` on the pool (for parallel work other than simulations).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+
+    /// Simulates every task and keeps what `keep` takes of each replication, in task order.
+    pub fn simulate<T: Send>(
+        &self,
+        models: &[Model],
+        tasks: &[Task],
+        describe: &dyn Fn(&Task) -> String,
+        keep: &(dyn Fn(Replication) -> T + Sync),
+    ) -> Result<Vec<T>, CommandError> {
+        let results: Vec<Result<T, SimError>> = self.pool.install(|| {
+            tasks
+                .par_iter()
+                .map(|t| {
+                    let r = simulate(&models[t.model], t.policy, t.seed).map(keep);
+                    self.progress.inc(1);
+                    r
+                })
+                .collect()
+        });
+        results
+            .into_iter()
+            .zip(tasks)
+            .map(|(r, t)| {
+                r.map_err(|e| {
+                    let what = describe(t);
+                    let policy = &models[t.model].policies[t.policy].name;
+                    CommandError::Input(format!(
+                        "{what}policy `{policy}`, replication {} (seed {}): {e}",
+                        t.replication, t.seed
+                    ))
+                })
             })
             .collect()
-    });
-    progress.finish_and_clear();
-    results
-        .into_iter()
-        .zip(tasks)
-        .map(|(r, t)| {
-            r.map_err(|e| {
-                let what = describe(t);
-                let policy = &models[t.model].policies[t.policy].name;
-                CommandError::Input(format!(
-                    "{what}policy `{policy}`, replication {} (seed {}): {e}",
-                    t.replication, t.seed
-                ))
-            })
-        })
-        .collect()
+    }
+
+    pub fn finish(self) {
+        self.progress.finish_and_clear();
+    }
 }
 
 /// The most worker threads a command starts.

@@ -3,11 +3,15 @@
 //! order, so every output is byte-identical whatever the thread count.
 
 pub mod batch;
+pub mod checkpoint;
+pub mod folder;
 pub mod gate;
 pub mod output;
 pub mod run;
+pub mod shard;
 pub mod slo;
 pub mod sweep;
+pub mod sweep_files;
 pub mod table;
 
 use std::fmt;

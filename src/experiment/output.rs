@@ -1,72 +1,14 @@
-//! Output files: summary.json, timeseries.csv, sweep.csv, sweep.json. Every file of a command
-//! is first written to a temporary name beside its destination and renamed only when all are
-//! written, so an interrupted or failed command never leaves a half-written file.
+//! The contents of a run's files: summary.json and timeseries.csv, and the number format every
+//! file shares. Where they are written, and how atomically, is `folder`'s business.
 
-use super::CommandError;
 use crate::engine::{Model, Replication};
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, TimeSeries};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Files to write together.
-#[derive(Default)]
-pub struct OutputSet {
-    files: Vec<(PathBuf, Vec<u8>)>,
-}
-
-impl OutputSet {
-    /// Adds a file; a second file for the same path replaces the first.
-    pub fn add(&mut self, path: PathBuf, bytes: Vec<u8>) {
-        self.files.retain(|(p, _)| p != &path);
-        self.files.push((path, bytes));
-    }
-
-    pub fn paths(&self) -> impl Iterator<Item = &Path> {
-        self.files.iter().map(|(p, _)| p.as_path())
-    }
-
-    /// Writes every file under a temporary name, then renames them all into place.
-    pub fn commit(self) -> Result<(), CommandError> {
-        let io = |what: &str, path: &Path, e: std::io::Error| {
-            CommandError::Io(format!("cannot {what} {}: {e}", path.display()))
-        };
-        let mut staged = Vec::with_capacity(self.files.len());
-        for (path, bytes) in &self.files {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
-            }
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let temp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-            if let Err(e) = std::fs::write(&temp, bytes) {
-                for t in &staged {
-                    let _ = std::fs::remove_file(t);
-                }
-                let _ = std::fs::remove_file(&temp);
-                return Err(io("write", &temp, e));
-            }
-            staged.push(temp);
-        }
-        for (i, (temp, (path, _))) in staged.iter().zip(&self.files).enumerate() {
-            if let Err(e) = std::fs::rename(temp, path) {
-                for t in &staged[i..] {
-                    let _ = std::fs::remove_file(t);
-                }
-                let done = if i == 0 {
-                    "none of the files was replaced".to_string()
-                } else {
-                    format!("{i} of {} files were replaced", staged.len())
-                };
-                return Err(CommandError::Io(format!("cannot rename into {}: {e} ({done})", path.display())));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// A number as text: shortest round-trip form; NaN (undefined) as the empty string.
 pub fn number(v: f64) -> String {

@@ -2,7 +2,8 @@
 
 use super::CommandError;
 use super::batch::{Loaded, Task, load_model, replication_seed, run_tasks};
-use super::output::{OutputSet, summary_json, timeseries_csv};
+use super::folder::OutputFolder;
+use super::output::{summary_json, timeseries_csv};
 use super::slo::{compile_slo, compile_slo_with};
 use super::table::{half_width, human, render};
 use crate::engine::{Model, Replication};
@@ -190,16 +191,18 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
 
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
-    let mut files = OutputSet::default();
+    let mut files = OutputFolder::create(&out_dir)?;
     for ((name, agg), reps) in names.iter().zip(&aggregates).zip(&results) {
-        let dir = out_dir.join(name);
-        files.add(dir.join("summary.json"), summary_json(&model, name, model.world.seed, &raw_overrides, agg));
+        files.write(
+            &format!("{name}/summary.json"),
+            &summary_json(&model, name, model.world.seed, &raw_overrides, agg),
+        )?;
         let refs: Vec<&Replication> = reps.iter().collect();
         let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
-        files.add(dir.join("timeseries.csv"), timeseries_csv(&model, &labels, &refs));
+        files.write(&format!("{name}/timeseries.csv"), &timeseries_csv(&model, &labels, &refs))?;
     }
-    let written: Vec<String> = files.paths().map(|p| p.display().to_string()).collect();
-    files.commit()?;
+    let written: Vec<String> =
+        files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
 
     Ok(match opts.format {
         OutputFormat::Json => {

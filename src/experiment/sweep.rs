@@ -2,14 +2,20 @@
 //! in parallel, one row per (point, policy) with each metric's mean and 95 % interval.
 
 use super::CommandError;
-use super::batch::{Task, check_batch_size, compile_scenario, replication_seed, run_tasks};
-use super::output::{OutputSet, VERSION, estimate_cells, estimate_columns, number};
-use super::run::{aggregate_replications, apply_seed, collect_overrides, select_policies};
+use super::batch::{Task, Workers, check_batch_size, compile_scenario, replication_seed};
+use super::checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
+use super::folder::{OutputFolder, checkpoint_folder};
+use super::output::VERSION;
+use super::run::{apply_seed, collect_overrides, select_policies};
+use super::shard::{ShardHeader, write_shard};
 use super::slo::compile_slo_with;
+use super::sweep_files::{SweepLayout, write_sweep_files};
 use crate::engine::Model;
-use crate::metrics::stats::Aggregate;
-use crate::scenario::{Override, ScenarioError, canonical_path, load_file, parse_override};
-use serde_json::{Map, Value, json};
+use crate::metrics::stats::aggregate;
+use crate::scenario::{Override, ScenarioError, Source, canonical_path, load_file, parse_override, parse_source};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 /// The largest grid a sweep accepts.
@@ -25,10 +31,14 @@ pub struct SweepOptions {
     pub sets: Vec<String>,
     pub jobs: usize,
     pub out: Option<PathBuf>,
+    /// Continue from the checkpoint a killed sweep left.
+    pub resume: bool,
+    /// Compute one shard and write a shard file instead of the sweep's files.
+    pub shard: Option<Shard>,
 }
 
 /// A swept parameter: its path and the raw values, in the order given.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Param {
     pub path: String,
     pub values: Vec<String>,
@@ -58,7 +68,70 @@ pub fn grid(params: &[Param]) -> Vec<Vec<String>> {
     })
 }
 
-pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
+/// Which part of a sweep one process computes: points `index`, `index + count`, ... of the
+/// grid (numbered from 0, as Slurm's and Kubernetes' array indices are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub fn parse(argument: &str) -> Result<Shard, CommandError> {
+        let bad = |m: &str| CommandError::Input(format!("argument `--shard {argument}`: {m}"));
+        let (k, n) = argument.split_once('/').ok_or_else(|| bad("expected K/N, such as 0/4"))?;
+        let number = |t: &str| t.trim().parse::<usize>().map_err(|_| bad("K and N are whole numbers, such as 0/4"));
+        let (index, count) = (number(k)?, number(n)?);
+        if count == 0 || count > MAX_GRID_POINTS {
+            return Err(bad(&format!("N is between 1 and {MAX_GRID_POINTS}")));
+        }
+        if index >= count {
+            return Err(bad(&format!("K is between 0 and {} (shards are numbered from 0)", count - 1)));
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn owns(&self, point: usize) -> bool {
+        point % self.count == self.index
+    }
+
+    pub fn file_name(&self) -> String {
+        format!("shard-{}-of-{}.jsonl", self.index, self.count)
+    }
+}
+
+/// A grid point as planned: its parameter values, its overrides and its replication count.
+pub struct PlannedPoint {
+    pub values: Vec<String>,
+    pub overrides: Vec<Override>,
+    pub replications: u32,
+}
+
+/// Everything about a sweep but its simulations: checked, compiled once and then dropped, so
+/// memory does not grow with the models.
+pub struct SweepPlan {
+    pub key: SweepKey,
+    pub layout: SweepLayout,
+    pub points: Vec<PlannedPoint>,
+    pub policies: Vec<usize>,
+    pub seed: Option<u64>,
+    pub source: Source,
+}
+
+impl SweepPlan {
+    pub fn simulations(&self, point: usize) -> usize {
+        self.policies.len() * self.points[point].replications as usize
+    }
+
+    fn compile(&self, point: usize) -> Result<Model, CommandError> {
+        let (mut model, _) = compile_scenario(&self.source, &self.points[point].overrides)?;
+        apply_seed(&mut model, self.seed, &self.points[point].overrides);
+        Ok(model)
+    }
+}
+
+/// Checks every grid point (parse, compile, SLO) before anything runs.
+pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, CommandError> {
     if opts.params.is_empty() {
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
@@ -85,135 +158,185 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         )));
     }
     let base = collect_overrides(&opts.sets, opts.replications)?;
-    let points = grid(&params);
-    let mut models: Vec<Model> = Vec::with_capacity(points.len());
-    for point in &points {
+    let mut points = Vec::with_capacity(size);
+    for values in grid(&params) {
         let mut overrides: Vec<Override> = base.clone();
-        for (p, v) in params.iter().zip(point) {
+        for (p, v) in params.iter().zip(&values) {
             let mut o = parse_override(&format!("{}={v}", p.path))?;
             o.argument = format!("--param {}={}", p.path, p.values.join(","));
             overrides.push(o);
         }
-        let (mut model, scenario) = compile_scenario(&source, &overrides)?;
-        // The same checks as run and gate, so a scenario a sweep accepts can be gated.
-        compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
-        apply_seed(&mut model, opts.seed, &overrides);
-        models.push(model);
+        points.push(PlannedPoint { values, overrides, replications: 0 });
     }
-    let policies = select_policies(&models[0], &opts.policies, "--policy")?;
-    let per_point = policies.len().checked_mul(models[0].world.replications as usize);
-    check_batch_size(per_point.and_then(|n| n.checked_mul(models.len())))?;
-    let mut tasks = Vec::new();
-    for (m, model) in models.iter().enumerate() {
-        for &policy in &policies {
-            for r in 0..model.world.replications {
-                tasks.push(Task { model: m, policy, replication: r, seed: replication_seed(model.world.seed, r) });
-            }
-        }
-    }
-    let describe = |t: &Task| {
-        let point: Vec<String> = params.iter().zip(&points[t.model]).map(|(p, v)| format!("{}={v}", p.path)).collect();
-        format!("grid point {}, ", point.join(" "))
-    };
-    let results = run_tasks(&models, &tasks, opts.jobs, &models[0].name, &describe)?;
-    let mut cursor = 0;
-    let mut rows: Vec<(usize, usize, Aggregate)> = Vec::new();
-    for (m, model) in models.iter().enumerate() {
-        for &policy in &policies {
-            let n = model.world.replications as usize;
-            rows.push((m, policy, aggregate_replications(&results[cursor..cursor + n])));
-            cursor += n;
-        }
-    }
-
-    // Every point's metrics: a parameter may rename a dependency or a step.
-    let metric_names: Vec<String> =
-        models.iter().flat_map(|m| m.metric_names()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{}-sweep", models[0].name)));
-    let mut files = OutputSet::default();
-    files.add(out_dir.join("sweep.csv"), sweep_csv(&params, &points, &models, &rows, &metric_names));
-    files.add(out_dir.join("sweep.json"), sweep_json(&params, &points, &models, &rows));
-    let written: Vec<String> = files.paths().map(|p| p.display().to_string()).collect();
-    files.commit()?;
-    Ok(format!(
-        "{}: {} grid point(s) x {} polic{} x {} replication(s) = {} simulations\nwrote {}\n",
-        models[0].name,
-        points.len(),
-        policies.len(),
-        if policies.len() == 1 { "y" } else { "ies" },
-        models[0].world.replications,
-        tasks.len(),
-        written.join(", ")
-    ))
-}
-
-fn sweep_csv(
-    params: &[Param],
-    points: &[Vec<String>],
-    models: &[Model],
-    rows: &[(usize, usize, Aggregate)],
-    metrics: &[String],
-) -> Vec<u8> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = params.iter().map(|p| p.path.clone()).collect();
-    header.push("policy".into());
-    header.push("replications".into());
-    for m in metrics {
-        header.extend(estimate_columns(m));
-    }
-    w.write_record(&header).expect("writing to memory cannot fail");
-    for (m, policy, agg) in rows {
-        let mut record: Vec<String> = points[*m].iter().map(|v| csv_value(v)).collect();
-        record.push(models[*m].policies[*policy].name.clone());
-        record.push(number(agg.replications as f64));
-        for name in metrics {
-            record.extend(estimate_cells(agg.estimates.get(name)));
-        }
-        w.write_record(&record).expect("writing to memory cannot fail");
-    }
-    w.into_inner().expect("flushing memory cannot fail")
-}
-
-fn sweep_json(
-    params: &[Param],
-    points: &[Vec<String>],
-    models: &[Model],
-    rows: &[(usize, usize, Aggregate)],
-) -> Vec<u8> {
-    let json_rows: Vec<Value> = rows
-        .iter()
-        .map(|(m, policy, agg)| {
-            let mut point = Map::new();
-            for (p, v) in params.iter().zip(&points[*m]) {
-                point.insert(p.path.clone(), json_value(v));
-            }
-            let metrics: Map<String, Value> = agg.estimates.iter().map(|(k, e)| (k.clone(), json!(e.mean))).collect();
-            let ci95: Map<String, Value> =
-                agg.estimates.iter().map(|(k, e)| (k.clone(), json!([e.low, e.high]))).collect();
-            json!({
-                "params": point,
-                "policy": models[*m].policies[*policy].name,
-                "seed": models[*m].world.seed,
-                "replications": agg.replications,
-                "metrics": metrics,
-                "ci95": ci95,
+    // Each point compiled once, in parallel; what the outputs need is kept, the model dropped.
+    let checked: Vec<Result<(u32, Vec<String>), CommandError>> = workers.install(|| {
+        points
+            .par_iter()
+            .map(|p| {
+                let (model, scenario) = compile_scenario(&source, &p.overrides)?;
+                // The same checks as run and gate, so a scenario a sweep accepts can be gated.
+                compile_slo_with(scenario.slo.as_ref(), &model, &source, &p.overrides)?;
+                Ok((model.world.replications, model.metric_names()))
             })
-        })
-        .collect();
-    let doc = json!({
-        "scenario": models[0].name,
-        "version": VERSION,
-        "seed": models[0].world.seed,
-        "params": params.iter().map(|p| p.path.clone()).collect::<Vec<_>>(),
-        "rows": json_rows,
+            .collect()
     });
-    let mut text = serde_json::to_string_pretty(&doc).expect("a sweep always serializes");
-    text.push('\n');
-    text.into_bytes()
+    let mut metric_names = std::collections::BTreeSet::new();
+    for (point, result) in points.iter_mut().zip(checked) {
+        let (replications, names) = result?;
+        point.replications = replications;
+        metric_names.extend(names);
+    }
+    let first = {
+        let (mut model, _) = compile_scenario(&source, &points[0].overrides)?;
+        apply_seed(&mut model, opts.seed, &points[0].overrides);
+        model
+    };
+    let policies = select_policies(&first, &opts.policies, "--policy")?;
+    let total = points.iter().try_fold(0usize, |acc, p| acc.checked_add(policies.len() * p.replications as usize));
+    check_batch_size(total)?;
+    let key = SweepKey {
+        version: VERSION.to_string(),
+        build: build_id(),
+        scenario: serde_json::to_string(&parse_source(&source)?).expect("a scenario always serializes"),
+        sets: opts.sets.clone(),
+        params: params.iter().map(|p| format!("{}={}", p.path, p.values.join(","))).collect(),
+        policies: policies.iter().map(|&p| first.policies[p].name.clone()).collect(),
+        seed: opts.seed,
+        replications: opts.replications,
+    };
+    let layout = SweepLayout {
+        scenario: first.name.clone(),
+        seed: first.world.seed,
+        params,
+        metric_names: metric_names.into_iter().collect(),
+        points: points.len(),
+    };
+    Ok(SweepPlan { key, layout, points, policies, seed: opts.seed, source })
+}
+
+/// Simulations per batch of points: enough to keep every worker busy, few enough that memory
+/// holds only a batch's metric maps at a time.
+fn batch_target(jobs: usize) -> usize {
+    (jobs * 32).max(64)
+}
+
+/// Runs the points in `todo` in batches, reduces each point's replications as its batch ends,
+/// and hands the records to `done` in the order of `todo`, whatever the thread count.
+pub fn compute_points(
+    plan: &SweepPlan,
+    todo: &[usize],
+    workers: &Workers,
+    jobs: usize,
+    done: &mut dyn FnMut(PointRecord) -> Result<(), CommandError>,
+) -> Result<(), CommandError> {
+    let mut start = 0;
+    while start < todo.len() {
+        let mut end = start;
+        let mut simulations = 0;
+        while end < todo.len() && (end == start || simulations < batch_target(jobs)) {
+            simulations += plan.simulations(todo[end]);
+            end += 1;
+        }
+        let batch = &todo[start..end];
+        let models: Vec<Model> =
+            workers.install(|| batch.par_iter().map(|&p| plan.compile(p)).collect::<Result<_, _>>())?;
+        let mut tasks = Vec::with_capacity(simulations);
+        for (m, model) in models.iter().enumerate() {
+            for &policy in &plan.policies {
+                for r in 0..model.world.replications {
+                    tasks.push(Task { model: m, policy, replication: r, seed: replication_seed(model.world.seed, r) });
+                }
+            }
+        }
+        let describe = |t: &Task| {
+            let values = &plan.points[batch[t.model]].values;
+            let point: Vec<String> =
+                plan.layout.params.iter().zip(values).map(|(p, v)| format!("{}={v}", p.path)).collect();
+            format!("grid point {}, ", point.join(" "))
+        };
+        let maps = workers.simulate(&models, &tasks, &describe, &|r| r.metrics)?;
+        let mut cursor = 0;
+        for (m, model) in models.iter().enumerate() {
+            let mut rows = Vec::with_capacity(plan.policies.len());
+            for &policy in &plan.policies {
+                let n = model.world.replications as usize;
+                let aggregate = aggregate(&maps[cursor..cursor + n]);
+                rows.push(PolicyRecord::new(&model.policies[policy].name, &aggregate));
+                cursor += n;
+            }
+            done(PointRecord { point: batch[m], seed: model.world.seed, rows })?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
+    let workers = Workers::start(opts.jobs, 0, "checking the grid")?;
+    let plan = plan(opts, &workers)?;
+    let name = plan.layout.scenario.clone();
+    let owned: Vec<usize> = (0..plan.points.len()).filter(|&p| opts.shard.is_none_or(|s| s.owns(p))).collect();
+    let out_dir = opts.out.clone().unwrap_or_else(|| {
+        let suffix = if opts.shard.is_some() { "shards" } else { "sweep" };
+        Path::new("results").join(format!("{name}-{suffix}"))
+    });
+    // A foreign --out is refused before anything is computed.
+    let (folder, checkpoint_dir) = match opts.shard {
+        Some(shard) => (None, out_dir.join(format!(".{}.faultline-checkpoint", shard.file_name()))),
+        None => {
+            let folder = OutputFolder::create(&out_dir)?;
+            let dir = checkpoint_folder(folder.target());
+            (Some(folder), dir)
+        }
+    };
+    let (checkpoint, resumed, done) = Checkpoint::open(&checkpoint_dir, &plan.key, opts.resume, &owned)?;
+    let todo: Vec<usize> = owned.iter().zip(&done).filter(|(_, d)| !**d).map(|(p, _)| *p).collect();
+    let simulations: usize = todo.iter().map(|&p| plan.simulations(p)).sum();
+    workers.set_total(simulations as u64, &name);
+    compute_points(&plan, &todo, &workers, opts.jobs, &mut |record| checkpoint.save(&record))?;
+    workers.finish();
+
+    let written = match (opts.shard, folder) {
+        (Some(shard), _) => {
+            let path = out_dir.join(shard.file_name());
+            let header = ShardHeader::new(&plan, shard);
+            write_shard(&path, &header, &owned, &mut |p| checkpoint.load(p))?;
+            vec![path.display().to_string()]
+        }
+        (None, Some(mut folder)) => {
+            write_sweep_files(&mut folder, &plan.layout, &mut |p| checkpoint.load(p))?;
+            folder.commit("sweep", &name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect()
+        }
+        (None, None) => unreachable!("a full sweep always has its folder"),
+    };
+    checkpoint.remove();
+    let total: usize = owned.iter().map(|&p| plan.simulations(p)).sum();
+    let shard = opts.shard.map(|s| format!(" (shard {} of {}, of {} points)", s.index, s.count, plan.points.len()));
+    let replications = |f: fn(u32, u32) -> u32| owned.iter().map(|&p| plan.points[p].replications).reduce(f);
+    let replications = match (replications(u32::min), replications(u32::max)) {
+        (Some(low), Some(high)) if low < high => format!("{low}-{high}"),
+        (Some(n), _) => n.to_string(),
+        _ => "0".into(),
+    };
+    let mut text = format!(
+        "{name}: {} grid point(s){} x {} polic{} x {replications} replication(s) = {total} simulations",
+        owned.len(),
+        shard.unwrap_or_default(),
+        plan.policies.len(),
+        if plan.policies.len() == 1 { "y" } else { "ies" },
+    );
+    text.push_str(&match resumed {
+        Resumed::Kept(kept) => format!("; {kept} point(s) resumed from the checkpoint, {simulations} simulations run\n"),
+        Resumed::NothingToResume => "; no checkpoint to resume, every point computed\n".into(),
+        Resumed::KeyChanged => "; the checkpoint was made from another scenario, other arguments or another build, so every point was computed again\n".into(),
+        Resumed::Fresh => "\n".into(),
+    });
+    text.push_str(&format!("wrote {}\n", written.join(", ")));
+    Ok(text)
 }
 
 /// A parameter value as the scenario reads it (`1_000` is 1000), so CSV columns stay numeric.
-fn csv_value(raw: &str) -> String {
+pub fn csv_value(raw: &str) -> String {
     match json_value(raw) {
         Value::String(s) => s,
         other => other.to_string(),
@@ -221,7 +344,7 @@ fn csv_value(raw: &str) -> String {
 }
 
 /// A parameter value as typed JSON: numbers and booleans stay numbers and booleans.
-fn json_value(raw: &str) -> Value {
+pub fn json_value(raw: &str) -> Value {
     match crate::scenario::overrides::parse_value(raw) {
         toml::Value::Integer(i) => json!(i),
         toml::Value::Float(f) => json!(f),

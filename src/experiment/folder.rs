@@ -1,0 +1,332 @@
+//! An output set that appears as a whole or not at all. Every file of a command is written into
+//! a staging folder beside the destination, a manifest is written last, and the staging folder
+//! then trades places with the destination in one `renameat2(RENAME_EXCHANGE)`. A kill at any
+//! moment leaves either the old complete set or the new one; whatever a killed command left
+//! beside the destination is removed by the next command that commits there.
+
+use super::CommandError;
+use super::output::VERSION;
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The file every output folder carries; readers trust the files it lists.
+pub const MANIFEST: &str = "manifest.json";
+
+/// Names a faultline folder held before manifests existed; such a folder may be replaced too.
+const LEGACY_FILES: [&str; 4] = ["summary.json", "timeseries.csv", "sweep.csv", "sweep.json"];
+
+/// What a manifest records: which command wrote the set, from what, and every file in it.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub format: String,
+    pub version: String,
+    pub command: String,
+    pub scenario: String,
+    pub files: Vec<String>,
+}
+
+/// A folder being written; dropped without [`OutputFolder::commit`], it vanishes.
+pub struct OutputFolder {
+    target: PathBuf,
+    staging: PathBuf,
+    files: Vec<String>,
+    committed: bool,
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> CommandError {
+    CommandError::Io(format!("cannot {what} {}: {e}", path.display()))
+}
+
+/// A name beside `target` that only faultline uses: `.NAME.faultline-KIND[-pid]`.
+fn sibling(target: &Path, kind: &str) -> PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    target.with_file_name(format!(".{name}.faultline-{kind}"))
+}
+
+/// The folder where a sweep toward `target` keeps its finished points until it commits.
+pub fn checkpoint_folder(target: &Path) -> PathBuf {
+    sibling(target, "checkpoint")
+}
+
+impl OutputFolder {
+    /// Starts a set that will replace `target`. Refuses a target that holds anything but an
+    /// earlier faultline output, so `--out .` can never move a user's files away.
+    pub fn create(target: &Path) -> Result<OutputFolder, CommandError> {
+        let target = if target.as_os_str().is_empty() { Path::new(".") } else { target };
+        let target = absolute(target)?;
+        check_replaceable(&target)?;
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
+        }
+        let staging = sibling(&target, &format!("new-{}", std::process::id()));
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(|e| io_error("remove", &staging, e))?;
+        }
+        std::fs::create_dir(&staging).map_err(|e| io_error("create", &staging, e))?;
+        Ok(OutputFolder { target, staging, files: Vec::new(), committed: false })
+    }
+
+    /// The destination, as an absolute path.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// A buffered writer for a file of the set (folders are created as needed).
+    pub fn writer(&mut self, relative: &str) -> Result<BufWriter<File>, CommandError> {
+        let path = self.staging.join(relative);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+        }
+        let file = File::create(&path).map_err(|e| io_error("write", &path, e))?;
+        if !self.files.iter().any(|f| f == relative) {
+            self.files.push(relative.to_string());
+        }
+        Ok(BufWriter::new(file))
+    }
+
+    pub fn write(&mut self, relative: &str, bytes: &[u8]) -> Result<(), CommandError> {
+        let path = self.staging.join(relative);
+        let mut w = self.writer(relative)?;
+        w.write_all(bytes).and_then(|_| w.flush()).map_err(|e| io_error("write", &path, e))
+    }
+
+    /// Writes the manifest, then puts the set in place of the target in one step. Returns the
+    /// files written, relative to the folder.
+    pub fn commit(mut self, command: &str, scenario: &str) -> Result<Vec<String>, CommandError> {
+        let manifest = Manifest {
+            format: "faultline-output".into(),
+            version: VERSION.into(),
+            command: command.into(),
+            scenario: scenario.into(),
+            files: self.files.clone(),
+        };
+        let mut text = serde_json::to_string_pretty(&manifest).expect("a manifest always serializes");
+        text.push('\n');
+        let path = self.staging.join(MANIFEST);
+        std::fs::write(&path, text).map_err(|e| io_error("write", &path, e))?;
+        swap_into_place(&self.staging, &self.target)?;
+        self.committed = true;
+        remove_leftovers(&self.target);
+        Ok(std::mem::take(&mut self.files))
+    }
+}
+
+impl Drop for OutputFolder {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, CommandError> {
+    std::path::absolute(path).map_err(|e| io_error("resolve", path, e))
+}
+
+/// A target may be replaced when it is absent, empty, or a faultline output set.
+fn check_replaceable(target: &Path) -> Result<(), CommandError> {
+    let meta = match std::fs::symlink_metadata(target) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error("read", target, e)),
+    };
+    let refuse = |why: &str| {
+        CommandError::Input(format!(
+            "argument `--out {}`: {why}; faultline replaces its output folder as a whole, so name a new or empty folder, or one it wrote",
+            target.display()
+        ))
+    };
+    if !meta.is_dir() {
+        return Err(refuse("it exists and is not a folder"));
+    }
+    if target.join(MANIFEST).is_file() || is_legacy_output(target) {
+        return Ok(());
+    }
+    Err(refuse("the folder holds files faultline did not write"))
+}
+
+/// A folder written before manifests: only faultline's file names, one level of policy folders.
+fn is_legacy_output(dir: &Path) -> bool {
+    let entries = |d: &Path| -> Option<Vec<(String, bool)>> {
+        std::fs::read_dir(d)
+            .ok()?
+            .map(|e| e.ok().map(|e| (e.file_name().to_string_lossy().into_owned(), e.path().is_dir())))
+            .collect()
+    };
+    let Some(top) = entries(dir) else { return false };
+    top.iter().all(|(name, is_dir)| match is_dir {
+        false => LEGACY_FILES.contains(&name.as_str()),
+        true => entries(&dir.join(name))
+            .is_some_and(|inner| inner.iter().all(|(n, d)| !d && LEGACY_FILES.contains(&n.as_str()))),
+    })
+}
+
+fn c_path(path: &Path) -> Result<CString, CommandError> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| CommandError::Input(format!("the path {} contains a NUL byte", path.display())))
+}
+
+/// Exchanges `staging` and `target` atomically (the old set ends up in `staging` and is
+/// removed); a first set is a plain rename. On a file system without RENAME_EXCHANGE the old
+/// set is renamed aside first, which leaves a moment with no set at all.
+fn swap_into_place(staging: &Path, target: &Path) -> Result<(), CommandError> {
+    if !target.exists() {
+        return std::fs::rename(staging, target).map_err(|e| io_error("rename into", target, e));
+    }
+    let (from, to) = (c_path(staging)?, c_path(target)?);
+    // SAFETY: both pointers are NUL-terminated strings that outlive the call.
+    let rc =
+        unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) };
+    if rc == 0 {
+        let _ = std::fs::remove_dir_all(staging);
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => {
+            let aside = sibling(target, &format!("old-{}", std::process::id()));
+            std::fs::rename(target, &aside).map_err(|e| io_error("move aside", target, e))?;
+            std::fs::rename(staging, target).map_err(|e| io_error("rename into", target, e))?;
+            let _ = std::fs::remove_dir_all(&aside);
+            Ok(())
+        }
+        _ => Err(io_error("replace", target, e)),
+    }
+}
+
+/// Staging and set-aside folders that killed commands left beside `target`.
+fn remove_leftovers(target: &Path) {
+    let Some(name) = target.file_name().map(|n| n.to_string_lossy().into_owned()) else { return };
+    let Some(parent) = target.parent() else { return };
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let prefix = format!(".{name}.faultline-");
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(kind) = file.strip_prefix(&prefix) else { continue };
+        if kind.starts_with("new-") || kind.starts_with("old-") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A file written under a temporary name in its folder and renamed into place on commit, so a
+/// reader sees the old file or the new one, never a part. Dropped uncommitted, it vanishes.
+pub struct AtomicFile {
+    path: PathBuf,
+    temp: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> Result<AtomicFile, CommandError> {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+        }
+        let file = File::create(&temp).map_err(|e| io_error("write", &temp, e))?;
+        Ok(AtomicFile { path: path.to_path_buf(), temp, writer: Some(BufWriter::new(file)) })
+    }
+
+    pub fn commit(mut self) -> Result<(), CommandError> {
+        let writer = self.writer.take().expect("an atomic file is committed once");
+        writer.into_inner().map_err(|e| io_error("write", &self.temp, e.into_error()))?;
+        std::fs::rename(&self.temp, &self.path).map_err(|e| io_error("rename into", &self.path, e))
+    }
+}
+
+impl std::ops::Deref for AtomicFile {
+    type Target = BufWriter<File>;
+    fn deref(&self) -> &Self::Target {
+        self.writer.as_ref().expect("an atomic file is open until committed")
+    }
+}
+
+impl std::ops::DerefMut for AtomicFile {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.writer.as_mut().expect("an atomic file is open until committed")
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.writer.take().is_some() || self.temp.exists() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically (see [`AtomicFile`]).
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes).map_err(|e| io_error("write", path, e))?;
+    file.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("faultline-folder-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_set_replaces_the_old_one_whole() {
+        let dir = scratch("replace");
+        let target = dir.join("out");
+        let mut first = OutputFolder::create(&target).unwrap();
+        first.write("a/summary.json", b"1").unwrap();
+        first.write("b/summary.json", b"1").unwrap();
+        first.commit("run", "s").unwrap();
+        let mut second = OutputFolder::create(&target).unwrap();
+        second.write("a/summary.json", b"2").unwrap();
+        second.commit("run", "s").unwrap();
+        assert_eq!(std::fs::read(target.join("a/summary.json")).unwrap(), b"2");
+        assert!(!target.join("b").exists(), "the old set's other files go with it");
+        let manifest: Manifest = serde_json::from_slice(&std::fs::read(target.join(MANIFEST)).unwrap()).unwrap();
+        assert_eq!(manifest.files, vec!["a/summary.json".to_string()]);
+        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(leftovers, vec![std::ffi::OsString::from("out")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_uncommitted_set_leaves_nothing_and_a_killed_ones_leftovers_are_swept() {
+        let dir = scratch("drop");
+        let target = dir.join("out");
+        {
+            let mut set = OutputFolder::create(&target).unwrap();
+            set.write("x.csv", b"x").unwrap();
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        // What `kill -9` between staging and renaming leaves.
+        std::fs::create_dir_all(dir.join(".out.faultline-new-999999")).unwrap();
+        let set = OutputFolder::create(&target).unwrap();
+        set.commit("run", "s").unwrap();
+        assert!(!dir.join(".out.faultline-new-999999").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_of_other_files_is_never_replaced() {
+        let dir = scratch("foreign");
+        std::fs::write(dir.join("notes.txt"), b"mine").unwrap();
+        let err = OutputFolder::create(&dir).err().expect("refused");
+        assert!(matches!(err, CommandError::Input(_)), "{err}");
+        assert!(err.to_string().contains("did not write"), "{err}");
+        // A folder from before manifests may be replaced.
+        let legacy = dir.join("legacy");
+        std::fs::create_dir_all(legacy.join("naive")).unwrap();
+        std::fs::write(legacy.join("naive/summary.json"), b"{}").unwrap();
+        assert!(OutputFolder::create(&legacy).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

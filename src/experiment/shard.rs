@@ -1,0 +1,191 @@
+//! Shard files and `faultline merge`. `sweep --shard K/N` computes the grid points p with
+//! p mod N = K and writes them as JSON lines: a header naming the sweep (its key and layout),
+//! then one record per point. `merge` checks that the shards it is given are all N of one sweep
+//! and writes the sweep's files, byte-identical to an unsharded sweep's.
+
+use super::CommandError;
+use super::checkpoint::{Checkpoint, PointRecord, SweepKey};
+use super::folder::{AtomicFile, OutputFolder};
+use super::sweep::{Shard, SweepPlan};
+use super::sweep_files::{SweepLayout, write_sweep_files};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+const FORMAT: &str = "faultline-sweep-shard";
+
+/// The first line of a shard file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardHeader {
+    pub format: String,
+    pub shard: usize,
+    pub shards: usize,
+    pub key: SweepKey,
+    pub layout: SweepLayout,
+}
+
+impl ShardHeader {
+    pub fn new(plan: &SweepPlan, shard: Shard) -> ShardHeader {
+        ShardHeader {
+            format: FORMAT.into(),
+            shard: shard.index,
+            shards: shard.count,
+            key: plan.key.clone(),
+            layout: plan.layout.clone(),
+        }
+    }
+
+    fn owned_points(&self) -> impl Iterator<Item = usize> + '_ {
+        (self.shard..self.layout.points).step_by(self.shards)
+    }
+}
+
+/// Writes the shard file atomically: the header, then each of `points` in order.
+pub fn write_shard(
+    path: &Path,
+    header: &ShardHeader,
+    points: &[usize],
+    record: &mut dyn FnMut(usize) -> Result<PointRecord, CommandError>,
+) -> Result<(), CommandError> {
+    let mut file = AtomicFile::create(path)?;
+    let io = |e: std::io::Error| CommandError::Io(format!("cannot write {}: {e}", path.display()));
+    serde_json::to_writer(&mut *file, header).map_err(|e| io(e.into()))?;
+    file.write_all(b"\n").map_err(io)?;
+    for &p in points {
+        serde_json::to_writer(&mut *file, &record(p)?).map_err(|e| io(e.into()))?;
+        file.write_all(b"\n").map_err(io)?;
+    }
+    file.commit()
+}
+
+#[derive(Debug, Clone)]
+pub struct MergeOptions {
+    pub shards: Vec<PathBuf>,
+    pub out: Option<PathBuf>,
+}
+
+fn bad(path: &Path, line: usize, message: impl std::fmt::Display) -> CommandError {
+    CommandError::Input(format!("{}:{line}: {message}", path.display()))
+}
+
+fn read_header(path: &Path) -> Result<(ShardHeader, impl Iterator<Item = std::io::Result<String>>), CommandError> {
+    let file =
+        std::fs::File::open(path).map_err(|e| CommandError::Input(format!("cannot read {}: {e}", path.display())))?;
+    let mut lines = BufReader::new(file).lines();
+    let first = lines.next().transpose().map_err(|e| bad(path, 1, e))?.unwrap_or_default();
+    let header: ShardHeader = serde_json::from_str(&first)
+        .map_err(|e| bad(path, 1, format!("not a faultline shard file (its first line does not read: {e})")))?;
+    if header.format != FORMAT {
+        return Err(bad(path, 1, format!("not a faultline shard file (format `{}`)", header.format)));
+    }
+    Ok((header, lines))
+}
+
+/// Names the first field in which two shards' headers differ.
+fn difference(a: &ShardHeader, b: &ShardHeader) -> Option<&'static str> {
+    let (x, y) = (&a.key, &b.key);
+    [
+        (x.version != y.version, "faultline version"),
+        (x.build != y.build, "faultline build (binary)"),
+        (x.scenario != y.scenario, "scenario"),
+        (x.sets != y.sets, "--set overrides"),
+        (x.params != y.params, "--param grid"),
+        (x.policies != y.policies, "policies"),
+        (x.seed != y.seed, "--seed"),
+        (x.replications != y.replications, "--replications"),
+        (a.shards != b.shards, "shard count N"),
+        (a.layout != b.layout, "output layout"),
+    ]
+    .into_iter()
+    .find_map(|(differs, what)| differs.then_some(what))
+}
+
+pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
+    if opts.shards.is_empty() {
+        return Err(CommandError::Input("merge needs the shard files a `sweep --shard K/N` wrote".into()));
+    }
+    let headers: Vec<ShardHeader> =
+        opts.shards.iter().map(|p| read_header(p).map(|(h, _)| h)).collect::<Result<_, _>>()?;
+    let first = &headers[0];
+    for (h, path) in headers.iter().zip(&opts.shards).skip(1) {
+        if let Some(what) = difference(first, h) {
+            return Err(CommandError::Input(format!(
+                "{} and {} come from different sweeps: their {what} differ",
+                opts.shards[0].display(),
+                path.display()
+            )));
+        }
+    }
+    let mut seen: Vec<Option<&Path>> = vec![None; first.shards];
+    for (h, path) in headers.iter().zip(&opts.shards) {
+        if let Some(earlier) = seen[h.shard] {
+            return Err(CommandError::Input(format!(
+                "shard {} of {} is given twice: {} and {}",
+                h.shard,
+                h.shards,
+                earlier.display(),
+                path.display()
+            )));
+        }
+        seen[h.shard] = Some(path);
+    }
+    let missing: Vec<String> =
+        seen.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| i.to_string()).collect();
+    if !missing.is_empty() {
+        return Err(CommandError::Input(format!(
+            "the set is incomplete: shard(s) {} of {} (numbered from 0) are missing",
+            missing.join(", "),
+            first.shards
+        )));
+    }
+    let name = first.layout.scenario.clone();
+    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{name}-sweep")));
+    let mut folder = OutputFolder::create(&out_dir)?;
+    // The records go through a scratch checkpoint so memory holds one point at a time.
+    let scratch = folder.target().with_file_name(format!(
+        ".{}.faultline-merge-{}",
+        folder.target().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let all: Vec<usize> = (0..first.layout.points).collect();
+    let (checkpoint, _, _) = Checkpoint::open(&scratch, &first.key, false, &all)?;
+    let result = (|| {
+        for (h, path) in headers.iter().zip(&opts.shards) {
+            copy_records(path, h, &checkpoint)?;
+        }
+        write_sweep_files(&mut folder, &first.layout, &mut |p| checkpoint.load(p))?;
+        folder.commit("merge", &name)
+    })();
+    checkpoint.remove();
+    let written: Vec<String> = result?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
+    Ok(format!(
+        "{name}: merged {} shard(s), {} grid point(s)\nwrote {}\n",
+        first.shards,
+        first.layout.points,
+        written.join(", ")
+    ))
+}
+
+/// Stores a shard's records, checking that it holds exactly its points, in order.
+fn copy_records(path: &Path, header: &ShardHeader, checkpoint: &Checkpoint) -> Result<(), CommandError> {
+    let (_, lines) = read_header(path)?;
+    let mut expected = header.owned_points();
+    let mut line_number = 1;
+    for line in lines {
+        line_number += 1;
+        let line = line.map_err(|e| bad(path, line_number, e))?;
+        let record: PointRecord =
+            serde_json::from_str(&line).map_err(|e| bad(path, line_number, format!("a damaged record ({e})")))?;
+        match expected.next() {
+            Some(p) if p == record.point => checkpoint.save(&record)?,
+            Some(p) => {
+                return Err(bad(path, line_number, format!("holds point {} where point {p} belongs", record.point)));
+            }
+            None => return Err(bad(path, line_number, format!("holds point {}, which is not its own", record.point))),
+        }
+    }
+    if let Some(p) = expected.next() {
+        return Err(bad(path, line_number, format!("the file ends before point {p}: it is truncated")));
+    }
+    Ok(())
+}
