@@ -10,6 +10,7 @@ use crate::experiment::sweep::{Shard, SweepOptions, sweep};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
@@ -178,12 +179,14 @@ pub fn execute(cli: Cli) -> i32 {
     }
 }
 
-/// Writes to standard output and reports every failure, a closed descriptor included (Rust's
-/// `stdout()` quietly discards writes to a closed fd 1).
+/// Set by the binary when descriptor 1 was closed at process start (before Rust's runtime put
+/// /dev/null there).
+pub static STDOUT_CLOSED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// Writes to standard output and reports every failure, a closed descriptor included.
 fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
-    // SAFETY: fcntl(F_GETFD) only reads the descriptor table.
-    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
-        return Err(std::io::Error::last_os_error());
+    if STDOUT_CLOSED_AT_START.load(Ordering::Relaxed) {
+        return Err(std::io::Error::from_raw_os_error(libc::EBADF));
     }
     let mut out = std::io::stdout().lock();
     out.write_all(bytes).and_then(|_| out.flush())

@@ -154,7 +154,7 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
             copy_records(path, h, &checkpoint)?;
         }
         write_sweep_files(&mut folder, &first.layout, &mut |p| checkpoint.load(p))?;
-        folder.commit("merge", &name)
+        folder.commit("sweep", &name)
     })();
     checkpoint.remove();
     let written: Vec<String> = result?.iter().map(|f| out_dir.join(f).display().to_string()).collect();

@@ -17,6 +17,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The largest grid a sweep accepts.
 pub const MAX_GRID_POINTS: usize = 10_000;
@@ -214,61 +216,66 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
     Ok(SweepPlan { key, layout, points, policies, seed: opts.seed, source })
 }
 
-/// Simulations per batch of points: enough to keep every worker busy, few enough that memory
-/// holds only a batch's metric maps at a time.
-fn batch_target(jobs: usize) -> usize {
-    (jobs * 32).max(64)
-}
-
-/// Runs the points in `todo` in batches, reduces each point's replications as its batch ends,
-/// and hands the records to `done` in the order of `todo`, whatever the thread count.
+/// Runs the points in `todo` in parallel (a point's replications in parallel too), reduces each
+/// point as soon as its replications finish and hands the record to `done` (on a worker
+/// thread, in completion order: records are stored per point and read back in grid order).
+/// A failure reports the lowest failing point's lowest failing simulation, whatever the thread
+/// count; points after it are skipped.
 pub fn compute_points(
     plan: &SweepPlan,
     todo: &[usize],
     workers: &Workers,
-    jobs: usize,
-    done: &mut dyn FnMut(PointRecord) -> Result<(), CommandError>,
+    done: &(dyn Fn(PointRecord) -> Result<(), CommandError> + Sync),
 ) -> Result<(), CommandError> {
-    let mut start = 0;
-    while start < todo.len() {
-        let mut end = start;
-        let mut simulations = 0;
-        while end < todo.len() && (end == start || simulations < batch_target(jobs)) {
-            simulations += plan.simulations(todo[end]);
-            end += 1;
-        }
-        let batch = &todo[start..end];
-        let models: Vec<Model> =
-            workers.install(|| batch.par_iter().map(|&p| plan.compile(p)).collect::<Result<_, _>>())?;
-        let mut tasks = Vec::with_capacity(simulations);
-        for (m, model) in models.iter().enumerate() {
-            for &policy in &plan.policies {
-                for r in 0..model.world.replications {
-                    tasks.push(Task { model: m, policy, replication: r, seed: replication_seed(model.world.seed, r) });
-                }
+    let lowest_failure = AtomicUsize::new(usize::MAX);
+    let failures: Mutex<Vec<(usize, CommandError)>> = Mutex::new(Vec::new());
+    workers.install(|| {
+        todo.par_iter().for_each(|&point| {
+            if point > lowest_failure.load(Ordering::Relaxed) {
+                return;
             }
-        }
-        let describe = |t: &Task| {
-            let values = &plan.points[batch[t.model]].values;
-            let point: Vec<String> =
-                plan.layout.params.iter().zip(values).map(|(p, v)| format!("{}={v}", p.path)).collect();
-            format!("grid point {}, ", point.join(" "))
-        };
-        let maps = workers.simulate(&models, &tasks, &describe, &|r| r.metrics)?;
-        let mut cursor = 0;
-        for (m, model) in models.iter().enumerate() {
-            let mut rows = Vec::with_capacity(plan.policies.len());
-            for &policy in &plan.policies {
-                let n = model.world.replications as usize;
-                let aggregate = aggregate(&maps[cursor..cursor + n]);
-                rows.push(PolicyRecord::new(&model.policies[policy].name, &aggregate));
-                cursor += n;
+            if let Err(e) = compute_point(plan, point, workers).and_then(done) {
+                lowest_failure.fetch_min(point, Ordering::Relaxed);
+                failures.lock().unwrap_or_else(|p| p.into_inner()).push((point, e));
             }
-            done(PointRecord { point: batch[m], seed: model.world.seed, rows })?;
-        }
-        start = end;
+        })
+    });
+    let failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
+    match failures.into_iter().min_by_key(|(point, _)| *point) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+fn compute_point(plan: &SweepPlan, point: usize, workers: &Workers) -> Result<PointRecord, CommandError> {
+    let model = plan.compile(point)?;
+    let replications = model.world.replications;
+    let tasks: Vec<Task> = plan
+        .policies
+        .iter()
+        .flat_map(|&policy| {
+            (0..replications).map(move |r| Task {
+                model: 0,
+                policy,
+                replication: r,
+                seed: replication_seed(model.world.seed, r),
+            })
+        })
+        .collect();
+    let describe = |_: &Task| {
+        let values = &plan.points[point].values;
+        let point: Vec<String> =
+            plan.layout.params.iter().zip(values).map(|(p, v)| format!("{}={v}", p.path)).collect();
+        format!("grid point {}, ", point.join(" "))
+    };
+    let maps = workers.simulate(std::slice::from_ref(&model), &tasks, &describe, &|r| r.metrics)?;
+    let rows = plan
+        .policies
+        .iter()
+        .zip(maps.chunks(replications.max(1) as usize))
+        .map(|(&policy, reps)| PolicyRecord::new(&model.policies[policy].name, &aggregate(reps)))
+        .collect();
+    Ok(PointRecord { point, seed: model.world.seed, rows })
 }
 
 pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
@@ -293,7 +300,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     let todo: Vec<usize> = owned.iter().zip(&done).filter(|(_, d)| !**d).map(|(p, _)| *p).collect();
     let simulations: usize = todo.iter().map(|&p| plan.simulations(p)).sum();
     workers.set_total(simulations as u64, &name);
-    compute_points(&plan, &todo, &workers, opts.jobs, &mut |record| checkpoint.save(&record))?;
+    compute_points(&plan, &todo, &workers, &|record| checkpoint.save(&record))?;
     workers.finish();
 
     let written = match (opts.shard, folder) {

@@ -1,0 +1,305 @@
+//! Experiments a user can trust with a day of compute: output sets that appear whole or not at
+//! all, sweeps that resume after a kill, shards that merge into the unsharded sweep's bytes, and
+//! a closed standard output that is reported. These run the real binary.
+
+mod common;
+
+use common::read_all;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_faultline")
+}
+
+const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/meeting-analysis-incident.toml");
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-experiments-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = faultline(args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A sweep of 6 grid points x 2 policies x 2 replications, short enough for a test.
+fn sweep_args(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "sweep",
+        SCENARIO,
+        "--param",
+        "policy.resilient.budget.retry_tokens=0,2,4",
+        "--param",
+        "workflow.meeting-analysis-draft.arrivals.rate_per_s=10,15",
+        "--replications",
+        "2",
+        "--set",
+        "simulation.duration_s=900",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
+fn run_sweep(extra: &[&str]) -> String {
+    let args = sweep_args(extra);
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Everything beside `dir` in its parent folder other than `dir` itself.
+fn leftovers_beside(dir: &Path) -> Vec<String> {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| *n != name)
+        .collect()
+}
+
+#[test]
+fn three_shards_merged_are_the_sweep_byte_for_byte_for_any_jobs() {
+    let dir = scratch("shards");
+    let (whole, shards, merged) = (dir.join("whole").join("out"), dir.join("shards"), dir.join("merged").join("out"));
+    run_sweep(&["--jobs", "1", "--out", s(&whole)]);
+    for (k, jobs) in [(0, "2"), (1, "1"), (2, "2")] {
+        let shard = format!("{k}/3");
+        let text = run_sweep(&["--jobs", jobs, "--shard", &shard, "--out", s(&shards)]);
+        assert!(text.contains(&format!("(shard {k} of 3, of 6 points)")), "{text}");
+    }
+    let files: Vec<PathBuf> = [2, 0, 1].iter().map(|k| shards.join(format!("shard-{k}-of-3.jsonl"))).collect();
+    let mut args = vec!["merge"];
+    args.extend(files.iter().map(|f| s(f)));
+    args.extend(["--out", s(&merged)]);
+    let text = ok(&args);
+    assert!(text.contains("merged 3 shard(s), 6 grid point(s)"), "{text}");
+    let (a, b) = (read_all(&whole), read_all(&merged));
+    assert_eq!(a.keys().count(), 3, "sweep.csv, sweep.json and the manifest");
+    assert!(a == b, "the merged files differ from the unsharded sweep's");
+    assert_eq!(String::from_utf8_lossy(&a[Path::new("sweep.csv")]).lines().count(), 1 + 6 * 2);
+    // Shard folders keep only their shard files: no checkpoint survives a finished shard.
+    let mut names: Vec<String> =
+        std::fs::read_dir(&shards).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, vec!["shard-0-of-3.jsonl", "shard-1-of-3.jsonl", "shard-2-of-3.jsonl"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn merge_refuses_incomplete_repeated_and_inconsistent_sets() {
+    let dir = scratch("merge-refusals");
+    let shards = dir.join("shards");
+    for k in 0..2 {
+        run_sweep(&["--shard", &format!("{k}/2"), "--out", s(&shards)]);
+    }
+    let other = dir.join("other");
+    run_sweep(&["--shard", "1/2", "--seed", "99", "--out", s(&other)]);
+    let zero = shards.join("shard-0-of-2.jsonl");
+    let one = shards.join("shard-1-of-2.jsonl");
+    let out = dir.join("out");
+    let refused = |files: &[&Path], expected: &str| {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(|f| s(f)));
+        args.extend(["--out", s(&out)]);
+        let o = faultline(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{files:?}: {err}");
+        assert!(err.contains(expected), "{files:?}: {err}");
+        assert!(!out.exists(), "a refused merge writes nothing");
+    };
+    refused(&[&zero], "shard(s) 1 of 2 (numbered from 0) are missing");
+    refused(&[&zero, &one, &zero], "shard 0 of 2 is given twice");
+    refused(&[&zero, &other.join("shard-1-of-2.jsonl")], "their --seed differ");
+    // A truncated shard (a copy cut short) is refused with its line.
+    let text = std::fs::read_to_string(&one).unwrap();
+    let cut = dir.join("cut.jsonl");
+    std::fs::write(&cut, text.lines().take(2).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    refused(&[&zero, &cut], "it is truncated");
+    refused(&[&SCENARIO.as_ref(), &one], "not a faultline shard file");
+    ok(&["merge", s(&zero), s(&one), "--out", s(&out)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn shard_arguments_are_checked() {
+    for (shard, expected) in [("3/3", "K is between 0 and 2"), ("0/0", "N is between 1"), ("a/2", "whole numbers")] {
+        let args = sweep_args(&["--shard", shard, "--out", "/nonexistent/never"]);
+        let o = faultline(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(2), "{shard}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(expected),
+            "{shard}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// Delays for killing a command: a fixed splitmix64 sequence over [0, span_ms).
+fn kill_delays(count: usize, span_ms: u64) -> Vec<u64> {
+    let mut state: u64 = 0x5EED;
+    (0..count)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            (z ^ (z >> 31)) % span_ms
+        })
+        .collect()
+}
+
+/// Starts the command and kills it (SIGKILL) after `delay_ms`, unless it finished first.
+fn kill_after(args: &[String], delay_ms: u64) -> bool {
+    let mut child = Command::new(bin()).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    let killed = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    child.wait().unwrap();
+    killed
+}
+
+/// Starts the command and kills it once the checkpoint holds `points` finished points (or
+/// the command ended first, which the return value says).
+fn kill_after_points(args: &[String], checkpoint: &Path, points: usize) -> bool {
+    let mut child = Command::new(bin()).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let finished = |dir: &Path| std::fs::read_dir(dir.join("points")).map(|d| d.count()).unwrap_or(0);
+    while finished(checkpoint) < points && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let killed = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    child.wait().unwrap();
+    killed
+}
+
+#[test]
+fn a_sweep_killed_at_random_moments_resumes_to_the_uninterrupted_bytes() {
+    let dir = scratch("resume");
+    let reference = dir.join("reference");
+    let started = std::time::Instant::now();
+    run_sweep(&["--jobs", "2", "--out", s(&reference)]);
+    let span_ms = (started.elapsed().as_millis() as u64).max(50);
+    let expected = read_all(&reference);
+    let out = dir.join("out");
+    for (i, delay) in kill_delays(6, span_ms).into_iter().enumerate() {
+        // Each round: a fresh start killed once, then a resume killed again, then a resume
+        // that finishes. Whatever the moments, the files are the uninterrupted sweep's.
+        let _ = std::fs::remove_dir_all(&out);
+        kill_after(&sweep_args(&["--jobs", "2", "--out", s(&out)]), delay);
+        kill_after(&sweep_args(&["--jobs", "2", "--resume", "--out", s(&out)]), delay / 2);
+        run_sweep(&["--jobs", if i % 2 == 0 { "1" } else { "2" }, "--resume", "--out", s(&out)]);
+        assert!(read_all(&out) == expected, "round {i} (kill after {delay} ms): the files differ");
+        assert!(leftovers_beside(&out).iter().all(|n| n == "reference"), "{:?}", leftovers_beside(&out));
+    }
+    // And a kill once 3 of 6 points are done: the resume computes only the rest.
+    let _ = std::fs::remove_dir_all(&out);
+    let checkpoint = dir.join(".out.faultline-checkpoint");
+    let killed = kill_after_points(&sweep_args(&["--jobs", "1", "--out", s(&out)]), &checkpoint, 3);
+    assert!(killed, "the sweep finished before it could be killed");
+    let text = run_sweep(&["--jobs", "2", "--resume", "--out", s(&out)]);
+    let kept: usize =
+        text.split("; ").nth(1).and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!((3..=6).contains(&kept), "{text}");
+    assert!(text.contains(&format!("{} simulations run", (6 - kept) * 4)), "{text}");
+    assert!(read_all(&out) == expected, "the resumed files differ");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_resume_after_the_scenario_changed_computes_everything_again() {
+    let dir = scratch("resume-key");
+    let out = dir.join("out");
+    // A finished sweep leaves no checkpoint behind.
+    run_sweep(&["--jobs", "1", "--out", s(&out)]);
+    let same = run_sweep(&["--resume", "--out", s(&out)]);
+    assert!(same.contains("no checkpoint to resume"), "{same}");
+    // A checkpoint made with another --set is not mixed in.
+    let checkpoint = dir.join(".out.faultline-checkpoint");
+    let args = sweep_args(&["--jobs", "1", "--set", "simulation.warmup_s=10", "--out", s(&out)]);
+    assert!(kill_after_points(&args, &checkpoint, 1), "the sweep finished before it could be killed");
+    let text = run_sweep(&["--resume", "--out", s(&out)]);
+    assert!(text.contains("another scenario, other arguments or another build"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The seed each summary.json of a run folder records.
+fn seeds(dir: &Path) -> Vec<u64> {
+    ["naive", "resilient"]
+        .iter()
+        .filter_map(|p| std::fs::read(dir.join(p).join("summary.json")).ok())
+        .map(|b| serde_json::from_slice::<serde_json::Value>(&b).unwrap()["seed"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_run_killed_at_any_moment_leaves_the_old_set_or_the_new_one() {
+    let dir = scratch("atomic-run");
+    let out = dir.join("out");
+    let run = |seed: &str| -> Vec<String> {
+        ["run", SCENARIO, "--seed", seed, "--replications", "2", "--set", "simulation.duration_s=600", "--out", s(&out)]
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    ok(&run("5").iter().map(String::as_str).collect::<Vec<_>>());
+    let span_ms = (started.elapsed().as_millis() as u64).max(20) + 20;
+    for delay in kill_delays(8, span_ms) {
+        kill_after(&run("7"), delay);
+        let found = seeds(&out);
+        assert!(
+            found == vec![5, 5] || found == vec![7, 7],
+            "after a kill at {delay} ms the folder holds seeds {found:?}"
+        );
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+        for f in manifest["files"].as_array().unwrap() {
+            assert!(out.join(f.as_str().unwrap()).is_file(), "the manifest lists {f}, which is missing");
+        }
+        // Back to seed 5 for the next round, completely.
+        ok(&run("5").iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(leftovers_beside(&out).is_empty(), "{:?}", leftovers_beside(&out));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_output_folder_holding_other_files_is_refused_before_anything_runs() {
+    let dir = scratch("foreign-out");
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let o = faultline(&["run", SCENARIO, "--replications", "1", "--out", s(&dir)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("holds files faultline did not write"));
+    assert_eq!(std::fs::read_to_string(dir.join("notes.txt")).unwrap(), "mine");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_closed_standard_output_exits_1() {
+    // `>&-` closes descriptor 1 before faultline starts.
+    let o = Command::new("sh").arg("-c").arg(format!("exec '{}' validate '{SCENARIO}' >&-", bin())).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot write to standard output"));
+    let full = Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec '{}' validate '{SCENARIO}' >/dev/full", bin()))
+        .output()
+        .unwrap();
+    assert_eq!(full.status.code(), Some(1));
+}
