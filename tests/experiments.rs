@@ -131,7 +131,7 @@ fn merge_refuses_incomplete_repeated_and_inconsistent_sets() {
     let cut = dir.join("cut.jsonl");
     std::fs::write(&cut, text.lines().take(2).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     refused(&[&zero, &cut], "it is truncated");
-    refused(&[&SCENARIO.as_ref(), &one], "not a faultline shard file");
+    refused(&[SCENARIO.as_ref(), &one], "not a faultline shard file");
     ok(&["merge", s(&zero), s(&one), "--out", s(&out)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
