@@ -135,6 +135,9 @@ fn sweep_files_are_identical_for_any_thread_count() {
     assert_eq!(a, b);
     let csv = String::from_utf8(a[Path::new("sweep.csv")].clone()).unwrap();
     assert_eq!(csv.lines().count(), 1 + 4 * 2, "4 grid points x 2 policies");
+    for dir in [one, two] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
 
 #[test]
@@ -146,4 +149,7 @@ fn run_files_are_identical_for_any_thread_count() {
     let (a, b) = (read_all(&one), read_all(&two));
     assert_eq!(a.len(), 5, "summary.json and timeseries.csv for two policies, and the manifest");
     assert_eq!(a, b);
+    for dir in [one, two] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

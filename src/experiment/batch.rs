@@ -104,7 +104,7 @@ pub fn run_tasks(
 ) -> Result<Vec<Replication>, CommandError> {
     check_batch_size(Some(tasks.len()))?;
     let workers = Workers::start(jobs, tasks.len() as u64, label)?;
-    let results = workers.simulate(models, tasks, describe, &|r| r);
+    let results = workers.simulate(models, tasks, describe, &|_, r| r);
     workers.finish();
     results
 }
@@ -144,19 +144,20 @@ impl Workers {
         self.pool.install(f)
     }
 
-    /// Simulates every task and keeps what `keep` takes of each replication, in task order.
+    /// Simulates every task and keeps what `keep` takes of each replication (called on the
+    /// worker as each finishes), in task order.
     pub fn simulate<T: Send>(
         &self,
         models: &[Model],
         tasks: &[Task],
         describe: &dyn Fn(&Task) -> String,
-        keep: &(dyn Fn(Replication) -> T + Sync),
+        keep: &(dyn Fn(&Task, Replication) -> T + Sync),
     ) -> Result<Vec<T>, CommandError> {
         let results: Vec<Result<T, SimError>> = self.pool.install(|| {
             tasks
                 .par_iter()
                 .map(|t| {
-                    let r = simulate(&models[t.model], t.policy, t.seed).map(keep);
+                    let r = simulate(&models[t.model], t.policy, t.seed).map(|r| keep(t, r));
                     self.progress.inc(1);
                     r
                 })

@@ -58,8 +58,9 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
         let ci = if low.is_nan() { "n/a".to_string() } else { format!("[{}, {}]", human(low), human(high)) };
         rows.push(vec![status.to_string(), label, human(judged), human(mean), ci]);
     };
-    let values = |runs: &[crate::engine::Replication], metric: &str| -> Vec<f64> {
-        runs.iter().map(|r| r.metrics.get(metric).copied().unwrap_or(f64::NAN)).collect()
+    let results: Vec<&[crate::metrics::MetricMap]> = results.iter().map(|r| r.metrics.as_slice()).collect();
+    let values = |runs: &[crate::metrics::MetricMap], metric: &str| -> Vec<f64> {
+        runs.iter().map(|r| r.get(metric).copied().unwrap_or(f64::NAN)).collect()
     };
     for check in &checks.thresholds {
         let (v, e) = judge_threshold(check, &values(&results[0], &check.metric));

@@ -1,7 +1,7 @@
 //! The contents of a run's files: summary.json and timeseries.csv, and the number format every
 //! file shares. Where they are written, and how atomically, is `folder`'s business.
 
-use crate::engine::{Model, Replication};
+use crate::engine::Model;
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, TimeSeries};
@@ -43,10 +43,43 @@ pub fn summary_json(model: &Model, policy: &str, seed: u64, overrides: &[String]
     text.into_bytes()
 }
 
-/// Mean over replications of each window's counts.
-pub fn timeseries_csv(model: &Model, labels: &Labels, replications: &[&Replication]) -> Vec<u8> {
-    let series: Vec<&TimeSeries> = replications.iter().map(|r| &r.timeseries).collect();
-    let rows = series.iter().map(|s| s.rows()).max().unwrap_or(0);
+/// The window-by-window sum of replications' time series (replications may end in different
+/// windows; a missing window counts as zero).
+#[derive(Debug, Default)]
+pub struct SeriesSum {
+    columns: usize,
+    values: Vec<u64>,
+}
+
+impl SeriesSum {
+    pub fn add(&mut self, series: &TimeSeries) {
+        let columns = series.stride();
+        if self.values.is_empty() {
+            self.columns = columns;
+        }
+        debug_assert_eq!(self.columns, columns, "one policy's replications share their columns");
+        let needed = series.rows() * columns;
+        if self.values.len() < needed {
+            self.values.resize(needed, 0);
+        }
+        for row in 0..series.rows() {
+            for c in 0..columns {
+                self.values[row * columns + c] += series.value(row, c);
+            }
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.values.len().checked_div(self.columns).unwrap_or(0)
+    }
+
+    fn value(&self, row: usize, column: usize) -> u64 {
+        self.values[row * self.columns + column]
+    }
+}
+
+/// Mean over `replications` of each window's counts.
+pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replications: usize) -> Vec<u8> {
     let window_s = model.world.window_us as f64 / 1e6;
     let mut header: Vec<String> = vec!["window_start_s".into(), "window_end_s".into()];
     header.extend(FIXED_COLUMNS.iter().map(|c| c.to_string()));
@@ -58,12 +91,11 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, replications: &[&Replicati
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header).expect("writing to memory cannot fail");
     let columns = header.len() - 2;
-    let n = series.len().max(1) as f64;
-    for row in 0..rows {
+    let n = replications.max(1) as f64;
+    for row in 0..sum.rows() {
         let mut record = vec![number(row as f64 * window_s), number((row + 1) as f64 * window_s)];
         for c in 0..columns {
-            let sum: u64 = series.iter().filter(|s| row < s.rows()).map(|s| s.value(row, c)).sum();
-            record.push(number(sum as f64 / n));
+            record.push(number(sum.value(row, c) as f64 / n));
         }
         w.write_record(&record).expect("writing to memory cannot fail");
     }

@@ -1,15 +1,17 @@
 //! `faultline run` and `faultline validate`.
 
 use super::CommandError;
-use super::batch::{Loaded, Task, load_model, replication_seed, run_tasks};
+use super::batch::{Loaded, Task, Workers, check_batch_size, load_model, replication_seed};
 use super::folder::OutputFolder;
-use super::output::{summary_json, timeseries_csv};
+use super::output::{SeriesSum, summary_json, timeseries_csv};
 use super::slo::{compile_slo, compile_slo_with};
 use super::table::{half_width, human, render};
 use crate::engine::{Model, Replication};
+use crate::metrics::MetricMap;
 use crate::metrics::stats::{Aggregate, aggregate};
 use crate::scenario::{Override, ScenarioError, parse_override};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
@@ -74,8 +76,17 @@ pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Ve
         .collect()
 }
 
-/// Runs `replications` of each policy on the same seeds; returns replications per policy.
-pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Vec<Vec<Replication>>, CommandError> {
+/// What a command keeps of one policy's replications: each replication's metrics, in
+/// replication order, and the sum of their time series.
+pub struct PolicyRuns {
+    pub metrics: Vec<MetricMap>,
+    pub series: SeriesSum,
+}
+
+/// Runs `replications` of each policy on the same seeds. A replication's time series is added
+/// to its policy's sum as soon as it finishes (integer sums: the order does not matter), so
+/// memory holds one series per policy, not one per replication.
+pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Vec<PolicyRuns>, CommandError> {
     let world = &model.world;
     let tasks: Vec<Task> = policies
         .iter()
@@ -88,14 +99,25 @@ pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Ve
             })
         })
         .collect();
-    let mut results =
-        run_tasks(std::slice::from_ref(model), &tasks, jobs, &model.name, &|_| String::new())?.into_iter();
-    Ok(policies.iter().map(|_| results.by_ref().take(world.replications as usize).collect()).collect())
-}
-
-pub fn aggregate_replications(replications: &[Replication]) -> Aggregate {
-    let maps: Vec<_> = replications.iter().map(|r| r.metrics.clone()).collect();
-    aggregate(&maps)
+    check_batch_size(Some(tasks.len()))?;
+    let sums: Vec<Mutex<SeriesSum>> = policies.iter().map(|_| Mutex::new(SeriesSum::default())).collect();
+    let workers = Workers::start(jobs, tasks.len() as u64, &model.name)?;
+    let keep = |t: &Task, r: Replication| {
+        // Policies are distinct (select_policies), so the position is the policy's slot.
+        let slot = policies.iter().position(|&p| p == t.policy).expect("a task's policy was selected");
+        sums[slot].lock().unwrap_or_else(|p| p.into_inner()).add(&r.timeseries);
+        r.metrics
+    };
+    let metrics = workers.simulate(std::slice::from_ref(model), &tasks, &|_| String::new(), &keep);
+    workers.finish();
+    let mut metrics = metrics?.into_iter();
+    Ok(sums
+        .into_iter()
+        .map(|sum| PolicyRuns {
+            metrics: metrics.by_ref().take(world.replications as usize).collect(),
+            series: sum.into_inner().unwrap_or_else(|p| p.into_inner()),
+        })
+        .collect())
 }
 
 /// The metrics shown side by side, in this order; per-dependency rows follow.
@@ -187,19 +209,21 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
     let policies = select_policies(&model, &opts.policies, "--policy")?;
     let results = run_policies(&model, &policies, opts.jobs)?;
-    let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate_replications(r)).collect();
+    let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate(&r.metrics)).collect();
     let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
 
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
     let mut files = OutputFolder::create(&out_dir)?;
-    for ((name, agg), reps) in names.iter().zip(&aggregates).zip(&results) {
+    for ((name, agg), runs) in names.iter().zip(&aggregates).zip(&results) {
         files.write(
             &format!("{name}/summary.json"),
             &summary_json(&model, name, model.world.seed, &raw_overrides, agg),
         )?;
-        let refs: Vec<&Replication> = reps.iter().collect();
         let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
-        files.write(&format!("{name}/timeseries.csv"), &timeseries_csv(&model, &labels, &refs))?;
+        files.write(
+            &format!("{name}/timeseries.csv"),
+            &timeseries_csv(&model, &labels, &runs.series, runs.metrics.len()),
+        )?;
     }
     let written: Vec<String> =
         files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect();

@@ -268,7 +268,7 @@ fn compute_point(plan: &SweepPlan, point: usize, workers: &Workers) -> Result<Po
             plan.layout.params.iter().zip(values).map(|(p, v)| format!("{}={v}", p.path)).collect();
         format!("grid point {}, ", point.join(" "))
     };
-    let maps = workers.simulate(std::slice::from_ref(&model), &tasks, &describe, &|r| r.metrics)?;
+    let maps = workers.simulate(std::slice::from_ref(&model), &tasks, &describe, &|_, r| r.metrics)?;
     let rows = plan
         .policies
         .iter()
