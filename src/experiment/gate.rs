@@ -63,7 +63,7 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
         runs.iter().map(|r| r.get(metric).copied().unwrap_or(f64::NAN)).collect()
     };
     for check in &checks.thresholds {
-        let (v, e) = judge_threshold(check, &values(&results[0], &check.metric));
+        let (v, e) = judge_threshold(check, &values(results[0], &check.metric));
         if v.pass {
             passed += 1
         } else {
@@ -76,7 +76,7 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
         Some(baseline_runs) => {
             for check in &checks.regressions {
                 let (v, e) =
-                    judge_regression(check, &values(&results[0], &check.metric), &values(baseline_runs, &check.metric));
+                    judge_regression(check, &values(results[0], &check.metric), &values(baseline_runs, &check.metric));
                 if v.pass {
                     passed += 1
                 } else {
