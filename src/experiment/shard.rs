@@ -153,15 +153,17 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
         for (h, path) in headers.iter().zip(&opts.shards) {
             copy_records(path, h, &checkpoint)?;
         }
-        write_sweep_files(&mut folder, &first.layout, &mut |p| checkpoint.load(p))?;
-        folder.commit("sweep", &name)
+        let digest = write_sweep_files(&mut folder, &first.layout, &mut |p| checkpoint.load(p))?;
+        folder.commit("sweep", &name).map(|files| (files, digest))
     })();
     checkpoint.remove();
-    let written: Vec<String> = result?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
+    let (files, digest) = result?;
+    let written: Vec<String> = files.iter().map(|f| out_dir.join(f).display().to_string()).collect();
     Ok(format!(
-        "{name}: merged {} shard(s), {} grid point(s)\nwrote {}\n",
+        "{name}: merged {} shard(s), {} grid point(s)\n\n{}\nwrote {}\n",
         first.shards,
         first.layout.points,
+        digest.render(),
         written.join(", ")
     ))
 }

@@ -303,16 +303,17 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     compute_points(&plan, &todo, &workers, &|record| checkpoint.save(&record))?;
     workers.finish();
 
-    let written = match (opts.shard, folder) {
+    let (written, digest) = match (opts.shard, folder) {
         (Some(shard), _) => {
             let path = out_dir.join(shard.file_name());
             let header = ShardHeader::new(&plan, shard);
             write_shard(&path, &header, &owned, &mut |p| checkpoint.load(p))?;
-            vec![path.display().to_string()]
+            (vec![path.display().to_string()], None)
         }
         (None, Some(mut folder)) => {
-            write_sweep_files(&mut folder, &plan.layout, &mut |p| checkpoint.load(p))?;
-            folder.commit("sweep", &name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect()
+            let digest = write_sweep_files(&mut folder, &plan.layout, &mut |p| checkpoint.load(p))?;
+            let files = folder.commit("sweep", &name)?;
+            (files.iter().map(|f| out_dir.join(f).display().to_string()).collect(), Some(digest))
         }
         (None, None) => unreachable!("a full sweep always has its folder"),
     };
@@ -338,6 +339,11 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         Resumed::KeyChanged => "; the checkpoint was made from another scenario, other arguments or another build, so every point was computed again\n".into(),
         Resumed::Fresh => "\n".into(),
     });
+    if let Some(digest) = digest {
+        text.push('\n');
+        text.push_str(&digest.render());
+        text.push('\n');
+    }
     text.push_str(&format!("wrote {}\n", written.join(", ")));
     Ok(text)
 }

@@ -7,6 +7,7 @@ use super::checkpoint::PointRecord;
 use super::folder::OutputFolder;
 use super::output::{VERSION, estimate_cells, estimate_columns, number};
 use super::sweep::{Param, csv_value, grid, json_value};
+use super::table::{human, render};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::io::Write;
@@ -22,12 +23,62 @@ pub struct SweepLayout {
     pub points: usize,
 }
 
-/// Writes both files into `folder`, asking `record` for each point in grid order.
+/// The key figures shown on the terminal after a sweep, one row per point and policy.
+const DIGEST_METRICS: [(&str, &str); 5] = [
+    ("auto_completion_ratio", "completed"),
+    ("deadline_exceeded_ratio", "past deadline"),
+    ("retry_amplification_ratio", "amplification"),
+    ("run_latency_ms.p95", "p95 ms"),
+    ("cost_per_success", "cost/success"),
+];
+
+/// Rows shown on the terminal at most; the files hold them all.
+const DIGEST_ROWS: usize = 40;
+
+/// The terminal's view of a sweep: the first rows of the key figures.
+pub struct Digest {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    omitted: usize,
+}
+
+impl Digest {
+    fn new(layout: &SweepLayout) -> Digest {
+        let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
+        header.push("policy".into());
+        header.extend(DIGEST_METRICS.iter().map(|(_, label)| label.to_string()));
+        Digest { header, rows: Vec::new(), omitted: 0 }
+    }
+
+    fn add(&mut self, values: &[String], policy: &str, aggregate: &crate::metrics::stats::Aggregate) {
+        if self.rows.len() == DIGEST_ROWS {
+            self.omitted += 1;
+            return;
+        }
+        let mut row: Vec<String> = values.to_vec();
+        row.push(policy.to_string());
+        row.extend(DIGEST_METRICS.iter().map(|(m, _)| aggregate.mean(m).map(human).unwrap_or_else(|| "n/a".into())));
+        self.rows.push(row);
+    }
+
+    /// The aligned table, with a line saying how many rows only the files hold.
+    pub fn render(&self) -> String {
+        let mut text = render(&self.header, &self.rows);
+        if self.omitted > 0 {
+            text.push_str(&format!("... and {} more row(s) in sweep.csv\n", self.omitted));
+        }
+        text
+    }
+}
+
+/// Writes both files into `folder`, asking `record` for each point in grid order; returns the
+/// terminal's digest.
 pub fn write_sweep_files(
     folder: &mut OutputFolder,
     layout: &SweepLayout,
     record: &mut dyn FnMut(usize) -> Result<PointRecord, CommandError>,
-) -> Result<(), CommandError> {
+) -> Result<Digest, CommandError> {
+    let mut digest = Digest::new(layout);
     let io = |file: &str, e: std::io::Error| CommandError::Io(format!("cannot write {file}: {e}"));
     let mut csv = csv::Writer::from_writer(folder.writer("sweep.csv")?);
     let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
@@ -53,6 +104,7 @@ pub fn write_sweep_files(
         let point = record(p)?;
         for row in &point.rows {
             let aggregate = row.aggregate();
+            digest.add(values, &row.policy, &aggregate);
             let mut cells: Vec<String> = values.iter().map(|v| csv_value(v)).collect();
             cells.push(row.policy.clone());
             cells.push(number(aggregate.replications as f64));
@@ -87,5 +139,5 @@ pub fn write_sweep_files(
     }
     json.write_all(b"\n  ]\n}\n").and_then(|_| json.flush()).map_err(|e| io("sweep.json", e))?;
     csv.flush().map_err(|e| io("sweep.csv", e))?;
-    Ok(())
+    Ok(digest)
 }
