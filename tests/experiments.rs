@@ -90,7 +90,7 @@ fn three_shards_merged_are_the_sweep_byte_for_byte_for_any_jobs() {
     let text = ok(&args);
     assert!(text.contains("merged 3 shard(s), 6 grid point(s)"), "{text}");
     // The terminal shows the key figures per point and policy, the same after a merge.
-    let table: Vec<&str> = text.lines().filter(|l| l.contains("resilient") || l.contains("naive")).collect();
+    let table: Vec<&str> = text.lines().filter(|l| l.contains(" resilient ") || l.contains(" naive ")).collect();
     assert_eq!(table.len(), 12, "{text}");
     assert!(text.contains("policy  completed  past deadline  amplification  p95 ms  cost/success"), "{text}");
     let (a, b) = (read_all(&whole), read_all(&merged));
