@@ -64,6 +64,10 @@ pub enum Command {
         out: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Run only replication K (numbered from 0) of each policy; its figures are exactly
+        /// those of row K in a full run's replications.csv.
+        #[arg(long, value_name = "K")]
+        replication: Option<u32>,
     },
     /// Run the cross product of parameter values, each point x replication in parallel.
     Sweep {
@@ -131,14 +135,14 @@ fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
 /// Runs the parsed command and returns the process exit code.
 pub fn execute(cli: Cli) -> i32 {
     let result: Result<(String, i32), CommandError> = (|| match cli.command {
-        Command::Run { scenario, policies, common: c, out, format } => {
+        Command::Run { scenario, policies, common: c, out, format, replication } => {
             let format = match format {
                 Format::Text => OutputFormat::Text,
                 Format::Json => OutputFormat::Json,
             };
             let jobs = jobs(c.jobs)?;
             let (seed, replications, sets) = (c.seed, c.replications, c.sets);
-            let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs };
+            let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication };
             Ok((run(&opts)?, EXIT_OK))
         }
         Command::Sweep { scenario, params, policies, common: c, out, resume, shard } => {

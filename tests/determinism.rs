@@ -147,7 +147,7 @@ fn run_files_are_identical_for_any_thread_count() {
     faultline(&[&base[..], &["--jobs", "1", "--out", one.to_str().unwrap()]].concat());
     faultline(&[&base[..], &["--jobs", "2", "--out", two.to_str().unwrap()]].concat());
     let (a, b) = (read_all(&one), read_all(&two));
-    assert_eq!(a.len(), 5, "summary.json and timeseries.csv for two policies, and the manifest");
+    assert_eq!(a.len(), 7, "summary.json, timeseries.csv and replications.csv for two policies, and the manifest");
     assert_eq!(a, b);
     for dir in [one, two] {
         std::fs::remove_dir_all(dir).unwrap();

@@ -310,3 +310,35 @@ fn a_closed_standard_output_exits_1() {
         .unwrap();
     assert_eq!(full.status.code(), Some(1));
 }
+
+#[test]
+fn one_replication_alone_gives_exactly_its_row_of_the_full_run() {
+    let dir = scratch("replication");
+    let base = ["run", SCENARIO, "--replications", "3", "--set", "simulation.duration_s=900"];
+    let full = dir.join("full");
+    ok(&[&base[..], &["--out", s(&full)]].concat());
+    let alone = dir.join("alone");
+    let text = ok(&[&base[..], &["--replication", "1", "--out", s(&alone)]].concat());
+    for policy in ["naive", "resilient"] {
+        let rows = std::fs::read_to_string(full.join(policy).join("replications.csv")).unwrap();
+        let rows: Vec<&str> = rows.lines().collect();
+        assert_eq!(rows.len(), 1 + 3, "a header and one row per replication");
+        assert!(rows[2].starts_with("1,"), "{}", rows[2]);
+        let seed = rows[2].split(',').nth(1).unwrap();
+        assert!(text.contains(&format!("replication 1 of 3 (seed {seed})")), "{text}");
+        let single = std::fs::read_to_string(alone.join(policy).join("replications.csv")).unwrap();
+        assert_eq!(single.lines().collect::<Vec<_>>(), vec![rows[0], rows[2]], "{policy}");
+        // The summary's means are that row's values.
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(alone.join(policy).join("summary.json")).unwrap()).unwrap();
+        let header: Vec<&str> = rows[0].split(',').collect();
+        let values: Vec<&str> = rows[2].split(',').collect();
+        let column = header.iter().position(|h| *h == "dependency_attempt_total").unwrap();
+        assert_eq!(summary["metrics"]["dependency_attempt_total"].as_f64().unwrap(), values[column].parse::<f64>().unwrap());
+        assert_eq!(summary["replications"], 1);
+    }
+    let o = faultline(&[&base[..], &["--replication", "3", "--out", s(&dir.join("bad"))]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("numbered from 0 to 2"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

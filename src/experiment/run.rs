@@ -3,7 +3,7 @@
 use super::CommandError;
 use super::batch::{Loaded, Task, Workers, check_batch_size, load_model, replication_seed};
 use super::folder::OutputFolder;
-use super::output::{SeriesSum, summary_json, timeseries_csv};
+use super::output::{SeriesSum, number, summary_json, timeseries_csv};
 use super::slo::{compile_slo, compile_slo_with};
 use super::table::{half_width, human, render};
 use crate::engine::{Model, Replication};
@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     pub format: OutputFormat,
     pub jobs: usize,
+    /// Run only replication K (numbered from 0) of each policy: exactly its figures in a full
+    /// run, since its seed depends only on the root seed and K.
+    pub replication: Option<u32>,
 }
 
 /// `--replications` becomes an override, so it gets the same checks as the file. `--seed` is
@@ -81,17 +84,30 @@ pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Ve
 pub struct PolicyRuns {
     pub metrics: Vec<MetricMap>,
     pub series: SeriesSum,
+    /// The index of `metrics[0]`: replications are consecutive from here.
+    pub first_replication: u32,
 }
 
-/// Runs `replications` of each policy on the same seeds. A replication's time series is added
+/// Runs every replication of each policy on the same seeds (see [`run_replications`]).
+pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Vec<PolicyRuns>, CommandError> {
+    run_replications(model, policies, 0..model.world.replications, jobs)
+}
+
+/// Runs replications `indices` of each policy on the same seeds. A replication's time series is added
 /// to its policy's sum as soon as it finishes (integer sums: the order does not matter), so
 /// memory holds one series per policy, not one per replication.
-pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Vec<PolicyRuns>, CommandError> {
+pub fn run_replications(
+    model: &Model,
+    policies: &[usize],
+    indices: std::ops::Range<u32>,
+    jobs: usize,
+) -> Result<Vec<PolicyRuns>, CommandError> {
     let world = &model.world;
+    let count = indices.len();
     let tasks: Vec<Task> = policies
         .iter()
         .flat_map(|&policy| {
-            (0..world.replications).map(move |r| Task {
+            indices.clone().map(move |r| Task {
                 model: 0,
                 policy,
                 replication: r,
@@ -114,7 +130,8 @@ pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Ve
     Ok(sums
         .into_iter()
         .map(|sum| PolicyRuns {
-            metrics: metrics.by_ref().take(world.replications as usize).collect(),
+            metrics: metrics.by_ref().take(count).collect(),
+            first_replication: indices.start,
             series: sum.into_inner().unwrap_or_else(|p| p.into_inner()),
         })
         .collect())
@@ -204,11 +221,25 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
-    let raw_overrides = apply_seed(&mut model, opts.seed, &overrides);
+    let mut raw_overrides = apply_seed(&mut model, opts.seed, &overrides);
     // The SLO section is checked here too, so a bad file never produces output.
     compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
     let policies = select_policies(&model, &opts.policies, "--policy")?;
-    let results = run_policies(&model, &policies, opts.jobs)?;
+    let indices = match opts.replication {
+        None => 0..model.world.replications,
+        Some(k) if k < model.world.replications => {
+            raw_overrides.push(format!("--replication {k}"));
+            k..k + 1
+        }
+        Some(k) => {
+            return Err(CommandError::Input(format!(
+                "argument `--replication {k}`: the scenario runs {} replication(s), numbered from 0 to {}",
+                model.world.replications,
+                model.world.replications - 1
+            )));
+        }
+    };
+    let results = run_replications(&model, &policies, indices.clone(), opts.jobs)?;
     let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate(&r.metrics)).collect();
     let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
 
@@ -224,6 +255,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
             &format!("{name}/timeseries.csv"),
             &timeseries_csv(&model, &labels, &runs.series, runs.metrics.len()),
         )?;
+        files.write(&format!("{name}/replications.csv"), &replications_csv(&model, runs))?;
     }
     let written: Vec<String> =
         files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
@@ -246,10 +278,17 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
             text
         }
         OutputFormat::Text => {
+            let which = match opts.replication {
+                Some(k) => format!(
+                    "replication {k} of {} (seed {})",
+                    model.world.replications,
+                    replication_seed(model.world.seed, k)
+                ),
+                None => format!("{} replication(s)", model.world.replications),
+            };
             let mut text = format!(
-                "{}: {} replication(s) of {} s simulated (warm-up {} s), seed {}\n\n",
+                "{}: {which} of {} s simulated (warm-up {} s), seed {}\n\n",
                 model.name,
-                model.world.replications,
                 model.world.duration_us as f64 / 1e6,
                 model.world.warmup_us as f64 / 1e6,
                 model.world.seed
@@ -260,6 +299,23 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
             text
         }
     })
+}
+
+/// One row per replication: its index, its seed and every metric, so any replication can be
+/// found again (`--replication K`) and its figures checked.
+pub fn replications_csv(model: &Model, runs: &PolicyRuns) -> Vec<u8> {
+    let names = model.metric_names();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header = vec!["replication".to_string(), "seed".to_string()];
+    header.extend(names.iter().cloned());
+    w.write_record(&header).expect("writing to memory cannot fail");
+    for (i, metrics) in runs.metrics.iter().enumerate() {
+        let k = runs.first_replication + i as u32;
+        let mut record = vec![k.to_string(), replication_seed(model.world.seed, k).to_string()];
+        record.extend(names.iter().map(|n| metrics.get(n).map(|v| number(*v)).unwrap_or_default()));
+        w.write_record(&record).expect("writing to memory cannot fail");
+    }
+    w.into_inner().expect("flushing memory cannot fail")
 }
 
 pub fn validate(path: &Path) -> Result<String, CommandError> {
