@@ -1,0 +1,167 @@
+//! Input hardening found by fuzzing (issue 6): oversized files, huge values echoed in errors,
+//! integers past 2^63 - 1, tables written as positional arrays, checks `validate` must share
+//! with `run`, and the combined size of the time series. Every rejection follows the
+//! invalid-input contract: exit 2, one located `error: ` line, no output written.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+struct Sandbox {
+    dir: PathBuf,
+}
+
+impl Sandbox {
+    fn new(test: &str) -> Sandbox {
+        let dir = std::env::temp_dir().join(format!("faultline-hardening-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the sandbox");
+        Sandbox { dir }
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).expect("write a scenario file");
+        path
+    }
+
+    fn out(&self) -> PathBuf {
+        self.dir.join("out")
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn faultline<I, S>(sb: &Sandbox, args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .current_dir(&sb.dir)
+        .output()
+        .expect("start the faultline binary")
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn validate(sb: &Sandbox, path: &Path) -> Output {
+    faultline(sb, ["validate".to_string(), s(path)])
+}
+
+/// `faultline run <file> --out <out> --jobs 1 <extra...>`.
+fn run(sb: &Sandbox, path: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = vec!["run".into(), s(path), "--out".into(), s(&sb.out()), "--jobs".into(), "1".into()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    faultline(sb, &args)
+}
+
+/// Exit 2, exactly one `error: ` line holding every fragment, nothing on stdout, no output
+/// folder. Returns the line.
+fn input_error(sb: &Sandbox, o: &Output, fragments: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "the binary panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(2), "expected exit 2; stderr:\n{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr, got:\n{err}");
+    for f in fragments {
+        assert!(lines[0].contains(f), "stderr does not contain `{f}`:\n{}", lines[0]);
+    }
+    assert!(o.stdout.is_empty(), "stdout on an input error: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(!sb.out().exists(), "an input error must not create the output folder");
+    lines[0].to_string()
+}
+
+fn success(o: &Output) -> String {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "the binary panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(0), "expected exit 0; stderr:\n{err}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A small, fast scenario.
+const BASE: &str = r#"[simulation]
+duration_s = 20
+seed = 3
+replications = 1
+timeseries_window_s = 10
+
+[[dependency]]
+name = "db"
+servers = 4
+service_time = { p50_ms = 20, p95_ms = 60 }
+
+[[workflow]]
+name = "wf"
+arrivals = { rate_per_s = 2 }
+deadline_ms = 2000
+
+  [[workflow.step]]
+  id = "lookup"
+  dependency = "db"
+
+[policy.careful]
+timeout_ms = 500
+retry = { max_attempts = 2 }
+"#;
+
+#[test]
+fn the_base_scenario_is_valid() {
+    let sb = Sandbox::new("base");
+    let path = sb.write("base.toml", BASE);
+    success(&validate(&sb, &path));
+}
+
+// ---------------------------------------------------------------------------------------------
+// File size
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_file_above_16_mib_is_refused_before_parsing() {
+    let sb = Sandbox::new("file_size");
+    // Valid TOML all the way (a comment), so only the size can refuse it.
+    let size = 16 * 1024 * 1024 + 1;
+    let mut text = String::from(BASE);
+    text.push('#');
+    text.push_str(&"x".repeat(size - text.len() - 1));
+    text.push('\n');
+    assert_eq!(text.len(), size);
+    let path = sb.write("huge.toml", &text);
+    for o in [validate(&sb, &path), run(&sb, &path, &[])] {
+        let line = input_error(&sb, &o, &[&format!("{size} bytes"), "16777216 bytes (16 MiB)"]);
+        assert!(line.starts_with(&format!("error: {}: ", s(&path))), "{line}");
+    }
+    // One byte less is parsed (and valid).
+    let path = sb.write("limit.toml", &text[..size - 2].to_string());
+    success(&validate(&sb, &path));
+}
+
+#[test]
+fn deep_nesting_is_refused_with_a_position() {
+    let sb = Sandbox::new("nesting");
+    let depth = 100_000;
+    let toml = BASE.replace("duration_s = 20", &format!("duration_s = {}1{}", "[".repeat(depth), "]".repeat(depth)));
+    let path = sb.write("deep.toml", &toml);
+    input_error(&sb, &validate(&sb, &path), &[&format!("{}:2:", s(&path)), "recursion"]);
+    let json = format!("{{\"simulation\": {{\"duration_s\": {}1{}}}}}", "[".repeat(depth), "]".repeat(depth));
+    let path = sb.write("deep.json", &json);
+    input_error(&sb, &validate(&sb, &path), &[&format!("{}:1:", s(&path))]);
+}
+
+#[test]
+fn a_file_that_is_not_utf8_is_refused_at_the_bad_byte() {
+    let sb = Sandbox::new("utf8");
+    let path = sb.dir.join("latin1.toml");
+    let mut bytes = BASE.as_bytes().to_vec();
+    bytes.extend_from_slice(b"# caf\xe9\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let lines = BASE.lines().count();
+    input_error(&sb, &validate(&sb, &path), &[&format!("{}:{}:6: ", s(&path), lines + 1), "not UTF-8"]);
+}
