@@ -165,3 +165,56 @@ fn a_file_that_is_not_utf8_is_refused_at_the_bad_byte() {
     let lines = BASE.lines().count();
     input_error(&sb, &validate(&sb, &path), &[&format!("{}:{}:6: ", s(&path), lines + 1), "not UTF-8"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Errors quote a short prefix of a huge value
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_10_mb_value_is_quoted_by_a_short_prefix_wherever_it_is_echoed() {
+    let sb = Sandbox::new("huge_value");
+    let huge = "n".repeat(10 * 1024 * 1024);
+    let size = format!("({} bytes)", huge.len());
+    let cases: Vec<(&str, String)> = vec![
+        // Our own checks: a bad name, an unknown reference.
+        ("name", BASE.replace("name = \"db\"", &format!("name = \"{huge}\""))),
+        ("reference", BASE.replace("dependency = \"db\"", &format!("dependency = \"{huge}\""))),
+        // serde's messages: an unknown field, an unknown variant, a string for a number.
+        ("field", BASE.replace("seed = 3", &format!("{huge} = 3"))),
+        ("variant", BASE.replace("dependency = \"db\"", &format!("dependency = \"db\"\n  effect = \"{huge}\""))),
+        ("type", BASE.replace("seed = 3", &format!("seed = \"{huge}\""))),
+        // A map key lands in the field path.
+        ("key", BASE.replace("[policy.careful]", &format!("[policy.{huge}]"))),
+        // The parser's own messages.
+        ("syntax", BASE.replace("seed = 3", &format!("seed = 3{huge}"))),
+    ];
+    for (case, text) in cases {
+        let path = sb.write(&format!("{case}.toml"), &text);
+        let line = input_error(&sb, &validate(&sb, &path), &[&s(&path)]);
+        assert!(line.len() < 500, "{case}: the error is {} bytes: {line}", line.len());
+        if case != "syntax" {
+            assert!(line.contains(&size) && line.contains("nnnn..."), "{case}: {line}");
+        }
+    }
+    // The same in JSON.
+    let json = format!("{{\"simulation\": {{\"duration_s\": 10, \"{huge}\": 1}}}}");
+    let path = sb.write("field.json", &json);
+    let line = input_error(&sb, &validate(&sb, &path), &[&s(&path), &size]);
+    assert!(line.len() < 500, "json: {} bytes: {line}", line.len());
+    // And in an argument (the OS caps one argument near 128 kB).
+    let path = sb.write("base.toml", BASE);
+    let long = "v".repeat(100_000);
+    let o = run(&sb, &path, &["--set", &format!("dependency.db.service_time.dist={long}")]);
+    let line = input_error(&sb, &o, &["(100000 bytes)", "unknown distribution `vvvv"]);
+    assert!(line.len() < 500, "argument: {} bytes: {line}", line.len());
+    let o = run(&sb, &path, &["--policy", &long]);
+    let line = input_error(&sb, &o, &["no policy named `vvvv"]);
+    assert!(line.len() < 500, "--policy: {} bytes: {line}", line.len());
+}
+
+#[test]
+fn a_value_with_a_newline_keeps_the_error_on_one_line() {
+    let sb = Sandbox::new("newline_value");
+    let path = sb.write("nl.toml", &BASE.replace("dependency = \"db\"", "dependency = \"d\\nb\""));
+    input_error(&sb, &validate(&sb, &path), &["unknown dependency `d\\nb`"]);
+}

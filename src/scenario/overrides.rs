@@ -6,7 +6,7 @@
 //! `workflow.meeting-analysis-draft.step.plan.dependency`, `fault.0.start_s`,
 //! `policy.resilient.budget.retry_tokens`.
 
-use super::error::ScenarioError;
+use super::error::{ScenarioError, quote};
 use super::load::{Format, Source};
 use super::types::Scenario;
 use toml::Value;
@@ -83,8 +83,8 @@ fn require_named_policy(document: &Value, path: &[String]) -> Result<(), String>
     }
     let known: Vec<&str> = policies.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
     Err(format!(
-        "no policy named `{}` (the scenario has: {})",
-        path[1],
+        "no policy named {} (the scenario has: {})",
+        quote(&path[1]),
         if known.is_empty() { "none".into() } else { known.join(", ") }
     ))
 }
@@ -114,7 +114,7 @@ fn set_path(node: &mut Value, path: &[String], value: Value) -> Result<(), Strin
             }
             set_path(&mut items[index], rest, value)
         }
-        _ => Err(format!("cannot descend into `{head}`: the value there is not a table")),
+        _ => Err(format!("cannot descend into {}: the value there is not a table", quote(head))),
     }
 }
 
@@ -171,7 +171,7 @@ fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
     }
     match selector.parse::<usize>() {
         Ok(i) if i < items.len() => Ok(i),
-        _ => Err(format!("no element named or numbered `{selector}` (there are {})", items.len())),
+        _ => Err(format!("no element named or numbered {} (there are {})", quote(selector), items.len())),
     }
 }
 
