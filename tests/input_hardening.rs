@@ -79,7 +79,9 @@ fn input_error(sb: &Sandbox, o: &Output, fragments: &[&str]) -> String {
     lines[0].to_string()
 }
 
-fn success(o: &Output) -> String {
+/// Exit 0. Removes the output folder, so that a later rejection can check none is made.
+fn success(sb: &Sandbox, o: &Output) -> String {
+    let _ = std::fs::remove_dir_all(sb.out());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "the binary panicked:\n{err}");
     assert_eq!(o.status.code(), Some(0), "expected exit 0; stderr:\n{err}");
@@ -116,7 +118,7 @@ retry = { max_attempts = 2 }
 fn the_base_scenario_is_valid() {
     let sb = Sandbox::new("base");
     let path = sb.write("base.toml", BASE);
-    success(&validate(&sb, &path));
+    success(&sb, &validate(&sb, &path));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -140,7 +142,7 @@ fn a_file_above_16_mib_is_refused_before_parsing() {
     }
     // One byte less is parsed (and valid).
     let path = sb.write("limit.toml", &text[..size - 2].to_string());
-    success(&validate(&sb, &path));
+    success(&sb, &validate(&sb, &path));
 }
 
 #[test]
@@ -217,4 +219,60 @@ fn a_value_with_a_newline_keeps_the_error_on_one_line() {
     let sb = Sandbox::new("newline_value");
     let path = sb.write("nl.toml", &BASE.replace("dependency = \"db\"", "dependency = \"d\\nb\""));
     input_error(&sb, &validate(&sb, &path), &["unknown dependency `d\\nb`"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Integers beyond 2^63 - 1
+// ---------------------------------------------------------------------------------------------
+
+/// Refused where they are written, in TOML and JSON, by `validate` and `run` alike; before,
+/// `validate` accepted them and every `--set` then failed with "u64 value was too large".
+#[test]
+fn integers_beyond_64_signed_bits_are_refused_at_their_position() {
+    let sb = Sandbox::new("big_integers");
+    let cases = [
+        ("seed = 3", "seed = 9223372036854775808", "simulation.seed"),
+        ("seed = 3", "seed = 18446744073709551615", "simulation.seed"),
+        ("duration_s = 20", "duration_s = 9223372036854775808", "simulation.duration_s"),
+        ("rate_per_s = 2", "rate_per_s = -9223372036854775809", "workflow[0].arrivals.rate_per_s"),
+    ];
+    for (i, (from, to, field)) in cases.iter().enumerate() {
+        let text = BASE.replace(from, to);
+        let path = sb.write(&format!("big{i}.toml"), &text);
+        let (line, column) = position(&text, to.split(" = ").nth(1).unwrap());
+        let prefix = format!("error: {}:{line}:{column}: {field}: ", s(&path));
+        for o in [validate(&sb, &path), run(&sb, &path, &["--set", "simulation.duration_s=5"])] {
+            let e = input_error(&sb, &o, &["is out of range", "--seed"]);
+            assert!(e.starts_with(&prefix), "expected {prefix}\ngot {e}");
+        }
+    }
+    let json = r#"{"simulation": {"duration_s": 10, "seed": 9223372036854775808}, "workflow": [{"name": "w", "arrivals": {"rate_per_s": 1}, "deadline_ms": 10, "step": [{"id": "s", "dependency": "d"}]}], "dependency": [{"name": "d", "service_time": {"p50_ms": 1, "p95_ms": 2}}]}"#;
+    let path = sb.write("big.json", json);
+    let (line, column) = position(json, "9223372036854775808");
+    let prefix = format!("error: {}:{line}:{column}: simulation.seed: ", s(&path));
+    for o in [validate(&sb, &path), run(&sb, &path, &["--replications", "1"])] {
+        let e = input_error(&sb, &o, &["is out of range"]);
+        assert!(e.starts_with(&prefix), "expected {prefix}\ngot {e}");
+    }
+    // 2^63 - 1 itself and a float beyond it are fine, and overrides keep working.
+    let path = sb.write("max.toml", &BASE.replace("seed = 3", "seed = 9223372036854775807"));
+    success(&sb, &validate(&sb, &path));
+    let path = sb.write("float.toml", &BASE.replace("duration_s = 20", "duration_s = 1.8e19"));
+    let o = run(&sb, &path, &["--set", "simulation.duration_s=5", "--replications", "1"]);
+    success(&sb, &o);
+    // An argument is held to the same range; --seed takes every u64.
+    let path = sb.write("base.toml", BASE);
+    let o = run(&sb, &path, &["--set", "simulation.seed=9223372036854775808"]);
+    input_error(&sb, &o, &["argument `simulation.seed=9223372036854775808`: simulation.seed: ", "is out of range"]);
+    let o = run(&sb, &path, &["--seed", "18446744073709551615", "--replications", "1"]);
+    success(&sb, &o);
+}
+
+/// 1-based line and column of the first occurrence of `needle`.
+fn position(text: &str, needle: &str) -> (usize, usize) {
+    let offset = text.find(needle).unwrap_or_else(|| panic!("`{needle}` is not in the text"));
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    (line, before[line_start..].chars().count() + 1)
 }

@@ -7,7 +7,7 @@
 //! `policy.resilient.budget.retry_tokens`.
 
 use super::error::{ScenarioError, quote};
-use super::load::{Format, Source};
+use super::load::{Format, INTEGER_RANGE, Source};
 use super::types::Scenario;
 use toml::Value;
 
@@ -31,6 +31,12 @@ pub fn parse_override(argument: &str) -> Result<Override, ScenarioError> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err(ScenarioError::in_argument(argument, &path.join("."), "the value is empty"));
+    }
+    let digits = raw.strip_prefix(['-', '+']).unwrap_or(raw).replace('_', "");
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && raw.replace('_', "").parse::<i64>().is_err()
+    {
+        let message = format!("{} is out of range: {INTEGER_RANGE}", quote(raw));
+        return Err(ScenarioError::in_argument(argument, &path.join("."), message));
     }
     Ok(Override { argument: argument.to_string(), path, value: parse_value(raw) })
 }
