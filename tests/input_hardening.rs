@@ -276,3 +276,60 @@ fn position(text: &str, needle: &str) -> (usize, usize) {
     let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
     (line, before[line_start..].chars().count() + 1)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tables written as positional arrays
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_table_written_as_a_positional_array_is_refused_in_toml() {
+    let sb = Sandbox::new("positional_toml");
+    let cases = [
+        (
+            "[simulation]\nduration_s = 20\nseed = 3\nreplications = 1\ntimeseries_window_s = 10",
+            "simulation = [20, 0.0, 3, 1, 10]",
+            "simulation",
+            "[20",
+        ),
+        ("service_time = { p50_ms = 20, p95_ms = 60 }", "service_time = [20, 60]", "dependency[0].service_time", "[20"),
+        (
+            "  [[workflow.step]]\n  id = \"lookup\"\n  dependency = \"db\"",
+            "  step = [[\"lookup\", [], \"db\"]]",
+            "workflow[0].step[0]",
+            "[\"lookup\"",
+        ),
+        ("retry = { max_attempts = 2 }", "retry = [2]", "policy.careful.retry", "[2]"),
+        ("arrivals = { rate_per_s = 2 }", "arrivals = [2]", "workflow[0].arrivals", "[2]"),
+    ];
+    for (i, (from, to, field, at)) in cases.iter().enumerate() {
+        assert!(BASE.contains(from), "{from}");
+        let text = BASE.replace(from, to);
+        let path = sb.write(&format!("positional{i}.toml"), &text);
+        let (line, column) = position(&text, at);
+        let prefix = format!("error: {}:{line}:{column}: {field}: ", s(&path));
+        let e = input_error(&sb, &validate(&sb, &path), &["invalid type: sequence", "not a positional array"]);
+        assert!(e.starts_with(&prefix), "expected {prefix}\ngot {e}");
+    }
+}
+
+#[test]
+fn a_table_written_as_a_positional_array_is_refused_in_json() {
+    let sb = Sandbox::new("positional_json");
+    let good = r#"{"simulation": {"duration_s": 10}, "dependency": [{"name": "d", "service_time": {"p50_ms": 1, "p95_ms": 2}}], "workflow": [{"name": "w", "arrivals": {"rate_per_s": 1}, "deadline_ms": 100, "step": [{"id": "s", "dependency": "d"}]}]}"#;
+    success(&sb, &validate(&sb, &sb.write("good.json", good)));
+    let cases = [
+        (r#"{"duration_s": 10}"#, "[10]", "simulation"),
+        (r#"{"id": "s", "dependency": "d"}"#, r#"["s", [], "d"]"#, "workflow[0].step[0]"),
+        (r#"{"p50_ms": 1, "p95_ms": 2}"#, "[1, 2]", "dependency[0].service_time"),
+    ];
+    for (i, (from, to, field)) in cases.iter().enumerate() {
+        let text = good.replace(from, to);
+        let path = sb.write(&format!("positional{i}.json"), &text);
+        let e = input_error(&sb, &validate(&sb, &path), &["invalid type: sequence", "not a positional array"]);
+        let prefix = format!("error: {}:1:", s(&path));
+        assert!(e.starts_with(&prefix) && e.contains(&format!(": {field}: ")), "{field}: {e}");
+    }
+    // The whole document as an array.
+    let path = sb.write("root.json", r#"[{"duration_s": 10}, [], []]"#);
+    input_error(&sb, &validate(&sb, &path), &[&format!("{}:1:", s(&path)), "invalid type: sequence"]);
+}
