@@ -333,3 +333,48 @@ fn a_table_written_as_a_positional_array_is_refused_in_json() {
     let path = sb.write("root.json", r#"[{"duration_s": 10}, [], []]"#);
     input_error(&sb, &validate(&sb, &path), &[&format!("{}:1:", s(&path)), "invalid type: sequence"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The time series as a whole
+// ---------------------------------------------------------------------------------------------
+
+/// `dependencies` dependencies (the workflow calls the first), `replications`, 1 000 s at a
+/// 1 ms window with no drain: 1 000 001 windows.
+fn wide_series(dependencies: usize, replications: u32) -> String {
+    let mut text = format!(
+        "[simulation]\nduration_s = 1000\ndrain_limit_s = 0\ntimeseries_window_s = 0.001\nreplications = {replications}\n\n"
+    );
+    for k in 0..dependencies {
+        text += &format!("[[dependency]]\nname = \"d{k}\"\nservice_time = {{ dist = \"constant\", value_ms = 1 }}\n\n");
+    }
+    text += "[[workflow]]\nname = \"w\"\narrivals = { rate_per_s = 1 }\ndeadline_ms = 100\n\n  [[workflow.step]]\n  id = \"s\"\n  dependency = \"d0\"\n";
+    text
+}
+
+#[test]
+fn windows_times_columns_times_replications_is_bounded_before_anything_is_allocated() {
+    let sb = Sandbox::new("timeseries_cells");
+    // 1 000 001 windows x (5 + 3 x 1 000) columns x 1 replication: 3e9 cells (24 GB).
+    let text = wide_series(1_000, 1);
+    let path = sb.write("wide.toml", &text);
+    let (line, column) = position(&text, "timeseries_window_s");
+    let e = input_error(
+        &sb,
+        &validate(&sb, &path),
+        &[
+            "1000001 windows x 3005 columns (over 1 policy) x 1 replication(s) = 3005003005 cells",
+            "the limit is 100000000",
+        ],
+    );
+    assert!(e.starts_with(&format!("error: {}:{line}:{column}: simulation.timeseries_window_s: ", s(&path))), "{e}");
+    // 32 columns: 32 000 032 cells for one replication pass, three replications do not; an
+    // override is named as the cause.
+    let path = sb.write("narrow.toml", &wide_series(9, 1));
+    success(&sb, &validate(&sb, &path));
+    let o = run(&sb, &path, &["--replications", "4"]);
+    input_error(
+        &sb,
+        &o,
+        &["argument `--replications 4`", "x 32 columns (over 1 policy) x 4 replication(s) = 128000128 cells"],
+    );
+}

@@ -12,9 +12,12 @@ mod stations;
 pub use event::Event;
 pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_traced};
 
+use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, MetricMap, Recorder};
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};
+use crate::scenario::{FieldPath, error_at_path};
 use crate::scenario::{Scenario, ScenarioError, Source};
+use crate::world::model::MAX_TIMESERIES_CELLS;
 use crate::world::{World, compile_world};
 
 /// A scenario compiled for simulation: every name resolved, every value checked.
@@ -35,6 +38,7 @@ impl Model {
         let world = compile_world(scenario, source)?;
         let workflows = compile_workflows(scenario, source, &world)?;
         let policies = compile_policies(scenario, source, &world, &workflows)?;
+        check_timeseries_cells(&world, &policies, source)?;
         let dependency_names = world.dependencies.iter().map(|d| d.name.clone()).collect();
         let mut step_names = Vec::new();
         let mut step_offsets = Vec::with_capacity(workflows.len());
@@ -74,4 +78,26 @@ impl Model {
         }
         all
     }
+}
+
+/// Every replication keeps its time series until the command has written its files: windows
+/// (up to duration + drain) x columns (fixed, three per dependency, one per breaker, for each
+/// policy) x replications. Each factor has its own bound; their product has this one, so 1 000
+/// dependencies at 1e6 windows is an input error rather than an allocation failure.
+fn check_timeseries_cells(world: &World, policies: &[PolicyModel], source: &Source) -> Result<(), ScenarioError> {
+    let span_us = u128::from(world.duration_us) + u128::from(world.drain_limit_us);
+    let windows = span_us / u128::from(world.window_us.max(1)) + 1;
+    let dependency_columns = FIXED_COLUMNS.len() + 3 * world.dependencies.len();
+    let columns: u128 = policies.iter().map(|p| (dependency_columns + p.breaker_labels.len()) as u128).sum();
+    let replications = u128::from(world.replications);
+    let cells = windows * columns * replications;
+    if cells <= MAX_TIMESERIES_CELLS {
+        return Ok(());
+    }
+    let message = format!(
+        "the time series would hold {windows} windows x {columns} columns (over {} polic{}) x {replications} replication(s) = {cells} cells; the limit is {MAX_TIMESERIES_CELLS} (widen timeseries_window_s, shorten duration_s + drain_limit_s, or run fewer replications)",
+        policies.len(),
+        if policies.len() == 1 { "y" } else { "ies" },
+    );
+    Err(error_at_path(source, &FieldPath::root().key("simulation").key("timeseries_window_s"), message))
 }

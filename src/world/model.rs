@@ -27,6 +27,10 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
 pub const MAX_RESUBMISSIONS: u32 = 10;
 pub const MAX_IN_FLIGHT_RUNS_LIMIT: u32 = 10_000_000;
 pub const MAX_WINDOWS: f64 = 1_000_000.0;
+/// Cells of the time series a command holds at once: windows x columns (summed over policies)
+/// x replications, 8 bytes each (800 MB). Checked when the model is compiled, before any
+/// simulation allocates its rows.
+pub const MAX_TIMESERIES_CELLS: u128 = 100_000_000;
 /// Indices of these are u16 in the engine's small events.
 pub const MAX_DEPENDENCIES: usize = 10_000;
 pub const MAX_WORKFLOWS: usize = 1_000;
