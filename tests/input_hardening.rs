@@ -378,3 +378,57 @@ fn windows_times_columns_times_replications_is_bounded_before_anything_is_alloca
         &["argument `--replications 4`", "x 32 columns (over 1 policy) x 4 replication(s) = 128000128 cells"],
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `validate` knows what `run` knows (found by tests/fuzz_scenarios.rs)
+// ---------------------------------------------------------------------------------------------
+
+/// `policies` policies at `replications` replications, two 10 s windows each.
+fn many_policies(policies: usize, replications: u32) -> String {
+    let mut text = BASE
+        .replace("replications = 1", &format!("replications = {replications}\ndrain_limit_s = 0"))
+        .replace("duration_s = 20", "duration_s = 10");
+    for k in 0..policies {
+        text += &format!("\n[policy.p{k}]\n");
+    }
+    text
+}
+
+#[test]
+fn policies_times_replications_beyond_the_command_bound_is_refused_by_validate() {
+    let sb = Sandbox::new("many_policies");
+    // 101 policies (careful and p0..p99) x 10 000 replications: run would refuse 1 010 000
+    // simulations, so validate does too, at simulation.replications.
+    let text = many_policies(100, 10_000);
+    let path = sb.write("many.toml", &text);
+    let (line, column) = position(&text, "replications");
+    let e = input_error(
+        &sb,
+        &validate(&sb, &path),
+        &["101 policies x 10000 replications = 1010000 simulations; the limit is 1000000"],
+    );
+    assert!(e.starts_with(&format!("error: {}:{line}:{column}: simulation.replications: ", s(&path))), "{e}");
+    // 100 policies x 10 000 is within it (not run here: a million simulations).
+    let path = sb.write("enough.toml", &many_policies(99, 10_000));
+    success(&sb, &validate(&sb, &path));
+}
+
+#[test]
+fn json_nulls_accepted_by_validate_are_accepted_by_every_override() {
+    let sb = Sandbox::new("json_null");
+    let json = r#"{"simulation": {"duration_s": 10, "timeseries_window_s": 5}, "dependency": [{"name": "d", "service_time": {"p50_ms": 1, "p95_ms": 2}, "rate_limit": null, "queue_policy": {"codel": null}}], "workflow": [{"name": "w", "tenant": null, "arrivals": {"rate_per_s": 1, "profile": null}, "deadline_ms": 100, "step": [{"id": "s", "dependency": "d", "fallback": null}]}], "slo": null}"#;
+    let path = sb.write("nulls.json", json);
+    success(&sb, &validate(&sb, &path));
+    // Before, every override failed with "invalid type: null, expected any valid TOML value".
+    success(&sb, &run(&sb, &path, &["--replications", "1", "--set", "simulation.duration_s=5"]));
+    // A null where a value is required is refused by both, at its position.
+    let bad = json.replace(r#""duration_s": 10"#, r#""duration_s": null"#);
+    let path = sb.write("null_duration.json", &bad);
+    // serde_json places a value's error at its last character.
+    let (line, column) = position(&bad, "null,");
+    let prefix = format!("error: {}:{line}:{}: simulation.duration_s: ", s(&path), column + 3);
+    for o in [validate(&sb, &path), run(&sb, &path, &["--replications", "1"])] {
+        let e = input_error(&sb, &o, &["invalid type: null"]);
+        assert!(e.starts_with(&prefix), "expected {prefix}\ngot {e}");
+    }
+}

@@ -17,7 +17,7 @@ use crate::metrics::{Labels, MetricMap, Recorder};
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};
 use crate::scenario::{FieldPath, error_at_path};
 use crate::scenario::{Scenario, ScenarioError, Source};
-use crate::world::model::MAX_TIMESERIES_CELLS;
+use crate::world::model::{MAX_SIMULATIONS, MAX_TIMESERIES_CELLS};
 use crate::world::{World, compile_world};
 
 /// A scenario compiled for simulation: every name resolved, every value checked.
@@ -38,6 +38,7 @@ impl Model {
         let world = compile_world(scenario, source)?;
         let workflows = compile_workflows(scenario, source, &world)?;
         let policies = compile_policies(scenario, source, &world, &workflows)?;
+        check_simulations(&world, &policies, source)?;
         check_timeseries_cells(&world, &policies, source)?;
         let dependency_names = world.dependencies.iter().map(|d| d.name.clone()).collect();
         let mut step_names = Vec::new();
@@ -100,4 +101,19 @@ fn check_timeseries_cells(world: &World, policies: &[PolicyModel], source: &Sour
         if policies.len() == 1 { "y" } else { "ies" },
     );
     Err(error_at_path(source, &FieldPath::root().key("simulation").key("timeseries_window_s"), message))
+}
+
+/// `run` simulates every policy `replications` times; a scenario over the command's bound would
+/// pass `validate` and then be refused by `run`, so the bound is checked here.
+fn check_simulations(world: &World, policies: &[PolicyModel], source: &Source) -> Result<(), ScenarioError> {
+    let simulations = policies.len() as u128 * u128::from(world.replications);
+    if simulations <= MAX_SIMULATIONS as u128 {
+        return Ok(());
+    }
+    let message = format!(
+        "{} policies x {} replications = {simulations} simulations; the limit is {MAX_SIMULATIONS} (fewer policies or replications)",
+        policies.len(),
+        world.replications
+    );
+    Err(error_at_path(source, &FieldPath::root().key("simulation").key("replications"), message))
 }

@@ -9,6 +9,7 @@
 use super::error::{ScenarioError, quote};
 use super::load::{Format, INTEGER_RANGE, Source};
 use super::types::Scenario;
+use serde::Deserialize;
 use toml::Value;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -130,9 +131,31 @@ fn parse_document(source: &Source) -> Result<Value, ScenarioError> {
             toml::from_str::<toml::Table>(&source.text)
                 .map_err(|e| source.error_at(e.span().map(|s| s.start), "", e.message().to_string()))?,
         ),
-        Format::Json => serde_json::from_str(&source.text)
-            .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string()))?,
+        Format::Json => {
+            let json_error = |e: serde_json::Error| {
+                ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string())
+            };
+            let mut value: serde_json::Value = serde_json::from_str(&source.text).map_err(json_error)?;
+            drop_nulls(&mut value);
+            Value::deserialize(value)
+                .map_err(|e| ScenarioError::in_file(&source.path, None, None, "", e.to_string()))?
+        }
     })
+}
+
+/// TOML has no null. In a JSON scenario `"field": null` reads as the field left out (every
+/// field that accepts null is an optional one whose default is None), so the document that
+/// overrides edit drops such members; otherwise a file that `validate` accepts would fail
+/// every `--set` and `--replications`. Nesting is bounded by serde_json's recursion limit.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(members) => {
+            members.retain(|_, v| !v.is_null());
+            members.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }
 
 /// The path with array elements written as positions (`dependency.0.servers` for

@@ -20,6 +20,9 @@ type NameIndex<'a> = BTreeMap<&'a str, usize>;
 
 /// Limits that keep every run bounded; exceeding one is an input error.
 pub const MAX_REPLICATIONS: u32 = 10_000;
+/// Upper bound on simulations in one command: a typo in a grid should not run for a week.
+/// A scenario's own policies x replications are held to it when it is compiled.
+pub const MAX_SIMULATIONS: usize = 1_000_000;
 pub const MAX_SERVERS: u32 = 1_000_000;
 pub const MAX_QUEUE_CAPACITY: u32 = 10_000_000;
 pub const MAX_REMOTE_CALL_COUNT: u32 = 100;
