@@ -141,7 +141,7 @@ fn a_file_above_16_mib_is_refused_before_parsing() {
         assert!(line.starts_with(&format!("error: {}: ", s(&path))), "{line}");
     }
     // One byte less is parsed (and valid).
-    let path = sb.write("limit.toml", &text[..size - 2].to_string());
+    let path = sb.write("limit.toml", &text[..size - 2]);
     success(&sb, &validate(&sb, &path));
 }
 
