@@ -146,6 +146,26 @@ fn a_file_above_16_mib_is_refused_before_parsing() {
 }
 
 #[test]
+fn a_million_arrays_are_refused_before_parsing() {
+    let sb = Sandbox::new("openers");
+    // 16 MiB of `[],` parses into over a gigabyte; refused at the first array past the limit.
+    let head = "[simulation]\nduration_s = 10\nx = [";
+    let text = format!("{head}{}[]]\n", "[],".repeat(1_000_000));
+    let path = sb.write("arrays.toml", &text);
+    // `[simulation]` and `x = [` are the first two: element 999 998 is the 1 000 001st, at
+    // column 6 + 3 x 999 998 of `x = [[],[],...`.
+    let column = 6 + 3 * 999_998;
+    input_error(
+        &sb,
+        &validate(&sb, &path),
+        &[&format!("{}:3:{column}: ", s(&path)), "more than 1000000 arrays and tables"],
+    );
+    let json = format!("{{\"simulation\": {{\"duration_s\": 10}}, \"x\": [{}{{}}]}}", "{},".repeat(1_000_000));
+    let path = sb.write("objects.json", &json);
+    input_error(&sb, &validate(&sb, &path), &[&format!("{}:1:", s(&path)), "more than 1000000 arrays and tables"]);
+}
+
+#[test]
 fn deep_nesting_is_refused_with_a_position() {
     let sb = Sandbox::new("nesting");
     let depth = 100_000;

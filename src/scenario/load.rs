@@ -10,6 +10,10 @@ use std::path::Path;
 /// times their size in memory (a 180 MB file of nested arrays took 8.8 GB), and no real
 /// scenario comes near it.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Arrays and tables (counted as `[` and `{` bytes) in one file. A parsed value costs a
+/// hundred bytes or more, so 16 MiB of `[],` would take over a gigabyte; the largest scenario
+/// the other limits allow has a few hundred thousand.
+pub const MAX_OPENERS: usize = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -60,7 +64,24 @@ pub fn load_file(path: &Path) -> Result<Source, ScenarioError> {
         let (line, column) = line_column(std::str::from_utf8(valid).unwrap_or_default(), valid.len());
         ScenarioError::in_file(&display, Some(line), Some(column), "", "the file is not UTF-8 text")
     })?;
-    Ok(Source { path: display, text, format })
+    let source = Source { path: display, text, format };
+    check_openers(&source)?;
+    Ok(source)
+}
+
+/// Refuses a file with more than [`MAX_OPENERS`] arrays and tables before it is parsed, at
+/// the first one past the limit. Brackets inside strings and comments count too: a real
+/// scenario is nowhere near the limit either way.
+fn check_openers(source: &Source) -> Result<(), ScenarioError> {
+    let mut openers = source.text.bytes().enumerate().filter(|(_, b)| matches!(b, b'[' | b'{'));
+    match openers.nth(MAX_OPENERS) {
+        None => Ok(()),
+        Some((offset, _)) => Err(source.error_at(
+            Some(offset),
+            "",
+            format!("more than {MAX_OPENERS} arrays and tables (`[` and `{{`) in one file; scenarios need far fewer"),
+        )),
+    }
 }
 
 /// The file's text, refused when it holds more than `limit` bytes. The size is checked before
