@@ -50,6 +50,11 @@ impl Model {
         Ok(Model { name: source.stem(), world, workflows, policies, dependency_names, step_names, step_offsets })
     }
 
+    /// The time series all of this model's replications hold at once (every policy).
+    pub fn timeseries_size(&self) -> TimeSeriesSize {
+        timeseries_size(&self.world, &self.policies)
+    }
+
     pub fn policy_index(&self, name: &str) -> Option<usize> {
         self.policies.iter().position(|p| p.name == name)
     }
@@ -81,16 +86,38 @@ impl Model {
     }
 }
 
+/// The most a command's replications of a model hold in time-series cells, by factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeSeriesSize {
+    /// Windows over duration + drain.
+    pub windows: u128,
+    /// Columns summed over policies.
+    pub columns: u128,
+    pub replications: u128,
+}
+
+impl TimeSeriesSize {
+    pub fn cells(&self) -> u128 {
+        self.windows * self.columns * self.replications
+    }
+}
+
+fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
+    let span_us = u128::from(world.duration_us) + u128::from(world.drain_limit_us);
+    let dependency_columns = FIXED_COLUMNS.len() + 3 * world.dependencies.len();
+    TimeSeriesSize {
+        windows: span_us / u128::from(world.window_us.max(1)) + 1,
+        columns: policies.iter().map(|p| (dependency_columns + p.breaker_labels.len()) as u128).sum(),
+        replications: u128::from(world.replications),
+    }
+}
+
 /// Every replication keeps its time series until the command has written its files: windows
 /// (up to duration + drain) x columns (fixed, three per dependency, one per breaker, for each
 /// policy) x replications. Each factor has its own bound; their product has this one, so 1 000
 /// dependencies at 1e6 windows is an input error rather than an allocation failure.
 fn check_timeseries_cells(world: &World, policies: &[PolicyModel], source: &Source) -> Result<(), ScenarioError> {
-    let span_us = u128::from(world.duration_us) + u128::from(world.drain_limit_us);
-    let windows = span_us / u128::from(world.window_us.max(1)) + 1;
-    let dependency_columns = FIXED_COLUMNS.len() + 3 * world.dependencies.len();
-    let columns: u128 = policies.iter().map(|p| (dependency_columns + p.breaker_labels.len()) as u128).sum();
-    let replications = u128::from(world.replications);
+    let TimeSeriesSize { windows, columns, replications } = timeseries_size(world, policies);
     let cells = windows * columns * replications;
     if cells <= MAX_TIMESERIES_CELLS {
         return Ok(());

@@ -9,6 +9,7 @@ use super::slo::compile_slo_with;
 use crate::engine::Model;
 use crate::metrics::stats::Aggregate;
 use crate::scenario::{Override, ScenarioError, canonical_path, load_file, parse_override};
+use crate::world::model::MAX_TIMESERIES_CELLS;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -103,6 +104,14 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     let policies = select_policies(&models[0], &opts.policies, "--policy")?;
     let per_point = policies.len().checked_mul(models[0].world.replications as usize);
     check_batch_size(per_point.and_then(|n| n.checked_mul(models.len())))?;
+    // Each point is within the time-series bound on its own; the sweep holds them all.
+    let cells: u128 = models.iter().map(|m| m.timeseries_size().cells()).sum();
+    if cells > MAX_TIMESERIES_CELLS {
+        return Err(CommandError::Input(format!(
+            "{} grid points would hold {cells} time-series cells in all (windows x columns x replications, summed over the points); the limit is {MAX_TIMESERIES_CELLS} (fewer points or replications, or a wider simulation.timeseries_window_s)",
+            models.len()
+        )));
+    }
     let mut tasks = Vec::new();
     for (m, model) in models.iter().enumerate() {
         for &policy in &policies {
