@@ -1,8 +1,9 @@
 //! A mutation fuzzer over the shipped scenarios (issue 6). Each mutant of scenarios/*.toml
 //! (and of their JSON translations) goes through what `validate` and `run` do, in process:
 //! parse, compile, the SLO section, overrides, and a short simulation of one policy with its
-//! outputs. Nothing may panic, and a scenario that compiles may fail to simulate only for the
-//! two reasons no check can know in advance (the drain limit, the in-flight bound).
+//! outputs. Nothing may panic, every refusal is one short line, overrides accept what the file
+//! accepts, and a scenario that compiles may fail to simulate only for the two reasons no
+//! check can know in advance (the drain limit, the in-flight bound).
 //!
 //! Deterministic: a splitmix64 stream per iteration from a fixed seed, no OS randomness.
 //! `quick_fuzz` runs a few hundred mutants on every `cargo test`; the long run is
@@ -301,14 +302,25 @@ fn exercise(name: &str, text: &str, format: Format, rng: &mut Rng) -> Result<Opt
         [parse_override("simulation.seed=5").unwrap(), parse_override("simulation.replications=1").unwrap()];
     let with = apply_overrides(&source, &overrides);
     let _ = canonical_path(&source, &["dependency".into(), "0".into(), "servers".into()]);
+    // Every refusal is one short line.
+    let errors = [parsed.as_ref().err(), with.as_ref().err()];
+    if let Some(e) = errors.into_iter().flatten().find(|e| e.to_string().contains('\n') || e.to_string().len() > 1_500)
+    {
+        return Err(format!("an error of {} bytes or on several lines: {}", e.to_string().len(), e));
+    }
     let Ok(scenario) = parsed else { return Ok(None) };
     if let Err(e) = &with {
         return Err(format!("the file parses but `--set simulation.seed=5` fails: {e}"));
     }
-    let Ok((mut model, _)) = compile_scenario(&source, &[]) else { return Ok(None) };
-    if compile_slo(scenario.slo.as_ref(), &model, &source).is_err() {
-        return Ok(None);
-    }
+    let compiled = compile_scenario(&source, &[])
+        .and_then(|(model, _)| compile_slo(scenario.slo.as_ref(), &model, &source).map(|_| model));
+    let mut model = match compiled {
+        Ok(model) => model,
+        Err(e) if e.to_string().contains('\n') || e.to_string().len() > 1_500 => {
+            return Err(format!("an error of {} bytes or on several lines: {e}", e.to_string().len()));
+        }
+        Err(_) => return Ok(None),
+    };
     if let Err(e) = compile_scenario(&source, &overrides) {
         return Err(format!("validate accepts the file but `--set simulation.seed=5 --replications 1` fails: {e}"));
     }
