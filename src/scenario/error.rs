@@ -149,14 +149,16 @@ fn tame(text: &str, max_chars: usize) -> String {
             break;
         };
         let span = &inside[..close];
-        out.push_str(delimiter);
+        // Up to QUOTE_CHARS + 3 characters are kept: what `quote` cut (its prefix and `...`)
+        // is not cut again.
+        let longer = span.char_indices().nth(QUOTE_CHARS + 3).is_some();
         match span.char_indices().nth(QUOTE_CHARS) {
-            None => out.push_str(&escape_controls(span)),
-            Some((cut, _)) => out.push_str(&format!("{}...", escape_controls(&span[..cut]))),
-        }
-        out.push_str(delimiter);
-        if span.len() > QUOTE_CHARS {
-            out.push_str(&format!(" ({} bytes)", span.len()));
+            Some((cut, _)) if longer => out.push_str(&format!(
+                "{delimiter}{}...{delimiter} ({} bytes)",
+                escape_controls(&span[..cut]),
+                span.len()
+            )),
+            _ => out.push_str(&format!("{delimiter}{}{delimiter}", escape_controls(span))),
         }
         rest = &inside[close + 1..];
     }
@@ -239,6 +241,14 @@ mod tests {
         assert!(!text.contains('\n'), "{text}");
         assert!(text.contains("(10000000 bytes)"), "{text}");
         assert!(text.contains("unknown variant `xxxx"), "{text}");
+        // What quote() cut is not cut again when the whole message is long.
+        let list = vec!["p"; 600].join(", ");
+        let e = ScenarioError::in_file("s.toml", None, None, "", format!("no policy {} ({list})", quote(&name)));
+        assert!(
+            e.to_string().starts_with(&format!("s.toml: no policy `{}...` (10000000 bytes) (p, p", "x".repeat(60))),
+            "{e}"
+        );
+        assert!(e.to_string().ends_with("bytes in all)"), "{e}");
         // Short messages are left alone, even when they quote.
         let e = ScenarioError::in_argument("--set a=1", "a", "unknown value `q`");
         assert_eq!(e.to_string(), "argument `--set a=1`: a: unknown value `q`");
