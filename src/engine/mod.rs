@@ -12,9 +12,12 @@ mod stations;
 pub use event::Event;
 pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_traced};
 
+use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, MetricMap, Recorder};
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};
+use crate::scenario::{FieldPath, error_at_path};
 use crate::scenario::{Scenario, ScenarioError, Source};
+use crate::world::model::{MAX_SIMULATIONS, MAX_TIMESERIES_CELLS};
 use crate::world::{World, compile_world};
 
 /// A scenario compiled for simulation: every name resolved, every value checked.
@@ -35,6 +38,8 @@ impl Model {
         let world = compile_world(scenario, source)?;
         let workflows = compile_workflows(scenario, source, &world)?;
         let policies = compile_policies(scenario, source, &world, &workflows)?;
+        check_simulations(&world, &policies, source)?;
+        check_timeseries_cells(&world, &policies, source)?;
         let dependency_names = world.dependencies.iter().map(|d| d.name.clone()).collect();
         let mut step_names = Vec::new();
         let mut step_offsets = Vec::with_capacity(workflows.len());
@@ -43,6 +48,11 @@ impl Model {
             step_names.extend(w.steps.iter().map(|s| s.id.clone()));
         }
         Ok(Model { name: source.stem(), world, workflows, policies, dependency_names, step_names, step_offsets })
+    }
+
+    /// The time series all of this model's replications hold at once (every policy).
+    pub fn timeseries_size(&self) -> TimeSeriesSize {
+        timeseries_size(&self.world, &self.policies)
     }
 
     pub fn policy_index(&self, name: &str) -> Option<usize> {
@@ -74,4 +84,65 @@ impl Model {
         }
         all
     }
+}
+
+/// The most a command's replications of a model hold in time-series cells, by factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeSeriesSize {
+    /// Windows over duration + drain.
+    pub windows: u128,
+    /// Columns summed over policies.
+    pub columns: u128,
+    pub replications: u128,
+}
+
+impl TimeSeriesSize {
+    pub fn cells(&self) -> u128 {
+        self.windows * self.columns * self.replications
+    }
+}
+
+fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
+    let span_us = u128::from(world.duration_us) + u128::from(world.drain_limit_us);
+    let dependency_columns = FIXED_COLUMNS.len() + 3 * world.dependencies.len();
+    TimeSeriesSize {
+        windows: span_us / u128::from(world.window_us.max(1)) + 1,
+        columns: policies.iter().map(|p| (dependency_columns + p.breaker_labels.len()) as u128).sum(),
+        replications: u128::from(world.replications),
+    }
+}
+
+/// The time series of a command: windows (up to duration + drain) x columns (fixed, three per
+/// dependency, one per breaker, for each policy) x replications. A command holds one running sum
+/// per policy and one series per busy worker, but every replication builds and adds its own, so
+/// the product bounds both memory and the work of summing. Each factor has its own bound; their
+/// product has this one, so 1 000 dependencies at 1e6 windows is an input error rather than an
+/// allocation failure.
+fn check_timeseries_cells(world: &World, policies: &[PolicyModel], source: &Source) -> Result<(), ScenarioError> {
+    let TimeSeriesSize { windows, columns, replications } = timeseries_size(world, policies);
+    let cells = windows * columns * replications;
+    if cells <= MAX_TIMESERIES_CELLS {
+        return Ok(());
+    }
+    let message = format!(
+        "the time series would hold {windows} windows x {columns} columns (over {} polic{}) x {replications} replication(s) = {cells} cells; the limit is {MAX_TIMESERIES_CELLS} (widen timeseries_window_s, shorten duration_s + drain_limit_s, or run fewer replications)",
+        policies.len(),
+        if policies.len() == 1 { "y" } else { "ies" },
+    );
+    Err(error_at_path(source, &FieldPath::root().key("simulation").key("timeseries_window_s"), message))
+}
+
+/// `run` simulates every policy `replications` times; a scenario over the command's bound would
+/// pass `validate` and then be refused by `run`, so the bound is checked here.
+fn check_simulations(world: &World, policies: &[PolicyModel], source: &Source) -> Result<(), ScenarioError> {
+    let simulations = policies.len() as u128 * u128::from(world.replications);
+    if simulations <= MAX_SIMULATIONS as u128 {
+        return Ok(());
+    }
+    let message = format!(
+        "{} policies x {} replications = {simulations} simulations; the limit is {MAX_SIMULATIONS} (fewer policies or replications)",
+        policies.len(),
+        world.replications
+    );
+    Err(error_at_path(source, &FieldPath::root().key("simulation").key("replications"), message))
 }

@@ -9,8 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use std::path::Path;
 
-/// Upper bound on simulations in one command: a typo in a grid should not run for a week.
-pub const MAX_SIMULATIONS: usize = 1_000_000;
+pub use crate::world::model::MAX_SIMULATIONS;
 
 /// A scenario as the command sees it: the file with every override applied, and its model.
 pub struct Loaded {

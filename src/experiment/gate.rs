@@ -6,6 +6,7 @@ use super::batch::{Loaded, load_model};
 use super::run::{apply_seed, collect_overrides, run_policies, select_policies};
 use super::slo::{SloChecks, compile_slo_with, judge_regression, judge_threshold};
 use super::table::{human, render};
+use crate::scenario::quote;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone)]
@@ -40,8 +41,8 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     }
     if opts.baseline.as_ref() == Some(&opts.candidate) {
         return Err(CommandError::Input(format!(
-            "argument `--baseline {}`: the baseline must differ from the candidate",
-            opts.candidate
+            "argument {}: the baseline must differ from the candidate",
+            quote(&format!("--baseline {}", opts.candidate))
         )));
     }
     let mut policies = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?;

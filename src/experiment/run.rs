@@ -9,7 +9,7 @@ use super::table::{half_width, human, render};
 use crate::engine::{Model, Replication};
 use crate::metrics::MetricMap;
 use crate::metrics::stats::{Aggregate, aggregate};
-use crate::scenario::{Override, ScenarioError, parse_override};
+use crate::scenario::{Override, ScenarioError, parse_override, quote};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -63,7 +63,10 @@ pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Ve
         return Ok((0..model.policies.len()).collect());
     }
     if let Some((_, n)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
-        return Err(CommandError::Input(format!("argument `{flag} {n}`: the policy is named twice")));
+        return Err(CommandError::Input(format!(
+            "argument {}: the policy is named twice",
+            quote(&format!("{flag} {n}"))
+        )));
     }
     names
         .iter()
@@ -71,7 +74,9 @@ pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Ve
             model.policy_index(n).ok_or_else(|| {
                 let known: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
                 CommandError::Input(format!(
-                    "argument `{flag} {n}`: no policy named `{n}`; the scenario has {}",
+                    "argument {}: no policy named {}; the scenario has {}",
+                    quote(&format!("{flag} {n}")),
+                    quote(n),
                     known.join(", ")
                 ))
             })

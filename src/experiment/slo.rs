@@ -5,7 +5,7 @@
 
 use crate::engine::Model;
 use crate::metrics::stats::{Estimate, estimate};
-use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path};
+use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path, quote};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Comparison {
@@ -102,7 +102,7 @@ pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<
                 return Err(error_at_path(
                     source,
                     &path,
-                    format!("unknown metric `{metric}`{hint}; docs/metrics.md lists them"),
+                    format!("unknown metric {}{hint}; docs/metrics.md lists them", quote(metric)),
                 ));
             }
             for (i, expression) in expressions.iter().enumerate() {
@@ -110,7 +110,7 @@ pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<
                     error_at_path(
                         source,
                         &path.index(i),
-                        format!("cannot read `{expression}`; write an operator and a number, like \"< 0.05\""),
+                        format!("cannot read {}; write an operator and a number, like \"< 0.05\"", quote(expression)),
                     )
                 })?;
                 if relative && !regression {

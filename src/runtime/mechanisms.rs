@@ -19,7 +19,7 @@ use super::policy::{StepPolicy, StepRoutes, parse_named};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     Bulkhead, CircuitBreaker, Effect, FieldPath, LoadShedding, Policy, PriorityThresholds, RetryBudget, ScenarioError,
-    Source, error_at_path,
+    Source, error_at_path, quote,
 };
 use crate::sim::{Micros, ms_to_us};
 use crate::vocab::{FailureKind, OperationClass};
@@ -174,7 +174,7 @@ impl Compiler<'_> {
                 .world
                 .dependency_index(n)
                 .map(Some)
-                .ok_or_else(|| self.err(path, format!("unknown dependency `{n}`"))),
+                .ok_or_else(|| self.err(path, format!("unknown dependency {}", quote(n)))),
             None => Ok(None),
         }
     }
@@ -206,7 +206,7 @@ impl Compiler<'_> {
         match present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
             Some((name, _)) => Err(self.err(
                 &path.key(name),
-                format!("`{name}` does not apply to kind `{kind}` (it takes {})", allowed.join(", ")),
+                format!("`{name}` does not apply to kind {} (it takes {})", quote(kind), allowed.join(", ")),
             )),
             None => Ok(()),
         }
@@ -329,7 +329,7 @@ impl Compiler<'_> {
             Some(names) => {
                 for (i, n) in names.iter().enumerate() {
                     let kind = FailureKind::parse(n)
-                        .ok_or_else(|| self.err(&path.index(i), format!("unknown failure kind `{n}`")))?;
+                        .ok_or_else(|| self.err(&path.index(i), format!("unknown failure kind {}", quote(n))))?;
                     ignored[kind.index()] = true;
                 }
             }
@@ -482,7 +482,7 @@ impl Compiler<'_> {
         match name {
             Some(n) => match self.workflows.iter().position(|w| &w.name == n) {
                 Some(w) => Ok(vec![w]),
-                None => Err(self.err(path, format!("unknown workflow `{n}`"))),
+                None => Err(self.err(path, format!("unknown workflow {}", quote(n)))),
             },
             None => Ok((0..self.workflows.len()).collect()),
         }
@@ -492,7 +492,7 @@ impl Compiler<'_> {
         match name {
             Some(n) => match self.tenants.iter().position(|t| t == n) {
                 Some(t) => Ok(vec![t]),
-                None => Err(self.err(path, format!("no workflow has tenant `{n}`"))),
+                None => Err(self.err(path, format!("no workflow has tenant {}", quote(n)))),
             },
             None if self.tenants.is_empty() => Err(self.err(path, "no workflow has a tenant to key by")),
             None => Ok((0..self.tenants.len()).collect()),

@@ -8,7 +8,7 @@ use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retrya
 use super::guard::pipeline::{PipelineSpec, RouteId};
 use super::mechanisms::compile_mechanisms;
 use super::workflow::WorkflowModel;
-use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path};
+use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path, quote};
 use crate::sim::{Micros, ms_to_us};
 use crate::vocab::{FailureKind, Named};
 use crate::world::model::MAX_ATTEMPTS_LIMIT;
@@ -102,7 +102,7 @@ pub(crate) fn parse_named<T: Named>(
 ) -> Result<T, ScenarioError> {
     let Some(value) = value else { return Ok(default) };
     T::parse(value).ok_or_else(|| {
-        error_at_path(source, path, format!("unknown value `{value}`; expected one of {}", T::choices()))
+        error_at_path(source, path, format!("unknown value {}; expected one of {}", quote(value), T::choices()))
     })
 }
 
@@ -182,7 +182,7 @@ fn compile_policy(
     let context = StepContext { source, world, policy: p, path, rules: &rules, default_timeout };
     for step_id in p.steps.keys() {
         if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
-            let message = format!("no workflow has a step `{step_id}`");
+            let message = format!("no workflow has a step {}", quote(step_id));
             return Err(error_at_path(source, &path.key("steps").key(step_id), message));
         }
     }
@@ -273,8 +273,8 @@ fn compile_retry_on(
     let mut table = [false; FailureKind::COUNT];
     for (i, k) in kinds.iter().enumerate() {
         let kp = path.index(i);
-        let kind =
-            FailureKind::parse(k).ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind `{k}`")))?;
+        let kind = FailureKind::parse(k)
+            .ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind {}", quote(k))))?;
         if NEVER_RETRIED.contains(&kind) {
             let message = format!("{} is never retried with the same input (essay section 8)", kind.name());
             return Err(error_at_path(source, &kp, message));
@@ -329,27 +329,27 @@ impl StepContext<'_> {
             None => self.default_timeout,
         };
         let timeout_us = (timeout_us > 0).then_some(timeout_us);
-        let fallback =
-            match &o.fallback {
-                Some(f) => {
-                    if s.effect == crate::scenario::Effect::Write {
-                        let message = "a write cannot fall back to another dependency";
-                        return Err(error_at_path(source, &sp.key("fallback"), message));
-                    }
-                    let index = world.dependency_index(f);
-                    Some(index.ok_or_else(|| {
-                        error_at_path(source, &sp.key("fallback"), format!("unknown dependency `{f}`"))
-                    })?)
+        let fallback = match &o.fallback {
+            Some(f) => {
+                if s.effect == crate::scenario::Effect::Write {
+                    let message = "a write cannot fall back to another dependency";
+                    return Err(error_at_path(source, &sp.key("fallback"), message));
                 }
-                None => s.fallback,
-            };
+                let index = world.dependency_index(f);
+                Some(index.ok_or_else(|| {
+                    error_at_path(source, &sp.key("fallback"), format!("unknown dependency {}", quote(f)))
+                })?)
+            }
+            None => s.fallback,
+        };
         if timeout_us.is_none() && !self.rules.deadline_propagation {
             for dep in std::iter::once(s.dependency).chain(fallback) {
                 if can_hang(world, dep) {
                     let field = if o.timeout_ms.is_some() { sp.key("timeout_ms") } else { self.path.key("timeout_ms") };
                     let message = format!(
-                        "step `{}` has no timeout and no deadline propagation, but `{}` can hang: the run would never end",
-                        s.id, world.dependencies[dep].name
+                        "step {} has no timeout and no deadline propagation, but {} can hang: the run would never end",
+                        quote(&s.id),
+                        quote(&world.dependencies[dep].name)
                     );
                     return Err(error_at_path(source, &field, message));
                 }

@@ -1,7 +1,9 @@
 //! Compiled workflows: the step graph of a task class with names resolved and the graph
 //! checked (unknown names, cycles, contracts that make no sense).
 
-use crate::scenario::{Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path};
+use crate::scenario::{
+    Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, quote,
+};
 use crate::sim::stable_name_id;
 use crate::vocab::Priority;
 use crate::world::World;
@@ -49,7 +51,7 @@ pub fn compile_workflows(
             let path = FieldPath::root().key("workflow").index(i);
             let err = |p: &FieldPath, m: String| error_at_path(source, p, m);
             if w.steps.is_empty() {
-                return Err(err(&path, format!("workflow `{}` has no [[workflow.step]]", w.name)));
+                return Err(err(&path, format!("workflow {} has no [[workflow.step]]", quote(&w.name))));
             }
             if w.steps.len() > MAX_STEPS {
                 return Err(err(&path.key("step"), format!("at most {MAX_STEPS} steps per workflow, got {}", w.steps.len())));
@@ -59,11 +61,11 @@ pub fn compile_workflows(
                 let sp = path.key("step").index(j);
                 crate::world::model::check_name(&s.id).map_err(|m| err(&sp.key("id"), m))?;
                 if w.steps[..j].iter().any(|o| o.id == s.id) {
-                    return Err(err(&sp.key("id"), format!("step `{}` is defined twice", s.id)));
+                    return Err(err(&sp.key("id"), format!("step {} is defined twice", quote(&s.id))));
                 }
                 let dependency = world
                     .dependency_index(&s.dependency)
-                    .ok_or_else(|| err(&sp.key("dependency"), format!("unknown dependency `{}`", s.dependency)))?;
+                    .ok_or_else(|| err(&sp.key("dependency"), format!("unknown dependency {}", quote(&s.dependency))))?;
                 let fallback = match &s.fallback {
                     Some(name) => {
                         if s.effect == Effect::Write {
@@ -72,7 +74,7 @@ pub fn compile_workflows(
                                 "a write cannot fall back to another dependency: the first may have committed (essay section 4)".into(),
                             ));
                         }
-                        Some(world.dependency_index(name).ok_or_else(|| err(&sp.key("fallback"), format!("unknown dependency `{name}`")))?)
+                        Some(world.dependency_index(name).ok_or_else(|| err(&sp.key("fallback"), format!("unknown dependency {}", quote(name))))?)
                     }
                     None => None,
                 };
@@ -100,12 +102,12 @@ pub fn compile_workflows(
                         .steps
                         .iter()
                         .position(|o| &o.id == before)
-                        .ok_or_else(|| err(&ap, format!("unknown step `{before}`")))?;
+                        .ok_or_else(|| err(&ap, format!("unknown step {}", quote(before))))?;
                     if p == j {
-                        return Err(err(&ap, format!("step `{before}` cannot come after itself")));
+                        return Err(err(&ap, format!("step {} cannot come after itself", quote(before))));
                     }
                     if s.after[..k].contains(before) {
-                        return Err(err(&ap, format!("step `{before}` is listed twice")));
+                        return Err(err(&ap, format!("step {} is listed twice", quote(before))));
                     }
                     steps[p].successors.push(j as u8);
                     steps[j].predecessors += 1;
@@ -125,7 +127,7 @@ pub fn compile_workflows(
             let priority = match &w.priority {
                 Some(p) => Priority::parse(p).ok_or_else(|| {
                     let names: Vec<&str> = Priority::ALL.iter().map(|p| p.name()).collect();
-                    err(&path.key("priority"), format!("unknown priority `{p}`; expected one of {}", names.join(", ")))
+                    err(&path.key("priority"), format!("unknown priority {}; expected one of {}", quote(p), names.join(", ")))
                 })?,
                 None => Priority::Critical,
             };

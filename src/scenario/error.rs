@@ -74,16 +74,16 @@ impl ScenarioError {
     ) -> Self {
         ScenarioError {
             origin: Origin::File { path: path.to_string(), line, column },
-            field: field.to_string(),
-            message: message.into(),
+            field: tame_field(field),
+            message: tame(&message.into(), MAX_MESSAGE_CHARS),
         }
     }
 
     pub fn in_argument(argument: &str, field: &str, message: impl Into<String>) -> Self {
         ScenarioError {
-            origin: Origin::Argument(argument.to_string()),
-            field: field.to_string(),
-            message: message.into(),
+            origin: Origin::Argument(tame(argument, MAX_FIELD_CHARS)),
+            field: tame_field(field),
+            message: tame(&message.into(), MAX_MESSAGE_CHARS),
         }
     }
 }
@@ -104,6 +104,95 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
+
+/// Characters of a value that an error message quotes; the rest is counted, not shown.
+pub const QUOTE_CHARS: usize = 60;
+/// Bounds on an error's field path and message (a name or a list of names can be megabytes).
+const MAX_FIELD_CHARS: usize = 200;
+const MAX_MESSAGE_CHARS: usize = 1000;
+
+/// A value from the input as an error message shows it: in backticks, control characters
+/// escaped (an error stays one line), and past [`QUOTE_CHARS`] characters cut with its size,
+/// so a 10 MB name is echoed as `` `aaaa...` (10485760 bytes) ``.
+pub fn quote(value: &str) -> String {
+    match value.char_indices().nth(QUOTE_CHARS) {
+        None => format!("`{}`", escape_controls(value)),
+        Some((cut, _)) => format!("`{}...` ({} bytes)", escape_controls(&value[..cut]), value.len()),
+    }
+}
+
+fn escape_controls(text: &str) -> String {
+    text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
+}
+
+/// The safety net under [`quote`] for text we do not write ourselves (serde's and the
+/// parsers' messages embed values, field paths embed map keys): control characters escaped,
+/// and when the text is longer than `max_chars` characters, any backtick- or
+/// double-quote-delimited span longer than [`QUOTE_CHARS`] cut as `quote` cuts it and the
+/// whole kept to `max_chars` characters.
+fn tame(text: &str, max_chars: usize) -> String {
+    if text.chars().nth(max_chars).is_none() {
+        return escape_controls(text);
+    }
+    let budget = 4 * max_chars;
+    let mut out = String::new();
+    let mut rest = text;
+    while out.len() < budget {
+        let Some(open) = rest.find(['`', '"']) else { break };
+        out.push_str(&escape_controls(cut_at(&rest[..open], budget)));
+        let delimiter = &rest[open..open + 1];
+        let inside = &rest[open + 1..];
+        let Some(close) = inside.find(delimiter) else {
+            // An unpaired delimiter (a value that was never closed): the rest is cut below.
+            out.push_str(delimiter);
+            rest = inside;
+            break;
+        };
+        let span = &inside[..close];
+        // Up to QUOTE_CHARS + 3 characters are kept: what `quote` cut (its prefix and `...`)
+        // is not cut again.
+        let longer = span.char_indices().nth(QUOTE_CHARS + 3).is_some();
+        match span.char_indices().nth(QUOTE_CHARS) {
+            Some((cut, _)) if longer => out.push_str(&format!(
+                "{delimiter}{}...{delimiter} ({} bytes)",
+                escape_controls(&span[..cut]),
+                span.len()
+            )),
+            _ => out.push_str(&format!("{delimiter}{}{delimiter}", escape_controls(span))),
+        }
+        rest = &inside[close + 1..];
+    }
+    out.push_str(&escape_controls(cut_at(rest, budget)));
+    match out.char_indices().nth(max_chars) {
+        None => out,
+        Some((cut, _)) => format!("{}... ({} bytes in all)", &out[..cut], text.len()),
+    }
+}
+
+/// A field path with every segment longer than [`QUOTE_CHARS`] (a map key such as a policy
+/// name) cut to its prefix; the message, not the path, tells the value's size.
+fn tame_field(field: &str) -> String {
+    if field.chars().nth(QUOTE_CHARS).is_none() {
+        return escape_controls(field);
+    }
+    let segments: Vec<String> = field
+        .split('.')
+        .map(|segment| match segment.char_indices().nth(QUOTE_CHARS) {
+            None => escape_controls(segment),
+            Some((cut, _)) => format!("{}...", escape_controls(&segment[..cut])),
+        })
+        .collect();
+    tame(&segments.join("."), MAX_FIELD_CHARS)
+}
+
+/// The longest prefix of `text` of at most `bytes` bytes that ends on a character boundary.
+fn cut_at(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
 
 /// 1-based line and column of a byte offset.
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -127,5 +216,41 @@ mod tests {
         assert_eq!(line_column("abc", 0), (1, 1));
         let e = ScenarioError::in_file("s.toml", Some(3), Some(5), "simulation.seed", "expected an integer");
         assert_eq!(e.to_string(), "s.toml:3:5: simulation.seed: expected an integer");
+    }
+
+    #[test]
+    fn quotes_are_short_and_one_line() {
+        assert_eq!(quote("db"), "`db`");
+        assert_eq!(quote("a\nb"), "`a\\nb`");
+        let long = "é".repeat(100);
+        assert_eq!(quote(&long), format!("`{}...` (200 bytes)", "é".repeat(QUOTE_CHARS)));
+    }
+
+    #[test]
+    fn messages_from_parsers_are_tamed() {
+        let name = "x".repeat(10_000_000);
+        let e = ScenarioError::in_file(
+            "s.toml",
+            Some(1),
+            Some(1),
+            &format!("policy.{name}.timeout_ms"),
+            format!("unknown variant `{name}`, expected \"{name}\" or `a\nb`"),
+        );
+        let text = e.to_string();
+        assert!(text.len() < 500, "{} bytes: {text}", text.len());
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("(10000000 bytes)"), "{text}");
+        assert!(text.contains("unknown variant `xxxx"), "{text}");
+        // What quote() cut is not cut again when the whole message is long.
+        let list = vec!["p"; 600].join(", ");
+        let e = ScenarioError::in_file("s.toml", None, None, "", format!("no policy {} ({list})", quote(&name)));
+        assert!(
+            e.to_string().starts_with(&format!("s.toml: no policy `{}...` (10000000 bytes) (p, p", "x".repeat(60))),
+            "{e}"
+        );
+        assert!(e.to_string().ends_with("bytes in all)"), "{e}");
+        // Short messages are left alone, even when they quote.
+        let e = ScenarioError::in_argument("--set a=1", "a", "unknown value `q`");
+        assert_eq!(e.to_string(), "argument `--set a=1`: a: unknown value `q`");
     }
 }

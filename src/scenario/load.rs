@@ -1,9 +1,19 @@
 //! Reading a scenario file (TOML, or JSON through the same serde types) into [`Scenario`], with
 //! every error carrying the file, line, column and field path.
 
-use super::error::{ScenarioError, line_column};
+use super::error::{FieldPath, ScenarioError, line_column, quote};
 use super::types::Scenario;
+use std::io::Read;
 use std::path::Path;
+
+/// Scenario files larger than this are refused before parsing: parsed documents take tens of
+/// times their size in memory (a 180 MB file of nested arrays took 8.8 GB), and no real
+/// scenario comes near it.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Arrays and tables (counted as `[` and `{` bytes) in one file. A parsed value costs a
+/// hundred bytes or more, so 16 MiB of `[],` would take over a gigabyte; the largest scenario
+/// the other limits allow has a few hundred thousand.
+pub const MAX_OPENERS: usize = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -48,9 +58,50 @@ pub fn load_file(path: &Path) -> Result<Source, ScenarioError> {
         Some("json") => Format::Json,
         _ => return Err(ScenarioError::in_file(&display, None, None, "", "scenario files must end in .toml or .json")),
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::in_file(&display, None, None, "", format!("cannot read the file: {e}")))?;
-    Ok(Source { path: display, text, format })
+    let bytes = read_limited(path, MAX_FILE_BYTES).map_err(|m| ScenarioError::in_file(&display, None, None, "", m))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let (line, column) = line_column(std::str::from_utf8(valid).unwrap_or_default(), valid.len());
+        ScenarioError::in_file(&display, Some(line), Some(column), "", "the file is not UTF-8 text")
+    })?;
+    let source = Source { path: display, text, format };
+    check_openers(&source)?;
+    Ok(source)
+}
+
+/// Refuses a file with more than [`MAX_OPENERS`] arrays and tables before it is parsed, at
+/// the first one past the limit. Brackets inside strings and comments count too: a real
+/// scenario is nowhere near the limit either way.
+fn check_openers(source: &Source) -> Result<(), ScenarioError> {
+    let mut openers = source.text.bytes().enumerate().filter(|(_, b)| matches!(b, b'[' | b'{'));
+    match openers.nth(MAX_OPENERS) {
+        None => Ok(()),
+        Some((offset, _)) => Err(source.error_at(
+            Some(offset),
+            "",
+            format!("more than {MAX_OPENERS} arrays and tables (`[` and `{{`) in one file; scenarios need far fewer"),
+        )),
+    }
+}
+
+/// The file's text, refused when it holds more than `limit` bytes. The size is checked before
+/// reading, and the read stops one byte past the limit, so a file that grows meanwhile or a
+/// special file without a size is refused the same way.
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    let too_large = |size: String| {
+        format!("the file {size} bytes; scenario files are limited to {limit} bytes ({} MiB)", limit >> 20)
+    };
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
+    let size = file.metadata().map_err(|e| format!("cannot read the file: {e}"))?.len();
+    if size > limit {
+        return Err(too_large(format!("is {size}")));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the file: {e}"))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(format!("holds more than {limit}")));
+    }
+    Ok(bytes)
 }
 
 pub fn parse_source(source: &Source) -> Result<Scenario, ScenarioError> {
@@ -61,8 +112,10 @@ pub fn parse_source(source: &Source) -> Result<Scenario, ScenarioError> {
 }
 
 fn parse_toml(source: &Source) -> Result<Scenario, ScenarioError> {
-    let deserializer = toml::de::Deserializer::parse(&source.text)
+    let table = toml::de::DeTable::parse(&source.text)
         .map_err(|e| source.error_at(e.span().map(|s| s.start), "", first_line(e.message())))?;
+    check_toml_integers(source, table.get_ref(), &FieldPath::root())?;
+    let deserializer = toml::de::Deserializer::from(table);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = field_name(e.path());
         let inner = e.inner();
@@ -76,6 +129,7 @@ fn parse_toml(source: &Source) -> Result<Scenario, ScenarioError> {
 }
 
 fn parse_json(source: &Source) -> Result<Scenario, ScenarioError> {
+    check_json_integers(source)?;
     let mut deserializer = serde_json::Deserializer::from_str(&source.text);
     let scenario: Scenario = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let field = field_name(e.path());
@@ -86,6 +140,111 @@ fn parse_json(source: &Source) -> Result<Scenario, ScenarioError> {
         .end()
         .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", json_message(&e)))?;
     Ok(scenario)
+}
+
+/// Why integers must fit in 64 signed bits: TOML integers are i64 (the spec), and `--set`,
+/// `--param` and `--replications` rebuild the document as TOML values, so a larger integer
+/// that serde would take for a u64 or f64 field passes `validate` and then fails every
+/// override with "u64 value was too large". It is refused where it is written instead.
+pub(crate) const INTEGER_RANGE: &str = "integers must lie in -9223372036854775808 ..= 9223372036854775807 (TOML's 64-bit range); \
+write a larger number as a float (1.8e19), and pass a seed beyond it with --seed";
+
+fn check_toml_integers(source: &Source, table: &toml::de::DeTable, path: &FieldPath) -> Result<(), ScenarioError> {
+    for (key, value) in table.iter() {
+        check_toml_value(source, value, &path.key(key.get_ref()))?;
+    }
+    Ok(())
+}
+
+/// Recursion is bounded by the parser's own nesting limit.
+fn check_toml_value(
+    source: &Source,
+    value: &toml::Spanned<toml::de::DeValue>,
+    path: &FieldPath,
+) -> Result<(), ScenarioError> {
+    match value.get_ref() {
+        toml::de::DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err() => {
+            let written = &source.text[value.span()];
+            Err(source.error_at(
+                Some(value.span().start),
+                &path.to_string(),
+                format!("{} is out of range: {INTEGER_RANGE}", quote(written)),
+            ))
+        }
+        toml::de::DeValue::Table(t) => check_toml_integers(source, t, path),
+        toml::de::DeValue::Array(items) => {
+            items.iter().enumerate().try_for_each(|(i, item)| check_toml_value(source, item, &path.index(i)))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// JSON has no integer type, but serde_json reads a number without fraction or exponent as
+/// one (u64 up to 2^64 - 1); the same range as TOML applies, checked by a scan of the text
+/// that follows object keys and array positions to name the field.
+fn check_json_integers(source: &Source) -> Result<(), ScenarioError> {
+    let bytes = source.text.as_bytes();
+    // Per open container: Some(key) in an object, None in an array, with the element index.
+    let mut stack: Vec<(Option<String>, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                // A key is a string followed by `:` inside an object.
+                let mut j = i;
+                while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                if bytes.get(j) == Some(&b':')
+                    && let Some((key @ Some(_), _)) = stack.last_mut()
+                {
+                    let raw = source.text.get(start..i.min(bytes.len())).unwrap_or("\"\"");
+                    *key = Some(serde_json::from_str::<String>(raw).unwrap_or_default());
+                }
+                continue;
+            }
+            b'{' => stack.push((Some(String::new()), 0)),
+            b'[' => stack.push((None, 0)),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => {
+                if let Some((None, index)) = stack.last_mut() {
+                    *index += 1;
+                }
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let token = &source.text[start..i];
+                let digits = token.strip_prefix('-').unwrap_or(token);
+                let integer = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+                if integer && token.parse::<i64>().is_err() {
+                    let mut path = FieldPath::root();
+                    for (key, index) in &stack {
+                        path = match key {
+                            Some(k) => path.key(k),
+                            None => path.index(*index),
+                        };
+                    }
+                    let message = format!("{} is out of range: {INTEGER_RANGE}", quote(token));
+                    return Err(source.error_at(Some(start), &path.to_string(), message));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 fn field_name(path: &serde_path_to_error::Path) -> String {

@@ -6,9 +6,10 @@
 //! `workflow.meeting-analysis-draft.step.plan.dependency`, `fault.0.start_s`,
 //! `policy.resilient.budget.retry_tokens`.
 
-use super::error::ScenarioError;
-use super::load::{Format, Source};
+use super::error::{ScenarioError, quote};
+use super::load::{Format, INTEGER_RANGE, Source};
 use super::types::Scenario;
+use serde::Deserialize;
 use toml::Value;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +32,12 @@ pub fn parse_override(argument: &str) -> Result<Override, ScenarioError> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err(ScenarioError::in_argument(argument, &path.join("."), "the value is empty"));
+    }
+    let digits = raw.strip_prefix(['-', '+']).unwrap_or(raw).replace('_', "");
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && raw.replace('_', "").parse::<i64>().is_err()
+    {
+        let message = format!("{} is out of range: {INTEGER_RANGE}", quote(raw));
+        return Err(ScenarioError::in_argument(argument, &path.join("."), message));
     }
     Ok(Override { argument: argument.to_string(), path, value: parse_value(raw) })
 }
@@ -83,8 +90,8 @@ fn require_named_policy(document: &Value, path: &[String]) -> Result<(), String>
     }
     let known: Vec<&str> = policies.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
     Err(format!(
-        "no policy named `{}` (the scenario has: {})",
-        path[1],
+        "no policy named {} (the scenario has: {})",
+        quote(&path[1]),
         if known.is_empty() { "none".into() } else { known.join(", ") }
     ))
 }
@@ -114,7 +121,7 @@ fn set_path(node: &mut Value, path: &[String], value: Value) -> Result<(), Strin
             }
             set_path(&mut items[index], rest, value)
         }
-        _ => Err(format!("cannot descend into `{head}`: the value there is not a table")),
+        _ => Err(format!("cannot descend into {}: the value there is not a table", quote(head))),
     }
 }
 
@@ -124,9 +131,31 @@ fn parse_document(source: &Source) -> Result<Value, ScenarioError> {
             toml::from_str::<toml::Table>(&source.text)
                 .map_err(|e| source.error_at(e.span().map(|s| s.start), "", e.message().to_string()))?,
         ),
-        Format::Json => serde_json::from_str(&source.text)
-            .map_err(|e| ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string()))?,
+        Format::Json => {
+            let json_error = |e: serde_json::Error| {
+                ScenarioError::in_file(&source.path, Some(e.line()), Some(e.column()), "", e.to_string())
+            };
+            let mut value: serde_json::Value = serde_json::from_str(&source.text).map_err(json_error)?;
+            drop_nulls(&mut value);
+            Value::deserialize(value)
+                .map_err(|e| ScenarioError::in_file(&source.path, None, None, "", e.to_string()))?
+        }
     })
+}
+
+/// TOML has no null. In a JSON scenario `"field": null` reads as the field left out (every
+/// field that accepts null is an optional one whose default is None), so the document that
+/// overrides edit drops such members; otherwise a file that `validate` accepts would fail
+/// every `--set` and `--replications`. Nesting is bounded by serde_json's recursion limit.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(members) => {
+            members.retain(|_, v| !v.is_null());
+            members.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
 }
 
 /// The path with array elements written as positions (`dependency.0.servers` for
@@ -171,7 +200,7 @@ fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
     }
     match selector.parse::<usize>() {
         Ok(i) if i < items.len() => Ok(i),
-        _ => Err(format!("no element named or numbered `{selector}` (there are {})", items.len())),
+        _ => Err(format!("no element named or numbered {} (there are {})", quote(selector), items.len())),
     }
 }
 

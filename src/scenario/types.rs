@@ -1,11 +1,19 @@
 //! The scenario file as written by users: serde types only, no behaviour. Unknown fields are
 //! errors everywhere (`deny_unknown_fields`), so a typo never silently becomes a default.
+//!
+//! Every table is a table: serde's derive also accepts a struct written as a positional array
+//! (`simulation = [10]`, `step = [["s", [], "d"]]`), so each struct's derived code is kept
+//! (`#[serde(remote = "Self")]` makes it an inherent function) and reached only through
+//! [`tables_only!`], whose visitor takes maps and refuses sequences.
 
-use serde::{Deserialize, Serialize};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Scenario {
     pub simulation: Simulation,
     #[serde(default, rename = "dependency")]
@@ -22,6 +30,7 @@ pub struct Scenario {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Simulation {
     /// Arrivals happen in [0, duration_s); runs still in flight then are allowed to finish.
     pub duration_s: f64,
@@ -62,6 +71,7 @@ fn default_max_in_flight_runs() -> u32 {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ServiceTime {
     /// lognormal (the default when p50_ms/p95_ms are given), exponential, gamma, weibull,
     /// pareto, uniform, constant.
@@ -79,6 +89,7 @@ pub struct ServiceTime {
 /// Per-attempt error probabilities by failure kind. Drawn once per attempt; at most one kind.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct ErrorMix {
     #[serde(default)]
     pub invalid_input: f64,
@@ -98,6 +109,7 @@ pub struct ErrorMix {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct RateLimit {
     pub per_s: f64,
     #[serde(default)]
@@ -112,6 +124,7 @@ fn default_retry_after_ms() -> f64 {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct RemoteCall {
     pub dependency: String,
     #[serde(default = "one")]
@@ -130,6 +143,7 @@ fn one() -> u32 {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Dependency {
     pub name: String,
     #[serde(default = "one")]
@@ -164,6 +178,7 @@ pub struct Dependency {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct QueuePolicySpec {
     /// fifo (default), lifo or priority.
     #[serde(default)]
@@ -184,6 +199,7 @@ pub struct QueuePolicySpec {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct CodelSpec {
     #[serde(default)]
     pub target_ms: Option<f64>,
@@ -197,6 +213,7 @@ fn default_queue_capacity() -> u32 {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct RatePhase {
     /// The phase lasts until this time; the last phase's rate continues to the end.
     pub until_s: f64,
@@ -205,6 +222,7 @@ pub struct RatePhase {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Arrivals {
     /// Constant Poisson rate.
     #[serde(default)]
@@ -216,6 +234,7 @@ pub struct Arrivals {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Resubmit {
     /// Probability that a user resubmits a run that ended failed or past its deadline.
     pub probability: f64,
@@ -226,6 +245,7 @@ pub struct Resubmit {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Workflow {
     pub name: String,
     pub arrivals: Arrivals,
@@ -277,6 +297,7 @@ pub enum Idempotency {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Step {
     pub id: String,
     #[serde(default)]
@@ -297,6 +318,7 @@ pub struct Step {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Fault {
     /// latency, timeout, errors, capacity, down, rate_limit, lost_response
     pub kind: String,
@@ -333,6 +355,7 @@ pub struct Fault {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Backoff {
     /// none, constant, exponential
     #[serde(default)]
@@ -348,6 +371,7 @@ pub struct Backoff {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Retry {
     #[serde(default)]
     pub max_attempts: Option<u32>,
@@ -362,6 +386,7 @@ pub struct Retry {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Budget {
     #[serde(default)]
     pub retry_tokens: Option<u32>,
@@ -373,6 +398,7 @@ pub struct Budget {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct StepOverride {
     #[serde(default)]
     pub timeout_ms: Option<f64>,
@@ -388,6 +414,7 @@ pub struct StepOverride {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Policy {
     #[serde(default)]
     pub deadline_propagation: Option<bool>,
@@ -432,6 +459,7 @@ pub struct Policy {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct AdmissionSpec {
     /// Time kept free beyond the predicted critical path (result assembly, reconciliation).
     #[serde(default)]
@@ -443,6 +471,7 @@ pub struct AdmissionSpec {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct FanOutSpec {
     /// Steps of one run active at once; a soft step beyond it is omitted, a hard one waits.
     #[serde(default)]
@@ -459,6 +488,7 @@ pub struct FanOutSpec {
 /// priority's calls are shed (critical_plus, critical, sheddable_plus, sheddable).
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct PriorityThresholds {
     #[serde(default)]
     pub critical_plus: Option<f64>,
@@ -473,6 +503,7 @@ pub struct PriorityThresholds {
 /// One load-shedding entry: one instance per dependency it covers.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct LoadShedding {
     /// priority (default) or admission_control (Envoy, success-rate based).
     #[serde(default)]
@@ -507,6 +538,7 @@ pub struct LoadShedding {
 /// with `circuit_key = "dependency_operation"`). Field names are resilience4j's and Polly's.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct CircuitBreaker {
     /// resilience4j (default) or polly
     #[serde(default)]
@@ -558,6 +590,7 @@ pub struct CircuitBreaker {
 /// One bulkhead entry: one instance per key value it covers.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Bulkhead {
     /// dependency (default), workflow, tenant or effect (a read pool and a write pool per
     /// dependency; status lookups use the write pool's reserved permits).
@@ -583,6 +616,7 @@ pub struct Bulkhead {
 /// One shared retry budget entry: one instance per scope value it covers.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct RetryBudget {
     /// grpc, finagle, envoy, aws or adaptive_throttling (Google SRE).
     pub kind: String,
@@ -630,6 +664,7 @@ pub struct RetryBudget {
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Hedging {
     /// Wait this long for an answer before sending the next hedge (Polly's Delay, 2 s).
     #[serde(default)]
@@ -640,6 +675,7 @@ pub struct Hedging {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(remote = "Self")]
 pub struct Slo {
     /// Limits on paired differences candidate - baseline.
     #[serde(default)]
@@ -647,4 +683,82 @@ pub struct Slo {
     /// Thresholds on the candidate's metrics, k6 style: `"metric" = ["< 0.05"]`.
     #[serde(flatten)]
     pub thresholds: BTreeMap<String, Vec<String>>,
+}
+
+/// `Deserialize` for each struct: a map goes to the derived code, anything else (a sequence
+/// above all) is an "invalid type" error at the value's position. `Serialize` forwards.
+macro_rules! tables_only {
+    ($($t:ident),* $(,)?) => {$(
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct Table;
+                impl<'de> Visitor<'de> for Table {
+                    type Value = $t;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a table with named fields (a JSON object), not a positional array")
+                    }
+                    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$t, A::Error> {
+                        $t::deserialize(MapAccessDeserializer::new(map))
+                    }
+                }
+                deserializer.deserialize_map(Table)
+            }
+        }
+        impl Serialize for $t {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                $t::serialize(self, serializer)
+            }
+        }
+    )*};
+}
+
+tables_only!(
+    Scenario,
+    Simulation,
+    ServiceTime,
+    ErrorMix,
+    RateLimit,
+    RemoteCall,
+    Dependency,
+    QueuePolicySpec,
+    CodelSpec,
+    RatePhase,
+    Arrivals,
+    Resubmit,
+    Workflow,
+    Step,
+    Fault,
+    Backoff,
+    Retry,
+    Budget,
+    StepOverride,
+    Policy,
+    AdmissionSpec,
+    FanOutSpec,
+    PriorityThresholds,
+    LoadShedding,
+    CircuitBreaker,
+    Bulkhead,
+    RetryBudget,
+    Hedging,
+    Slo,
+);
+
+#[cfg(test)]
+mod tests {
+    /// A struct derived the plain way would accept a positional array again.
+    #[test]
+    fn every_struct_goes_through_tables_only() {
+        let text = include_str!("types.rs");
+        let macro_call = &text[text.find("\ntables_only!(\n").expect("the macro is called")..];
+        let mut previous = "";
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("pub struct ") {
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric()).collect();
+                assert_eq!(previous, "#[serde(remote = \"Self\")]", "{name} lacks remote = \"Self\"");
+                assert!(macro_call.contains(&format!("    {name},\n")), "{name} is not in tables_only!");
+            }
+            previous = line;
+        }
+    }
 }

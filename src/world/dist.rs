@@ -2,7 +2,7 @@
 //! `dist` with its parameters; sampling reads only the attempt's keyed stream, so the same
 //! attempt gets the same quantile under every policy.
 
-use crate::scenario::ServiceTime;
+use crate::scenario::{ServiceTime, quote};
 use crate::sim::KeyedStream;
 use rand_distr::{Distribution as _, Gamma, Pareto, StandardNormal, Weibull};
 
@@ -64,7 +64,8 @@ impl Distribution {
                 return Err((
                     "dist",
                     format!(
-                        "unknown distribution `{other}`; expected one of lognormal, exponential, gamma, weibull, pareto, uniform, constant"
+                        "unknown distribution {}; expected one of lognormal, exponential, gamma, weibull, pareto, uniform, constant",
+                        quote(other)
                     ),
                 ));
             }

@@ -8,7 +8,7 @@ pub use super::fault_kind::FaultKind;
 use super::queue_policy::{Codel, Overflow, QueueOrder, QueuePolicy};
 use crate::scenario::{
     Arrivals, Dependency, ErrorMix, Fault, FieldPath, QueuePolicySpec, RateLimit, Scenario, ScenarioError, ServiceTime,
-    Source, Workflow, error_at_path,
+    Source, Workflow, error_at_path, quote,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
 use crate::vocab::Named;
@@ -20,6 +20,9 @@ type NameIndex<'a> = BTreeMap<&'a str, usize>;
 
 /// Limits that keep every run bounded; exceeding one is an input error.
 pub const MAX_REPLICATIONS: u32 = 10_000;
+/// Upper bound on simulations in one command: a typo in a grid should not run for a week.
+/// A scenario's own policies x replications are held to it when it is compiled.
+pub const MAX_SIMULATIONS: usize = 1_000_000;
 pub const MAX_SERVERS: u32 = 1_000_000;
 pub const MAX_QUEUE_CAPACITY: u32 = 10_000_000;
 pub const MAX_REMOTE_CALL_COUNT: u32 = 100;
@@ -27,6 +30,10 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
 pub const MAX_RESUBMISSIONS: u32 = 10;
 pub const MAX_IN_FLIGHT_RUNS_LIMIT: u32 = 10_000_000;
 pub const MAX_WINDOWS: f64 = 1_000_000.0;
+/// Cells of the time series a command holds at once: windows x columns (summed over policies)
+/// x replications, 8 bytes each (800 MB). Checked when the model is compiled, before any
+/// simulation allocates its rows.
+pub const MAX_TIMESERIES_CELLS: u128 = 100_000_000;
 /// Indices of these are u16 in the engine's small events.
 pub const MAX_DEPENDENCIES: usize = 10_000;
 pub const MAX_WORKFLOWS: usize = 1_000;
@@ -161,7 +168,7 @@ impl Checker<'_> {
     fn named<T: Named>(&self, path: &FieldPath, value: Option<&str>, default: T) -> Result<T, ScenarioError> {
         let Some(value) = value else { return Ok(default) };
         T::parse(value)
-            .ok_or_else(|| self.err(path, format!("unknown value `{value}`; expected one of {}", T::choices())))
+            .ok_or_else(|| self.err(path, format!("unknown value {}; expected one of {}", quote(value), T::choices())))
     }
 
     fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
@@ -223,10 +230,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
         return Err("a name cannot be empty".into());
     }
     if name.len() > 100 {
-        return Err(format!("`{name}` is longer than 100 characters"));
+        return Err(format!("{} is longer than 100 characters", quote(name)));
     }
     match name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-')) {
-        Some(c) => Err(format!("`{name}` contains {c:?}; names use letters, digits, `_` and `-` only")),
+        Some(c) => Err(format!("{} contains {c:?}; names use letters, digits, `_` and `-` only", quote(name))),
         None => Ok(()),
     }
 }
@@ -261,7 +268,7 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     for (i, w) in scenario.workflows.iter().enumerate() {
         let path = FieldPath::root().key("workflow").index(i);
         if scenario.workflows[..i].iter().any(|o| o.name == w.name) {
-            return Err(c.err(&path.key("name"), format!("workflow `{}` is defined twice", w.name)));
+            return Err(c.err(&path.key("name"), format!("workflow {} is defined twice", quote(&w.name))));
         }
         workloads.push(compile_workload(&c, &path, w)?);
     }
@@ -333,16 +340,16 @@ fn compile_dependencies<'s>(
         let path = FieldPath::root().key("dependency").index(i);
         check_name(&d.name).map_err(|m| c.err(&path.key("name"), m))?;
         if names.insert(d.name.as_str(), i).is_some() {
-            return Err(c.err(&path.key("name"), format!("dependency `{}` is defined twice", d.name)));
+            return Err(c.err(&path.key("name"), format!("dependency {} is defined twice", quote(&d.name))));
         }
         dependencies.push(compile_dependency(c, &path, d)?);
     }
     for (i, d) in specs.iter().enumerate() {
         for (j, call) in d.calls.iter().enumerate() {
             let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
-            let target = *names
-                .get(call.dependency.as_str())
-                .ok_or_else(|| c.err(&path.key("dependency"), format!("unknown dependency `{}`", call.dependency)))?;
+            let target = *names.get(call.dependency.as_str()).ok_or_else(|| {
+                c.err(&path.key("dependency"), format!("unknown dependency {}", quote(&call.dependency)))
+            })?;
             dependencies[i].calls.push(RemoteCallModel {
                 dependency: target,
                 count: c.in_range(&path.key("count"), call.count, 1, MAX_REMOTE_CALL_COUNT)?,
@@ -523,21 +530,29 @@ fn call_order(deps: &[DependencyModel]) -> Result<Vec<usize>, (usize, String)> {
     Ok(order)
 }
 
-/// The cycle that closes when the top of `stack` calls `j`, which is on the stack.
+/// The cycle that closes when the top of `stack` calls `j`, which is on the stack. A long
+/// cycle is shown by its ends and its length (one through MAX_DEPENDENCIES would be 70 kB).
 fn cycle_from(deps: &[DependencyModel], stack: &[(usize, usize)], j: usize) -> (usize, String) {
+    const SHOWN: usize = 4;
     let start = stack.iter().position(|&(k, _)| k == j).unwrap_or(0);
     let names: Vec<&str> = stack[start..].iter().map(|&(k, _)| k).chain([j]).map(|k| deps[k].name.as_str()).collect();
-    (j, names.join(" -> "))
+    let members = names.len() - 1;
+    if names.len() <= 2 * SHOWN + 1 {
+        return (j, names.join(" -> "));
+    }
+    let head = names[..SHOWN].join(" -> ");
+    let tail = names[names.len() - SHOWN..].join(" -> ");
+    (j, format!("{head} -> ... ({} more) -> {tail} ({members} dependencies)", members + 1 - 2 * SHOWN))
 }
 
 fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) -> Result<FaultModel, ScenarioError> {
     let kind = FaultKind::parse(&f.kind).ok_or_else(|| {
         let all: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
-        c.err(&path.key("kind"), format!("unknown fault kind `{}`; expected one of {}", f.kind, all.join(", ")))
+        c.err(&path.key("kind"), format!("unknown fault kind {}; expected one of {}", quote(&f.kind), all.join(", ")))
     })?;
     let target = *names
         .get(f.target.as_str())
-        .ok_or_else(|| c.err(&path.key("target"), format!("unknown dependency `{}`", f.target)))?;
+        .ok_or_else(|| c.err(&path.key("target"), format!("unknown dependency {}", quote(&f.target))))?;
     let start_s = c.non_negative(&path.key("start_s"), f.start_s)?;
     let duration_s = c.positive(&path.key("duration_s"), f.duration_s)?;
     let toxicity = c.probability(&path.key("toxicity"), f.toxicity.unwrap_or(1.0))?;
