@@ -987,7 +987,10 @@ fn run_writes_summary_and_timeseries_for_each_policy() {
         // No temporary files are left behind.
         for entry in std::fs::read_dir(&dir).unwrap() {
             let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            assert!(["summary.json", "timeseries.csv", "replications.csv"].contains(&name.as_str()), "unexpected file {name}");
+            assert!(
+                ["summary.json", "timeseries.csv", "replications.csv"].contains(&name.as_str()),
+                "unexpected file {name}"
+            );
         }
     }
     assert!(!sb.path("results").exists(), "--out was given: nothing under results/");

@@ -334,7 +334,10 @@ fn one_replication_alone_gives_exactly_its_row_of_the_full_run() {
         let header: Vec<&str> = rows[0].split(',').collect();
         let values: Vec<&str> = rows[2].split(',').collect();
         let column = header.iter().position(|h| *h == "dependency_attempt_total").unwrap();
-        assert_eq!(summary["metrics"]["dependency_attempt_total"].as_f64().unwrap(), values[column].parse::<f64>().unwrap());
+        assert_eq!(
+            summary["metrics"]["dependency_attempt_total"].as_f64().unwrap(),
+            values[column].parse::<f64>().unwrap()
+        );
         assert_eq!(summary["replications"], 1);
     }
     let o = faultline(&[&base[..], &["--replication", "3", "--out", s(&dir.join("bad"))]].concat());

@@ -17,9 +17,9 @@
 
 use faultline::engine::{Model, SimError, simulate};
 use faultline::experiment::batch::compile_scenario;
-use faultline::experiment::output::{summary_json, timeseries_csv};
-use faultline::experiment::run::aggregate_replications;
+use faultline::experiment::output::{SeriesSum, summary_json, timeseries_csv};
 use faultline::experiment::slo::compile_slo;
+use faultline::metrics::stats::aggregate;
 use faultline::scenario::{Format, Source, apply_overrides, canonical_path, parse_override, parse_source};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -330,9 +330,11 @@ fn exercise(name: &str, text: &str, format: Format, rng: &mut Rng) -> Result<Opt
     let seed = *rng.pick(&[0, 1, u64::MAX, any]);
     match simulate(&model, policy, seed) {
         Ok(replication) => {
-            let aggregate = aggregate_replications(std::slice::from_ref(&replication));
+            let aggregate = aggregate(std::slice::from_ref(&replication.metrics));
             let labels = model.labels(policy);
-            let _ = timeseries_csv(&model, &labels, &[&replication]);
+            let mut series = SeriesSum::default();
+            series.add(&replication.timeseries);
+            let _ = timeseries_csv(&model, &labels, &series, 1);
             let _ = summary_json(&model, &model.policies[policy].name, seed, &[], &aggregate);
             Ok(Some("simulated".into()))
         }

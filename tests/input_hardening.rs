@@ -397,16 +397,6 @@ fn windows_times_columns_times_replications_is_bounded_before_anything_is_alloca
         &o,
         &["argument `--replications 4`", "x 32 columns (over 1 policy) x 4 replication(s) = 128000128 cells"],
     );
-    // A sweep holds every point's replications: four points of 32 000 032 cells are too many.
-    let args = [
-        "sweep".to_string(),
-        s(&path),
-        "--out".into(),
-        s(&sb.out()),
-        "--param".into(),
-        "simulation.seed=1,2,3,4".into(),
-    ];
-    input_error(&sb, &faultline(&sb, &args), &["4 grid points would hold 128000128 time-series cells in all"]);
 }
 
 // ---------------------------------------------------------------------------------------------
