@@ -17,7 +17,7 @@ fn the_incident_reproduces_the_committed_reference_byte_for_byte() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (fresh, committed) =
-        (read_all(&out), read_all(&format!("{root}/reference/meeting-analysis-incident").as_ref()));
+        (read_all(&out), read_all(std::path::Path::new(&format!("{root}/reference/meeting-analysis-incident"))));
     assert_eq!(fresh.keys().collect::<Vec<_>>(), committed.keys().collect::<Vec<_>>());
     for (path, bytes) in &fresh {
         assert!(
