@@ -370,7 +370,11 @@ fn unknown_policy_is_rejected() {
     let sb = Sandbox::new("unknown_policy");
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--policy", "nope"]);
-    assert_input_error(&o, &sb.out(), &["argument `--policy nope`", "no policy named `nope`", "careful, hasty"]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &["argument `--policy nope`", "unknown policy `nope` (known: `careful`, `hasty`)"],
+    );
 }
 
 #[test]
@@ -378,12 +382,12 @@ fn unknown_gate_candidate_is_rejected() {
     let sb = Sandbox::new("unknown_candidate");
     let path = sb.write("small.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\n"));
     let o = faultline(&sb, ["gate".to_string(), s(&path), "--candidate".into(), "nope".into()]);
-    assert_input_error(&o, &sb.out(), &["no policy named `nope`", "careful, hasty"]);
+    assert_input_error(&o, &sb.out(), &["unknown policy `nope` (known: `careful`, `hasty`)"]);
     let o = faultline(
         &sb,
         ["gate".to_string(), s(&path), "--candidate".into(), "careful".into(), "--baseline".into(), "nope".into()],
     );
-    assert_input_error(&o, &sb.out(), &["no policy named `nope`"]);
+    assert_input_error(&o, &sb.out(), &["unknown policy `nope`"]);
 }
 
 #[test]
@@ -392,12 +396,12 @@ fn unknown_gate_candidate_names_the_candidate_argument() {
     let sb = Sandbox::new("unknown_candidate_arg");
     let path = sb.write("small.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\n"));
     let o = faultline(&sb, ["gate".to_string(), s(&path), "--candidate".into(), "nope".into()]);
-    assert_input_error(&o, &sb.out(), &["argument `--candidate nope`", "no policy named `nope`"]);
+    assert_input_error(&o, &sb.out(), &["argument `--candidate nope`", "unknown policy `nope`"]);
     let o = faultline(
         &sb,
         ["gate".to_string(), s(&path), "--candidate".into(), "careful".into(), "--baseline".into(), "nope".into()],
     );
-    assert_input_error(&o, &sb.out(), &["argument `--baseline nope`", "no policy named `nope`"]);
+    assert_input_error(&o, &sb.out(), &["argument `--baseline nope`", "unknown policy `nope`"]);
 }
 
 #[test]
@@ -1179,9 +1183,13 @@ fn a_set_to_a_misspelt_policy_is_rejected() {
     let sb = Sandbox::new("policy_typo");
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "policy.carefull.timeout_ms=5"]);
-    assert_input_error(&o, &sb.out(), &["argument `policy.carefull.timeout_ms=5`", "no policy named `carefull`"]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &["argument `policy.carefull.timeout_ms=5`", "unknown policy `carefull`; did you mean `careful`?"],
+    );
     let o = run(&sb, &path, &sb.out(), &["--set", "policy.new={ timeout_ms = 5 }"]);
-    assert_input_error(&o, &sb.out(), &["no policy named `new`"]);
+    assert_input_error(&o, &sb.out(), &["unknown policy `new`"]);
 }
 
 #[test]

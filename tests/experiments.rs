@@ -185,7 +185,12 @@ fn kill_after(args: &[String], delay_ms: u64) -> bool {
 /// the command ended first, which the return value says).
 fn kill_after_points(args: &[String], checkpoint: &Path, points: usize) -> bool {
     let mut child = Command::new(bin()).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let finished = |dir: &Path| std::fs::read_dir(dir.join("points")).map(|d| d.count()).unwrap_or(0);
+    // Finished points only: a point being written is a hidden temporary file.
+    let finished = |dir: &Path| {
+        std::fs::read_dir(dir.join("points"))
+            .map(|d| d.flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count())
+            .unwrap_or(0)
+    };
     while finished(checkpoint) < points && child.try_wait().unwrap().is_none() {
         std::thread::sleep(Duration::from_millis(2));
     }

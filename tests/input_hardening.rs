@@ -230,7 +230,7 @@ fn a_10_mb_value_is_quoted_by_a_short_prefix_wherever_it_is_echoed() {
     let line = input_error(&sb, &o, &["(100000 bytes)", "unknown distribution `vvvv"]);
     assert!(line.len() < 500, "argument: {} bytes: {line}", line.len());
     let o = run(&sb, &path, &["--policy", &long]);
-    let line = input_error(&sb, &o, &["no policy named `vvvv"]);
+    let line = input_error(&sb, &o, &["unknown policy `vvvv"]);
     assert!(line.len() < 500, "--policy: {} bytes: {line}", line.len());
 }
 

@@ -72,12 +72,11 @@ pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Ve
         .iter()
         .map(|n| {
             model.policy_index(n).ok_or_else(|| {
-                let known: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
+                let known = model.policies.iter().map(|p| p.name.as_str());
                 CommandError::Input(format!(
-                    "argument {}: no policy named {}; the scenario has {}",
+                    "argument {}: {}",
                     quote(&format!("{flag} {n}")),
-                    quote(n),
-                    known.join(", ")
+                    crate::scenario::unknown_name("policy", n, known)
                 ))
             })
         })

@@ -19,7 +19,7 @@ use super::policy::{StepPolicy, StepRoutes, parse_named};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     Bulkhead, CircuitBreaker, Effect, FieldPath, LoadShedding, Policy, PriorityThresholds, RetryBudget, ScenarioError,
-    Source, error_at_path, quote,
+    Source, error_at_path, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us};
 use crate::vocab::{FailureKind, OperationClass};
@@ -174,7 +174,7 @@ impl Compiler<'_> {
                 .world
                 .dependency_index(n)
                 .map(Some)
-                .ok_or_else(|| self.err(path, format!("unknown dependency {}", quote(n)))),
+                .ok_or_else(|| self.err(path, unknown_name("dependency", n, self.world.dependency_names()))),
             None => Ok(None),
         }
     }

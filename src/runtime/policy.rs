@@ -8,7 +8,7 @@ use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retrya
 use super::guard::pipeline::{PipelineSpec, RouteId};
 use super::mechanisms::compile_mechanisms;
 use super::workflow::WorkflowModel;
-use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path, quote};
+use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path, quote, unknown_name};
 use crate::sim::{Micros, ms_to_us};
 use crate::vocab::{FailureKind, Named};
 use crate::world::model::MAX_ATTEMPTS_LIMIT;
@@ -182,7 +182,8 @@ fn compile_policy(
     let context = StepContext { source, world, policy: p, path, rules: &rules, default_timeout };
     for step_id in p.steps.keys() {
         if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
-            let message = format!("no workflow has a step {}", quote(step_id));
+            let known = workflows.iter().flat_map(|w| w.steps.iter().map(|s| s.id.as_str()));
+            let message = unknown_name("step", step_id, known);
             return Err(error_at_path(source, &path.key("steps").key(step_id), message));
         }
     }
@@ -337,7 +338,7 @@ impl StepContext<'_> {
                 }
                 let index = world.dependency_index(f);
                 Some(index.ok_or_else(|| {
-                    error_at_path(source, &sp.key("fallback"), format!("unknown dependency {}", quote(f)))
+                    error_at_path(source, &sp.key("fallback"), unknown_name("dependency", f, world.dependency_names()))
                 })?)
             }
             None => s.fallback,

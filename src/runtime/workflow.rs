@@ -2,7 +2,7 @@
 //! checked (unknown names, cycles, contracts that make no sense).
 
 use crate::scenario::{
-    Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, quote,
+    Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, quote, unknown_name,
 };
 use crate::sim::stable_name_id;
 use crate::vocab::Priority;
@@ -65,7 +65,9 @@ pub fn compile_workflows(
                 }
                 let dependency = world
                     .dependency_index(&s.dependency)
-                    .ok_or_else(|| err(&sp.key("dependency"), format!("unknown dependency {}", quote(&s.dependency))))?;
+                    .ok_or_else(|| {
+                        err(&sp.key("dependency"), unknown_name("dependency", &s.dependency, world.dependency_names()))
+                    })?;
                 let fallback = match &s.fallback {
                     Some(name) => {
                         if s.effect == Effect::Write {
@@ -74,7 +76,9 @@ pub fn compile_workflows(
                                 "a write cannot fall back to another dependency: the first may have committed (essay section 4)".into(),
                             ));
                         }
-                        Some(world.dependency_index(name).ok_or_else(|| err(&sp.key("fallback"), format!("unknown dependency {}", quote(name))))?)
+                        Some(world.dependency_index(name).ok_or_else(|| {
+                            err(&sp.key("fallback"), unknown_name("dependency", name, world.dependency_names()))
+                        })?)
                     }
                     None => None,
                 };

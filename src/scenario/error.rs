@@ -121,6 +121,56 @@ pub fn quote(value: &str) -> String {
     }
 }
 
+/// The message for a name that refers to nothing: the closest known name when one is near
+/// (an edit or two away), then the names there are, so a typo is fixed without opening the file:
+/// "unknown dependency `modle-primary`; did you mean `model-primary`? (known: ...)".
+pub fn unknown_name<'a>(kind: &str, name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    let known: Vec<&str> = known.into_iter().collect();
+    let mut message = format!("unknown {kind} {}", quote(name));
+    if let Some(close) = closest(name, &known) {
+        message.push_str(&format!("; did you mean {}?", quote(close)));
+    }
+    const LISTED: usize = 12;
+    match known.len() {
+        0 => message.push_str(&format!(" (there is no {kind})")),
+        n => {
+            let listed: Vec<String> = known.iter().take(LISTED).map(|k| quote(k)).collect();
+            let more = if n > LISTED { format!(" and {} more", n - LISTED) } else { String::new() };
+            message.push_str(&format!(" (known: {}{more})", listed.join(", ")));
+        }
+    }
+    message
+}
+
+/// The known name nearest to `name` in edit distance, if it is near enough to be a typo.
+pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    known
+        .iter()
+        .map(|k| (edit_distance(&name.to_lowercase(), &k.to_lowercase()), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over characters; names longer than 64 characters are not compared.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len() > 64 || b.len() > 64 {
+        return usize::MAX;
+    }
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
 fn escape_controls(text: &str) -> String {
     text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
 }
@@ -252,5 +302,20 @@ mod tests {
         // Short messages are left alone, even when they quote.
         let e = ScenarioError::in_argument("--set a=1", "a", "unknown value `q`");
         assert_eq!(e.to_string(), "argument `--set a=1`: a: unknown value `q`");
+    }
+
+    #[test]
+    fn a_near_name_is_suggested_and_the_known_ones_listed() {
+        let known = ["model-primary", "model-lite", "vector-search"];
+        let m = unknown_name("dependency", "modle-primary", known);
+        assert_eq!(
+            m,
+            "unknown dependency `modle-primary`; did you mean `model-primary`? (known: `model-primary`, `model-lite`, `vector-search`)"
+        );
+        assert!(!unknown_name("dependency", "billing", known).contains("did you mean"));
+        assert_eq!(closest("Vector-Serch", &known), Some("vector-search"));
+        let many: Vec<String> = (0..20).map(|i| format!("d{i}")).collect();
+        assert!(unknown_name("dependency", "zzz", many.iter().map(String::as_str)).ends_with("and 8 more)"));
+        assert!(unknown_name("step", "x", []).ends_with("(there is no step)"));
     }
 }

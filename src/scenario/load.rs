@@ -119,7 +119,7 @@ fn parse_toml(source: &Source) -> Result<Scenario, ScenarioError> {
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = field_name(e.path());
         let inner = e.inner();
-        let mut message = first_line(inner.message());
+        let mut message = with_suggestion(first_line(inner.message()));
         // `run_latency_ms.p95 = [...]` unquoted is a nested table in TOML.
         if field.starts_with("slo") && message.contains("invalid type: map, expected a sequence") {
             message.push_str("; quote metric names that contain dots: \"run_latency_ms.p95\" = [\"< 1000\"]");
@@ -134,7 +134,8 @@ fn parse_json(source: &Source) -> Result<Scenario, ScenarioError> {
     let scenario: Scenario = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let field = field_name(e.path());
         let inner = e.inner();
-        ScenarioError::in_file(&source.path, Some(inner.line()), Some(inner.column()), &field, json_message(inner))
+        let message = with_suggestion(json_message(inner));
+        ScenarioError::in_file(&source.path, Some(inner.line()), Some(inner.column()), &field, message)
     })?;
     deserializer
         .end()
@@ -261,6 +262,48 @@ fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// serde's "unknown field `sed`, expected one of `duration_s`, `seed`, ..." (or "unknown
+/// variant") gains "; did you mean `seed`?" when a known name is a typo away.
+fn with_suggestion(message: String) -> String {
+    let message = plain_types(message);
+    let Some(rest) = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("unknown variant `"))
+    else {
+        return message;
+    };
+    let Some((name, expected)) = rest.split_once('`') else { return message };
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match super::error::closest(name, &known) {
+        Some(close) => format!("{message}; did you mean `{close}`?"),
+        None => message,
+    }
+}
+
+/// serde names Rust types ("expected u32"); users read "a whole number".
+fn plain_types(message: String) -> String {
+    const WORDS: [(&str, &str); 9] = [
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected i32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+    ];
+    let mut message = message;
+    for (rust, plain) in WORDS {
+        if let Some(at) = message.find(rust) {
+            let end = at + rust.len();
+            // Only the whole word: `expected u32` but not `expected u320`.
+            if !message[end..].starts_with(|c: char| c.is_ascii_alphanumeric()) {
+                message.replace_range(at..end, plain);
+            }
+        }
+    }
+    message
+}
+
 fn first_line(message: &str) -> String {
     message.lines().next().unwrap_or(message).trim().to_string()
 }
@@ -279,6 +322,21 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("t.toml:3:1: simulation.sed: "), "{text}");
         assert!(text.contains("unknown field `sed`"), "{text}");
+    }
+
+    #[test]
+    fn a_misspelt_field_gets_a_suggestion() {
+        let err = toml("[simulation]\nduration_s = 10\nsed = 3\n").unwrap_err().to_string();
+        assert!(err.ends_with("; did you mean `seed`?"), "{err}");
+        let err = toml("[simulation]\nduration_s = 10\ncolour = 3\n").unwrap_err().to_string();
+        assert!(!err.contains("did you mean"), "{err}");
+    }
+
+    #[test]
+    fn types_are_named_in_plain_words() {
+        let err = toml("[simulation]\nduration_s = 10\nreplications = -1\n").unwrap_err().to_string();
+        assert!(err.contains("expected a whole number from 0 to 4294967295"), "{err}");
+        assert!(!err.contains("u32"), "{err}");
     }
 
     #[test]

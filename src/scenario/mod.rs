@@ -7,7 +7,7 @@ pub mod locate;
 pub mod overrides;
 pub mod types;
 
-pub use error::{FieldPath, ScenarioError, quote};
+pub use error::{FieldPath, ScenarioError, closest, quote, unknown_name};
 pub use load::{Format, Source, load_file, parse_source};
 pub use locate::error_at_path;
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override};

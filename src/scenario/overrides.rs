@@ -89,11 +89,7 @@ fn require_named_policy(document: &Value, path: &[String]) -> Result<(), String>
         return Ok(());
     }
     let known: Vec<&str> = policies.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-    Err(format!(
-        "no policy named {} (the scenario has: {})",
-        quote(&path[1]),
-        if known.is_empty() { "none".into() } else { known.join(", ") }
-    ))
+    Err(super::error::unknown_name("policy", &path[1], known))
 }
 
 /// serde_path_to_error writes array positions as `dependency[1]`; override paths address
@@ -232,7 +228,7 @@ mod tests {
         let err = apply_overrides(&source, &[parse_override("dependency.nope.servers=1").unwrap()]).unwrap_err();
         assert!(err.to_string().starts_with("argument `dependency.nope.servers=1`"), "{err}");
         let err = apply_overrides(&source, &[parse_override("policy.typo.timeout_ms=5").unwrap()]).unwrap_err();
-        assert!(err.to_string().contains("no policy named `typo`"), "{err}");
+        assert!(err.to_string().contains("unknown policy `typo` (known: `p`)"), "{err}");
         let err = apply_overrides(&source, &[parse_override("dependency.db.servers=lots").unwrap()]).unwrap_err();
         assert!(err.to_string().contains("argument `dependency.db.servers=lots`"), "{err}");
     }

@@ -8,7 +8,7 @@ pub use super::fault_kind::FaultKind;
 use super::queue_policy::{Codel, Overflow, QueueOrder, QueuePolicy};
 use crate::scenario::{
     Arrivals, Dependency, ErrorMix, Fault, FieldPath, QueuePolicySpec, RateLimit, Scenario, ScenarioError, ServiceTime,
-    Source, Workflow, error_at_path, quote,
+    Source, Workflow, error_at_path, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
 use crate::vocab::Named;
@@ -154,6 +154,11 @@ pub struct World {
 }
 
 impl World {
+    /// Dependency names in file order, for messages.
+    pub fn dependency_names(&self) -> impl Iterator<Item = &str> {
+        self.dependencies.iter().map(|d| d.name.as_str())
+    }
+
     pub fn dependency_index(&self, name: &str) -> Option<usize> {
         self.dependencies.iter().position(|d| d.name == name)
     }
@@ -348,7 +353,8 @@ fn compile_dependencies<'s>(
         for (j, call) in d.calls.iter().enumerate() {
             let path = FieldPath::root().key("dependency").index(i).key("calls").index(j);
             let target = *names.get(call.dependency.as_str()).ok_or_else(|| {
-                c.err(&path.key("dependency"), format!("unknown dependency {}", quote(&call.dependency)))
+                let known = specs.iter().map(|d| d.name.as_str());
+                c.err(&path.key("dependency"), unknown_name("dependency", &call.dependency, known))
             })?;
             dependencies[i].calls.push(RemoteCallModel {
                 dependency: target,
@@ -552,7 +558,7 @@ fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) ->
     })?;
     let target = *names
         .get(f.target.as_str())
-        .ok_or_else(|| c.err(&path.key("target"), format!("unknown dependency {}", quote(&f.target))))?;
+        .ok_or_else(|| c.err(&path.key("target"), unknown_name("dependency", &f.target, names.keys().copied())))?;
     let start_s = c.non_negative(&path.key("start_s"), f.start_s)?;
     let duration_s = c.positive(&path.key("duration_s"), f.duration_s)?;
     let toxicity = c.probability(&path.key("toxicity"), f.toxicity.unwrap_or(1.0))?;
