@@ -321,3 +321,37 @@ fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
 pub fn main() -> i32 {
     execute(Cli::parse())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_option_has_help_and_every_command_an_example() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        let mut commands = 0;
+        for sub in cli.get_subcommands() {
+            commands += 1;
+            let name = sub.get_name();
+            let examples = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(examples.contains(&format!("faultline {name} ")), "`{name}` shows no example:\n{examples}");
+            assert!(sub.get_about().is_some(), "`{name}` has no description");
+            for arg in sub.get_arguments() {
+                assert!(arg.get_help().is_some(), "`faultline {name}`: `{}` has no help text", arg.get_id());
+            }
+        }
+        assert_eq!(commands, 7, "run, sweep, merge, gate, validate, init, completions");
+        let short = |command: &str, long: &str| {
+            let sub = cli.find_subcommand(command).unwrap();
+            sub.get_arguments().find(|a| a.get_long() == Some(long)).and_then(|a| a.get_short())
+        };
+        for command in ["run", "sweep"] {
+            assert_eq!(short(command, "policy"), Some('p'));
+            assert_eq!(short(command, "out"), Some('o'));
+            assert_eq!(short(command, "jobs"), Some('j'));
+        }
+        assert_eq!(short("merge", "out"), Some('o'));
+        assert_eq!(short("gate", "jobs"), Some('j'));
+    }
+}
