@@ -4,10 +4,11 @@
 use crate::experiment::CommandError;
 use crate::experiment::batch::{MAX_JOBS, default_jobs};
 use crate::experiment::gate::{GateOptions, gate};
+use crate::experiment::init::{InitOptions, init};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
 use crate::experiment::shard::{MergeOptions, merge};
 use crate::experiment::sweep::{Shard, SweepOptions, sweep};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +20,15 @@ pub const EXIT_INVALID_INPUT: i32 = 2;
 pub const EXIT_GATE_FAILED: i32 = 99;
 
 #[derive(Parser, Debug)]
-#[command(name = "faultline", version, about = "Deterministic simulator and chaos-test harness for AI-agent runtimes")]
+#[command(
+    name = "faultline",
+    version,
+    about = "Deterministic simulator and chaos-test harness for AI-agent runtimes",
+    after_help = "Exit codes: 0 success, 1 an I/O failure, 2 invalid input, 99 a failed gate.\n\n\
+                  Start here:\n  faultline init                     # writes scenario.toml, a commented starter\n  \
+                  faultline run scenario.toml\n  \
+                  faultline gate scenario.toml --candidate resilient --baseline naive"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -29,6 +38,15 @@ pub struct Cli {
 pub enum Format {
     Text,
     Json,
+}
+
+impl Format {
+    fn output(self) -> OutputFormat {
+        match self {
+            Format::Text => OutputFormat::Text,
+            Format::Json => OutputFormat::Json,
+        }
+    }
 }
 
 /// Options every simulating command takes.
@@ -41,27 +59,71 @@ pub struct SimulationArgs {
     #[arg(long)]
     replications: Option<u32>,
     /// Override a scenario value: path=value (repeatable).
-    #[arg(long = "set")]
+    #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
     /// Worker threads. Default: every core.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     jobs: Option<usize>,
 }
+
+const RUN_EXAMPLES: &str = "Examples:
+  faultline run scenarios/meeting-analysis-incident.toml
+  faultline run scenario.toml -p resilient --replications 16 -o results/resilient
+  faultline run scenario.toml --set dependency.model.servers=20 --format json";
+
+const SWEEP_EXAMPLES: &str = "Examples:
+  faultline sweep scenario.toml --param policy.resilient.budget.retry_tokens=0,1,2,4 -p resilient
+  faultline sweep scenario.toml --param workflow.support-answer.arrivals.rate_per_s=2,5,10 --resume
+  faultline sweep scenario.toml --param fault.0.duration_s=60,120 --shard 0/4 -o shards";
+
+const MERGE_EXAMPLES: &str = "Example:
+  faultline merge shards/shard-*-of-4.jsonl -o results/scenario-sweep";
+
+const GATE_EXAMPLES: &str =
+    "The candidate file's seed and replication count (after --seed and --replications) govern both
+sides: replication k of the candidate and of the baseline runs on the same derived seed, and
+--set applies to both files. [slo] thresholds and [slo.regression] limits come from the
+candidate file; the baseline file's [slo] is ignored.
+
+Examples:
+  # Thresholds on one policy, regression limits against another policy of the same file.
+  faultline gate scenario.toml --candidate resilient --baseline naive
+  # A pull request: the PR's file against main's version of it, for CI.
+  git show origin/main:scenario.toml > base.toml
+  faultline gate scenario.toml --candidate resilient --baseline-scenario base.toml --junit gate.xml
+  # Thresholds only, as a JSON document.
+  faultline gate scenario.toml --candidate resilient --thresholds-only --format json";
+
+const VALIDATE_EXAMPLES: &str = "Example:
+  faultline validate scenarios/meeting-analysis-incident.toml";
+
+const INIT_EXAMPLES: &str = "Examples:
+  faultline init                       # writes ./scenario.toml
+  faultline init agents/support.toml   # folders are created as needed
+  faultline init scenario.toml --force";
+
+const COMPLETIONS_EXAMPLES: &str = "Examples:
+  faultline completions bash > ~/.local/share/bash-completion/completions/faultline
+  faultline completions zsh > ~/.zfunc/_faultline       # with fpath+=~/.zfunc before compinit
+  faultline completions fish > ~/.config/fish/completions/faultline.fish
+  faultline completions powershell >> $PROFILE";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run every policy of a scenario (or those named) on the same seeds and compare them.
+    #[command(after_help = RUN_EXAMPLES)]
     Run {
         /// Scenario file (.toml or .json).
         scenario: PathBuf,
         /// A policy to run; repeat for several. Default: all.
-        #[arg(long = "policy")]
+        #[arg(short = 'p', long = "policy", value_name = "NAME")]
         policies: Vec<String>,
         #[command(flatten)]
         common: SimulationArgs,
-        /// Output folder. Default: results/<scenario-stem>/
-        #[arg(long)]
+        /// Output folder, replaced as a whole. Default: results/<scenario-stem>/
+        #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// How to print the comparison on standard output.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Run only replication K (numbered from 0) of each policy; its figures are exactly
@@ -70,19 +132,21 @@ pub enum Command {
         replication: Option<u32>,
     },
     /// Run the cross product of parameter values, each point x replication in parallel.
+    #[command(after_help = SWEEP_EXAMPLES)]
     Sweep {
         /// Scenario file (.toml or .json).
         scenario: PathBuf,
         /// path=v1,v2,... (repeatable; the grid is the cross product).
-        #[arg(long = "param")]
+        #[arg(long = "param", value_name = "PATH=V1,V2,...")]
         params: Vec<String>,
-        #[arg(long = "policy")]
+        /// A policy to run at every point; repeat for several. Default: all.
+        #[arg(short = 'p', long = "policy", value_name = "NAME")]
         policies: Vec<String>,
         #[command(flatten)]
         common: SimulationArgs,
         /// Output folder, replaced as a whole. Default: results/<scenario>-sweep/ (with --shard:
         /// results/<scenario>-shards/, where every shard writes its own file).
-        #[arg(long)]
+        #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Continue a killed sweep from its checkpoint: finished grid points are not computed
         /// again, and the files are byte-identical to an uninterrupted sweep's.
@@ -94,30 +158,68 @@ pub enum Command {
         shard: Option<String>,
     },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
+    #[command(after_help = MERGE_EXAMPLES)]
     Merge {
         /// Every shard file of one sweep (shard-K-of-N.jsonl), in any order.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
         /// Output folder, replaced as a whole. Default: results/<scenario>-sweep/
-        #[arg(long)]
+        #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
-    /// Check the scenario's [slo] on a candidate policy; exit 99 if any check fails.
+    /// Check the scenario's [slo] on a candidate policy, and [slo.regression] against a
+    /// baseline policy of the same file or of another file; exit 99 if any check fails.
+    #[command(after_help = GATE_EXAMPLES)]
     Gate {
-        /// Scenario file (.toml or .json).
+        /// Candidate scenario file (.toml or .json); its [slo] section is judged.
         scenario: PathBuf,
-        #[arg(long)]
+        /// The policy under test, from the candidate file.
+        #[arg(long, value_name = "NAME")]
         candidate: String,
-        /// Baseline policy for [slo.regression] limits on paired differences.
-        #[arg(long)]
+        /// Baseline policy for [slo.regression] limits on paired differences: a policy of the
+        /// candidate file, or with --baseline-scenario of that file (default there: the
+        /// candidate's name).
+        #[arg(long, value_name = "NAME")]
         baseline: Option<String>,
+        /// Take the baseline policy from this file (such as main's version of the scenario).
+        /// It runs on the candidate file's seed and replication count.
+        #[arg(long, value_name = "FILE")]
+        baseline_scenario: Option<PathBuf>,
+        /// Judge [slo] thresholds alone; [slo.regression] limits are listed as SKIP. Without
+        /// it, a scenario with [slo.regression] needs --baseline or --baseline-scenario.
+        #[arg(long, conflicts_with_all = ["baseline", "baseline_scenario"])]
+        thresholds_only: bool,
         #[command(flatten)]
         common: SimulationArgs,
+        /// How to print the report: an aligned table, or a JSON document with every check.
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Also write the checks as a JUnit XML report (one test case per check) to FILE.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Load and check a scenario without running it.
+    #[command(after_help = VALIDATE_EXAMPLES)]
     Validate {
         /// Scenario file (.toml or .json).
         scenario: PathBuf,
+    },
+    /// Write a commented starter scenario to begin from.
+    #[command(after_help = INIT_EXAMPLES)]
+    Init {
+        /// Where to write it (a .toml file, or a folder to put scenario.toml in).
+        #[arg(default_value = "scenario.toml")]
+        path: PathBuf,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script to standard output.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -136,12 +238,9 @@ fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
 pub fn execute(cli: Cli) -> i32 {
     let result: Result<(String, i32), CommandError> = (|| match cli.command {
         Command::Run { scenario, policies, common: c, out, format, replication } => {
-            let format = match format {
-                Format::Text => OutputFormat::Text,
-                Format::Json => OutputFormat::Json,
-            };
             let jobs = jobs(c.jobs)?;
             let (seed, replications, sets) = (c.seed, c.replications, c.sets);
+            let format = format.output();
             let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication };
             Ok((run(&opts)?, EXIT_OK))
         }
@@ -153,13 +252,40 @@ pub fn execute(cli: Cli) -> i32 {
             Ok((sweep(&opts)?, EXIT_OK))
         }
         Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
-        Command::Gate { scenario, candidate, baseline, common: c } => {
+        Command::Gate {
+            scenario,
+            candidate,
+            baseline,
+            baseline_scenario,
+            thresholds_only,
+            common: c,
+            format,
+            junit,
+        } => {
             let jobs = jobs(c.jobs)?;
-            let (seed, replications, sets) = (c.seed, c.replications, c.sets);
-            let report = gate(&GateOptions { scenario, candidate, baseline, seed, replications, sets, jobs })?;
+            let (seed, replications, sets, format) = (c.seed, c.replications, c.sets, format.output());
+            let report = gate(&GateOptions {
+                scenario,
+                candidate,
+                baseline,
+                baseline_scenario,
+                thresholds_only,
+                seed,
+                replications,
+                sets,
+                jobs,
+                format,
+                junit,
+            })?;
             Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
         }
         Command::Validate { scenario } => Ok((validate(&scenario)?, EXIT_OK)),
+        Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "faultline", &mut script);
+            Ok((String::from_utf8_lossy(&script).into_owned(), EXIT_OK))
+        }
     })();
     match result {
         Ok((text, code)) => {
@@ -198,4 +324,38 @@ fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
 
 pub fn main() -> i32 {
     execute(Cli::parse())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_option_has_help_and_every_command_an_example() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        let mut commands = 0;
+        for sub in cli.get_subcommands() {
+            commands += 1;
+            let name = sub.get_name();
+            let examples = sub.get_after_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(examples.contains(&format!("faultline {name} ")), "`{name}` shows no example:\n{examples}");
+            assert!(sub.get_about().is_some(), "`{name}` has no description");
+            for arg in sub.get_arguments() {
+                assert!(arg.get_help().is_some(), "`faultline {name}`: `{}` has no help text", arg.get_id());
+            }
+        }
+        assert_eq!(commands, 7, "run, sweep, merge, gate, validate, init, completions");
+        let short = |command: &str, long: &str| {
+            let sub = cli.find_subcommand(command).unwrap();
+            sub.get_arguments().find(|a| a.get_long() == Some(long)).and_then(|a| a.get_short())
+        };
+        for command in ["run", "sweep"] {
+            assert_eq!(short(command, "policy"), Some('p'));
+            assert_eq!(short(command, "out"), Some('o'));
+            assert_eq!(short(command, "jobs"), Some('j'));
+        }
+        assert_eq!(short("merge", "out"), Some('o'));
+        assert_eq!(short("gate", "jobs"), Some('j'));
+    }
 }

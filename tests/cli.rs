@@ -895,10 +895,28 @@ fn gate_regression_against_baseline() {
     // A baseline equal to the candidate would pass every regression check trivially.
     let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--baseline", "careful"]);
     assert_input_error(&o, &sb.out(), &["argument `--baseline careful`", "must differ"]);
-    // Without a baseline the regression checks are skipped, and nothing is left to fail.
+    // Without a baseline, regression limits are an error that says how to give one ...
     let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--jobs", "1"]);
+    let text = format!("{BASE}{slo}");
+    let line = assert_input_error(
+        &o,
+        &sb.out(),
+        &["[slo.regression] has 2 check(s)", "--baseline POLICY", "--baseline-scenario FILE", "--thresholds-only"],
+    );
+    assert_starts_with(&line, &located(&path, &text, "regression]", "slo.regression"));
+    // ... unless the gate is asked for thresholds only: then they are listed as skipped.
+    let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--thresholds-only", "--jobs", "1"]);
+    assert_input_error(&o, &sb.out(), &["--thresholds-only", "no [slo] thresholds"]);
+    let both = sb.write("both.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"> 0\"]\n{slo}"));
+    let o = faultline(&sb, ["gate", &s(&both), "--candidate", "careful", "--thresholds-only", "--jobs", "1"]);
     assert_success(&o);
-    assert!(stdout(&o).contains("SKIP"), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("SKIP").count(), 2, "{out}");
+    assert!(out.trim_end().ends_with("1 passed, 0 failed, 2 skipped: PASS"), "{out}");
+    // --thresholds-only and a baseline contradict each other.
+    let o = faultline(&sb, ["gate", &s(&both), "--candidate", "careful", "--thresholds-only", "--baseline", "hasty"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
     // One replication has no interval to judge on.
     let o = faultline(&sb, ["gate", &s(&path), "--candidate", "careful", "--replications", "1"]);
     assert_input_error(&o, &sb.out(), &["at least 2 replications"]);
@@ -930,14 +948,22 @@ fn gate_on_the_incident_resilient_passes() {
 fn gate_on_the_incident_naive_fails() {
     let o = faultline_in(
         repo(),
-        ["gate", "scenarios/meeting-analysis-incident.toml", "--candidate", "naive", "--replications", "3"],
+        [
+            "gate",
+            "scenarios/meeting-analysis-incident.toml",
+            "--candidate",
+            "naive",
+            "--thresholds-only",
+            "--replications",
+            "3",
+        ],
     );
     let err = stderr(&o);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(o.status.code(), Some(99), "stderr:\n{err}\nstdout:\n{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.contains("FAIL"), "{out}");
-    assert!(out.trim_end().ends_with("failed: FAIL"), "{out}");
+    assert!(out.trim_end().ends_with("0 passed, 4 failed, 1 skipped: FAIL"), "{out}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1220,4 +1246,392 @@ fn an_slo_from_the_command_line_is_checked_and_named() {
         ],
     );
     assert_input_error(&o, &sb.out(), &["argument `slo.no_such_metric=[\"< 0\"]`", "unknown metric"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// gate across files (--baseline-scenario), --format json, --junit
+// ---------------------------------------------------------------------------------------------
+
+/// Regression limits that pass only if candidate and baseline are paired replication by
+/// replication: the same arrivals give a difference of exactly 0 in runs.
+const PAIRED_SLO: &str = "\n[slo]\nlogical_run_total = [\"> 0\"]\n\n[slo.regression]\nlogical_run_total = [\"== 0\"]\ndependency_attempt_total = [\"<= 0\"]\n";
+
+/// 30 % transport errors make retries plain to see on 4 replications.
+const FLAKY: [&str; 6] =
+    ["--set", "dependency.db.errors.transient_transport=0.3", "--replications", "4", "--jobs", "1"];
+
+fn gate_json(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
+    let o = faultline(sb, [args, &["--format", "json"][..], &FLAKY[..]].concat());
+    let err = stderr(&o);
+    assert!(!err.contains("panicked"), "{err}");
+    let doc: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("gate --format json is not JSON: {e}\n{}\n{err}", stdout(&o)));
+    (o, doc)
+}
+
+/// What a JUnit report says: per test case, its name and its failure message (if it failed)
+/// or `skipped`; panics unless the document is well-formed XML with one <testsuite>.
+fn junit_cases(xml: &str) -> Vec<(String, Option<String>)> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    reader.config_mut().check_end_names = true;
+    let attr = |e: &quick_xml::events::BytesStart, key: &str| -> Option<String> {
+        e.attributes()
+            .map(|a| a.expect("a well-formed attribute"))
+            .find(|a| a.key.as_ref() == key)
+            .map(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).expect("known entities").into_owned())
+    };
+    let (mut cases, mut suites) = (Vec::new(), 0);
+    loop {
+        match reader.read_event().unwrap_or_else(|e| panic!("the JUnit report is not well-formed XML: {e}\n{xml}")) {
+            Event::Eof => break,
+            Event::Start(e) | Event::Empty(e) => match e.name().as_ref() {
+                "testsuite" => suites += 1,
+                "testcase" => cases.push((attr(&e, "name").expect("a test case has a name"), None)),
+                "failure" => {
+                    let message = attr(&e, "message").expect("a failure has a message");
+                    cases.last_mut().expect("a failure inside a test case").1 = Some(message);
+                }
+                "skipped" => cases.last_mut().expect("inside a test case").1 = Some("skipped".into()),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    assert_eq!(suites, 1, "one test suite:\n{xml}");
+    cases
+}
+
+#[test]
+fn gate_across_files_pairs_replications_on_the_candidates_seeds() {
+    let sb = Sandbox::new("gate_files_paired");
+    let candidate = sb.write("small.toml", &format!("{BASE}{PAIRED_SLO}"));
+    // main's version: the same world and policies, but another seed and replication count,
+    // which the candidate's replace.
+    let base_text =
+        edit(&edit(&format!("{BASE}{PAIRED_SLO}"), "seed = 3", "seed = 99"), "replications = 2", "replications = 7");
+    let base = sb.write("base.toml", &base_text);
+    let (o, doc) =
+        gate_json(&sb, &["gate", &s(&candidate), "--candidate", "careful", "--baseline-scenario", &s(&base)]);
+    assert_success(&o);
+    assert_eq!(doc["baseline"]["scenario"], s(&base));
+    assert_eq!(doc["baseline"]["policy"], "careful", "the baseline policy defaults to the candidate's name");
+    assert_eq!(doc["seed"], 3);
+    assert_eq!(doc["replications"], 4);
+    // Same policy, same world, same seeds: every paired difference is exactly 0.
+    for check in doc["checks"].as_array().unwrap().iter().filter(|c| c["kind"] == "regression") {
+        assert_eq!(
+            (check["mean"].as_f64(), check["ci95_low"].as_f64(), check["ci95_high"].as_f64()),
+            (Some(0.0), Some(0.0), Some(0.0)),
+            "{check}"
+        );
+    }
+    // The text says whose seed and replications were used.
+    let o =
+        faultline(&sb, ["gate", &s(&candidate), "--candidate", "careful", "--baseline-scenario", &s(&base), "-j", "1"]);
+    assert_success(&o);
+    let out = stdout(&o);
+    assert!(out.contains(&format!("baseline `careful` of {}", s(&base))), "{out}");
+    assert!(
+        out.contains("says seed 99 and 7 replication(s); the candidate's seed 3 and 2 replication(s) govern both"),
+        "{out}"
+    );
+
+    // --baseline Q from the other file gives exactly what --baseline Q from the same file gives.
+    let (o, across) = gate_json(
+        &sb,
+        &["gate", &s(&candidate), "--candidate", "careful", "--baseline-scenario", &s(&base), "--baseline", "hasty"],
+    );
+    assert_eq!(o.status.code(), Some(99), "careful retries, so it makes more attempts than hasty");
+    let (o, same) = gate_json(&sb, &["gate", &s(&candidate), "--candidate", "careful", "--baseline", "hasty"]);
+    assert_eq!(o.status.code(), Some(99));
+    assert_eq!(across["checks"], same["checks"], "pairing across files is the pairing within one file");
+    assert_eq!(across["summary"], same["summary"]);
+}
+
+#[test]
+fn gate_across_files_judges_the_change_in_the_candidate_file() {
+    let sb = Sandbox::new("gate_files_change");
+    let base = sb.write("base.toml", &format!("{BASE}{PAIRED_SLO}"));
+    // The pull request lowers careful's attempts from 2 to 1: fewer attempts, same runs.
+    let fewer = sb.write(
+        "fewer.toml",
+        &edit(&format!("{BASE}{PAIRED_SLO}"), "retry = { max_attempts = 2 }", "retry = { max_attempts = 1 }"),
+    );
+    let (o, doc) = gate_json(&sb, &["gate", &s(&fewer), "--candidate", "careful", "--baseline-scenario", &s(&base)]);
+    assert_success(&o);
+    let attempts = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == "dependency_attempt_total" && c["kind"] == "regression")
+        .unwrap();
+    assert!(attempts["mean"].as_f64().unwrap() < 0.0, "{attempts}");
+    assert_eq!(doc["result"], "pass");
+    assert_eq!(doc["summary"], serde_json::json!({"total": 3, "passed": 3, "failed": 0, "skipped": 0}));
+    // Raising them to 3 makes more attempts: the regression limit fails, the JUnit report says so.
+    let more = sb.write(
+        "more.toml",
+        &edit(&format!("{BASE}{PAIRED_SLO}"), "retry = { max_attempts = 2 }", "retry = { max_attempts = 3 }"),
+    );
+    let junit = sb.path("reports/gate.xml");
+    let o = faultline(
+        &sb,
+        [
+            &["gate", &s(&more), "--candidate", "careful", "--baseline-scenario", &s(&base), "--junit", &s(&junit)][..],
+            &FLAKY[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(99), "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.trim_end().ends_with("2 passed, 1 failed: FAIL"), "{out}");
+    assert!(out.contains(&format!("JUnit report: {}", s(&junit))), "{out}");
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report is written when the gate fails");
+    let cases = junit_cases(&xml);
+    let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "logical_run_total > 0",
+            "dependency_attempt_total (candidate - baseline) <= 0",
+            "logical_run_total (candidate - baseline) == 0",
+        ]
+    );
+    assert_eq!(cases.iter().filter(|(_, f)| f.is_some()).count(), 1, "{xml}");
+    let failure = cases[1].1.as_deref().expect("the attempts check failed");
+    assert!(
+        failure.starts_with("dependency_attempt_total (candidate - baseline) <= 0: the upper 95 % bound "),
+        "{failure}"
+    );
+    assert!(failure.contains("does not meet <= 0"), "{failure}");
+    assert!(
+        xml.contains(
+            r#"<testsuite name="faultline gate more (careful)" tests="3" failures="1" errors="0" skipped="0""#
+        ),
+        "{xml}"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(sb.path("reports")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("gate.xml")], "written through a temporary name");
+}
+
+#[test]
+fn gate_across_files_rejects_what_cannot_be_paired() {
+    let sb = Sandbox::new("gate_files_errors");
+    let candidate = sb.write("small.toml", &format!("{BASE}{PAIRED_SLO}"));
+    let junit = sb.path("gate.xml");
+    let gate = |extra: &[&str]| {
+        let (candidate, junit) = (s(&candidate), s(&junit));
+        let args =
+            [&["gate", candidate.as_str(), "--candidate", "careful", "--junit", junit.as_str()][..], extra].concat();
+        faultline(&sb, args)
+    };
+    // The baseline file has no policy of the candidate's name.
+    let renamed =
+        sb.write("renamed.toml", &edit(&format!("{BASE}{PAIRED_SLO}"), "[policy.careful]", "[policy.cautious]"));
+    let o = gate(&["--baseline-scenario", &s(&renamed)]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &[
+            &format!("argument `--baseline-scenario {}`", s(&renamed)),
+            "no policy named `careful` (it has cautious, hasty)",
+            "--baseline POLICY",
+        ],
+    );
+    let o = gate(&["--baseline-scenario", &s(&renamed), "--baseline", "nope"]);
+    assert_input_error(&o, &sb.out(), &["argument `--baseline nope`", "no policy named `nope`"]);
+    assert_success(&gate(&["--baseline-scenario", &s(&renamed), "--baseline", "cautious", "--jobs", "1"]));
+    std::fs::remove_file(&junit).unwrap();
+    // A regression metric the baseline file does not have (a dependency renamed) is named.
+    let slo = "\n[slo.regression]\n\"dependency.backup.attempt_total\" = [\"<= 0\"]\n";
+    let text = format!("{BASE}{slo}");
+    let cand = sb.write("cand.toml", &text);
+    let moved = sb.write(
+        "moved.toml",
+        &edit(&edit(BASE, "name = \"backup\"", "name = \"spare\""), "fallback = \"backup\"", "fallback = \"spare\""),
+    );
+    let o = faultline(
+        &sb,
+        ["gate", &s(&cand), "--candidate", "careful", "--baseline-scenario", &s(&moved), "--junit", &s(&junit)],
+    );
+    let line = assert_input_error(
+        &o,
+        &sb.out(),
+        &[&format!("the baseline scenario {} has no metric `dependency.backup.attempt_total`", s(&moved))],
+    );
+    assert_starts_with(
+        &line,
+        &located(&cand, &text, "\"dependency.backup.attempt_total\"", "slo.regression.dependency.backup.attempt_total"),
+    );
+    // The candidate's own file with the candidate's own policy would compare it with itself.
+    let o = gate(&["--baseline-scenario", &s(&candidate)]);
+    assert_input_error(&o, &sb.out(), &["it is the candidate's file"]);
+    // A broken baseline file is named by its own position; a --set it cannot take says which file.
+    let broken = sb.write("broken.toml", &edit(BASE, "servers = 4", "servers = 0"));
+    let o = gate(&["--baseline-scenario", &s(&broken)]);
+    assert_input_error(&o, &sb.out(), &[&format!("{}:", s(&broken)), "servers"]);
+    let o = gate(&[
+        "--baseline-scenario",
+        &s(&renamed),
+        "--baseline",
+        "cautious",
+        "--set",
+        "policy.careful.timeout_ms=100",
+    ]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &["argument `policy.careful.timeout_ms=100`", &format!("(in the baseline scenario {})", s(&renamed))],
+    );
+    let o = gate(&["--baseline-scenario", &s(&sb.path("absent.toml"))]);
+    assert_input_error(&o, &sb.out(), &["absent.toml", "cannot read the file"]);
+    assert!(!junit.exists(), "no report is written for invalid input");
+}
+
+#[test]
+fn gate_json_lists_every_check_and_skips_as_null() {
+    let sb = Sandbox::new("gate_json");
+    let path = sb.write("small.toml", &format!("{BASE}\n[slo]\nlogical_run_total = [\"< 1\"]\nduplicate_effect_total = [\"==0\"]\n\n[slo.regression]\ncost_per_success = [\"<= 10%\"]\n"));
+    let (o, doc) = gate_json(&sb, &["gate", &s(&path), "--candidate", "careful", "--thresholds-only"]);
+    assert_eq!(o.status.code(), Some(99));
+    assert!(o.stdout.ends_with(b"}\n"), "one document and a newline");
+    assert_eq!(doc["scenario"], "small");
+    assert_eq!(doc["candidate"], serde_json::json!({"scenario": s(&path), "policy": "careful"}));
+    assert_eq!(doc["baseline"], Value::Null);
+    assert_eq!(doc["result"], "fail");
+    assert_eq!(doc["summary"], serde_json::json!({"total": 3, "passed": 1, "failed": 1, "skipped": 1}));
+    let checks = doc["checks"].as_array().unwrap();
+    let keys: Vec<&str> = checks[0].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    for key in [
+        "kind",
+        "metric",
+        "expression",
+        "status",
+        "pass",
+        "judged",
+        "judged_on",
+        "limit",
+        "mean",
+        "ci95_low",
+        "ci95_high",
+        "undefined_replications",
+    ] {
+        assert!(keys.contains(&key), "a check has no `{key}`: {}", checks[0]);
+    }
+    // Thresholds first, then regression limits, each in metric order.
+    let runs = &checks[1];
+    assert_eq!(
+        (runs["kind"].as_str(), runs["status"].as_str(), runs["pass"].as_bool()),
+        (Some("threshold"), Some("fail"), Some(false))
+    );
+    assert_eq!(runs["judged_on"], "upper");
+    assert_eq!(runs["judged"], runs["ci95_high"], "`<` is judged on the upper bound");
+    assert!(runs["ci95_low"].as_f64().unwrap() <= runs["mean"].as_f64().unwrap());
+    assert_eq!(runs["metric"], "logical_run_total");
+    assert_eq!(checks[0]["expression"], "==0");
+    assert_eq!(checks[0]["pass"], true);
+    let skipped = &checks[2];
+    assert_eq!((skipped["kind"].as_str(), skipped["status"].as_str()), (Some("regression"), Some("skip")));
+    for key in ["pass", "judged", "mean", "ci95_low", "ci95_high", "limit"] {
+        assert_eq!(skipped[key], Value::Null, "{key} of a skipped check");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// init, completions, short flags
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn init_writes_a_starter_that_validates_runs_and_gates() {
+    let sb = Sandbox::new("init");
+    let o = faultline(&sb, ["init"]);
+    assert_success(&o);
+    let path = sb.path("scenario.toml");
+    assert!(stdout(&o).starts_with("wrote scenario.toml: "), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("faultline gate scenario.toml --candidate resilient --baseline naive"),
+        "{}",
+        stdout(&o)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    for part in ["[slo]", "[slo.regression]", "[[fault]]", "[policy.naive]", "[policy.resilient]", "effect = \"write\""]
+    {
+        assert!(text.contains(part), "the starter has no `{part}`");
+    }
+    let o = faultline(&sb, ["validate", "scenario.toml"]);
+    assert_success(&o);
+    assert!(stdout(&o).contains("policies: naive, resilient, 4 SLO checks, 1 regression checks"), "{}", stdout(&o));
+    let started = std::time::Instant::now();
+    let o = run(&sb, &path, &sb.path("results"), &["--format", "json"]);
+    assert_success(&o);
+    assert!(started.elapsed().as_secs() < 60, "the starter runs quickly");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        doc["naive"]["metrics"]["deadline_exceeded_ratio"].as_f64().unwrap() > 0.1,
+        "the fault hurts the naive policy"
+    );
+    assert_eq!(doc["resilient"]["metrics"]["deadline_exceeded_ratio"], 0.0);
+    // The gate the starter suggests passes, and the naive policy fails it.
+    let o = faultline(&sb, ["gate", "scenario.toml", "--candidate", "resilient", "--baseline", "naive", "-j", "1"]);
+    assert_success(&o);
+    let o = faultline(&sb, ["gate", "scenario.toml", "--candidate", "naive", "--thresholds-only", "-j", "1"]);
+    assert_eq!(o.status.code(), Some(99), "{}", stdout(&o));
+    // An existing file is never overwritten without --force.
+    std::fs::write(&path, "# mine\n").unwrap();
+    let o = faultline(&sb, ["init"]);
+    assert_input_error(&o, &sb.out(), &["scenario.toml already exists", "--force"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# mine\n");
+    assert_success(&faultline(&sb, ["init", "--force"]));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    // Another name, a folder, and a name the loader would not read.
+    assert_success(&faultline(&sb, ["init", "agents/support.toml"]));
+    assert_eq!(std::fs::read_to_string(sb.path("agents/support.toml")).unwrap(), text);
+    std::fs::create_dir(sb.path("dir")).unwrap();
+    assert_success(&faultline(&sb, ["init", "dir"]));
+    assert!(sb.path("dir/scenario.toml").exists());
+    let o = faultline(&sb, ["init", "starter.txt"]);
+    assert_input_error(&o, &sb.out(), &["argument `starter.txt`", "must end in .toml"]);
+    assert!(!sb.path("starter.txt").exists());
+}
+
+#[test]
+fn completions_print_a_script_for_every_shell() {
+    let sb = Sandbox::new("completions");
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef faultline"),
+        ("fish", "complete -c faultline"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[faultline]"),
+    ] {
+        let o = faultline(&sb, ["completions", shell]);
+        assert_success(&o);
+        let script = stdout(&o);
+        assert!(script.contains(marker), "{shell}: no `{marker}` in\n{script}");
+        assert!(
+            script.contains("baseline-scenario") && script.contains("thresholds-only"),
+            "{shell} completes gate's options"
+        );
+    }
+    let o = faultline(&sb, ["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("invalid value 'tcsh'"), "{}", stderr(&o));
+}
+
+#[test]
+fn short_flags_mean_the_long_ones() {
+    let sb = Sandbox::new("short_flags");
+    let path = sb.write("small.toml", BASE);
+    assert_success(&faultline(&sb, ["run", &s(&path), "-p", "careful", "-o", &s(&sb.path("short")), "-j", "1"]));
+    assert_success(&faultline(
+        &sb,
+        ["run", &s(&path), "--policy", "careful", "--out", &s(&sb.path("long")), "--jobs", "1"],
+    ));
+    let a = std::fs::read(sb.path("short/careful/summary.json")).unwrap();
+    let b = std::fs::read(sb.path("long/careful/summary.json")).unwrap();
+    assert!(a == b);
+    assert!(!sb.path("short/hasty").exists(), "-p selects the policy");
+    let o = faultline(&sb, ["run", &s(&path), "-j", "0", "-o", &s(&sb.out())]);
+    assert_input_error(&o, &sb.out(), &["argument `--jobs 0`"]);
 }

@@ -1,28 +1,192 @@
 //! `faultline gate`: the scenario's SLO thresholds on the candidate policy, and regression
-//! limits on paired differences against a baseline policy run on the same seeds.
+//! limits on paired differences against a baseline policy run on the same seeds. The baseline
+//! is another policy of the same file (`--baseline`) or a policy of another file
+//! (`--baseline-scenario`, such as main's version of the scenario in a pull request); either
+//! way replication k of both runs on `replication_seed(seed, k)` with the candidate file's
+//! seed and replication count.
 
 use super::CommandError;
-use super::batch::{Loaded, load_model};
-use super::run::{apply_seed, collect_overrides, run_policies, select_policies};
-use super::slo::{SloChecks, compile_slo_with, judge_regression, judge_threshold};
+use super::batch::{Loaded, Task, Workers, check_batch_size, load_model, replication_seed};
+use super::folder::write_atomically;
+use super::junit::{self, Case, CaseResult};
+use super::run::{OutputFormat, apply_seed, collect_overrides, select_policies};
+use super::slo::{Check, SloChecks, compile_slo_with, judge_regression, judge_threshold, regression_limit};
 use super::table::{human, render};
-use crate::scenario::quote;
-use std::path::PathBuf;
+use crate::engine::Model;
+use crate::metrics::MetricMap;
+use crate::metrics::stats::Estimate;
+use crate::scenario::{FieldPath, ScenarioError, error_at_path};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
 pub struct GateOptions {
     pub scenario: PathBuf,
     pub candidate: String,
+    /// The baseline policy; with `baseline_scenario` unset it comes from `scenario`.
     pub baseline: Option<String>,
+    /// The file the baseline policy comes from (default policy name: the candidate's).
+    pub baseline_scenario: Option<PathBuf>,
+    /// Gate on `[slo]` alone and list `[slo.regression]` checks as skipped.
+    pub thresholds_only: bool,
     pub seed: Option<u64>,
     pub replications: Option<u32>,
     pub sets: Vec<String>,
     pub jobs: usize,
+    pub format: OutputFormat,
+    /// Also write a JUnit XML report here.
+    pub junit: Option<PathBuf>,
 }
 
 pub struct GateReport {
     pub text: String,
     pub passed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Threshold,
+    Regression,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+impl Status {
+    fn word(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Skip => "SKIP",
+        }
+    }
+}
+
+/// One judged (or skipped) check, as every output form shows it.
+#[derive(Debug, Clone, Serialize)]
+struct Outcome {
+    kind: Kind,
+    metric: String,
+    expression: String,
+    status: Status,
+    /// `null` when skipped.
+    pass: Option<bool>,
+    /// The value compared with `limit`: a bound of the 95 % interval (`judged_on`).
+    judged: Option<f64>,
+    judged_on: &'static str,
+    /// The threshold in the metric's unit (a `%` regression limit scaled by the baseline mean).
+    limit: Option<f64>,
+    mean: Option<f64>,
+    ci95_low: Option<f64>,
+    ci95_high: Option<f64>,
+    /// Replications where the metric (or the difference) is undefined; any makes the check fail.
+    undefined_replications: usize,
+    #[serde(skip)]
+    replications: usize,
+    #[serde(skip)]
+    operator: &'static str,
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+impl Outcome {
+    fn judged(kind: Kind, check: &Check, pass: bool, judged: f64, limit: f64, e: &Estimate, n: usize) -> Outcome {
+        Outcome {
+            kind,
+            metric: check.metric.clone(),
+            expression: check.expression.clone(),
+            status: if pass { Status::Pass } else { Status::Fail },
+            pass: Some(pass),
+            judged: finite(judged),
+            judged_on: check.comparison.judged_on(),
+            limit: finite(limit),
+            mean: finite(e.mean),
+            ci95_low: finite(e.low),
+            ci95_high: finite(e.high),
+            undefined_replications: n - e.n.min(n),
+            replications: n,
+            operator: check.comparison.symbol(),
+        }
+    }
+
+    fn skipped(check: &Check, n: usize) -> Outcome {
+        Outcome {
+            kind: Kind::Regression,
+            metric: check.metric.clone(),
+            expression: check.expression.clone(),
+            status: Status::Skip,
+            pass: None,
+            judged: None,
+            judged_on: check.comparison.judged_on(),
+            limit: None,
+            mean: None,
+            ci95_low: None,
+            ci95_high: None,
+            undefined_replications: 0,
+            replications: n,
+            operator: check.comparison.symbol(),
+        }
+    }
+
+    /// The check as the table and the JUnit test case name it.
+    fn label(&self) -> String {
+        match self.kind {
+            Kind::Threshold => format!("{} {}", self.metric, self.expression),
+            Kind::Regression => format!("{} (candidate - baseline) {}", self.metric, self.expression),
+        }
+    }
+
+    fn undefined_note(&self) -> String {
+        match self.undefined_replications {
+            0 => String::new(),
+            k => format!(" (undefined in {k} of {} replications)", self.replications),
+        }
+    }
+
+    fn interval(&self) -> String {
+        match (self.ci95_low, self.ci95_high) {
+            (Some(low), Some(high)) => format!("[{}, {}]", human(low), human(high)),
+            _ => "n/a".into(),
+        }
+    }
+
+    /// Why a failed check failed, in one sentence.
+    fn failure_message(&self) -> String {
+        let show = |v: Option<f64>| v.map(human).unwrap_or_else(|| "n/a".into());
+        let bound = match self.judged_on {
+            "upper" => "the upper 95 % bound",
+            "lower" => "the lower 95 % bound",
+            "both" => "a 95 % bound",
+            _ => "the 95 % interval",
+        };
+        let mut m = format!(
+            "{}: {bound} {} does not meet {} {}; mean {}, 95% CI {}",
+            self.label(),
+            show(self.judged),
+            self.operator,
+            show(self.limit),
+            show(self.mean),
+            self.interval()
+        );
+        m.push_str(&self.undefined_note());
+        m
+    }
+}
+
+/// Where the baseline comes from, once checked.
+struct Baseline {
+    policy: String,
+    /// The other file, and what it said about the seed and replications before the
+    /// candidate's replaced them.
+    file: Option<(String, u64, u32)>,
 }
 
 pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
@@ -39,88 +203,358 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
             model.world.replications
         )));
     }
-    if opts.baseline.as_ref() == Some(&opts.candidate) {
+    let has_baseline = opts.baseline.is_some() || opts.baseline_scenario.is_some();
+    if opts.thresholds_only && has_baseline {
+        let flag = if opts.baseline_scenario.is_some() { "--baseline-scenario" } else { "--baseline" };
         return Err(CommandError::Input(format!(
-            "argument {}: the baseline must differ from the candidate",
-            quote(&format!("--baseline {}", opts.candidate))
+            "argument `--thresholds-only`: cannot be used with `{flag}`, which asks for the regression checks"
         )));
     }
-    let mut policies = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?;
-    if let Some(baseline) = &opts.baseline {
-        policies.extend(select_policies(&model, std::slice::from_ref(baseline), "--baseline")?);
+    if opts.thresholds_only && checks.thresholds.is_empty() {
+        return Err(CommandError::Input(format!(
+            "argument `--thresholds-only`: {} has no [slo] thresholds, only [slo.regression] limits, so nothing would be judged",
+            source.path
+        )));
     }
-    let results = run_policies(&model, &policies, opts.jobs)?;
-
-    let header: Vec<String> = ["result", "check", "judged", "mean", "95% CI"].iter().map(|s| s.to_string()).collect();
-    let mut rows = Vec::new();
-    let mut failed = 0;
-    let mut passed = 0;
-    let mut row = |status: &str, label: String, judged: f64, mean: f64, low: f64, high: f64| {
-        let ci = if low.is_nan() { "n/a".to_string() } else { format!("[{}, {}]", human(low), human(high)) };
-        rows.push(vec![status.to_string(), label, human(judged), human(mean), ci]);
+    if !checks.regressions.is_empty() && !has_baseline && !opts.thresholds_only {
+        let e = error_at_path(
+            &source,
+            &FieldPath::root().key("slo").key("regression"),
+            format!(
+                "[slo.regression] has {} check(s) on paired differences but no baseline was given; \
+                 pass --baseline POLICY (a policy of this file), --baseline-scenario FILE (such as main's version of this file), \
+                 or --thresholds-only to skip them",
+                checks.regressions.len()
+            ),
+        );
+        return Err(e.into());
+    }
+    let candidate = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?[0];
+    let mut models = vec![model];
+    let mut sides = vec![(0, candidate)];
+    let baseline = match (&opts.baseline_scenario, &opts.baseline) {
+        (None, None) => None,
+        (None, Some(name)) => {
+            if name == &opts.candidate {
+                return Err(CommandError::Input(format!(
+                    "argument `--baseline {name}`: the baseline must differ from the candidate"
+                )));
+            }
+            sides.push((0, select_policies(&models[0], std::slice::from_ref(name), "--baseline")?[0]));
+            Some(Baseline { policy: name.clone(), file: None })
+        }
+        (Some(path), name) => {
+            let policy = name.clone().unwrap_or_else(|| opts.candidate.clone());
+            if name.as_ref().is_none_or(|n| n == &opts.candidate) && same_file(path, &opts.scenario) {
+                return Err(CommandError::Input(format!(
+                    "argument `--baseline-scenario {}`: it is the candidate's file and the baseline policy is the candidate, \
+                     so every difference would be 0; pass main's version of the file or --baseline POLICY",
+                    path.display()
+                )));
+            }
+            let (base, said) = load_baseline(path, &policy, name.is_some(), &overrides, &models[0])?;
+            check_baseline_metrics(&checks, &base, &source, path)?;
+            let index = base.policy_index(&policy).expect("load_baseline checked the policy");
+            models.push(base);
+            sides.push((1, index));
+            Some(Baseline { policy, file: Some((path.display().to_string(), said.0, said.1)) })
+        }
     };
-    let results: Vec<&[crate::metrics::MetricMap]> = results.iter().map(|r| r.metrics.as_slice()).collect();
-    let values = |runs: &[crate::metrics::MetricMap], metric: &str| -> Vec<f64> {
+
+    let runs = simulate_sides(&models, &sides, opts)?;
+    let n = runs[0].len();
+    let values = |runs: &[MetricMap], metric: &str| -> Vec<f64> {
         runs.iter().map(|r| r.get(metric).copied().unwrap_or(f64::NAN)).collect()
     };
+    let mut outcomes = Vec::new();
     for check in &checks.thresholds {
-        let (v, e) = judge_threshold(check, &values(results[0], &check.metric));
-        if v.pass {
-            passed += 1
-        } else {
-            failed += 1
-        }
-        let label = format!("{} {}{}", check.metric, check.expression, undefined_note(&e, results[0].len()));
-        row(if v.pass { "PASS" } else { "FAIL" }, label, v.judged, e.mean, e.low, e.high);
+        let (v, e) = judge_threshold(check, &values(&runs[0], &check.metric));
+        outcomes.push(Outcome::judged(Kind::Threshold, check, v.pass, v.judged, check.threshold, &e, n));
     }
-    match results.get(1) {
-        Some(baseline_runs) => {
-            for check in &checks.regressions {
-                let (v, e) =
-                    judge_regression(check, &values(results[0], &check.metric), &values(baseline_runs, &check.metric));
-                if v.pass {
-                    passed += 1
-                } else {
-                    failed += 1
-                }
-                let label = format!(
-                    "{} (candidate - baseline) {}{}",
-                    check.metric,
-                    check.expression,
-                    undefined_note(&e, results[0].len())
-                );
-                row(if v.pass { "PASS" } else { "FAIL" }, label, v.judged, e.mean, e.low, e.high);
+    for check in &checks.regressions {
+        outcomes.push(match runs.get(1) {
+            Some(base) => {
+                let (c, b) = (values(&runs[0], &check.metric), values(base, &check.metric));
+                let (v, e) = judge_regression(check, &c, &b);
+                Outcome::judged(Kind::Regression, check, v.pass, v.judged, regression_limit(check, &b), &e, n)
             }
-        }
-        None => {
-            for check in &checks.regressions {
-                rows.push(vec![
-                    "SKIP".into(),
-                    format!("{} (candidate - baseline) {}: needs --baseline", check.metric, check.expression),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
-            }
-        }
+            None => Outcome::skipped(check, n),
+        });
     }
-    let mut text = format!(
-        "gate {}: candidate `{}`{}, {} replication(s) on shared seeds\n\n",
-        model.name,
-        opts.candidate,
-        opts.baseline.as_ref().map(|b| format!(", baseline `{b}`")).unwrap_or_default(),
-        model.world.replications
-    );
-    text.push_str(&render(&header, &rows));
-    text.push_str("\n`<`/`<=` are judged on the upper 95 % bound, `>`/`>=` on the lower, `==` on both.\n");
-    text.push_str(&format!("{} passed, {} failed: {}\n", passed, failed, if failed == 0 { "PASS" } else { "FAIL" }));
-    Ok(GateReport { text, passed: failed == 0 })
+    let model = &models[0];
+    let passed = !outcomes.iter().any(|o| o.status == Status::Fail);
+    let text = text_report(model, opts, baseline.as_ref(), &outcomes);
+    if let Some(path) = &opts.junit {
+        write_atomically(path, junit_report(model, opts, baseline.as_ref(), &outcomes, &text).as_bytes())?;
+    }
+    let text = match opts.format {
+        OutputFormat::Text => text,
+        OutputFormat::Json => json_report(model, opts, baseline.as_ref(), &outcomes)?,
+    };
+    Ok(GateReport { text, passed })
 }
 
-fn undefined_note(e: &crate::metrics::stats::Estimate, replications: usize) -> String {
-    if e.n < replications {
-        format!(" (undefined in {} of {replications} replications)", replications - e.n)
-    } else {
-        String::new()
+/// Whether two paths name one file (as far as the file system can tell).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
+}
+
+/// Loads the baseline file with the same overrides, checks that it has the baseline policy,
+/// and gives it the candidate's seed and replication count. Returns the model and what the
+/// file itself said (seed, replications).
+fn load_baseline(
+    path: &Path,
+    policy: &str,
+    named: bool,
+    overrides: &[crate::scenario::Override],
+    candidate: &Model,
+) -> Result<(Model, (u64, u32)), CommandError> {
+    let mut base = load_model(path, overrides)
+        .map_err(|e: ScenarioError| match e.origin {
+            // A file error already names the baseline file; an argument's must say which file.
+            crate::scenario::error::Origin::Argument(_) => {
+                CommandError::Input(format!("{e} (in the baseline scenario {})", path.display()))
+            }
+            _ => e.into(),
+        })?
+        .model;
+    if base.policy_index(policy).is_none() {
+        let known: Vec<&str> = base.policies.iter().map(|p| p.name.as_str()).collect();
+        let how = if named {
+            format!("argument `--baseline {policy}`")
+        } else {
+            format!("argument `--baseline-scenario {}`", path.display())
+        };
+        let hint = if named { "" } else { "; name the baseline policy with --baseline POLICY" };
+        return Err(CommandError::Input(format!(
+            "{how}: the baseline scenario {} has no policy named `{policy}` (it has {}){hint}",
+            path.display(),
+            known.join(", ")
+        )));
+    }
+    let said = (base.world.seed, base.world.replications);
+    base.world.seed = candidate.world.seed;
+    base.world.replications = candidate.world.replications;
+    Ok((base, said))
+}
+
+/// Every regression metric must exist in the baseline file too, or there is nothing to pair.
+fn check_baseline_metrics(
+    checks: &SloChecks,
+    base: &Model,
+    source: &crate::scenario::Source,
+    path: &Path,
+) -> Result<(), CommandError> {
+    let names = base.metric_names();
+    for check in &checks.regressions {
+        if !names.contains(&check.metric) {
+            let field = FieldPath::root().key("slo").key("regression").key(&check.metric);
+            return Err(error_at_path(
+                source,
+                &field,
+                format!(
+                    "the baseline scenario {} has no metric `{}` to compare with (a dependency, step or workflow renamed?)",
+                    path.display(),
+                    check.metric
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Runs every replication of each side (model, policy) on the candidate's replication seeds,
+/// in parallel, and returns each side's metrics in replication order.
+fn simulate_sides(
+    models: &[Model],
+    sides: &[(usize, usize)],
+    opts: &GateOptions,
+) -> Result<Vec<Vec<MetricMap>>, CommandError> {
+    let world = &models[0].world;
+    let tasks: Vec<Task> = sides
+        .iter()
+        .flat_map(|&(model, policy)| {
+            (0..world.replications).map(move |r| Task {
+                model,
+                policy,
+                replication: r,
+                seed: replication_seed(world.seed, r),
+            })
+        })
+        .collect();
+    check_batch_size(Some(tasks.len()))?;
+    let workers = Workers::start(opts.jobs, tasks.len() as u64, &models[0].name)?;
+    let describe = |t: &Task| match (t.model, &opts.baseline_scenario) {
+        (1, Some(path)) => format!("baseline scenario {}: ", path.display()),
+        _ => String::new(),
+    };
+    let metrics = workers.simulate(models, &tasks, &describe, &|_, r| r.metrics);
+    workers.finish();
+    let mut metrics = metrics?.into_iter();
+    Ok(sides.iter().map(|_| metrics.by_ref().take(world.replications as usize).collect()).collect())
+}
+
+fn counts(outcomes: &[Outcome]) -> (usize, usize, usize) {
+    let count = |s: Status| outcomes.iter().filter(|o| o.status == s).count();
+    (count(Status::Pass), count(Status::Fail), count(Status::Skip))
+}
+
+fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, outcomes: &[Outcome]) -> String {
+    let world = &model.world;
+    let mut text = format!("gate {}: candidate `{}`", model.name, opts.candidate);
+    match baseline {
+        Some(Baseline { policy, file: None }) => text.push_str(&format!(", baseline `{policy}`")),
+        Some(Baseline { policy, file: Some((path, ..)) }) => {
+            text.push_str(&format!(" of {}, baseline `{policy}` of {path}", opts.scenario.display()))
+        }
+        None => {}
+    }
+    text.push_str(&format!(", {} replication(s) on shared seeds\n", world.replications));
+    if let Some(Baseline { file: Some((path, seed, replications)), .. }) = baseline
+        && (*seed != world.seed || *replications != world.replications)
+    {
+        text.push_str(&format!(
+            "note: {path} says seed {seed} and {replications} replication(s); the candidate's seed {} and {} replication(s) govern both\n",
+            world.seed, world.replications
+        ));
+    }
+    if let Some(path) = &opts.junit {
+        text.push_str(&format!("JUnit report: {}\n", path.display()));
+    }
+    text.push('\n');
+    let header: Vec<String> = ["result", "check", "judged", "mean", "95% CI"].iter().map(|s| s.to_string()).collect();
+    let rows: Vec<Vec<String>> = outcomes
+        .iter()
+        .map(|o| match o.status {
+            Status::Skip => vec![
+                "SKIP".into(),
+                format!("{}: skipped (--thresholds-only)", o.label()),
+                String::new(),
+                String::new(),
+                String::new(),
+            ],
+            _ => vec![
+                o.status.word().into(),
+                format!("{}{}", o.label(), o.undefined_note()),
+                o.judged.map(human).unwrap_or_else(|| "n/a".into()),
+                o.mean.map(human).unwrap_or_else(|| "n/a".into()),
+                o.interval(),
+            ],
+        })
+        .collect();
+    text.push_str(&render(&header, &rows));
+    text.push_str("\n`<`/`<=` are judged on the upper 95 % bound, `>`/`>=` on the lower, `==` on both.\n");
+    let (passed, failed, skipped) = counts(outcomes);
+    let skipped = if skipped > 0 { format!(", {skipped} skipped") } else { String::new() };
+    let verdict = if failed == 0 { "PASS" } else { "FAIL" };
+    text.push_str(&format!("{passed} passed, {failed} failed{skipped}: {verdict}\n"));
+    text
+}
+
+#[derive(Serialize)]
+struct JsonSide<'a> {
+    scenario: String,
+    policy: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonSummary {
+    total: usize,
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    scenario: &'a str,
+    candidate: JsonSide<'a>,
+    baseline: Option<JsonSide<'a>>,
+    seed: u64,
+    replications: u32,
+    checks: &'a [Outcome],
+    summary: JsonSummary,
+    result: Status,
+}
+
+fn json_report(
+    model: &Model,
+    opts: &GateOptions,
+    baseline: Option<&Baseline>,
+    outcomes: &[Outcome],
+) -> Result<String, CommandError> {
+    let (passed, failed, skipped) = counts(outcomes);
+    let candidate_file = opts.scenario.display().to_string();
+    let report = JsonReport {
+        scenario: &model.name,
+        candidate: JsonSide { scenario: candidate_file.clone(), policy: &opts.candidate },
+        baseline: baseline.map(|b| JsonSide {
+            scenario: b.file.as_ref().map(|f| f.0.clone()).unwrap_or_else(|| candidate_file.clone()),
+            policy: &b.policy,
+        }),
+        seed: model.world.seed,
+        replications: model.world.replications,
+        checks: outcomes,
+        summary: JsonSummary { total: outcomes.len(), passed, failed, skipped },
+        result: if failed == 0 { Status::Pass } else { Status::Fail },
+    };
+    let mut text = serde_json::to_string_pretty(&report)
+        .map_err(|e| CommandError::Io(format!("cannot write the gate report as JSON: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn junit_report(
+    model: &Model,
+    opts: &GateOptions,
+    baseline: Option<&Baseline>,
+    outcomes: &[Outcome],
+    text: &str,
+) -> String {
+    let candidate_file = opts.scenario.display().to_string();
+    let mut properties = vec![
+        ("scenario", candidate_file.clone()),
+        ("candidate", opts.candidate.clone()),
+        ("seed", model.world.seed.to_string()),
+        ("replications", model.world.replications.to_string()),
+    ];
+    if let Some(b) = baseline {
+        properties.push(("baseline", b.policy.clone()));
+        properties.push(("baseline_scenario", b.file.as_ref().map(|f| f.0.clone()).unwrap_or(candidate_file)));
+    }
+    let cases: Vec<Case> = outcomes
+        .iter()
+        .map(|o| {
+            let kind = match o.kind {
+                Kind::Threshold => "threshold",
+                Kind::Regression => "regression",
+            };
+            let result = match o.status {
+                Status::Pass => CaseResult::Passed,
+                Status::Fail => CaseResult::Failed {
+                    kind: kind.into(),
+                    message: o.failure_message(),
+                    detail: format!(
+                        "judged {} on {} bound(s) against {}; mean {}, 95% CI {}{}",
+                        o.judged.map(human).unwrap_or_else(|| "n/a".into()),
+                        o.judged_on,
+                        o.limit.map(human).unwrap_or_else(|| "n/a".into()),
+                        o.mean.map(human).unwrap_or_else(|| "n/a".into()),
+                        o.interval(),
+                        o.undefined_note()
+                    ),
+                },
+                Status::Skip => {
+                    CaseResult::Skipped { message: "--thresholds-only: no baseline to compare with".into() }
+                }
+            };
+            Case { classname: format!("faultline.gate.{}.{kind}", model.name), name: o.label(), result }
+        })
+        .collect();
+    let suite = format!("faultline gate {} ({})", model.name, opts.candidate);
+    junit::document(&suite, &properties, &cases, text)
 }

@@ -6,6 +6,8 @@ pub mod batch;
 pub mod checkpoint;
 pub mod folder;
 pub mod gate;
+pub mod init;
+pub mod junit;
 pub mod output;
 pub mod run;
 pub mod shard;

@@ -28,6 +28,16 @@ impl Comparison {
             Comparison::NotEqual => "!=",
         }
     }
+
+    /// Which side of the 95 % interval [`judge`] compares with the threshold.
+    pub fn judged_on(self) -> &'static str {
+        match self {
+            Comparison::Less | Comparison::LessOrEqual => "upper",
+            Comparison::Greater | Comparison::GreaterOrEqual => "lower",
+            Comparison::Equal => "both",
+            Comparison::NotEqual => "interval",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -164,18 +174,23 @@ pub fn judge_threshold(check: &Check, values: &[f64]) -> (Verdict, Estimate) {
     (Verdict { pass: verdict.pass && e.n == values.len(), ..verdict }, e)
 }
 
+/// The limit a regression check compares the paired differences with: the threshold, or for a
+/// `%` threshold that share of the magnitude of the baseline's mean.
+pub fn regression_limit(check: &Check, baseline: &[f64]) -> f64 {
+    if check.relative {
+        let base = estimate(baseline.iter().copied()).mean;
+        check.threshold / 100.0 * base.abs()
+    } else {
+        check.threshold
+    }
+}
+
 /// Judges a regression check on paired differences candidate[r] - baseline[r] (same seeds).
 /// A `%` threshold is that share of the baseline mean's magnitude.
 pub fn judge_regression(check: &Check, candidate: &[f64], baseline: &[f64]) -> (Verdict, Estimate) {
     let differences: Vec<f64> = candidate.iter().zip(baseline).map(|(c, b)| c - b).collect();
     let e = estimate(differences.iter().copied());
-    let threshold = if check.relative {
-        let base = estimate(baseline.iter().copied()).mean;
-        check.threshold / 100.0 * base.abs()
-    } else {
-        check.threshold
-    };
-    let verdict = judge(check, threshold, &e);
+    let verdict = judge(check, regression_limit(check, baseline), &e);
     (Verdict { pass: verdict.pass && e.n == differences.len(), ..verdict }, e)
 }
 
