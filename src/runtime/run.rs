@@ -8,7 +8,7 @@
 use super::admission::{AdmissionDecision, decide_admission};
 use super::attempt::{AttemptResult, Purpose};
 use super::budget::RunBudget;
-use super::command::{Command, Outbox};
+use super::command::{Command, Effects};
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
 use super::guard::AttemptEnd;
@@ -184,7 +184,7 @@ impl RunMachine {
         self.in_flight.len()
     }
 
-    pub fn start(&mut self, cx: &mut RunContext, out: &mut Outbox) {
+    pub fn start(&mut self, cx: &mut RunContext, out: &mut impl Effects) {
         if let Some(rule) = &cx.policy.admission {
             let steps = &cx.policy.steps[cx.workflow_index];
             let deadline_us = self.budget.remaining_us(cx.now);
@@ -200,7 +200,7 @@ impl RunMachine {
         }
     }
 
-    fn refuse_admission(&mut self, cx: &mut RunContext, out: &mut Outbox, async_path: bool) {
+    fn refuse_admission(&mut self, cx: &mut RunContext, out: &mut impl Effects, async_path: bool) {
         out.observe(Observation::AdmissionRefused { async_path });
         self.end_run(cx, out, Outcome::Rejected);
     }
@@ -210,7 +210,7 @@ impl RunMachine {
     pub fn on_attempt_result(
         &mut self,
         cx: &mut RunContext,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         s: u8,
         serial: u32,
         result: AttemptResult,
@@ -269,7 +269,7 @@ impl RunMachine {
     }
 
     /// A timer of step `s` fired; `wake` tells a current timer from a stale one.
-    pub fn on_wake(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, wake: u32) {
+    pub fn on_wake(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, wake: u32) {
         if self.ended {
             return;
         }
@@ -285,7 +285,7 @@ impl RunMachine {
 
     /// A bulkhead answered an attempt that waited for a permit: send it, or treat the expiry as
     /// a refusal. `serial` is modulo 2^24, as in the waiter token.
-    pub fn on_permit(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, serial: u32, granted: bool) {
+    pub fn on_permit(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, serial: u32, granted: bool) {
         let Some(i) =
             self.in_flight.iter().position(|a| a.step == s && (a.serial & 0x00FF_FFFF) == serial && a.waiting())
         else {
@@ -321,7 +321,7 @@ impl RunMachine {
         }
     }
 
-    fn make_ready(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn make_ready(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         if self.ended {
             return;
         }
@@ -351,7 +351,7 @@ impl RunMachine {
         self.budget.has_concurrency_slot() && branches_ok
     }
 
-    fn start_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn start_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.budget.in_flight += 1;
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
@@ -359,7 +359,7 @@ impl RunMachine {
     }
 
     /// Starts the step's next attempt if every budget holds (essay section 5), else gives up.
-    fn try_attempt(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn try_attempt(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
@@ -399,7 +399,7 @@ impl RunMachine {
     fn timeout_or_exhausted(
         &self,
         cx: &RunContext,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         cap_us: Option<Micros>,
         reserve_us: Micros,
     ) -> Option<Option<Micros>> {
@@ -416,7 +416,7 @@ impl RunMachine {
 
     /// Passes an attempt through the guards and, if admitted, asks for it to be sent (or
     /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
-    fn send(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, a: Attempt) -> bool {
+    fn send(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
             out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
@@ -467,7 +467,7 @@ impl RunMachine {
 
     /// A guard refused the step's attempt: it fails fast. A refused status lookup leaves the
     /// effect unknown (a human decides); otherwise the step may fall back.
-    fn after_refusal(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, purpose: Purpose) {
+    fn after_refusal(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, purpose: Purpose) {
         if self.steps[s as usize].in_flight > 0 {
             return; // a hedge was refused; the attempts already out may still answer
         }
@@ -479,7 +479,7 @@ impl RunMachine {
 
     /// Arms the hedge timer after a step's first attempt at a dependency (read-only steps of a
     /// hedging policy only).
-    fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let Some(hedging) = cx.policy.hedging else { return };
         let st = &mut self.steps[s as usize];
         if cx.workflow.steps[s as usize].effect != Effect::Read || st.hedges >= hedging.max_hedged_attempts {
@@ -491,7 +491,7 @@ impl RunMachine {
     }
 
     /// Sends one more attempt of a step whose attempts are slow, charged to the retry budgets.
-    fn send_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn send_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let sp = cx.step(s).1;
         let st = self.steps[s as usize];
         if st.in_flight == 0 || st.looking_up {
@@ -518,7 +518,7 @@ impl RunMachine {
     /// control path: they spend no retry token and no cost, but they are attempts. Also the
     /// one place that bounds lookups: past the step's max_attempts of them the effect stays
     /// unknown and the run is handed off.
-    fn start_lookup(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn start_lookup(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         if self.steps[s as usize].lookups >= sp.max_attempts {
             self.end_run(cx, out, Outcome::Handoff);
@@ -572,7 +572,7 @@ impl RunMachine {
     fn after_failure(
         &mut self,
         cx: &mut RunContext,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         s: u8,
         kind: FailureKind,
         retry_after_us: Option<Micros>,
@@ -600,12 +600,12 @@ impl RunMachine {
 
     /// A retry was decided: its token is spent now, once, so a sibling step deciding at the
     /// same time sees what is really left, and the attempt after the sleep needs no second check.
-    fn retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
+    fn retry(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, sleep_us: Micros) {
         self.budget.take_retry_token();
         self.sleep_then_retry(cx, out, s, sleep_us);
     }
 
-    fn sleep_then_retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
+    fn sleep_then_retry(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, sleep_us: Micros) {
         let st = &mut self.steps[s as usize];
         st.previous_sleep_us = sleep_us;
         st.hedges = 0;
@@ -619,7 +619,7 @@ impl RunMachine {
         out.command(Command::Sleep { step: s, wake, until: cx.now + sleep_us });
     }
 
-    fn on_lookup_result(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, result: AttemptResult) {
+    fn on_lookup_result(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, result: AttemptResult) {
         match result {
             AttemptResult::Ok => {
                 out.observe(Observation::Reconciled);
@@ -647,7 +647,7 @@ impl RunMachine {
         }
     }
 
-    fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, via_fallback: bool) {
+    fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, via_fallback: bool) {
         self.steps[s as usize].phase = StepPhase::Done;
         if via_fallback {
             self.degraded = true;
@@ -658,7 +658,7 @@ impl RunMachine {
 
     /// The step's own attempts are over without success: fall back (unless time ran out),
     /// omit a soft step, or fail the run.
-    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, may_fall_back: bool) {
+    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: bool) {
         let (step, sp) = cx.step(s);
         let st = &mut self.steps[s as usize];
         if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
@@ -683,7 +683,7 @@ impl RunMachine {
         }
     }
 
-    fn release_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn release_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         debug_assert!(self.budget.in_flight > 0 && self.steps_open > 0, "open steps never go below zero");
         self.budget.in_flight -= 1;
         self.steps_open -= 1;
@@ -706,14 +706,14 @@ impl RunMachine {
     }
 
     /// Stops waiting for the step's other attempts (the losers of a hedge).
-    fn cancel_step_attempts(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn cancel_step_attempts(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         while let Some(i) = self.in_flight.iter().position(|a| a.step == s) {
             let a = self.take_in_flight(i);
             Self::cancel(cx, out, &a);
         }
     }
 
-    fn cancel(cx: &mut RunContext, out: &mut Outbox, a: &InFlight) {
+    fn cancel(cx: &mut RunContext, out: &mut impl Effects, a: &InFlight) {
         match a.waiting_at {
             Some(at) => {
                 let waiter = waiter_token(cx.run_slot, a.step, a.serial);
@@ -726,7 +726,7 @@ impl RunMachine {
         }
     }
 
-    fn end_run(&mut self, cx: &mut RunContext, out: &mut Outbox, outcome: Outcome) {
+    fn end_run(&mut self, cx: &mut RunContext, out: &mut impl Effects, outcome: Outcome) {
         if self.ended {
             return;
         }
