@@ -50,7 +50,9 @@ impl Simulation<'_> {
     /// bulkhead permits the input freed (to this or other runs), one input each.
     fn drive(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects)) {
         self.drive_one(now, r, input);
-        self.deliver_permits(now);
+        if !self.permits.is_empty() {
+            self.deliver_permits(now);
+        }
     }
 
     /// Bulkhead permits handed over or expired during the last input, one input each.
@@ -178,7 +180,9 @@ impl Simulation<'_> {
         let mut out = RunEffects { recorder: &mut self.recorder, now, measured: false, commands: &mut self.commands };
         self.pipeline.on_wake(now, &mut out);
         self.carry_out(now, None);
-        self.deliver_permits(now);
+        if !self.permits.is_empty() {
+            self.deliver_permits(now);
+        }
     }
 
     /// The user may resubmit a run that failed or missed its deadline; the slot is freed once

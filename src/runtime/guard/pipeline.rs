@@ -320,7 +320,7 @@ impl<'s> Pipeline<'s> {
     /// it was cancelled (permits are released and nothing is recorded as the dependency's
     /// health). `skip` is a bulkhead that already let the attempt go (its wait expired).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub fn on_end(
         &mut self,
         now: Micros,
@@ -331,10 +331,24 @@ impl<'s> Pipeline<'s> {
         skip: Option<u16>,
         out: &mut impl Effects,
     ) {
-        let (a, b) = self.route(route);
-        if a == b {
-            return;
+        // An empty route (no guards) costs one comparison, not a call.
+        if !self.is_open_road(route) {
+            self.on_end_guarded(now, route, info, held, end, skip, out);
         }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_end_guarded(
+        &mut self,
+        now: Micros,
+        route: RouteId,
+        info: AttemptInfo,
+        held: Held,
+        end: Option<AttemptEnd>,
+        skip: Option<u16>,
+        out: &mut impl Effects,
+    ) {
+        let (a, b) = self.route(route);
         let seen = end.unwrap_or(AttemptEnd { failure: Some(FailureKind::Canceled), duration_us: 0 });
         let attempt = match info.kind {
             AttemptKind::First => Attempt::First,
