@@ -118,6 +118,7 @@ impl Simulation<'_> {
 
     /// Sends attempt `serial` of step `s` (its serial number names its random stream).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn send(
         &mut self,
         now: Micros,
@@ -187,6 +188,7 @@ impl Simulation<'_> {
 
     /// The user may resubmit a run that failed or missed its deadline; the slot is freed once
     /// its last attempt has left its station.
+    #[inline]
     fn run_ended(&mut self, now: Micros, r: u32, outcome: Outcome, deadline_exceeded: bool) {
         let model = self.model;
         let slot = &self.runs[r];
@@ -212,6 +214,7 @@ impl Simulation<'_> {
 
     /// Every attempt of the run has left its station, so late effects are counted: the run's
     /// duplicate and safety flags are final.
+    #[inline]
     pub(super) fn finalize_run(&mut self, now: Micros, r: u32) {
         let slot = &mut self.runs[r];
         debug_assert!(slot.machine.ended, "only an ended run is finalized");

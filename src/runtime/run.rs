@@ -162,6 +162,7 @@ impl RunMachine {
     }
 
     /// Removes an attempt the run waited for, with its step's and the run's bookkeeping.
+    #[inline]
     fn take_in_flight(&mut self, i: usize) -> InFlight {
         // The only attempt, or the newest, is the common case: no shift, no memmove.
         let a = if i + 1 == self.in_flight.len() {
@@ -326,6 +327,7 @@ impl RunMachine {
         }
     }
 
+    #[inline]
     fn make_ready(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         if self.ended {
             return;
@@ -356,6 +358,7 @@ impl RunMachine {
         self.budget.has_concurrency_slot() && branches_ok
     }
 
+    #[inline]
     fn start_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.budget.in_flight += 1;
         self.steps[s as usize].phase = StepPhase::Active;
@@ -421,6 +424,7 @@ impl RunMachine {
 
     /// Passes an attempt through the guards and, if admitted, asks for it to be sent (or
     /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
+    #[inline]
     fn send(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
@@ -484,6 +488,7 @@ impl RunMachine {
 
     /// Arms the hedge timer after a step's first attempt at a dependency (read-only steps of a
     /// hedging policy only).
+    #[inline]
     fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let Some(hedging) = cx.policy.hedging else { return };
         let st = &mut self.steps[s as usize];
@@ -652,6 +657,7 @@ impl RunMachine {
         }
     }
 
+    #[inline]
     fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, via_fallback: bool) {
         self.steps[s as usize].phase = StepPhase::Done;
         if via_fallback {
@@ -731,6 +737,7 @@ impl RunMachine {
         }
     }
 
+    #[inline]
     fn end_run(&mut self, cx: &mut RunContext, out: &mut impl Effects, outcome: Outcome) {
         if self.ended {
             return;
