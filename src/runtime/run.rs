@@ -80,10 +80,13 @@ struct InFlight {
     serial: u32,
     dependency: u16,
     route: RouteId,
-    info: AttemptInfo,
+    /// The guards' view of the attempt, less what the workflow gives (see [`InFlight::info`]):
+    /// kept small, as every attempt is copied in and out of the list.
+    kind: AttemptKind,
+    control: bool,
+    after: Option<FailureKind>,
     held: Held,
     purpose: Purpose,
-    timeout_us: Option<Micros>,
     sent_us: Micros,
     /// Still queued at this bulkhead (a guard index): not sent yet.
     waiting_at: Option<u16>,
@@ -95,6 +98,10 @@ struct InFlight {
 impl InFlight {
     fn waiting(&self) -> bool {
         self.waiting_at.is_some()
+    }
+
+    fn info(&self, cx: &RunContext) -> AttemptInfo {
+        cx.info(self.kind, self.control, self.after)
     }
 }
 
@@ -231,7 +238,7 @@ impl RunMachine {
             None => AttemptEnd::success(duration_us),
             Some(k) => AttemptEnd::failed(k, duration_us),
         };
-        cx.pipeline.on_end(cx.now, attempt.route, attempt.info, attempt.held, Some(end), None, out);
+        cx.pipeline.on_end(cx.now, attempt.route, attempt.info(cx), attempt.held, Some(end), None, out);
         if self.ended {
             return;
         }
@@ -242,7 +249,7 @@ impl RunMachine {
         }
         match kind {
             None => {
-                if attempt.info.kind == AttemptKind::Hedge {
+                if attempt.kind == AttemptKind::Hedge {
                     out.observe(Observation::HedgeWon { dependency: attempt.dependency });
                 }
                 let via_fallback = self.steps[s as usize].on_fallback;
@@ -305,7 +312,6 @@ impl RunMachine {
             let a = &mut self.in_flight[i];
             a.waiting_at = None;
             a.sent_us = cx.now;
-            a.timeout_us = timeout_us;
             let (step, serial, dependency, purpose) = (a.step, a.serial, a.dependency, a.purpose);
             out.command(Command::Send { step, serial, dependency, purpose, timeout_us });
             return;
@@ -313,7 +319,7 @@ impl RunMachine {
         // Granted too late, or never: the permit goes back and the step carries on without it.
         let a = self.take_in_flight(i);
         let skip = if granted { None } else { a.waiting_at };
-        cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, skip, out);
+        cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
         if !granted {
             out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
         }
@@ -456,10 +462,11 @@ impl RunMachine {
             serial,
             dependency: a.dependency as u16,
             route: a.route,
-            info: a.info,
+            kind: a.info.kind,
+            control: a.info.control,
+            after: a.info.after,
             held,
             purpose: a.purpose,
-            timeout_us: a.timeout_us,
             sent_us: cx.now,
             waiting_at,
             cost: a.cost,
@@ -728,10 +735,10 @@ impl RunMachine {
         match a.waiting_at {
             Some(at) => {
                 let waiter = waiter_token(cx.run_slot, a.step, a.serial);
-                cx.pipeline.cancel_wait(cx.now, a.route, a.info, a.held, at, waiter, out);
+                cx.pipeline.cancel_wait(cx.now, a.route, a.info(cx), a.held, at, waiter, out);
             }
             None => {
-                cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, None, out);
+                cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, None, out);
                 out.command(Command::Cancel { step: a.step, serial: a.serial, handle: a.handle });
             }
         }
