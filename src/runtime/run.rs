@@ -430,7 +430,7 @@ impl RunMachine {
 
     /// Passes an attempt through the guards and, if admitted, asks for it to be sent (or
     /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
