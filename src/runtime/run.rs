@@ -169,7 +169,7 @@ impl RunMachine {
     }
 
     /// Removes an attempt the run waited for, with its step's and the run's bookkeeping.
-    #[inline]
+    #[inline(always)]
     fn take_in_flight(&mut self, i: usize) -> InFlight {
         // The only attempt, or the newest, is the common case: no shift, no memmove.
         let a = if i + 1 == self.in_flight.len() {
@@ -744,7 +744,7 @@ impl RunMachine {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn end_run(&mut self, cx: &mut RunContext, out: &mut impl Effects, outcome: Outcome) {
         if self.ended {
             return;
