@@ -91,6 +91,7 @@ impl Simulation<'_> {
 
     /// Carries out the commands of the last input in order and leaves the list empty. `r` is
     /// the run whose machine gave them, or None for the guards' own wake-ups.
+    #[inline(always)]
     pub(super) fn carry_out(&mut self, now: Micros, r: Option<u32>) {
         for i in 0..self.commands.len() {
             match (self.commands[i], r) {
