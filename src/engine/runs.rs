@@ -7,9 +7,10 @@ use super::event::Event;
 use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT, TAG_RUN};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
+use crate::metrics::Recorder;
 use crate::runtime::guard::pipeline::Loads;
 use crate::runtime::run::split_waiter_token;
-use crate::runtime::{AttemptResult, Command, Outbox, Purpose, RunBudget, RunContext, RunMachine};
+use crate::runtime::{AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine};
 use crate::sim::Micros;
 use crate::vocab::Outcome;
 use crate::world::LedgerEntry;
@@ -47,9 +48,11 @@ impl Simulation<'_> {
 
     /// Gives run `r`'s machine one input, carries out what it asked for, then delivers any
     /// bulkhead permits the input freed (to this or other runs), one input each.
-    fn drive(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut Outbox)) {
+    fn drive(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects)) {
         self.drive_one(now, r, input);
-        self.deliver_permits(now);
+        if !self.permits.is_empty() {
+            self.deliver_permits(now);
+        }
     }
 
     /// Bulkhead permits handed over or expired during the last input, one input each.
@@ -60,8 +63,12 @@ impl Simulation<'_> {
         }
     }
 
-    fn drive_one(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut Outbox)) {
-        let mut out = std::mem::take(&mut self.outbox);
+    fn drive_one(
+        &mut self,
+        now: Micros,
+        r: u32,
+        input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects),
+    ) {
         let model = self.model;
         let slot = &mut self.runs[r];
         let w = slot.machine.workflow as usize;
@@ -76,23 +83,18 @@ impl Simulation<'_> {
             loads: Loads { stations: &self.stations, dependencies: &model.world.dependencies },
             run_slot: r,
         };
+        let mut out =
+            RunEffects { recorder: &mut self.recorder, now, measured: slot.measured, commands: &mut self.commands };
         input(&mut slot.machine, &mut cx, &mut out);
-        self.carry_out(now, Some(r), &mut out);
-        self.outbox = out;
+        self.carry_out(now, Some(r));
     }
 
-    /// Carries out an outbox in order and leaves it empty. `r` is the run whose machine filled
-    /// it, or None for the guards' own wake-ups.
-    pub(super) fn carry_out(&mut self, now: Micros, r: Option<u32>, out: &mut Outbox) {
-        let measured = r.is_some_and(|r| self.runs[r].measured);
-        for &o in &out.observations {
-            self.recorder.observe(now, measured, o);
-        }
-        for &o in &out.shared {
-            self.recorder.observe(now, true, o);
-        }
-        for i in 0..out.commands.len() {
-            match (out.commands[i], r) {
+    /// Carries out the commands of the last input in order and leaves the list empty. `r` is
+    /// the run whose machine gave them, or None for the guards' own wake-ups.
+    #[inline(always)]
+    pub(super) fn carry_out(&mut self, now: Micros, r: Option<u32>) {
+        for i in 0..self.commands.len() {
+            match (self.commands[i], r) {
                 (Command::PermitGranted { waiter }, _) => self.permits.push_back((waiter, true)),
                 (Command::PermitExpired { waiter }, _) => self.permits.push_back((waiter, false)),
                 (Command::WakeGuards { at }, _) => self.queue.schedule(at.max(now), Event::GuardWake),
@@ -112,13 +114,12 @@ impl Simulation<'_> {
                 }
             }
         }
-        out.commands.clear();
-        out.observations.clear();
-        out.shared.clear();
+        self.commands.clear();
     }
 
     /// Sends attempt `serial` of step `s` (its serial number names its random stream).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn send(
         &mut self,
         now: Micros,
@@ -178,15 +179,17 @@ impl Simulation<'_> {
     }
 
     pub(super) fn on_guard_wake(&mut self, now: Micros) {
-        let mut out = std::mem::take(&mut self.outbox);
+        let mut out = RunEffects { recorder: &mut self.recorder, now, measured: false, commands: &mut self.commands };
         self.pipeline.on_wake(now, &mut out);
-        self.carry_out(now, None, &mut out);
-        self.outbox = out;
-        self.deliver_permits(now);
+        self.carry_out(now, None);
+        if !self.permits.is_empty() {
+            self.deliver_permits(now);
+        }
     }
 
     /// The user may resubmit a run that failed or missed its deadline; the slot is freed once
     /// its last attempt has left its station.
+    #[inline]
     fn run_ended(&mut self, now: Micros, r: u32, outcome: Outcome, deadline_exceeded: bool) {
         let model = self.model;
         let slot = &self.runs[r];
@@ -212,6 +215,7 @@ impl Simulation<'_> {
 
     /// Every attempt of the run has left its station, so late effects are counted: the run's
     /// duplicate and safety flags are final.
+    #[inline]
     pub(super) fn finalize_run(&mut self, now: Micros, r: u32) {
         let slot = &mut self.runs[r];
         debug_assert!(slot.machine.ended, "only an ended run is finalized");
@@ -221,5 +225,33 @@ impl Simulation<'_> {
         debug_assert!(self.live_runs > 0, "in-flight runs never go below zero");
         self.live_runs -= 1;
         self.runs.release(r);
+    }
+}
+
+/// The engine's side of a machine's input: observations are folded into the recorder as they
+/// come (observations never change the simulation, so folding them at once or after the input
+/// gives the same figures), commands wait in a list that [`Simulation::carry_out`] empties.
+pub(super) struct RunEffects<'a> {
+    recorder: &'a mut Recorder,
+    now: Micros,
+    /// The run arrived after the warm-up.
+    measured: bool,
+    commands: &'a mut Vec<Command>,
+}
+
+impl Effects for RunEffects<'_> {
+    #[inline(always)]
+    fn command(&mut self, c: Command) {
+        self.commands.push(c);
+    }
+
+    #[inline(always)]
+    fn observe(&mut self, o: Observation) {
+        self.recorder.observe(self.now, self.measured, o);
+    }
+
+    #[inline(always)]
+    fn observe_shared(&mut self, o: Observation) {
+        self.recorder.observe(self.now, true, o);
     }
 }

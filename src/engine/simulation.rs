@@ -5,7 +5,7 @@ use super::arena::Arena;
 use super::event::Event;
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::guard::pipeline::Pipeline;
-use crate::runtime::{Outbox, PolicyModel, Purpose, RunMachine};
+use crate::runtime::{Command, PolicyModel, Purpose, RunMachine};
 use crate::sim::{EventQueue, Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority};
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
@@ -184,8 +184,8 @@ pub(super) struct Simulation<'m> {
     pub runs: Arena<RunSlot>,
     /// The guards shared by every run of this replication.
     pub pipeline: Pipeline<'m>,
-    /// Reused for every input a machine gets: commands and observations to carry out.
-    pub outbox: Outbox,
+    /// Reused for every input a machine gets: the commands to carry out after it.
+    pub commands: Vec<Command>,
     /// Bulkhead permits handed over or expired, to deliver after the current input:
     /// (waiter token, granted).
     pub permits: VecDeque<(u64, bool)>,
@@ -227,7 +227,7 @@ fn simulate_inner(
         jobs: Arena::new(),
         runs: Arena::new(),
         pipeline: Pipeline::new(&model.policies[policy].pipeline),
-        outbox: Outbox::with_capacity(64),
+        commands: Vec::with_capacity(64),
         permits: VecDeque::new(),
         costs: world.dependencies.iter().map(|d| d.cost_units).collect(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),

@@ -309,14 +309,7 @@ impl Recorder {
         latency_us: Micros,
         deadline_exceeded: bool,
     ) {
-        let ts = &mut self.timeseries;
-        ts.add(now, timeseries::COMPLETIONS);
-        if outcome.is_success() {
-            ts.add(now, timeseries::GOODPUT);
-        }
-        if deadline_exceeded {
-            ts.add(now, timeseries::DEADLINE_MISSES);
-        }
+        self.timeseries.add_run_end(now, outcome.is_success(), deadline_exceeded);
         if measured {
             let r = &mut self.run;
             r.outcomes[outcome.index()] += 1;

@@ -50,6 +50,15 @@ impl TimeSeries {
         self.row_mut(now)[column] += 1;
     }
 
+    /// A run ended at `now`: a completion, goodput if it succeeded, a miss if late (one row lookup).
+    #[inline]
+    pub fn add_run_end(&mut self, now: Micros, goodput: bool, deadline_miss: bool) {
+        let row = self.row_mut(now);
+        row[COMPLETIONS] += 1;
+        row[GOODPUT] += u64::from(goodput);
+        row[DEADLINE_MISSES] += u64::from(deadline_miss);
+    }
+
     #[inline]
     pub fn add_attempt(&mut self, now: Micros, dependency: usize) {
         self.row_mut(now)[FIXED_COLUMNS.len() + dependency] += 1;

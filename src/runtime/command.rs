@@ -1,6 +1,7 @@
-//! What the runtime's machines ask the driver to do, and the buffer they write into. The
-//! driver (the engine) empties the buffer after every input, in order, so the machines never
-//! call back into the engine and the engine never reaches into a machine's state.
+//! What the runtime's machines ask the driver to do, and where they write it: any [`Effects`].
+//! The driver (the engine) folds observations as they come and carries out the commands after
+//! every input, in order, so the machines never call back into the engine and the engine never
+//! reaches into a machine's state. [`Outbox`] is the plain buffer (tests, tools) that keeps both.
 
 use super::attempt::Purpose;
 use crate::metrics::Observation;
@@ -25,6 +26,17 @@ pub enum Command {
     WakeGuards { at: Micros },
 }
 
+/// Where a machine (or the guard pipeline) writes what an input produced, in the order it
+/// happened. Generic, not `dyn`: the engine's implementation is monomorphised into the hot loop.
+pub trait Effects {
+    /// Something for the driver to do once the input is over.
+    fn command(&mut self, c: Command);
+    /// An observation of the run being driven (counted only when the run is measured).
+    fn observe(&mut self, o: Observation);
+    /// An observation that belongs to no run (a breaker transition).
+    fn observe_shared(&mut self, o: Observation);
+}
+
 /// Commands and observations produced by one input, in the order they happened.
 #[derive(Debug, Default)]
 pub struct Outbox {
@@ -39,14 +51,21 @@ impl Outbox {
     pub fn with_capacity(n: usize) -> Self {
         Outbox { commands: Vec::with_capacity(n), observations: Vec::with_capacity(n), shared: Vec::with_capacity(n) }
     }
+}
 
+impl Effects for Outbox {
     #[inline]
-    pub fn command(&mut self, c: Command) {
+    fn command(&mut self, c: Command) {
         self.commands.push(c);
     }
 
     #[inline]
-    pub fn observe(&mut self, o: Observation) {
+    fn observe(&mut self, o: Observation) {
         self.observations.push(o);
+    }
+
+    #[inline]
+    fn observe_shared(&mut self, o: Observation) {
+        self.shared.push(o);
     }
 }

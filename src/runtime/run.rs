@@ -8,7 +8,7 @@
 use super::admission::{AdmissionDecision, decide_admission};
 use super::attempt::{AttemptResult, Purpose};
 use super::budget::RunBudget;
-use super::command::{Command, Outbox};
+use super::command::{Command, Effects};
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
 use super::guard::AttemptEnd;
@@ -80,10 +80,13 @@ struct InFlight {
     serial: u32,
     dependency: u16,
     route: RouteId,
-    info: AttemptInfo,
+    /// The guards' view of the attempt, less what the workflow gives (see [`InFlight::info`]):
+    /// kept small, as every attempt is copied in and out of the list.
+    kind: AttemptKind,
+    control: bool,
+    after: Option<FailureKind>,
     held: Held,
     purpose: Purpose,
-    timeout_us: Option<Micros>,
     sent_us: Micros,
     /// Still queued at this bulkhead (a guard index): not sent yet.
     waiting_at: Option<u16>,
@@ -95,6 +98,10 @@ struct InFlight {
 impl InFlight {
     fn waiting(&self) -> bool {
         self.waiting_at.is_some()
+    }
+
+    fn info(&self, cx: &RunContext) -> AttemptInfo {
+        cx.info(self.kind, self.control, self.after)
     }
 }
 
@@ -162,8 +169,14 @@ impl RunMachine {
     }
 
     /// Removes an attempt the run waited for, with its step's and the run's bookkeeping.
+    #[inline(always)]
     fn take_in_flight(&mut self, i: usize) -> InFlight {
-        let a = self.in_flight.remove(i);
+        // The only attempt, or the newest, is the common case: no shift, no memmove.
+        let a = if i + 1 == self.in_flight.len() {
+            self.in_flight.pop().expect("i is in range")
+        } else {
+            self.in_flight.remove(i)
+        };
         let st = &mut self.steps[a.step as usize];
         debug_assert!(st.in_flight > 0, "a step's attempts in flight never go below zero");
         st.in_flight -= 1;
@@ -184,7 +197,7 @@ impl RunMachine {
         self.in_flight.len()
     }
 
-    pub fn start(&mut self, cx: &mut RunContext, out: &mut Outbox) {
+    pub fn start(&mut self, cx: &mut RunContext, out: &mut impl Effects) {
         if let Some(rule) = &cx.policy.admission {
             let steps = &cx.policy.steps[cx.workflow_index];
             let deadline_us = self.budget.remaining_us(cx.now);
@@ -200,7 +213,7 @@ impl RunMachine {
         }
     }
 
-    fn refuse_admission(&mut self, cx: &mut RunContext, out: &mut Outbox, async_path: bool) {
+    fn refuse_admission(&mut self, cx: &mut RunContext, out: &mut impl Effects, async_path: bool) {
         out.observe(Observation::AdmissionRefused { async_path });
         self.end_run(cx, out, Outcome::Rejected);
     }
@@ -210,7 +223,7 @@ impl RunMachine {
     pub fn on_attempt_result(
         &mut self,
         cx: &mut RunContext,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         s: u8,
         serial: u32,
         result: AttemptResult,
@@ -225,7 +238,7 @@ impl RunMachine {
             None => AttemptEnd::success(duration_us),
             Some(k) => AttemptEnd::failed(k, duration_us),
         };
-        cx.pipeline.on_end(cx.now, attempt.route, attempt.info, attempt.held, Some(end), None, out);
+        cx.pipeline.on_end(cx.now, attempt.route, attempt.info(cx), attempt.held, Some(end), None, out);
         if self.ended {
             return;
         }
@@ -236,7 +249,7 @@ impl RunMachine {
         }
         match kind {
             None => {
-                if attempt.info.kind == AttemptKind::Hedge {
+                if attempt.kind == AttemptKind::Hedge {
                     out.observe(Observation::HedgeWon { dependency: attempt.dependency });
                 }
                 let via_fallback = self.steps[s as usize].on_fallback;
@@ -269,7 +282,7 @@ impl RunMachine {
     }
 
     /// A timer of step `s` fired; `wake` tells a current timer from a stale one.
-    pub fn on_wake(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, wake: u32) {
+    pub fn on_wake(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, wake: u32) {
         if self.ended {
             return;
         }
@@ -285,7 +298,7 @@ impl RunMachine {
 
     /// A bulkhead answered an attempt that waited for a permit: send it, or treat the expiry as
     /// a refusal. `serial` is modulo 2^24, as in the waiter token.
-    pub fn on_permit(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, serial: u32, granted: bool) {
+    pub fn on_permit(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, serial: u32, granted: bool) {
         let Some(i) =
             self.in_flight.iter().position(|a| a.step == s && (a.serial & 0x00FF_FFFF) == serial && a.waiting())
         else {
@@ -299,7 +312,6 @@ impl RunMachine {
             let a = &mut self.in_flight[i];
             a.waiting_at = None;
             a.sent_us = cx.now;
-            a.timeout_us = timeout_us;
             let (step, serial, dependency, purpose) = (a.step, a.serial, a.dependency, a.purpose);
             out.command(Command::Send { step, serial, dependency, purpose, timeout_us });
             return;
@@ -307,7 +319,7 @@ impl RunMachine {
         // Granted too late, or never: the permit goes back and the step carries on without it.
         let a = self.take_in_flight(i);
         let skip = if granted { None } else { a.waiting_at };
-        cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, skip, out);
+        cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
         if !granted {
             out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
         }
@@ -321,7 +333,8 @@ impl RunMachine {
         }
     }
 
-    fn make_ready(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    #[inline]
+    fn make_ready(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         if self.ended {
             return;
         }
@@ -351,7 +364,8 @@ impl RunMachine {
         self.budget.has_concurrency_slot() && branches_ok
     }
 
-    fn start_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    #[inline]
+    fn start_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.budget.in_flight += 1;
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
@@ -359,7 +373,7 @@ impl RunMachine {
     }
 
     /// Starts the step's next attempt if every budget holds (essay section 5), else gives up.
-    fn try_attempt(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn try_attempt(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
@@ -399,7 +413,7 @@ impl RunMachine {
     fn timeout_or_exhausted(
         &self,
         cx: &RunContext,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         cap_us: Option<Micros>,
         reserve_us: Micros,
     ) -> Option<Option<Micros>> {
@@ -416,7 +430,8 @@ impl RunMachine {
 
     /// Passes an attempt through the guards and, if admitted, asks for it to be sent (or
     /// parks it at a bulkhead). False when a guard refused it; nothing was spent then.
-    fn send(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, a: Attempt) -> bool {
+    #[inline(always)]
+    fn send(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
             out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
@@ -447,10 +462,11 @@ impl RunMachine {
             serial,
             dependency: a.dependency as u16,
             route: a.route,
-            info: a.info,
+            kind: a.info.kind,
+            control: a.info.control,
+            after: a.info.after,
             held,
             purpose: a.purpose,
-            timeout_us: a.timeout_us,
             sent_us: cx.now,
             waiting_at,
             cost: a.cost,
@@ -467,7 +483,7 @@ impl RunMachine {
 
     /// A guard refused the step's attempt: it fails fast. A refused status lookup leaves the
     /// effect unknown (a human decides); otherwise the step may fall back.
-    fn after_refusal(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, purpose: Purpose) {
+    fn after_refusal(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, purpose: Purpose) {
         if self.steps[s as usize].in_flight > 0 {
             return; // a hedge was refused; the attempts already out may still answer
         }
@@ -479,7 +495,8 @@ impl RunMachine {
 
     /// Arms the hedge timer after a step's first attempt at a dependency (read-only steps of a
     /// hedging policy only).
-    fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    #[inline]
+    fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let Some(hedging) = cx.policy.hedging else { return };
         let st = &mut self.steps[s as usize];
         if cx.workflow.steps[s as usize].effect != Effect::Read || st.hedges >= hedging.max_hedged_attempts {
@@ -491,7 +508,7 @@ impl RunMachine {
     }
 
     /// Sends one more attempt of a step whose attempts are slow, charged to the retry budgets.
-    fn send_hedge(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn send_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let sp = cx.step(s).1;
         let st = self.steps[s as usize];
         if st.in_flight == 0 || st.looking_up {
@@ -518,7 +535,7 @@ impl RunMachine {
     /// control path: they spend no retry token and no cost, but they are attempts. Also the
     /// one place that bounds lookups: past the step's max_attempts of them the effect stays
     /// unknown and the run is handed off.
-    fn start_lookup(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn start_lookup(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         if self.steps[s as usize].lookups >= sp.max_attempts {
             self.end_run(cx, out, Outcome::Handoff);
@@ -572,7 +589,7 @@ impl RunMachine {
     fn after_failure(
         &mut self,
         cx: &mut RunContext,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         s: u8,
         kind: FailureKind,
         retry_after_us: Option<Micros>,
@@ -600,12 +617,12 @@ impl RunMachine {
 
     /// A retry was decided: its token is spent now, once, so a sibling step deciding at the
     /// same time sees what is really left, and the attempt after the sleep needs no second check.
-    fn retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
+    fn retry(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, sleep_us: Micros) {
         self.budget.take_retry_token();
         self.sleep_then_retry(cx, out, s, sleep_us);
     }
 
-    fn sleep_then_retry(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, sleep_us: Micros) {
+    fn sleep_then_retry(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, sleep_us: Micros) {
         let st = &mut self.steps[s as usize];
         st.previous_sleep_us = sleep_us;
         st.hedges = 0;
@@ -619,7 +636,7 @@ impl RunMachine {
         out.command(Command::Sleep { step: s, wake, until: cx.now + sleep_us });
     }
 
-    fn on_lookup_result(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, result: AttemptResult) {
+    fn on_lookup_result(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, result: AttemptResult) {
         match result {
             AttemptResult::Ok => {
                 out.observe(Observation::Reconciled);
@@ -647,7 +664,8 @@ impl RunMachine {
         }
     }
 
-    fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, via_fallback: bool) {
+    #[inline]
+    fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, via_fallback: bool) {
         self.steps[s as usize].phase = StepPhase::Done;
         if via_fallback {
             self.degraded = true;
@@ -658,7 +676,7 @@ impl RunMachine {
 
     /// The step's own attempts are over without success: fall back (unless time ran out),
     /// omit a soft step, or fail the run.
-    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8, may_fall_back: bool) {
+    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: bool) {
         let (step, sp) = cx.step(s);
         let st = &mut self.steps[s as usize];
         if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
@@ -683,7 +701,7 @@ impl RunMachine {
         }
     }
 
-    fn release_step(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn release_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         debug_assert!(self.budget.in_flight > 0 && self.steps_open > 0, "open steps never go below zero");
         self.budget.in_flight -= 1;
         self.steps_open -= 1;
@@ -706,27 +724,28 @@ impl RunMachine {
     }
 
     /// Stops waiting for the step's other attempts (the losers of a hedge).
-    fn cancel_step_attempts(&mut self, cx: &mut RunContext, out: &mut Outbox, s: u8) {
+    fn cancel_step_attempts(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         while let Some(i) = self.in_flight.iter().position(|a| a.step == s) {
             let a = self.take_in_flight(i);
             Self::cancel(cx, out, &a);
         }
     }
 
-    fn cancel(cx: &mut RunContext, out: &mut Outbox, a: &InFlight) {
+    fn cancel(cx: &mut RunContext, out: &mut impl Effects, a: &InFlight) {
         match a.waiting_at {
             Some(at) => {
                 let waiter = waiter_token(cx.run_slot, a.step, a.serial);
-                cx.pipeline.cancel_wait(cx.now, a.route, a.info, a.held, at, waiter, out);
+                cx.pipeline.cancel_wait(cx.now, a.route, a.info(cx), a.held, at, waiter, out);
             }
             None => {
-                cx.pipeline.on_end(cx.now, a.route, a.info, a.held, None, None, out);
+                cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, None, out);
                 out.command(Command::Cancel { step: a.step, serial: a.serial, handle: a.handle });
             }
         }
     }
 
-    fn end_run(&mut self, cx: &mut RunContext, out: &mut Outbox, outcome: Outcome) {
+    #[inline(always)]
+    fn end_run(&mut self, cx: &mut RunContext, out: &mut impl Effects, outcome: Outcome) {
         if self.ended {
             return;
         }

@@ -15,7 +15,7 @@ use super::load_shedder::LoadShedder;
 use super::polly_breaker::{PollyBreaker, PollyBreakerOptions};
 use super::retry_budget::{Attempt, RetryBudget, RetryBudgetConfig, RetryCharge};
 use crate::metrics::Observation;
-use crate::runtime::command::{Command, Outbox};
+use crate::runtime::command::{Command, Effects};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{BreakerState, FailureKind, Priority, Refusal};
 use crate::world::{DependencyModel, Station};
@@ -166,7 +166,7 @@ impl<'s> Pipeline<'s> {
 
     /// Asks every guard of the route in order; a refusal gives back what earlier guards granted.
     /// `ask.waiter` names the attempt if it has to wait; throttles draw from `ask.key`.
-    pub fn admit(&mut self, now: Micros, route: RouteId, ask: Ask, out: &mut Outbox) -> (Admit, Held) {
+    pub fn admit(&mut self, now: Micros, route: RouteId, ask: Ask, out: &mut impl Effects) -> (Admit, Held) {
         let (a, b) = self.route(route);
         let mut waiting: Option<(Micros, u16)> = None;
         for i in a..b {
@@ -194,7 +194,7 @@ impl<'s> Pipeline<'s> {
         g: u16,
         ask: Ask,
         waiting: &mut Option<(Micros, u16)>,
-        out: &mut Outbox,
+        out: &mut impl Effects,
     ) -> Option<Refusal> {
         let Ask { info, waiter, key, loads } = ask;
         // Each probabilistic guard draws from its own stream below the attempt's, and only
@@ -236,7 +236,7 @@ impl<'s> Pipeline<'s> {
         &mut self,
         now: Micros,
         g: u16,
-        out: &mut Outbox,
+        out: &mut impl Effects,
         on_r4j: impl FnOnce(&mut CircuitBreaker) -> T,
         on_polly: impl FnOnce(&mut PollyBreaker) -> T,
     ) -> T {
@@ -261,7 +261,7 @@ impl<'s> Pipeline<'s> {
             | Guard::AdmissionControl(_) => unreachable!("breaker_step is only called on breakers"),
         };
         if before != after {
-            out.shared.push(Observation::BreakerTransition { breaker: label, from: before, to: after });
+            out.observe_shared(Observation::BreakerTransition { breaker: label, from: before, to: after });
         }
         if let Some(at) = wake {
             out.command(Command::WakeGuards { at: at.max(now) });
@@ -296,7 +296,7 @@ impl<'s> Pipeline<'s> {
         upto: usize,
         waiting_at: Option<u16>,
         waiter: u64,
-        out: &mut Outbox,
+        out: &mut impl Effects,
     ) {
         for i in (a..upto).rev() {
             let g = self.spec.members[i];
@@ -320,7 +320,7 @@ impl<'s> Pipeline<'s> {
     /// it was cancelled (permits are released and nothing is recorded as the dependency's
     /// health). `skip` is a bulkhead that already let the attempt go (its wait expired).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub fn on_end(
         &mut self,
         now: Micros,
@@ -329,12 +329,26 @@ impl<'s> Pipeline<'s> {
         held: Held,
         end: Option<AttemptEnd>,
         skip: Option<u16>,
-        out: &mut Outbox,
+        out: &mut impl Effects,
+    ) {
+        // An empty route (no guards) costs one comparison, not a call.
+        if !self.is_open_road(route) {
+            self.on_end_guarded(now, route, info, held, end, skip, out);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_end_guarded(
+        &mut self,
+        now: Micros,
+        route: RouteId,
+        info: AttemptInfo,
+        held: Held,
+        end: Option<AttemptEnd>,
+        skip: Option<u16>,
+        out: &mut impl Effects,
     ) {
         let (a, b) = self.route(route);
-        if a == b {
-            return;
-        }
         let seen = end.unwrap_or(AttemptEnd { failure: Some(FailureKind::Canceled), duration_us: 0 });
         let attempt = match info.kind {
             AttemptKind::First => Attempt::First,
@@ -381,7 +395,7 @@ impl<'s> Pipeline<'s> {
         held: Held,
         at: u16,
         waiter: u64,
-        out: &mut Outbox,
+        out: &mut impl Effects,
     ) {
         if let Guard::Bulkhead(bulkhead) = &mut self.guards[at as usize] {
             bulkhead.cancel_wait(waiter);
@@ -390,7 +404,7 @@ impl<'s> Pipeline<'s> {
     }
 
     /// Performs what is due at `now`: automatic breaker transitions and expired bulkhead waits.
-    pub fn on_wake(&mut self, now: Micros, out: &mut Outbox) {
+    pub fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
         for g in 0..self.guards.len() {
             match &mut self.guards[g] {
                 Guard::Breaker { breaker, .. } => {
