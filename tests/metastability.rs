@@ -1,4 +1,4 @@
-//! The retry-driven metastable failure of scenarios/metastability.toml (ANCHORS.md section 7):
+//! The retry-driven metastable failure of scenarios/metastability.toml (docs/references.md section 7):
 //! a large capacity cut leaves the backend collapsed after the fault is gone (full throughput,
 //! no goodput), a small one recovers; the recovery metrics say which.
 

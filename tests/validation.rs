@@ -1,4 +1,4 @@
-//! The engine against closed forms (ANCHORS.md section 1). Each check asserts that the formula
+//! The engine against closed forms (docs/references.md section 1). Each check asserts that the formula
 //! lies inside the 95 % confidence interval of independent replications (Student t), with
 //! fixed seeds so the verdict never changes from run to run.
 
@@ -98,7 +98,8 @@ fn mmc_wait_probability_and_mean_wait_match_erlang_c() {
 
 #[test]
 fn mmck_loss_probability_and_wait_match_the_stationary_distribution() {
-    // (servers, waiting places, mean service ms, arrival rate per s); the first is ANCHORS' check vector.
+    // (servers, waiting places, mean service ms, arrival rate per s); the first is the check vector
+    // of docs/references.md section 1.
     let cases = [(2, 3, 500.0, 3.0), (5, 5, 1_000.0, 8.0), (1, 2, 1_000.0, 1.0)];
     for (i, (c, waiting, mean_ms, lambda)) in cases.into_iter().enumerate() {
         let m = model(&single_station(c, waiting, mean_ms, lambda, 40_000.0, 10, 200 + i as u64));

@@ -1,7 +1,7 @@
 //! Recovery after a fault, from the per-window time series: how long goodput took to come back
 //! to its pre-fault level (`recovery_time_s`), whether it ever did (`recovery_never_total`), and
 //! how large the storm of attempts after the fault was (`recovery_storm_ratio`). A metastable
-//! failure (ANCHORS.md section 7) shows as a replication that never recovers while its
+//! failure (docs/references.md section 7) shows as a replication that never recovers while its
 //! attempts stay far above the baseline.
 //!
 //! Only whole windows count: a window [k w, (k + 1) w) belongs to a span [from, to) when it

@@ -1,4 +1,4 @@
-//! Admission of a root run (essay section 7): before any work starts, is it plausible that the
+//! Admission of a root run (docs/essay.md section 7): before any work starts, is it plausible that the
 //! run finishes in time? Predicted queue wait plus predicted execution along the workflow's
 //! critical path plus the reserves must fit the deadline; otherwise the run is rejected at once
 //! (or turned into an asynchronous task where the workflow allows it), instead of taking

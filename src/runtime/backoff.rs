@@ -1,5 +1,5 @@
 //! Sleep before a retry: none, constant or exponential, with jitter none, full, equal or
-//! decorrelated (formulas in ANCHORS.md section 2).
+//! decorrelated (formulas in docs/references.md section 2).
 
 use crate::sim::Micros;
 

@@ -1,4 +1,4 @@
-//! The four shared budgets of a root run (essay section 5): deadline, retry tokens,
+//! The four shared budgets of a root run (docs/essay.md section 5): deadline, retry tokens,
 //! concurrency tokens and cost units. A new attempt is allowed only if all of them hold.
 
 use crate::sim::Micros;

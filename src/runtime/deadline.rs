@@ -1,4 +1,4 @@
-//! Deadline arithmetic (essay sections 6 and 10): the attempt timeout under propagation and
+//! Deadline arithmetic (docs/essay.md sections 6 and 10): the attempt timeout under propagation and
 //! whether a sleep before a retry still fits in the remaining time.
 
 use crate::sim::Micros;
@@ -35,7 +35,7 @@ pub fn attempt_timeout(
     if timeout < MIN_ATTEMPT_US { AttemptTimeout::Exhausted } else { AttemptTimeout::After(timeout) }
 }
 
-/// `sleep + predicted attempt time + reserve < remaining` (essay section 10).
+/// `sleep + predicted attempt time + reserve < remaining` (docs/essay.md section 10).
 pub fn retry_fits(sleep_us: Micros, predicted_attempt_us: Micros, reserve_us: Micros, remaining_us: Micros) -> bool {
     sleep_us.saturating_add(predicted_attempt_us).saturating_add(reserve_us) < remaining_us
 }

@@ -1,4 +1,4 @@
-//! What the runtime does after a failed attempt: the default action table of essay section 8,
+//! What the runtime does after a failed attempt: the default action table of docs/essay.md section 8,
 //! the retry limits, Retry-After and the deadline check of section 10, and write
 //! reconciliation of section 11. A pure function of its inputs, so it is tested without the engine.
 

@@ -38,7 +38,7 @@ pub struct StepRoutes {
     pub lookup: RouteId,
 }
 
-/// Limits on one run's fan-out (essay section 22); None is unlimited.
+/// Limits on one run's fan-out (docs/essay.md section 22); None is unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FanOutLimits {
     pub max_branches: Option<u32>,
@@ -46,7 +46,7 @@ pub struct FanOutLimits {
     pub max_parallel_cost_units: Option<f64>,
 }
 
-/// Polly / gRPC hedging (ANCHORS.md section 6), for read-only steps.
+/// Polly / gRPC hedging (docs/references.md section 6), for read-only steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hedging {
     pub delay_us: Micros,
@@ -277,7 +277,7 @@ fn compile_retry_on(
         let kind = FailureKind::parse(k)
             .ok_or_else(|| error_at_path(source, &kp, format!("unknown failure kind {}", quote(k))))?;
         if NEVER_RETRIED.contains(&kind) {
-            let message = format!("{} is never retried with the same input (essay section 8)", kind.name());
+            let message = format!("{} is never retried with the same input (docs/essay.md section 8)", kind.name());
             return Err(error_at_path(source, &kp, message));
         }
         if kind == FailureKind::EffectUnknown {

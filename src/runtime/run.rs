@@ -1,6 +1,6 @@
 //! The lifecycle of one root run as a pure machine: inputs in (start, an attempt's result, a
 //! timer, a bulkhead permit), commands and observations out (send, cancel, sleep, end). It
-//! walks the workflow graph under the run's four budgets (essay section 5), asks the guard
+//! walks the workflow graph under the run's four budgets (docs/essay.md section 5), asks the guard
 //! pipeline before every attempt, applies the retry decisions of [`decide`], falls back, omits
 //! soft steps, reconciles writes whose effect is unknown, and ends with an outcome. It never
 //! sees the event queue or a station: the engine drives it and carries out its commands.
@@ -338,7 +338,7 @@ impl RunMachine {
         if self.ended {
             return;
         }
-        // Past max_branches a soft branch is cut at once (essay 22); a hard one waits its turn.
+        // Past max_branches a soft branch is cut at once (docs/essay.md section 22); a hard one waits its turn.
         let branches_full = cx.policy.fan_out.max_branches.is_some_and(|max| self.budget.in_flight >= max);
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
@@ -372,7 +372,7 @@ impl RunMachine {
         self.try_attempt(cx, out, s);
     }
 
-    /// Starts the step's next attempt if every budget holds (essay section 5), else gives up.
+    /// Starts the step's next attempt if every budget holds (docs/essay.md section 5), else gives up.
     fn try_attempt(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];

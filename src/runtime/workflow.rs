@@ -73,7 +73,7 @@ pub fn compile_workflows(
                         if s.effect == Effect::Write {
                             return Err(err(
                                 &sp.key("fallback"),
-                                "a write cannot fall back to another dependency: the first may have committed (essay section 4)".into(),
+                                "a write cannot fall back to another dependency: the first may have committed (docs/essay.md section 4)".into(),
                             ));
                         }
                         Some(world.dependency_index(name).ok_or_else(|| {

@@ -164,7 +164,7 @@ pub struct Dependency {
     /// service at once; when false (the default) the station keeps working on it.
     #[serde(default)]
     pub honors_cancel: bool,
-    /// How the waiting room orders, expires and drops attempts (essay section 12).
+    /// How the waiting room orders, expires and drops attempts (docs/essay.md section 12).
     #[serde(default)]
     pub queue_policy: Option<QueuePolicySpec>,
     /// Service time of a status lookup (EFFECT_UNKNOWN reconciliation); defaults to service_time.
@@ -258,11 +258,11 @@ pub struct Workflow {
     /// critical_plus, critical (default), sheddable_plus or sheddable.
     #[serde(default)]
     pub priority: Option<String>,
-    /// Estimated load of one run relative to a typical one (essay section 15), default 1.
+    /// Estimated load of one run relative to a typical one (docs/essay.md section 15), default 1.
     #[serde(default)]
     pub load_units: Option<f64>,
     /// The run may be turned into a durable asynchronous task when admission says it cannot
-    /// finish in time (essay section 7); counted, not simulated further yet.
+    /// finish in time (docs/essay.md section 7); counted, not simulated further yet.
     #[serde(default)]
     pub async_allowed: bool,
     #[serde(default, rename = "step")]
@@ -449,10 +449,10 @@ pub struct Policy {
     /// Client-side load shedding by priority, or Envoy-style admission control.
     #[serde(default)]
     pub load_shedding: Vec<LoadShedding>,
-    /// Admission of root runs against their deadline (essay section 7).
+    /// Admission of root runs against their deadline (docs/essay.md section 7).
     #[serde(default)]
     pub admission: Option<AdmissionSpec>,
-    /// Limits on one run's fan-out (essay section 22).
+    /// Limits on one run's fan-out (docs/essay.md section 22).
     #[serde(default)]
     pub fan_out: Option<FanOutSpec>,
 }

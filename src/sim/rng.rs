@@ -100,7 +100,7 @@ impl RngCore for KeyedStream {
 }
 
 /// A long sequential stream: ChaCha8 keyed by the root seed, on the stream numbered by a
-/// stable id (ANCHORS section 10).
+/// stable id (docs/references.md section 10).
 pub struct SequentialStream {
     rng: ChaCha8Rng,
 }

@@ -1,4 +1,4 @@
-//! The four shared budgets of a root run (essay section 5); the names are as in
+//! The four shared budgets of a root run (docs/essay.md section 5); the names are as in
 //! `budget_exhausted_total.<name>`.
 
 crate::named_enum! {

@@ -1,4 +1,4 @@
-//! The failure kinds of essay section 8: the runtime's stable vocabulary for what went wrong.
+//! The failure kinds of docs/essay.md section 8: the runtime's stable vocabulary for what went wrong.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FailureKind {

@@ -1,4 +1,4 @@
-//! The shared vocabulary of the essay: failure kinds, outcomes, budget kinds, refusal reasons,
+//! The shared vocabulary of the essay (docs/essay.md): failure kinds, outcomes, budget kinds, refusal reasons,
 //! operation classes and priorities. Each closed set is an enum with its count and its names,
 //! so no other module writes a literal 10 or 4 or matches a name with a catch-all arm.
 //! Sits just above the kernel: world, metrics and runtime all speak it.

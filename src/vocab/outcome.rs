@@ -1,4 +1,4 @@
-//! How a root run ended (essay section 3); the names are as in `outcome_total.<name>`.
+//! How a root run ended (docs/essay.md section 5); the names are as in `outcome_total.<name>`.
 
 crate::named_enum! {
     #[derive(PartialOrd, Ord)]

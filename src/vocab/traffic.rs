@@ -13,7 +13,7 @@ crate::named_enum! {
 }
 
 crate::named_enum! {
-    /// Criticality of a workflow's traffic, most important first (ANCHORS.md section 5).
+    /// Criticality of a workflow's traffic, most important first (docs/references.md section 5).
     #[derive(PartialOrd, Ord)]
     pub enum Priority {
         CriticalPlus => "critical_plus",

@@ -1,4 +1,4 @@
-//! How a dependency's waiting room behaves (essay section 12): the order it serves in, how
+//! How a dependency's waiting room behaves (docs/essay.md section 12): the order it serves in, how
 //! long an attempt may wait, what a full room does, and whether it drops work nobody waits
 //! for any more. The defaults are today's plain bounded FIFO.
 

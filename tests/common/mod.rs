@@ -1,5 +1,5 @@
 //! Shared test helpers: building models from TOML text, running replications, and the
-//! queueing closed forms of ANCHORS.md section 1.
+//! queueing closed forms of docs/references.md section 1.
 #![allow(dead_code)]
 
 use faultline::engine::{Model, simulate};

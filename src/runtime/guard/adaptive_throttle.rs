@@ -1,7 +1,7 @@
 //! Client-side adaptive throttling from the Google SRE book ("Handling Overload"): a client
 //! that sees its backend accept too few of its requests rejects some locally, with probability
-//! `max(0, (requests - k * accepts) / (requests + 1))` over a trailing window (ANCHORS.md
-//! section 3). The client then sends about `k` times what the backend accepts, so rejections
+//! `max(0, (requests - k * accepts) / (requests + 1))` over a trailing window
+//! (docs/references.md section 3). The client then sends about `k` times what the backend accepts, so rejections
 //! cost the backend little while the client still notices quickly when it recovers.
 //!
 //! The caller supplies the uniform draw, so the throttle holds no randomness of its own.

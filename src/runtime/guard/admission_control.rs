@@ -1,4 +1,4 @@
-//! Envoy's admission control filter (ANCHORS.md section 5): the SRE book's client-side
+//! Envoy's admission control filter (docs/references.md section 5): the SRE book's client-side
 //! throttling driven by a success-rate target. Over a sliding window of one-second slices it
 //! rejects with probability
 //! `min(max_rejection_probability, max(0, (n_total - n_success / sr_threshold) / (n_total + 1))^(1 / aggression))`,

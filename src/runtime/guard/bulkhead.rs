@@ -1,10 +1,10 @@
-//! A semaphore bulkhead after resilience4j's `SemaphoreBulkhead` (ANCHORS.md section 5):
+//! A semaphore bulkhead after resilience4j's `SemaphoreBulkhead` (docs/references.md section 5):
 //! at most `max_concurrent_calls` calls hold a permit (default 25); a caller finding none free
 //! is refused at once when `max_wait_us` is 0 (the default), or else may wait up to
 //! `max_wait_us` in FIFO order, as resilience4j's default fair call handling does.
 //!
 //! Two additions:
-//! - `reserved_for_control` (essay section 13: the recovery and reconciliation pool must not be
+//! - `reserved_for_control` (docs/essay.md section 13: the recovery and reconciliation pool must not be
 //!   taken by normal traffic). Normal traffic is admitted only while more than
 //!   `reserved_for_control` permits would stay free, whoever holds the others; control traffic
 //!   (status lookups, cancels, reconciliation) may take every permit. So normal traffic never

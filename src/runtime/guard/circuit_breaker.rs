@@ -1,4 +1,4 @@
-//! resilience4j's CircuitBreaker (ANCHORS.md section 4) as a pure state machine over virtual time.
+//! resilience4j's CircuitBreaker (docs/references.md section 4) as a pure state machine over virtual time.
 //!
 //! CLOSED records outcomes in a sliding window (the last N calls, or the last N one-second
 //! buckets) and opens once at least `minimum_number_of_calls` are recorded and the failure rate or
@@ -24,7 +24,7 @@ pub enum SlidingWindowType {
 }
 
 /// The failure kinds that never enter a failure rate: security and contract errors say nothing
-/// about the dependency's health (the essay), so they count neither as calls nor as failures.
+/// about the dependency's health (docs/essay.md section 14), so they count neither as calls nor as failures.
 pub fn default_ignored() -> [bool; FailureKind::COUNT] {
     let mut ignored = [false; FailureKind::COUNT];
     for kind in FailureKind::ALL {

@@ -1,5 +1,5 @@
-//! Priority load shedding (essay section 15) with Google's criticality levels (ANCHORS.md
-//! section 5): as load rises, the least important traffic goes first, so the capacity left
+//! Priority load shedding (docs/essay.md section 15) with Google's criticality levels
+//! (docs/references.md section 5): as load rises, the least important traffic goes first, so the capacity left
 //! serves what matters.
 //!
 //! The rule, a pure function of its inputs: a call of priority `p` carrying `load_units` L is

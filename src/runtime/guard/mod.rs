@@ -2,7 +2,7 @@
 //! policy and dependency (the Polly v8 resilience-pipeline idea): circuit breakers, bulkheads,
 //! shared retry budgets, client-side throttling. Each is a plain state machine in its own file,
 //! driven by virtual time passed in, unit-tested against its anchor's documented behaviour
-//! (ANCHORS.md sections 3-6). None of them knows the event queue.
+//! (docs/references.md sections 3-6). None of them knows the event queue.
 
 pub mod adaptive_throttle;
 pub mod admission_control;

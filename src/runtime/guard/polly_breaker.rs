@@ -1,4 +1,4 @@
-//! Polly v8's circuit breaker (ANCHORS.md section 4) as a pure state machine over virtual time.
+//! Polly v8's circuit breaker (docs/references.md section 4) as a pure state machine over virtual time.
 //!
 //! CLOSED keeps a rolling health record over `sampling_duration_us`, split into 10 sub-windows,
 //! and breaks when a handled failure leaves at least `minimum_throughput` calls in the record with

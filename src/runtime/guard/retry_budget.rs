@@ -1,4 +1,4 @@
-//! Shared retry budgets (ANCHORS.md section 3): four published designs that limit the retries of
+//! Shared retry budgets (docs/references.md section 3): four published designs that limit the retries of
 //! many logical calls together, so that a struggling dependency does not see its load multiplied.
 //! Each is its own state machine with its source's parameter names; [`RetryBudget`] puts them
 //! behind one small surface so a pipeline can consult any of them without knowing which:
@@ -337,7 +337,7 @@ impl EnvoyRetryBudget {
 // AWS SDK standard retry mode: the retry quota
 
 /// The standard-mode quota as the SDKs name it, with the costs of standard mode 2.0 (botocore's
-/// newer 2.1 charges 14 per retry and 5 after throttling instead; ANCHORS.md keeps the former).
+/// newer 2.1 charges 14 per retry and 5 after throttling instead; docs/references.md section 2 keeps the former).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AwsRetryQuotaConfig {
     /// Starting and maximum capacity.
