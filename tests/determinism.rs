@@ -130,7 +130,7 @@ fn sweep_files_are_identical_for_any_thread_count() {
     let (a, b) = (read_all(&one), read_all(&two));
     assert_eq!(
         a.keys().collect::<Vec<_>>(),
-        vec![Path::new("manifest.json"), Path::new("sweep.csv"), Path::new("sweep.json")]
+        vec![Path::new("manifest.json"), Path::new("report.html"), Path::new("sweep.csv"), Path::new("sweep.json")]
     );
     assert_eq!(a, b);
     let csv = String::from_utf8(a[Path::new("sweep.csv")].clone()).unwrap();
@@ -147,7 +147,7 @@ fn run_files_are_identical_for_any_thread_count() {
     faultline(&[&base[..], &["--jobs", "1", "--out", one.to_str().unwrap()]].concat());
     faultline(&[&base[..], &["--jobs", "2", "--out", two.to_str().unwrap()]].concat());
     let (a, b) = (read_all(&one), read_all(&two));
-    assert_eq!(a.len(), 7, "summary.json, timeseries.csv and replications.csv for two policies, and the manifest");
+    assert_eq!(a.len(), 8, "summary.json, timeseries.csv and replications.csv for two policies, report.html, manifest");
     assert_eq!(a, b);
     for dir in [one, two] {
         std::fs::remove_dir_all(dir).unwrap();

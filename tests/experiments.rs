@@ -97,7 +97,7 @@ fn three_shards_merged_are_the_sweep_byte_for_byte_for_any_jobs() {
         "{text}"
     );
     let (a, b) = (read_all(&whole), read_all(&merged));
-    assert_eq!(a.keys().count(), 3, "sweep.csv, sweep.json and the manifest");
+    assert_eq!(a.keys().count(), 4, "sweep.csv, sweep.json, report.html and the manifest");
     assert!(a == b, "the merged files differ from the unsharded sweep's");
     assert_eq!(String::from_utf8_lossy(&a[Path::new("sweep.csv")]).lines().count(), 1 + 6 * 2);
     // Shard folders keep only their shard files: no checkpoint survives a finished shard.
@@ -348,5 +348,78 @@ fn one_replication_alone_gives_exactly_its_row_of_the_full_run() {
     let o = faultline(&[&base[..], &["--replication", "3", "--out", s(&dir.join("bad"))]].concat());
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("numbered from 0 to 2"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Checks a report.html: well-formed (parsed as XML), no URL of any kind, no script, and the
+/// charts it must have.
+fn check_report(path: &Path, expected_charts: usize, expected_titles: &[&str]) {
+    let html = std::fs::read_to_string(path).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&html);
+    let mut depth: i64 = 0;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Start(_)) => depth += 1,
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("{}: not well-formed at byte {}: {e}", path.display(), reader.buffer_position()),
+        }
+        assert!(depth >= 0, "an end tag without its start");
+    }
+    assert_eq!(depth, 0, "unclosed elements");
+    for banned in ["http:", "https:", "//", "<script", "src=", "href=", "@import", "url("] {
+        assert!(!html.contains(banned), "{} contains `{banned}`", path.display());
+    }
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), expected_charts, "{}", path.display());
+    for title in expected_titles {
+        assert!(html.contains(&format!("<title>{title}")), "{} has no chart `{title}`", path.display());
+    }
+}
+
+#[test]
+fn run_and_sweep_write_a_self_contained_report() {
+    let dir = scratch("report");
+    let run = dir.join("run");
+    ok(&["run", SCENARIO, "--replications", "2", "--set", "simulation.duration_s=900", "--out", s(&run)]);
+    // Goodput, attempts, up to three queue depths, latency, outcomes, utilization, refusals.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let queues = html.matches("<title>Queue depth at window end").count();
+    assert!((1..=3).contains(&queues), "{queues} queue charts");
+    check_report(
+        &run.join("report.html"),
+        6 + queues,
+        &[
+            "Goodput per window",
+            "Attempts per window",
+            "Root-run latency percentiles",
+            "Outcomes of root runs",
+            "Utilization per dependency",
+            "Refused and rejected",
+        ],
+    );
+    assert!(html.contains("class=\"span\""), "the fault window is shaded");
+    // A two-parameter sweep: a heat map per key figure and policy.
+    let sweep = dir.join("sweep");
+    run_sweep(&["--out", s(&sweep)]);
+    check_report(&sweep.join("report.html"), 5 * 2, &["completed: naive", "p95 ms: resilient"]);
+    // One parameter: lines with bands.
+    let one = dir.join("one");
+    ok(&[
+        "sweep",
+        SCENARIO,
+        "--param",
+        "policy.resilient.budget.retry_tokens=0,2,4",
+        "--policy",
+        "resilient",
+        "--replications",
+        "2",
+        "--set",
+        "simulation.duration_s=600",
+        "--out",
+        s(&one),
+    ]);
+    check_report(&one.join("report.html"), 5, &["completed", "amplification"]);
+    assert!(std::fs::read_to_string(one.join("report.html")).unwrap().contains("class=\"band\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }

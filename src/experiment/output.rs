@@ -73,7 +73,7 @@ impl SeriesSum {
         self.values.len().checked_div(self.columns).unwrap_or(0)
     }
 
-    fn value(&self, row: usize, column: usize) -> u64 {
+    pub fn value(&self, row: usize, column: usize) -> u64 {
         self.values[row * self.columns + column]
     }
 }

@@ -261,6 +261,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
         )?;
         files.write(&format!("{name}/replications.csv"), &replications_csv(&model, runs))?;
     }
+    files.write("report.html", super::report::run_report(&model, &names, &aggregates, &results).as_bytes())?;
     let written: Vec<String> =
         files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
 

@@ -24,7 +24,7 @@ pub struct SweepLayout {
 }
 
 /// The key figures shown on the terminal after a sweep, one row per point and policy.
-const DIGEST_METRICS: [(&str, &str); 5] = [
+pub const DIGEST_METRICS: [(&str, &str); 5] = [
     ("auto_completion_ratio", "completed"),
     ("deadline_exceeded_ratio", "past deadline"),
     ("retry_amplification_ratio", "amplification"),
@@ -35,11 +35,19 @@ const DIGEST_METRICS: [(&str, &str); 5] = [
 /// Rows shown on the terminal at most; the files hold them all.
 const DIGEST_ROWS: usize = 40;
 
-/// The terminal's view of a sweep: the first rows of the key figures.
+/// One point and policy's key figures (mean, low, high, in DIGEST_METRICS order), for the report.
+pub struct SweepPoint {
+    pub point: usize,
+    pub policy: String,
+    pub figures: [(f64, f64, f64); DIGEST_METRICS.len()],
+}
+
+/// The terminal's view of a sweep (the first rows of the key figures) and the report's (all).
 pub struct Digest {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     omitted: usize,
+    pub points: Vec<SweepPoint>,
 }
 
 impl Digest {
@@ -47,10 +55,17 @@ impl Digest {
         let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
         header.push("policy".into());
         header.extend(DIGEST_METRICS.iter().map(|(_, label)| label.to_string()));
-        Digest { header, rows: Vec::new(), omitted: 0 }
+        Digest { header, rows: Vec::new(), omitted: 0, points: Vec::new() }
     }
 
-    fn add(&mut self, values: &[String], policy: &str, aggregate: &crate::metrics::stats::Aggregate) {
+    fn add(&mut self, point: usize, values: &[String], policy: &str, aggregate: &crate::metrics::stats::Aggregate) {
+        let figure =
+            |m: &str| aggregate.estimates.get(m).map_or((f64::NAN, f64::NAN, f64::NAN), |e| (e.mean, e.low, e.high));
+        self.points.push(SweepPoint {
+            point,
+            policy: policy.to_string(),
+            figures: DIGEST_METRICS.map(|(m, _)| figure(m)),
+        });
         if self.rows.len() == DIGEST_ROWS {
             self.omitted += 1;
             return;
@@ -104,7 +119,7 @@ pub fn write_sweep_files(
         let point = record(p)?;
         for row in &point.rows {
             let aggregate = row.aggregate();
-            digest.add(values, &row.policy, &aggregate);
+            digest.add(p, values, &row.policy, &aggregate);
             let mut cells: Vec<String> = values.iter().map(|v| csv_value(v)).collect();
             cells.push(row.policy.clone());
             cells.push(number(aggregate.replications as f64));
@@ -139,5 +154,6 @@ pub fn write_sweep_files(
     }
     json.write_all(b"\n  ]\n}\n").and_then(|_| json.flush()).map_err(|e| io("sweep.json", e))?;
     csv.flush().map_err(|e| io("sweep.csv", e))?;
+    folder.write("report.html", super::report::sweep_report(layout, &digest.points).as_bytes())?;
     Ok(digest)
 }

@@ -1,0 +1,312 @@
+//! report.html: one self-contained page per run or sweep (inline SVG and CSS, no scripts, no
+//! URLs), so a result can be read in any browser, attached to a ticket or archived.
+//! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
+
+use super::run::PolicyRuns;
+use super::svg::{Line, LineChart, Span, bar_chart, escape, heat_map, label, line_chart};
+use super::sweep_files::{DIGEST_METRICS, SweepLayout, SweepPoint};
+use crate::engine::Model;
+use crate::metrics::stats::Aggregate;
+use crate::metrics::timeseries::FIXED_COLUMNS;
+use std::fmt::Write;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1500px}\
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ccc}\
+.charts{display:flex;flex-wrap:wrap;gap:12px}\
+svg.chart{background:#fff;border:1px solid #e4e4e4}\
+.title{font-size:13px;font-weight:600}.tick{font-size:10px;fill:#444}.legend{font-size:11px}\
+.axis-label{font-size:11px;fill:#444}.cell{font-size:10px}\
+.grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1.6}.band{opacity:0.18}\
+.span{fill:#d62728;opacity:0.07}\
+table{border-collapse:collapse;font-size:12px}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}\
+td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:12px}";
+
+/// Metrics in the report's summary table, in this order.
+const SUMMARY: [&str; 12] = [
+    "logical_run_total",
+    "auto_completion_ratio",
+    "safe_outcome_ratio",
+    "deadline_exceeded_ratio",
+    "run_latency_ms.p95",
+    "retry_amplification_ratio",
+    "dependency_attempt_total",
+    "cost_per_success",
+    "duplicate_effect_total",
+    "queue_rejected_total",
+    "recovery_time_s",
+    "recovery_storm_ratio",
+];
+
+/// Queue-depth charts drawn at most (the deepest dependencies).
+const QUEUE_CHARTS: usize = 3;
+/// Dependencies in the per-dependency bar charts at most (the busiest).
+const DEPENDENCY_BARS: usize = 16;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>{}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n",
+        escape(title)
+    )
+}
+
+fn charts(out: &mut String, svgs: &[String]) {
+    out.push_str("<div class=\"charts\">");
+    for svg in svgs {
+        out.push_str(svg);
+    }
+    out.push_str("</div>\n");
+}
+
+fn cell(aggregate: &Aggregate, metric: &str) -> String {
+    match aggregate.estimates.get(metric) {
+        Some(e) if e.high > e.low => format!("{} ±{}", label(e.mean), label((e.high - e.low) / 2.0)),
+        Some(e) => label(e.mean),
+        None => "n/a".into(),
+    }
+}
+
+fn mean(aggregate: &Aggregate, metric: &str) -> f64 {
+    aggregate.mean(metric).unwrap_or(f64::NAN)
+}
+
+/// The faults as shaded spans, in seconds.
+fn fault_spans(model: &Model) -> Vec<Span> {
+    model
+        .world
+        .faults
+        .iter()
+        .map(|f| Span {
+            from: f.start_us as f64 / 1e6,
+            to: f.end_us as f64 / 1e6,
+            name: format!("fault: {} on {}", f.kind.name(), model.dependency_names[f.target]),
+        })
+        .collect()
+}
+
+/// One line per policy of a per-window value.
+fn window_lines(
+    model: &Model,
+    names: &[&str],
+    runs: &[PolicyRuns],
+    value: &dyn Fn(&PolicyRuns, usize) -> f64,
+) -> Vec<Line> {
+    let window_s = model.world.window_us as f64 / 1e6;
+    names
+        .iter()
+        .zip(runs)
+        .map(|(name, r)| Line {
+            name: name.to_string(),
+            points: (0..r.series.rows()).map(|row| (row as f64 * window_s, value(r, row))).collect(),
+            band: None,
+        })
+        .collect()
+}
+
+/// The report of `faultline run`.
+pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs: &[PolicyRuns]) -> String {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>{}</h1><p class=\"note\">{} replication(s) per policy of {} s simulated (warm-up {} s), seed {}; faultline {}. Shaded: fault windows. Figures are means over replications; ± is the half-width of the 95 % interval.</p>",
+        escape(&model.name),
+        model.world.replications,
+        label(model.world.duration_us as f64 / 1e6),
+        label(model.world.warmup_us as f64 / 1e6),
+        model.world.seed,
+        super::output::VERSION
+    );
+    body.push('\n');
+    body.push_str("<h2>Summary</h2><table><tr><th>metric</th>");
+    for name in names {
+        let _ = write!(body, "<th>{}</th>", escape(name));
+    }
+    body.push_str("</tr>");
+    for metric in SUMMARY {
+        let _ = write!(body, "<tr><td>{metric}</td>");
+        for a in aggregates {
+            let _ = write!(body, "<td>{}</td>", escape(&cell(a, metric)));
+        }
+        body.push_str("</tr>");
+    }
+    body.push_str("</table>\n");
+
+    let dependencies = model.dependency_names.len();
+    let n = |r: &PolicyRuns| r.metrics.len().max(1) as f64;
+    let goodput = FIXED_COLUMNS.iter().position(|c| *c == "goodput").expect("goodput is a fixed column");
+    let spans = || fault_spans(model);
+    let mut over_time = vec![
+        line_chart(&LineChart {
+            title: "Goodput per window (successful root runs)",
+            x_label: "virtual time (s)",
+            y_label: "runs",
+            lines: window_lines(model, names, runs, &|r, row| r.series.value(row, goodput) as f64 / n(r)),
+            spans: spans(),
+        }),
+        line_chart(&LineChart {
+            title: "Attempts per window, all dependencies",
+            x_label: "virtual time (s)",
+            y_label: "attempts",
+            lines: window_lines(model, names, runs, &|r, row| {
+                (0..dependencies).map(|d| r.series.value(row, FIXED_COLUMNS.len() + d) as f64).sum::<f64>() / n(r)
+            }),
+            spans: spans(),
+        }),
+    ];
+    // The deepest queues, by their largest window-end depth under any policy.
+    let queue_column = |d: usize| FIXED_COLUMNS.len() + dependencies + d;
+    let depth = |d: usize| {
+        runs.iter()
+            .flat_map(|r| (0..r.series.rows()).map(move |row| r.series.value(row, queue_column(d))))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut deepest: Vec<usize> = (0..dependencies).filter(|&d| depth(d) > 0).collect();
+    deepest.sort_by_key(|&d| std::cmp::Reverse(depth(d)));
+    for &d in deepest.iter().take(QUEUE_CHARTS) {
+        let title = format!("Queue depth at window end: {}", model.dependency_names[d]);
+        over_time.push(line_chart(&LineChart {
+            title: &title,
+            x_label: "virtual time (s)",
+            y_label: "waiting attempts",
+            lines: window_lines(model, names, runs, &|r, row| r.series.value(row, queue_column(d)) as f64 / n(r)),
+            spans: spans(),
+        }));
+    }
+    body.push_str("<h2>Over time</h2>");
+    charts(&mut body, &over_time);
+
+    let groups = |metrics: &[String]| -> Vec<(String, Vec<f64>)> {
+        names
+            .iter()
+            .zip(aggregates)
+            .map(|(p, a)| (p.to_string(), metrics.iter().map(|m| mean(a, m)).collect()))
+            .collect()
+    };
+    let latency: Vec<String> = ["p50", "p95", "p99"].iter().map(|p| format!("run_latency_ms.{p}")).collect();
+    let outcomes: Vec<String> = ["succeeded", "degraded", "handoff", "failed", "rejected"]
+        .iter()
+        .map(|o| format!("outcome_total.{o}"))
+        .collect();
+    let short = |metrics: &[String]| -> Vec<String> {
+        metrics.iter().map(|m| m.rsplit('.').next().unwrap_or(m).to_string()).collect()
+    };
+    body.push_str("<h2>Latency and outcomes</h2>");
+    charts(
+        &mut body,
+        &[
+            bar_chart("Root-run latency percentiles", "ms", &short(&latency), &groups(&latency)),
+            bar_chart("Outcomes of root runs", "runs", &short(&outcomes), &groups(&outcomes)),
+        ],
+    );
+
+    let busiest = {
+        let mut all: Vec<usize> = (0..dependencies).collect();
+        let load = |d: usize| {
+            aggregates
+                .iter()
+                .map(|a| mean(a, &format!("dependency.{}.attempt_total", model.dependency_names[d])))
+                .fold(0.0, f64::max)
+        };
+        all.sort_by(|&a, &b| load(b).total_cmp(&load(a)).then(a.cmp(&b)));
+        all.truncate(DEPENDENCY_BARS);
+        all
+    };
+    let dependency_names: Vec<String> = busiest.iter().map(|&d| model.dependency_names[d].clone()).collect();
+    let utilization: Vec<String> = dependency_names.iter().map(|d| format!("dependency.{d}.utilization")).collect();
+    let refused = |a: &Aggregate, d: &str| -> f64 {
+        let prefix = format!("dependency.{d}.refused_total.");
+        let guards: f64 = a
+            .estimates
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(_, e)| e.mean)
+            .filter(|v| v.is_finite())
+            .sum();
+        guards + mean(a, &format!("dependency.{d}.rejected_total")).max(0.0)
+    };
+    let refusals: Vec<(String, Vec<f64>)> = names
+        .iter()
+        .zip(aggregates)
+        .map(|(p, a)| (p.to_string(), dependency_names.iter().map(|d| refused(a, d)).collect()))
+        .collect();
+    body.push_str("<h2>Dependencies</h2>");
+    if dependencies > DEPENDENCY_BARS {
+        let _ = write!(body, "<p class=\"note\">The {DEPENDENCY_BARS} busiest of {dependencies} dependencies.</p>");
+    }
+    charts(
+        &mut body,
+        &[
+            bar_chart("Utilization per dependency", "busy share", &dependency_names, &groups(&utilization)),
+            bar_chart("Refused and rejected attempts per dependency", "attempts", &dependency_names, &refusals),
+        ],
+    );
+    page(&format!("faultline: {}", model.name), &body)
+}
+
+/// A parameter value as a number for an axis; None when a value is not a number.
+fn numeric(values: &[String]) -> Option<Vec<f64>> {
+    values.iter().map(|v| v.replace('_', "").parse::<f64>().ok()).collect()
+}
+
+/// The report of `faultline sweep` (and of `merge`).
+pub fn sweep_report(layout: &SweepLayout, points: &[SweepPoint]) -> String {
+    let mut body = String::new();
+    let params: Vec<&str> = layout.params.iter().map(|p| p.path.as_str()).collect();
+    let _ = write!(
+        body,
+        "<h1>{} sweep</h1><p class=\"note\">{} grid point(s) over {}; faultline {}. Lines are means over replications, bands their 95 % intervals.</p>",
+        escape(&layout.scenario),
+        layout.points,
+        escape(&params.join(" x ")),
+        super::output::VERSION
+    );
+    let mut policies: Vec<&str> = Vec::new();
+    for p in points {
+        if !policies.contains(&p.policy.as_str()) {
+            policies.push(&p.policy);
+        }
+    }
+    match layout.params.as_slice() {
+        [param] => {
+            let xs = numeric(&param.values);
+            let mut svgs = Vec::new();
+            for (m, (_, title)) in DIGEST_METRICS.iter().enumerate() {
+                let lines = policies
+                    .iter()
+                    .map(|policy| {
+                        let rows: Vec<&SweepPoint> = points.iter().filter(|p| p.policy == *policy).collect();
+                        let x = |p: &SweepPoint| xs.as_ref().map_or(p.point as f64, |xs| xs[p.point]);
+                        Line {
+                            name: policy.to_string(),
+                            points: rows.iter().map(|p| (x(p), p.figures[m].0)).collect(),
+                            band: Some(rows.iter().map(|p| (p.figures[m].1, p.figures[m].2)).collect()),
+                        }
+                    })
+                    .collect();
+                let x_label = if xs.is_some() { param.path.clone() } else { format!("{} (value number)", param.path) };
+                svgs.push(line_chart(&LineChart { title, x_label: &x_label, y_label: title, lines, spans: vec![] }));
+            }
+            body.push_str("<h2>Key figures against the parameter</h2>");
+            charts(&mut body, &svgs);
+        }
+        [rows, columns] => {
+            for policy in &policies {
+                let mut svgs = Vec::new();
+                for (m, (_, title)) in DIGEST_METRICS.iter().enumerate() {
+                    let mut grid = vec![vec![f64::NAN; columns.values.len()]; rows.values.len()];
+                    for p in points.iter().filter(|p| p.policy == *policy) {
+                        grid[p.point / columns.values.len()][p.point % columns.values.len()] = p.figures[m].0;
+                    }
+                    let title = format!("{title}: {policy}");
+                    svgs.push(heat_map(&title, &rows.path, &rows.values, &columns.path, &columns.values, &grid));
+                }
+                let _ = write!(body, "<h2>Policy {}</h2>", escape(policy));
+                charts(&mut body, &svgs);
+            }
+        }
+        _ => body.push_str(
+            "<p class=\"note\">Charts are drawn for sweeps of one parameter (lines) or two (heat maps); sweep.csv holds every point.</p>",
+        ),
+    }
+    page(&format!("faultline: {} sweep", layout.scenario), &body)
+}

@@ -1,0 +1,386 @@
+//! Hand-written SVG charts for report.html: line charts with confidence bands and shaded time
+//! windows, grouped bar charts and heat maps. Plain text out, no JavaScript, no fonts or files
+//! fetched: a report opens anywhere, offline. Every chart is one `<svg class="chart">` element
+//! with a `<title>` (so a test can count them and a screen reader can name them).
+
+use std::fmt::Write;
+
+const WIDTH: f64 = 680.0;
+const HEIGHT: f64 = 260.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 150.0;
+const TOP: f64 = 28.0;
+const BOTTOM: f64 = 40.0;
+
+/// Colour-blind-safe (Okabe-Ito) colours, one per series.
+const PALETTE: [&str; 8] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"];
+
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Text safe inside XML elements and attributes.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number as an axis or cell label: short, no trailing zeros.
+pub fn label(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    let a = v.abs();
+    if a != 0.0 && !(0.001..1e6).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let text = if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text };
+    if text == "-0" { "0".into() } else { text }
+}
+
+/// Round tick positions covering [low, high]: steps of 1, 2 or 5 times a power of ten.
+pub fn ticks(low: f64, high: f64, wanted: usize) -> Vec<f64> {
+    if !(low.is_finite() && high.is_finite()) || high <= low {
+        return vec![low];
+    }
+    let raw = (high - low) / wanted.max(1) as f64;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * power).find(|s| *s >= raw).unwrap_or(10.0 * power);
+    let first = (low / step).ceil() as i64;
+    let last = (high / step).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+/// One line of a line chart, optionally with a band (low, high) at the same x values.
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub band: Option<Vec<(f64, f64)>>,
+}
+
+/// A span of the x axis to shade, such as a fault window, with its label.
+pub struct Span {
+    pub from: f64,
+    pub to: f64,
+    pub name: String,
+}
+
+pub struct LineChart<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub lines: Vec<Line>,
+    pub spans: Vec<Span>,
+}
+
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn x(&self, v: f64) -> f64 {
+        LEFT + (v - self.x0) / (self.x1 - self.x0).max(f64::MIN_POSITIVE) * (WIDTH - LEFT - RIGHT)
+    }
+    fn y(&self, v: f64) -> f64 {
+        HEIGHT - BOTTOM - (v - self.y0) / (self.y1 - self.y0).max(f64::MIN_POSITIVE) * (HEIGHT - TOP - BOTTOM)
+    }
+}
+
+fn open(svg: &mut String, title: &str) {
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"><title>{}</title><text x="{LEFT}" y="17" class="title">{}</text>"#,
+        escape(title),
+        escape(title)
+    );
+}
+
+fn axes(svg: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f64]) {
+    let (left, right, bottom, top) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
+    for t in ticks(f.y0, f.y1, 5) {
+        let y = f.y(t);
+        let _ = write!(
+            svg,
+            r#"<line x1="{left}" y1="{y:.1}" x2="{right}" y2="{y:.1}" class="grid"/><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#,
+            left - 4.0,
+            y + 4.0,
+            label(t)
+        );
+    }
+    for &t in x_ticks {
+        let x = f.x(t);
+        let _ = write!(
+            svg,
+            r#"<text x="{x:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
+            bottom + 14.0,
+            label(t)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" class="axis"/><line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" class="axis"/><text x="{:.1}" y="{:.1}" class="axis-label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="axis-label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text>"#,
+        (left + right) / 2.0,
+        HEIGHT - 6.0,
+        escape(x_label),
+        (top + bottom) / 2.0,
+        (top + bottom) / 2.0,
+        escape(y_label)
+    );
+}
+
+fn legend(svg: &mut String, names: &[&str]) {
+    for (i, name) in names.iter().enumerate() {
+        let y = TOP + 8.0 + 18.0 * i as f64;
+        let x = WIDTH - RIGHT + 12.0;
+        let _ = write!(
+            svg,
+            r#"<rect x="{x}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
+            y - 10.0,
+            colour(i),
+            x + 18.0,
+            y,
+            escape(name)
+        );
+    }
+}
+
+fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    values.filter(|v| v.is_finite()).fold(None, |acc, v| match acc {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
+pub fn line_chart(chart: &LineChart) -> String {
+    let mut svg = String::new();
+    open(&mut svg, chart.title);
+    let xs = chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let ys = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1).chain(l.band.iter().flatten().flat_map(|b| [b.0, b.1])));
+    let (Some((x0, x1)), Some((_, y1))) = (bounds(xs), bounds(ys)) else {
+        svg.push_str(r#"<text x="200" y="130" class="tick">no data</text></svg>"#);
+        return svg;
+    };
+    let y_low = bounds(chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1))).map_or(0.0, |b| b.0.min(0.0));
+    let frame = Frame {
+        x0,
+        x1: if x1 > x0 { x1 } else { x0 + 1.0 },
+        y0: y_low,
+        y1: if y1 > y_low { y1 * 1.05 } else { y_low + 1.0 },
+    };
+    for span in &chart.spans {
+        let (a, b) = (frame.x(span.from.max(frame.x0)), frame.x(span.to.min(frame.x1)));
+        if b > a {
+            let _ = write!(
+                svg,
+                r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{:.1}" class="span"><title>{}</title></rect>"#,
+                b - a,
+                HEIGHT - TOP - BOTTOM,
+                escape(&span.name)
+            );
+        }
+    }
+    axes(&mut svg, &frame, chart.x_label, chart.y_label, &ticks(frame.x0, frame.x1, 8));
+    for (i, line) in chart.lines.iter().enumerate() {
+        if let Some(band) = &line.band {
+            let upper: Vec<String> =
+                line.points.iter().zip(band).map(|(p, b)| format!("{:.1},{:.1}", frame.x(p.0), frame.y(b.1))).collect();
+            let lower: Vec<String> = line
+                .points
+                .iter()
+                .zip(band)
+                .rev()
+                .map(|(p, b)| format!("{:.1},{:.1}", frame.x(p.0), frame.y(b.0)))
+                .collect();
+            let _ = write!(
+                svg,
+                r#"<polygon points="{} {}" fill="{}" class="band"/>"#,
+                upper.join(" "),
+                lower.join(" "),
+                colour(i)
+            );
+        }
+        let points: Vec<String> = line
+            .points
+            .iter()
+            .filter(|p| p.1.is_finite())
+            .map(|p| format!("{:.1},{:.1}", frame.x(p.0), frame.y(p.1)))
+            .collect();
+        let _ = write!(svg, r#"<polyline points="{}" stroke="{}" class="line"/>"#, points.join(" "), colour(i));
+    }
+    let names: Vec<&str> = chart.lines.iter().map(|l| l.name.as_str()).collect();
+    legend(&mut svg, &names);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// Bars per category, one bar per group (policy) side by side.
+pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(String, Vec<f64>)]) -> String {
+    let mut svg = String::new();
+    open(&mut svg, title);
+    let high = bounds(groups.iter().flat_map(|g| g.1.iter().copied())).map_or(1.0, |b| b.1.max(0.0));
+    let frame =
+        Frame { x0: 0.0, x1: categories.len().max(1) as f64, y0: 0.0, y1: if high > 0.0 { high * 1.1 } else { 1.0 } };
+    axes(&mut svg, &frame, "", y_label, &[]);
+    let slot = (WIDTH - LEFT - RIGHT) / categories.len().max(1) as f64;
+    let bar = (slot * 0.8) / groups.len().max(1) as f64;
+    for (c, category) in categories.iter().enumerate() {
+        let x = LEFT + slot * c as f64;
+        for (g, (name, values)) in groups.iter().enumerate() {
+            let v = values.get(c).copied().unwrap_or(f64::NAN);
+            if !v.is_finite() {
+                continue;
+            }
+            let (top, base) = (frame.y(v.max(0.0)), frame.y(0.0));
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} {}: {}</title></rect>"#,
+                x + slot * 0.1 + bar * g as f64,
+                bar.max(1.0) - 1.0,
+                (base - top).max(0.0),
+                colour(g),
+                escape(name),
+                escape(category),
+                label(v)
+            );
+        }
+        // Many categories: their names slant so neighbours do not overlap.
+        let (cx, cy) = (x + slot / 2.0, HEIGHT - BOTTOM + 14.0);
+        let (anchor, turn) = if categories.len() > 4 {
+            ("end", format!(r#" transform="rotate(-20 {cx:.1} {cy:.1})""#))
+        } else {
+            ("middle", String::new())
+        };
+        let _ = write!(
+            svg,
+            r#"<text x="{cx:.1}" y="{cy:.1}" class="tick" text-anchor="{anchor}"{turn}>{}</text>"#,
+            escape(category)
+        );
+    }
+    let names: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
+    legend(&mut svg, &names);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// A grid of cells coloured from low (light) to high (dark), each labelled with its value.
+pub fn heat_map(
+    title: &str,
+    row_label: &str,
+    rows: &[String],
+    column_label: &str,
+    columns: &[String],
+    values: &[Vec<f64>],
+) -> String {
+    let mut svg = String::new();
+    open(&mut svg, title);
+    let (low, high) = bounds(values.iter().flatten().copied()).unwrap_or((0.0, 1.0));
+    let (w, h) =
+        ((WIDTH - LEFT - RIGHT) / columns.len().max(1) as f64, (HEIGHT - TOP - BOTTOM) / rows.len().max(1) as f64);
+    for (r, row) in rows.iter().enumerate() {
+        let y = TOP + h * r as f64;
+        for (c, column) in columns.iter().enumerate() {
+            let v = values.get(r).and_then(|row| row.get(c)).copied().unwrap_or(f64::NAN);
+            let share = if high > low { (v - low) / (high - low) } else { 0.5 };
+            let fill = if v.is_finite() {
+                // From a light to a dark blue, by share of the range.
+                let mix = |light: f64, dark: f64| (light + (dark - light) * share).round() as u8;
+                format!("#{:02x}{:02x}{:02x}", mix(239.0, 8.0), mix(243.0, 48.0), mix(255.0, 107.0))
+            } else {
+                "#dddddd".into()
+            };
+            let ink = if v.is_finite() && share > 0.55 { "#ffffff" } else { "#000000" };
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{row_label} {} / {column_label} {}: {}</title></rect><text x="{:.1}" y="{:.1}" class="cell" fill="{ink}" text-anchor="middle">{}</text>"#,
+                LEFT + w * c as f64,
+                w - 1.0,
+                h - 1.0,
+                escape(row),
+                escape(column),
+                label(v),
+                LEFT + w * (c as f64 + 0.5),
+                y + h / 2.0 + 4.0,
+                label(v)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#,
+            LEFT - 4.0,
+            y + h / 2.0 + 4.0,
+            escape(row)
+        );
+    }
+    for (c, column) in columns.iter().enumerate() {
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
+            LEFT + w * (c as f64 + 0.5),
+            HEIGHT - BOTTOM + 14.0,
+            escape(column)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" class="axis-label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="axis-label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text></svg>"#,
+        (LEFT + WIDTH - RIGHT) / 2.0,
+        HEIGHT - 6.0,
+        escape(column_label),
+        (TOP + HEIGHT - BOTTOM) / 2.0,
+        (TOP + HEIGHT - BOTTOM) / 2.0,
+        escape(row_label)
+    );
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(0.0, 2400.0, 8), vec![0.0, 500.0, 1000.0, 1500.0, 2000.0]);
+        assert_eq!(ticks(3.0, 3.0, 5), vec![3.0]);
+    }
+
+    #[test]
+    fn labels_are_short() {
+        assert_eq!(label(0.5), "0.5");
+        assert_eq!(label(1234.0), "1234");
+        assert_eq!(label(2.25), "2.25");
+        assert_eq!(label(1.5e7), "1.50e7");
+        assert_eq!(label(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        let chart = bar_chart("<x>", "y", &["a&b".into()], &[("p".into(), vec![1.0])]);
+        assert!(chart.contains("<title>&lt;x&gt;</title>") && chart.contains("a&amp;b"), "{chart}");
+    }
+}
