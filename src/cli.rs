@@ -3,6 +3,7 @@
 
 use crate::experiment::CommandError;
 use crate::experiment::batch::{MAX_JOBS, default_jobs};
+use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
@@ -75,6 +76,13 @@ const SWEEP_EXAMPLES: &str = "Examples:
   faultline sweep scenario.toml --param policy.resilient.budget.retry_tokens=0,1,2,4 -p resilient
   faultline sweep scenario.toml --param workflow.support-answer.arrivals.rate_per_s=2,5,10 --resume
   faultline sweep scenario.toml --param fault.0.duration_s=60,120 --shard 0/4 -o shards";
+
+const EXPLORE_EXAMPLES: &str = "Examples:
+  faultline explore scenario.toml -p resilient --schedules 500
+  faultline explore scenario.toml -p resilient --kind latency --kind errors --max-faults 2 --seed 7
+
+Exit 0 when no schedule broke an invariant, 99 when one did (its schedule and the shrunk one are
+written as scenario files that `faultline run` reproduces).";
 
 const MERGE_EXAMPLES: &str = "Example:
   faultline merge shards/shard-*-of-4.jsonl -o results/scenario-sweep";
@@ -156,6 +164,42 @@ pub enum Command {
         /// Writes shard-K-of-N.jsonl into --out; `faultline merge` combines all N.
         #[arg(long, value_name = "K/N")]
         shard: Option<String>,
+    },
+    /// Try random fault schedules on a policy, check invariants, shrink the first failure.
+    #[command(after_help = EXPLORE_EXAMPLES)]
+    Explore {
+        /// Scenario file (.toml or .json).
+        scenario: PathBuf,
+        /// The policy under test.
+        #[arg(short = 'p', long)]
+        policy: String,
+        /// How many random schedules to try.
+        #[arg(long, default_value_t = 200)]
+        schedules: u32,
+        /// Seed of the schedules (schedule k is the same for any --schedules and --jobs).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Faults per schedule at most.
+        #[arg(long, default_value_t = 3)]
+        max_faults: usize,
+        /// Fault kinds to draw from (repeatable). Default: all.
+        #[arg(long = "kind", value_name = "KIND")]
+        kinds: Vec<String>,
+        /// Add the schedules to the scenario's own faults instead of replacing them.
+        #[arg(long)]
+        keep_faults: bool,
+        /// Replications per schedule (default: simulation.replications).
+        #[arg(long)]
+        replications: Option<u32>,
+        /// Override a scenario value: path=value (repeatable), e.g. a shorter duration.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Worker threads. Default: every core.
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
+        /// Folder for the failing and shrunk scenario files. Default: results/<scenario>-explore/
+        #[arg(short = 'o', long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
@@ -250,6 +294,36 @@ pub fn execute(cli: Cli) -> i32 {
             let (seed, replications, sets) = (c.seed, c.replications, c.sets);
             let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard };
             Ok((sweep(&opts)?, EXIT_OK))
+        }
+        Command::Explore {
+            scenario,
+            policy,
+            schedules,
+            seed,
+            max_faults,
+            kinds,
+            keep_faults,
+            replications,
+            sets,
+            jobs: j,
+            out,
+        } => {
+            let jobs = jobs(j)?;
+            let opts = ExploreOptions {
+                scenario,
+                policy,
+                schedules,
+                seed,
+                max_faults,
+                kinds,
+                keep_faults,
+                sets,
+                replications,
+                jobs,
+                out,
+            };
+            let report = explore(&opts)?;
+            Ok((report.text, if report.violated { EXIT_GATE_FAILED } else { EXIT_OK }))
         }
         Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
         Command::Gate {

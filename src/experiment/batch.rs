@@ -131,6 +131,11 @@ impl Workers {
         Ok(Workers { pool, progress })
     }
 
+    /// Counts one unit of work that is not a simulation of [`Workers::simulate`].
+    pub fn tick(&self) {
+        self.progress.inc(1);
+    }
+
     /// Sets what the progress bar counts to and says.
     pub fn set_total(&self, simulations: u64, label: &str) {
         self.progress.set_length(simulations);

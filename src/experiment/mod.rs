@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod explore;
 pub mod folder;
 pub mod gate;
 pub mod init;

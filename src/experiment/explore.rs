@@ -1,0 +1,556 @@
+//! `faultline explore`: swarm testing of a policy against random fault schedules. Each schedule
+//! enables a random subset of fault kinds, then draws faults (kind, target, window, toxicity,
+//! strength) from them; every run is checked against invariants: the scenario's [slo]
+//! thresholds as properties of each replication, the metric identities of docs/metrics.md
+//! section 5, and what the policy promises (no duplicate effect when it reconciles writes with
+//! one key per call; no run past its deadline when the deadline propagates). The first failing
+//! schedule is shrunk, delta-debugging style, to a small one that still breaks the same
+//! invariant, and written as a scenario file that `run` reproduces.
+
+use super::CommandError;
+use super::batch::{Workers, compile_scenario, replication_seed};
+use super::folder::write_atomically;
+use super::run::collect_overrides;
+use super::slo::{Check, Comparison, compile_slo};
+use crate::engine::{Model, simulate};
+use crate::metrics::MetricMap;
+use crate::runtime::decision::OnEffectUnknown;
+use crate::scenario::{ErrorMix, Fault, Scenario, Source, load_file};
+use crate::sim::StreamKey;
+use crate::world::fault_kind::FaultKind;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct ExploreOptions {
+    pub scenario: PathBuf,
+    pub policy: String,
+    pub schedules: u32,
+    pub seed: u64,
+    pub max_faults: usize,
+    pub kinds: Vec<String>,
+    pub keep_faults: bool,
+    pub sets: Vec<String>,
+    pub replications: Option<u32>,
+    pub jobs: usize,
+    pub out: Option<PathBuf>,
+}
+
+/// The most schedules one command explores, and the most simulation sets a shrink may spend.
+pub const MAX_SCHEDULES: u32 = 1_000_000;
+const MAX_SHRINK_STEPS: usize = 400;
+
+/// A small splitmix64 stream per schedule, keyed by the explore seed and the schedule number,
+/// so schedule k is the same whatever the thread count or the number of schedules.
+struct Draws(u64);
+
+impl Draws {
+    fn new(seed: u64, schedule: u32) -> Draws {
+        Draws(StreamKey::root(seed).with(u64::from(schedule)).value())
+    }
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Values written to a scenario file stay short: a tenth of a second, a hundredth of a share.
+fn round_to(v: f64, step: f64) -> f64 {
+    // Dividing by the inverse keeps 249.6 as 249.6 (multiplying by 0.1 gives 249.60000000000002).
+    let per_unit = (1.0 / step).round();
+    (v * per_unit).round() / per_unit
+}
+
+fn fault(kind: FaultKind, target: &str, start_s: f64, duration_s: f64) -> Fault {
+    Fault {
+        kind: kind.name().to_string(),
+        target: target.to_string(),
+        start_s,
+        duration_s,
+        toxicity: None,
+        service_time: None,
+        factor: None,
+        latency_ms: None,
+        jitter_ms: None,
+        errors: None,
+        servers: None,
+        per_s: None,
+        burst: None,
+    }
+}
+
+/// Draws schedule `index`: a swarm of enabled kinds, then 1 ..= max_faults faults from them.
+fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], index: u32) -> Vec<Fault> {
+    let mut d = Draws::new(opts.seed, index);
+    let mut enabled: Vec<FaultKind> = kinds.iter().copied().filter(|_| d.unit() < 0.5).collect();
+    if enabled.is_empty() {
+        enabled.push(kinds[d.below(kinds.len())]);
+    }
+    let (warmup, duration) = (base.simulation.warmup_s, base.simulation.duration_s);
+    let span = (duration - warmup).max(1.0);
+    let count = 1 + d.below(opts.max_faults);
+    (0..count)
+        .map(|_| {
+            let kind = enabled[d.below(enabled.len())];
+            let target = &base.dependencies[d.below(base.dependencies.len())];
+            let start_s = round_to(warmup + d.unit() * span * 0.8, 0.1);
+            let duration_s = round_to((d.unit() * 0.3 * span).max(1.0), 0.1);
+            let mut f = fault(kind, &target.name, start_s, duration_s);
+            let toxicity = round_to(0.05 + 0.95 * d.unit(), 0.01);
+            match kind {
+                FaultKind::Latency => {
+                    f.factor = Some(round_to(1.5 + 8.5 * d.unit(), 0.1));
+                    f.toxicity = Some(toxicity);
+                }
+                FaultKind::Timeout | FaultKind::LostResponse | FaultKind::Down => f.toxicity = Some(toxicity),
+                FaultKind::Errors => {
+                    let p = round_to(0.05 + 0.45 * d.unit(), 0.01);
+                    let mut mix = ErrorMix::default();
+                    match d.below(3) {
+                        0 => mix.overloaded = p,
+                        1 => mix.transient_transport = p,
+                        _ => mix.rate_limited = p,
+                    }
+                    f.errors = Some(mix);
+                    f.toxicity = Some(toxicity);
+                }
+                FaultKind::Capacity => f.servers = Some((d.unit() * f64::from(target.servers)).floor() as u32),
+                FaultKind::RateLimit => f.per_s = Some(round_to(1.0 + 99.0 * d.unit(), 0.1)),
+            }
+            f
+        })
+        .collect()
+}
+
+/// What one run must satisfy, and how to check a replication's metrics against it.
+struct Invariants {
+    thresholds: Vec<Check>,
+    no_duplicates: bool,
+    deadline_ms: Option<f64>,
+}
+
+/// A broken invariant: which, in which replication, and the figures that show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub invariant: String,
+    pub replication: u32,
+    pub detail: String,
+}
+
+fn holds(c: Comparison, v: f64, t: f64) -> bool {
+    match c {
+        Comparison::Less => v < t,
+        Comparison::LessOrEqual => v <= t,
+        Comparison::Greater => v > t,
+        Comparison::GreaterOrEqual => v >= t,
+        Comparison::Equal => v == t,
+        Comparison::NotEqual => v != t,
+    }
+}
+
+/// Sums of per-name metrics that must equal a total (docs/metrics.md section 5).
+fn identity_sums(m: &MetricMap) -> Vec<(String, f64, f64)> {
+    let sum = |prefix: &str, suffix: &str| -> f64 {
+        m.iter().filter(|(k, _)| k.starts_with(prefix) && k.ends_with(suffix)).map(|(_, v)| *v).sum()
+    };
+    let get = |k: &str| m.get(k).copied().unwrap_or(0.0);
+    let outcomes: f64 = ["succeeded", "degraded", "handoff", "failed", "rejected"]
+        .iter()
+        .map(|o| get(&format!("outcome_total.{o}")))
+        .sum();
+    let mut checks = vec![
+        ("outcomes add up to logical_run_total".to_string(), outcomes, get("logical_run_total")),
+        (
+            "dependency attempts add up to dependency_attempt_total".into(),
+            sum("dependency.", ".attempt_total"),
+            get("dependency_attempt_total"),
+        ),
+        (
+            "dependency rejections add up to queue_rejected_total".into(),
+            sum("dependency.", ".rejected_total"),
+            get("queue_rejected_total"),
+        ),
+        (
+            "failed steps add up to outcome_total.failed".into(),
+            sum("step.", ".failed_total"),
+            get("outcome_total.failed"),
+        ),
+    ];
+    for reason in ["bulkhead", "circuit_open", "expired", "fan_out", "retry_budget", "shed", "throttled"] {
+        let total = format!("refused_total.{reason}");
+        checks.push((
+            format!("dependency refusals add up to {total}"),
+            sum("dependency.", &format!(".{total}")),
+            get(&total),
+        ));
+    }
+    checks
+}
+
+impl Invariants {
+    fn new(model: &Model, scenario: &Scenario, source: &Source, policy: usize) -> Result<Invariants, CommandError> {
+        let slo = compile_slo(scenario.slo.as_ref(), model, source)?;
+        let p = &model.policies[policy];
+        let rules = &p.rules;
+        Ok(Invariants {
+            thresholds: slo.thresholds,
+            no_duplicates: !p.key_per_attempt && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst,
+            deadline_ms: rules
+                .deadline_propagation
+                .then(|| scenario.workflows.iter().map(|w| w.deadline_ms).fold(0.0, f64::max)),
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut names = vec!["metric identities (docs/metrics.md section 5)".to_string()];
+        if self.no_duplicates {
+            names.push("no duplicate effect (one key per call, reconcile first)".into());
+        }
+        if let Some(d) = self.deadline_ms {
+            names.push(format!("no run longer than its deadline ({d} ms, propagated)"));
+        }
+        names.extend(self.thresholds.iter().map(|c| format!("[slo] {} {}", c.metric, c.expression)));
+        names
+    }
+
+    fn check(&self, m: &MetricMap, replication: u32) -> Option<Violation> {
+        let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
+        let broken = |invariant: String, detail: String| Some(Violation { invariant, replication, detail });
+        for (name, sum, total) in identity_sums(m) {
+            if (sum - total).abs() > 1e-6 * total.abs().max(1.0) {
+                return broken(format!("identity: {name}"), format!("{sum} != {total}"));
+            }
+        }
+        let pairs = [
+            ("hedge_won_total", "hedge_sent_total"),
+            ("duplicate_effect_total", "effect_total"),
+            ("duplicate_effect_run_total", "duplicate_effect_total"),
+        ];
+        for (part, whole) in pairs {
+            if get(part) > get(whole) {
+                return broken(format!("identity: {part} <= {whole}"), format!("{} > {}", get(part), get(whole)));
+            }
+        }
+        if self.no_duplicates && get("duplicate_effect_total") > 0.0 {
+            let detail = format!("duplicate_effect_total = {}", get("duplicate_effect_total"));
+            return broken("no duplicate effect (one key per call, reconcile first)".into(), detail);
+        }
+        if let Some(deadline) = self.deadline_ms
+            && get("run_latency_ms.max") > deadline + 1e-3
+        {
+            let detail = format!("run_latency_ms.max = {} > {deadline}", get("run_latency_ms.max"));
+            return broken(format!("no run longer than its deadline ({deadline} ms, propagated)"), detail);
+        }
+        for c in &self.thresholds {
+            let v = get(&c.metric);
+            if v.is_finite() && !holds(c.comparison, v, c.threshold) {
+                return broken(format!("[slo] {} {}", c.metric, c.expression), format!("{} = {v}", c.metric));
+            }
+        }
+        None
+    }
+}
+
+/// Runs `scenario` (the base with a schedule) and returns the first broken invariant.
+fn evaluate(scenario: &Scenario, source: &Source, policy: &str) -> Result<Option<Violation>, CommandError> {
+    let model = Model::compile(scenario, source)?;
+    let p = model.policy_index(policy).ok_or_else(|| CommandError::Input(format!("no policy `{policy}`")))?;
+    let invariants = Invariants::new(&model, scenario, source, p)?;
+    for r in 0..model.world.replications {
+        let replication = simulate(&model, p, replication_seed(model.world.seed, r))?;
+        if let Some(v) = invariants.check(&replication.metrics, r) {
+            return Ok(Some(v));
+        }
+    }
+    Ok(None)
+}
+
+fn with_faults(base: &Scenario, keep: bool, faults: Vec<Fault>) -> Scenario {
+    let mut s = base.clone();
+    if !keep {
+        s.faults.clear();
+    }
+    s.faults.extend(faults);
+    s
+}
+
+/// Smaller variants of a failing scenario, most reducing first.
+fn candidates(current: &Scenario, base: &Scenario, first_own: usize) -> Vec<Scenario> {
+    let mut out = Vec::new();
+    let own = first_own..current.faults.len();
+    for i in own.clone() {
+        let mut s = current.clone();
+        s.faults.remove(i);
+        out.push(s);
+    }
+    if current.simulation.replications > 1 {
+        let mut s = current.clone();
+        s.simulation.replications = 1;
+        out.push(s);
+    }
+    for i in own {
+        let f = &current.faults[i];
+        let mut edit = |change: &dyn Fn(&mut Fault)| {
+            let mut s = current.clone();
+            change(&mut s.faults[i]);
+            // Rounding can leave a value where it was; such a variant is no smaller.
+            let same = |a: &Fault, b: &Fault| serde_json::to_string(a).ok() == serde_json::to_string(b).ok();
+            if !same(&s.faults[i], &current.faults[i]) {
+                out.push(s);
+            }
+        };
+        if f.duration_s > 1.0 {
+            edit(&|f| f.duration_s = round_to((f.duration_s / 2.0).max(1.0), 0.1));
+            edit(&|f| {
+                f.start_s = round_to(f.start_s + f.duration_s / 2.0, 0.1);
+                f.duration_s = round_to((f.duration_s / 2.0).max(1.0), 0.1);
+            });
+        }
+        if f.toxicity.is_some_and(|t| t > 0.01) {
+            edit(&|f| f.toxicity = f.toxicity.map(|t| round_to((t / 2.0).max(0.01), 0.01)));
+        }
+        if f.factor.is_some_and(|x| x > 1.1) {
+            edit(&|f| f.factor = f.factor.map(|x| round_to(1.0 + (x - 1.0) / 2.0, 0.1)));
+        }
+        if let Some(original) = base.dependencies.iter().find(|d| d.name == f.target).map(|d| d.servers)
+            && f.servers.is_some_and(|s| s < original)
+        {
+            edit(&|f| f.servers = f.servers.map(|s| s + (original - s).div_ceil(2)));
+        }
+        if f.per_s.is_some() {
+            edit(&|f| f.per_s = f.per_s.map(|p| round_to(p * 2.0, 0.1)));
+        }
+        if let Some(mix) = &f.errors {
+            let halved = ErrorMix {
+                overloaded: round_to(mix.overloaded / 2.0, 0.01),
+                transient_transport: round_to(mix.transient_transport / 2.0, 0.01),
+                rate_limited: round_to(mix.rate_limited / 2.0, 0.01),
+                ..mix.clone()
+            };
+            edit(&|f| f.errors = Some(halved.clone()));
+        }
+    }
+    // Less load: every constant arrival rate three quarters as high.
+    if current.workflows.iter().any(|w| w.arrivals.rate_per_s.is_some_and(|r| r > 0.5)) {
+        let mut s = current.clone();
+        for w in &mut s.workflows {
+            w.arrivals.rate_per_s = w.arrivals.rate_per_s.map(|r| round_to(r * 0.75, 0.01));
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// Shrinks a failing scenario while it still breaks `invariant`; returns it and the steps taken.
+fn shrink(
+    failing: Scenario,
+    base: &Scenario,
+    first_own: usize,
+    source: &Source,
+    policy: &str,
+    invariant: &str,
+    workers: &Workers,
+) -> Result<(Scenario, Violation, usize), CommandError> {
+    let mut current = failing;
+    let mut violation = evaluate(&current, source, policy)?.expect("the schedule failed");
+    let mut steps = 0;
+    'outer: while steps < MAX_SHRINK_STEPS {
+        let options = candidates(&current, base, first_own);
+        // Candidates are judged in parallel and the first (in order) that still fails is kept.
+        let results: Vec<Result<Option<Violation>, CommandError>> =
+            workers.install(|| options.par_iter().map(|s| evaluate(s, source, policy)).collect());
+        steps += options.len();
+        for (s, r) in options.into_iter().zip(results) {
+            if let Some(v) = r?
+                && v.invariant == invariant
+            {
+                current = s;
+                violation = v;
+                continue 'outer;
+            }
+        }
+        break;
+    }
+    Ok((current, violation, steps))
+}
+
+fn describe(f: &Fault) -> String {
+    let mut text = format!("{} on {} from {} s for {} s", f.kind, f.target, f.start_s, f.duration_s);
+    let mut add = |name: &str, v: Option<String>| {
+        if let Some(v) = v {
+            text.push_str(&format!(", {name} {v}"));
+        }
+    };
+    add("toxicity", f.toxicity.map(|t| t.to_string()));
+    add("factor", f.factor.map(|t| t.to_string()));
+    add("servers", f.servers.map(|t| t.to_string()));
+    add("per_s", f.per_s.map(|t| t.to_string()));
+    if let Some(m) = &f.errors {
+        let parts: Vec<String> = [
+            ("overloaded", m.overloaded),
+            ("transient_transport", m.transient_transport),
+            ("rate_limited", m.rate_limited),
+        ]
+        .iter()
+        .filter(|(_, p)| *p > 0.0)
+        .map(|(n, p)| format!("{n} {p}"))
+        .collect();
+        text.push_str(&format!(", errors {}", parts.join(" ")));
+    }
+    text
+}
+
+fn scenario_file(s: &Scenario, header: &str) -> Result<Vec<u8>, CommandError> {
+    let body = toml::to_string(s).map_err(|e| CommandError::Io(format!("cannot write the scenario as TOML: {e}")))?;
+    Ok(format!("{header}\n{body}").into_bytes())
+}
+
+/// The outcome of an exploration, for the CLI's exit code.
+pub struct ExploreReport {
+    pub text: String,
+    pub violated: bool,
+}
+
+pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
+    if opts.schedules == 0 || opts.schedules > MAX_SCHEDULES {
+        return Err(CommandError::Input(format!(
+            "argument `--schedules {}`: between 1 and {MAX_SCHEDULES}",
+            opts.schedules
+        )));
+    }
+    if opts.max_faults == 0 || opts.max_faults > 100 {
+        return Err(CommandError::Input(format!("argument `--max-faults {}`: between 1 and 100", opts.max_faults)));
+    }
+    let kinds: Vec<FaultKind> = if opts.kinds.is_empty() {
+        FaultKind::ALL.to_vec()
+    } else {
+        opts.kinds
+            .iter()
+            .map(|k| {
+                FaultKind::parse(k).ok_or_else(|| {
+                    let known = FaultKind::ALL.iter().map(|k| k.name());
+                    CommandError::Input(format!(
+                        "argument `--kind {k}`: {}",
+                        crate::scenario::unknown_name("fault kind", k, known)
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let overrides = collect_overrides(&opts.sets, opts.replications)?;
+    let source = load_file(&opts.scenario)?;
+    let (model, base) = compile_scenario(&source, &overrides)?;
+    if model.policy_index(&opts.policy).is_none() {
+        let known = model.policies.iter().map(|p| p.name.as_str());
+        return Err(CommandError::Input(format!(
+            "argument `--policy {}`: {}",
+            opts.policy,
+            crate::scenario::unknown_name("policy", &opts.policy, known)
+        )));
+    }
+    if base.dependencies.is_empty() {
+        return Err(CommandError::Input(format!("{}: the scenario has no dependency to fault", source.path)));
+    }
+    let first_own = if opts.keep_faults { base.faults.len() } else { 0 };
+    let workers = Workers::start(opts.jobs, u64::from(opts.schedules), &format!("exploring {}", model.name))?;
+    let results: Vec<Result<Option<Violation>, CommandError>> = workers.install(|| {
+        (0..opts.schedules)
+            .into_par_iter()
+            .map(|i| {
+                let s = with_faults(&base, opts.keep_faults, draw_schedule(&base, opts, &kinds, i));
+                let r = evaluate(&s, &source, &opts.policy);
+                workers.tick();
+                r
+            })
+            .collect()
+    });
+    let invariants = Invariants::new(&model, &base, &source, model.policy_index(&opts.policy).expect("checked"))?;
+    let mut text = format!(
+        "{}: policy `{}`, {} schedule(s) (seed {}, up to {} fault(s) each, kinds {}), {} replication(s) each\nchecked: {}\n",
+        model.name,
+        opts.policy,
+        opts.schedules,
+        opts.seed,
+        opts.max_faults,
+        kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+        model.world.replications,
+        invariants.names().join("; ")
+    );
+    let mut violations: Vec<(u32, Violation)> = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        if let Some(v) = r? {
+            violations.push((i as u32, v));
+        }
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for (_, v) in &violations {
+        match counts.iter_mut().find(|(n, _)| *n == v.invariant) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((v.invariant.clone(), 1)),
+        }
+    }
+    let Some((index, first)) = violations.first().cloned() else {
+        workers.finish();
+        text.push_str(&format!("no invariant broken in {} schedule(s)\n", opts.schedules));
+        return Ok(ExploreReport { text, violated: false });
+    };
+    text.push_str(&format!("{} of {} schedule(s) broke an invariant:\n", violations.len(), opts.schedules));
+    for (name, count) in &counts {
+        text.push_str(&format!("  {count:>6}  {name}\n"));
+    }
+    let schedule = draw_schedule(&base, opts, &kinds, index);
+    text.push_str(&format!(
+        "\nfirst: schedule {index} (--seed {}), replication {}: {} ({})\n",
+        opts.seed, first.replication, first.invariant, first.detail
+    ));
+    for f in &schedule {
+        text.push_str(&format!("  {}\n", describe(f)));
+    }
+    let failing = with_faults(&base, opts.keep_faults, schedule);
+    let (shrunk, violation, steps) =
+        shrink(failing.clone(), &base, first_own, &source, &opts.policy, &first.invariant, &workers)?;
+    workers.finish();
+    text.push_str(&format!(
+        "\nshrunk in {steps} simulation set(s) to {} fault(s), still: {} ({}):\n",
+        shrunk.faults.len() - first_own,
+        violation.invariant,
+        violation.detail
+    ));
+    for f in &shrunk.faults[first_own..] {
+        text.push_str(&format!("  {}\n", describe(f)));
+    }
+    let rates: Vec<String> =
+        shrunk.workflows.iter().filter_map(|w| w.arrivals.rate_per_s.map(|r| format!("{} {r}/s", w.name))).collect();
+    if shrunk.workflows.iter().zip(&base.workflows).any(|(a, b)| a.arrivals.rate_per_s != b.arrivals.rate_per_s) {
+        text.push_str(&format!("  load lowered to {}\n", rates.join(", ")));
+    }
+    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{}-explore", model.name)));
+    let stem = format!("{}-{}", model.name, opts.policy);
+    let header = |what: &str| {
+        format!(
+            "# {what} by `faultline explore {} --policy {} --seed {}` (schedule {index}).\n# Broken: {}\n# Reproduce: faultline run THIS_FILE --policy {}",
+            source.path, opts.policy, opts.seed, violation.invariant, opts.policy
+        )
+    };
+    let failing_path = out_dir.join(format!("{stem}-failing.toml"));
+    let shrunk_path = out_dir.join(format!("{stem}-shrunk.toml"));
+    write_atomically(&failing_path, &scenario_file(&failing, &header("The failing schedule found"))?)?;
+    write_atomically(&shrunk_path, &scenario_file(&shrunk, &header("The shrunk schedule found"))?)?;
+    text.push_str(&format!(
+        "\nwrote {} and {}\nreproduce: faultline run {} --policy {}\n",
+        failing_path.display(),
+        shrunk_path.display(),
+        shrunk_path.display(),
+        opts.policy
+    ));
+    Ok(ExploreReport { text, violated: true })
+}

@@ -1,0 +1,134 @@
+//! `faultline explore`: random fault schedules, invariants, and the shrunk failing schedule
+//! written as a scenario that `run` reproduces.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const INCIDENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/meeting-analysis-incident.toml");
+const MMC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/mmc.toml");
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-explore-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn explore(out: &Path, jobs: &str) -> Output {
+    faultline(&[
+        "explore",
+        INCIDENT,
+        "-p",
+        "resilient",
+        "--schedules",
+        "40",
+        "--seed",
+        "1",
+        "--replications",
+        "1",
+        "--set",
+        "simulation.duration_s=600",
+        "--set",
+        "simulation.warmup_s=60",
+        "-j",
+        jobs,
+        "-o",
+        out.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn a_broken_invariant_is_shrunk_to_a_scenario_that_run_reproduces() {
+    let dir = scratch("shrink");
+    let o = explore(&dir.join("a"), "2");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(99), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    // Same schedules, same verdicts, same shrink, whatever the thread count.
+    let again = explore(&dir.join("a"), "1");
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+
+    let broken = text.lines().find_map(|l| l.split("still: ").nth(1)).expect("a shrunk verdict");
+    let invariant = broken.split(" (").next().unwrap();
+    let count = |section: &str| {
+        text.split(section)
+            .nth(1)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  ") && !l.contains("load lowered"))
+            .count()
+    };
+    let (before, after) = (count("\nfirst: "), count("\nshrunk in "));
+    assert!(after >= 1 && after <= before, "{before} -> {after} faults\n{text}");
+
+    // The shrunk file runs and breaks the same [slo] threshold.
+    let shrunk = dir.join("a/meeting-analysis-incident-resilient-shrunk.toml");
+    let file = std::fs::read_to_string(&shrunk).unwrap();
+    assert!(file.starts_with("# The shrunk schedule found by `faultline explore"), "{file}");
+    let out = dir.join("run");
+    let run = faultline(&[
+        "run",
+        shrunk.to_str().unwrap(),
+        "--policy",
+        "resilient",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("resilient/summary.json")).unwrap()).unwrap();
+    if let Some(slo) = invariant.strip_prefix("[slo] ") {
+        let mut parts = slo.split(' ');
+        let (metric, op, limit) =
+            (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap().parse::<f64>().unwrap());
+        let v = summary["metrics"][metric].as_f64().unwrap();
+        let holds = match op {
+            "<" => v < limit,
+            "<=" => v <= limit,
+            ">" => v > limit,
+            ">=" => v >= limit,
+            "==" => v == limit,
+            _ => panic!("{op}"),
+        };
+        assert!(!holds, "run of the shrunk file: {metric} = {v}, which satisfies {op} {limit}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_policy_that_keeps_every_invariant_exits_0() {
+    let dir = scratch("clean");
+    let o = faultline(&[
+        "explore",
+        MMC,
+        "-p",
+        "plain",
+        "--schedules",
+        "20",
+        "--kind",
+        "latency",
+        "--kind",
+        "capacity",
+        "--set",
+        "simulation.duration_s=200",
+        "--set",
+        "simulation.warmup_s=10",
+        "--replications",
+        "1",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("no invariant broken in 20 schedule(s)"), "{text}");
+    assert!(text.contains("kinds latency, capacity"), "{text}");
+    assert!(!dir.exists(), "nothing is written when nothing broke");
+    let bad = faultline(&["explore", MMC, "-p", "plain", "--kind", "lag"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind `lag`"));
+}
