@@ -4,7 +4,7 @@
 //! a point computed from anything else.
 
 use super::CommandError;
-use super::folder::write_atomically;
+use super::folder::{write_atomically, write_atomically_unsynced};
 use crate::metrics::stats::{Aggregate, Estimate};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -163,7 +163,7 @@ impl Checkpoint {
 
     pub fn save(&self, record: &PointRecord) -> Result<(), CommandError> {
         let text = serde_json::to_vec(record).expect("a point always serializes");
-        write_atomically(&self.point_path(record.point), &text)
+        write_atomically_unsynced(&self.point_path(record.point), &text)
     }
 
     pub fn load(&self, point: usize) -> Result<PointRecord, CommandError> {

@@ -108,7 +108,14 @@ impl OutputFolder {
         text.push('\n');
         let path = self.staging.join(MANIFEST);
         std::fs::write(&path, text).map_err(|e| io_error("write", &path, e))?;
+        // On disk before the swap, so a crash of the machine (not only of the process) after it
+        // cannot leave a set whose files are empty.
+        for relative in self.files.iter().map(String::as_str).chain([MANIFEST]) {
+            let file = self.staging.join(relative);
+            File::open(&file).and_then(|f| f.sync_all()).map_err(|e| io_error("sync", &file, e))?;
+        }
         swap_into_place(&self.staging, &self.target)?;
+        sync_folder(self.target.parent());
         self.committed = true;
         remove_leftovers(&self.target);
         Ok(std::mem::take(&mut self.files))
@@ -165,6 +172,13 @@ fn is_legacy_output(dir: &Path) -> bool {
     })
 }
 
+/// Makes a rename in `folder` durable; best effort (some file systems refuse to sync a folder).
+fn sync_folder(folder: Option<&Path>) {
+    if let Some(folder) = folder.filter(|f| !f.as_os_str().is_empty()) {
+        let _ = File::open(folder).and_then(|f| f.sync_all());
+    }
+}
+
 fn c_path(path: &Path) -> Result<CString, CommandError> {
     CString::new(path.as_os_str().as_bytes())
         .map_err(|_| CommandError::Input(format!("the path {} contains a NUL byte", path.display())))
@@ -219,6 +233,9 @@ pub struct AtomicFile {
     path: PathBuf,
     temp: PathBuf,
     writer: Option<BufWriter<File>>,
+    /// Synced to disk before the rename (outputs); checkpoints skip it, since a point whose file
+    /// a machine crash left empty does not read back and is simply computed again.
+    durable: bool,
 }
 
 impl AtomicFile {
@@ -229,13 +246,20 @@ impl AtomicFile {
             std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
         }
         let file = File::create(&temp).map_err(|e| io_error("write", &temp, e))?;
-        Ok(AtomicFile { path: path.to_path_buf(), temp, writer: Some(BufWriter::new(file)) })
+        Ok(AtomicFile { path: path.to_path_buf(), temp, writer: Some(BufWriter::new(file)), durable: true })
     }
 
     pub fn commit(mut self) -> Result<(), CommandError> {
         let writer = self.writer.take().expect("an atomic file is committed once");
-        writer.into_inner().map_err(|e| io_error("write", &self.temp, e.into_error()))?;
-        std::fs::rename(&self.temp, &self.path).map_err(|e| io_error("rename into", &self.path, e))
+        let file = writer.into_inner().map_err(|e| io_error("write", &self.temp, e.into_error()))?;
+        if self.durable {
+            file.sync_all().map_err(|e| io_error("sync", &self.temp, e))?;
+        }
+        std::fs::rename(&self.temp, &self.path).map_err(|e| io_error("rename into", &self.path, e))?;
+        if self.durable {
+            sync_folder(self.path.parent());
+        }
+        Ok(())
     }
 }
 
@@ -260,9 +284,17 @@ impl Drop for AtomicFile {
     }
 }
 
-/// Writes `bytes` to `path` atomically (see [`AtomicFile`]).
+/// Writes `bytes` to `path` atomically and durably (see [`AtomicFile`]).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
     let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes).map_err(|e| io_error("write", path, e))?;
+    file.commit()
+}
+
+/// Writes `bytes` to `path` atomically but without waiting for the disk: for checkpoints.
+pub fn write_atomically_unsynced(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
+    let mut file = AtomicFile::create(path)?;
+    file.durable = false;
     file.write_all(bytes).map_err(|e| io_error("write", path, e))?;
     file.commit()
 }
