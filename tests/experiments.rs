@@ -139,6 +139,16 @@ fn merge_refuses_incomplete_repeated_and_inconsistent_sets() {
     std::fs::write(&cut, text.lines().take(2).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
     refused(&[&zero, &cut], "it is truncated");
     refused(&[SCENARIO.as_ref(), &one], "not a faultline shard file");
+    // A header edited to absurd sizes is refused, not allocated.
+    let header = text.lines().next().unwrap();
+    for (from, to) in
+        [("\"shards\":2", "\"shards\":0"), ("\"shards\":2", "\"shards\":99999999999"), ("\"shard\":1", "\"shard\":7")]
+    {
+        assert!(header.contains(from), "{header}");
+        let edited = dir.join("edited.jsonl");
+        std::fs::write(&edited, text.replacen(from, to, 1)).unwrap();
+        refused(&[&zero, &edited], "a damaged shard header");
+    }
     ok(&["merge", s(&zero), s(&one), "--out", s(&out)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

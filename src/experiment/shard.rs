@@ -6,7 +6,7 @@
 use super::CommandError;
 use super::checkpoint::{Checkpoint, PointRecord, SweepKey};
 use super::folder::{AtomicFile, OutputFolder};
-use super::sweep::{Shard, SweepPlan};
+use super::sweep::{MAX_GRID_POINTS, Shard, SweepPlan};
 use super::sweep_files::{SweepLayout, write_sweep_files};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -77,6 +77,22 @@ fn read_header(path: &Path) -> Result<(ShardHeader, impl Iterator<Item = std::io
         .map_err(|e| bad(path, 1, format!("not a faultline shard file (its first line does not read: {e})")))?;
     if header.format != FORMAT {
         return Err(bad(path, 1, format!("not a faultline shard file (format `{}`)", header.format)));
+    }
+    // A damaged or hand-edited header must give an error, never a huge allocation or a panic.
+    let grid: Option<usize> = header.layout.params.iter().try_fold(1usize, |n, p| n.checked_mul(p.values.len()));
+    let consistent = (1..=MAX_GRID_POINTS).contains(&header.shards)
+        && header.shard < header.shards
+        && header.layout.points <= MAX_GRID_POINTS
+        && grid == Some(header.layout.points);
+    if !consistent {
+        return Err(bad(
+            path,
+            1,
+            format!(
+                "a damaged shard header (shard {} of {}, {} points for a grid of {:?})",
+                header.shard, header.shards, header.layout.points, grid
+            ),
+        ));
     }
     Ok((header, lines))
 }
