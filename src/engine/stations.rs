@@ -256,18 +256,19 @@ impl Simulation<'_> {
     }
 
     pub(super) fn on_service_end(&mut self, now: Micros, id: u32, generation: u32) {
-        let job = self.jobs[id];
+        let job = &self.jobs[id];
         if job.generation != generation {
             return;
         }
         match job.phase {
             JobPhase::Rejected => {
+                let job = *job;
                 self.record_departure(now, &job);
                 let result = AttemptResult::Failed {
                     kind: job.error.unwrap_or(FailureKind::Overloaded),
                     retry_after_us: job.retry_after_us,
                 };
-                self.finish_job(now, id, result);
+                self.finish_job(now, id, &job, result);
             }
             JobPhase::InService => {
                 let has_calls = !self.model.world.dependencies[job.station as usize].calls.is_empty();
@@ -303,7 +304,7 @@ impl Simulation<'_> {
         if job.no_reply && job.attached {
             self.jobs[id].phase = JobPhase::AwaitReply;
         } else {
-            self.finish_job(now, id, result);
+            self.finish_job(now, id, &job, result);
         }
     }
 
@@ -325,12 +326,12 @@ impl Simulation<'_> {
         }
     }
 
-    /// Frees the attempt and, if its caller still waits, delivers the result.
-    fn finish_job(&mut self, now: Micros, id: u32, result: AttemptResult) {
-        let job = self.jobs[id];
+    /// Frees the attempt and, if its caller still waits, delivers the result. `job` is the
+    /// caller's copy of the attempt, taken since its last change.
+    fn finish_job(&mut self, now: Micros, id: u32, job: &Job, result: AttemptResult) {
         self.free_job(now, id);
         if job.attached {
-            self.deliver(now, &job, result);
+            self.deliver(now, job, result);
         }
     }
 
