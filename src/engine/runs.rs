@@ -4,7 +4,7 @@
 //! bulkhead permits handed between runs.
 
 use super::event::Event;
-use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT, TAG_RUN};
+use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
@@ -25,8 +25,8 @@ impl Simulation<'_> {
         let wf = &model.workflows[workflow];
         let workload = &model.world.workloads[workflow];
         let measured = now >= model.world.warmup_us;
-        let key =
-            self.root.with(TAG_RUN).with(workload.stream_id).with(u64::from(arrival)).with(u64::from(resubmission));
+        // `run_keys[w]` is `root.with(TAG_RUN).with(workload.stream_id)`, made once.
+        let key = self.run_keys[workflow].with(u64::from(arrival)).with(u64::from(resubmission));
         let budget = RunBudget::new(&self.policy.budget, now + workload.deadline_us);
         let id = self.runs.alloc(RunSlot::vacant);
         let slot = &mut self.runs[id];
