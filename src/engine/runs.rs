@@ -119,7 +119,7 @@ impl Simulation<'_> {
 
     /// Sends attempt `serial` of step `s` (its serial number names its random stream).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn send(
         &mut self,
         now: Micros,
@@ -158,6 +158,7 @@ impl Simulation<'_> {
     }
 
     /// Delivers the result of `job`, attempt `serial` of step `s`, to the run that waits for it.
+    #[inline(always)]
     pub(super) fn on_step_result(&mut self, now: Micros, job: &Job, s: u8, serial: u32, result: AttemptResult) {
         let (r, purpose) = (job.run, job.purpose);
         let slot = &mut self.runs[r];
@@ -189,7 +190,7 @@ impl Simulation<'_> {
 
     /// The user may resubmit a run that failed or missed its deadline; the slot is freed once
     /// its last attempt has left its station.
-    #[inline]
+    #[inline(always)]
     fn run_ended(&mut self, now: Micros, r: u32, outcome: Outcome, deadline_exceeded: bool) {
         let model = self.model;
         let slot = &self.runs[r];

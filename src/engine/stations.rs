@@ -209,6 +209,7 @@ impl Simulation<'_> {
         self.observe(now, true, state);
     }
 
+    #[inline(always)]
     fn start_service(&mut self, now: Micros, id: u32) {
         let job = &mut self.jobs[id];
         let d = job.station as usize;
@@ -223,6 +224,7 @@ impl Simulation<'_> {
     }
 
     /// Frees one server and starts the oldest live waiting attempt, if servers allow.
+    #[inline(always)]
     pub(super) fn release_server(&mut self, now: Micros, d: usize) {
         self.observe_station(d, now);
         debug_assert!(self.stations[d].busy > 0, "busy servers never go below zero");
@@ -230,6 +232,7 @@ impl Simulation<'_> {
         self.start_waiting(now, d);
     }
 
+    #[inline(always)]
     fn start_waiting(&mut self, now: Micros, d: usize) {
         while self.stations[d].busy < self.stations[d].servers {
             let Some((id, generation)) = self.stations[d].pop_queued() else { return };
@@ -342,6 +345,7 @@ impl Simulation<'_> {
         }
     }
 
+    #[inline(always)]
     pub(super) fn free_job(&mut self, now: Micros, id: u32) {
         let job = &mut self.jobs[id];
         job.generation = job.generation.wrapping_add(1);
