@@ -132,7 +132,7 @@ impl Simulation<'_> {
     ) {
         let slot = &self.runs[r];
         let workflow = &self.model.workflows[slot.machine.workflow as usize];
-        let stream_id = workflow.steps[s as usize].stream_id;
+        let stream_part = workflow.steps[s as usize].stream_part;
         let attempt = NewAttempt {
             station,
             purpose,
@@ -141,7 +141,7 @@ impl Simulation<'_> {
             run: r,
             run_gen: slot.generation,
             measured: slot.measured,
-            key: slot.key.with(stream_id).with(u64::from(serial)),
+            key: slot.key.with_part(stream_part).with(u64::from(serial)),
             timeout_us,
         };
         let (job, generation) = self.submit(now, attempt);
