@@ -36,7 +36,7 @@ const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
 /// a non-negative float are exact, so comparing the fraction with one half decides.
 #[inline]
 pub fn round_u64(x: f64) -> u64 {
-    if x >= 0.0 && x < TWO_POW_52 {
+    if (0.0..TWO_POW_52).contains(&x) {
         let whole = x as u64;
         if x - whole as f64 >= 0.5 { whole + 1 } else { whole }
     } else {
