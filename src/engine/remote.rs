@@ -23,37 +23,37 @@ impl Simulation<'_> {
 
     /// Starts the current sub-attempt, or completes the job when every call is done.
     fn remote_next(&mut self, now: Micros, id: u32) {
-        let job = self.jobs[id];
-        let calls = &self.model.world.dependencies[job.station as usize].calls;
+        let model = self.model;
+        let job = &self.jobs[id];
+        let calls = &model.world.dependencies[job.station as usize].calls;
         let Some(call) = calls.get(job.call as usize) else {
             self.complete_service(now, id);
             return;
         };
         let key = job.key.with(u64::from(job.call)).with(u64::from(job.repeat)).with(u64::from(job.sub_attempt));
-        let child = self.submit(
-            now,
-            NewAttempt {
-                station: call.dependency,
-                purpose: Purpose::Call,
-                priority: job.priority,
-                caller: Caller::Remote { job: id, generation: job.generation },
-                run: job.run,
-                run_gen: job.run_gen,
-                measured: job.measured,
-                key,
-                timeout_us: Some(call.timeout_us),
-            },
-        );
+        let attempt = NewAttempt {
+            station: call.dependency,
+            purpose: Purpose::Call,
+            priority: job.priority,
+            caller: Caller::Remote { job: id, generation: job.generation },
+            run: job.run,
+            run_gen: job.run_gen,
+            measured: job.measured,
+            key,
+            timeout_us: Some(call.timeout_us),
+        };
+        let child = self.submit(now, attempt);
         self.jobs[id].child = Some(child);
     }
 
     pub(super) fn on_remote_child_result(&mut self, now: Micros, id: u32, generation: u32, result: AttemptResult) {
-        let job = self.jobs[id];
+        let model = self.model;
+        let job = &mut self.jobs[id];
         if job.generation != generation || job.phase != JobPhase::Calling {
             return;
         }
-        self.jobs[id].child = None;
-        let call = &self.model.world.dependencies[job.station as usize].calls[job.call as usize];
+        job.child = None;
+        let call = &model.world.dependencies[job.station as usize].calls[job.call as usize];
         let kind = match result {
             // A remote agent's own calls are never lookups.
             AttemptResult::Ok | AttemptResult::NotFound => {
@@ -86,7 +86,7 @@ impl Simulation<'_> {
     }
 
     pub(super) fn on_remote_wake(&mut self, now: Micros, id: u32, generation: u32) {
-        let job = self.jobs[id];
+        let job = &self.jobs[id];
         if job.generation == generation && job.phase == JobPhase::Calling && job.child.is_none() {
             self.remote_next(now, id);
         }

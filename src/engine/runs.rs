@@ -4,7 +4,7 @@
 //! bulkhead permits handed between runs.
 
 use super::event::Event;
-use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT, TAG_RUN};
+use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
@@ -25,8 +25,8 @@ impl Simulation<'_> {
         let wf = &model.workflows[workflow];
         let workload = &model.world.workloads[workflow];
         let measured = now >= model.world.warmup_us;
-        let key =
-            self.root.with(TAG_RUN).with(workload.stream_id).with(u64::from(arrival)).with(u64::from(resubmission));
+        // `run_keys[w]` is `root.with(TAG_RUN).with(workload.stream_id)`, made once.
+        let key = self.run_keys[workflow].with(u64::from(arrival)).with(u64::from(resubmission));
         let budget = RunBudget::new(&self.policy.budget, now + workload.deadline_us);
         let id = self.runs.alloc(RunSlot::vacant);
         let slot = &mut self.runs[id];
@@ -119,7 +119,7 @@ impl Simulation<'_> {
 
     /// Sends attempt `serial` of step `s` (its serial number names its random stream).
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn send(
         &mut self,
         now: Micros,
@@ -132,7 +132,7 @@ impl Simulation<'_> {
     ) {
         let slot = &self.runs[r];
         let workflow = &self.model.workflows[slot.machine.workflow as usize];
-        let stream_id = workflow.steps[s as usize].stream_id;
+        let stream_part = workflow.steps[s as usize].stream_part;
         let attempt = NewAttempt {
             station,
             purpose,
@@ -141,7 +141,7 @@ impl Simulation<'_> {
             run: r,
             run_gen: slot.generation,
             measured: slot.measured,
-            key: slot.key.with(stream_id).with(u64::from(serial)),
+            key: slot.key.with_part(stream_part).with(u64::from(serial)),
             timeout_us,
         };
         let (job, generation) = self.submit(now, attempt);
@@ -158,6 +158,7 @@ impl Simulation<'_> {
     }
 
     /// Delivers the result of `job`, attempt `serial` of step `s`, to the run that waits for it.
+    #[inline(always)]
     pub(super) fn on_step_result(&mut self, now: Micros, job: &Job, s: u8, serial: u32, result: AttemptResult) {
         let (r, purpose) = (job.run, job.purpose);
         let slot = &mut self.runs[r];
@@ -189,7 +190,7 @@ impl Simulation<'_> {
 
     /// The user may resubmit a run that failed or missed its deadline; the slot is freed once
     /// its last attempt has left its station.
-    #[inline]
+    #[inline(always)]
     fn run_ended(&mut self, now: Micros, r: u32, outcome: Outcome, deadline_exceeded: bool) {
         let model = self.model;
         let slot = &self.runs[r];

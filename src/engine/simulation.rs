@@ -177,7 +177,8 @@ pub struct AttemptTrace {
 pub(super) struct Simulation<'m> {
     pub model: &'m Model,
     pub policy: &'m PolicyModel,
-    pub root: StreamKey,
+    /// Per workflow, the start of its runs' key paths: `root.with(TAG_RUN).with(stream_id)`.
+    pub run_keys: Vec<StreamKey>,
     pub queue: EventQueue<Event>,
     pub stations: Vec<Station>,
     pub jobs: Arena<Job>,
@@ -221,7 +222,7 @@ fn simulate_inner(
     let mut sim = Simulation {
         model,
         policy: &model.policies[policy],
-        root: StreamKey::root(seed),
+        run_keys: world.workloads.iter().map(|w| StreamKey::root(seed).with(TAG_RUN).with(w.stream_id)).collect(),
         queue: EventQueue::new(),
         stations: world.dependencies.iter().map(Station::new).collect(),
         jobs: Arena::new(),

@@ -209,6 +209,7 @@ impl Simulation<'_> {
         self.observe(now, true, state);
     }
 
+    #[inline(always)]
     fn start_service(&mut self, now: Micros, id: u32) {
         let job = &mut self.jobs[id];
         let d = job.station as usize;
@@ -223,6 +224,7 @@ impl Simulation<'_> {
     }
 
     /// Frees one server and starts the oldest live waiting attempt, if servers allow.
+    #[inline(always)]
     pub(super) fn release_server(&mut self, now: Micros, d: usize) {
         self.observe_station(d, now);
         debug_assert!(self.stations[d].busy > 0, "busy servers never go below zero");
@@ -230,6 +232,7 @@ impl Simulation<'_> {
         self.start_waiting(now, d);
     }
 
+    #[inline(always)]
     fn start_waiting(&mut self, now: Micros, d: usize) {
         while self.stations[d].busy < self.stations[d].servers {
             let Some((id, generation)) = self.stations[d].pop_queued() else { return };
@@ -256,18 +259,19 @@ impl Simulation<'_> {
     }
 
     pub(super) fn on_service_end(&mut self, now: Micros, id: u32, generation: u32) {
-        let job = self.jobs[id];
+        let job = &self.jobs[id];
         if job.generation != generation {
             return;
         }
         match job.phase {
             JobPhase::Rejected => {
+                let job = *job;
                 self.record_departure(now, &job);
                 let result = AttemptResult::Failed {
                     kind: job.error.unwrap_or(FailureKind::Overloaded),
                     retry_after_us: job.retry_after_us,
                 };
-                self.finish_job(now, id, result);
+                self.finish_job(now, id, &job, result);
             }
             JobPhase::InService => {
                 let has_calls = !self.model.world.dependencies[job.station as usize].calls.is_empty();
@@ -303,7 +307,7 @@ impl Simulation<'_> {
         if job.no_reply && job.attached {
             self.jobs[id].phase = JobPhase::AwaitReply;
         } else {
-            self.finish_job(now, id, result);
+            self.finish_job(now, id, &job, result);
         }
     }
 
@@ -325,12 +329,12 @@ impl Simulation<'_> {
         }
     }
 
-    /// Frees the attempt and, if its caller still waits, delivers the result.
-    fn finish_job(&mut self, now: Micros, id: u32, result: AttemptResult) {
-        let job = self.jobs[id];
+    /// Frees the attempt and, if its caller still waits, delivers the result. `job` is the
+    /// caller's copy of the attempt, taken since its last change.
+    fn finish_job(&mut self, now: Micros, id: u32, job: &Job, result: AttemptResult) {
         self.free_job(now, id);
         if job.attached {
-            self.deliver(now, &job, result);
+            self.deliver(now, job, result);
         }
     }
 
@@ -341,6 +345,7 @@ impl Simulation<'_> {
         }
     }
 
+    #[inline(always)]
     pub(super) fn free_job(&mut self, now: Micros, id: u32) {
         let job = &mut self.jobs[id];
         job.generation = job.generation.wrapping_add(1);

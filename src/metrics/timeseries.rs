@@ -14,35 +14,66 @@ pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "dea
 pub struct TimeSeries {
     pub window_us: Micros,
     dependencies: usize,
-    breakers: usize,
+    /// Columns per row (see [`TimeSeries::stride`]), kept so a row lookup does not work it out.
+    stride: usize,
     /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
     /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open).
     values: Vec<u64>,
+    /// The row last looked up: its window [start, end) and its first index in `values`.
+    /// Most lookups fall in the same window as the one before, so they skip the division.
+    last_start_us: Micros,
+    last_end_us: Micros,
+    last_base: usize,
 }
 
 impl TimeSeries {
     pub fn new(window_us: Micros, dependencies: usize, breakers: usize) -> Self {
-        TimeSeries { window_us, dependencies, breakers, values: Vec::new() }
+        let stride = FIXED_COLUMNS.len() + 3 * dependencies + breakers;
+        // An empty window range: the first lookup takes the slow path.
+        TimeSeries {
+            window_us,
+            dependencies,
+            stride,
+            values: Vec::new(),
+            last_start_us: Micros::MAX,
+            last_end_us: 0,
+            last_base: 0,
+        }
     }
 
     pub fn stride(&self) -> usize {
-        FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers
+        self.stride
     }
 
     pub fn rows(&self) -> usize {
-        self.values.len() / self.stride()
+        self.values.len() / self.stride
     }
 
     #[inline]
     fn row_mut(&mut self, now: Micros) -> &mut [u64] {
+        if now >= self.last_start_us && now < self.last_end_us {
+            let base = self.last_base;
+            return &mut self.values[base..base + self.stride];
+        }
+        self.row_mut_slow(now)
+    }
+
+    fn row_mut_slow(&mut self, now: Micros) -> &mut [u64] {
         // Validation bounds the windows of a simulation; the cap only guards the arithmetic.
-        let row = (now / self.window_us).min(MAX_ROWS) as usize;
-        let stride = self.stride();
-        let need = (row + 1) * stride;
+        let row = (now / self.window_us).min(MAX_ROWS);
+        let stride = self.stride;
+        let base = row as usize * stride;
+        let need = base + stride;
         if self.values.len() < need {
             self.values.resize(need, 0);
         }
-        &mut self.values[row * stride..need]
+        // The capped last row stands for every time past it, so it is never remembered.
+        if row < MAX_ROWS {
+            self.last_start_us = row * self.window_us;
+            self.last_end_us = self.last_start_us.saturating_add(self.window_us);
+            self.last_base = base;
+        }
+        &mut self.values[base..need]
     }
 
     #[inline]
@@ -91,7 +122,7 @@ impl TimeSeries {
     }
 
     pub fn value(&self, row: usize, column: usize) -> u64 {
-        self.values[row * self.stride() + column]
+        self.values[row * self.stride + column]
     }
 
     /// One fixed column (e.g. [`GOODPUT`]) per window, in window order.

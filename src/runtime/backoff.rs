@@ -57,7 +57,7 @@ impl Backoff {
                 (base + u * (high - base)).min(self.max_us.max(self.base_us) as f64)
             }
         };
-        sleep.round() as Micros
+        crate::sim::round_u64(sleep)
     }
 }
 

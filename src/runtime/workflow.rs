@@ -4,7 +4,7 @@
 use crate::scenario::{
     Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, quote, unknown_name,
 };
-use crate::sim::stable_name_id;
+use crate::sim::{StreamPart, stable_name_id};
 use crate::vocab::Priority;
 use crate::world::World;
 
@@ -15,6 +15,8 @@ pub const MAX_STEPS: usize = 64;
 pub struct StepModel {
     pub id: String,
     pub stream_id: u64,
+    /// `stream_id` mixed once: attempt keys are `run key.with(stream_id).with(serial)`.
+    pub stream_part: StreamPart,
     pub dependency: usize,
     pub criticality: Criticality,
     pub effect: Effect,
@@ -89,6 +91,7 @@ pub fn compile_workflows(
                 steps.push(StepModel {
                     id: s.id.clone(),
                     stream_id: stable_name_id(&s.id),
+                    stream_part: StreamPart::new(stable_name_id(&s.id)),
                     dependency,
                     criticality: s.criticality,
                     effect: s.effect,

@@ -17,10 +17,30 @@ pub const MAX_SPAN_US: Micros = 1 << 60;
 /// becomes at least one microsecond.
 pub fn ms_to_us(ms: f64) -> Micros {
     if ms > 0.0 {
-        let us = (ms * US_PER_MS as f64).round();
+        let x = ms * US_PER_MS as f64;
+        if x < TWO_POW_52 {
+            return round_u64(x).max(1);
+        }
+        let us = x.round();
         if us >= MAX_SPAN_US as f64 { MAX_SPAN_US } else { (us as u64).max(1) }
     } else {
         0
+    }
+}
+
+/// 2^52: from here on every f64 is a whole number.
+const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
+
+/// Exactly `x.round() as u64` (halves away from zero, `as` saturating), without the library
+/// call `round` is on targets without SSE4.1: below 2^52 the whole part and the fraction of
+/// a non-negative float are exact, so comparing the fraction with one half decides.
+#[inline]
+pub fn round_u64(x: f64) -> u64 {
+    if (0.0..TWO_POW_52).contains(&x) {
+        let whole = x as u64;
+        if x - whole as f64 >= 0.5 { whole + 1 } else { whole }
+    } else {
+        x.round() as u64
     }
 }
 
@@ -48,5 +68,37 @@ mod tests {
         assert_eq!(ms_to_us(f64::INFINITY), MAX_SPAN_US, "an infinite sampled service time is as long as can be");
         assert_eq!(s_to_us(2.5), 2_500_000);
         assert_eq!(us_to_ms(1_500), 1.5);
+    }
+
+    #[test]
+    fn round_u64_is_round_then_cast() {
+        let edges = [
+            0.0,
+            -0.0,
+            0.49999999999999994,
+            0.5,
+            1.5,
+            2.5,
+            2.4999999999999996,
+            1e15 + 0.5,
+            4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9e18,
+            1e30,
+            -0.5,
+            -3.7,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+        ];
+        for x in edges {
+            assert_eq!(round_u64(x), x.round() as u64, "{x}");
+        }
+        let mut s = crate::sim::StreamKey::root(1).stream();
+        for i in 0..100_000 {
+            let x = s.unit() * 10f64.powi(i % 17);
+            assert_eq!(round_u64(x), x.round() as u64, "{x}");
+        }
     }
 }

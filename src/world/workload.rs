@@ -33,7 +33,7 @@ impl ArrivalProcess {
                 if candidate < end {
                     self.clock_us = candidate;
                     self.arrivals += 1;
-                    return Some(candidate.round() as Micros);
+                    return Some(crate::sim::round_u64(candidate));
                 }
                 need -= rate_per_us * (end - t);
             }

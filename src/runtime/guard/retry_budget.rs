@@ -104,7 +104,7 @@ impl GrpcRetryThrottleConfig {
 
 /// `as` saturates, so an enormous ratio becomes "refill at once", never an overflow.
 fn milli_of(tokens: f64) -> u64 {
-    (tokens * MILLI as f64).round() as u64
+    crate::sim::round_u64(tokens * MILLI as f64)
 }
 
 /// The per-server token bucket of gRPC retry throttling.
