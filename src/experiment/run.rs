@@ -248,6 +248,8 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
 
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
+    // Built once: making the names builds a whole metric map.
+    let metric_names = model.metric_names();
     let mut files = OutputFolder::create(&out_dir)?;
     for ((name, agg), runs) in names.iter().zip(&aggregates).zip(&results) {
         files.write(
@@ -259,7 +261,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
             &format!("{name}/timeseries.csv"),
             &timeseries_csv(&model, &labels, &runs.series, runs.metrics.len()),
         )?;
-        files.write(&format!("{name}/replications.csv"), &replications_csv(&model, runs))?;
+        files.write(&format!("{name}/replications.csv"), &replications_csv(&model, &metric_names, runs))?;
     }
     files.write("report.html", super::report::run_report(&model, &names, &aggregates, &results).as_bytes())?;
     let written: Vec<String> =
@@ -308,8 +310,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
 
 /// One row per replication: its index, its seed and every metric, so any replication can be
 /// found again (`--replication K`) and its figures checked.
-pub fn replications_csv(model: &Model, runs: &PolicyRuns) -> Vec<u8> {
-    let names = model.metric_names();
+pub fn replications_csv(model: &Model, names: &[String], runs: &PolicyRuns) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["replication".to_string(), "seed".to_string()];
     header.extend(names.iter().cloned());
