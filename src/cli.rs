@@ -419,12 +419,12 @@ mod tests {
                 assert!(arg.get_help().is_some(), "`faultline {name}`: `{}` has no help text", arg.get_id());
             }
         }
-        assert_eq!(commands, 7, "run, sweep, merge, gate, validate, init, completions");
+        assert_eq!(commands, 8, "run, sweep, merge, explore, gate, validate, init, completions");
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();
             sub.get_arguments().find(|a| a.get_long() == Some(long)).and_then(|a| a.get_short())
         };
-        for command in ["run", "sweep"] {
+        for command in ["run", "sweep", "explore"] {
             assert_eq!(short(command, "policy"), Some('p'));
             assert_eq!(short(command, "out"), Some('o'));
             assert_eq!(short(command, "jobs"), Some('j'));
