@@ -166,6 +166,20 @@ fn a_million_arrays_are_refused_before_parsing() {
 }
 
 #[test]
+fn a_million_keys_are_refused_before_parsing() {
+    let sb = Sandbox::new("separators");
+    // 16 MiB of `k=1` lines took about 600 MB to parse; refused at the first key past the limit:
+    // `duration_s =` is the first separator, so key k999999 (line 1 000 002) holds the 1 000 001st.
+    let keys: String = (0..1_100_000).map(|i| format!("k{i}=1\n")).collect();
+    let path = sb.write("keys.toml", &format!("[simulation]\nduration_s = 10\n{keys}"));
+    input_error(
+        &sb,
+        &validate(&sb, &path),
+        &[&format!("{}:1000002:8: ", s(&path)), "more than 1000000 keys and elements"],
+    );
+}
+
+#[test]
 fn deep_nesting_is_refused_with_a_position() {
     let sb = Sandbox::new("nesting");
     let depth = 100_000;

@@ -15,6 +15,11 @@ pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// the other limits allow has a few hundred thousand.
 pub const MAX_OPENERS: usize = 1_000_000;
 
+/// Key/value and element separators (`=`, `:` and `,` bytes) in one file, for the same reason:
+/// 16 MiB of `a=1` lines hold four million keys and took about 600 MB to parse. The largest
+/// scenario the other limits allow has a few hundred thousand.
+pub const MAX_SEPARATORS: usize = 1_000_000;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Toml,
@@ -80,6 +85,17 @@ fn check_openers(source: &Source) -> Result<(), ScenarioError> {
             Some(offset),
             "",
             format!("more than {MAX_OPENERS} arrays and tables (`[` and `{{`) in one file; scenarios need far fewer"),
+        )),
+    }?;
+    let mut separators = source.text.bytes().enumerate().filter(|(_, b)| matches!(b, b'=' | b':' | b','));
+    match separators.nth(MAX_SEPARATORS) {
+        None => Ok(()),
+        Some((offset, _)) => Err(source.error_at(
+            Some(offset),
+            "",
+            format!(
+                "more than {MAX_SEPARATORS} keys and elements (`=`, `:` and `,`) in one file; scenarios need far fewer"
+            ),
         )),
     }
 }
