@@ -6,6 +6,7 @@ use crate::experiment::batch::{MAX_JOBS, default_jobs};
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
+use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
 use crate::experiment::shard::{MergeOptions, merge};
 use crate::experiment::sweep::{Shard, SweepOptions, sweep};
@@ -83,6 +84,15 @@ const EXPLORE_EXAMPLES: &str = "Examples:
 
 Exit 0 when no schedule broke an invariant, 99 when one did (its schedule and the shrunk one are
 written as scenario files that `faultline run` reproduces).";
+
+const REPLAY_EXAMPLES: &str = "Examples:
+  faultline replay scenarios/meeting-analysis-incident.toml -p naive --first failed
+  faultline replay scenario.toml -p resilient --replication 3 --run 120 -o run-120.otlp.json
+  faultline replay scenario.toml -p resilient --replication-seed 1427611187311264851 --first duplicate
+
+Root runs are numbered from 1 in the order they start (a user's resubmission is a new run).
+--first looks among runs started after the warm-up. The trace loads into the OpenTelemetry
+Collector (otlpjsonfile receiver) and from there into Jaeger or any OTLP back end.";
 
 const MERGE_EXAMPLES: &str = "Example:
   faultline merge shards/shard-*-of-4.jsonl -o results/scenario-sweep";
@@ -201,6 +211,37 @@ pub enum Command {
         #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Trace one root run of one replication: the section-25 tree in the terminal and an
+    /// OpenTelemetry trace (OTLP/JSON) on disk.
+    #[command(after_help = REPLAY_EXAMPLES)]
+    Replay {
+        /// Scenario file (.toml or .json).
+        scenario: PathBuf,
+        /// The policy to replay.
+        #[arg(short = 'p', long, value_name = "NAME")]
+        policy: String,
+        /// Replication K of the root seed (numbered from 0, as in replications.csv). Default: 0.
+        #[arg(long, value_name = "K", conflicts_with = "replication_seed")]
+        replication: Option<u32>,
+        /// A replication's own seed (the `seed` column of replications.csv), instead of --replication.
+        #[arg(long, value_name = "SEED")]
+        replication_seed: Option<u64>,
+        /// The N-th root run to start (from 1).
+        #[arg(long, value_name = "N", required_unless_present = "first", conflicts_with = "first")]
+        run: Option<u64>,
+        /// The first run after the warm-up that ended this way.
+        #[arg(long, value_enum, value_name = "WHAT")]
+        first: Option<FirstArg>,
+        /// Root seed (default: simulation.seed of the scenario).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario value: path=value (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Where to write the OTLP/JSON trace. Default: results/<scenario>-replay/<policy>-run-<N>.otlp.json
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
     Merge {
@@ -267,6 +308,32 @@ pub enum Command {
     },
 }
 
+/// `--first`'s words, as clap lists them.
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum FirstArg {
+    Failed,
+    Handoff,
+    Rejected,
+    Degraded,
+    NotSucceeded,
+    Duplicate,
+    DeadlineMissed,
+}
+
+impl FirstArg {
+    fn selector(self) -> FirstRun {
+        match self {
+            FirstArg::Failed => FirstRun::Failed,
+            FirstArg::Handoff => FirstRun::Handoff,
+            FirstArg::Rejected => FirstRun::Rejected,
+            FirstArg::Degraded => FirstRun::Degraded,
+            FirstArg::NotSucceeded => FirstRun::NotSucceeded,
+            FirstArg::Duplicate => FirstRun::Duplicate,
+            FirstArg::DeadlineMissed => FirstRun::DeadlineMissed,
+        }
+    }
+}
+
 fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
     match j {
         Some(0) => Err(CommandError::Input("argument `--jobs 0`: at least one worker is needed".into())),
@@ -324,6 +391,15 @@ pub fn execute(cli: Cli) -> i32 {
             };
             let report = explore(&opts)?;
             Ok((report.text, if report.violated { EXIT_GATE_FAILED } else { EXIT_OK }))
+        }
+        Command::Replay { scenario, policy, replication, replication_seed, run, first, seed, sets, out } => {
+            let select = match (run, first) {
+                (Some(n), _) => RunSelector::Number(n),
+                (None, Some(f)) => RunSelector::First(f.selector()),
+                (None, None) => return Err(CommandError::Input("give --run N or --first WHAT".into())),
+            };
+            let opts = ReplayOptions { scenario, policy, seed, sets, replication, replication_seed, select, out };
+            Ok((replay(&opts)?, EXIT_OK))
         }
         Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
         Command::Gate {
@@ -419,7 +495,7 @@ mod tests {
                 assert!(arg.get_help().is_some(), "`faultline {name}`: `{}` has no help text", arg.get_id());
             }
         }
-        assert_eq!(commands, 8, "run, sweep, merge, explore, gate, validate, init, completions");
+        assert_eq!(commands, 9, "run, sweep, merge, explore, replay, gate, validate, init, completions");
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();
             sub.get_arguments().find(|a| a.get_long() == Some(long)).and_then(|a| a.get_short())
@@ -429,6 +505,7 @@ mod tests {
             assert_eq!(short(command, "out"), Some('o'));
             assert_eq!(short(command, "jobs"), Some('j'));
         }
+        assert_eq!((short("replay", "policy"), short("replay", "out")), (Some('p'), Some('o')));
         assert_eq!(short("merge", "out"), Some('o'));
         assert_eq!(short("gate", "jobs"), Some('j'));
     }

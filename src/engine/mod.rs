@@ -10,7 +10,7 @@ mod simulation;
 mod stations;
 
 pub use event::Event;
-pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_traced};
+pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_following, simulate_traced};
 
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, MetricMap, Recorder};

@@ -7,11 +7,11 @@ use super::event::Event;
 use super::simulation::{Caller, JobPhase, Simulation};
 use super::stations::NewAttempt;
 use crate::runtime::decision::default_retryable;
-use crate::runtime::{AttemptResult, Purpose};
+use crate::runtime::{AttemptResult, Purpose, Tracer};
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
-impl Simulation<'_> {
+impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn begin_remote_calls(&mut self, now: Micros, id: u32) {
         let job = &mut self.jobs[id];
         job.phase = JobPhase::Calling;

@@ -10,12 +10,14 @@ use crate::metrics::Observation;
 use crate::metrics::Recorder;
 use crate::runtime::guard::pipeline::Loads;
 use crate::runtime::run::split_waiter_token;
-use crate::runtime::{AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine};
+use crate::runtime::{
+    AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine, RunStart, TraceEvent, Tracer,
+};
 use crate::sim::Micros;
 use crate::vocab::Outcome;
 use crate::world::LedgerEntry;
 
-impl Simulation<'_> {
+impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn start_run(&mut self, now: Micros, workflow: usize, arrival: u32, resubmission: u8) {
         let model = self.model;
         if self.live_runs >= model.world.max_in_flight_runs as usize {
@@ -40,7 +42,12 @@ impl Simulation<'_> {
         slot.duplicate = false;
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
+        let deadline_at_us = budget.deadline_at;
         slot.machine.reset(workflow as u16, wf, key, now, budget);
+        if T::ON {
+            let start = RunStart { workflow: workflow as u16, arrival, resubmission, deadline_at_us };
+            self.tracer.run_started(id, now, start);
+        }
         self.live_runs += 1;
         self.observe(now, measured, Observation::RunStarted { workflow: workflow as u16 });
         self.drive(now, id, |m, cx, out| m.start(cx, out));
@@ -48,7 +55,7 @@ impl Simulation<'_> {
 
     /// Gives run `r`'s machine one input, carries out what it asked for, then delivers any
     /// bulkhead permits the input freed (to this or other runs), one input each.
-    fn drive(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects)) {
+    fn drive(&mut self, now: Micros, r: u32, input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects<T>)) {
         self.drive_one(now, r, input);
         if !self.permits.is_empty() {
             self.deliver_permits(now);
@@ -67,7 +74,7 @@ impl Simulation<'_> {
         &mut self,
         now: Micros,
         r: u32,
-        input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects),
+        input: impl FnOnce(&mut RunMachine, &mut RunContext, &mut RunEffects<T>),
     ) {
         let model = self.model;
         let slot = &mut self.runs[r];
@@ -83,8 +90,14 @@ impl Simulation<'_> {
             loads: Loads { stations: &self.stations, dependencies: &model.world.dependencies },
             run_slot: r,
         };
-        let mut out =
-            RunEffects { recorder: &mut self.recorder, now, measured: slot.measured, commands: &mut self.commands };
+        let mut out = RunEffects {
+            recorder: &mut self.recorder,
+            now,
+            measured: slot.measured,
+            commands: &mut self.commands,
+            tracer: &mut self.tracer,
+            run_slot: r,
+        };
         input(&mut slot.machine, &mut cx, &mut out);
         self.carry_out(now, Some(r));
     }
@@ -180,7 +193,14 @@ impl Simulation<'_> {
     }
 
     pub(super) fn on_guard_wake(&mut self, now: Micros) {
-        let mut out = RunEffects { recorder: &mut self.recorder, now, measured: false, commands: &mut self.commands };
+        let mut out = RunEffects {
+            recorder: &mut self.recorder,
+            now,
+            measured: false,
+            commands: &mut self.commands,
+            tracer: &mut self.tracer,
+            run_slot: u32::MAX,
+        };
         self.pipeline.on_wake(now, &mut out);
         self.carry_out(now, None);
         if !self.permits.is_empty() {
@@ -223,6 +243,9 @@ impl Simulation<'_> {
         slot.finalized = true;
         let (measured, outcome, duplicate_effect) = (slot.measured, slot.machine.outcome, slot.duplicate);
         self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect });
+        if T::ON {
+            self.tracer.record(r, now, TraceEvent::RunFinalized { duplicate_effect });
+        }
         debug_assert!(self.live_runs > 0, "in-flight runs never go below zero");
         self.live_runs -= 1;
         self.runs.release(r);
@@ -232,15 +255,18 @@ impl Simulation<'_> {
 /// The engine's side of a machine's input: observations are folded into the recorder as they
 /// come (observations never change the simulation, so folding them at once or after the input
 /// gives the same figures), commands wait in a list that [`Simulation::carry_out`] empties.
-pub(super) struct RunEffects<'a> {
+pub(super) struct RunEffects<'a, T: Tracer> {
     recorder: &'a mut Recorder,
     now: Micros,
     /// The run arrived after the warm-up.
     measured: bool,
     commands: &'a mut Vec<Command>,
+    tracer: &'a mut T,
+    /// The run being driven (u32::MAX for the guards' own wake-ups).
+    run_slot: u32,
 }
 
-impl Effects for RunEffects<'_> {
+impl<T: Tracer> Effects for RunEffects<'_, T> {
     #[inline(always)]
     fn command(&mut self, c: Command) {
         self.commands.push(c);
@@ -254,5 +280,12 @@ impl Effects for RunEffects<'_> {
     #[inline(always)]
     fn observe_shared(&mut self, o: Observation) {
         self.recorder.observe(self.now, true, o);
+    }
+
+    #[inline(always)]
+    fn trace(&mut self, event: TraceEvent) {
+        if T::ON {
+            self.tracer.record(self.run_slot, self.now, event);
+        }
     }
 }

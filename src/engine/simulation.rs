@@ -5,7 +5,7 @@ use super::arena::Arena;
 use super::event::Event;
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::guard::pipeline::Pipeline;
-use crate::runtime::{Command, PolicyModel, Purpose, RunMachine};
+use crate::runtime::{Command, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
 use crate::sim::{EventQueue, Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority};
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
@@ -174,7 +174,7 @@ pub struct AttemptTrace {
     pub base_service_ms: f64,
 }
 
-pub(super) struct Simulation<'m> {
+pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub model: &'m Model,
     pub policy: &'m PolicyModel,
     /// Per workflow, the start of its runs' key paths: `root.with(TAG_RUN).with(stream_id)`.
@@ -199,24 +199,37 @@ pub(super) struct Simulation<'m> {
     pub trace: Option<Vec<AttemptTrace>>,
     /// duration + drain limit: nothing is simulated past it.
     pub stop_at: Micros,
+    /// Follows chosen root runs step by step ([`NoTrace`] compiles every hook away).
+    pub tracer: T,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
 pub fn simulate(model: &Model, policy: usize, seed: u64) -> Result<Replication, SimError> {
-    simulate_inner(model, policy, seed, false).map(|(r, _)| r)
+    simulate_inner(model, policy, seed, false, NoTrace).map(|(r, _, _)| r)
 }
 
 /// As [`simulate`], also returning every attempt with its intrinsic draws.
 pub fn simulate_traced(model: &Model, policy: usize, seed: u64) -> Result<(Replication, Vec<AttemptTrace>), SimError> {
-    simulate_inner(model, policy, seed, true).map(|(r, t)| (r, t.unwrap_or_default()))
+    simulate_inner(model, policy, seed, true, NoTrace).map(|(r, t, _)| (r, t.unwrap_or_default()))
 }
 
-fn simulate_inner(
+/// As [`simulate`], with `tracer` following root runs as they go; returns it with what it kept.
+pub fn simulate_following<T: Tracer>(
+    model: &Model,
+    policy: usize,
+    seed: u64,
+    tracer: T,
+) -> Result<(Replication, T), SimError> {
+    simulate_inner(model, policy, seed, false, tracer).map(|(r, _, t)| (r, t))
+}
+
+fn simulate_inner<T: Tracer>(
     model: &Model,
     policy: usize,
     seed: u64,
     traced: bool,
-) -> Result<(Replication, Option<Vec<AttemptTrace>>), SimError> {
+    tracer: T,
+) -> Result<(Replication, Option<Vec<AttemptTrace>>, T), SimError> {
     let world = &model.world;
     let labels = model.labels(policy);
     let mut sim = Simulation {
@@ -242,6 +255,7 @@ fn simulate_inner(
         error: None,
         trace: traced.then(Vec::new),
         stop_at: world.duration_us.saturating_add(world.drain_limit_us),
+        tracer,
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -251,10 +265,10 @@ fn simulate_inner(
     }
     sim.recorder.finish(end);
     let metrics = sim.recorder.to_map(&labels);
-    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.trace))
+    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.trace, sim.tracer))
 }
 
-impl Simulation<'_> {
+impl<T: Tracer> Simulation<'_, T> {
     /// The one way the engine reports what happened (see [`Observation`]).
     #[inline(always)]
     pub(super) fn observe(&mut self, now: Micros, measured: bool, o: Observation) {

@@ -3,7 +3,7 @@
 use super::event::Event;
 use super::simulation::{AttemptTrace, Caller, Job, JobPhase, Simulation};
 use crate::metrics::Observation;
-use crate::runtime::{AttemptResult, Purpose};
+use crate::runtime::{AttemptResult, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority, Refusal};
 use crate::world::queue_policy::Overflow;
@@ -22,7 +22,7 @@ pub(super) struct NewAttempt {
     pub timeout_us: Option<Micros>,
 }
 
-impl Simulation<'_> {
+impl<T: Tracer> Simulation<'_, T> {
     /// Creates an attempt, draws its fate, and sends it to its station. Returns its id and generation.
     pub(super) fn submit(&mut self, now: Micros, a: NewAttempt) -> (u32, u32) {
         let model = self.model;
@@ -62,6 +62,9 @@ impl Simulation<'_> {
             child: None,
         };
         self.runs[a.run].outstanding += 1;
+        if T::ON {
+            self.trace_arrival(now, id, &a);
+        }
         let sent = Observation::AttemptSent { dependency: a.station as u16, cost_units: dep.cost_units };
         self.observe(now, a.measured, sent);
         match self.stations[a.station].admit(dep, &model.world.faults, now, draws.down) {
@@ -123,6 +126,33 @@ impl Simulation<'_> {
         }
     }
 
+    #[cold]
+    fn trace_arrival(&mut self, now: Micros, id: u32, a: &NewAttempt) {
+        let caller = match a.caller {
+            Caller::Step { step, serial } => TraceCaller::Step { step, serial },
+            Caller::Remote { job, .. } => {
+                let parent = &self.jobs[job];
+                TraceCaller::Remote {
+                    parent: job,
+                    call: parent.call,
+                    repeat: parent.repeat,
+                    sub_attempt: parent.sub_attempt,
+                }
+            }
+        };
+        let event = TraceEvent::StationArrived { job: id, caller, dependency: a.station as u16 };
+        self.tracer.record(a.run, now, event);
+    }
+
+    /// Tells the tracer about job `id` (its run decides whether it is kept).
+    #[inline(always)]
+    fn trace_job(&mut self, now: Micros, id: u32, event: TraceEvent) {
+        if T::ON {
+            let run = self.jobs[id].run;
+            self.tracer.record(run, now, event);
+        }
+    }
+
     fn enqueue(&mut self, now: Micros, id: u32) {
         let job = &self.jobs[id];
         let (d, generation, priority) = (job.station as usize, job.generation, job.priority);
@@ -154,6 +184,7 @@ impl Simulation<'_> {
     /// Drops a queued attempt before service (expired, abandoned, or CoDel): its caller, if it
     /// still waits, gets OVERLOADED now.
     fn drop_queued(&mut self, now: Micros, id: u32) {
+        self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit: StationExit::Expired });
         let job = &self.jobs[id];
         let expired = Observation::Refused { dependency: job.station, reason: Refusal::Expired };
         self.observe(now, job.measured, expired);
@@ -220,6 +251,7 @@ impl Simulation<'_> {
         self.observe_station(d, now);
         self.stations[d].busy += 1;
         self.observe(now, measured, Observation::ServiceStarted { dependency: d as u16, wait_us: wait });
+        self.trace_job(now, id, TraceEvent::ServiceStarted { job: id });
         self.queue.schedule(now + service_us, Event::ServiceEnd { job: id, generation });
     }
 
@@ -271,6 +303,8 @@ impl Simulation<'_> {
                     kind: job.error.unwrap_or(FailureKind::Overloaded),
                     retry_after_us: job.retry_after_us,
                 };
+                let exit = StationExit::Rejected { kind: job.error.unwrap_or(FailureKind::Overloaded) };
+                self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit });
                 self.finish_job(now, id, &job, result);
             }
             JobPhase::InService => {
@@ -293,12 +327,14 @@ impl Simulation<'_> {
         let used =
             Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: !job.attached };
         self.observe(now, job.measured, used);
+        let exit = StationExit::Served { error: job.error, reply_lost: job.no_reply };
+        self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit });
         self.record_departure(now, &job);
         self.release_server(now, d);
         if let Purpose::Write { deduplicated } = job.purpose
             && job.error.is_none()
         {
-            self.commit_write(now, &job, deduplicated);
+            self.commit_write(now, id, &job, deduplicated);
         }
         let result = match job.error {
             Some(kind) => AttemptResult::Failed { kind, retry_after_us: None },
@@ -317,7 +353,7 @@ impl Simulation<'_> {
         self.observe(now, job.measured, departed);
     }
 
-    fn commit_write(&mut self, now: Micros, job: &Job, deduplicated: bool) {
+    fn commit_write(&mut self, now: Micros, id: u32, job: &Job, deduplicated: bool) {
         let Caller::Step { step, .. } = job.caller else { return };
         let run = &mut self.runs[job.run];
         debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
@@ -326,6 +362,7 @@ impl Simulation<'_> {
                 run.duplicate = true;
             }
             self.observe(now, job.measured, Observation::EffectCommitted { duplicate });
+            self.trace_job(now, id, TraceEvent::EffectCommitted { job: id, duplicate });
         }
     }
 
@@ -366,6 +403,7 @@ impl Simulation<'_> {
             return;
         }
         self.observe(now, job.measured, Observation::TimedOut { dependency: job.station });
+        self.trace_job(now, id, TraceEvent::CallerTimedOut { job: id });
         self.jobs[id].attached = false;
         match job.phase {
             JobPhase::AwaitReply => self.free_job(now, id),
@@ -391,6 +429,7 @@ impl Simulation<'_> {
         }
         match job.phase {
             JobPhase::Queued => {
+                self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit: StationExit::Cancelled });
                 self.observe_station(d, now);
                 self.stations[d].forget_queued(now);
                 self.free_job(now, id);
@@ -402,6 +441,7 @@ impl Simulation<'_> {
                 {
                     self.abandon(now, child);
                 }
+                self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit: StationExit::Cancelled });
                 let used =
                     Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: true };
                 self.observe(now, job.measured, used);

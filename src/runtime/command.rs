@@ -4,6 +4,7 @@
 //! reaches into a machine's state. [`Outbox`] is the plain buffer (tests, tools) that keeps both.
 
 use super::attempt::Purpose;
+use super::trace::TraceEvent;
 use crate::metrics::Observation;
 use crate::sim::Micros;
 use crate::vocab::Outcome;
@@ -35,6 +36,10 @@ pub trait Effects {
     fn observe(&mut self, o: Observation);
     /// An observation that belongs to no run (a breaker transition).
     fn observe_shared(&mut self, o: Observation);
+    /// A step of the run's trace (see [`TraceEvent`]); kept only when the run is traced, and
+    /// compiled away when nothing traces.
+    #[inline(always)]
+    fn trace(&mut self, _event: TraceEvent) {}
 }
 
 /// Commands and observations produced by one input, in the order they happened.
@@ -45,11 +50,17 @@ pub struct Outbox {
     pub observations: Vec<Observation>,
     /// Observations that belong to no run (breaker transitions, refusals of shared guards).
     pub shared: Vec<Observation>,
+    pub traces: Vec<TraceEvent>,
 }
 
 impl Outbox {
     pub fn with_capacity(n: usize) -> Self {
-        Outbox { commands: Vec::with_capacity(n), observations: Vec::with_capacity(n), shared: Vec::with_capacity(n) }
+        Outbox {
+            commands: Vec::with_capacity(n),
+            observations: Vec::with_capacity(n),
+            shared: Vec::with_capacity(n),
+            traces: Vec::new(),
+        }
     }
 }
 
@@ -67,5 +78,9 @@ impl Effects for Outbox {
     #[inline]
     fn observe_shared(&mut self, o: Observation) {
         self.shared.push(o);
+    }
+
+    fn trace(&mut self, event: TraceEvent) {
+        self.traces.push(event);
     }
 }

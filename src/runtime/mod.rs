@@ -14,6 +14,7 @@ pub mod mechanisms;
 pub mod policy;
 pub mod run;
 pub mod step;
+pub mod trace;
 pub mod workflow;
 
 pub use attempt::{AttemptResult, Purpose};
@@ -24,4 +25,5 @@ pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
 pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};
 pub use policy::{PolicyModel, StepPolicy, compile_policies};
 pub use run::{RunContext, RunMachine};
+pub use trace::{NoTrace, RunStart, RunSummary, RunTracer, StationExit, StepEnd, TraceCaller, TraceEvent, Tracer};
 pub use workflow::{MAX_STEPS, StepModel, WorkflowModel, compile_workflows};

@@ -15,6 +15,7 @@ use super::guard::AttemptEnd;
 use super::guard::pipeline::{Admit, Ask, AttemptInfo, AttemptKind, Held, Loads, Pipeline, RouteId};
 use super::policy::{PolicyModel, StepPolicy};
 use super::step::{StepPhase, StepState};
+use super::trace::{StepEnd, TraceEvent};
 use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
 use crate::scenario::{Criticality, Effect, Idempotency};
@@ -233,6 +234,7 @@ impl RunMachine {
         };
         let attempt = self.take_in_flight(i);
         let kind = self.failure_kind(cx, s, result, attempt.purpose);
+        out.trace(TraceEvent::AttemptEnded { step: s, serial, result, kind });
         let duration_us = cx.now - attempt.sent_us;
         let end = match kind {
             None => AttemptEnd::success(duration_us),
@@ -307,12 +309,13 @@ impl RunMachine {
         // The wait took time: the attempt's timeout is worked out again from what is left.
         let sp = cx.step(s).1;
         let reserve_us = if self.in_flight[i].purpose == Purpose::Lookup { 0 } else { sp.reserve_us };
-        let timeout = if granted { self.timeout_or_exhausted(cx, out, sp.timeout_us, reserve_us) } else { None };
+        let timeout = if granted { self.timeout_or_exhausted(cx, out, s, sp.timeout_us, reserve_us) } else { None };
         if let Some(timeout_us) = timeout {
             let a = &mut self.in_flight[i];
             a.waiting_at = None;
             a.sent_us = cx.now;
-            let (step, serial, dependency, purpose) = (a.step, a.serial, a.dependency, a.purpose);
+            let (step, serial, dependency, purpose, kind) = (a.step, a.serial, a.dependency, a.purpose, a.kind);
+            out.trace(TraceEvent::AttemptSent { step, serial, dependency, kind, purpose });
             out.command(Command::Send { step, serial, dependency, purpose, timeout_us });
             return;
         }
@@ -321,14 +324,15 @@ impl RunMachine {
         let skip = if granted { None } else { a.waiting_at };
         cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
         if !granted {
-            out.observe(Observation::Refused { dependency: a.dependency, reason: crate::vocab::Refusal::Bulkhead });
+            out.observe(Observation::Refused { dependency: a.dependency, reason: Refusal::Bulkhead });
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency: a.dependency, reason: Refusal::Bulkhead });
         }
         if self.ended || self.steps[s as usize].in_flight > 0 {
             return;
         }
         match (granted, a.purpose) {
             (false, _) => self.after_refusal(cx, out, s, a.purpose),
-            (true, Purpose::Lookup) => self.end_run(cx, out, Outcome::Handoff),
+            (true, Purpose::Lookup) => self.hand_off(cx, out, s),
             (true, Purpose::Call | Purpose::Write { .. }) => self.step_gave_up(cx, out, s, false),
         }
     }
@@ -343,6 +347,7 @@ impl RunMachine {
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             out.observe(Observation::Refused { dependency, reason: Refusal::FanOut });
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::FanOut });
             self.budget.in_flight += 1; // released again as the step is omitted
             self.steps[s as usize].phase = StepPhase::Active;
             self.step_gave_up(cx, out, s, false);
@@ -355,6 +360,7 @@ impl RunMachine {
             self.steps[s as usize].phase = StepPhase::Waiting;
             self.waiting.push_back(s);
             out.observe(Observation::BudgetExhausted(BudgetKind::Concurrency));
+            out.trace(TraceEvent::BudgetExhausted { step: s, kind: BudgetKind::Concurrency });
         }
     }
 
@@ -369,6 +375,7 @@ impl RunMachine {
         self.budget.in_flight += 1;
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
+        out.trace(TraceEvent::StepStarted { step: s });
         self.try_attempt(cx, out, s);
     }
 
@@ -377,7 +384,7 @@ impl RunMachine {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
-        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, sp.reserve_us) else {
+        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else {
             self.step_gave_up(cx, out, s, false);
             return;
         };
@@ -387,6 +394,7 @@ impl RunMachine {
         // checked here. A cheaper fallback may still fit a cost budget.
         if let Err(kind) = self.budget.check_attempt(false, cost) {
             out.observe(Observation::BudgetExhausted(kind));
+            out.trace(TraceEvent::BudgetExhausted { step: s, kind });
             self.step_gave_up(cx, out, s, true);
             return;
         }
@@ -414,6 +422,7 @@ impl RunMachine {
         &self,
         cx: &RunContext,
         out: &mut impl Effects,
+        s: u8,
         cap_us: Option<Micros>,
         reserve_us: Micros,
     ) -> Option<Option<Micros>> {
@@ -423,6 +432,7 @@ impl RunMachine {
             AttemptTimeout::Never => Some(None),
             AttemptTimeout::Exhausted => {
                 out.observe(Observation::BudgetExhausted(BudgetKind::Time));
+                out.trace(TraceEvent::BudgetExhausted { step: s, kind: BudgetKind::Time });
                 None
             }
         }
@@ -435,6 +445,7 @@ impl RunMachine {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
             out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency: a.dependency as u16, reason: Refusal::FanOut });
             return false;
         }
         let (waiting_at, held) = if cx.pipeline.is_open_road(a.route) {
@@ -449,6 +460,7 @@ impl RunMachine {
                 (Admit::Wait { at, .. }, held) => (Some(at), held),
                 (Admit::Refused(reason), _) => {
                     out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
+                    out.trace(TraceEvent::AttemptRefused { step: s, dependency: a.dependency as u16, reason });
                     return false;
                 }
             }
@@ -474,8 +486,11 @@ impl RunMachine {
         });
         self.attempts_total += 1;
         self.cost_in_flight += a.cost;
-        if !waiting {
-            let (dependency, purpose, timeout_us) = (a.dependency as u16, a.purpose, a.timeout_us);
+        let (dependency, purpose, timeout_us) = (a.dependency as u16, a.purpose, a.timeout_us);
+        if waiting {
+            out.trace(TraceEvent::AttemptWaiting { step: s, serial, dependency });
+        } else {
+            out.trace(TraceEvent::AttemptSent { step: s, serial, dependency, kind: a.info.kind, purpose });
             out.command(Command::Send { step: s, serial, dependency, purpose, timeout_us });
         }
         true
@@ -488,7 +503,7 @@ impl RunMachine {
             return; // a hedge was refused; the attempts already out may still answer
         }
         match purpose {
-            Purpose::Lookup => self.end_run(cx, out, Outcome::Handoff),
+            Purpose::Lookup => self.hand_off(cx, out, s),
             Purpose::Call | Purpose::Write { .. } => self.step_gave_up(cx, out, s, true),
         }
     }
@@ -515,10 +530,11 @@ impl RunMachine {
             return;
         }
         let (dependency, route) = cx.target(s, st.on_fallback);
-        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, sp.reserve_us) else { return };
+        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else { return };
         let cost = cx.costs[dependency];
         if let Err(kind) = self.budget.check_attempt(true, cost) {
             out.observe(Observation::BudgetExhausted(kind));
+            out.trace(TraceEvent::BudgetExhausted { step: s, kind });
             return;
         }
         let info = cx.info(AttemptKind::Hedge, false, None);
@@ -538,11 +554,11 @@ impl RunMachine {
     fn start_lookup(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         if self.steps[s as usize].lookups >= sp.max_attempts {
-            self.end_run(cx, out, Outcome::Handoff);
+            self.hand_off(cx, out, s);
             return;
         }
-        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, sp.timeout_us, 0) else {
-            self.end_run(cx, out, Outcome::Handoff);
+        let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, 0) else {
+            self.hand_off(cx, out, s);
             return;
         };
         let (dependency, route) = (step.dependency, sp.routes.lookup);
@@ -553,7 +569,7 @@ impl RunMachine {
             st.looking_up = true;
             st.lookups += 1;
         } else {
-            self.end_run(cx, out, Outcome::Handoff);
+            self.hand_off(cx, out, s);
         }
     }
 
@@ -602,17 +618,27 @@ impl RunMachine {
             return; // hedged: another attempt of this call may still succeed
         }
         let failed = self.failed_attempt(cx, s, kind, retry_after_us);
-        match decide(&cx.policy.rules, &failed) {
+        let decision = decide(&cx.policy.rules, &failed);
+        self.trace_decision(out, s, decision);
+        match decision {
             Decision::Retry { sleep_us } => self.retry(cx, out, s, sleep_us),
             Decision::Reconcile => self.start_lookup(cx, out, s),
-            Decision::Handoff => self.end_run(cx, out, Outcome::Handoff),
+            Decision::Handoff => self.hand_off(cx, out, s),
             Decision::GiveUp(reason) => {
                 if let GiveUp::Budget(b) = reason {
                     out.observe(Observation::BudgetExhausted(b));
+                    out.trace(TraceEvent::BudgetExhausted { step: s, kind: b });
                 }
                 self.step_gave_up(cx, out, s, reason != GiveUp::Budget(BudgetKind::Time));
             }
         }
+    }
+
+    /// The decision after a failed attempt, with the retry tokens it leaves (a retry spends one).
+    fn trace_decision(&self, out: &mut impl Effects, s: u8, decision: Decision) {
+        let spent = u32::from(matches!(decision, Decision::Retry { .. }));
+        let retry_tokens_left = self.budget.retry_tokens_left.saturating_sub(spent);
+        out.trace(TraceEvent::Decided { step: s, decision, retry_tokens_left });
     }
 
     /// A retry was decided: its token is spent now, once, so a sibling step deciding at the
@@ -647,15 +673,18 @@ impl RunMachine {
             // the resend the effect may still land late: a human decides.
             AttemptResult::NotFound => {
                 let failed = self.failed_attempt(cx, s, FailureKind::EffectUnknown, None);
-                match retry_or_give_up(&cx.policy.rules, &failed) {
+                let decision = retry_or_give_up(&cx.policy.rules, &failed);
+                self.trace_decision(out, s, decision);
+                match decision {
                     Decision::Retry { sleep_us } => self.retry(cx, out, s, sleep_us),
                     Decision::GiveUp(reason) => {
                         if let GiveUp::Budget(b) = reason {
                             out.observe(Observation::BudgetExhausted(b));
+                            out.trace(TraceEvent::BudgetExhausted { step: s, kind: b });
                         }
-                        self.end_run(cx, out, Outcome::Handoff);
+                        self.hand_off(cx, out, s);
                     }
-                    Decision::Reconcile | Decision::Handoff => self.end_run(cx, out, Outcome::Handoff),
+                    Decision::Reconcile | Decision::Handoff => self.hand_off(cx, out, s),
                 }
             }
             // The lookup itself failed. It is a read, so ask again while the step's attempt
@@ -667,6 +696,9 @@ impl RunMachine {
     #[inline]
     fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, via_fallback: bool) {
         self.steps[s as usize].phase = StepPhase::Done;
+        let end =
+            if self.steps[s as usize].lookups > 0 { StepEnd::Reconciled } else { StepEnd::Succeeded { via_fallback } };
+        out.trace(TraceEvent::StepEnded { step: s, end });
         if via_fallback {
             self.degraded = true;
             out.observe(Observation::FallbackUsed { step: cx.step_offset + u32::from(s) });
@@ -683,6 +715,7 @@ impl RunMachine {
             st.on_fallback = true;
             st.previous_sleep_us = 0;
             st.hedges = 0;
+            out.trace(TraceEvent::FallbackStarted { step: s });
             self.try_attempt(cx, out, s);
             return;
         }
@@ -690,13 +723,15 @@ impl RunMachine {
             st.phase = StepPhase::Omitted;
             self.degraded = true;
             out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s) });
+            out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
             self.release_step(cx, out, s);
         } else if st.effect_unknown && cx.policy.rules.on_effect_unknown != OnEffectUnknown::Retry {
             // The write may still land: a runtime that reconciles never reports that as a
             // plain failure, it hands the run to a human with the evidence.
-            self.end_run(cx, out, Outcome::Handoff);
+            self.hand_off(cx, out, s);
         } else {
             out.observe(Observation::StepFailed { step: cx.step_offset + u32::from(s) });
+            out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Failed });
             self.end_run(cx, out, Outcome::Failed);
         }
     }
@@ -732,6 +767,7 @@ impl RunMachine {
     }
 
     fn cancel(cx: &mut RunContext, out: &mut impl Effects, a: &InFlight) {
+        out.trace(TraceEvent::AttemptCancelled { step: a.step, serial: a.serial });
         match a.waiting_at {
             Some(at) => {
                 let waiter = waiter_token(cx.run_slot, a.step, a.serial);
@@ -744,6 +780,12 @@ impl RunMachine {
         }
     }
 
+    /// Step `s` leaves the run to a human (an unknown write effect): the run ends as a handoff.
+    fn hand_off(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Handoff });
+        self.end_run(cx, out, Outcome::Handoff);
+    }
+
     #[inline(always)]
     fn end_run(&mut self, cx: &mut RunContext, out: &mut impl Effects, outcome: Outcome) {
         if self.ended {
@@ -754,10 +796,12 @@ impl RunMachine {
         let deadline_exceeded = cx.now > self.budget.deadline_at;
         let latency_us = cx.now - self.start_us;
         out.observe(Observation::RunEnded { workflow: self.workflow, outcome, latency_us, deadline_exceeded });
+        out.trace(TraceEvent::RunEnded { outcome, deadline_exceeded });
         // Stop every branch still running: the caller no longer waits for them.
         for s in 0..self.steps.len() {
             if self.steps[s].phase.is_open() {
                 self.steps[s].phase = StepPhase::Abandoned;
+                out.trace(TraceEvent::StepEnded { step: s as u8, end: StepEnd::Abandoned });
                 self.cancel_step_attempts(cx, out, s as u8);
             }
         }

@@ -146,6 +146,9 @@ fn one() -> u32 {
 #[serde(remote = "Self")]
 pub struct Dependency {
     pub name: String,
+    /// model, retrieval, mcp_tool, a2a_agent or api: what traces call it (`dependency.kind`).
+    #[serde(default)]
+    pub kind: Option<String>,
     #[serde(default = "one")]
     pub servers: u32,
     #[serde(default = "default_queue_capacity")]

@@ -5,6 +5,7 @@
 
 mod breaker;
 mod budget;
+mod dependency_kind;
 mod failure;
 mod named;
 mod outcome;
@@ -13,6 +14,7 @@ mod traffic;
 
 pub use breaker::BreakerState;
 pub use budget::BudgetKind;
+pub use dependency_kind::DependencyKind;
 pub use failure::FailureKind;
 pub use named::Named;
 pub use outcome::Outcome;

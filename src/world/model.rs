@@ -11,7 +11,7 @@ use crate::scenario::{
     Source, Workflow, error_at_path, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
-use crate::vocab::Named;
+use crate::vocab::{DependencyKind, Named};
 use std::collections::BTreeMap;
 
 /// Dependency names to their indices: resolving a reference is a lookup, not a scan, so a
@@ -64,6 +64,7 @@ pub struct RemoteCallModel {
 #[derive(Debug, Clone)]
 pub struct DependencyModel {
     pub name: String,
+    pub kind: DependencyKind,
     pub stream_id: u64,
     pub servers: u32,
     pub queue_capacity: u32,
@@ -410,8 +411,10 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         Some(spec) => c.distribution(&path.key("status_lookup_time"), spec)?,
         None => service.clone(),
     };
+    let default_kind = if d.calls.is_empty() { DependencyKind::Api } else { DependencyKind::A2aAgent };
     Ok(DependencyModel {
         name: d.name.clone(),
+        kind: c.named(&path.key("kind"), d.kind.as_deref(), default_kind)?,
         stream_id: stable_name_id(&d.name),
         servers: c.in_range(&path.key("servers"), d.servers, 1, MAX_SERVERS)?,
         queue_capacity: c.in_range(&path.key("queue_capacity"), d.queue_capacity, 0, MAX_QUEUE_CAPACITY)?,

@@ -1,0 +1,177 @@
+//! `faultline replay`: one root run of one replication, as an OpenTelemetry trace (OTLP/JSON)
+//! and as the essay's section-25 tree. The replication is simulated whole, exactly as `run`
+//! simulates it (tracing only watches), so the traced run is the one the figures counted; a
+//! selector such as "the first failed run" needs one more simulation to find it first.
+
+use super::CommandError;
+use super::batch::{Loaded, load_model, replication_seed};
+use super::folder::write_atomically;
+use super::otlp::{TraceOrigin, to_otlp_json};
+use super::run::{apply_seed, collect_overrides, select_policies};
+use super::spans::{RunSpans, build, render_tree};
+use crate::engine::{Model, simulate_following};
+use crate::runtime::{RunSummary, RunTracer};
+use crate::vocab::Outcome;
+use std::path::{Path, PathBuf};
+
+/// Which root run to trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunSelector {
+    /// The N-th root run to start in the replication (from 1; resubmissions count as runs).
+    Number(u64),
+    /// The first root run started after the warm-up that matches.
+    First(FirstRun),
+}
+
+crate::named_enum! {
+    /// What `--first` looks for, among runs started after the warm-up, in start order.
+    pub enum FirstRun {
+        Failed => "failed",
+        Handoff => "handoff",
+        Rejected => "rejected",
+        Degraded => "degraded",
+        /// Ended with any outcome but succeeded.
+        NotSucceeded => "not-succeeded",
+        /// Caused a duplicate effect (a write committed twice).
+        Duplicate => "duplicate",
+        /// Ended after its deadline.
+        DeadlineMissed => "deadline-missed",
+    }
+}
+
+impl FirstRun {
+    pub fn matches(self, run: &RunSummary) -> bool {
+        let Some(outcome) = run.outcome else { return false };
+        match self {
+            FirstRun::Failed => outcome == Outcome::Failed,
+            FirstRun::Handoff => outcome == Outcome::Handoff,
+            FirstRun::Rejected => outcome == Outcome::Rejected,
+            FirstRun::Degraded => outcome == Outcome::Degraded,
+            FirstRun::NotSucceeded => outcome != Outcome::Succeeded,
+            FirstRun::Duplicate => run.duplicate_effect,
+            FirstRun::DeadlineMissed => run.deadline_exceeded,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    pub scenario: PathBuf,
+    pub policy: String,
+    pub seed: Option<u64>,
+    pub sets: Vec<String>,
+    /// Replication K of the scenario's seed (default 0).
+    pub replication: Option<u32>,
+    /// A replication's own seed (the `seed` column of replications.csv), instead of K.
+    pub replication_seed: Option<u64>,
+    pub select: RunSelector,
+    /// Where the OTLP/JSON trace goes. Default: results/<scenario>-replay/<policy>-run-<N>.otlp.json
+    pub out: Option<PathBuf>,
+}
+
+/// One traced run and where it came from.
+pub struct TracedRun {
+    pub spans: RunSpans,
+    pub summary: RunSummary,
+    /// Root runs the replication started.
+    pub runs_started: usize,
+}
+
+/// Simulates replication `seed` of `policy` following the selected run. Errors name the
+/// selector when no run matches.
+pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -> Result<TracedRun, CommandError> {
+    let warmup_us = model.world.warmup_us;
+    let number = match select {
+        RunSelector::Number(n) => n,
+        RunSelector::First(which) => {
+            let (_, catalogue) = simulate_following(model, policy, seed, RunTracer::for_runs(&[], warmup_us))?;
+            let found = catalogue.runs.iter().find(|r| r.measured && which.matches(r));
+            match found {
+                Some(run) => run.number,
+                None => {
+                    let measured = catalogue.runs.iter().filter(|r| r.measured).count();
+                    return Err(CommandError::Input(format!(
+                        "argument `--first {}`: none of the {measured} root run(s) started after the warm-up matches",
+                        which.name()
+                    )));
+                }
+            }
+        }
+    };
+    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&[number], warmup_us))?;
+    let started = tracer.runs.len();
+    let summary = tracer.runs.iter().find(|r| r.number == number).copied();
+    let (Some(summary), Some(spans)) = (summary, build(model, policy, &tracer.events_of(number))) else {
+        return Err(CommandError::Input(format!(
+            "argument `--run {number}`: the replication started {started} root run(s), numbered from 1"
+        )));
+    };
+    Ok(TracedRun { spans, summary, runs_started: started })
+}
+
+pub fn replay(opts: &ReplayOptions) -> Result<String, CommandError> {
+    let overrides = collect_overrides(&opts.sets, None)?;
+    let Loaded { mut model, .. } = load_model(&opts.scenario, &overrides)?;
+    apply_seed(&mut model, opts.seed, &overrides);
+    let policy = select_policies(&model, std::slice::from_ref(&opts.policy), "--policy")?[0];
+    let (replication, seed) = match (opts.replication, opts.replication_seed) {
+        (_, Some(seed)) => (None, seed),
+        (Some(k), None) if k >= model.world.replications => {
+            return Err(CommandError::Input(format!(
+                "argument `--replication {k}`: the scenario runs {} replication(s), numbered from 0 to {}",
+                model.world.replications,
+                model.world.replications - 1
+            )));
+        }
+        (k, None) => {
+            let k = k.unwrap_or(0);
+            (Some(k), replication_seed(model.world.seed, k))
+        }
+    };
+    let traced = trace_run(&model, policy, seed, opts.select)?;
+    let origin = TraceOrigin {
+        scenario: &model.name,
+        policy: &opts.policy,
+        seed: model.world.seed,
+        replication,
+        replication_seed: seed,
+    };
+    let document = to_otlp_json(&traced.spans, &origin);
+    let number = traced.summary.number;
+    let out = opts.out.clone().unwrap_or_else(|| default_out(&model.name, &opts.policy, number));
+    let mut bytes = serde_json::to_vec_pretty(&document).map_err(|e| CommandError::Io(e.to_string()))?;
+    bytes.push(b'\n');
+    write_atomically(&out, &bytes)?;
+    Ok(report(&model, &opts.policy, replication, seed, &traced, opts.select, &out))
+}
+
+fn default_out(scenario: &str, policy: &str, number: u64) -> PathBuf {
+    Path::new("results").join(format!("{scenario}-replay")).join(format!("{policy}-run-{number}.otlp.json"))
+}
+
+fn report(
+    model: &Model,
+    policy: &str,
+    replication: Option<u32>,
+    seed: u64,
+    traced: &TracedRun,
+    select: RunSelector,
+    out: &Path,
+) -> String {
+    let which = match replication {
+        Some(k) => format!("replication {k} (seed {seed})"),
+        None => format!("the replication with seed {seed}"),
+    };
+    let chosen = match select {
+        RunSelector::Number(_) => String::new(),
+        RunSelector::First(f) => format!(", the first {} run after the warm-up", f.name()),
+    };
+    let start_s = traced.summary.start_us as f64 / 1e6;
+    let mut text = format!(
+        "{}: policy {policy}, {which}: run {} of {}{chosen}, started at t = {start_s:.3} s\n\n",
+        model.name, traced.summary.number, traced.runs_started
+    );
+    text.push_str(&render_tree(&traced.spans));
+    text.push_str(&format!("\ntrace (OTLP/JSON, {} spans): {}\n", traced.spans.spans.len(), out.display()));
+    text
+}

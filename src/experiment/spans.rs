@@ -1,0 +1,601 @@
+//! A traced root run as a tree of spans (docs/essay.md section 25): agent.run ->
+//! dependency.logical_call -> dependency.attempt, with fallback and reconciliation groups under
+//! a logical call and a remote agent's own attempts under the attempt that reached it. Built
+//! from the run's [`TraceEvent`]s; written as OTLP JSON by `otlp.rs` and drawn in the terminal
+//! by [`render_tree`].
+
+use crate::engine::Model;
+use crate::runtime::decision::{Decision, GiveUp};
+use crate::runtime::guard::pipeline::AttemptKind;
+use crate::runtime::{AttemptResult, Purpose, StationExit, StepEnd, TraceCaller, TraceEvent};
+use crate::sim::Micros;
+use crate::vocab::{FailureKind, Outcome};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// An attribute value, as OTLP's AnyValue holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    /// Work inside the agent runtime (the run, a logical call, a group of attempts).
+    Internal,
+    /// A call to a dependency.
+    Client,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Unset,
+    Ok,
+    Error(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanEvent {
+    pub at_us: Micros,
+    pub name: &'static str,
+    pub attributes: Vec<(&'static str, Value)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub parent: Option<usize>,
+    pub name: String,
+    pub kind: SpanKind,
+    pub start_us: Micros,
+    /// None while open; every span is closed by the time the tree is built.
+    pub end_us: Option<Micros>,
+    pub attributes: Vec<(&'static str, Value)>,
+    pub events: Vec<SpanEvent>,
+    pub status: Status,
+    /// One line of the terminal tree, after the name.
+    pub summary: String,
+}
+
+impl Span {
+    fn new(parent: Option<usize>, name: String, kind: SpanKind, start_us: Micros) -> Span {
+        Span {
+            parent,
+            name,
+            kind,
+            start_us,
+            end_us: None,
+            attributes: Vec::new(),
+            events: Vec::new(),
+            status: Status::Unset,
+            summary: String::new(),
+        }
+    }
+
+    fn set(&mut self, key: &'static str, value: Value) {
+        match self.attributes.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.attributes.push((key, value)),
+        }
+    }
+
+    pub fn attribute(&self, key: &str) -> Option<&Value> {
+        self.attributes.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    fn event(&mut self, at_us: Micros, name: &'static str, attributes: Vec<(&'static str, Value)>) {
+        self.events.push(SpanEvent { at_us, name, attributes });
+    }
+}
+
+/// The spans of one root run; `spans[0]` is the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpans {
+    pub spans: Vec<Span>,
+    pub run_number: u64,
+}
+
+/// Per step of the run: its logical-call span and its groups.
+#[derive(Debug, Clone, Copy, Default)]
+struct StepSpans {
+    call: Option<usize>,
+    fallback: Option<usize>,
+    reconciliation: Option<usize>,
+    ended: bool,
+    /// The attempt span that ended last (a decision is about it).
+    last_attempt: Option<usize>,
+}
+
+struct Builder<'m> {
+    model: &'m Model,
+    policy: usize,
+    workflow: usize,
+    run_start_us: Micros,
+    spans: Vec<Span>,
+    steps: Vec<StepSpans>,
+    /// (step, serial) -> attempt span.
+    attempts: BTreeMap<(u8, u32), usize>,
+    /// Station job -> attempt span (jobs are reused, so an arrival replaces the entry).
+    jobs: BTreeMap<u32, usize>,
+    /// Station jobs whose exit was recorded (the first one counts).
+    exited: BTreeMap<u32, Micros>,
+    last_us: Micros,
+}
+
+/// Builds the spans of a traced run from its events (as [`crate::runtime::RunTracer`] kept them).
+pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> Option<RunSpans> {
+    let &(start_us, TraceEvent::RunStarted { number, start }) = events.first()? else { return None };
+    let workflow = start.workflow as usize;
+    let wf = &model.workflows[workflow];
+    let mut run = Span::new(None, format!("agent.run {}", wf.name), SpanKind::Internal, start_us);
+    run.set("run.id", Value::Str(format!("run-{number}")));
+    run.set("workflow.name", Value::Str(wf.name.clone()));
+    run.set("run.arrival", Value::Int(i64::from(start.arrival)));
+    run.set("run.resubmission", Value::Int(i64::from(start.resubmission)));
+    run.set("run.deadline_ms", Value::Float(ms(start.deadline_at_us - start_us)));
+    run.set("faultline.policy", Value::Str(model.policies[policy].name.clone()));
+    run.summary = format!("run-{number} {}", wf.name);
+    let mut b = Builder {
+        model,
+        policy,
+        workflow,
+        run_start_us: start_us,
+        spans: vec![run],
+        steps: vec![StepSpans::default(); wf.steps.len()],
+        attempts: BTreeMap::new(),
+        jobs: BTreeMap::new(),
+        exited: BTreeMap::new(),
+        last_us: start_us,
+    };
+    for &(at_us, event) in &events[1..] {
+        b.last_us = b.last_us.max(at_us);
+        b.apply(at_us, event);
+    }
+    b.close_open();
+    Some(RunSpans { spans: b.spans, run_number: number })
+}
+
+fn ms(us: Micros) -> f64 {
+    us as f64 / 1e3
+}
+
+impl Builder<'_> {
+    fn apply(&mut self, at: Micros, event: TraceEvent) {
+        match event {
+            TraceEvent::RunStarted { .. } => {}
+            TraceEvent::StepStarted { step } => self.step_started(at, step),
+            TraceEvent::FallbackStarted { step } => self.fallback_started(at, step),
+            TraceEvent::AttemptWaiting { step, serial, dependency } => {
+                let span = self.attempt_span(at, step, serial, dependency, None, Purpose::Call);
+                self.spans[span].event(at, "bulkhead.wait", Vec::new());
+            }
+            TraceEvent::AttemptSent { step, serial, dependency, kind, purpose } => {
+                match self.attempts.get(&(step, serial)).copied() {
+                    Some(span) => {
+                        self.spans[span].event(at, "bulkhead.permit", Vec::new());
+                        self.spans[span].set("attempt.kind", Value::Str(attempt_kind(kind, purpose).into()));
+                    }
+                    None => {
+                        self.attempt_span(at, step, serial, dependency, Some(kind), purpose);
+                    }
+                }
+            }
+            TraceEvent::AttemptRefused { step, dependency, reason } => {
+                let parent = self.attempt_parent(at, step, Purpose::Call);
+                let name = self.model.dependency_names[dependency as usize].clone();
+                let mut span = Span::new(Some(parent), format!("dependency.attempt {name}"), SpanKind::Client, at);
+                self.dependency_attributes(&mut span, dependency);
+                span.set("attempt.refused", Value::Str(reason.name().into()));
+                span.status = Status::Error(format!("refused: {}", reason.name()));
+                span.summary = format!("{name} REFUSED ({})", reason.name());
+                span.end_us = Some(at);
+                self.spans.push(span);
+            }
+            TraceEvent::AttemptEnded { step, serial, result, kind } => {
+                self.attempt_ended(at, step, serial, result, kind)
+            }
+            TraceEvent::AttemptCancelled { step, serial } => {
+                if let Some(span) = self.attempts.remove(&(step, serial)) {
+                    let s = &mut self.spans[span];
+                    s.set("attempt.cancelled", Value::Bool(true));
+                    s.summary = format!("{} CANCELLED", s.summary);
+                    s.end_us = Some(at);
+                }
+            }
+            TraceEvent::Decided { step, decision, retry_tokens_left } => {
+                self.decided(step, decision, retry_tokens_left)
+            }
+            TraceEvent::BudgetExhausted { step, kind } => {
+                let call = self.call_span(at, step);
+                self.spans[call].event(at, "budget.exhausted", vec![("budget.kind", Value::Str(kind.name().into()))]);
+            }
+            TraceEvent::StepEnded { step, end } => self.step_ended(at, step, end),
+            TraceEvent::RunEnded { outcome, deadline_exceeded } => self.run_ended(at, outcome, deadline_exceeded),
+            TraceEvent::RunFinalized { duplicate_effect } => {
+                let run = &mut self.spans[0];
+                run.set("run.duplicate_effect", Value::Bool(duplicate_effect));
+                let after = at - run.end_us.unwrap_or(at);
+                run.set("run.finalized_after_ms", Value::Float(ms(after)));
+            }
+            TraceEvent::StationArrived { job, caller, dependency } => self.station_arrived(at, job, caller, dependency),
+            TraceEvent::ServiceStarted { job } => {
+                if let Some(&span) = self.jobs.get(&job) {
+                    let wait_ms = ms(at - self.spans[span].start_us);
+                    let s = &mut self.spans[span];
+                    s.set("station.queue_wait_ms", Value::Float(wait_ms));
+                    s.event(at, "service.started", Vec::new());
+                }
+            }
+            TraceEvent::StationLeft { job, exit } => self.station_left(at, job, exit),
+            TraceEvent::CallerTimedOut { job } => {
+                if let Some(&span) = self.jobs.get(&job) {
+                    self.spans[span].event(at, "caller.timeout", Vec::new());
+                    if self.spans[span].end_us.is_none() && self.is_remote(span) {
+                        self.end_attempt(span, at, Some(FailureKind::TransientTransport), "TIMEOUT");
+                    }
+                }
+            }
+            TraceEvent::EffectCommitted { job, duplicate } => {
+                if let Some(&span) = self.jobs.get(&job) {
+                    let attrs = vec![("effect.duplicate", Value::Bool(duplicate))];
+                    self.spans[span].event(at, "effect.committed", attrs);
+                    if duplicate {
+                        self.spans[span].set("effect.duplicate", Value::Bool(true));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The logical call's span, opened on first use (a step stopped before it started, by a
+    /// fan-out limit, still shows up).
+    fn call_span(&mut self, at: Micros, step: u8) -> usize {
+        if let Some(span) = self.steps[step as usize].call {
+            return span;
+        }
+        self.step_started(at, step);
+        self.steps[step as usize].call.expect("just opened")
+    }
+
+    fn step_started(&mut self, at: Micros, step: u8) {
+        let wf = &self.model.workflows[self.workflow];
+        let sm = &wf.steps[step as usize];
+        let mut span = Span::new(Some(0), format!("dependency.logical_call {}", sm.id), SpanKind::Internal, at);
+        span.set("step.id", Value::Str(sm.id.clone()));
+        self.dependency_attributes(&mut span, sm.dependency as u16);
+        span.set("step.effect", Value::Str(format!("{:?}", sm.effect).to_lowercase()));
+        span.set("step.criticality", Value::Str(format!("{:?}", sm.criticality).to_lowercase()));
+        span.summary = sm.id.clone();
+        self.spans.push(span);
+        self.steps[step as usize].call = Some(self.spans.len() - 1);
+    }
+
+    fn fallback_started(&mut self, at: Micros, step: u8) {
+        let call = self.call_span(at, step);
+        let fallback = self.model.policies[self.policy].steps[self.workflow][step as usize].fallback;
+        let Some(dependency) = fallback else { return };
+        let name = self.model.dependency_names[dependency].clone();
+        let mut span = Span::new(Some(call), format!("dependency.fallback {name}"), SpanKind::Internal, at);
+        self.dependency_attributes(&mut span, dependency as u16);
+        span.set("degradation.mode", Value::Str("FALLBACK".into()));
+        span.summary = name;
+        self.spans.push(span);
+        self.steps[step as usize].fallback = Some(self.spans.len() - 1);
+    }
+
+    /// Where an attempt of `step` hangs: its reconciliation group, its fallback group, or the call.
+    fn attempt_parent(&mut self, at: Micros, step: u8, purpose: Purpose) -> usize {
+        let call = self.call_span(at, step);
+        let st = self.steps[step as usize];
+        match (purpose, st.fallback) {
+            (Purpose::Lookup, _) => match st.reconciliation {
+                Some(span) => span,
+                None => {
+                    let mut span = Span::new(Some(call), "dependency.reconciliation".into(), SpanKind::Internal, at);
+                    span.summary = "status lookups of the write's key".into();
+                    self.spans.push(span);
+                    let id = self.spans.len() - 1;
+                    self.steps[step as usize].reconciliation = Some(id);
+                    id
+                }
+            },
+            (Purpose::Call | Purpose::Write { .. }, Some(fallback)) => fallback,
+            (Purpose::Call | Purpose::Write { .. }, None) => call,
+        }
+    }
+
+    fn attempt_span(
+        &mut self,
+        at: Micros,
+        step: u8,
+        serial: u32,
+        dependency: u16,
+        kind: Option<AttemptKind>,
+        purpose: Purpose,
+    ) -> usize {
+        let parent = self.attempt_parent(at, step, purpose);
+        let name = self.model.dependency_names[dependency as usize].clone();
+        let mut span = Span::new(Some(parent), format!("dependency.attempt {name}"), SpanKind::Client, at);
+        span.set("attempt.number", Value::Int(i64::from(serial) + 1));
+        if let Some(kind) = kind {
+            span.set("attempt.kind", Value::Str(attempt_kind(kind, purpose).into()));
+        }
+        self.dependency_attributes(&mut span, dependency);
+        if let Purpose::Write { deduplicated } = purpose {
+            span.set("attempt.idempotency_key", Value::Bool(deduplicated));
+        }
+        span.summary = format!("{} {name}", serial + 1);
+        self.spans.push(span);
+        let id = self.spans.len() - 1;
+        self.attempts.insert((step, serial), id);
+        id
+    }
+
+    fn dependency_attributes(&self, span: &mut Span, dependency: u16) {
+        let dep = &self.model.world.dependencies[dependency as usize];
+        span.set("dependency.name", Value::Str(dep.name.clone()));
+        span.set("dependency.kind", Value::Str(dep.kind.name().into()));
+        if let Some(op) = dep.kind.gen_ai_operation() {
+            span.set("gen_ai.operation.name", Value::Str(op.into()));
+        }
+    }
+
+    fn attempt_ended(&mut self, at: Micros, step: u8, serial: u32, result: AttemptResult, kind: Option<FailureKind>) {
+        let Some(span) = self.attempts.remove(&(step, serial)) else { return };
+        let word = match (result, kind) {
+            (AttemptResult::Ok, _) if self.is_lookup(span) => "FOUND",
+            (AttemptResult::NotFound, _) => "NOT_FOUND",
+            (AttemptResult::Ok, _) => "SUCCESS",
+            (AttemptResult::TimedOut, Some(FailureKind::EffectUnknown)) => "TIMEOUT EFFECT_UNKNOWN",
+            (AttemptResult::TimedOut, _) => "TIMEOUT",
+            (AttemptResult::Failed { kind, .. }, _) => kind.name(),
+        };
+        self.end_attempt(span, at, kind, word);
+        if let AttemptResult::Failed { retry_after_us: Some(after), .. } = result {
+            self.spans[span].set("attempt.retry_after_ms", Value::Float(ms(after)));
+        }
+        self.steps[step as usize].last_attempt = Some(span);
+    }
+
+    fn is_lookup(&self, span: usize) -> bool {
+        matches!(self.spans[span].attribute("attempt.kind"), Some(Value::Str(k)) if k == "reconciliation")
+    }
+
+    fn is_remote(&self, span: usize) -> bool {
+        self.spans[span].attribute("remote.call").is_some()
+    }
+
+    fn end_attempt(&mut self, span: usize, at: Micros, kind: Option<FailureKind>, word: &str) {
+        let s = &mut self.spans[span];
+        s.end_us = Some(at);
+        s.set("attempt.result", Value::Str(word.into()));
+        if let Some(k) = kind {
+            s.set("failure.kind", Value::Str(k.name().into()));
+            s.status = Status::Error(k.name().into());
+        } else {
+            s.status = Status::Ok;
+        }
+        s.summary = format!("{} {word}", s.summary);
+    }
+
+    fn decided(&mut self, step: u8, decision: Decision, retry_tokens_left: u32) {
+        let Some(span) = self.steps[step as usize].last_attempt else { return };
+        let s = &mut self.spans[span];
+        let (word, detail) = match decision {
+            Decision::Retry { sleep_us } => {
+                s.set("retry.backoff_ms", Value::Float(ms(sleep_us)));
+                let when = if sleep_us == 0 { "at once".to_string() } else { format!("after {:.0} ms", ms(sleep_us)) };
+                ("RETRY", format!("retry {when}"))
+            }
+            Decision::Reconcile => ("RECONCILE_FIRST", "reconcile first".to_string()),
+            Decision::Handoff => ("HANDOFF", "hand off".to_string()),
+            Decision::GiveUp(reason) => {
+                let why = match reason {
+                    GiveUp::NotRetryable => "not_retryable".to_string(),
+                    GiveUp::AttemptsExhausted => "attempts_exhausted".to_string(),
+                    GiveUp::Budget(b) => format!("{}_budget_exhausted", b.name()),
+                };
+                s.set("retry.give_up_reason", Value::Str(why.clone()));
+                ("GIVE_UP", format!("give up: {why}"))
+            }
+        };
+        s.set("retry.decision", Value::Str(word.into()));
+        // An unlimited budget has nothing to report.
+        if retry_tokens_left != u32::MAX {
+            s.set("budget.retry.remaining", Value::Int(i64::from(retry_tokens_left)));
+        }
+        s.summary = format!("{} -> {detail}", s.summary);
+    }
+
+    fn step_ended(&mut self, at: Micros, step: u8, end: StepEnd) {
+        if self.steps[step as usize].ended {
+            return; // a failed step is also abandoned when the run ends: the first end counts
+        }
+        let call = self.call_span(at, step);
+        let st = &mut self.steps[step as usize];
+        st.ended = true;
+        let groups = [st.fallback, st.reconciliation];
+        let (word, mode, status) = match end {
+            StepEnd::Succeeded { via_fallback: false } => ("succeeded", None, Status::Ok),
+            StepEnd::Succeeded { via_fallback: true } => ("fallback", Some("FALLBACK"), Status::Ok),
+            StepEnd::Reconciled => ("reconciled", None, Status::Ok),
+            StepEnd::Omitted => ("omitted", Some("OMITTED"), Status::Unset),
+            StepEnd::Failed => ("failed", None, Status::Error("the logical call failed".into())),
+            StepEnd::Handoff => ("handoff", None, Status::Error("the write's effect is unknown".into())),
+            StepEnd::Abandoned => ("abandoned", None, Status::Unset),
+        };
+        for g in groups.into_iter().flatten() {
+            self.spans[g].end_us.get_or_insert(at);
+        }
+        let s = &mut self.spans[call];
+        s.end_us = Some(at);
+        s.set("logical_call.outcome", Value::Str(word.into()));
+        if let Some(mode) = mode {
+            s.set("degradation.mode", Value::Str(mode.into()));
+        }
+        s.status = status;
+        s.summary = format!("{} {}", s.summary, word.to_uppercase());
+    }
+
+    fn run_ended(&mut self, at: Micros, outcome: Outcome, deadline_exceeded: bool) {
+        let run = &mut self.spans[0];
+        run.end_us = Some(at);
+        run.set("run.outcome", Value::Str(outcome.name().into()));
+        run.set("run.deadline_exceeded", Value::Bool(deadline_exceeded));
+        if outcome == Outcome::Degraded {
+            run.set("degradation.mode", Value::Str("DEGRADED".into()));
+        }
+        run.status = match outcome {
+            Outcome::Failed => Status::Error("the run failed".into()),
+            Outcome::Handoff => Status::Error("handed off to a human".into()),
+            Outcome::Rejected => Status::Error("refused at admission".into()),
+            Outcome::Succeeded | Outcome::Degraded => Status::Ok,
+        };
+        let late = if deadline_exceeded { ", past its deadline" } else { "" };
+        let took_s = (at - self.run_start_us) as f64 / 1e6;
+        run.summary = format!("{} {} after {took_s:.3} s{late}", run.summary, outcome.name().to_uppercase());
+    }
+
+    fn station_arrived(&mut self, at: Micros, job: u32, caller: TraceCaller, dependency: u16) {
+        match caller {
+            TraceCaller::Step { step, serial } => {
+                if let Some(&span) = self.attempts.get(&(step, serial)) {
+                    self.jobs.insert(job, span);
+                    self.exited.remove(&job);
+                }
+            }
+            TraceCaller::Remote { parent, call, repeat, sub_attempt } => {
+                let Some(&parent_span) = self.jobs.get(&parent) else { return };
+                let name = self.model.dependency_names[dependency as usize].clone();
+                let mut span = Span::new(Some(parent_span), format!("dependency.attempt {name}"), SpanKind::Client, at);
+                span.set("attempt.number", Value::Int(i64::from(sub_attempt) + 1));
+                span.set("remote.call", Value::Int(i64::from(call)));
+                span.set("remote.repeat", Value::Int(i64::from(repeat)));
+                self.dependency_attributes(&mut span, dependency);
+                span.summary = format!("{} {name} (the agent's call {}, #{})", sub_attempt + 1, call + 1, repeat + 1);
+                self.spans.push(span);
+                self.jobs.insert(job, self.spans.len() - 1);
+                self.exited.remove(&job);
+            }
+        }
+    }
+
+    fn station_left(&mut self, at: Micros, job: u32, exit: StationExit) {
+        let Some(&span) = self.jobs.get(&job) else { return };
+        if self.exited.insert(job, at).is_some() {
+            return;
+        }
+        let (word, kind) = match exit {
+            StationExit::Served { error: None, reply_lost: false } => ("served", None),
+            StationExit::Served { error: Some(k), .. } => ("served_error", Some(k)),
+            StationExit::Served { error: None, reply_lost: true } => ("served_reply_lost", None),
+            StationExit::Rejected { kind } => ("rejected", Some(kind)),
+            StationExit::Expired => ("expired", Some(FailureKind::Overloaded)),
+            StationExit::Cancelled => ("cancelled", None),
+        };
+        let mut attrs = vec![("station.exit", Value::Str(word.into()))];
+        if let Some(k) = kind {
+            attrs.push(("failure.kind", Value::Str(k.name().into())));
+        }
+        let s = &mut self.spans[span];
+        match s.end_us {
+            // The caller had stopped waiting: the station kept working for nobody.
+            Some(end) if at > end => s.set("station.left_after_caller_ms", Value::Float(ms(at - end))),
+            Some(_) | None => s.event(at, "station.left", attrs),
+        }
+        if self.is_remote(span) && self.spans[span].end_us.is_none() {
+            let word = match (exit, kind) {
+                (StationExit::Served { reply_lost: true, .. }, _) => "REPLY_LOST",
+                (_, Some(k)) => k.name(),
+                (_, None) => "SUCCESS",
+            };
+            // A lost reply ends at the agent's timeout, not here.
+            if !matches!(exit, StationExit::Served { reply_lost: true, .. }) {
+                self.end_attempt(span, at, kind, word);
+            }
+        }
+    }
+
+    /// Spans still open when the events end (the run was cut by the end of the simulation).
+    fn close_open(&mut self) {
+        let last = self.last_us;
+        for s in &mut self.spans {
+            if s.end_us.is_none() {
+                s.end_us = Some(last);
+                s.set("span.unfinished", Value::Bool(true));
+                s.summary = format!("{} (unfinished)", s.summary);
+            }
+        }
+    }
+}
+
+fn attempt_kind(kind: AttemptKind, purpose: Purpose) -> &'static str {
+    match (purpose, kind) {
+        (Purpose::Lookup, _) => "reconciliation",
+        (Purpose::Call | Purpose::Write { .. }, AttemptKind::First) => "first",
+        (Purpose::Call | Purpose::Write { .. }, AttemptKind::Retry) => "retry",
+        (Purpose::Call | Purpose::Write { .. }, AttemptKind::Hedge) => "hedge",
+    }
+}
+
+/// The essay's section-25 tree: one line per span, children in start order, times relative
+/// to the run's start.
+pub fn render_tree(run: &RunSpans) -> String {
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); run.spans.len()];
+    for (i, s) in run.spans.iter().enumerate() {
+        if let Some(p) = s.parent {
+            children[p].push(i);
+        }
+    }
+    for c in &mut children {
+        c.sort_by_key(|&i| (run.spans[i].start_us, i));
+    }
+    let mut out = String::new();
+    line(&mut out, run, 0, "");
+    walk(&mut out, run, &children, 0, "");
+    out
+}
+
+fn walk(out: &mut String, run: &RunSpans, children: &[Vec<usize>], node: usize, prefix: &str) {
+    let kids = &children[node];
+    for (k, &child) in kids.iter().enumerate() {
+        let last = k + 1 == kids.len();
+        let branch = if last { "└─ " } else { "├─ " };
+        line(out, run, child, &format!("{prefix}{branch}"));
+        let deeper = format!("{prefix}{}", if last { "   " } else { "│  " });
+        walk(out, run, children, child, &deeper);
+    }
+}
+
+/// One span: its kind, its summary, what the caller could not see (queueing, work that went on
+/// for nobody), and its time span from the run's start.
+fn line(out: &mut String, run: &RunSpans, i: usize, lead: &str) {
+    let span = &run.spans[i];
+    let origin = run.spans[0].start_us;
+    let kind = span.name.split(' ').next().unwrap_or("");
+    let mut notes = Vec::new();
+    if let Some(Value::Float(wait)) = span.attribute("station.queue_wait_ms")
+        && *wait >= 1.0
+    {
+        notes.push(format!("queued {:.3} s", wait / 1e3));
+    }
+    if let Some(parent) = span.parent.map(|p| &run.spans[p])
+        && span.kind == SpanKind::Client
+        && parent.kind == SpanKind::Client
+        && parent.end_us.is_some_and(|end| span.start_us > end)
+    {
+        notes.push("sent after its caller gave up".to_string());
+    }
+    if let Some(Value::Float(after)) = span.attribute("station.left_after_caller_ms") {
+        notes.push(format!("the dependency worked on {:.3} s after the caller left", after / 1e3));
+    }
+    if let Some(Value::Bool(true)) = span.attribute("effect.duplicate") {
+        notes.push("DUPLICATE EFFECT".to_string());
+    }
+    let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
+    let start = (span.start_us - origin) as f64 / 1e6;
+    let end = (span.end_us.unwrap_or(span.start_us) - origin) as f64 / 1e6;
+    let _ = writeln!(out, "{lead}{kind} {}{notes}  [{start:.3} s .. {end:.3} s]", span.summary);
+}

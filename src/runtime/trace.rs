@@ -1,0 +1,288 @@
+//! The trace of one root run: what its machine decided and what happened to its attempts at
+//! their stations, with the identities the metrics stream leaves out (step, attempt serial,
+//! station job). A replication records it only when asked: the engine is generic over a
+//! [`Tracer`], and [`NoTrace`] compiles every hook away, so the hot loop pays nothing.
+
+use super::attempt::{AttemptResult, Purpose};
+use super::decision::Decision;
+use super::guard::pipeline::AttemptKind;
+use crate::sim::Micros;
+use crate::vocab::{BudgetKind, FailureKind, Outcome, Refusal};
+
+/// A root run as it starts: its workflow, which arrival of that workflow, which resubmission
+/// of it by the user (0 for the first submission), and its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunStart {
+    pub workflow: u16,
+    pub arrival: u32,
+    pub resubmission: u8,
+    pub deadline_at_us: Micros,
+}
+
+/// Who waits for a station attempt: a step of the run, or a remote agent's attempt (a job).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceCaller {
+    Step {
+        step: u8,
+        serial: u32,
+    },
+    /// Sub-attempt `sub_attempt` of repetition `repeat` of the agent's call `call`.
+    Remote {
+        parent: u32,
+        call: u16,
+        repeat: u32,
+        sub_attempt: u32,
+    },
+}
+
+/// How a station attempt left its station.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StationExit {
+    /// Served; `error` is the reply's failure kind, `reply_lost` when the reply never comes.
+    Served { error: Option<FailureKind>, reply_lost: bool },
+    /// Refused at the door (queue full, rate limited, down) or dropped from the queue.
+    Rejected { kind: FailureKind },
+    /// Dropped from the queue before service (max wait, CoDel, caller gone).
+    Expired,
+    /// The caller cancelled and the dependency honours cancellation.
+    Cancelled,
+}
+
+/// How a logical call (a step) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepEnd {
+    Succeeded {
+        via_fallback: bool,
+    },
+    /// Reconciliation found the write committed.
+    Reconciled,
+    Omitted,
+    Failed,
+    /// The write's effect stays unknown: the run is handed to a human.
+    Handoff,
+    /// The run ended while the step was still going.
+    Abandoned,
+}
+
+/// Something that happened to the traced run. Small and `Copy`, like observations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TraceEvent {
+    /// The run started: the `number`-th root run of the replication (from 1).
+    RunStarted {
+        number: u64,
+        start: RunStart,
+    },
+    /// A logical call began (its predecessors are done and it holds a concurrency token).
+    StepStarted {
+        step: u8,
+    },
+    /// The step's own attempts are over; its calls now go to its fallback.
+    FallbackStarted {
+        step: u8,
+    },
+    /// The machine sent an attempt (after any bulkhead wait). `serial` counts every attempt of
+    /// the logical call from 0 (primary, fallback, hedges and lookups alike).
+    AttemptSent {
+        step: u8,
+        serial: u32,
+        dependency: u16,
+        kind: AttemptKind,
+        purpose: Purpose,
+    },
+    /// A bulkhead holds the attempt until a permit frees.
+    AttemptWaiting {
+        step: u8,
+        serial: u32,
+        dependency: u16,
+    },
+    /// A guard (or a fan-out limit) refused an attempt before it reached its dependency.
+    AttemptRefused {
+        step: u8,
+        dependency: u16,
+        reason: Refusal,
+    },
+    /// The machine got an attempt's result; `kind` is the failure kind it acts on.
+    AttemptEnded {
+        step: u8,
+        serial: u32,
+        result: AttemptResult,
+        kind: Option<FailureKind>,
+    },
+    /// The run stopped waiting for an attempt (a hedge's loser, or the run ended).
+    AttemptCancelled {
+        step: u8,
+        serial: u32,
+    },
+    /// What the runtime decided after the step's failed attempt, and the run's retry tokens
+    /// left after it.
+    Decided {
+        step: u8,
+        decision: Decision,
+        retry_tokens_left: u32,
+    },
+    /// A run budget stopped the step (time, retry, cost, concurrency).
+    BudgetExhausted {
+        step: u8,
+        kind: BudgetKind,
+    },
+    StepEnded {
+        step: u8,
+        end: StepEnd,
+    },
+    RunEnded {
+        outcome: Outcome,
+        deadline_exceeded: bool,
+    },
+    /// Every attempt of the ended run has left its station: its safety is final.
+    RunFinalized {
+        duplicate_effect: bool,
+    },
+    /// A station attempt (job) was created; the station's side of an attempt.
+    StationArrived {
+        job: u32,
+        caller: TraceCaller,
+        dependency: u16,
+    },
+    ServiceStarted {
+        job: u32,
+    },
+    StationLeft {
+        job: u32,
+        exit: StationExit,
+    },
+    /// The caller's timeout fired while the job was still at its station or its reply was lost.
+    CallerTimedOut {
+        job: u32,
+    },
+    /// A write committed at its dependency; `duplicate` when the key had committed before.
+    EffectCommitted {
+        job: u32,
+        duplicate: bool,
+    },
+}
+
+/// What the engine calls as it simulates. `ON` is a constant, so every hook of [`NoTrace`]
+/// disappears at compile time.
+pub trait Tracer {
+    const ON: bool;
+    /// A root run started in run slot `slot`; the tracer numbers it (from 1, in start order).
+    fn run_started(&mut self, slot: u32, now: Micros, start: RunStart);
+    /// Something happened to the run in slot `slot` (ignored unless that run is followed, but
+    /// every run's end is kept for its summary).
+    fn record(&mut self, slot: u32, now: Micros, event: TraceEvent);
+}
+
+/// The engine's default: records nothing, costs nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoTrace;
+
+impl Tracer for NoTrace {
+    const ON: bool = false;
+
+    #[inline(always)]
+    fn run_started(&mut self, _: u32, _: Micros, _: RunStart) {}
+
+    #[inline(always)]
+    fn record(&mut self, _: u32, _: Micros, _: TraceEvent) {}
+}
+
+/// How a run ended, kept for every root run of a traced replication so a selector ("the first
+/// run that failed") can name one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunSummary {
+    pub number: u64,
+    pub workflow: u16,
+    pub start_us: Micros,
+    /// Started after the warm-up (counted in the figures).
+    pub measured: bool,
+    pub outcome: Option<Outcome>,
+    pub deadline_exceeded: bool,
+    pub duplicate_effect: bool,
+}
+
+/// Records every event of the root runs whose numbers are wanted, and a summary of every run.
+#[derive(Debug, Default)]
+pub struct RunTracer {
+    /// Run numbers to record (sorted); empty records none, `all` records every run.
+    wanted: Vec<u64>,
+    all: bool,
+    warmup_us: Micros,
+    /// Per run slot: the run number it now holds, if followed, and its summary index.
+    slots: Vec<SlotState>,
+    pub runs: Vec<RunSummary>,
+    /// (run number, time, event) in the order they happened.
+    pub events: Vec<(u64, Micros, TraceEvent)>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotState {
+    summary: Option<usize>,
+    followed: bool,
+}
+
+impl RunTracer {
+    /// Records the events of the runs numbered `wanted` (from 1) and summaries of all runs.
+    pub fn for_runs(wanted: &[u64], warmup_us: Micros) -> RunTracer {
+        let mut wanted = wanted.to_vec();
+        wanted.sort_unstable();
+        RunTracer { wanted, warmup_us, ..RunTracer::default() }
+    }
+
+    /// Records every event of every run (tests: a run's events must not depend on which runs
+    /// are followed).
+    pub fn for_all_runs(warmup_us: Micros) -> RunTracer {
+        RunTracer { all: true, warmup_us, ..RunTracer::default() }
+    }
+
+    /// The events of run `number`, in order.
+    pub fn events_of(&self, number: u64) -> Vec<(Micros, TraceEvent)> {
+        self.events.iter().filter(|(n, _, _)| *n == number).map(|&(_, t, e)| (t, e)).collect()
+    }
+
+    fn slot(&mut self, slot: u32) -> &mut SlotState {
+        let i = slot as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, SlotState::default());
+        }
+        &mut self.slots[i]
+    }
+}
+
+impl Tracer for RunTracer {
+    const ON: bool = true;
+
+    fn run_started(&mut self, slot: u32, now: Micros, start: RunStart) {
+        let number = self.runs.len() as u64 + 1;
+        let summary = self.runs.len();
+        self.runs.push(RunSummary {
+            number,
+            workflow: start.workflow,
+            start_us: now,
+            measured: now >= self.warmup_us,
+            outcome: None,
+            deadline_exceeded: false,
+            duplicate_effect: false,
+        });
+        let followed = self.all || self.wanted.binary_search(&number).is_ok();
+        *self.slot(slot) = SlotState { summary: Some(summary), followed };
+        if followed {
+            self.events.push((number, now, TraceEvent::RunStarted { number, start }));
+        }
+    }
+
+    fn record(&mut self, slot: u32, now: Micros, event: TraceEvent) {
+        let Some(state) = self.slots.get(slot as usize).copied() else { return };
+        let Some(run) = state.summary.and_then(|i| self.runs.get_mut(i)) else { return };
+        match event {
+            TraceEvent::RunEnded { outcome, deadline_exceeded } => {
+                run.outcome = Some(outcome);
+                run.deadline_exceeded = deadline_exceeded;
+            }
+            TraceEvent::RunFinalized { duplicate_effect } => run.duplicate_effect = duplicate_effect,
+            _ => {}
+        }
+        if state.followed {
+            self.events.push((run.number, now, event));
+        }
+    }
+}
