@@ -11,7 +11,8 @@ use crate::metrics::Recorder;
 use crate::runtime::guard::pipeline::Loads;
 use crate::runtime::run::split_waiter_token;
 use crate::runtime::{
-    AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine, RunStart, TraceEvent, Tracer,
+    AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine, RunStart, TraceEvent, TraceSink,
+    Tracer,
 };
 use crate::sim::Micros;
 use crate::vocab::Outcome;
@@ -90,15 +91,15 @@ impl<T: Tracer> Simulation<'_, T> {
             loads: Loads { stations: &self.stations, dependencies: &model.world.dependencies },
             run_slot: r,
         };
-        let mut out = RunEffects {
+        let mut out = RunEffects::<T> {
             recorder: &mut self.recorder,
             now,
             measured: slot.measured,
             commands: &mut self.commands,
-            tracer: &mut self.tracer,
-            run_slot: r,
+            trace: self.tracer.sink(r),
         };
         input(&mut slot.machine, &mut cx, &mut out);
+        drop(out);
         self.carry_out(now, Some(r));
     }
 
@@ -193,15 +194,15 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     pub(super) fn on_guard_wake(&mut self, now: Micros) {
-        let mut out = RunEffects {
+        let mut out = RunEffects::<T> {
             recorder: &mut self.recorder,
             now,
             measured: false,
             commands: &mut self.commands,
-            tracer: &mut self.tracer,
-            run_slot: u32::MAX,
+            trace: self.tracer.sink(u32::MAX),
         };
         self.pipeline.on_wake(now, &mut out);
+        drop(out);
         self.carry_out(now, None);
         if !self.permits.is_empty() {
             self.deliver_permits(now);
@@ -255,15 +256,14 @@ impl<T: Tracer> Simulation<'_, T> {
 /// The engine's side of a machine's input: observations are folded into the recorder as they
 /// come (observations never change the simulation, so folding them at once or after the input
 /// gives the same figures), commands wait in a list that [`Simulation::carry_out`] empties.
-pub(super) struct RunEffects<'a, T: Tracer> {
+pub(super) struct RunEffects<'a, T: Tracer + 'a> {
     recorder: &'a mut Recorder,
     now: Micros,
     /// The run arrived after the warm-up.
     measured: bool,
     commands: &'a mut Vec<Command>,
-    tracer: &'a mut T,
-    /// The run being driven (u32::MAX for the guards' own wake-ups).
-    run_slot: u32,
+    /// The run's trace (for the guards' own wake-ups, slot u32::MAX, which no run holds).
+    trace: T::Sink<'a>,
 }
 
 impl<T: Tracer> Effects for RunEffects<'_, T> {
@@ -285,7 +285,7 @@ impl<T: Tracer> Effects for RunEffects<'_, T> {
     #[inline(always)]
     fn trace(&mut self, event: TraceEvent) {
         if T::ON {
-            self.tracer.record(self.run_slot, self.now, event);
+            self.trace.record(self.now, event);
         }
     }
 }

@@ -179,7 +179,7 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub policy: &'m PolicyModel,
     /// Per workflow, the start of its runs' key paths: `root.with(TAG_RUN).with(stream_id)`.
     pub run_keys: Vec<StreamKey>,
-    pub queue: EventQueue<Event>,
+    pub queue: EventQueue<Event, T>,
     pub stations: Vec<Station>,
     pub jobs: Arena<Job>,
     pub runs: Arena<RunSlot>,

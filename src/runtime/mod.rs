@@ -25,5 +25,7 @@ pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
 pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};
 pub use policy::{PolicyModel, StepPolicy, compile_policies};
 pub use run::{RunContext, RunMachine};
-pub use trace::{NoTrace, RunStart, RunSummary, RunTracer, StationExit, StepEnd, TraceCaller, TraceEvent, Tracer};
+pub use trace::{
+    NoTrace, RunStart, RunSummary, RunTracer, StationExit, StepEnd, TraceCaller, TraceEvent, TraceSink, Tracer,
+};
 pub use workflow::{MAX_STEPS, StepModel, WorkflowModel, compile_workflows};

@@ -165,6 +165,13 @@ pub enum TraceEvent {
 /// disappears at compile time.
 pub trait Tracer {
     const ON: bool;
+    /// What a machine's input carries to report the run's events: nothing at all for
+    /// [`NoTrace`], so the engine's per-input context does not grow.
+    type Sink<'a>: TraceSink
+    where
+        Self: 'a;
+    /// The sink for inputs of the run in slot `slot`.
+    fn sink(&mut self, slot: u32) -> Self::Sink<'_>;
     /// A root run started in run slot `slot`; the tracer numbers it (from 1, in start order).
     fn run_started(&mut self, slot: u32, now: Micros, start: RunStart);
     /// Something happened to the run in slot `slot` (ignored unless that run is followed, but
@@ -172,12 +179,28 @@ pub trait Tracer {
     fn record(&mut self, slot: u32, now: Micros, event: TraceEvent);
 }
 
+/// Where a machine's trace events go during one input.
+pub trait TraceSink {
+    fn record(&mut self, now: Micros, event: TraceEvent);
+}
+
 /// The engine's default: records nothing, costs nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoTrace;
 
+impl TraceSink for NoTrace {
+    #[inline(always)]
+    fn record(&mut self, _: Micros, _: TraceEvent) {}
+}
+
 impl Tracer for NoTrace {
     const ON: bool = false;
+    type Sink<'a> = NoTrace;
+
+    #[inline(always)]
+    fn sink(&mut self, _: u32) -> NoTrace {
+        NoTrace
+    }
 
     #[inline(always)]
     fn run_started(&mut self, _: u32, _: Micros, _: RunStart) {}
@@ -248,8 +271,25 @@ impl RunTracer {
     }
 }
 
+/// A [`RunTracer`] during one input of the run in `slot`.
+pub struct RunSink<'a> {
+    tracer: &'a mut RunTracer,
+    slot: u32,
+}
+
+impl TraceSink for RunSink<'_> {
+    fn record(&mut self, now: Micros, event: TraceEvent) {
+        self.tracer.record(self.slot, now, event);
+    }
+}
+
 impl Tracer for RunTracer {
     const ON: bool = true;
+    type Sink<'a> = RunSink<'a>;
+
+    fn sink(&mut self, slot: u32) -> RunSink<'_> {
+        RunSink { tracer: self, slot }
+    }
 
     fn run_started(&mut self, slot: u32, now: Micros, start: RunStart) {
         let number = self.runs.len() as u64 + 1;

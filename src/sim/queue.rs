@@ -4,44 +4,51 @@
 use super::time::Micros;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::marker::PhantomData;
 
-struct Entry<E> {
+/// `Tag` only makes each user's heap a type of its own (see [`EventQueue`]).
+struct Entry<E, Tag> {
     time: Micros,
     seq: u64,
     event: E,
+    tag: PhantomData<Tag>,
 }
 
-impl<E> PartialEq for Entry<E> {
+impl<E, Tag> PartialEq for Entry<E, Tag> {
     fn eq(&self, other: &Self) -> bool {
         self.time == other.time && self.seq == other.seq
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
+impl<E, Tag> Eq for Entry<E, Tag> {}
+impl<E, Tag> PartialOrd for Entry<E, Tag> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Entry<E> {
+impl<E, Tag> Ord for Entry<E, Tag> {
     // Reversed so that BinaryHeap (a max-heap) pops the earliest (time, seq) first.
     fn cmp(&self, other: &Self) -> Ordering {
         (other.time, other.seq).cmp(&(self.time, self.seq))
     }
 }
 
-pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+/// `Tag` is any type that tells one simulation loop's queue from another's: the engine passes
+/// its tracer type, so the traced and the untraced loops each get their own instance of the
+/// heap's `pop`. With one shared instance, called from two loops, LLVM stopped inlining it
+/// into the untraced loop (2.4 % more instructions on M/M/c).
+pub struct EventQueue<E, Tag = ()> {
+    heap: BinaryHeap<Entry<E, Tag>>,
     next_seq: u64,
     now: Micros,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E, Tag> Default for EventQueue<E, Tag> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E, Tag> EventQueue<E, Tag> {
     pub fn new() -> Self {
         Self { heap: BinaryHeap::with_capacity(1024), next_seq: 0, now: 0 }
     }
@@ -58,7 +65,7 @@ impl<E> EventQueue<E> {
         let time = time.max(self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event });
+        self.heap.push(Entry { time, seq, event, tag: PhantomData });
     }
 
     pub fn pop(&mut self) -> Option<(Micros, E)> {
@@ -86,7 +93,7 @@ mod tests {
 
     #[test]
     fn equal_times_pop_in_insertion_order() {
-        let mut q = EventQueue::new();
+        let mut q: EventQueue<_> = EventQueue::new();
         for i in 0..100u32 {
             q.schedule(5, i);
         }
@@ -100,7 +107,7 @@ mod tests {
 
     #[test]
     fn time_order_wins_over_insertion_order() {
-        let mut q = EventQueue::new();
+        let mut q: EventQueue<_> = EventQueue::new();
         q.schedule(30, 'c');
         q.schedule(10, 'a');
         q.schedule(20, 'b');
