@@ -97,6 +97,19 @@ fn a_broken_invariant_is_shrunk_to_a_scenario_that_run_reproduces() {
         };
         assert!(!holds, "run of the shrunk file: {metric} = {v}, which satisfies {op} {limit}");
     }
+
+    // The first violating run is traced, and the printed replay command writes the same trace.
+    let trace = dir.join("a/meeting-analysis-incident-resilient-shrunk-trace.otlp.json");
+    let explored: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    assert!(text.contains("agent.run run-") && text.contains("dependency.logical_call"), "{text}");
+    let command = text.lines().find_map(|l| l.strip_prefix("replay: faultline ")).expect("a replay command");
+    let replayed = dir.join("replayed.otlp.json");
+    let mut args: Vec<&str> = command.split(' ').collect();
+    args.extend_from_slice(&["-o", replayed.to_str().unwrap()]);
+    let replay = faultline(&args);
+    assert!(replay.status.success(), "{command}: {}", String::from_utf8_lossy(&replay.stderr));
+    let again: serde_json::Value = serde_json::from_slice(&std::fs::read(&replayed).unwrap()).unwrap();
+    assert_eq!(explored["resourceSpans"][0]["scopeSpans"], again["resourceSpans"][0]["scopeSpans"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

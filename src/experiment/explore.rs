@@ -10,8 +10,10 @@
 use super::CommandError;
 use super::batch::{Workers, compile_scenario, replication_seed};
 use super::folder::write_atomically;
+use super::replay::{FirstRun, RunSelector, trace_run, write_trace};
 use super::run::collect_overrides;
 use super::slo::{Check, Comparison, compile_slo};
+use super::spans::render_tree;
 use crate::engine::{Model, simulate};
 use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
@@ -144,6 +146,8 @@ pub struct Violation {
     pub invariant: String,
     pub replication: u32,
     pub detail: String,
+    /// The kind of run that shows the violation, for its trace.
+    pub run: FirstRun,
 }
 
 fn holds(c: Comparison, v: f64, t: f64) -> bool {
@@ -196,6 +200,22 @@ fn identity_sums(m: &MetricMap) -> Vec<(String, f64, f64)> {
     checks
 }
 
+/// The kind of run that shows a broken threshold on `metric`: a duplicate, a late run, or a
+/// failed one (unsafe, not merely degraded), else any run that did not succeed.
+fn run_showing(metric: &str) -> FirstRun {
+    let base = metric.rsplit('.').next().unwrap_or(metric);
+    let tail = |prefix: &str| metric.starts_with(prefix) || base.starts_with(prefix);
+    if tail("duplicate_effect") {
+        FirstRun::Duplicate
+    } else if tail("deadline_exceeded") {
+        FirstRun::DeadlineMissed
+    } else if tail("safe_outcome") || metric.ends_with("outcome_total.failed") || tail("step.") {
+        FirstRun::Failed
+    } else {
+        FirstRun::NotSucceeded
+    }
+}
+
 impl Invariants {
     fn new(model: &Model, scenario: &Scenario, source: &Source, policy: usize) -> Result<Invariants, CommandError> {
         let slo = compile_slo(scenario.slo.as_ref(), model, source)?;
@@ -224,7 +244,9 @@ impl Invariants {
 
     fn check(&self, m: &MetricMap, replication: u32) -> Option<Violation> {
         let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
-        let broken = |invariant: String, detail: String| Some(Violation { invariant, replication, detail });
+        let broken = |invariant: String, detail: String| {
+            Some(Violation { invariant, replication, detail, run: FirstRun::NotSucceeded })
+        };
         for (name, sum, total) in identity_sums(m) {
             if (sum - total).abs() > 1e-6 * total.abs().max(1.0) {
                 return broken(format!("identity: {name}"), format!("{sum} != {total}"));
@@ -242,18 +264,22 @@ impl Invariants {
         }
         if self.no_duplicates && get("duplicate_effect_total") > 0.0 {
             let detail = format!("duplicate_effect_total = {}", get("duplicate_effect_total"));
-            return broken("no duplicate effect (one key per call, reconcile first)".into(), detail);
+            let invariant = "no duplicate effect (one key per call, reconcile first)".to_string();
+            return Some(Violation { invariant, replication, detail, run: FirstRun::Duplicate });
         }
         if let Some(deadline) = self.deadline_ms
             && get("run_latency_ms.max") > deadline + 1e-3
         {
             let detail = format!("run_latency_ms.max = {} > {deadline}", get("run_latency_ms.max"));
-            return broken(format!("no run longer than its deadline ({deadline} ms, propagated)"), detail);
+            let invariant = format!("no run longer than its deadline ({deadline} ms, propagated)");
+            return Some(Violation { invariant, replication, detail, run: FirstRun::DeadlineMissed });
         }
         for c in &self.thresholds {
             let v = get(&c.metric);
             if v.is_finite() && !holds(c.comparison, v, c.threshold) {
-                return broken(format!("[slo] {} {}", c.metric, c.expression), format!("{} = {v}", c.metric));
+                let invariant = format!("[slo] {} {}", c.metric, c.expression);
+                let detail = format!("{} = {v}", c.metric);
+                return Some(Violation { invariant, replication, detail, run: run_showing(&c.metric) });
             }
         }
         None
@@ -552,5 +578,47 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
         shrunk_path.display(),
         opts.policy
     ));
+    let trace_path = out_dir.join(format!("{stem}-shrunk-trace.otlp.json"));
+    text.push_str(&trace_first_violating_run(&shrunk, &source, &opts.policy, &violation, &shrunk_path, &trace_path)?);
     Ok(ExploreReport { text, violated: true })
+}
+
+/// The first run of the violating replication that shows the violation (a duplicate effect, a
+/// run past its deadline, or else a run that did not succeed), traced as `replay` would: its
+/// tree for the report, its OTLP/JSON beside the shrunk scenario.
+fn trace_first_violating_run(
+    shrunk: &Scenario,
+    source: &Source,
+    policy: &str,
+    violation: &Violation,
+    shrunk_path: &Path,
+    trace_path: &Path,
+) -> Result<String, CommandError> {
+    let model = Model::compile(shrunk, source)?;
+    let p = model.policy_index(policy).expect("the shrunk scenario keeps its policies");
+    let k = violation.replication;
+    let seed = replication_seed(model.world.seed, k);
+    // A figure broken by the whole replication need not show in one run of the kind named;
+    // then any run that did not succeed is the next best witness.
+    let mut found = None;
+    for which in [violation.run, FirstRun::NotSucceeded] {
+        if let Ok(traced) = trace_run(&model, p, seed, RunSelector::First(which)) {
+            found = Some((which, traced));
+            break;
+        }
+    }
+    let Some((which, traced)) = found else {
+        return Ok(format!("\nevery run of replication {k} succeeded: no single run to trace\n"));
+    };
+    write_trace(&model, p, Some(k), seed, &traced, trace_path)?;
+    Ok(format!(
+        "\nthe first run of replication {k} that {} (run {} of {}):\n{}wrote {}\nreplay: faultline replay {} --policy {policy} --replication {k} --first {}\n",
+        which.phrase(),
+        traced.summary.number,
+        traced.runs_started,
+        render_tree(&traced.spans),
+        trace_path.display(),
+        shrunk_path.display(),
+        which.name()
+    ))
 }

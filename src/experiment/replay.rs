@@ -40,6 +40,19 @@ crate::named_enum! {
 }
 
 impl FirstRun {
+    /// "the first run that ..." in reports.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            FirstRun::Failed => "failed",
+            FirstRun::Handoff => "was handed off",
+            FirstRun::Rejected => "was rejected at admission",
+            FirstRun::Degraded => "was degraded",
+            FirstRun::NotSucceeded => "did not succeed",
+            FirstRun::Duplicate => "caused a duplicate effect",
+            FirstRun::DeadlineMissed => "missed its deadline",
+        }
+    }
+
     pub fn matches(self, run: &RunSummary) -> bool {
         let Some(outcome) = run.outcome else { return false };
         match self {
@@ -129,20 +142,32 @@ pub fn replay(opts: &ReplayOptions) -> Result<String, CommandError> {
         }
     };
     let traced = trace_run(&model, policy, seed, opts.select)?;
+    let number = traced.summary.number;
+    let out = opts.out.clone().unwrap_or_else(|| default_out(&model.name, &opts.policy, number));
+    write_trace(&model, policy, replication, seed, &traced, &out)?;
+    Ok(report(&model, &opts.policy, replication, seed, &traced, opts.select, &out))
+}
+
+/// Writes `traced` as OTLP/JSON to `out` (atomically).
+pub fn write_trace(
+    model: &Model,
+    policy: usize,
+    replication: Option<u32>,
+    seed: u64,
+    traced: &TracedRun,
+    out: &Path,
+) -> Result<(), CommandError> {
     let origin = TraceOrigin {
         scenario: &model.name,
-        policy: &opts.policy,
+        policy: &model.policies[policy].name,
         seed: model.world.seed,
         replication,
         replication_seed: seed,
     };
     let document = to_otlp_json(&traced.spans, &origin);
-    let number = traced.summary.number;
-    let out = opts.out.clone().unwrap_or_else(|| default_out(&model.name, &opts.policy, number));
     let mut bytes = serde_json::to_vec_pretty(&document).map_err(|e| CommandError::Io(e.to_string()))?;
     bytes.push(b'\n');
-    write_atomically(&out, &bytes)?;
-    Ok(report(&model, &opts.policy, replication, seed, &traced, opts.select, &out))
+    write_atomically(out, &bytes)
 }
 
 fn default_out(scenario: &str, policy: &str, number: u64) -> PathBuf {
@@ -164,7 +189,7 @@ fn report(
     };
     let chosen = match select {
         RunSelector::Number(_) => String::new(),
-        RunSelector::First(f) => format!(", the first {} run after the warm-up", f.name()),
+        RunSelector::First(f) => format!(", the first run after the warm-up that {}", f.phrase()),
     };
     let start_s = traced.summary.start_us as f64 / 1e6;
     let mut text = format!(

@@ -495,6 +495,7 @@ impl Builder<'_> {
             StationExit::Expired => ("expired", Some(FailureKind::Overloaded)),
             StationExit::Cancelled => ("cancelled", None),
         };
+        self.spans[span].set("station.exit", Value::Str(word.into()));
         let mut attrs = vec![("station.exit", Value::Str(word.into()))];
         if let Some(k) = kind {
             attrs.push(("failure.kind", Value::Str(k.name().into())));
@@ -587,6 +588,11 @@ fn line(out: &mut String, run: &RunSpans, i: usize, lead: &str) {
         && parent.end_us.is_some_and(|end| span.start_us > end)
     {
         notes.push("sent after its caller gave up".to_string());
+    }
+    match span.attribute("station.exit") {
+        Some(Value::Str(exit)) if exit == "rejected" => notes.push("refused at the station's door".to_string()),
+        Some(Value::Str(exit)) if exit == "expired" => notes.push("dropped from the station's queue".to_string()),
+        _ => {}
     }
     if let Some(Value::Float(after)) = span.attribute("station.left_after_caller_ms") {
         notes.push(format!("the dependency worked on {:.3} s after the caller left", after / 1e3));
