@@ -108,24 +108,37 @@ impl<T: Tracer> Simulation<'_, T> {
     #[inline(always)]
     pub(super) fn carry_out(&mut self, now: Micros, r: Option<u32>) {
         for i in 0..self.commands.len() {
-            match (self.commands[i], r) {
-                (Command::PermitGranted { waiter }, _) => self.permits.push_back((waiter, true)),
-                (Command::PermitExpired { waiter }, _) => self.permits.push_back((waiter, false)),
-                (Command::WakeGuards { at }, _) => self.queue.schedule(at.max(now), Event::GuardWake),
-                (Command::Send { step, serial, dependency, purpose, timeout_us }, Some(r)) => {
-                    self.send(now, r, step, serial, dependency as usize, purpose, timeout_us)
-                }
-                (Command::Cancel { handle, .. }, Some(_)) => self.cancel(now, handle),
-                (Command::Sleep { step, wake, until }, Some(r)) => {
-                    let event = Event::StepWake { run: r, run_gen: self.runs[r].generation, step, wake };
-                    self.queue.schedule(until, event);
-                }
-                (Command::End { outcome, deadline_exceeded }, Some(r)) => {
-                    self.run_ended(now, r, outcome, deadline_exceeded)
-                }
-                (Command::Send { .. } | Command::Cancel { .. } | Command::Sleep { .. } | Command::End { .. }, None) => {
-                    debug_assert!(false, "only run machines send, cancel, sleep and end");
-                }
+            // Matched in place, each arm reading only its own fields: a copy of the whole
+            // command would load it in pieces that straddle the pieces it was just stored in,
+            // and such a load waits for the stores to reach the cache (no store forwarding).
+            match self.commands[i] {
+                Command::PermitGranted { waiter } => self.permits.push_back((waiter, true)),
+                Command::PermitExpired { waiter } => self.permits.push_back((waiter, false)),
+                Command::WakeGuards { at } => self.queue.schedule(at.max(now), Event::GuardWake),
+                // The timeout's two halves are read apart, as they were written.
+                Command::Send { step, serial, dependency, purpose, timeout_us: Some(t) } => match r {
+                    Some(r) => self.send(now, r, step, serial, dependency as usize, purpose, Some(t)),
+                    None => debug_assert!(false, "only run machines send"),
+                },
+                Command::Send { step, serial, dependency, purpose, timeout_us: None } => match r {
+                    Some(r) => self.send(now, r, step, serial, dependency as usize, purpose, None),
+                    None => debug_assert!(false, "only run machines send"),
+                },
+                Command::Cancel { handle, .. } => match r {
+                    Some(_) => self.cancel(now, handle),
+                    None => debug_assert!(false, "only run machines cancel"),
+                },
+                Command::Sleep { step, wake, until } => match r {
+                    Some(r) => {
+                        let event = Event::StepWake { run: r, run_gen: self.runs[r].generation, step, wake };
+                        self.queue.schedule(until, event);
+                    }
+                    None => debug_assert!(false, "only run machines sleep"),
+                },
+                Command::End { outcome, deadline_exceeded } => match r {
+                    Some(r) => self.run_ended(now, r, outcome, deadline_exceeded),
+                    None => debug_assert!(false, "only run machines end"),
+                },
             }
         }
         self.commands.clear();

@@ -791,12 +791,14 @@ impl RunMachine {
         if self.ended {
             return;
         }
-        self.ended = true;
-        self.outcome = outcome;
         let deadline_exceeded = cx.now > self.budget.deadline_at;
         let latency_us = cx.now - self.start_us;
         out.observe(Observation::RunEnded { workflow: self.workflow, outcome, latency_us, deadline_exceeded });
         out.trace(TraceEvent::RunEnded { outcome, deadline_exceeded });
+        // Written after `workflow` is read: it sits next to these flags, and a load that
+        // overlaps a store still in flight waits for the store to reach the cache.
+        self.ended = true;
+        self.outcome = outcome;
         // Stop every branch still running: the caller no longer waits for them.
         for s in 0..self.steps.len() {
             if self.steps[s].phase.is_open() {
