@@ -72,3 +72,8 @@ fn cluster_doc_commands_run_as_written() {
 fn scenario_doc_commands_run_as_written() {
     run_all("docs/scenario.md");
 }
+
+#[test]
+fn trace_doc_commands_run_as_written() {
+    run_all("docs/trace.md");
+}

@@ -592,7 +592,11 @@ fn line(out: &mut String, run: &RunSpans, i: usize, lead: &str) {
     match span.attribute("station.exit") {
         Some(Value::Str(exit)) if exit == "rejected" => notes.push("refused at the station's door".to_string()),
         Some(Value::Str(exit)) if exit == "expired" => notes.push("dropped from the station's queue".to_string()),
+        Some(Value::Str(exit)) if exit == "served_reply_lost" => notes.push("its reply was lost".to_string()),
         _ => {}
+    }
+    if let Some(commit) = span.events.iter().find(|e| e.name == "effect.committed") {
+        notes.push(format!("the write committed at {:.3} s", (commit.at_us - origin) as f64 / 1e6));
     }
     if let Some(Value::Float(after)) = span.attribute("station.left_after_caller_ms") {
         notes.push(format!("the dependency worked on {:.3} s after the caller left", after / 1e3));
