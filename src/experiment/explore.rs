@@ -3,18 +3,21 @@
 //! strength) from them; every run is checked against invariants: the scenario's [slo]
 //! thresholds as properties of each replication, the metric identities of docs/metrics.md
 //! section 5, and what the policy promises (no duplicate effect when it reconciles writes with
-//! one key per call; no run past its deadline when the deadline propagates). The first failing
-//! schedule is shrunk, delta-debugging style, to a small one that still breaks the same
-//! invariant, and written as a scenario file that `run` reproduces.
+//! one key per call; no run past its deadline when the deadline propagates), and each run
+//! against the per-run invariants of `run_checks.rs` (retries within every budget, status
+//! lookups never refused for capacity). The first failing schedule is shrunk, delta-debugging
+//! style, to a small one that still breaks the same invariant, written as a scenario file that
+//! `run` reproduces, and the run that shows the violation is traced as `replay` would.
 
 use super::CommandError;
 use super::batch::{Workers, compile_scenario, replication_seed};
 use super::folder::write_atomically;
 use super::replay::{FirstRun, RunSelector, trace_run, write_trace};
 use super::run::collect_overrides;
+use super::run_checks::RunChecks;
 use super::slo::{Check, Comparison, compile_slo};
 use super::spans::render_tree;
-use crate::engine::{Model, simulate};
+use crate::engine::{Model, simulate_following};
 use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{ErrorMix, Fault, Scenario, Source, load_file};
@@ -148,6 +151,8 @@ pub struct Violation {
     pub detail: String,
     /// The kind of run that shows the violation, for its trace.
     pub run: FirstRun,
+    /// The run that broke a per-run invariant, when one did.
+    pub run_number: Option<u64>,
 }
 
 fn holds(c: Comparison, v: f64, t: f64) -> bool {
@@ -239,13 +244,14 @@ impl Invariants {
             names.push(format!("no run longer than its deadline ({d} ms, propagated)"));
         }
         names.extend(self.thresholds.iter().map(|c| format!("[slo] {} {}", c.metric, c.expression)));
+        names.extend(RunChecks::names().map(String::from));
         names
     }
 
     fn check(&self, m: &MetricMap, replication: u32) -> Option<Violation> {
         let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
         let broken = |invariant: String, detail: String| {
-            Some(Violation { invariant, replication, detail, run: FirstRun::NotSucceeded })
+            Some(Violation { invariant, replication, detail, run: FirstRun::NotSucceeded, run_number: None })
         };
         for (name, sum, total) in identity_sums(m) {
             if (sum - total).abs() > 1e-6 * total.abs().max(1.0) {
@@ -265,21 +271,22 @@ impl Invariants {
         if self.no_duplicates && get("duplicate_effect_total") > 0.0 {
             let detail = format!("duplicate_effect_total = {}", get("duplicate_effect_total"));
             let invariant = "no duplicate effect (one key per call, reconcile first)".to_string();
-            return Some(Violation { invariant, replication, detail, run: FirstRun::Duplicate });
+            return Some(Violation { invariant, replication, detail, run: FirstRun::Duplicate, run_number: None });
         }
         if let Some(deadline) = self.deadline_ms
             && get("run_latency_ms.max") > deadline + 1e-3
         {
             let detail = format!("run_latency_ms.max = {} > {deadline}", get("run_latency_ms.max"));
             let invariant = format!("no run longer than its deadline ({deadline} ms, propagated)");
-            return Some(Violation { invariant, replication, detail, run: FirstRun::DeadlineMissed });
+            return Some(Violation { invariant, replication, detail, run: FirstRun::DeadlineMissed, run_number: None });
         }
         for c in &self.thresholds {
             let v = get(&c.metric);
             if v.is_finite() && !holds(c.comparison, v, c.threshold) {
                 let invariant = format!("[slo] {} {}", c.metric, c.expression);
                 let detail = format!("{} = {v}", c.metric);
-                return Some(Violation { invariant, replication, detail, run: run_showing(&c.metric) });
+                let run = run_showing(&c.metric);
+                return Some(Violation { invariant, replication, detail, run, run_number: None });
             }
         }
         None
@@ -292,9 +299,20 @@ fn evaluate(scenario: &Scenario, source: &Source, policy: &str) -> Result<Option
     let p = model.policy_index(policy).ok_or_else(|| CommandError::Input(format!("no policy `{policy}`")))?;
     let invariants = Invariants::new(&model, scenario, source, p)?;
     for r in 0..model.world.replications {
-        let replication = simulate(&model, p, replication_seed(model.world.seed, r))?;
+        let checks = RunChecks::new(&model, p);
+        let (replication, checks) = simulate_following(&model, p, replication_seed(model.world.seed, r), checks)?;
         if let Some(v) = invariants.check(&replication.metrics, r) {
             return Ok(Some(v));
+        }
+        if let Some(b) = checks.breach {
+            let (invariant, detail) = (b.invariant.to_string(), b.detail);
+            return Ok(Some(Violation {
+                invariant,
+                replication: r,
+                detail,
+                run: FirstRun::NotSucceeded,
+                run_number: Some(b.run),
+            }));
         }
     }
     Ok(None)
@@ -600,6 +618,16 @@ fn trace_first_violating_run(
     let seed = replication_seed(model.world.seed, k);
     // A figure broken by the whole replication need not show in one run of the kind named;
     // then any run that did not succeed is the next best witness.
+    if let Some(number) = violation.run_number {
+        let traced = trace_run(&model, p, seed, RunSelector::Number(number))?;
+        write_trace(&model, p, Some(k), seed, &traced, trace_path)?;
+        return Ok(format!(
+            "\nrun {number} of replication {k}, which broke it:\n{}wrote {}\nreplay: faultline replay {} --policy {policy} --replication {k} --run {number}\n",
+            render_tree(&traced.spans),
+            trace_path.display(),
+            shrunk_path.display(),
+        ));
+    }
     let mut found = None;
     for which in [violation.run, FirstRun::NotSucceeded] {
         if let Ok(traced) = trace_run(&model, p, seed, RunSelector::First(which)) {

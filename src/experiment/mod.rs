@@ -14,6 +14,7 @@ pub mod output;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod run_checks;
 pub mod shard;
 pub mod slo;
 pub mod spans;

@@ -182,8 +182,8 @@ impl Builder<'_> {
                     }
                 }
             }
-            TraceEvent::AttemptRefused { step, dependency, reason } => {
-                let parent = self.attempt_parent(at, step, Purpose::Call);
+            TraceEvent::AttemptRefused { step, dependency, reason, purpose } => {
+                let parent = self.attempt_parent(at, step, purpose);
                 let name = self.model.dependency_names[dependency as usize].clone();
                 let mut span = Span::new(Some(parent), format!("dependency.attempt {name}"), SpanKind::Client, at);
                 self.dependency_attributes(&mut span, dependency);

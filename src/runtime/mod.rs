@@ -26,6 +26,7 @@ pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules,
 pub use policy::{PolicyModel, StepPolicy, compile_policies};
 pub use run::{RunContext, RunMachine};
 pub use trace::{
-    NoTrace, RunStart, RunSummary, RunTracer, StationExit, StepEnd, TraceCaller, TraceEvent, TraceSink, Tracer,
+    NoTrace, RunStart, RunSummary, RunTracer, SlotSink, StationExit, StepEnd, TraceCaller, TraceEvent, TraceSink,
+    Tracer,
 };
 pub use workflow::{MAX_STEPS, StepModel, WorkflowModel, compile_workflows};

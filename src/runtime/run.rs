@@ -325,7 +325,8 @@ impl RunMachine {
         cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
         if !granted {
             out.observe(Observation::Refused { dependency: a.dependency, reason: Refusal::Bulkhead });
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency: a.dependency, reason: Refusal::Bulkhead });
+            let (dependency, purpose) = (a.dependency, a.purpose);
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::Bulkhead, purpose });
         }
         if self.ended || self.steps[s as usize].in_flight > 0 {
             return;
@@ -347,7 +348,8 @@ impl RunMachine {
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             out.observe(Observation::Refused { dependency, reason: Refusal::FanOut });
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::FanOut });
+            let purpose = Purpose::Call;
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::FanOut, purpose });
             self.budget.in_flight += 1; // released again as the step is omitted
             self.steps[s as usize].phase = StepPhase::Active;
             self.step_gave_up(cx, out, s, false);
@@ -445,7 +447,8 @@ impl RunMachine {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
             out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency: a.dependency as u16, reason: Refusal::FanOut });
+            let (dependency, purpose) = (a.dependency as u16, a.purpose);
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::FanOut, purpose });
             return false;
         }
         let (waiting_at, held) = if cx.pipeline.is_open_road(a.route) {
@@ -460,7 +463,8 @@ impl RunMachine {
                 (Admit::Wait { at, .. }, held) => (Some(at), held),
                 (Admit::Refused(reason), _) => {
                     out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
-                    out.trace(TraceEvent::AttemptRefused { step: s, dependency: a.dependency as u16, reason });
+                    let (dependency, purpose) = (a.dependency as u16, a.purpose);
+                    out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose });
                     return false;
                 }
             }

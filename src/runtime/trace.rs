@@ -100,6 +100,7 @@ pub enum TraceEvent {
         step: u8,
         dependency: u16,
         reason: Refusal,
+        purpose: Purpose,
     },
     /// The machine got an attempt's result; `kind` is the failure kind it acts on.
     AttemptEnded {
@@ -271,13 +272,13 @@ impl RunTracer {
     }
 }
 
-/// A [`RunTracer`] during one input of the run in `slot`.
-pub struct RunSink<'a> {
-    tracer: &'a mut RunTracer,
-    slot: u32,
+/// A tracer during one input of the run in `slot`: what a recording tracer's `Sink` is.
+pub struct SlotSink<'a, T> {
+    pub tracer: &'a mut T,
+    pub slot: u32,
 }
 
-impl TraceSink for RunSink<'_> {
+impl<T: Tracer> TraceSink for SlotSink<'_, T> {
     fn record(&mut self, now: Micros, event: TraceEvent) {
         self.tracer.record(self.slot, now, event);
     }
@@ -285,10 +286,10 @@ impl TraceSink for RunSink<'_> {
 
 impl Tracer for RunTracer {
     const ON: bool = true;
-    type Sink<'a> = RunSink<'a>;
+    type Sink<'a> = SlotSink<'a, RunTracer>;
 
-    fn sink(&mut self, slot: u32) -> RunSink<'_> {
-        RunSink { tracer: self, slot }
+    fn sink(&mut self, slot: u32) -> SlotSink<'_, RunTracer> {
+        SlotSink { tracer: self, slot }
     }
 
     fn run_started(&mut self, slot: u32, now: Micros, start: RunStart) {

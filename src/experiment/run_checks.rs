@@ -1,0 +1,291 @@
+//! Invariants that only a run's own history can show (docs/essay.md section 26), checked while
+//! `explore` simulates: a [`Tracer`] that keeps a few counters per live run instead of its
+//! events. Retries and hedges stay within the run's retry tokens and every target's attempts
+//! within max_attempts ("did retries stay within every budget?"), and no status lookup is
+//! refused for lack of capacity: by a guard, a full waiting room, a rate limit or an expiry
+//! ("did the control path keep its capacity?"). A dependency that is down is a fault, not a
+//! lack of capacity, and does not count.
+
+use crate::engine::Model;
+use crate::runtime::guard::pipeline::AttemptKind;
+use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, TraceCaller, TraceEvent, Tracer};
+use crate::sim::Micros;
+use crate::vocab::FailureKind;
+
+/// The first run that broke a per-run invariant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunBreach {
+    pub invariant: &'static str,
+    pub run: u64,
+    pub detail: String,
+}
+
+pub const RETRY_BUDGET: &str = "retries and hedges within the run's retry tokens and max_attempts";
+pub const CONTROL_CAPACITY: &str = "the control path kept its capacity (no status lookup refused or dropped)";
+
+/// Attempts of one step per target.
+#[derive(Debug, Clone, Copy, Default)]
+struct StepCount {
+    on_fallback: bool,
+    primary: u32,
+    fallback: u32,
+    lookups: u32,
+}
+
+#[derive(Debug, Default)]
+struct LiveRun {
+    number: u64,
+    workflow: usize,
+    measured: bool,
+    retries: u32,
+    steps: Vec<StepCount>,
+    /// (step, serial) of status lookups sent, then the station jobs that carry them.
+    lookups: Vec<(u8, u32)>,
+    lookup_jobs: Vec<u32>,
+}
+
+pub struct RunChecks<'m> {
+    model: &'m Model,
+    policy: usize,
+    started: u64,
+    runs: Vec<LiveRun>,
+    pub breach: Option<RunBreach>,
+}
+
+impl<'m> RunChecks<'m> {
+    pub fn new(model: &'m Model, policy: usize) -> RunChecks<'m> {
+        RunChecks { model, policy, started: 0, runs: Vec::new(), breach: None }
+    }
+
+    /// The names of the invariants checked, for the report.
+    pub fn names() -> [&'static str; 2] {
+        [RETRY_BUDGET, CONTROL_CAPACITY]
+    }
+
+    fn broken(&mut self, run: u64, invariant: &'static str, detail: String) {
+        if self.breach.is_none() {
+            self.breach = Some(RunBreach { invariant, run, detail });
+        }
+    }
+
+    fn attempt_sent(&mut self, slot: usize, step: u8, serial: u32, kind: AttemptKind, purpose: Purpose) {
+        let (policy, model) = (self.policy, self.model);
+        let run = &mut self.runs[slot];
+        let step_policy = &model.policies[policy].steps[run.workflow][step as usize];
+        let count = &mut run.steps[step as usize];
+        let (made, target) = match (purpose, kind, count.on_fallback) {
+            (Purpose::Lookup, _, _) => {
+                count.lookups += 1;
+                run.lookups.push((step, serial));
+                (count.lookups, "status lookups")
+            }
+            (Purpose::Call | Purpose::Write { .. }, AttemptKind::Hedge, _) => {
+                run.retries += 1;
+                (0, "")
+            }
+            (Purpose::Call | Purpose::Write { .. }, AttemptKind::First | AttemptKind::Retry, false) => {
+                count.primary += 1;
+                (count.primary, "attempts")
+            }
+            (Purpose::Call | Purpose::Write { .. }, AttemptKind::First | AttemptKind::Retry, true) => {
+                count.fallback += 1;
+                (count.fallback, "fallback attempts")
+            }
+        };
+        let (number, retries) = (run.number, run.retries);
+        if made > step_policy.max_attempts {
+            let id = &model.workflows[run.workflow].steps[step as usize].id;
+            let detail =
+                format!("run {number}: step {id} made {made} {target}, max_attempts = {}", step_policy.max_attempts);
+            self.broken(number, RETRY_BUDGET, detail);
+        }
+        self.check_tokens(number, retries);
+    }
+
+    fn check_tokens(&mut self, number: u64, retries: u32) {
+        if let Some(tokens) = self.model.policies[self.policy].budget.retry_tokens
+            && retries > tokens
+        {
+            self.broken(
+                number,
+                RETRY_BUDGET,
+                format!("run {number}: {retries} retries and hedges, retry_tokens = {tokens}"),
+            );
+        }
+    }
+
+    fn lookup_lost(&mut self, slot: usize, what: String) {
+        let number = self.runs[slot].number;
+        self.broken(number, CONTROL_CAPACITY, format!("run {number}: a status lookup was {what}"));
+    }
+}
+
+impl Tracer for RunChecks<'_> {
+    const ON: bool = true;
+    type Sink<'a>
+        = SlotSink<'a, Self>
+    where
+        Self: 'a;
+
+    fn sink(&mut self, slot: u32) -> SlotSink<'_, Self> {
+        SlotSink { tracer: self, slot }
+    }
+
+    fn run_started(&mut self, slot: u32, now: Micros, start: RunStart) {
+        self.started += 1;
+        let slot = slot as usize;
+        if self.runs.len() <= slot {
+            self.runs.resize_with(slot + 1, LiveRun::default);
+        }
+        let workflow = start.workflow as usize;
+        let run = &mut self.runs[slot];
+        run.number = self.started;
+        run.workflow = workflow;
+        run.measured = now >= self.model.world.warmup_us;
+        run.retries = 0;
+        run.steps.clear();
+        run.steps.resize(self.model.workflows[workflow].steps.len(), StepCount::default());
+        run.lookups.clear();
+        run.lookup_jobs.clear();
+    }
+
+    fn record(&mut self, slot: u32, _now: Micros, event: TraceEvent) {
+        let slot = slot as usize;
+        if self.breach.is_some() || !self.runs.get(slot).is_some_and(|r| r.measured) {
+            return;
+        }
+        match event {
+            TraceEvent::AttemptSent { step, serial, kind, purpose, .. } => {
+                self.attempt_sent(slot, step, serial, kind, purpose)
+            }
+            TraceEvent::FallbackStarted { step } => self.runs[slot].steps[step as usize].on_fallback = true,
+            TraceEvent::Decided { decision: crate::runtime::Decision::Retry { .. }, .. } => {
+                let run = &mut self.runs[slot];
+                run.retries += 1;
+                let (number, retries) = (run.number, run.retries);
+                self.check_tokens(number, retries);
+            }
+            TraceEvent::AttemptRefused { purpose: Purpose::Lookup, reason, .. } => {
+                self.lookup_lost(slot, format!("refused ({})", reason.name()))
+            }
+            TraceEvent::StationArrived { job, caller, .. } => {
+                // Job ids are reused: an arrival ends what the id meant before.
+                let run = &mut self.runs[slot];
+                run.lookup_jobs.retain(|&j| j != job);
+                if let TraceCaller::Step { step, serial } = caller
+                    && run.lookups.contains(&(step, serial))
+                {
+                    run.lookup_jobs.push(job);
+                }
+            }
+            TraceEvent::StationLeft { job, exit } if self.runs[slot].lookup_jobs.contains(&job) => match exit {
+                StationExit::Rejected { kind: FailureKind::Overloaded } => {
+                    self.lookup_lost(slot, "rejected by a full waiting room".into())
+                }
+                StationExit::Rejected { kind: FailureKind::RateLimited } => {
+                    self.lookup_lost(slot, "rate limited".into())
+                }
+                StationExit::Expired => self.lookup_lost(slot, "dropped from the queue".into()),
+                StationExit::Rejected { .. } | StationExit::Served { .. } | StationExit::Cancelled => {}
+            },
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::batch::{compile_with, replication_seed};
+    use crate::runtime::Decision;
+    use crate::scenario::{load_file, parse_override};
+    use std::path::Path;
+
+    fn model(file: &str, sets: &[&str]) -> Model {
+        let source = load_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let overrides: Vec<_> = sets.iter().map(|s| parse_override(s).unwrap()).collect();
+        compile_with(&source, &overrides).unwrap()
+    }
+
+    fn started(checks: &mut RunChecks, model: &Model) {
+        let start = RunStart { workflow: 0, arrival: 0, resubmission: 0, deadline_at_us: u64::MAX };
+        checks.run_started(0, model.world.warmup_us, start);
+    }
+
+    #[test]
+    fn a_retry_past_the_run_s_tokens_is_a_breach() {
+        let m = model("scenarios/meeting-analysis-incident.toml", &[]);
+        let p = m.policy_index("resilient").unwrap();
+        let tokens = m.policies[p].budget.retry_tokens.expect("the resilient policy sets retry tokens");
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        let retry = TraceEvent::Decided { step: 0, decision: Decision::Retry { sleep_us: 0 }, retry_tokens_left: 0 };
+        for _ in 0..tokens {
+            checks.record(0, 1, retry);
+        }
+        assert_eq!(checks.breach, None, "{tokens} retries are within {tokens} tokens");
+        checks.record(0, 2, retry);
+        let breach = checks.breach.expect("one retry too many");
+        assert_eq!((breach.invariant, breach.run), (RETRY_BUDGET, 1));
+    }
+
+    #[test]
+    fn a_lookup_refused_for_capacity_is_a_breach_and_one_at_a_dead_dependency_is_not() {
+        let m = model("scenarios/meeting-analysis-incident.toml", &[]);
+        let p = m.policy_index("resilient").unwrap();
+        let lookup = |serial| TraceEvent::AttemptSent {
+            step: 5,
+            serial,
+            dependency: 6,
+            kind: AttemptKind::First,
+            purpose: Purpose::Lookup,
+        };
+        let arrive = |job, serial| TraceEvent::StationArrived {
+            job,
+            caller: TraceCaller::Step { step: 5, serial },
+            dependency: 6,
+        };
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        checks.record(0, 1, lookup(1));
+        checks.record(0, 1, arrive(7, 1));
+        let down = StationExit::Rejected { kind: FailureKind::TransientTransport };
+        checks.record(0, 1, TraceEvent::StationLeft { job: 7, exit: down });
+        assert_eq!(checks.breach, None, "a dependency that is down is a fault, not a lack of capacity");
+        // The same job id, reused by an ordinary call, is not a lookup any more.
+        checks.record(
+            0,
+            2,
+            TraceEvent::StationArrived { job: 7, caller: TraceCaller::Step { step: 4, serial: 0 }, dependency: 0 },
+        );
+        let full = StationExit::Rejected { kind: FailureKind::Overloaded };
+        checks.record(0, 2, TraceEvent::StationLeft { job: 7, exit: full });
+        assert_eq!(checks.breach, None);
+        checks.record(0, 3, lookup(2));
+        checks.record(0, 3, arrive(9, 2));
+        checks.record(0, 3, TraceEvent::StationLeft { job: 9, exit: full });
+        assert_eq!(checks.breach.map(|b| b.invariant), Some(CONTROL_CAPACITY));
+    }
+
+    /// The runtime must keep its own promises on every shipped scenario and policy.
+    #[test]
+    fn no_shipped_scenario_retries_past_its_budgets() {
+        let cases = [
+            ("scenarios/meeting-analysis-incident.toml", "simulation.duration_s=900"),
+            ("benches/mechanisms.toml", "simulation.duration_s=120"),
+            ("scenarios/noisy-tenant.toml", "simulation.duration_s=120"),
+            ("scenarios/metastability.toml", "simulation.duration_s=200"),
+        ];
+        for (file, duration) in cases {
+            let m = model(file, &[duration, "simulation.warmup_s=0"]);
+            for p in 0..m.policies.len() {
+                let seed = replication_seed(m.world.seed, 0);
+                let (_, checks) = crate::engine::simulate_following(&m, p, seed, RunChecks::new(&m, p)).unwrap();
+                assert!(checks.started > 100, "{file}: {} runs", checks.started);
+                if let Some(b) = checks.breach {
+                    assert_ne!(b.invariant, RETRY_BUDGET, "{file}, policy {}: {}", m.policies[p].name, b.detail);
+                }
+            }
+        }
+    }
+}
