@@ -4,13 +4,16 @@
 //! within max_attempts ("did retries stay within every budget?"), and no status lookup is
 //! refused for lack of capacity: by a guard, a full waiting room, a rate limit or an expiry
 //! ("did the control path keep its capacity?"). A dependency that is down is a fault, not a
-//! lack of capacity, and does not count.
+//! lack of capacity, and does not count. And soft branches are cut before hard ones: no hard
+//! logical call is given up for lack of time or cost while a soft one of the same run still
+//! runs ("were soft branches stopped before hard ones?").
 
 use crate::engine::Model;
 use crate::runtime::guard::pipeline::AttemptKind;
-use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, TraceCaller, TraceEvent, Tracer};
+use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, StepEnd, TraceCaller, TraceEvent, Tracer};
+use crate::scenario::Criticality;
 use crate::sim::Micros;
-use crate::vocab::FailureKind;
+use crate::vocab::{BudgetKind, FailureKind};
 
 /// The first run that broke a per-run invariant.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,10 +25,15 @@ pub struct RunBreach {
 
 pub const RETRY_BUDGET: &str = "retries and hedges within the run's retry tokens and max_attempts";
 pub const CONTROL_CAPACITY: &str = "the control path kept its capacity (no status lookup refused or dropped)";
+pub const SOFT_FIRST: &str =
+    "soft branches cut before hard ones (no hard call given up for time or cost while a soft one ran)";
 
 /// Attempts of one step per target.
 #[derive(Debug, Clone, Copy, Default)]
 struct StepCount {
+    running: bool,
+    /// A time or cost budget stopped this step.
+    out_of_budget: bool,
     on_fallback: bool,
     primary: u32,
     fallback: u32,
@@ -58,8 +66,30 @@ impl<'m> RunChecks<'m> {
     }
 
     /// The names of the invariants checked, for the report.
-    pub fn names() -> [&'static str; 2] {
-        [RETRY_BUDGET, CONTROL_CAPACITY]
+    pub fn names() -> [&'static str; 3] {
+        [RETRY_BUDGET, CONTROL_CAPACITY, SOFT_FIRST]
+    }
+
+    fn criticality(&self, slot: usize, step: u8) -> Criticality {
+        self.model.workflows[self.runs[slot].workflow].steps[step as usize].criticality
+    }
+
+    /// A hard step gave up: if a time or cost budget stopped it, no soft step may still run.
+    fn hard_step_ended(&mut self, slot: usize, step: u8) {
+        let run = &self.runs[slot];
+        if !run.steps[step as usize].out_of_budget {
+            return;
+        }
+        let wf = &self.model.workflows[run.workflow];
+        let soft = (0..run.steps.len()).find(|&s| run.steps[s].running && wf.steps[s].criticality == Criticality::Soft);
+        if let Some(s) = soft {
+            let number = run.number;
+            let detail = format!(
+                "run {number}: hard step {} gave up out of budget while soft step {} ran",
+                wf.steps[step as usize].id, wf.steps[s].id
+            );
+            self.broken(number, SOFT_FIRST, detail);
+        }
     }
 
     fn broken(&mut self, run: u64, invariant: &'static str, detail: String) {
@@ -159,6 +189,17 @@ impl Tracer for RunChecks<'_> {
                 self.attempt_sent(slot, step, serial, kind, purpose)
             }
             TraceEvent::FallbackStarted { step } => self.runs[slot].steps[step as usize].on_fallback = true,
+            TraceEvent::StepStarted { step } => self.runs[slot].steps[step as usize].running = true,
+            TraceEvent::BudgetExhausted { step, kind: BudgetKind::Time | BudgetKind::Cost } => {
+                self.runs[slot].steps[step as usize].out_of_budget = true
+            }
+            TraceEvent::StepEnded { step, end } => {
+                self.runs[slot].steps[step as usize].running = false;
+                let given_up = matches!(end, StepEnd::Failed | StepEnd::Handoff);
+                if given_up && self.criticality(slot, step) == Criticality::Hard {
+                    self.hard_step_ended(slot, step);
+                }
+            }
             TraceEvent::Decided { decision: crate::runtime::Decision::Retry { .. }, .. } => {
                 let run = &mut self.runs[slot];
                 run.retries += 1;
@@ -265,6 +306,52 @@ mod tests {
         checks.record(0, 3, arrive(9, 2));
         checks.record(0, 3, TraceEvent::StationLeft { job: 9, exit: full });
         assert_eq!(checks.breach.map(|b| b.invariant), Some(CONTROL_CAPACITY));
+    }
+
+    #[test]
+    fn a_hard_call_given_up_for_time_while_a_soft_one_runs_is_a_breach() {
+        let m = model("scenarios/meeting-analysis-incident.toml", &[]);
+        let wf = &m.workflows[0];
+        let step = |id: &str| wf.steps.iter().position(|s| s.id == id).unwrap() as u8;
+        let (hard, soft) = (step("policy_rag"), step("specialist"));
+        assert_eq!(
+            (wf.steps[hard as usize].criticality, wf.steps[soft as usize].criticality),
+            (Criticality::Hard, Criticality::Soft)
+        );
+        let p = m.policy_index("resilient").unwrap();
+        let out_of_time = TraceEvent::BudgetExhausted { step: hard, kind: BudgetKind::Time };
+        let hard_failed = TraceEvent::StepEnded { step: hard, end: StepEnd::Failed };
+
+        // The soft branch had already been cut: fine.
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        for e in [TraceEvent::StepStarted { step: hard }, TraceEvent::StepStarted { step: soft }] {
+            checks.record(0, 1, e);
+        }
+        checks.record(0, 2, TraceEvent::StepEnded { step: soft, end: StepEnd::Omitted });
+        checks.record(0, 3, out_of_time);
+        checks.record(0, 3, hard_failed);
+        assert_eq!(checks.breach, None);
+
+        // A hard call that failed for another reason, with the soft one still running: fine.
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        for e in [TraceEvent::StepStarted { step: hard }, TraceEvent::StepStarted { step: soft }, hard_failed] {
+            checks.record(0, 1, e);
+        }
+        assert_eq!(checks.breach, None);
+
+        // Out of time while the soft branch still runs: the soft one should have gone first.
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        for e in
+            [TraceEvent::StepStarted { step: hard }, TraceEvent::StepStarted { step: soft }, out_of_time, hard_failed]
+        {
+            checks.record(0, 1, e);
+        }
+        let breach = checks.breach.expect("a breach");
+        assert_eq!(breach.invariant, SOFT_FIRST);
+        assert!(breach.detail.contains("policy_rag") && breach.detail.contains("specialist"), "{}", breach.detail);
     }
 
     /// The runtime must keep its own promises on every shipped scenario and policy.
