@@ -138,6 +138,7 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
 
 /// What one run must satisfy, and how to check a replication's metrics against it.
 struct Invariants {
+    measured_s: f64,
     thresholds: Vec<Check>,
     no_duplicates: bool,
     deadline_ms: Option<f64>,
@@ -167,7 +168,8 @@ fn holds(c: Comparison, v: f64, t: f64) -> bool {
 }
 
 /// Sums of per-name metrics that must equal a total (docs/metrics.md section 5).
-fn identity_sums(m: &MetricMap) -> Vec<(String, f64, f64)> {
+/// `measured_s` is duration_s - warmup_s: what each breaker's time in its three states adds up to.
+fn identity_sums(m: &MetricMap, measured_s: f64) -> Vec<(String, f64, f64)> {
     let sum = |prefix: &str, suffix: &str| -> f64 {
         m.iter().filter(|(k, _)| k.starts_with(prefix) && k.ends_with(suffix)).map(|(_, v)| *v).sum()
     };
@@ -194,6 +196,11 @@ fn identity_sums(m: &MetricMap) -> Vec<(String, f64, f64)> {
             get("outcome_total.failed"),
         ),
     ];
+    let breakers = m.keys().filter_map(|k| k.strip_prefix("breaker.")?.strip_suffix(".time_in_state_s.closed"));
+    for label in breakers {
+        let total = sum(&format!("breaker.{label}.time_in_state_s."), "");
+        checks.push((format!("breaker {label}'s time in its states adds up to the measured time"), total, measured_s));
+    }
     for reason in ["bulkhead", "circuit_open", "expired", "fan_out", "retry_budget", "shed", "throttled"] {
         let total = format!("refused_total.{reason}");
         checks.push((
@@ -227,6 +234,7 @@ impl Invariants {
         let p = &model.policies[policy];
         let rules = &p.rules;
         Ok(Invariants {
+            measured_s: (model.world.duration_us - model.world.warmup_us) as f64 / 1e6,
             thresholds: slo.thresholds,
             no_duplicates: !p.key_per_attempt && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst,
             deadline_ms: rules
@@ -253,7 +261,7 @@ impl Invariants {
         let broken = |invariant: String, detail: String| {
             Some(Violation { invariant, replication, detail, run: FirstRun::NotSucceeded, run_number: None })
         };
-        for (name, sum, total) in identity_sums(m) {
+        for (name, sum, total) in identity_sums(m, self.measured_s) {
             if (sum - total).abs() > 1e-6 * total.abs().max(1.0) {
                 return broken(format!("identity: {name}"), format!("{sum} != {total}"));
             }
