@@ -259,3 +259,24 @@ fn bad_selections_are_input_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn hedges_and_guard_refusals_show_as_attempts_of_their_call() {
+    let source = load_file(Path::new("benches/mechanisms.toml")).unwrap();
+    let model = compile_with(&source, &[]).unwrap();
+    let guarded = model.policy_index("guarded").unwrap();
+    let seed = replication_seed(model.world.seed, 0);
+    let traced = trace_run(&model, guarded, seed, RunSelector::First(FirstRun::Degraded)).unwrap();
+    let spans = &traced.spans.spans;
+    let kind = |s: &faultline::experiment::spans::Span| match s.attribute("attempt.kind") {
+        Some(Value::Str(k)) => k.clone(),
+        _ => String::new(),
+    };
+    let hedge = spans.iter().find(|s| kind(s) == "hedge").expect("the guarded policy hedges slow reads");
+    let call = &spans[hedge.parent.unwrap()];
+    assert!(call.name.starts_with("dependency.logical_call"), "a hedge hangs under its call: {}", call.name);
+    let refused = spans.iter().find(|s| s.attribute("attempt.refused").is_some()).expect("a refusal");
+    assert_eq!(refused.start_us, refused.end_us.unwrap(), "a refused attempt takes no time");
+    assert!(matches!(refused.attribute("attempt.refused"), Some(Value::Str(r)) if r == "retry_budget"));
+    assert!(spans.iter().any(|s| s.name.starts_with("dependency.fallback")), "the call then fell back");
+}

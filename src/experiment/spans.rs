@@ -9,7 +9,7 @@ use crate::runtime::decision::{Decision, GiveUp};
 use crate::runtime::guard::pipeline::AttemptKind;
 use crate::runtime::{AttemptResult, Purpose, StationExit, StepEnd, TraceCaller, TraceEvent};
 use crate::sim::Micros;
-use crate::vocab::{FailureKind, Outcome};
+use crate::vocab::{FailureKind, Outcome, Refusal};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -167,8 +167,8 @@ impl Builder<'_> {
             TraceEvent::RunStarted { .. } => {}
             TraceEvent::StepStarted { step } => self.step_started(at, step),
             TraceEvent::FallbackStarted { step } => self.fallback_started(at, step),
-            TraceEvent::AttemptWaiting { step, serial, dependency } => {
-                let span = self.attempt_span(at, step, serial, dependency, None, Purpose::Call);
+            TraceEvent::AttemptWaiting { step, serial, dependency, kind, purpose } => {
+                let span = self.attempt_span(at, step, serial, dependency, Some(kind), purpose);
                 self.spans[span].event(at, "bulkhead.wait", Vec::new());
             }
             TraceEvent::AttemptSent { step, serial, dependency, kind, purpose } => {
@@ -182,16 +182,8 @@ impl Builder<'_> {
                     }
                 }
             }
-            TraceEvent::AttemptRefused { step, dependency, reason, purpose } => {
-                let parent = self.attempt_parent(at, step, purpose);
-                let name = self.model.dependency_names[dependency as usize].clone();
-                let mut span = Span::new(Some(parent), format!("dependency.attempt {name}"), SpanKind::Client, at);
-                self.dependency_attributes(&mut span, dependency);
-                span.set("attempt.refused", Value::Str(reason.name().into()));
-                span.status = Status::Error(format!("refused: {}", reason.name()));
-                span.summary = format!("{name} REFUSED ({})", reason.name());
-                span.end_us = Some(at);
-                self.spans.push(span);
+            TraceEvent::AttemptRefused { step, dependency, reason, purpose, kind, parked } => {
+                self.attempt_refused(at, step, dependency, reason, (purpose, kind), parked)
             }
             TraceEvent::AttemptEnded { step, serial, result, kind } => {
                 self.attempt_ended(at, step, serial, result, kind)
@@ -326,11 +318,49 @@ impl Builder<'_> {
         if let Purpose::Write { deduplicated } = purpose {
             span.set("attempt.idempotency_key", Value::Bool(deduplicated));
         }
-        span.summary = format!("{} {name}", serial + 1);
+        span.summary = match kind {
+            Some(AttemptKind::Hedge) => format!("{} {name} (hedge)", serial + 1),
+            Some(AttemptKind::First | AttemptKind::Retry) | None => format!("{} {name}", serial + 1),
+        };
         self.spans.push(span);
         let id = self.spans.len() - 1;
         self.attempts.insert((step, serial), id);
         id
+    }
+
+    /// A refused attempt: a parked one ends refused, any other is a span of no duration.
+    fn attempt_refused(
+        &mut self,
+        at: Micros,
+        step: u8,
+        dependency: u16,
+        reason: Refusal,
+        (purpose, kind): (Purpose, AttemptKind),
+        parked: Option<u32>,
+    ) {
+        let span = match parked.and_then(|serial| self.attempts.remove(&(step, serial))) {
+            Some(span) => span,
+            None => {
+                let parent = self.attempt_parent(at, step, purpose);
+                let name = self.model.dependency_names[dependency as usize].clone();
+                let mut span = Span::new(Some(parent), format!("dependency.attempt {name}"), SpanKind::Client, at);
+                self.dependency_attributes(&mut span, dependency);
+                span.set("attempt.kind", Value::Str(attempt_kind(kind, purpose).into()));
+                span.summary = match (purpose, kind) {
+                    (Purpose::Lookup, _) => format!("{name} (lookup)"),
+                    (_, AttemptKind::Hedge) => format!("{name} (hedge)"),
+                    (_, AttemptKind::Retry) => format!("{name} (retry)"),
+                    (_, AttemptKind::First) => name,
+                };
+                self.spans.push(span);
+                self.spans.len() - 1
+            }
+        };
+        let s = &mut self.spans[span];
+        s.set("attempt.refused", Value::Str(reason.name().into()));
+        s.status = Status::Error(format!("refused: {}", reason.name()));
+        s.summary = format!("{} REFUSED ({})", s.summary, reason.name());
+        s.end_us = Some(at);
     }
 
     fn dependency_attributes(&self, span: &mut Span, dependency: u16) {

@@ -325,8 +325,9 @@ impl RunMachine {
         cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
         if !granted {
             out.observe(Observation::Refused { dependency: a.dependency, reason: Refusal::Bulkhead });
-            let (dependency, purpose) = (a.dependency, a.purpose);
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::Bulkhead, purpose });
+            let (dependency, purpose, kind, parked) = (a.dependency, a.purpose, a.kind, Some(a.serial));
+            let reason = Refusal::Bulkhead;
+            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose, kind, parked });
         }
         if self.ended || self.steps[s as usize].in_flight > 0 {
             return;
@@ -348,8 +349,15 @@ impl RunMachine {
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             out.observe(Observation::Refused { dependency, reason: Refusal::FanOut });
-            let purpose = Purpose::Call;
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::FanOut, purpose });
+            let (purpose, kind, parked) = (Purpose::Call, AttemptKind::First, None);
+            out.trace(TraceEvent::AttemptRefused {
+                step: s,
+                dependency,
+                reason: Refusal::FanOut,
+                purpose,
+                kind,
+                parked,
+            });
             self.budget.in_flight += 1; // released again as the step is omitted
             self.steps[s as usize].phase = StepPhase::Active;
             self.step_gave_up(cx, out, s, false);
@@ -447,8 +455,15 @@ impl RunMachine {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
             out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
-            let (dependency, purpose) = (a.dependency as u16, a.purpose);
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason: Refusal::FanOut, purpose });
+            let (dependency, purpose, kind, parked) = (a.dependency as u16, a.purpose, a.info.kind, None);
+            out.trace(TraceEvent::AttemptRefused {
+                step: s,
+                dependency,
+                reason: Refusal::FanOut,
+                purpose,
+                kind,
+                parked,
+            });
             return false;
         }
         let (waiting_at, held) = if cx.pipeline.is_open_road(a.route) {
@@ -463,8 +478,8 @@ impl RunMachine {
                 (Admit::Wait { at, .. }, held) => (Some(at), held),
                 (Admit::Refused(reason), _) => {
                     out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
-                    let (dependency, purpose) = (a.dependency as u16, a.purpose);
-                    out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose });
+                    let (dependency, purpose, kind, parked) = (a.dependency as u16, a.purpose, a.info.kind, None);
+                    out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose, kind, parked });
                     return false;
                 }
             }
@@ -492,7 +507,7 @@ impl RunMachine {
         self.cost_in_flight += a.cost;
         let (dependency, purpose, timeout_us) = (a.dependency as u16, a.purpose, a.timeout_us);
         if waiting {
-            out.trace(TraceEvent::AttemptWaiting { step: s, serial, dependency });
+            out.trace(TraceEvent::AttemptWaiting { step: s, serial, dependency, kind: a.info.kind, purpose });
         } else {
             out.trace(TraceEvent::AttemptSent { step: s, serial, dependency, kind: a.info.kind, purpose });
             out.command(Command::Send { step: s, serial, dependency, purpose, timeout_us });

@@ -94,13 +94,18 @@ pub enum TraceEvent {
         step: u8,
         serial: u32,
         dependency: u16,
+        kind: AttemptKind,
+        purpose: Purpose,
     },
     /// A guard (or a fan-out limit) refused an attempt before it reached its dependency.
+    /// `parked` is the serial of an attempt that waited at a bulkhead until its max wait ran out.
     AttemptRefused {
         step: u8,
         dependency: u16,
         reason: Refusal,
         purpose: Purpose,
+        kind: AttemptKind,
+        parked: Option<u32>,
     },
     /// The machine got an attempt's result; `kind` is the failure kind it acts on.
     AttemptEnded {
