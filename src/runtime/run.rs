@@ -324,10 +324,7 @@ impl RunMachine {
         let skip = if granted { None } else { a.waiting_at };
         cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
         if !granted {
-            out.observe(Observation::Refused { dependency: a.dependency, reason: Refusal::Bulkhead });
-            let (dependency, purpose, kind, parked) = (a.dependency, a.purpose, a.kind, Some(a.serial));
-            let reason = Refusal::Bulkhead;
-            out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose, kind, parked });
+            refused(out, s, a.dependency, Refusal::Bulkhead, (a.purpose, a.kind), Some(a.serial));
         }
         if self.ended || self.steps[s as usize].in_flight > 0 {
             return;
@@ -348,16 +345,7 @@ impl RunMachine {
         let branches_full = cx.policy.fan_out.max_branches.is_some_and(|max| self.budget.in_flight >= max);
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
-            out.observe(Observation::Refused { dependency, reason: Refusal::FanOut });
-            let (purpose, kind, parked) = (Purpose::Call, AttemptKind::First, None);
-            out.trace(TraceEvent::AttemptRefused {
-                step: s,
-                dependency,
-                reason: Refusal::FanOut,
-                purpose,
-                kind,
-                parked,
-            });
+            refused(out, s, dependency, Refusal::FanOut, (Purpose::Call, AttemptKind::First), None);
             self.budget.in_flight += 1; // released again as the step is omitted
             self.steps[s as usize].phase = StepPhase::Active;
             self.step_gave_up(cx, out, s, false);
@@ -454,16 +442,7 @@ impl RunMachine {
     fn send(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
         if !self.fan_out_allows(cx, a.cost) {
-            out.observe(Observation::Refused { dependency: a.dependency as u16, reason: Refusal::FanOut });
-            let (dependency, purpose, kind, parked) = (a.dependency as u16, a.purpose, a.info.kind, None);
-            out.trace(TraceEvent::AttemptRefused {
-                step: s,
-                dependency,
-                reason: Refusal::FanOut,
-                purpose,
-                kind,
-                parked,
-            });
+            refused(out, s, a.dependency as u16, Refusal::FanOut, (a.purpose, a.info.kind), None);
             return false;
         }
         let (waiting_at, held) = if cx.pipeline.is_open_road(a.route) {
@@ -477,9 +456,7 @@ impl RunMachine {
                 (Admit::Granted, held) => (None, held),
                 (Admit::Wait { at, .. }, held) => (Some(at), held),
                 (Admit::Refused(reason), _) => {
-                    out.observe(Observation::Refused { dependency: a.dependency as u16, reason });
-                    let (dependency, purpose, kind, parked) = (a.dependency as u16, a.purpose, a.info.kind, None);
-                    out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose, kind, parked });
+                    refused(out, s, a.dependency as u16, reason, (a.purpose, a.info.kind), None);
                     return false;
                 }
             }
@@ -828,6 +805,20 @@ impl RunMachine {
         }
         out.command(Command::End { outcome, deadline_exceeded });
     }
+}
+
+/// A mechanism refused an attempt of step `s` before it reached `dependency`: counted, and
+/// traced with what the attempt was (`parked`: the serial of one that waited at a bulkhead).
+fn refused(
+    out: &mut impl Effects,
+    s: u8,
+    dependency: u16,
+    reason: Refusal,
+    (purpose, kind): (Purpose, AttemptKind),
+    parked: Option<u32>,
+) {
+    out.observe(Observation::Refused { dependency, reason });
+    out.trace(TraceEvent::AttemptRefused { step: s, dependency, reason, purpose, kind, parked });
 }
 
 /// An attempt about to pass the guards.
