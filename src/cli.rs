@@ -10,6 +10,7 @@ use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
 use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
 use crate::experiment::shard::{MergeOptions, merge};
 use crate::experiment::sweep::{Shard, SweepOptions, sweep};
+use clap::builder::TypedValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
@@ -230,8 +231,8 @@ pub enum Command {
         #[arg(long, value_name = "N", required_unless_present = "first", conflicts_with = "first")]
         run: Option<u64>,
         /// The first run after the warm-up that ended this way.
-        #[arg(long, value_enum, value_name = "WHAT")]
-        first: Option<FirstArg>,
+        #[arg(long, value_parser = first_run_parser(), value_name = "WHAT")]
+        first: Option<FirstRun>,
         /// Root seed (default: simulation.seed of the scenario).
         #[arg(long)]
         seed: Option<u64>,
@@ -308,30 +309,10 @@ pub enum Command {
     },
 }
 
-/// `--first`'s words, as clap lists them.
-#[derive(Copy, Clone, Debug, ValueEnum)]
-pub enum FirstArg {
-    Failed,
-    Handoff,
-    Rejected,
-    Degraded,
-    NotSucceeded,
-    Duplicate,
-    DeadlineMissed,
-}
-
-impl FirstArg {
-    fn selector(self) -> FirstRun {
-        match self {
-            FirstArg::Failed => FirstRun::Failed,
-            FirstArg::Handoff => FirstRun::Handoff,
-            FirstArg::Rejected => FirstRun::Rejected,
-            FirstArg::Degraded => FirstRun::Degraded,
-            FirstArg::NotSucceeded => FirstRun::NotSucceeded,
-            FirstArg::Duplicate => FirstRun::Duplicate,
-            FirstArg::DeadlineMissed => FirstRun::DeadlineMissed,
-        }
-    }
+/// `--first`'s words: `FirstRun`'s own names, so clap lists them and the two never drift.
+fn first_run_parser() -> impl TypedValueParser<Value = FirstRun> {
+    clap::builder::PossibleValuesParser::new(FirstRun::ALL.map(FirstRun::name))
+        .map(|word| FirstRun::parse(&word).expect("clap accepts only FirstRun's names"))
 }
 
 fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
@@ -395,7 +376,7 @@ pub fn execute(cli: Cli) -> i32 {
         Command::Replay { scenario, policy, replication, replication_seed, run, first, seed, sets, out } => {
             let select = match (run, first) {
                 (Some(n), _) => RunSelector::Number(n),
-                (None, Some(f)) => RunSelector::First(f.selector()),
+                (None, Some(f)) => RunSelector::First(f),
                 (None, None) => return Err(CommandError::Input("give --run N or --first WHAT".into())),
             };
             let opts = ReplayOptions { scenario, policy, seed, sets, replication, replication_seed, select, out };
