@@ -7,7 +7,7 @@ use super::CommandError;
 use super::batch::{Loaded, load_model, replication_seed};
 use super::folder::write_atomically;
 use super::otlp::{TraceOrigin, to_otlp_json};
-use super::run::{apply_seed, collect_overrides, select_policies};
+use super::run::{apply_seed, check_replication, collect_overrides, select_policies};
 use super::spans::{RunSpans, build, render_tree};
 use crate::engine::{Model, simulate_following};
 use crate::runtime::{RunSummary, RunTracer};
@@ -129,15 +129,9 @@ pub fn replay(opts: &ReplayOptions) -> Result<String, CommandError> {
     let policy = select_policies(&model, std::slice::from_ref(&opts.policy), "--policy")?[0];
     let (replication, seed) = match (opts.replication, opts.replication_seed) {
         (_, Some(seed)) => (None, seed),
-        (Some(k), None) if k >= model.world.replications => {
-            return Err(CommandError::Input(format!(
-                "argument `--replication {k}`: the scenario runs {} replication(s), numbered from 0 to {}",
-                model.world.replications,
-                model.world.replications - 1
-            )));
-        }
         (k, None) => {
             let k = k.unwrap_or(0);
+            check_replication(&model, k)?;
             (Some(k), replication_seed(model.world.seed, k))
         }
     };

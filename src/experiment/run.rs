@@ -222,6 +222,18 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
     render(&header, &rows)
 }
 
+/// `--replication K` names one of the scenario's replications.
+pub fn check_replication(model: &Model, k: u32) -> Result<(), CommandError> {
+    if k < model.world.replications {
+        return Ok(());
+    }
+    Err(CommandError::Input(format!(
+        "argument `--replication {k}`: the scenario runs {} replication(s), numbered from 0 to {}",
+        model.world.replications,
+        model.world.replications - 1
+    )))
+}
+
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
@@ -231,16 +243,10 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let policies = select_policies(&model, &opts.policies, "--policy")?;
     let indices = match opts.replication {
         None => 0..model.world.replications,
-        Some(k) if k < model.world.replications => {
+        Some(k) => {
+            check_replication(&model, k)?;
             raw_overrides.push(format!("--replication {k}"));
             k..k + 1
-        }
-        Some(k) => {
-            return Err(CommandError::Input(format!(
-                "argument `--replication {k}`: the scenario runs {} replication(s), numbered from 0 to {}",
-                model.world.replications,
-                model.world.replications - 1
-            )));
         }
     };
     let results = run_replications(&model, &policies, indices.clone(), opts.jobs)?;
