@@ -9,8 +9,9 @@ mod runs;
 mod simulation;
 mod stations;
 
+pub use crate::runtime::AttemptTrace;
 pub use event::Event;
-pub use simulation::{AttemptTrace, Replication, SimError, simulate, simulate_following, simulate_traced};
+pub use simulation::{Replication, SimError, simulate, simulate_following, simulate_traced};
 
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, MetricMap, Recorder};

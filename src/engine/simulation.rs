@@ -5,7 +5,7 @@ use super::arena::Arena;
 use super::event::Event;
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::guard::pipeline::Pipeline;
-use crate::runtime::{Command, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
+use crate::runtime::{AttemptTrace, Command, DrawRecorder, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
 use crate::sim::{EventQueue, Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority};
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
@@ -154,26 +154,6 @@ pub struct Replication {
     pub events: u64,
 }
 
-/// One attempt made by a root run, with its intrinsic draws: the uniforms that decide its
-/// fate and the service time drawn from the dependency's base distribution (before faults).
-/// Recorded only by [`simulate_traced`]; the basis of the common-random-numbers guarantee.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AttemptTrace {
-    pub workflow: u16,
-    pub arrival: u32,
-    pub resubmission: u8,
-    pub run_start_us: Micros,
-    /// Step index, or None for a remote agent's own call.
-    pub step: Option<u8>,
-    pub key: u64,
-    pub dependency: usize,
-    /// A status lookup (its base service time comes from status_lookup_time).
-    pub lookup: bool,
-    pub at_us: Micros,
-    pub draws: [f64; 8],
-    pub base_service_ms: f64,
-}
-
 pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub model: &'m Model,
     pub policy: &'m PolicyModel,
@@ -196,7 +176,6 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub recorder: Recorder,
     pub live_runs: usize,
     pub error: Option<SimError>,
-    pub trace: Option<Vec<AttemptTrace>>,
     /// duration + drain limit: nothing is simulated past it.
     pub stop_at: Micros,
     /// Follows chosen root runs step by step ([`NoTrace`] compiles every hook away).
@@ -205,12 +184,12 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
 pub fn simulate(model: &Model, policy: usize, seed: u64) -> Result<Replication, SimError> {
-    simulate_inner(model, policy, seed, false, NoTrace).map(|(r, _, _)| r)
+    simulate_following(model, policy, seed, NoTrace).map(|(r, _)| r)
 }
 
 /// As [`simulate`], also returning every attempt with its intrinsic draws.
 pub fn simulate_traced(model: &Model, policy: usize, seed: u64) -> Result<(Replication, Vec<AttemptTrace>), SimError> {
-    simulate_inner(model, policy, seed, true, NoTrace).map(|(r, t, _)| (r, t.unwrap_or_default()))
+    simulate_following(model, policy, seed, DrawRecorder::default()).map(|(r, d)| (r, d.attempts))
 }
 
 /// As [`simulate`], with `tracer` following root runs as they go; returns it with what it kept.
@@ -220,16 +199,6 @@ pub fn simulate_following<T: Tracer>(
     seed: u64,
     tracer: T,
 ) -> Result<(Replication, T), SimError> {
-    simulate_inner(model, policy, seed, false, tracer).map(|(r, _, t)| (r, t))
-}
-
-fn simulate_inner<T: Tracer>(
-    model: &Model,
-    policy: usize,
-    seed: u64,
-    traced: bool,
-    tracer: T,
-) -> Result<(Replication, Option<Vec<AttemptTrace>>, T), SimError> {
     let world = &model.world;
     let labels = model.labels(policy);
     let mut sim = Simulation {
@@ -253,7 +222,6 @@ fn simulate_inner<T: Tracer>(
         ),
         live_runs: 0,
         error: None,
-        trace: traced.then(Vec::new),
         stop_at: world.duration_us.saturating_add(world.drain_limit_us),
         tracer,
     };
@@ -265,7 +233,7 @@ fn simulate_inner<T: Tracer>(
     }
     sim.recorder.finish(end);
     let metrics = sim.recorder.to_map(&labels);
-    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.trace, sim.tracer))
+    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.tracer))
 }
 
 impl<T: Tracer> Simulation<'_, T> {

@@ -1,9 +1,9 @@
 //! Attempts at stations: admission, queueing, service, replies, timeouts and cancellation.
 
 use super::event::Event;
-use super::simulation::{AttemptTrace, Caller, Job, JobPhase, Simulation};
+use super::simulation::{Caller, Job, JobPhase, Simulation};
 use crate::metrics::Observation;
-use crate::runtime::{AttemptResult, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
+use crate::runtime::{AttemptResult, AttemptTrace, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority, Refusal};
 use crate::world::queue_policy::Overflow;
@@ -29,7 +29,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let dep = &model.world.dependencies[a.station];
         let mut stream = a.key.stream();
         let draws = AttemptDraws::draw(&mut stream);
-        if self.trace.is_some() {
+        if T::DRAWS {
             self.trace_attempt(now, &a, &draws, &stream);
         }
         let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| {
@@ -121,9 +121,7 @@ impl<T: Tracer> Simulation<'_, T> {
             ],
             base_service_ms,
         };
-        if let Some(trace) = &mut self.trace {
-            trace.push(entry);
-        }
+        self.tracer.attempt_drawn(entry);
     }
 
     #[cold]

@@ -26,7 +26,7 @@ pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules,
 pub use policy::{PolicyModel, StepPolicy, compile_policies};
 pub use run::{RunContext, RunMachine};
 pub use trace::{
-    NoTrace, RunStart, RunSummary, RunTracer, SlotSink, StationExit, StepEnd, TraceCaller, TraceEvent, TraceSink,
-    Tracer,
+    AttemptTrace, DrawRecorder, NoTrace, RunStart, RunSummary, RunTracer, SlotSink, StationExit, StepEnd, TraceCaller,
+    TraceEvent, TraceSink, Tracer,
 };
 pub use workflow::{MAX_STEPS, StepModel, WorkflowModel, compile_workflows};

@@ -167,10 +167,12 @@ pub enum TraceEvent {
     },
 }
 
-/// What the engine calls as it simulates. `ON` is a constant, so every hook of [`NoTrace`]
-/// disappears at compile time.
+/// What the engine calls as it simulates. `ON` and `DRAWS` are constants, so every hook of
+/// [`NoTrace`] disappears at compile time.
 pub trait Tracer {
     const ON: bool;
+    /// Whether [`Tracer::attempt_drawn`] is wanted (it costs one more service-time sample).
+    const DRAWS: bool = false;
     /// What a machine's input carries to report the run's events: nothing at all for
     /// [`NoTrace`], so the engine's per-input context does not grow.
     type Sink<'a>: TraceSink
@@ -183,11 +185,58 @@ pub trait Tracer {
     /// Something happened to the run in slot `slot` (ignored unless that run is followed, but
     /// every run's end is kept for its summary).
     fn record(&mut self, slot: u32, now: Micros, event: TraceEvent);
+    /// An attempt was created with these intrinsic draws (called only when `DRAWS`).
+    fn attempt_drawn(&mut self, _attempt: AttemptTrace) {}
 }
 
 /// Where a machine's trace events go during one input.
 pub trait TraceSink {
     fn record(&mut self, now: Micros, event: TraceEvent);
+}
+
+/// One attempt made by a root run, with its intrinsic draws: the uniforms that decide its
+/// fate and the service time drawn from the dependency's base distribution (before faults).
+/// Recorded by [`DrawRecorder`] (`engine::simulate_traced`); the basis of the
+/// common-random-numbers guarantee.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptTrace {
+    pub workflow: u16,
+    pub arrival: u32,
+    pub resubmission: u8,
+    pub run_start_us: Micros,
+    /// Step index, or None for a remote agent's own call.
+    pub step: Option<u8>,
+    pub key: u64,
+    pub dependency: usize,
+    /// A status lookup (its base service time comes from status_lookup_time).
+    pub lookup: bool,
+    pub at_us: Micros,
+    pub draws: [f64; 8],
+    pub base_service_ms: f64,
+}
+
+/// Keeps every attempt's intrinsic draws and nothing else (the common-random-numbers tests).
+#[derive(Debug, Default)]
+pub struct DrawRecorder {
+    pub attempts: Vec<AttemptTrace>,
+}
+
+impl Tracer for DrawRecorder {
+    const ON: bool = false;
+    const DRAWS: bool = true;
+    type Sink<'a> = NoTrace;
+
+    fn sink(&mut self, _: u32) -> NoTrace {
+        NoTrace
+    }
+
+    fn run_started(&mut self, _: u32, _: Micros, _: RunStart) {}
+
+    fn record(&mut self, _: u32, _: Micros, _: TraceEvent) {}
+
+    fn attempt_drawn(&mut self, attempt: AttemptTrace) {
+        self.attempts.push(attempt);
+    }
 }
 
 /// The engine's default: records nothing, costs nothing.
