@@ -27,10 +27,10 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn submit(&mut self, now: Micros, a: NewAttempt) -> (u32, u32) {
         let model = self.model;
         let dep = &model.world.dependencies[a.station];
-        let mut stream = a.key.stream();
-        let draws = AttemptDraws::draw(&mut stream);
+        let draws = AttemptDraws::new(a.key);
+        let mut stream = draws.rest();
         if T::DRAWS {
-            self.trace_attempt(now, &a, &draws, &stream);
+            self.trace_attempt(now, &a, &draws);
         }
         let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| {
             d.sample_ms(&mut stream)
@@ -67,7 +67,7 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let sent = Observation::AttemptSent { dependency: a.station as u16, cost_units: dep.cost_units };
         self.observe(now, a.measured, sent);
-        match self.stations[a.station].admit(dep, &model.world.faults, now, draws.down) {
+        match self.stations[a.station].admit(dep, &model.world.faults, now, &draws) {
             Admission::StartService => self.start_service(now, id),
             Admission::Queued => self.enqueue(now, id),
             Admission::QueueFull if dep.queue.overflow == Overflow::RejectLowestPriority && self.evict(now, id) => {
@@ -90,10 +90,10 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     #[cold]
-    fn trace_attempt(&mut self, now: Micros, a: &NewAttempt, draws: &AttemptDraws, stream: &crate::sim::KeyedStream) {
+    fn trace_attempt(&mut self, now: Micros, a: &NewAttempt, draws: &AttemptDraws) {
         let dep = &self.model.world.dependencies[a.station];
         let base = if a.purpose == Purpose::Lookup { &dep.lookup_service } else { &dep.service };
-        let base_service_ms = base.sample_ms(&mut stream.clone());
+        let base_service_ms = base.sample_ms(&mut draws.rest());
         let run = &self.runs[a.run];
         let step = match a.caller {
             Caller::Step { step, .. } => Some(step),
@@ -109,16 +109,7 @@ impl<T: Tracer> Simulation<'_, T> {
             dependency: a.station,
             lookup: a.purpose == Purpose::Lookup,
             at_us: now,
-            draws: [
-                draws.error,
-                draws.hang,
-                draws.fault_hang,
-                draws.lost,
-                draws.latency,
-                draws.fault_errors,
-                draws.jitter,
-                draws.down,
-            ],
+            draws: draws.all(),
             base_service_ms,
         };
         self.tracer.attempt_drawn(entry);

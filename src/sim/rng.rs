@@ -83,6 +83,21 @@ pub struct KeyedStream {
 }
 
 impl KeyedStream {
+    /// Draw number `index` of this stream as [`KeyedStream::unit`] would return it after
+    /// `index` earlier draws, without taking them: SplitMix64 is counter-based, so a draw that
+    /// decides nothing (an error draw at a dependency that never fails) need not be made.
+    #[inline]
+    pub fn unit_at(&self, index: u64) -> f64 {
+        let state = self.state.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA));
+        (mix64(state) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// This stream after `n` draws.
+    #[inline]
+    pub fn skipped(&self, n: u64) -> KeyedStream {
+        KeyedStream { state: self.state.wrapping_add(n.wrapping_mul(GOLDEN_GAMMA)) }
+    }
+
     /// A uniform draw in the open interval (0, 1): safe to take the logarithm of.
     #[inline]
     pub fn open01(&mut self) -> f64 {
@@ -138,6 +153,22 @@ impl SequentialStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn draws_by_position_equal_draws_in_turn() {
+        let key = StreamKey::root(11).with(3).with(5);
+        let mut in_turn = key.stream();
+        let by_position = key.stream();
+        for i in 0..40u64 {
+            assert_eq!(by_position.unit_at(i).to_bits(), in_turn.unit().to_bits(), "draw {i}");
+        }
+        let mut after = key.stream();
+        for _ in 0..8 {
+            after.unit();
+        }
+        let mut skipped = key.stream().skipped(8);
+        assert_eq!(skipped.next_u64(), after.next_u64(), "skipping 8 draws lands where 8 draws do");
+    }
 
     #[test]
     fn same_key_same_draws_and_order_matters() {

@@ -49,6 +49,12 @@ impl ErrorTable {
         ErrorTable { probabilities: p }
     }
 
+    /// Every probability is zero: no draw can pick a kind.
+    #[inline]
+    pub fn never_fails(&self) -> bool {
+        self.probabilities.iter().all(|&p| p == 0.0)
+    }
+
     /// Maps a uniform draw to an error kind, or None for a good response.
     #[inline]
     pub fn pick(&self, u: f64) -> Option<FailureKind> {

@@ -6,7 +6,7 @@ use super::dist::Distribution;
 use super::failure::ErrorTable;
 use super::model::{DependencyModel, FaultEffect, FaultModel};
 use super::queue_policy::QueueOrder;
-use crate::sim::Micros;
+use crate::sim::{KeyedStream, Micros, StreamKey};
 use crate::vocab::Priority;
 use std::collections::VecDeque;
 
@@ -74,39 +74,81 @@ pub struct AttemptConditions {
     pub no_reply: bool,
 }
 
-/// Uniform draws that decide an attempt's fate; fixed positions in the attempt's keyed stream.
-#[derive(Debug, Clone, Copy)]
+/// The uniform draws that decide an attempt's fate: the first eight positions of the attempt's
+/// keyed stream, each with a fixed meaning, so two policies that send the same attempt see the
+/// same fate (common random numbers). A draw is made only where it can decide something (a
+/// hang draw only at a dependency that can hang); as the stream is counter-based, a draw made
+/// late or not at all leaves every other draw as it was.
+#[derive(Debug, Clone)]
 pub struct AttemptDraws {
-    pub error: f64,
-    /// Against the dependency's own hang_probability.
-    pub hang: f64,
-    /// Against a `timeout` fault's toxicity.
-    pub fault_hang: f64,
-    /// Against a `lost_response` fault's toxicity.
-    pub lost: f64,
-    /// Against a `latency` fault's toxicity.
-    pub latency: f64,
-    /// Against an `errors` fault's toxicity.
-    pub fault_errors: f64,
-    /// A latency fault's jitter fraction.
-    pub jitter: f64,
-    /// Against a `down` fault's toxicity.
-    pub down: f64,
+    stream: KeyedStream,
 }
 
 impl AttemptDraws {
-    /// Eight uniforms in a fixed order: the first positions of every attempt's stream.
-    pub fn draw(stream: &mut crate::sim::KeyedStream) -> Self {
-        AttemptDraws {
-            error: stream.unit(),
-            hang: stream.unit(),
-            fault_hang: stream.unit(),
-            lost: stream.unit(),
-            latency: stream.unit(),
-            fault_errors: stream.unit(),
-            jitter: stream.unit(),
-            down: stream.unit(),
-        }
+    /// How many positions the fixed draws take; the base service time is drawn after them.
+    pub const COUNT: u64 = 8;
+
+    pub fn new(key: StreamKey) -> Self {
+        AttemptDraws { stream: key.stream() }
+    }
+
+    /// Against the dependency's error mix (one draw picks at most one kind).
+    #[inline]
+    pub fn error(&self) -> f64 {
+        self.stream.unit_at(0)
+    }
+
+    /// Against the dependency's own hang_probability.
+    #[inline]
+    pub fn hang(&self) -> f64 {
+        self.stream.unit_at(1)
+    }
+
+    /// Against a `timeout` fault's toxicity.
+    #[inline]
+    pub fn fault_hang(&self) -> f64 {
+        self.stream.unit_at(2)
+    }
+
+    /// Against a `lost_response` fault's toxicity.
+    #[inline]
+    pub fn lost(&self) -> f64 {
+        self.stream.unit_at(3)
+    }
+
+    /// Against a `latency` fault's toxicity.
+    #[inline]
+    pub fn latency(&self) -> f64 {
+        self.stream.unit_at(4)
+    }
+
+    /// Against an `errors` fault's toxicity.
+    #[inline]
+    pub fn fault_errors(&self) -> f64 {
+        self.stream.unit_at(5)
+    }
+
+    /// A latency fault's jitter fraction.
+    #[inline]
+    pub fn jitter(&self) -> f64 {
+        self.stream.unit_at(6)
+    }
+
+    /// Against a `down` fault's toxicity.
+    #[inline]
+    pub fn down(&self) -> f64 {
+        self.stream.unit_at(7)
+    }
+
+    /// All eight, in stream order (for the common-random-numbers trace).
+    pub fn all(&self) -> [f64; Self::COUNT as usize] {
+        std::array::from_fn(|i| self.stream.unit_at(i as u64))
+    }
+
+    /// The attempt's stream after the fixed draws: service times are drawn from here.
+    #[inline]
+    pub fn rest(&self) -> KeyedStream {
+        self.stream.skipped(Self::COUNT)
     }
 }
 
@@ -124,8 +166,14 @@ impl Station {
     }
 
     /// Decides admission for an attempt arriving now. Does not enqueue; see [`Station::enqueue`].
-    /// `down_draw` decides whether an active `down` fault (with its toxicity) refuses this attempt.
-    pub fn admit(&mut self, model: &DependencyModel, faults: &[FaultModel], now: Micros, down_draw: f64) -> Admission {
+    /// `draws.down()` decides whether an active `down` fault (with its toxicity) refuses this attempt.
+    pub fn admit(
+        &mut self,
+        model: &DependencyModel,
+        faults: &[FaultModel],
+        now: Micros,
+        draws: &AttemptDraws,
+    ) -> Admission {
         let mut limit = model.rate_limit.as_ref().map(|r| (r.per_s, r.burst, r.retry_after_us));
         for &f in &model.faults {
             let fault = &faults[f];
@@ -133,7 +181,7 @@ impl Station {
                 continue;
             }
             match fault.effect {
-                FaultEffect::Down if down_draw < fault.toxicity => return Admission::Down,
+                FaultEffect::Down if draws.down() < fault.toxicity => return Admission::Down,
                 FaultEffect::RateLimit { per_s, burst } => {
                     let retry_after_us = limit.map(|l| l.2).unwrap_or(1_000_000);
                     limit = Some((per_s, burst, retry_after_us));
@@ -238,7 +286,8 @@ pub fn attempt_conditions(
     let mut factor = 1.0;
     let mut add_ms = 0.0;
     let mut errors: ErrorTable = model.errors;
-    let mut hang = draws.hang < model.hang_probability;
+    // Probabilities are at least 0 and a draw is too: at 0 the draw cannot decide anything.
+    let mut hang = model.hang_probability > 0.0 && draws.hang() < model.hang_probability;
     let mut lost = false;
     for &f in &model.faults {
         let fault = &faults[f];
@@ -247,7 +296,7 @@ pub fn attempt_conditions(
         }
         let applies = |u: f64| u < fault.toxicity;
         match &fault.effect {
-            FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.latency) => {
+            FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.latency()) => {
                 // The replacement describes the work; a status lookup keeps its own time.
                 if let Some(d) = replace
                     && !lookup
@@ -255,18 +304,18 @@ pub fn attempt_conditions(
                     dist = d;
                 }
                 factor *= k;
-                add_ms += a + jitter_ms * draws.jitter;
+                add_ms += a + jitter_ms * draws.jitter();
             }
-            FaultEffect::Hang if applies(draws.fault_hang) => hang = true,
-            FaultEffect::LostResponse if applies(draws.lost) => lost = true,
-            FaultEffect::Errors(extra) if applies(draws.fault_errors) => errors = errors.plus(extra),
+            FaultEffect::Hang if applies(draws.fault_hang()) => hang = true,
+            FaultEffect::LostResponse if applies(draws.lost()) => lost = true,
+            FaultEffect::Errors(extra) if applies(draws.fault_errors()) => errors = errors.plus(extra),
             _ => {}
         }
     }
     let service_ms = sample(dist) * factor + add_ms;
     AttemptConditions {
         service_us: crate::sim::ms_to_us(service_ms),
-        error: errors.pick(draws.error),
+        error: if errors.never_fails() { None } else { errors.pick(draws.error()) },
         no_reply: hang || lost,
     }
 }
