@@ -8,21 +8,26 @@ use crate::vocab::FailureKind;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ErrorTable {
     pub probabilities: [f64; FailureKind::DRAWN_COUNT],
+    /// Some probability is above zero; kept beside them so that an attempt at a dependency
+    /// that never fails neither draws nor walks the table.
+    may_fail: bool,
 }
 
 impl ErrorTable {
     pub fn from_mix(mix: &ErrorMix) -> Self {
-        ErrorTable {
-            probabilities: [
-                mix.invalid_input,
-                mix.unauthorized,
-                mix.rate_limited,
-                mix.overloaded,
-                mix.transient_transport,
-                mix.permanent_provider,
-                mix.result_invalid,
-            ],
-        }
+        Self::new([
+            mix.invalid_input,
+            mix.unauthorized,
+            mix.rate_limited,
+            mix.overloaded,
+            mix.transient_transport,
+            mix.permanent_provider,
+            mix.result_invalid,
+        ])
+    }
+
+    fn new(probabilities: [f64; FailureKind::DRAWN_COUNT]) -> Self {
+        ErrorTable { probabilities, may_fail: probabilities.iter().any(|&p| p != 0.0) }
     }
 
     /// Field names in the same order as `probabilities`, for validation messages.
@@ -46,13 +51,14 @@ impl ErrorTable {
         for (a, b) in p.iter_mut().zip(other.probabilities.iter()) {
             *a += b;
         }
-        ErrorTable { probabilities: p }
+        // Probabilities are never negative, so a sum is above zero where a term is.
+        ErrorTable { probabilities: p, may_fail: self.may_fail || other.may_fail }
     }
 
     /// Every probability is zero: no draw can pick a kind.
     #[inline]
     pub fn never_fails(&self) -> bool {
-        self.probabilities.iter().all(|&p| p == 0.0)
+        !self.may_fail
     }
 
     /// Maps a uniform draw to an error kind, or None for a good response.
@@ -72,6 +78,17 @@ impl ErrorTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_of_zeros_never_fails_and_one_above_zero_may() {
+        let none = ErrorTable::from_mix(&ErrorMix::default());
+        assert!(none.never_fails() && ErrorTable::default().never_fails());
+        assert_eq!(none.pick(0.0), None, "never_fails agrees with pick");
+        let some = ErrorTable::from_mix(&ErrorMix { result_invalid: 0.01, ..Default::default() });
+        assert!(!some.never_fails());
+        assert!(!none.plus(&some).never_fails() && !some.plus(&none).never_fails());
+        assert!(none.plus(&none).never_fails());
+    }
 
     #[test]
     fn one_draw_picks_kinds_by_cumulative_probability() {
