@@ -5,7 +5,7 @@ use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::timeseries::{self, TimeSeries};
 use super::{Labels, MetricMap};
-use crate::sim::{Micros, us_to_ms};
+use crate::sim::{Micros, us_as_f64, us_to_ms};
 use crate::vocab::{BreakerState, BudgetKind, FailureKind, Outcome, Refusal};
 use hdrhistogram::Histogram;
 
@@ -99,7 +99,7 @@ impl DependencyStats {
         let start = self.last_us.max(window.0);
         let end = now.min(window.1);
         if end > start {
-            let dt = (end - start) as f64;
+            let dt = us_as_f64(end - start);
             self.busy_area += dt * f64::from(busy);
             self.queue_area += dt * f64::from(queued);
             self.capacity_area += dt * f64::from(servers);
@@ -112,7 +112,7 @@ impl DependencyStats {
         if wait_us > 0 {
             self.waited += 1;
         }
-        self.queue_wait_sum_us += wait_us as f64;
+        self.queue_wait_sum_us += us_as_f64(wait_us);
         self.queue_wait_us.saturating_record(wait_us);
     }
 }
@@ -268,7 +268,7 @@ impl Recorder {
             }
             Observation::Departed { dependency, sojourn_us, error } if measured => {
                 let d = &mut self.dependencies[dependency as usize];
-                d.sojourn_sum_us += sojourn_us as f64;
+                d.sojourn_sum_us += us_as_f64(sojourn_us);
                 d.sojourn_count += 1;
                 if let Some(kind) = error {
                     d.errors[kind.index()] += 1;
@@ -276,9 +276,9 @@ impl Recorder {
             }
             Observation::ServiceUsed { dependency, busy_us, wasted } if measured => {
                 let d = &mut self.dependencies[dependency as usize];
-                d.service_us += busy_us as f64;
+                d.service_us += us_as_f64(busy_us);
                 if wasted {
-                    d.wasted_us += busy_us as f64;
+                    d.wasted_us += us_as_f64(busy_us);
                 }
             }
             Observation::RunStarted { workflow } => {
@@ -314,7 +314,7 @@ impl Recorder {
             let r = &mut self.run;
             r.outcomes[outcome.index()] += 1;
             r.latency_us.saturating_record(latency_us.max(1));
-            r.latency_sum_us += latency_us as f64;
+            r.latency_sum_us += us_as_f64(latency_us);
             r.latency_max_us = r.latency_max_us.max(latency_us);
             r.deadline_exceeded += u64::from(deadline_exceeded);
             let w = &mut self.workflows[workflow as usize];
