@@ -8,9 +8,10 @@ use crate::vocab::FailureKind;
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ErrorTable {
     pub probabilities: [f64; FailureKind::DRAWN_COUNT],
-    /// Some probability is above zero; kept beside them so that an attempt at a dependency
-    /// that never fails neither draws nor walks the table.
-    may_fail: bool,
+    /// The running sums of `probabilities`, in their order: the thresholds a draw is compared
+    /// with. The last is the chance of any error, so most attempts need one comparison, and
+    /// an attempt at a dependency that never fails needs no draw at all.
+    cumulative: [f64; FailureKind::DRAWN_COUNT],
 }
 
 impl ErrorTable {
@@ -27,7 +28,12 @@ impl ErrorTable {
     }
 
     fn new(probabilities: [f64; FailureKind::DRAWN_COUNT]) -> Self {
-        ErrorTable { probabilities, may_fail: probabilities.iter().any(|&p| p != 0.0) }
+        let mut sum = 0.0;
+        let cumulative = std::array::from_fn(|i| {
+            sum += probabilities[i];
+            sum
+        });
+        ErrorTable { probabilities, cumulative }
     }
 
     /// Field names in the same order as `probabilities`, for validation messages.
@@ -51,27 +57,30 @@ impl ErrorTable {
         for (a, b) in p.iter_mut().zip(other.probabilities.iter()) {
             *a += b;
         }
-        // Probabilities are never negative, so a sum is above zero where a term is.
-        ErrorTable { probabilities: p, may_fail: self.may_fail || other.may_fail }
+        Self::new(p)
     }
 
-    /// Every probability is zero: no draw can pick a kind.
+    /// Every probability is zero (none is negative): no draw can pick a kind.
     #[inline]
     pub fn never_fails(&self) -> bool {
-        !self.may_fail
+        self.any_error() <= 0.0
     }
 
-    /// Maps a uniform draw to an error kind, or None for a good response.
+    /// The chance that an attempt fails with some kind.
+    #[inline]
+    fn any_error(&self) -> f64 {
+        self.cumulative[FailureKind::DRAWN_COUNT - 1]
+    }
+
+    /// Maps a uniform draw to an error kind, or None for a good response: the first kind
+    /// whose running sum exceeds the draw. Running sums of non-negative terms never fall, so
+    /// a draw at or above the last exceeds none.
     #[inline]
     pub fn pick(&self, u: f64) -> Option<FailureKind> {
-        let mut acc = 0.0;
-        for (p, kind) in self.probabilities.iter().zip(FailureKind::DRAWN.iter().copied()) {
-            acc += p;
-            if u < acc {
-                return Some(kind);
-            }
+        if u >= self.any_error() {
+            return None;
         }
-        None
+        self.cumulative.iter().position(|&sum| u < sum).map(|i| FailureKind::DRAWN[i])
     }
 }
 
@@ -97,6 +106,43 @@ mod tests {
         assert_eq!(t.pick(0.25), Some(FailureKind::TransientTransport));
         assert_eq!(t.pick(0.31), None);
         assert!((t.total() - 0.3).abs() < 1e-12);
+    }
+
+    /// The table walk `pick` replaced: a running sum compared with the draw, kind by kind.
+    fn pick_by_walking(t: &ErrorTable, u: f64) -> Option<FailureKind> {
+        let mut acc = 0.0;
+        for (p, &kind) in t.probabilities.iter().zip(FailureKind::DRAWN.iter()) {
+            acc += p;
+            if u < acc {
+                return Some(kind);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn pick_agrees_with_walking_the_table_at_every_draw() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for _ in 0..2_000 {
+            // Sparse tables with some zeros, scaled to add up to at most 1.
+            let raw: [f64; FailureKind::DRAWN_COUNT] = std::array::from_fn(|_| if next() < 0.4 { 0.0 } else { next() });
+            let scale = next() / raw.iter().sum::<f64>().max(1.0);
+            let base = ErrorTable::new(raw.map(|p| p * scale));
+            let t = base.plus(&ErrorTable::new(raw.map(|p| p * scale * 0.1)));
+            for table in [base, t] {
+                let mut draws: Vec<f64> = (0..20).map(|_| next()).collect();
+                draws.extend(table.cumulative); // exactly on every threshold
+                draws.extend([0.0, 1.0 - f64::EPSILON]);
+                for u in draws {
+                    assert_eq!(table.pick(u), pick_by_walking(&table, u), "{table:?} at {u}");
+                }
+                assert_eq!(table.never_fails(), table.probabilities.iter().all(|&p| p == 0.0));
+            }
+        }
     }
 
     #[test]
