@@ -84,7 +84,7 @@ impl<T: Tracer> Simulation<'_, T> {
         if let Some(t) = a.timeout_us
             && now.saturating_add(t) <= self.stop_at
         {
-            self.queue.schedule(now + t, Event::Timeout { job: id, generation });
+            self.queue.schedule_timer(now + t, id, Event::Timeout { job: id, generation });
         }
         (id, generation)
     }
@@ -373,6 +373,8 @@ impl<T: Tracer> Simulation<'_, T> {
 
     #[inline(always)]
     pub(super) fn free_job(&mut self, now: Micros, id: u32) {
+        // Its caller's timeout can no longer matter (and the slot is about to be reused).
+        self.queue.cancel_timer(id);
         let job = &mut self.jobs[id];
         job.generation = job.generation.wrapping_add(1);
         job.phase = JobPhase::Free;
@@ -406,6 +408,7 @@ impl<T: Tracer> Simulation<'_, T> {
     /// otherwise it keeps working on it (wasted work) and a write may still commit.
     pub(super) fn abandon(&mut self, now: Micros, id: u32) {
         self.jobs[id].attached = false;
+        self.queue.cancel_timer(id); // a timeout fires only for a caller that still waits
         let job = self.jobs[id];
         let d = job.station as usize;
         // Served already, only the reply was missing: nothing left at the station to keep.

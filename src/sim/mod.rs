@@ -4,6 +4,7 @@
 pub mod queue;
 pub mod rng;
 pub mod time;
+pub mod timers;
 
 pub use queue::EventQueue;
 pub use rng::{KeyedStream, SequentialStream, StreamKey, StreamPart, stable_name_id};
