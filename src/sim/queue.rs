@@ -67,20 +67,24 @@ impl<E: Copy, Tag> EventQueue<E, Tag> {
     /// Schedules `event` at `time`. Scheduling in the past is a logic error; it is clamped to
     /// `now` so that virtual time never runs backwards.
     pub fn schedule(&mut self, time: Micros, event: E) {
+        let (time, seq) = self.stamp(time);
+        self.heap.push(Entry { time, seq, event, tag: PhantomData });
+    }
+
+    /// The firing time (never before now: virtual time does not run backwards) and the next
+    /// insertion sequence, which events and timers share.
+    #[inline]
+    fn stamp(&mut self, time: Micros) -> (Micros, u64) {
         debug_assert!(time >= self.now, "event scheduled in the past");
-        let time = time.max(self.now);
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { time, seq, event, tag: PhantomData });
+        (time.max(self.now), seq)
     }
 
     /// Schedules `event` at `time` as the timer of `key` (at most one per key; a pending one
     /// is replaced), to fire unless [`EventQueue::cancel_timer`] calls it off first.
     pub fn schedule_timer(&mut self, time: Micros, key: u32, event: E) {
-        debug_assert!(time >= self.now, "timer set in the past");
-        let time = time.max(self.now);
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let (time, seq) = self.stamp(time);
         self.timers.insert(time, seq, key, event);
     }
 

@@ -88,8 +88,7 @@ impl KeyedStream {
     /// decides nothing (an error draw at a dependency that never fails) need not be made.
     #[inline]
     pub fn unit_at(&self, index: u64) -> f64 {
-        let state = self.state.wrapping_add(index.wrapping_add(1).wrapping_mul(GOLDEN_GAMMA));
-        (mix64(state) >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        self.skipped(index).unit()
     }
 
     /// This stream after `n` draws.

@@ -47,8 +47,10 @@ impl ErrorTable {
         "result_invalid",
     ];
 
+    /// The chance that an attempt fails with some kind: the last running sum.
+    #[inline]
     pub fn total(&self) -> f64 {
-        self.probabilities.iter().sum()
+        self.cumulative[FailureKind::DRAWN_COUNT - 1]
     }
 
     /// Adds another table's probabilities (a fault on top of the base mix).
@@ -63,13 +65,7 @@ impl ErrorTable {
     /// Every probability is zero (none is negative): no draw can pick a kind.
     #[inline]
     pub fn never_fails(&self) -> bool {
-        self.any_error() <= 0.0
-    }
-
-    /// The chance that an attempt fails with some kind.
-    #[inline]
-    fn any_error(&self) -> f64 {
-        self.cumulative[FailureKind::DRAWN_COUNT - 1]
+        self.total() <= 0.0
     }
 
     /// Maps a uniform draw to an error kind, or None for a good response: the first kind
@@ -77,7 +73,7 @@ impl ErrorTable {
     /// a draw at or above the last exceeds none.
     #[inline]
     pub fn pick(&self, u: f64) -> Option<FailureKind> {
-        if u >= self.any_error() {
+        if u >= self.total() {
             return None;
         }
         self.cumulative.iter().position(|&sum| u < sum).map(|i| FailureKind::DRAWN[i])

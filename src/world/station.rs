@@ -74,81 +74,69 @@ pub struct AttemptConditions {
     pub no_reply: bool,
 }
 
-/// The uniform draws that decide an attempt's fate: the first eight positions of the attempt's
-/// keyed stream, each with a fixed meaning, so two policies that send the same attempt see the
-/// same fate (common random numbers). A draw is made only where it can decide something (a
-/// hang draw only at a dependency that can hang); as the stream is counter-based, a draw made
-/// late or not at all leaves every other draw as it was.
+/// What each of the first positions of an attempt's keyed stream decides, in stream order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Draw {
+    /// Against the dependency's error mix (one draw picks at most one kind).
+    Error,
+    /// Against the dependency's own hang_probability.
+    Hang,
+    /// Against a `timeout` fault's toxicity.
+    FaultHang,
+    /// Against a `lost_response` fault's toxicity.
+    Lost,
+    /// Against a `latency` fault's toxicity.
+    Latency,
+    /// Against an `errors` fault's toxicity.
+    FaultErrors,
+    /// A latency fault's jitter fraction.
+    Jitter,
+    /// Against a `down` fault's toxicity.
+    Down,
+}
+
+impl Draw {
+    pub const ALL: [Draw; 8] = [
+        Draw::Error,
+        Draw::Hang,
+        Draw::FaultHang,
+        Draw::Lost,
+        Draw::Latency,
+        Draw::FaultErrors,
+        Draw::Jitter,
+        Draw::Down,
+    ];
+}
+
+/// The uniform draws that decide an attempt's fate, one [`Draw`] per position of the attempt's
+/// keyed stream, so two policies that send the same attempt see the same fate (common random
+/// numbers). A draw is made only where it can decide something (a hang draw only at a
+/// dependency that can hang); as the stream is counter-based, a draw made late or not at all
+/// leaves every other draw as it was.
 #[derive(Debug, Clone)]
 pub struct AttemptDraws {
     stream: KeyedStream,
 }
 
 impl AttemptDraws {
-    /// How many positions the fixed draws take; the base service time is drawn after them.
-    pub const COUNT: u64 = 8;
-
     pub fn new(key: StreamKey) -> Self {
         AttemptDraws { stream: key.stream() }
     }
 
-    /// Against the dependency's error mix (one draw picks at most one kind).
     #[inline]
-    pub fn error(&self) -> f64 {
-        self.stream.unit_at(0)
+    pub fn get(&self, draw: Draw) -> f64 {
+        self.stream.unit_at(draw as u64)
     }
 
-    /// Against the dependency's own hang_probability.
-    #[inline]
-    pub fn hang(&self) -> f64 {
-        self.stream.unit_at(1)
-    }
-
-    /// Against a `timeout` fault's toxicity.
-    #[inline]
-    pub fn fault_hang(&self) -> f64 {
-        self.stream.unit_at(2)
-    }
-
-    /// Against a `lost_response` fault's toxicity.
-    #[inline]
-    pub fn lost(&self) -> f64 {
-        self.stream.unit_at(3)
-    }
-
-    /// Against a `latency` fault's toxicity.
-    #[inline]
-    pub fn latency(&self) -> f64 {
-        self.stream.unit_at(4)
-    }
-
-    /// Against an `errors` fault's toxicity.
-    #[inline]
-    pub fn fault_errors(&self) -> f64 {
-        self.stream.unit_at(5)
-    }
-
-    /// A latency fault's jitter fraction.
-    #[inline]
-    pub fn jitter(&self) -> f64 {
-        self.stream.unit_at(6)
-    }
-
-    /// Against a `down` fault's toxicity.
-    #[inline]
-    pub fn down(&self) -> f64 {
-        self.stream.unit_at(7)
-    }
-
-    /// All eight, in stream order (for the common-random-numbers trace).
-    pub fn all(&self) -> [f64; Self::COUNT as usize] {
-        std::array::from_fn(|i| self.stream.unit_at(i as u64))
+    /// All of them, in stream order (for the common-random-numbers trace).
+    pub fn all(&self) -> [f64; Draw::ALL.len()] {
+        Draw::ALL.map(|d| self.get(d))
     }
 
     /// The attempt's stream after the fixed draws: service times are drawn from here.
     #[inline]
     pub fn rest(&self) -> KeyedStream {
-        self.stream.skipped(Self::COUNT)
+        self.stream.skipped(Draw::ALL.len() as u64)
     }
 }
 
@@ -166,7 +154,7 @@ impl Station {
     }
 
     /// Decides admission for an attempt arriving now. Does not enqueue; see [`Station::enqueue`].
-    /// `draws.down()` decides whether an active `down` fault (with its toxicity) refuses this attempt.
+    /// `draws.get(Draw::Down)` decides whether an active `down` fault (with its toxicity) refuses this attempt.
     pub fn admit(
         &mut self,
         model: &DependencyModel,
@@ -181,7 +169,7 @@ impl Station {
                 continue;
             }
             match fault.effect {
-                FaultEffect::Down if draws.down() < fault.toxicity => return Admission::Down,
+                FaultEffect::Down if draws.get(Draw::Down) < fault.toxicity => return Admission::Down,
                 FaultEffect::RateLimit { per_s, burst } => {
                     let retry_after_us = limit.map(|l| l.2).unwrap_or(1_000_000);
                     limit = Some((per_s, burst, retry_after_us));
@@ -287,7 +275,7 @@ pub fn attempt_conditions(
     let mut add_ms = 0.0;
     let mut errors: ErrorTable = model.errors;
     // Probabilities are at least 0 and a draw is too: at 0 the draw cannot decide anything.
-    let mut hang = model.hang_probability > 0.0 && draws.hang() < model.hang_probability;
+    let mut hang = model.hang_probability > 0.0 && draws.get(Draw::Hang) < model.hang_probability;
     let mut lost = false;
     for &f in &model.faults {
         let fault = &faults[f];
@@ -296,7 +284,7 @@ pub fn attempt_conditions(
         }
         let applies = |u: f64| u < fault.toxicity;
         match &fault.effect {
-            FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.latency()) => {
+            FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.get(Draw::Latency)) => {
                 // The replacement describes the work; a status lookup keeps its own time.
                 if let Some(d) = replace
                     && !lookup
@@ -304,18 +292,18 @@ pub fn attempt_conditions(
                     dist = d;
                 }
                 factor *= k;
-                add_ms += a + jitter_ms * draws.jitter();
+                add_ms += a + jitter_ms * draws.get(Draw::Jitter);
             }
-            FaultEffect::Hang if applies(draws.fault_hang()) => hang = true,
-            FaultEffect::LostResponse if applies(draws.lost()) => lost = true,
-            FaultEffect::Errors(extra) if applies(draws.fault_errors()) => errors = errors.plus(extra),
+            FaultEffect::Hang if applies(draws.get(Draw::FaultHang)) => hang = true,
+            FaultEffect::LostResponse if applies(draws.get(Draw::Lost)) => lost = true,
+            FaultEffect::Errors(extra) if applies(draws.get(Draw::FaultErrors)) => errors = errors.plus(extra),
             _ => {}
         }
     }
     let service_ms = sample(dist) * factor + add_ms;
     AttemptConditions {
         service_us: crate::sim::ms_to_us(service_ms),
-        error: if errors.never_fails() { None } else { errors.pick(draws.error()) },
+        error: if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) },
         no_reply: hang || lost,
     }
 }
@@ -323,6 +311,18 @@ pub fn attempt_conditions(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_draw_is_its_position_in_the_attempts_stream() {
+        let key = StreamKey::root(3).with(9);
+        let mut in_turn = key.stream();
+        let draws = AttemptDraws::new(key);
+        for (i, d) in Draw::ALL.into_iter().enumerate() {
+            assert_eq!(d as usize, i, "ALL is in declaration order");
+            assert_eq!(draws.get(d).to_bits(), in_turn.unit().to_bits(), "{d:?}");
+        }
+        assert_eq!(draws.rest().unit().to_bits(), in_turn.unit().to_bits(), "service time after the fixed draws");
+    }
 
     #[test]
     fn token_bucket_refills_at_its_rate_and_caps_at_burst() {
