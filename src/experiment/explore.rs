@@ -12,7 +12,7 @@
 use super::CommandError;
 use super::batch::{Workers, compile_scenario, replication_seed};
 use super::folder::write_atomically;
-use super::replay::{FirstRun, RunSelector, trace_run, write_trace};
+use super::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
 use super::run::collect_overrides;
 use super::run_checks::RunChecks;
 use super::slo::{Check, Comparison, compile_slo};
@@ -636,16 +636,15 @@ fn trace_first_violating_run(
             shrunk_path.display(),
         ));
     }
-    let mut found = None;
-    for which in [violation.run, FirstRun::NotSucceeded] {
-        if let Ok(traced) = trace_run(&model, p, seed, RunSelector::First(which)) {
-            found = Some((which, traced));
-            break;
-        }
-    }
-    let Some((which, traced)) = found else {
+    // One catalogue for both kinds, and a failed simulation is an error, not "no such run".
+    let runs = catalogue(&model, p, seed)?;
+    let found = [violation.run, FirstRun::NotSucceeded]
+        .into_iter()
+        .find_map(|which| first_matching(&runs, which).map(|number| (which, number)));
+    let Some((which, number)) = found else {
         return Ok(format!("\nevery run of replication {k} succeeded: no single run to trace\n"));
     };
+    let traced = trace_run(&model, p, seed, RunSelector::Number(number))?;
     write_trace(&model, p, Some(k), seed, &traced, trace_path)?;
     Ok(format!(
         "\nthe first run of replication {k} that {} (run {} of {}):\n{}wrote {}\nreplay: faultline replay {} --policy {policy} --replication {k} --first {}\n",

@@ -90,6 +90,18 @@ pub struct TracedRun {
     pub runs_started: usize,
 }
 
+/// Every root run of replication `seed` of `policy`, summarised: one simulation that follows
+/// no run's steps.
+pub fn catalogue(model: &Model, policy: usize, seed: u64) -> Result<Vec<RunSummary>, CommandError> {
+    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&[], model.world.warmup_us))?;
+    Ok(tracer.runs)
+}
+
+/// The number of the first run started after the warm-up that matches `which`.
+pub fn first_matching(runs: &[RunSummary], which: FirstRun) -> Option<u64> {
+    runs.iter().find(|r| r.measured && which.matches(r)).map(|r| r.number)
+}
+
 /// Simulates replication `seed` of `policy` following the selected run. Errors name the
 /// selector when no run matches.
 pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -> Result<TracedRun, CommandError> {
@@ -97,12 +109,11 @@ pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -
     let number = match select {
         RunSelector::Number(n) => n,
         RunSelector::First(which) => {
-            let (_, catalogue) = simulate_following(model, policy, seed, RunTracer::for_runs(&[], warmup_us))?;
-            let found = catalogue.runs.iter().find(|r| r.measured && which.matches(r));
-            match found {
-                Some(run) => run.number,
+            let runs = catalogue(model, policy, seed)?;
+            match first_matching(&runs, which) {
+                Some(number) => number,
                 None => {
-                    let measured = catalogue.runs.iter().filter(|r| r.measured).count();
+                    let measured = runs.iter().filter(|r| r.measured).count();
                     return Err(CommandError::Input(format!(
                         "argument `--first {}`: none of the {measured} root run(s) started after the warm-up matches",
                         which.name()
