@@ -8,7 +8,7 @@ use crate::engine::Model;
 use crate::runtime::decision::{Decision, GiveUp};
 use crate::runtime::guard::pipeline::AttemptKind;
 use crate::runtime::{AttemptResult, Purpose, StationExit, StepEnd, TraceCaller, TraceEvent};
-use crate::sim::Micros;
+use crate::sim::{Micros, us_to_ms};
 use crate::vocab::{FailureKind, Outcome, Refusal};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -134,7 +134,7 @@ pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> O
     run.set("workflow.name", Value::Str(wf.name.clone()));
     run.set("run.arrival", Value::Int(i64::from(start.arrival)));
     run.set("run.resubmission", Value::Int(i64::from(start.resubmission)));
-    run.set("run.deadline_ms", Value::Float(ms(start.deadline_at_us - start_us)));
+    run.set("run.deadline_ms", Value::Float(us_to_ms(start.deadline_at_us - start_us)));
     run.set("faultline.policy", Value::Str(model.policies[policy].name.clone()));
     run.summary = format!("run-{number} {}", wf.name);
     let mut b = Builder {
@@ -155,10 +155,6 @@ pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> O
     }
     b.close_open();
     Some(RunSpans { spans: b.spans, run_number: number })
-}
-
-fn ms(us: Micros) -> f64 {
-    us as f64 / 1e3
 }
 
 impl Builder<'_> {
@@ -209,12 +205,12 @@ impl Builder<'_> {
                 let run = &mut self.spans[0];
                 run.set("run.duplicate_effect", Value::Bool(duplicate_effect));
                 let after = at - run.end_us.unwrap_or(at);
-                run.set("run.finalized_after_ms", Value::Float(ms(after)));
+                run.set("run.finalized_after_ms", Value::Float(us_to_ms(after)));
             }
             TraceEvent::StationArrived { job, caller, dependency } => self.station_arrived(at, job, caller, dependency),
             TraceEvent::ServiceStarted { job } => {
                 if let Some(&span) = self.jobs.get(&job) {
-                    let wait_ms = ms(at - self.spans[span].start_us);
+                    let wait_ms = us_to_ms(at - self.spans[span].start_us);
                     let s = &mut self.spans[span];
                     s.set("station.queue_wait_ms", Value::Float(wait_ms));
                     s.event(at, "service.started", Vec::new());
@@ -384,7 +380,7 @@ impl Builder<'_> {
         };
         self.end_attempt(span, at, kind, word);
         if let AttemptResult::Failed { retry_after_us: Some(after), .. } = result {
-            self.spans[span].set("attempt.retry_after_ms", Value::Float(ms(after)));
+            self.spans[span].set("attempt.retry_after_ms", Value::Float(us_to_ms(after)));
         }
         self.steps[step as usize].last_attempt = Some(span);
     }
@@ -415,8 +411,9 @@ impl Builder<'_> {
         let s = &mut self.spans[span];
         let (word, detail) = match decision {
             Decision::Retry { sleep_us } => {
-                s.set("retry.backoff_ms", Value::Float(ms(sleep_us)));
-                let when = if sleep_us == 0 { "at once".to_string() } else { format!("after {:.0} ms", ms(sleep_us)) };
+                s.set("retry.backoff_ms", Value::Float(us_to_ms(sleep_us)));
+                let when =
+                    if sleep_us == 0 { "at once".to_string() } else { format!("after {:.0} ms", us_to_ms(sleep_us)) };
                 ("RETRY", format!("retry {when}"))
             }
             Decision::Reconcile => ("RECONCILE_FIRST", "reconcile first".to_string()),
@@ -533,7 +530,7 @@ impl Builder<'_> {
         let s = &mut self.spans[span];
         match s.end_us {
             // The caller had stopped waiting: the station kept working for nobody.
-            Some(end) if at > end => s.set("station.left_after_caller_ms", Value::Float(ms(at - end))),
+            Some(end) if at > end => s.set("station.left_after_caller_ms", Value::Float(us_to_ms(at - end))),
             Some(_) | None => s.event(at, "station.left", attrs),
         }
         if self.is_remote(span) && self.spans[span].end_us.is_none() {
