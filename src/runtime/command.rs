@@ -50,7 +50,6 @@ pub struct Outbox {
     pub observations: Vec<Observation>,
     /// Observations that belong to no run (breaker transitions, refusals of shared guards).
     pub shared: Vec<Observation>,
-    pub traces: Vec<TraceEvent>,
 }
 
 impl Outbox {
@@ -59,7 +58,6 @@ impl Outbox {
             commands: Vec::with_capacity(n),
             observations: Vec::with_capacity(n),
             shared: Vec::with_capacity(n),
-            traces: Vec::new(),
         }
     }
 }
@@ -78,9 +76,5 @@ impl Effects for Outbox {
     #[inline]
     fn observe_shared(&mut self, o: Observation) {
         self.shared.push(o);
-    }
-
-    fn trace(&mut self, event: TraceEvent) {
-        self.traces.push(event);
     }
 }
