@@ -158,11 +158,11 @@ fn a_run_is_traced_the_same_alone_or_among_all_runs_and_tracing_changes_no_figur
     let seed = replication_seed(model.world.seed, 1);
     for policy in 0..model.policies.len() {
         let plain = simulate(&model, policy, seed).unwrap();
-        let (all_figures, all) = simulate_following(&model, policy, seed, RunTracer::for_all_runs(0)).unwrap();
+        let (all_figures, all) = simulate_following(&model, policy, seed, RunTracer::for_all_runs()).unwrap();
         assert_eq!(bits(&plain.metrics), bits(&all_figures.metrics), "following every run changed the figures");
         assert!(all.runs.len() > 1000, "{} runs", all.runs.len());
         for number in [1, 2, 500, all.runs.len() as u64] {
-            let (figures, one) = simulate_following(&model, policy, seed, RunTracer::for_runs(&[number], 0)).unwrap();
+            let (figures, one) = simulate_following(&model, policy, seed, RunTracer::for_runs(&[number])).unwrap();
             assert_eq!(bits(&plain.metrics), bits(&figures.metrics));
             let alone = one.events_of(number);
             assert!(alone.len() >= 3, "run {number}: {} events", alone.len());
@@ -177,8 +177,7 @@ fn selectors_pick_the_first_matching_run_after_the_warm_up() {
     let model = incident(&["simulation.duration_s=900"]);
     let naive = model.policy_index("naive").unwrap();
     let seed = replication_seed(model.world.seed, 0);
-    let (_, catalogue) =
-        simulate_following(&model, naive, seed, RunTracer::for_runs(&[], model.world.warmup_us)).unwrap();
+    let (_, catalogue) = simulate_following(&model, naive, seed, RunTracer::for_runs(&[])).unwrap();
     for which in [FirstRun::Failed, FirstRun::Duplicate, FirstRun::NotSucceeded] {
         let expected = catalogue.runs.iter().find(|r| r.measured && which.matches(r)).expect("the incident has one");
         let traced = trace_run(&model, naive, seed, RunSelector::First(which)).unwrap();

@@ -46,7 +46,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let deadline_at_us = budget.deadline_at;
         slot.machine.reset(workflow as u16, wf, key, now, budget);
         if T::ON {
-            let start = RunStart { workflow: workflow as u16, arrival, resubmission, deadline_at_us };
+            self.runs_started += 1;
+            let number = self.runs_started;
+            let start = RunStart { number, measured, workflow: workflow as u16, arrival, resubmission, deadline_at_us };
             self.tracer.run_started(id, now, start);
         }
         self.live_runs += 1;

@@ -175,6 +175,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub arrivals: Vec<ArrivalProcess>,
     pub recorder: Recorder,
     pub live_runs: usize,
+    /// Root runs started so far: the number of the latest (counted only when traced).
+    pub runs_started: u64,
     pub error: Option<SimError>,
     /// duration + drain limit: nothing is simulated past it.
     pub stop_at: Micros,
@@ -221,6 +223,7 @@ pub fn simulate_following<T: Tracer>(
             crate::metrics::fault_span(world.faults.iter().map(|f| (f.start_us, f.end_us))),
         ),
         live_runs: 0,
+        runs_started: 0,
         error: None,
         stop_at: world.duration_us.saturating_add(world.drain_limit_us),
         tracer,

@@ -93,7 +93,7 @@ pub struct TracedRun {
 /// Every root run of replication `seed` of `policy`, summarised: one simulation that follows
 /// no run's steps.
 pub fn catalogue(model: &Model, policy: usize, seed: u64) -> Result<Vec<RunSummary>, CommandError> {
-    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&[], model.world.warmup_us))?;
+    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&[]))?;
     Ok(tracer.runs)
 }
 
@@ -105,7 +105,6 @@ pub fn first_matching(runs: &[RunSummary], which: FirstRun) -> Option<u64> {
 /// Simulates replication `seed` of `policy` following the selected run. Errors name the
 /// selector when no run matches.
 pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -> Result<TracedRun, CommandError> {
-    let warmup_us = model.world.warmup_us;
     let number = match select {
         RunSelector::Number(n) => n,
         RunSelector::First(which) => {
@@ -122,7 +121,7 @@ pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -
             }
         }
     };
-    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&[number], warmup_us))?;
+    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&[number]))?;
     let started = tracer.runs.len();
     let summary = tracer.runs.iter().find(|r| r.number == number).copied();
     let (Some(summary), Some(spans)) = (summary, build(model, policy, &tracer.events_of(number))) else {

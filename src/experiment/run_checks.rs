@@ -55,6 +55,7 @@ struct LiveRun {
 pub struct RunChecks<'m> {
     model: &'m Model,
     policy: usize,
+    /// The number of the latest run started.
     started: u64,
     runs: Vec<LiveRun>,
     pub breach: Option<RunBreach>,
@@ -161,17 +162,17 @@ impl Tracer for RunChecks<'_> {
         SlotSink { tracer: self, slot }
     }
 
-    fn run_started(&mut self, slot: u32, now: Micros, start: RunStart) {
-        self.started += 1;
+    fn run_started(&mut self, slot: u32, _: Micros, start: RunStart) {
+        self.started = start.number;
         let slot = slot as usize;
         if self.runs.len() <= slot {
             self.runs.resize_with(slot + 1, LiveRun::default);
         }
         let workflow = start.workflow as usize;
         let run = &mut self.runs[slot];
-        run.number = self.started;
+        run.number = start.number;
         run.workflow = workflow;
-        run.measured = now >= self.model.world.warmup_us;
+        run.measured = start.measured;
         run.retries = 0;
         run.steps.clear();
         run.steps.resize(self.model.workflows[workflow].steps.len(), StepCount::default());
@@ -249,7 +250,8 @@ mod tests {
     }
 
     fn started(checks: &mut RunChecks, model: &Model) {
-        let start = RunStart { workflow: 0, arrival: 0, resubmission: 0, deadline_at_us: u64::MAX };
+        let start =
+            RunStart { number: 1, measured: true, workflow: 0, arrival: 0, resubmission: 0, deadline_at_us: u64::MAX };
         checks.run_started(0, model.world.warmup_us, start);
     }
 

@@ -126,7 +126,8 @@ struct Builder<'m> {
 
 /// Builds the spans of a traced run from its events (as [`crate::runtime::RunTracer`] kept them).
 pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> Option<RunSpans> {
-    let &(start_us, TraceEvent::RunStarted { number, start }) = events.first()? else { return None };
+    let &(start_us, TraceEvent::RunStarted { start }) = events.first()? else { return None };
+    let number = start.number;
     let workflow = start.workflow as usize;
     let wf = &model.workflows[workflow];
     let mut run = Span::new(None, format!("agent.run {}", wf.name), SpanKind::Internal, start_us);

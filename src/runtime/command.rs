@@ -54,11 +54,7 @@ pub struct Outbox {
 
 impl Outbox {
     pub fn with_capacity(n: usize) -> Self {
-        Outbox {
-            commands: Vec::with_capacity(n),
-            observations: Vec::with_capacity(n),
-            shared: Vec::with_capacity(n),
-        }
+        Outbox { commands: Vec::with_capacity(n), observations: Vec::with_capacity(n), shared: Vec::with_capacity(n) }
     }
 }
 

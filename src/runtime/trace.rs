@@ -9,10 +9,14 @@ use super::guard::pipeline::AttemptKind;
 use crate::sim::Micros;
 use crate::vocab::{BudgetKind, FailureKind, Outcome, Refusal};
 
-/// A root run as it starts: its workflow, which arrival of that workflow, which resubmission
-/// of it by the user (0 for the first submission), and its deadline.
+/// A root run as it starts: its number in the replication (from 1, in start order: the number
+/// `replay --run` and explore's reports use), whether it counts in the figures (started after
+/// the warm-up), its workflow, which arrival of that workflow, which resubmission of it by the
+/// user (0 for the first submission), and its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunStart {
+    pub number: u64,
+    pub measured: bool,
     pub workflow: u16,
     pub arrival: u32,
     pub resubmission: u8,
@@ -67,9 +71,8 @@ pub enum StepEnd {
 /// Something that happened to the traced run. Small and `Copy`, like observations.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TraceEvent {
-    /// The run started: the `number`-th root run of the replication (from 1).
+    /// The run started.
     RunStarted {
-        number: u64,
         start: RunStart,
     },
     /// A logical call began (its predecessors are done and it holds a concurrency token).
@@ -180,7 +183,7 @@ pub trait Tracer {
         Self: 'a;
     /// The sink for inputs of the run in slot `slot`.
     fn sink(&mut self, slot: u32) -> Self::Sink<'_>;
-    /// A root run started in run slot `slot`; the tracer numbers it (from 1, in start order).
+    /// A root run started in run slot `slot`.
     fn run_started(&mut self, slot: u32, now: Micros, start: RunStart);
     /// Something happened to the run in slot `slot` (ignored unless that run is followed, but
     /// every run's end is kept for its summary).
@@ -284,7 +287,6 @@ pub struct RunTracer {
     /// Run numbers to record (sorted); empty records none, `all` records every run.
     wanted: Vec<u64>,
     all: bool,
-    warmup_us: Micros,
     /// Per run slot: the run number it now holds, if followed, and its summary index.
     slots: Vec<SlotState>,
     pub runs: Vec<RunSummary>,
@@ -300,16 +302,16 @@ struct SlotState {
 
 impl RunTracer {
     /// Records the events of the runs numbered `wanted` (from 1) and summaries of all runs.
-    pub fn for_runs(wanted: &[u64], warmup_us: Micros) -> RunTracer {
+    pub fn for_runs(wanted: &[u64]) -> RunTracer {
         let mut wanted = wanted.to_vec();
         wanted.sort_unstable();
-        RunTracer { wanted, warmup_us, ..RunTracer::default() }
+        RunTracer { wanted, ..RunTracer::default() }
     }
 
     /// Records every event of every run (tests: a run's events must not depend on which runs
     /// are followed).
-    pub fn for_all_runs(warmup_us: Micros) -> RunTracer {
-        RunTracer { all: true, warmup_us, ..RunTracer::default() }
+    pub fn for_all_runs() -> RunTracer {
+        RunTracer { all: true, ..RunTracer::default() }
     }
 
     /// The events of run `number`, in order.
@@ -347,13 +349,13 @@ impl Tracer for RunTracer {
     }
 
     fn run_started(&mut self, slot: u32, now: Micros, start: RunStart) {
-        let number = self.runs.len() as u64 + 1;
+        let number = start.number;
         let summary = self.runs.len();
         self.runs.push(RunSummary {
             number,
             workflow: start.workflow,
             start_us: now,
-            measured: now >= self.warmup_us,
+            measured: start.measured,
             outcome: None,
             deadline_exceeded: false,
             duplicate_effect: false,
@@ -361,7 +363,7 @@ impl Tracer for RunTracer {
         let followed = self.all || self.wanted.binary_search(&number).is_ok();
         *self.slot(slot) = SlotState { summary: Some(summary), followed };
         if followed {
-            self.events.push((number, now, TraceEvent::RunStarted { number, start }));
+            self.events.push((number, now, TraceEvent::RunStarted { start }));
         }
     }
 
