@@ -142,6 +142,15 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
+    /// Tells the tracer that job `id` left its station by `exit`.
+    #[inline(always)]
+    fn trace_left(&mut self, now: Micros, id: u32, exit: StationExit) {
+        if T::ON {
+            let purpose = self.jobs[id].purpose;
+            self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit, purpose });
+        }
+    }
+
     fn enqueue(&mut self, now: Micros, id: u32) {
         let job = &self.jobs[id];
         let (d, generation, priority) = (job.station as usize, job.generation, job.priority);
@@ -173,7 +182,7 @@ impl<T: Tracer> Simulation<'_, T> {
     /// Drops a queued attempt before service (expired, abandoned, or CoDel): its caller, if it
     /// still waits, gets OVERLOADED now.
     fn drop_queued(&mut self, now: Micros, id: u32) {
-        self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit: StationExit::Expired });
+        self.trace_left(now, id, StationExit::Expired);
         let job = &self.jobs[id];
         let expired = Observation::Refused { dependency: job.station, reason: Refusal::Expired };
         self.observe(now, job.measured, expired);
@@ -293,7 +302,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     retry_after_us: job.retry_after_us,
                 };
                 let exit = StationExit::Rejected { kind: job.error.unwrap_or(FailureKind::Overloaded) };
-                self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit });
+                self.trace_left(now, id, exit);
                 self.finish_job(now, id, &job, result);
             }
             JobPhase::InService => {
@@ -317,7 +326,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: !job.attached };
         self.observe(now, job.measured, used);
         let exit = StationExit::Served { error: job.error, reply_lost: job.no_reply };
-        self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit });
+        self.trace_left(now, id, exit);
         self.record_departure(now, &job);
         self.release_server(now, d);
         if let Purpose::Write { deduplicated } = job.purpose
@@ -421,7 +430,7 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         match job.phase {
             JobPhase::Queued => {
-                self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit: StationExit::Cancelled });
+                self.trace_left(now, id, StationExit::Cancelled);
                 self.observe_station(d, now);
                 self.stations[d].forget_queued(now);
                 self.free_job(now, id);
@@ -433,7 +442,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 {
                     self.abandon(now, child);
                 }
-                self.trace_job(now, id, TraceEvent::StationLeft { job: id, exit: StationExit::Cancelled });
+                self.trace_left(now, id, StationExit::Cancelled);
                 let used =
                     Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: true };
                 self.observe(now, job.measured, used);

@@ -10,7 +10,7 @@
 
 use crate::engine::Model;
 use crate::runtime::guard::pipeline::AttemptKind;
-use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, StepEnd, TraceCaller, TraceEvent, Tracer};
+use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, StepEnd, TraceEvent, Tracer};
 use crate::scenario::Criticality;
 use crate::sim::Micros;
 use crate::vocab::{BudgetKind, FailureKind};
@@ -47,9 +47,6 @@ struct LiveRun {
     measured: bool,
     retries: u32,
     steps: Vec<StepCount>,
-    /// (step, serial) of status lookups sent, then the station jobs that carry them.
-    lookups: Vec<(u8, u32)>,
-    lookup_jobs: Vec<u32>,
 }
 
 pub struct RunChecks<'m> {
@@ -99,7 +96,7 @@ impl<'m> RunChecks<'m> {
         }
     }
 
-    fn attempt_sent(&mut self, slot: usize, step: u8, serial: u32, kind: AttemptKind, purpose: Purpose) {
+    fn attempt_sent(&mut self, slot: usize, step: u8, kind: AttemptKind, purpose: Purpose) {
         let (policy, model) = (self.policy, self.model);
         let run = &mut self.runs[slot];
         let step_policy = &model.policies[policy].steps[run.workflow][step as usize];
@@ -107,7 +104,6 @@ impl<'m> RunChecks<'m> {
         let (made, target) = match (purpose, kind, count.on_fallback) {
             (Purpose::Lookup, _, _) => {
                 count.lookups += 1;
-                run.lookups.push((step, serial));
                 (count.lookups, "status lookups")
             }
             (Purpose::Call | Purpose::Write { .. }, AttemptKind::Hedge, _) => {
@@ -176,8 +172,6 @@ impl Tracer for RunChecks<'_> {
         run.retries = 0;
         run.steps.clear();
         run.steps.resize(self.model.workflows[workflow].steps.len(), StepCount::default());
-        run.lookups.clear();
-        run.lookup_jobs.clear();
     }
 
     fn record(&mut self, slot: u32, _now: Micros, event: TraceEvent) {
@@ -186,9 +180,7 @@ impl Tracer for RunChecks<'_> {
             return;
         }
         match event {
-            TraceEvent::AttemptSent { step, serial, kind, purpose, .. } => {
-                self.attempt_sent(slot, step, serial, kind, purpose)
-            }
+            TraceEvent::AttemptSent { step, kind, purpose, .. } => self.attempt_sent(slot, step, kind, purpose),
             TraceEvent::FallbackStarted { step } => self.runs[slot].steps[step as usize].on_fallback = true,
             TraceEvent::StepStarted { step } => self.runs[slot].steps[step as usize].running = true,
             TraceEvent::BudgetExhausted { step, kind: BudgetKind::Time | BudgetKind::Cost } => {
@@ -210,17 +202,7 @@ impl Tracer for RunChecks<'_> {
             TraceEvent::AttemptRefused { purpose: Purpose::Lookup, reason, .. } => {
                 self.lookup_lost(slot, format!("refused ({})", reason.name()))
             }
-            TraceEvent::StationArrived { job, caller, .. } => {
-                // Job ids are reused: an arrival ends what the id meant before.
-                let run = &mut self.runs[slot];
-                run.lookup_jobs.retain(|&j| j != job);
-                if let TraceCaller::Step { step, serial } = caller
-                    && run.lookups.contains(&(step, serial))
-                {
-                    run.lookup_jobs.push(job);
-                }
-            }
-            TraceEvent::StationLeft { job, exit } if self.runs[slot].lookup_jobs.contains(&job) => match exit {
+            TraceEvent::StationLeft { exit, purpose: Purpose::Lookup, .. } => match exit {
                 StationExit::Rejected { kind: FailureKind::Overloaded } => {
                     self.lookup_lost(slot, "rejected by a full waiting room".into())
                 }
@@ -239,7 +221,7 @@ impl Tracer for RunChecks<'_> {
 mod tests {
     use super::*;
     use crate::experiment::batch::{compile_with, replication_seed};
-    use crate::runtime::Decision;
+    use crate::runtime::{Decision, TraceCaller};
     use crate::scenario::{load_file, parse_override};
     use std::path::Path;
 
@@ -293,7 +275,7 @@ mod tests {
         checks.record(0, 1, lookup(1));
         checks.record(0, 1, arrive(7, 1));
         let down = StationExit::Rejected { kind: FailureKind::TransientTransport };
-        checks.record(0, 1, TraceEvent::StationLeft { job: 7, exit: down });
+        checks.record(0, 1, TraceEvent::StationLeft { job: 7, exit: down, purpose: Purpose::Lookup });
         assert_eq!(checks.breach, None, "a dependency that is down is a fault, not a lack of capacity");
         // The same job id, reused by an ordinary call, is not a lookup any more.
         checks.record(
@@ -302,11 +284,11 @@ mod tests {
             TraceEvent::StationArrived { job: 7, caller: TraceCaller::Step { step: 4, serial: 0 }, dependency: 0 },
         );
         let full = StationExit::Rejected { kind: FailureKind::Overloaded };
-        checks.record(0, 2, TraceEvent::StationLeft { job: 7, exit: full });
+        checks.record(0, 2, TraceEvent::StationLeft { job: 7, exit: full, purpose: Purpose::Call });
         assert_eq!(checks.breach, None);
         checks.record(0, 3, lookup(2));
         checks.record(0, 3, arrive(9, 2));
-        checks.record(0, 3, TraceEvent::StationLeft { job: 9, exit: full });
+        checks.record(0, 3, TraceEvent::StationLeft { job: 9, exit: full, purpose: Purpose::Lookup });
         assert_eq!(checks.breach.map(|b| b.invariant), Some(CONTROL_CAPACITY));
     }
 

@@ -217,7 +217,7 @@ impl Builder<'_> {
                     s.event(at, "service.started", Vec::new());
                 }
             }
-            TraceEvent::StationLeft { job, exit } => self.station_left(at, job, exit),
+            TraceEvent::StationLeft { job, exit, .. } => self.station_left(at, job, exit),
             TraceEvent::CallerTimedOut { job } => {
                 if let Some(&span) = self.jobs.get(&job) {
                     self.spans[span].event(at, "caller.timeout", Vec::new());

@@ -155,9 +155,12 @@ pub enum TraceEvent {
     ServiceStarted {
         job: u32,
     },
+    /// The job left its station; `purpose` is the attempt's (a status lookup is on the
+    /// control path).
     StationLeft {
         job: u32,
         exit: StationExit,
+        purpose: Purpose,
     },
     /// The caller's timeout fired while the job was still at its station or its reply was lost.
     CallerTimedOut {
