@@ -2,6 +2,9 @@
 //! (opentelemetry-proto with serde), a run's trace does not depend on which runs are followed,
 //! following never changes a replication's figures, and the selectors pick what they say.
 
+mod common;
+
+use common::metric_bits;
 use faultline::engine::{Model, simulate, simulate_following};
 use faultline::experiment::batch::{compile_with, replication_seed};
 use faultline::experiment::replay::{FirstRun, RunSelector, trace_run};
@@ -34,11 +37,6 @@ fn incident(sets: &[&str]) -> Model {
     let source = load_file(Path::new(INCIDENT)).unwrap();
     let overrides: Vec<Override> = sets.iter().map(|s| parse_override(s).unwrap()).collect();
     compile_with(&source, &overrides).unwrap()
-}
-
-/// Figures compared bit for bit (NaN marks an undefined figure and equals itself here).
-fn bits(m: &faultline::metrics::MetricMap) -> Vec<(String, u64)> {
-    m.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect()
 }
 
 fn attribute<'a>(span: &'a Span, key: &str) -> Option<&'a any_value::Value> {
@@ -159,11 +157,15 @@ fn a_run_is_traced_the_same_alone_or_among_all_runs_and_tracing_changes_no_figur
     for policy in 0..model.policies.len() {
         let plain = simulate(&model, policy, seed).unwrap();
         let (all_figures, all) = simulate_following(&model, policy, seed, RunTracer::for_all_runs()).unwrap();
-        assert_eq!(bits(&plain.metrics), bits(&all_figures.metrics), "following every run changed the figures");
+        assert_eq!(
+            metric_bits(&plain.metrics),
+            metric_bits(&all_figures.metrics),
+            "following every run changed the figures"
+        );
         assert!(all.runs.len() > 1000, "{} runs", all.runs.len());
         for number in [1, 2, 500, all.runs.len() as u64] {
             let (figures, one) = simulate_following(&model, policy, seed, RunTracer::for_runs(&[number])).unwrap();
-            assert_eq!(bits(&plain.metrics), bits(&figures.metrics));
+            assert_eq!(metric_bits(&plain.metrics), metric_bits(&figures.metrics));
             let alone = one.events_of(number);
             assert!(alone.len() >= 3, "run {number}: {} events", alone.len());
             assert_eq!(alone, all.events_of(number), "run {number} of policy {policy}");

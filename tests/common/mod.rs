@@ -25,6 +25,11 @@ pub fn replicate(model: &Model, policy: usize) -> Vec<MetricMap> {
         .collect()
 }
 
+/// Figures compared bit for bit (NaN marks an undefined figure and equals itself here).
+pub fn metric_bits(m: &MetricMap) -> Vec<(String, u64)> {
+    m.iter().map(|(k, v)| (k.clone(), v.to_bits())).collect()
+}
+
 pub fn metric(reps: &[MetricMap], name: &str) -> Estimate {
     estimate(reps.iter().map(|m| *m.get(name).unwrap_or_else(|| panic!("no metric {name}"))))
 }
