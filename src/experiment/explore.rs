@@ -258,12 +258,13 @@ impl Invariants {
 
     fn check(&self, m: &MetricMap, replication: u32) -> Option<Violation> {
         let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
-        let broken = |invariant: String, detail: String| {
-            Some(Violation { invariant, replication, detail, run: FirstRun::NotSucceeded, run_number: None })
+        // `run`: the kind of run that shows the violation, traced in the report.
+        let broken = |invariant: String, detail: String, run: FirstRun| {
+            Some(Violation { invariant, replication, detail, run, run_number: None })
         };
         for (name, sum, total) in identity_sums(m, self.measured_s) {
             if (sum - total).abs() > 1e-6 * total.abs().max(1.0) {
-                return broken(format!("identity: {name}"), format!("{sum} != {total}"));
+                return broken(format!("identity: {name}"), format!("{sum} != {total}"), FirstRun::NotSucceeded);
             }
         }
         let pairs = [
@@ -273,28 +274,28 @@ impl Invariants {
         ];
         for (part, whole) in pairs {
             if get(part) > get(whole) {
-                return broken(format!("identity: {part} <= {whole}"), format!("{} > {}", get(part), get(whole)));
+                let detail = format!("{} > {}", get(part), get(whole));
+                return broken(format!("identity: {part} <= {whole}"), detail, FirstRun::NotSucceeded);
             }
         }
         if self.no_duplicates && get("duplicate_effect_total") > 0.0 {
             let detail = format!("duplicate_effect_total = {}", get("duplicate_effect_total"));
             let invariant = "no duplicate effect (one key per call, reconcile first)".to_string();
-            return Some(Violation { invariant, replication, detail, run: FirstRun::Duplicate, run_number: None });
+            return broken(invariant, detail, FirstRun::Duplicate);
         }
         if let Some(deadline) = self.deadline_ms
             && get("run_latency_ms.max") > deadline + 1e-3
         {
             let detail = format!("run_latency_ms.max = {} > {deadline}", get("run_latency_ms.max"));
             let invariant = format!("no run longer than its deadline ({deadline} ms, propagated)");
-            return Some(Violation { invariant, replication, detail, run: FirstRun::DeadlineMissed, run_number: None });
+            return broken(invariant, detail, FirstRun::DeadlineMissed);
         }
         for c in &self.thresholds {
             let v = get(&c.metric);
             if v.is_finite() && !holds(c.comparison, v, c.threshold) {
                 let invariant = format!("[slo] {} {}", c.metric, c.expression);
                 let detail = format!("{} = {v}", c.metric);
-                let run = run_showing(&c.metric);
-                return Some(Violation { invariant, replication, detail, run, run_number: None });
+                return broken(invariant, detail, run_showing(&c.metric));
             }
         }
         None

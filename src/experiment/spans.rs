@@ -159,6 +159,12 @@ pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> O
 }
 
 impl Builder<'_> {
+    /// Adds a span; returns its index, which children name as their parent.
+    fn push(&mut self, span: Span) -> usize {
+        self.spans.push(span);
+        self.spans.len() - 1
+    }
+
     fn apply(&mut self, at: Micros, event: TraceEvent) {
         match event {
             TraceEvent::RunStarted { .. } => {}
@@ -257,8 +263,7 @@ impl Builder<'_> {
         span.set("step.effect", Value::Str(format!("{:?}", sm.effect).to_lowercase()));
         span.set("step.criticality", Value::Str(format!("{:?}", sm.criticality).to_lowercase()));
         span.summary = sm.id.clone();
-        self.spans.push(span);
-        self.steps[step as usize].call = Some(self.spans.len() - 1);
+        self.steps[step as usize].call = Some(self.push(span));
     }
 
     fn fallback_started(&mut self, at: Micros, step: u8) {
@@ -270,8 +275,7 @@ impl Builder<'_> {
         self.dependency_attributes(&mut span, dependency as u16);
         span.set("degradation.mode", Value::Str("FALLBACK".into()));
         span.summary = name;
-        self.spans.push(span);
-        self.steps[step as usize].fallback = Some(self.spans.len() - 1);
+        self.steps[step as usize].fallback = Some(self.push(span));
     }
 
     /// Where an attempt of `step` hangs: its reconciliation group, its fallback group, or the call.
@@ -284,8 +288,7 @@ impl Builder<'_> {
                 None => {
                     let mut span = Span::new(Some(call), "dependency.reconciliation".into(), SpanKind::Internal, at);
                     span.summary = "status lookups of the write's key".into();
-                    self.spans.push(span);
-                    let id = self.spans.len() - 1;
+                    let id = self.push(span);
                     self.steps[step as usize].reconciliation = Some(id);
                     id
                 }
@@ -319,8 +322,7 @@ impl Builder<'_> {
             Some(AttemptKind::Hedge) => format!("{} {name} (hedge)", serial + 1),
             Some(AttemptKind::First | AttemptKind::Retry) | None => format!("{} {name}", serial + 1),
         };
-        self.spans.push(span);
-        let id = self.spans.len() - 1;
+        let id = self.push(span);
         self.attempts.insert((step, serial), id);
         id
     }
@@ -349,8 +351,7 @@ impl Builder<'_> {
                     (_, AttemptKind::Retry) => format!("{name} (retry)"),
                     (_, AttemptKind::First) => name,
                 };
-                self.spans.push(span);
-                self.spans.len() - 1
+                self.push(span)
             }
         };
         let s = &mut self.spans[span];
@@ -503,8 +504,8 @@ impl Builder<'_> {
                 span.set("remote.repeat", Value::Int(i64::from(repeat)));
                 self.dependency_attributes(&mut span, dependency);
                 span.summary = format!("{} {name} (the agent's call {}, #{})", sub_attempt + 1, call + 1, repeat + 1);
-                self.spans.push(span);
-                self.jobs.insert(job, self.spans.len() - 1);
+                let id = self.push(span);
+                self.jobs.insert(job, id);
                 self.exited.remove(&job);
             }
         }
