@@ -1822,3 +1822,135 @@ fn a_typo_or_a_misplaced_field_in_a_mechanism_table_is_located() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Found as a defect: a retry refused by a guard spent the run's retry token, so the step's
+/// fallback then gave up with `retry_budget_exhausted` instead of retrying. `api` always fails
+/// and an empty AWS quota at `api` refuses every retry there; `backup` fails half its attempts.
+/// With one token per run, each run's retry at `api` is refused (token back), the step falls
+/// back, and the fallback's one retry is paid by that same token.
+#[test]
+fn a_retry_refused_by_a_guard_spends_no_token_and_the_fallback_retries_with_it() {
+    let text = r#"
+[simulation]
+duration_s = 30
+seed = 23
+
+[[dependency]]
+name = "api"
+servers = 100
+service_time = { dist = "constant", value_ms = 10 }
+errors = { transient_transport = 1.0 }
+
+[[dependency]]
+name = "backup"
+servers = 100
+service_time = { dist = "constant", value_ms = 10 }
+errors = { transient_transport = 0.5 }
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 20 }
+deadline_ms = 10000
+
+  [[workflow.step]]
+  id = "fetch"
+  dependency = "api"
+  fallback = "backup"
+
+[policy.p]
+retry = { max_attempts = 2, backoff = { kind = "none" } }
+budget = { retry_tokens = 1 }
+
+[[policy.p.retry_budget]]
+kind = "aws"
+dependency = "api"
+initial_retry_tokens = 0
+"#;
+    let r = only(text);
+    let calls = get(&r, "logical_call_total");
+    assert!(calls > 400.0, "{calls}");
+    // Every call's one retry at api is refused, and every call falls back.
+    assert_eq!(get(&r, "dependency.api.refused_total.retry_budget"), calls);
+    assert_eq!(get(&r, "dependency.api.attempt_total"), calls);
+    assert_eq!(get(&r, "fallback_used_total") + get(&r, "outcome_total.failed"), calls);
+    // Half the fallback's first attempts fail; each is retried with the token the refusal gave back.
+    let backup_errors = get(&r, "dependency.backup.error_total.transient_transport");
+    let backup_attempts = get(&r, "dependency.backup.attempt_total");
+    let first_failures = backup_attempts - calls;
+    assert!(first_failures > 0.4 * calls, "the fallback retried {first_failures} of {calls} calls");
+    assert_eq!(get(&r, "budget_exhausted_total.retry"), 0.0, "no retry ever found the token gone");
+    // A failed retry of the fallback ends the call: failures are the calls whose two backup attempts failed.
+    assert_eq!(get(&r, "outcome_total.failed"), backup_errors - first_failures);
+}
+
+/// Found as a defect: a call admitted while CLOSED that ended ignored during HALF_OPEN gave back
+/// a probe permit it never held, so a Polly breaker sent a probe per ignored outcome. Polly has
+/// no permits: an outcome its ShouldHandle does not handle counts as a success and closes a
+/// half-open circuit (CircuitStateController.OnUnhandledOutcomeAsync). `api` takes 2 s; calls
+/// arriving in [0, 0.2 s) end INVALID_INPUT (unhandled by default) at [2.0, 2.2 s); a `down`
+/// fault in [0.2, 0.5 s) opens the breaker at once; after the 500 ms break the first call
+/// flips it to HALF_OPEN at 0.7 s and every other call is refused until 2.0 s, when the first
+/// unhandled outcome closes the circuit.
+#[test]
+fn an_unhandled_outcome_closes_a_half_open_polly_circuit_and_no_probe_leaks() {
+    let text = r#"
+[simulation]
+duration_s = 4
+seed = 5
+timeseries_window_s = 0.1
+
+[[dependency]]
+name = "api"
+servers = 1000
+service_time = { dist = "constant", value_ms = 2000 }
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 50 }
+deadline_ms = 10000
+
+  [[workflow.step]]
+  id = "fetch"
+  dependency = "api"
+
+[[fault]]
+kind = "errors"
+target = "api"
+start_s = 0
+duration_s = 0.2
+errors = { invalid_input = 1.0 }
+
+[[fault]]
+kind = "down"
+target = "api"
+start_s = 0.2
+duration_s = 0.3
+
+[policy.p]
+retry = { max_attempts = 1 }
+
+[[policy.p.circuit_breaker]]
+kind = "polly"
+dependency = "api"
+failure_ratio = 0.5
+minimum_throughput = 2
+break_duration_ms = 500
+"#;
+    let m = model(text);
+    let r = run(&m, "p");
+    let refused = |row| refused_in_row(&r, 1, 0, row);
+    let m = &r.metrics;
+    assert_eq!(get(m, "breaker.api.transition_total.open"), 1.0, "one break");
+    assert_eq!(get(m, "breaker.api.transition_total.half_open"), 1.0, "one probe episode");
+    assert_eq!(get(m, "breaker.api.transition_total.closed"), 1.0, "closed by the first unhandled outcome");
+    // HALF_OPEN from 0.7 s: every window up to 2.0 s refuses (about 5 calls each). The first
+    // unhandled outcome ends 2 s after the first arrival (within 0.1 s with near certainty):
+    // from 2.1 s nothing is refused. Before the fix, the probe that went out at 0.7 s decided
+    // only at 2.7 s and every window in between refused.
+    for row in 8..20 {
+        assert!(refused(row) >= 2, "window {row} refused {}", refused(row));
+    }
+    for row in 21..40 {
+        assert_eq!(refused(row), 0, "window {row}: the circuit closed by 2.1 s");
+    }
+}

@@ -17,6 +17,7 @@ pub struct BudgetLimits {
 pub struct RunBudget {
     pub deadline_at: Micros,
     pub retry_tokens_left: u32,
+    pub retry_token_limit: u32,
     pub concurrency_limit: u32,
     pub in_flight: u32,
     pub cost_limit: f64,
@@ -28,6 +29,7 @@ impl RunBudget {
         RunBudget {
             deadline_at,
             retry_tokens_left: limits.retry_tokens.unwrap_or(u32::MAX),
+            retry_token_limit: limits.retry_tokens.unwrap_or(u32::MAX),
             concurrency_limit: limits.concurrency_tokens.unwrap_or(u32::MAX),
             in_flight: 0,
             cost_limit: limits.cost_units.unwrap_or(f64::INFINITY),
@@ -39,6 +41,7 @@ impl RunBudget {
         self.deadline_at.saturating_sub(now)
     }
 
+    /// The one place that says whether a retry (or a hedge) may be paid for.
     pub fn has_retry_token(&self) -> bool {
         self.retry_tokens_left > 0
     }
@@ -51,39 +54,32 @@ impl RunBudget {
         self.cost_used + cost <= self.cost_limit + 1e-9
     }
 
-    /// Whether a new attempt costing `cost` fits every budget; names the one it exceeds (time
-    /// is checked by the caller, which knows the timeout arithmetic). Spends nothing, so a
-    /// guard further on may still refuse the attempt for free.
-    pub fn check_attempt(&self, is_retry: bool, cost: f64) -> Result<(), BudgetKind> {
-        if is_retry && !self.has_retry_token() {
-            return Err(BudgetKind::Retry);
-        }
-        if !self.cost_fits(cost) {
-            return Err(BudgetKind::Cost);
-        }
-        Ok(())
-    }
-
-    /// Spends the retry token of a retry just decided (the decision saw one left).
+    /// The one place a retry token is spent: a retry takes it when it is decided (so a sibling
+    /// step deciding at the same time sees what is really left), a hedge as it is sent. A
+    /// token taken for an attempt that never goes out comes back through
+    /// [`RunBudget::return_retry_token`]: a refused attempt spends no token.
     pub fn take_retry_token(&mut self) {
-        debug_assert!(self.has_retry_token(), "a retry is decided only with a token left");
+        debug_assert!(self.has_retry_token(), "a token is taken only when one is left");
         self.retry_tokens_left = self.retry_tokens_left.saturating_sub(1);
     }
 
-    /// Spends what an admitted attempt costs: a hedge (`is_retry`) also spends a retry token.
-    pub fn spend(&mut self, is_retry: bool, cost: f64) {
-        debug_assert!(self.check_attempt(is_retry, cost).is_ok(), "spend only what was checked");
-        if is_retry {
-            self.retry_tokens_left = self.retry_tokens_left.saturating_sub(1);
-        }
-        self.cost_used += cost;
+    /// Gives back a token taken for an attempt that was not sent.
+    pub fn return_retry_token(&mut self) {
+        debug_assert!(self.retry_tokens_left < self.retry_token_limit, "a token comes back only after it was taken");
+        self.retry_tokens_left = self.retry_tokens_left.saturating_add(1).min(self.retry_token_limit);
     }
 
-    /// [`RunBudget::check_attempt`], then [`RunBudget::spend`].
-    pub fn admit_attempt(&mut self, is_retry: bool, cost: f64) -> Result<(), BudgetKind> {
-        self.check_attempt(is_retry, cost)?;
-        self.spend(is_retry, cost);
-        Ok(())
+    /// Whether an attempt costing `cost` fits the cost budget (time is checked by the caller,
+    /// which knows the timeout arithmetic; retry tokens by [`RunBudget::has_retry_token`]).
+    pub fn check_cost(&self, cost: f64) -> Result<(), BudgetKind> {
+        if self.cost_fits(cost) { Ok(()) } else { Err(BudgetKind::Cost) }
+    }
+
+    /// Spends what an admitted attempt costs.
+    pub fn spend_cost(&mut self, cost: f64) {
+        debug_assert!(self.cost_fits(cost), "spend only what was checked");
+        debug_assert!(cost >= 0.0, "costs are never negative");
+        self.cost_used += cost;
     }
 }
 
@@ -92,15 +88,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attempts_spend_tokens_and_cost_until_exhausted() {
+    fn tokens_and_cost_are_spent_until_exhausted() {
         let limits = BudgetLimits { retry_tokens: Some(1), concurrency_tokens: Some(2), cost_units: Some(10.0) };
         let mut b = RunBudget::new(&limits, 5_000);
-        assert_eq!(b.admit_attempt(false, 4.0), Ok(()));
-        assert_eq!(b.admit_attempt(true, 4.0), Ok(()));
+        assert!(b.has_retry_token());
+        b.take_retry_token();
+        assert!(!b.has_retry_token());
+        b.return_retry_token();
+        assert!(b.has_retry_token(), "a token taken for an attempt never sent comes back");
+        b.take_retry_token();
         assert_eq!(b.retry_tokens_left, 0);
-        assert_eq!(b.admit_attempt(true, 1.0), Err(BudgetKind::Retry));
-        assert_eq!(b.admit_attempt(false, 3.0), Err(BudgetKind::Cost), "8 + 3 > 10");
-        assert_eq!(b.admit_attempt(false, 2.0), Ok(()), "exactly at the limit is allowed");
+        assert_eq!(b.check_cost(8.0), Ok(()));
+        b.spend_cost(8.0);
+        assert_eq!(b.check_cost(3.0), Err(BudgetKind::Cost), "8 + 3 > 10");
+        assert_eq!(b.check_cost(2.0), Ok(()), "exactly at the limit is allowed");
+        b.spend_cost(2.0);
         assert_eq!(b.cost_used, 10.0);
         assert_eq!(b.remaining_us(4_000), 1_000);
         assert_eq!(b.remaining_us(6_000), 0);
@@ -110,8 +112,13 @@ mod tests {
     fn unlimited_budgets_never_refuse() {
         let mut b = RunBudget::new(&BudgetLimits::default(), 0);
         for _ in 0..1_000 {
-            assert_eq!(b.admit_attempt(true, 1e6), Ok(()));
+            assert!(b.has_retry_token());
+            b.take_retry_token();
+            assert_eq!(b.check_cost(1e6), Ok(()));
+            b.spend_cost(1e6);
         }
+        b.return_retry_token();
+        assert_eq!(b.retry_tokens_left, u32::MAX - 999);
         assert!(b.has_concurrency_slot());
     }
 }

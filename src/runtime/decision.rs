@@ -64,7 +64,8 @@ pub struct FailedAttempt {
     /// Attempts of this logical call at this dependency so far, including the failed one.
     pub attempts_made: u32,
     pub max_attempts: u32,
-    pub retry_tokens_left: u32,
+    /// The run can pay for one more retry (`RunBudget::has_retry_token`).
+    pub has_retry_token: bool,
     pub retry_after_us: Option<Micros>,
     pub remaining_us: Micros,
     pub reserve_us: Micros,
@@ -118,7 +119,7 @@ pub fn retry_or_give_up(rules: &RetryRules, failed: &FailedAttempt) -> Decision 
     if failed.attempts_made >= failed.max_attempts {
         return Decision::GiveUp(GiveUp::AttemptsExhausted);
     }
-    if failed.retry_tokens_left == 0 {
+    if !failed.has_retry_token {
         return Decision::GiveUp(GiveUp::Budget(BudgetKind::Retry));
     }
     let retry_number = failed.attempts_made.saturating_sub(1);
@@ -163,7 +164,7 @@ mod tests {
             status_lookup: false,
             attempts_made: 1,
             max_attempts: 3,
-            retry_tokens_left: 4,
+            has_retry_token: true,
             retry_after_us: None,
             remaining_us: 10_000_000,
             reserve_us: 0,
@@ -217,9 +218,9 @@ mod tests {
         f.attempts_made = 3;
         assert_eq!(decide(&rules(), &f), Decision::GiveUp(GiveUp::AttemptsExhausted));
         f.attempts_made = 2;
-        f.retry_tokens_left = 0;
+        f.has_retry_token = false;
         assert_eq!(decide(&rules(), &f), Decision::GiveUp(GiveUp::Budget(BudgetKind::Retry)));
-        f.retry_tokens_left = 1;
+        f.has_retry_token = true;
         assert_eq!(decide(&rules(), &f), Decision::Retry { sleep_us: 400_000 }, "second retry doubles");
         f.remaining_us = 1_300_000;
         assert_eq!(decide(&rules(), &f), Decision::GiveUp(GiveUp::Budget(BudgetKind::Time)));

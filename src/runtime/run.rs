@@ -11,8 +11,8 @@ use super::budget::RunBudget;
 use super::command::{Command, Effects};
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
-use super::guard::AttemptEnd;
 use super::guard::pipeline::{Admit, Ask, AttemptInfo, AttemptKind, Held, Loads, Pipeline, RouteId};
+use super::guard::{AttemptEnd, Ending};
 use super::policy::{PolicyModel, StepPolicy};
 use super::step::{StepPhase, StepState};
 use super::trace::{StepEnd, TraceEvent};
@@ -240,7 +240,7 @@ impl RunMachine {
             None => AttemptEnd::success(duration_us),
             Some(k) => AttemptEnd::failed(k, duration_us),
         };
-        cx.pipeline.on_end(cx.now, attempt.route, attempt.info(cx), attempt.held, Some(end), None, out);
+        cx.pipeline.on_end(cx.now, attempt.route, attempt.info(cx), attempt.held, Ending::Outcome(end), None, out);
         if self.ended {
             return;
         }
@@ -321,8 +321,9 @@ impl RunMachine {
         }
         // Granted too late, or never: the permit goes back and the step carries on without it.
         let a = self.take_in_flight(i);
-        let skip = if granted { None } else { a.waiting_at };
-        cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, skip, out);
+        self.unsent(a.kind);
+        let (ending, skip) = if granted { (Ending::Canceled, None) } else { (Ending::Refused, a.waiting_at) };
+        cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, ending, skip, out);
         if !granted {
             refused(out, s, a.dependency, Refusal::Bulkhead, (a.purpose, a.kind), Some(a.serial));
         }
@@ -383,16 +384,21 @@ impl RunMachine {
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else {
+            if st.next_is_retry() {
+                self.unsent(AttemptKind::Retry);
+            }
             self.step_gave_up(cx, out, s, false);
             return;
         };
         let is_retry = st.next_is_retry();
         let cost = cx.costs[dependency];
-        // A retry's token was spent when it was decided (see `retry`), so only the cost is
+        let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
+        // A retry's token was taken when it was decided (see `retry`); only the cost is
         // checked here. A cheaper fallback may still fit a cost budget.
-        if let Err(kind) = self.budget.check_attempt(false, cost) {
-            out.observe(Observation::BudgetExhausted(kind));
-            out.trace(TraceEvent::BudgetExhausted { step: s, kind });
+        if let Err(exhausted) = self.budget.check_cost(cost) {
+            self.unsent(kind);
+            out.observe(Observation::BudgetExhausted(exhausted));
+            out.trace(TraceEvent::BudgetExhausted { step: s, kind: exhausted });
             self.step_gave_up(cx, out, s, true);
             return;
         }
@@ -402,15 +408,24 @@ impl RunMachine {
             }
             Effect::Read => Purpose::Call,
         };
-        let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
         let info = cx.info(kind, false, st.last_failure);
         let attempt = Attempt { dependency, route, info, purpose, timeout_us, cost };
         if self.send(cx, out, s, attempt) {
-            self.budget.spend(false, cost);
+            self.budget.spend_cost(cost);
             self.steps[s as usize].count_attempt();
             self.arm_hedge(cx, out, s);
         } else {
+            self.unsent(kind);
             self.after_refusal(cx, out, s, purpose);
+        }
+    }
+
+    /// An attempt that took a retry token (a retry or a hedge) was not sent after all: refused
+    /// by a guard, or its step gave up first. A token pays only for an attempt that went out.
+    fn unsent(&mut self, kind: AttemptKind) {
+        match kind {
+            AttemptKind::Retry | AttemptKind::Hedge => self.budget.return_retry_token(),
+            AttemptKind::First => {}
         }
     }
 
@@ -528,18 +543,23 @@ impl RunMachine {
         let (dependency, route) = cx.target(s, st.on_fallback);
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else { return };
         let cost = cx.costs[dependency];
-        if let Err(kind) = self.budget.check_attempt(true, cost) {
+        let exhausted =
+            if !self.budget.has_retry_token() { Err(BudgetKind::Retry) } else { self.budget.check_cost(cost) };
+        if let Err(kind) = exhausted {
             out.observe(Observation::BudgetExhausted(kind));
             out.trace(TraceEvent::BudgetExhausted { step: s, kind });
             return;
         }
+        self.budget.take_retry_token();
         let info = cx.info(AttemptKind::Hedge, false, None);
         let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us, cost };
         if self.send(cx, out, s, attempt) {
-            self.budget.spend(true, cost);
+            self.budget.spend_cost(cost);
             self.steps[s as usize].hedges += 1;
             out.observe(Observation::HedgeSent { dependency: dependency as u16 });
             self.arm_hedge(cx, out, s);
+        } else {
+            self.unsent(AttemptKind::Hedge);
         }
     }
 
@@ -588,7 +608,7 @@ impl RunMachine {
             status_lookup: step.status_lookup,
             attempts_made: st.attempts_made(),
             max_attempts: sp.max_attempts,
-            retry_tokens_left: self.budget.retry_tokens_left,
+            has_retry_token: self.budget.has_retry_token(),
             retry_after_us,
             remaining_us: self.budget.remaining_us(cx.now),
             reserve_us: sp.reserve_us,
@@ -637,8 +657,9 @@ impl RunMachine {
         out.trace(TraceEvent::Decided { step: s, decision, retry_tokens_left });
     }
 
-    /// A retry was decided: its token is spent now, once, so a sibling step deciding at the
-    /// same time sees what is really left, and the attempt after the sleep needs no second check.
+    /// A retry was decided: its token is taken now, once, so a sibling step deciding at the
+    /// same time sees what is really left, and the attempt after the sleep needs no second
+    /// check. If that attempt is not sent after all, `unsent` gives the token back.
     fn retry(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, sleep_us: Micros) {
         self.budget.take_retry_token();
         self.sleep_then_retry(cx, out, s, sleep_us);
@@ -770,7 +791,7 @@ impl RunMachine {
                 cx.pipeline.cancel_wait(cx.now, a.route, a.info(cx), a.held, at, waiter, out);
             }
             None => {
-                cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, None, None, out);
+                cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, Ending::Canceled, None, out);
                 out.command(Command::Cancel { step: a.step, serial: a.serial, handle: a.handle });
             }
         }

@@ -6,8 +6,14 @@
 //! next call (or the wake, when automatic transition is on) moves to HALF_OPEN. HALF_OPEN hands out
 //! `permitted_number_of_calls_in_half_open_state` permits and judges a fresh count window of that
 //! size: at or above a threshold it opens again, below both it closes.
+//!
+//! As in resilience4j, outcomes go to the state the breaker is in when they arrive, not the one
+//! their call was admitted in: a call admitted while CLOSED that ends while HALF_OPEN is judged in
+//! the half-open window, and if it ends ignored (or cancelled, or refused by a later guard) it
+//! gives back a half-open permit it never held (HalfOpenState.releasePermission increments its
+//! counter unconditionally), so more calls than permitted may go out in that episode.
 
-use super::AttemptEnd;
+use super::{AttemptEnd, Ending};
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
 use crate::vocab::{BreakerState, FailureKind};
@@ -178,6 +184,7 @@ impl CountWindow {
         self.total.remove(evicted);
         self.total.add(outcome);
         self.next = (self.next + 1) % self.slots.len();
+        debug_assert!(self.slots.len() > 1_024 || sum(&self.slots) == self.total, "the total is the sum of the slots");
         self.total
     }
 
@@ -209,6 +216,10 @@ impl TimeWindow {
         let index = self.index_of(self.head_second);
         self.buckets[index].add(outcome);
         self.total.add(outcome);
+        debug_assert!(
+            self.buckets.len() > 1_024 || sum(&self.buckets) == self.total,
+            "the total is the sum of the buckets"
+        );
         self.total
     }
 
@@ -235,6 +246,15 @@ impl TimeWindow {
         self.buckets.fill(Tally::default());
         self.total = Tally::default();
     }
+}
+
+/// Checks a window's running total (debug builds, small windows).
+fn sum(tallies: &[Tally]) -> Tally {
+    let mut total = Tally::default();
+    for &t in tallies {
+        total.add(t);
+    }
+    total
 }
 
 /// The CLOSED state's window, of the configured type (an enum, not a trait object).
@@ -299,7 +319,8 @@ pub struct CircuitBreaker {
     since: Micros,
     closed_window: ClosedWindow,
     half_open_window: CountWindow,
-    /// Counts down as HALF_OPEN admits calls; only a release gives one back.
+    /// Counts down as HALF_OPEN admits calls; a release adds one, whoever releases (it may
+    /// exceed the permitted number, as resilience4j's counter does).
     half_open_permits_left: u32,
 }
 
@@ -325,14 +346,6 @@ impl CircuitBreaker {
         self.state
     }
 
-    /// Calls admitted in this HALF_OPEN episode and not released; 0 in the other states.
-    pub fn half_open_permits_in_use(&self) -> u32 {
-        match self.state {
-            BreakerState::HalfOpen => self.permitted().saturating_sub(self.half_open_permits_left),
-            BreakerState::Closed | BreakerState::Open => 0,
-        }
-    }
-
     /// Whether a call may go ahead now. OPEN moves to HALF_OPEN only strictly after the wait (as
     /// resilience4j compares instants with `isAfter`); a due timed transition is applied first so
     /// the answer does not depend on whether the engine delivered the wake before this call.
@@ -352,33 +365,31 @@ impl CircuitBreaker {
         }
     }
 
-    /// An admitted call that never ran gives its permit back. Must follow its `try_acquire`
-    /// before anything else reaches the breaker, or a later HALF_OPEN episode gets the permit.
-    pub fn release(&mut self) {
-        match self.state {
-            BreakerState::HalfOpen => {
-                if self.half_open_permits_left < self.permitted() {
-                    self.half_open_permits_left += 1;
-                }
-            }
-            BreakerState::Closed | BreakerState::Open => {}
-        }
-    }
-
-    /// Records a finished call. An ignored failure only releases its permit. Outcomes that arrive
-    /// while OPEN (calls admitted before it opened) are dropped: resilience4j records them only
-    /// for reporting, and the window is replaced before it is judged again.
-    pub fn on_end(&mut self, now: Micros, end: AttemptEnd) {
+    /// Records how an admitted call ended. An ignored failure, a cancellation and a refusal by a
+    /// later guard only release a permit (resilience4j's ignored exceptions, and
+    /// CircuitBreakerFuture's cancellation). Outcomes that arrive while OPEN (calls admitted
+    /// before it opened) are dropped: resilience4j records them only for reporting, and the
+    /// window is replaced before it is judged again.
+    pub fn on_end(&mut self, now: Micros, ending: Ending) {
         self.on_wake(now);
-        if self.config.is_ignored(&end) {
-            self.release();
-            return;
-        }
+        let end = match ending {
+            Ending::Outcome(end) if !self.config.is_ignored(&end) => end,
+            Ending::Outcome(_) | Ending::Canceled | Ending::Refused => return self.release(),
+        };
         let outcome = Tally::one(end.failure.is_some(), end.duration_us > self.config.slow_call_duration_threshold_us);
         match self.state {
             BreakerState::Closed => self.record_closed(now, outcome),
             BreakerState::Open => {}
             BreakerState::HalfOpen => self.record_half_open(now, outcome),
+        }
+    }
+
+    /// resilience4j's releasePermission: in HALF_OPEN the counter goes up by one, whether or not
+    /// the caller took its permit in this episode; elsewhere nothing.
+    fn release(&mut self) {
+        match self.state {
+            BreakerState::HalfOpen => self.half_open_permits_left = self.half_open_permits_left.saturating_add(1),
+            BreakerState::Closed | BreakerState::Open => {}
         }
     }
 
@@ -442,22 +453,35 @@ impl CircuitBreaker {
     }
 
     fn enter_open(&mut self, now: Micros) {
-        self.state = BreakerState::Open;
-        self.since = now;
+        self.transition(BreakerState::Open, now);
     }
 
     fn enter_half_open(&mut self, now: Micros) {
-        self.state = BreakerState::HalfOpen;
-        self.since = now;
+        self.transition(BreakerState::HalfOpen, now);
         self.half_open_window.reset();
         self.half_open_permits_left = self.permitted();
     }
 
     /// Closing starts a fresh window: the outcomes that opened the breaker are history.
     fn enter_closed(&mut self, now: Micros) {
-        self.state = BreakerState::Closed;
-        self.since = now;
+        self.transition(BreakerState::Closed, now);
         self.closed_window.reset();
+    }
+
+    /// Moves along one of resilience4j's edges: CLOSED -> OPEN -> HALF_OPEN -> CLOSED or OPEN.
+    fn transition(&mut self, to: BreakerState, now: Micros) {
+        debug_assert!(
+            matches!(
+                (self.state, to),
+                (BreakerState::Closed, BreakerState::Open)
+                    | (BreakerState::Open, BreakerState::HalfOpen)
+                    | (BreakerState::HalfOpen, BreakerState::Closed | BreakerState::Open)
+            ),
+            "no edge {:?} -> {to:?} in resilience4j's breaker",
+            self.state
+        );
+        self.state = to;
+        self.since = now;
     }
 }
 
@@ -477,18 +501,27 @@ mod tests {
         }
     }
 
-    fn ok() -> AttemptEnd {
-        AttemptEnd::success(1_000)
+    fn ok() -> Ending {
+        Ending::Outcome(AttemptEnd::success(1_000))
     }
 
-    fn fail() -> AttemptEnd {
-        AttemptEnd::failed(FailureKind::Overloaded, 1_000)
+    fn fail() -> Ending {
+        Ending::Outcome(AttemptEnd::failed(FailureKind::Overloaded, 1_000))
+    }
+
+    fn failed(kind: FailureKind) -> Ending {
+        Ending::Outcome(AttemptEnd::failed(kind, 1_000))
     }
 
     /// Acquires and ends one call at `now`, asserting it was admitted.
-    fn call(b: &mut CircuitBreaker, now: Micros, end: AttemptEnd) {
+    fn call(b: &mut CircuitBreaker, now: Micros, end: impl Into<Ending>) {
         assert!(b.try_acquire(now), "call at {now} refused in {:?}", b.state());
-        b.on_end(now, end);
+        b.on_end(now, end.into());
+    }
+
+    /// How many calls the breaker admits at `now` before it refuses one (at most 100).
+    fn admits(b: &mut CircuitBreaker, now: Micros) -> usize {
+        (0..100).take_while(|_| b.try_acquire(now)).count()
     }
 
     /// Half-open judges 4 calls: the minimum of 100 is capped at the 4 permitted calls, while the
@@ -654,7 +687,7 @@ mod tests {
         assert_eq!(b.state(), BreakerState::Open);
         assert!(b.try_acquire(10 * S + 1));
         assert_eq!(b.state(), BreakerState::HalfOpen);
-        assert_eq!(b.half_open_permits_in_use(), 1);
+        assert_eq!(admits(&mut b, 10 * S + 1), 3, "the first call took one of the 4 permits");
     }
 
     #[test]
@@ -663,7 +696,6 @@ mod tests {
         for _ in 0..3 {
             assert!(b.try_acquire(11 * S));
         }
-        assert_eq!(b.half_open_permits_in_use(), 4);
         assert!(!b.try_acquire(11 * S), "the fifth call is not permitted");
         assert_eq!(b.state(), BreakerState::HalfOpen);
     }
@@ -710,29 +742,51 @@ mod tests {
     }
 
     #[test]
-    fn release_gives_a_half_open_permit_back() {
-        let mut b = half_open(four_permits());
+    fn a_refused_or_cancelled_call_gives_its_half_open_permit_back() {
+        for ending in [Ending::Refused, Ending::Canceled] {
+            let mut b = half_open(four_permits());
+            assert_eq!(admits(&mut b, 11 * S), 3);
+            b.on_end(11 * S, ending);
+            assert_eq!(admits(&mut b, 11 * S), 1, "{ending:?}");
+            assert_eq!(b.state(), BreakerState::HalfOpen, "a release records nothing");
+        }
+    }
+
+    /// resilience4j's HalfOpenState.releasePermission increments its counter whoever releases:
+    /// calls admitted while CLOSED that end ignored during HALF_OPEN let extra calls through,
+    /// beyond the permitted number.
+    #[test]
+    fn releases_from_calls_admitted_while_closed_add_half_open_permits() {
+        let mut b = CircuitBreaker::new(CircuitBreakerConfig {
+            sliding_window_size: 2,
+            permitted_number_of_calls_in_half_open_state: 1,
+            wait_duration_in_open_state_us: 10 * S,
+            ..CircuitBreakerConfig::default()
+        });
+        // Three calls admitted while CLOSED, still out when two failures open the breaker.
         for _ in 0..3 {
-            assert!(b.try_acquire(11 * S));
+            assert!(b.try_acquire(0));
         }
-        assert!(!b.try_acquire(11 * S));
-        b.release();
-        assert_eq!(b.half_open_permits_in_use(), 3);
-        assert!(b.try_acquire(11 * S));
-        for _ in 0..10 {
-            b.release();
+        call(&mut b, 0, fail());
+        call(&mut b, 0, fail());
+        assert!(b.try_acquire(10 * S + 1), "the one permitted probe");
+        assert_eq!(admits(&mut b, 10 * S + 1), 0);
+        for n in 1..=3 {
+            b.on_end(11 * S, failed(FailureKind::InvalidInput));
+            assert_eq!(admits(&mut b, 11 * S), 1, "release {n} of a call that never held a permit");
         }
-        assert_eq!(b.half_open_permits_in_use(), 0, "releases never create permits");
+        assert_eq!(b.state(), BreakerState::HalfOpen, "four calls went out on one permit");
     }
 
     #[test]
-    fn release_in_closed_and_open_does_nothing() {
+    fn releases_in_closed_and_open_do_nothing() {
         let mut b = CircuitBreaker::new(count_config(2, 2));
-        b.release();
+        b.on_end(0, Ending::Refused);
         assert_eq!(b.state(), BreakerState::Closed);
         let mut b = opened(count_config(2, 2));
-        b.release();
+        b.on_end(S, Ending::Canceled);
         assert!(!b.try_acquire(S));
+        assert_eq!(admits(&mut b, 10 * S + 1), 4, "no permit was stored while OPEN");
     }
 
     #[test]
@@ -755,10 +809,10 @@ mod tests {
         for _ in 0..3 {
             assert!(b.try_acquire(11 * S));
         }
-        b.on_end(11 * S, AttemptEnd::failed(FailureKind::Unauthorized, 1_000));
+        b.on_end(11 * S, failed(FailureKind::Unauthorized));
         assert_eq!(b.state(), BreakerState::HalfOpen);
-        assert_eq!(b.half_open_permits_in_use(), 3);
         assert!(b.try_acquire(11 * S), "the ignored call's permit is free again");
+        assert!(!b.try_acquire(11 * S));
     }
 
     #[test]
@@ -784,7 +838,7 @@ mod tests {
         assert_eq!(b.wake_at(), None);
         b.on_wake(10 * S);
         assert_eq!(b.state(), BreakerState::HalfOpen, "a stale wake does nothing");
-        assert_eq!(b.half_open_permits_in_use(), 0);
+        assert_eq!(admits(&mut b, 10 * S), 4, "the timer took no permit");
     }
 
     #[test]
@@ -884,7 +938,7 @@ mod tests {
                 if b.try_acquire(t) {
                     b.on_end(t, if t % 3 == 0 { fail() } else { ok() });
                 }
-                b.release();
+                b.on_end(t, Ending::Refused);
                 b.on_wake(t);
             }
         }
@@ -900,14 +954,30 @@ mod tests {
         }
     }
 
+    /// What the random test knows of one HALF_OPEN episode, observed from outside.
+    #[derive(Default)]
+    struct Episode {
+        number: u64,
+        admitted: u32,
+        /// Releases by calls admitted in this episode.
+        own_releases: u32,
+        /// Releases by calls admitted before it (in CLOSED or an earlier episode).
+        foreign_releases: u32,
+    }
+
+    /// Observed from outside: in each HALF_OPEN episode the calls admitted, less those of them
+    /// that gave their permit back, never exceed the permitted number plus the releases of calls
+    /// that never held a permit of the episode (resilience4j's counter); and a call is refused in
+    /// HALF_OPEN exactly when that bound is reached.
     #[test]
-    fn random_sequences_never_panic_and_respect_half_open_permits() {
+    fn random_sequences_admit_exactly_the_half_open_permits_resilience4j_counts() {
+        const PERMITTED: u32 = 3;
         for (seed, window_type) in [(1, SlidingWindowType::CountBased), (2, SlidingWindowType::TimeBased)] {
             let config = CircuitBreakerConfig {
                 sliding_window_type: window_type,
                 sliding_window_size: 7,
                 minimum_number_of_calls: 3,
-                permitted_number_of_calls_in_half_open_state: 3,
+                permitted_number_of_calls_in_half_open_state: PERMITTED,
                 slow_call_rate_threshold: 60.0,
                 slow_call_duration_threshold_us: 500_000,
                 wait_duration_in_open_state_us: 2 * S,
@@ -918,32 +988,83 @@ mod tests {
             let mut b = CircuitBreaker::new(config);
             let mut rng = Lcg(seed);
             let mut now = 0;
-            let mut in_flight = 0u32;
+            // The HALF_OPEN episode each call out was admitted in (0: not in one).
+            let mut in_flight: Vec<u64> = Vec::new();
+            let mut episode = Episode::default();
             let mut visited = [false; BreakerState::COUNT];
+            let mut refusals_in_half_open = 0;
             for _ in 0..200_000 {
                 now += rng.next(300_000);
+                let before = b.state();
+                let episode_before = episode.number;
+                let mut released_by = None;
                 match rng.next(6) {
-                    0 | 1 => in_flight += u32::from(b.try_acquire(now)),
-                    2 if in_flight > 0 => {
-                        in_flight -= 1;
-                        b.release();
+                    0..=2 => {
+                        let admitted = b.try_acquire(now);
+                        if before != BreakerState::HalfOpen && b.state() == BreakerState::HalfOpen {
+                            episode = Episode { number: episode.number + 1, ..Episode::default() };
+                        }
+                        let in_half_open = b.state() == BreakerState::HalfOpen;
+                        if admitted {
+                            in_flight.push(if in_half_open { episode.number } else { 0 });
+                            episode.admitted += u32::from(in_half_open);
+                        } else if in_half_open {
+                            refusals_in_half_open += 1;
+                            let held = episode.admitted - episode.own_releases;
+                            assert_eq!(
+                                held,
+                                PERMITTED + episode.foreign_releases,
+                                "refused before the permits ran out"
+                            );
+                        }
                     }
                     3 => {
                         now = now.max(b.wake_at().unwrap_or(now));
                         b.on_wake(now);
                     }
-                    _ if in_flight > 0 => {
-                        in_flight -= 1;
-                        let kind = FailureKind::ALL[rng.next(FailureKind::COUNT as u64) as usize];
-                        let failure = (rng.next(2) == 0).then_some(kind);
-                        b.on_end(now, AttemptEnd { failure, duration_us: rng.next(1_000_000) });
+                    _ if !in_flight.is_empty() => {
+                        let admitted_in = in_flight.swap_remove(rng.next(in_flight.len() as u64) as usize);
+                        let ending = match rng.next(5) {
+                            0 => Ending::Canceled,
+                            1 => Ending::Refused,
+                            _ => {
+                                let kind = FailureKind::ALL[rng.next(FailureKind::COUNT as u64) as usize];
+                                let failure = (rng.next(2) == 0).then_some(kind);
+                                Ending::Outcome(AttemptEnd { failure, duration_us: rng.next(1_000_000) })
+                            }
+                        };
+                        let releases = match ending {
+                            Ending::Outcome(end) => b.config().is_ignored(&end),
+                            Ending::Canceled | Ending::Refused => true,
+                        };
+                        if releases {
+                            released_by = Some(admitted_in);
+                        }
+                        b.on_end(now, ending);
                     }
                     _ => {}
                 }
+                if b.state() != BreakerState::HalfOpen {
+                    episode = Episode { number: episode.number, ..Episode::default() };
+                } else {
+                    // A wake, or an end that applied a due wake first, may have opened an episode.
+                    if before != BreakerState::HalfOpen && episode.number == episode_before {
+                        episode = Episode { number: episode.number + 1, ..Episode::default() };
+                    }
+                    match released_by {
+                        Some(e) if e == episode.number => episode.own_releases += 1,
+                        Some(_) => episode.foreign_releases += 1,
+                        None => {}
+                    }
+                }
+                if b.state() == BreakerState::HalfOpen {
+                    let held = episode.admitted - episode.own_releases;
+                    assert!(held <= PERMITTED + episode.foreign_releases, "{held} permits out");
+                }
                 visited[b.state().index()] = true;
-                assert!(b.half_open_permits_in_use() <= 3);
             }
             assert_eq!(visited, [true; BreakerState::COUNT], "the sequence exercises every state");
+            assert!(refusals_in_half_open > 100, "the bound was reached {refusals_in_half_open} times");
         }
     }
 }

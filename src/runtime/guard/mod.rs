@@ -35,3 +35,32 @@ impl AttemptEnd {
         AttemptEnd { failure: Some(kind), duration_us }
     }
 }
+
+/// How an admitted attempt's passage through the guards ended, as each guard hears it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The dependency answered, or the caller's timeout fired.
+    Outcome(AttemptEnd),
+    /// The caller stopped waiting for it: the loser of a hedge, a branch of a run that ended, a
+    /// bulkhead permit granted after the run's time ran out.
+    Canceled,
+    /// It never ran: a guard later in its route refused it, or its bulkhead wait expired.
+    Refused,
+}
+
+impl Ending {
+    /// What guards that only know outcomes (retry budgets) record: anything but an outcome is a
+    /// cancellation that took no time.
+    pub fn as_attempt_end(self) -> AttemptEnd {
+        match self {
+            Ending::Outcome(end) => end,
+            Ending::Canceled | Ending::Refused => AttemptEnd::failed(FailureKind::Canceled, 0),
+        }
+    }
+}
+
+impl From<AttemptEnd> for Ending {
+    fn from(end: AttemptEnd) -> Self {
+        Ending::Outcome(end)
+    }
+}

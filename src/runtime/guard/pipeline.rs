@@ -6,7 +6,7 @@
 //! breakers and bulkheads are. An attempt refused by a later guard gives back what earlier
 //! guards granted, so a refusal never leaks a permit.
 
-use super::AttemptEnd;
+use super::Ending;
 use super::adaptive_throttle::{AdaptiveThrottle, AdaptiveThrottleConfig};
 use super::admission_control::{AdmissionControl, AdmissionControlConfig};
 use super::bulkhead::{Acquire, Bulkhead, BulkheadConfig};
@@ -302,8 +302,15 @@ impl<'s> Pipeline<'s> {
             let g = self.spec.members[i];
             match &mut self.guards[g as usize] {
                 Guard::Budget(_) | Guard::Throttle(_) | Guard::Shedder { .. } | Guard::AdmissionControl(_) => {}
-                Guard::Breaker { breaker, .. } => breaker.release(),
-                Guard::Polly { breaker, .. } => breaker.release(),
+                // Polly counts a rejection inside the breaker as a failure; resilience4j's
+                // breaker here only gets its permit back (docs/scenario.md 8.7).
+                Guard::Breaker { .. } | Guard::Polly { .. } => self.breaker_step(
+                    now,
+                    g,
+                    out,
+                    |b| b.on_end(now, Ending::Refused),
+                    |p| p.on_end(now, Ending::Refused),
+                ),
                 Guard::Bulkhead(bulkhead) if waiting_at == Some(g) => {
                     bulkhead.cancel_wait(waiter);
                 }
@@ -316,9 +323,9 @@ impl<'s> Pipeline<'s> {
         }
     }
 
-    /// The caller stopped waiting for an admitted attempt: `end` is its result, or None when
-    /// it was cancelled (permits are released and nothing is recorded as the dependency's
-    /// health). `skip` is a bulkhead that already let the attempt go (its wait expired).
+    /// An admitted attempt is over for the guards: how it ended (its result, a cancellation by
+    /// its caller, or a refusal after it was admitted), each guard records in its anchor's terms.
+    /// `skip` is a bulkhead that already let the attempt go (its wait expired).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn on_end(
@@ -327,7 +334,7 @@ impl<'s> Pipeline<'s> {
         route: RouteId,
         info: AttemptInfo,
         held: Held,
-        end: Option<AttemptEnd>,
+        end: Ending,
         skip: Option<u16>,
         out: &mut impl Effects,
     ) {
@@ -344,12 +351,12 @@ impl<'s> Pipeline<'s> {
         route: RouteId,
         info: AttemptInfo,
         held: Held,
-        end: Option<AttemptEnd>,
+        end: Ending,
         skip: Option<u16>,
         out: &mut impl Effects,
     ) {
         let (a, b) = self.route(route);
-        let seen = end.unwrap_or(AttemptEnd { failure: Some(FailureKind::Canceled), duration_us: 0 });
+        let seen = end.as_attempt_end();
         let attempt = match info.kind {
             AttemptKind::First => Attempt::First,
             AttemptKind::Retry | AttemptKind::Hedge => Attempt::Retry(RetryCharge(held.charge)),
@@ -362,18 +369,18 @@ impl<'s> Pipeline<'s> {
             match &mut self.guards[g as usize] {
                 Guard::Budget(budget) => budget.on_attempt_end(now, attempt, seen),
                 Guard::Throttle(throttle) => {
-                    if let Some(e) = end {
+                    if let Ending::Outcome(e) = end {
                         throttle.on_attempt_end(now, e);
                     }
                 }
                 Guard::AdmissionControl(control) => {
-                    if let Some(e) = end {
+                    if let Ending::Outcome(e) = end {
                         control.on_attempt_end(now, e);
                     }
                 }
                 Guard::Shedder { .. } => {}
                 Guard::Breaker { .. } | Guard::Polly { .. } => {
-                    self.breaker_step(now, g, out, |b| b.on_end(now, seen), |p| p.on_end(now, seen))
+                    self.breaker_step(now, g, out, |b| b.on_end(now, end), |p| p.on_end(now, end))
                 }
                 Guard::Bulkhead(bulkhead) => {
                     if let Some(next) = bulkhead.release(now) {
@@ -400,7 +407,7 @@ impl<'s> Pipeline<'s> {
         if let Guard::Bulkhead(bulkhead) = &mut self.guards[at as usize] {
             bulkhead.cancel_wait(waiter);
         }
-        self.on_end(now, route, info, held, None, Some(at), out);
+        self.on_end(now, route, info, held, Ending::Canceled, Some(at), out);
     }
 
     /// Performs what is due at `now`: automatic breaker transitions and expired bulkhead waits.

@@ -3,12 +3,17 @@
 //! CLOSED keeps a rolling health record over `sampling_duration_us`, split into 10 sub-windows,
 //! and breaks when a handled failure leaves at least `minimum_throughput` calls in the record with
 //! a failure ratio at or above `failure_ratio`. OPEN refuses calls for `break_duration_us`; the
-//! first call after it (no timer: Polly is lazy) becomes the single probe of HALF_OPEN, while every
-//! other call fails fast. Any success in HALF_OPEN closes the circuit and clears the record; any
-//! handled failure opens it for another break.
+//! first call after it (no timer: Polly is lazy) flips the circuit to HALF_OPEN and is the only
+//! call let through, every other one fails fast until an outcome arrives. Polly hands out no
+//! permit and takes none back: every call it let through reports an outcome, and an outcome its
+//! `ShouldHandle` does not handle (cancellation, by default) counts as a success
+//! (CircuitStateController.OnUnhandledOutcomeAsync). So in HALF_OPEN any success or unhandled
+//! outcome closes the circuit and clears the record, and any handled failure opens it for another
+//! break, whichever call it comes from. A rejection by a strategy inside the breaker (a full
+//! bulkhead) is an exception ShouldHandle handles: a failure.
 
-use super::AttemptEnd;
 use super::circuit_breaker::default_ignored;
+use super::{AttemptEnd, Ending};
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
 use crate::vocab::{BreakerState, FailureKind};
@@ -46,8 +51,8 @@ pub struct PollyBreakerOptions {
     pub minimum_throughput: u32,
     pub sampling_duration_us: Micros,
     pub break_duration_us: Micros,
-    /// Indexed by `FailureKind::index`: failures the breaker does not handle release their permit
-    /// and are not recorded.
+    /// Indexed by `FailureKind::index`: failures ShouldHandle does not handle, which Polly
+    /// records as successes.
     pub ignored: [bool; FailureKind::COUNT],
 }
 
@@ -76,8 +81,9 @@ impl PollyBreakerOptions {
         check_duration("break_duration_us", self.break_duration_us)
     }
 
-    fn is_ignored(&self, end: &AttemptEnd) -> bool {
-        end.failure.is_some_and(|kind| self.ignored[kind.index()])
+    /// The failure Polly's ShouldHandle handles, or None for a success or an unhandled outcome.
+    fn handled_failure(&self, end: &AttemptEnd) -> Option<FailureKind> {
+        end.failure.filter(|kind| !self.ignored[kind.index()])
     }
 }
 
@@ -189,7 +195,6 @@ pub struct PollyBreaker {
     state: BreakerState,
     /// OPEN refuses calls before this instant.
     blocked_until: Micros,
-    probe_in_flight: bool,
     health: RollingHealth,
 }
 
@@ -201,7 +206,6 @@ impl PollyBreaker {
             options,
             state: BreakerState::Closed,
             blocked_until: 0,
-            probe_in_flight: false,
         }
     }
 
@@ -213,13 +217,9 @@ impl PollyBreaker {
         self.state
     }
 
-    /// 1 while the HALF_OPEN probe is out, else 0.
-    pub fn half_open_permits_in_use(&self) -> u32 {
-        u32::from(self.probe_in_flight)
-    }
-
-    /// Whether a call may go ahead now. The first call at or after the end of the break becomes
-    /// the probe (Polly compares `now >= blockedUntil`).
+    /// Whether a call may go ahead now. The first call at or after the end of the break flips
+    /// the circuit to HALF_OPEN and goes ahead (Polly compares `now >= blockedUntil`); while
+    /// HALF_OPEN, every call is refused until some call's outcome decides.
     pub fn try_acquire(&mut self, now: Micros) -> bool {
         match self.state {
             BreakerState::Closed => true,
@@ -227,37 +227,32 @@ impl PollyBreaker {
                 if now < self.blocked_until {
                     return false;
                 }
-                self.state = BreakerState::HalfOpen;
+                self.transition(BreakerState::HalfOpen);
                 self.blocked_until = now.saturating_add(self.options.break_duration_us);
-                self.take_probe()
+                true
             }
-            BreakerState::HalfOpen => self.take_probe(),
+            BreakerState::HalfOpen => false,
         }
     }
 
-    /// An admitted call that never ran gives its permit back: if it was the probe, the next call
-    /// probes instead. Must follow its `try_acquire` before anything else reaches the breaker.
-    pub fn release(&mut self) {
-        match self.state {
-            BreakerState::HalfOpen => self.probe_in_flight = false,
-            BreakerState::Closed | BreakerState::Open => {}
-        }
-    }
-
-    /// Records a finished call. Polly does not know which call was the probe: any success in
-    /// HALF_OPEN closes, any handled failure re-opens. Outcomes arriving while OPEN are dropped,
-    /// since the record is cleared whenever the circuit closes and is judged only while closed.
-    pub fn on_end(&mut self, now: Micros, end: AttemptEnd) {
-        if self.options.is_ignored(&end) {
-            self.release();
-            return;
-        }
-        match (self.state, end.failure) {
-            (BreakerState::Closed, None) => self.health.record_success(now),
-            (BreakerState::Closed, Some(_)) => self.record_closed_failure(now),
-            (BreakerState::HalfOpen, None) => self.close(),
-            (BreakerState::HalfOpen, Some(_)) => self.open(now),
-            (BreakerState::Open, None | Some(_)) => {}
+    /// Records how a call that went ahead ended. Polly does not know which call was the probe:
+    /// in HALF_OPEN any success or unhandled outcome closes, any handled failure re-opens.
+    /// Outcomes arriving while OPEN change nothing: Polly counts them, but the record is cleared
+    /// whenever the circuit closes and is judged only while closed.
+    pub fn on_end(&mut self, now: Micros, ending: Ending) {
+        let failed = match ending {
+            Ending::Outcome(end) => self.options.handled_failure(&end).is_some(),
+            // An OperationCanceledException, which the default ShouldHandle leaves unhandled.
+            Ending::Canceled => false,
+            // A strategy inside the breaker threw: ExecutionRejectedException is handled.
+            Ending::Refused => true,
+        };
+        match (self.state, failed) {
+            (BreakerState::Closed, false) => self.health.record_success(now),
+            (BreakerState::Closed, true) => self.record_closed_failure(now),
+            (BreakerState::HalfOpen, false) => self.close(),
+            (BreakerState::HalfOpen, true) => self.open(now),
+            (BreakerState::Open, false | true) => {}
         }
     }
 
@@ -269,14 +264,6 @@ impl PollyBreaker {
     /// Nothing is ever due (see `wake_at`); kept so every guard has the same shape.
     pub fn on_wake(&mut self, _now: Micros) {}
 
-    fn take_probe(&mut self) -> bool {
-        if self.probe_in_flight {
-            return false;
-        }
-        self.probe_in_flight = true;
-        true
-    }
-
     fn record_closed_failure(&mut self, now: Micros) {
         let (throughput, failures) = self.health.record_failure(now);
         let ratio = failures as f64 / throughput as f64;
@@ -286,16 +273,29 @@ impl PollyBreaker {
     }
 
     fn open(&mut self, now: Micros) {
-        self.state = BreakerState::Open;
+        self.transition(BreakerState::Open);
         self.blocked_until = now.saturating_add(self.options.break_duration_us);
-        self.probe_in_flight = false;
     }
 
     fn close(&mut self) {
-        self.state = BreakerState::Closed;
+        self.transition(BreakerState::Closed);
         self.blocked_until = 0;
-        self.probe_in_flight = false;
         self.health.reset();
+    }
+
+    /// Moves along one of Polly's edges: CLOSED -> OPEN -> HALF_OPEN -> CLOSED or OPEN.
+    fn transition(&mut self, to: BreakerState) {
+        debug_assert!(
+            matches!(
+                (self.state, to),
+                (BreakerState::Closed, BreakerState::Open)
+                    | (BreakerState::Open, BreakerState::HalfOpen)
+                    | (BreakerState::HalfOpen, BreakerState::Closed | BreakerState::Open)
+            ),
+            "no edge {:?} -> {to:?} in Polly's breaker",
+            self.state
+        );
+        self.state = to;
     }
 }
 
@@ -317,15 +317,19 @@ mod tests {
         }
     }
 
-    fn ok() -> AttemptEnd {
-        AttemptEnd::success(1_000)
+    fn ok() -> Ending {
+        Ending::Outcome(AttemptEnd::success(1_000))
     }
 
-    fn fail() -> AttemptEnd {
-        AttemptEnd::failed(FailureKind::TransientTransport, 1_000)
+    fn fail() -> Ending {
+        Ending::Outcome(AttemptEnd::failed(FailureKind::TransientTransport, 1_000))
     }
 
-    fn call(b: &mut PollyBreaker, now: Micros, end: AttemptEnd) {
+    fn failed(kind: FailureKind) -> Ending {
+        Ending::Outcome(AttemptEnd::failed(kind, 1_000))
+    }
+
+    fn call(b: &mut PollyBreaker, now: Micros, end: Ending) {
         assert!(b.try_acquire(now), "call at {now} refused in {:?}", b.state());
         b.on_end(now, end);
     }
@@ -468,7 +472,6 @@ mod tests {
         assert_eq!(b.state(), BreakerState::Open, "lazy: still open until a call arrives");
         assert!(b.try_acquire(5 * S), "the break is over at exactly 5 s");
         assert_eq!(b.state(), BreakerState::HalfOpen);
-        assert_eq!(b.half_open_permits_in_use(), 1);
         assert!(!b.try_acquire(5 * S), "other calls fail fast while the probe is out");
         assert!(!b.try_acquire(60 * S), "however long the probe takes");
     }
@@ -478,7 +481,6 @@ mod tests {
         let mut b = probing();
         b.on_end(6 * S, ok());
         assert_eq!(b.state(), BreakerState::Closed);
-        assert_eq!(b.half_open_permits_in_use(), 0);
         call(&mut b, 6 * S, fail());
         assert_eq!(b.state(), BreakerState::Closed, "throughput 1 after the reset");
         call(&mut b, 6 * S, fail());
@@ -514,47 +516,56 @@ mod tests {
     }
 
     #[test]
-    fn release_gives_the_probe_back() {
-        let mut b = probing();
-        b.release();
-        assert_eq!(b.half_open_permits_in_use(), 0);
-        assert_eq!(b.state(), BreakerState::HalfOpen);
-        assert!(b.try_acquire(5 * S), "the next call probes");
-        assert!(!b.try_acquire(5 * S));
-    }
-
-    #[test]
-    fn release_in_closed_and_open_does_nothing() {
-        let mut b = PollyBreaker::new(options(2));
-        b.release();
-        assert_eq!(b.state(), BreakerState::Closed);
-        let mut b = opened();
-        b.release();
-        assert!(!b.try_acquire(S));
-    }
-
-    #[test]
-    fn ignored_kinds_are_not_recorded() {
+    fn unhandled_outcomes_count_as_successes() {
+        // Polly's OnUnhandledOutcomeAsync calls OnActionSuccess: 3 ignored kinds x 2 are 6
+        // successes, so the failures must reach 6 of 12 before the circuit breaks.
         let mut b = PollyBreaker::new(options(4));
         for kind in [FailureKind::InvalidInput, FailureKind::Unauthorized, FailureKind::Canceled] {
-            for _ in 0..5 {
-                call(&mut b, 0, AttemptEnd::failed(kind, 1_000));
-            }
+            call(&mut b, 0, failed(kind));
+            call(&mut b, 0, failed(kind));
         }
-        assert_eq!(b.state(), BreakerState::Closed);
-        call(&mut b, 0, ok());
-        call(&mut b, 0, ok());
-        call(&mut b, 0, ok());
+        for n in 1..=5 {
+            call(&mut b, 0, fail());
+            assert_eq!(b.state(), BreakerState::Closed, "{n} of {} failed", 6 + n);
+        }
         call(&mut b, 0, fail());
-        assert_eq!(b.state(), BreakerState::Closed, "1 of 4 handled calls failed");
+        assert_eq!(b.state(), BreakerState::Open, "6 of 12 failed");
     }
 
     #[test]
-    fn an_ignored_probe_releases_its_permit() {
+    fn an_unhandled_outcome_closes_a_half_open_circuit_whichever_call_it_ends() {
+        // A call admitted while CLOSED ends with an unhandled kind while the probe is out: Polly
+        // closes (PR #1991); the probe's later failure then counts in a fresh record.
+        for ending in [failed(FailureKind::InvalidInput), Ending::Canceled] {
+            let mut b = probing();
+            b.on_end(6 * S, ending);
+            assert_eq!(b.state(), BreakerState::Closed, "{ending:?}");
+            assert!(b.try_acquire(6 * S));
+            b.on_end(7 * S, fail());
+            assert_eq!(b.state(), BreakerState::Closed, "1 failure in a fresh record");
+        }
+    }
+
+    #[test]
+    fn a_rejection_inside_the_breaker_is_a_handled_failure() {
         let mut b = probing();
-        b.on_end(6 * S, AttemptEnd::failed(FailureKind::Canceled, 1_000));
-        assert_eq!(b.state(), BreakerState::HalfOpen);
-        assert!(b.try_acquire(6 * S), "the next call probes");
+        b.on_end(5 * S, Ending::Refused);
+        assert_eq!(b.state(), BreakerState::Open, "the probe was rejected by an inner strategy");
+        assert!(!b.try_acquire(10 * S - 1));
+        let mut b = PollyBreaker::new(options(2));
+        call(&mut b, 0, Ending::Refused);
+        call(&mut b, 0, Ending::Refused);
+        assert_eq!(b.state(), BreakerState::Open, "rejections count as failures while closed");
+    }
+
+    #[test]
+    fn half_open_refuses_every_call_until_an_outcome_arrives() {
+        let mut b = probing();
+        for t in [5 * S, 6 * S, 60 * S, 3_600 * S] {
+            assert!(!b.try_acquire(t), "no second probe at {t}, however long the first takes");
+        }
+        b.on_end(3_600 * S, ok());
+        assert!(b.try_acquire(3_600 * S));
     }
 
     #[test]
@@ -580,7 +591,6 @@ mod tests {
                 if b.try_acquire(t) {
                     b.on_end(t, if t % 3 == 0 { fail() } else { ok() });
                 }
-                b.release();
             }
         }
     }
@@ -603,32 +613,49 @@ mod tests {
         }
     }
 
+    /// Observed from outside: while HALF_OPEN, at most one call is let through, the one that
+    /// flipped the circuit; and the circuit leaves HALF_OPEN only when an outcome arrives.
     #[test]
-    fn random_sequences_never_panic_and_allow_one_probe() {
+    fn random_sequences_let_one_call_through_per_half_open_episode() {
         let mut b = PollyBreaker::new(options(5));
         let mut rng = Lcg(7);
         let mut now = 0;
         let mut in_flight = 0u32;
         let mut visited = [false; BreakerState::COUNT];
+        let mut admitted_this_episode = 0;
         for _ in 0..200_000 {
             now += rng.next(400 * MS);
+            let before = b.state();
+            let mut reported = false;
             match rng.next(6) {
-                0 | 1 => in_flight += u32::from(b.try_acquire(now)),
-                2 if in_flight > 0 => {
-                    in_flight -= 1;
-                    b.release();
+                0..=2 => {
+                    let admitted = b.try_acquire(now);
+                    in_flight += u32::from(admitted);
+                    admitted_this_episode += u32::from(admitted && b.state() == BreakerState::HalfOpen);
                 }
                 3 => b.on_wake(now),
                 _ if in_flight > 0 => {
                     in_flight -= 1;
-                    let kind = FailureKind::ALL[rng.next(FailureKind::COUNT as u64) as usize];
-                    let failure = (rng.next(2) == 0).then_some(kind);
-                    b.on_end(now, AttemptEnd { failure, duration_us: rng.next(S) });
+                    reported = true;
+                    let ending = match rng.next(4) {
+                        0 => Ending::Canceled,
+                        1 => Ending::Refused,
+                        _ => {
+                            let kind = FailureKind::ALL[rng.next(FailureKind::COUNT as u64) as usize];
+                            let failure = (rng.next(2) == 0).then_some(kind);
+                            Ending::Outcome(AttemptEnd { failure, duration_us: rng.next(S) })
+                        }
+                    };
+                    b.on_end(now, ending);
                 }
                 _ => {}
             }
+            if before == BreakerState::HalfOpen && b.state() != BreakerState::HalfOpen {
+                assert!(reported, "HALF_OPEN left without an outcome");
+                admitted_this_episode = 0;
+            }
+            assert!(admitted_this_episode <= 1, "{admitted_this_episode} calls let through in one HALF_OPEN");
             visited[b.state().index()] = true;
-            assert!(b.half_open_permits_in_use() <= 1);
             assert!(b.health.len <= RING_SIZE);
         }
         assert_eq!(visited, [true; BreakerState::COUNT], "the sequence exercises every state");
