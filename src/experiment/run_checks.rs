@@ -9,10 +9,10 @@
 //! runs ("were soft branches stopped before hard ones?").
 
 use crate::engine::Model;
-use crate::runtime::guard::pipeline::AttemptKind;
 use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, StepEnd, TraceEvent, Tracer};
 use crate::scenario::Criticality;
 use crate::sim::Micros;
+use crate::vocab::AttemptKind;
 use crate::vocab::{BudgetKind, FailureKind};
 
 /// The first run that broke a per-run invariant.

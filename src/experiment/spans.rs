@@ -6,9 +6,9 @@
 
 use crate::engine::Model;
 use crate::runtime::decision::{Decision, GiveUp};
-use crate::runtime::guard::pipeline::AttemptKind;
 use crate::runtime::{AttemptResult, Purpose, StationExit, StepEnd, TraceCaller, TraceEvent};
 use crate::sim::{Micros, us_to_ms};
+use crate::vocab::AttemptKind;
 use crate::vocab::{FailureKind, Outcome, Refusal};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

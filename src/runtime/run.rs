@@ -11,7 +11,7 @@ use super::budget::RunBudget;
 use super::command::{Command, Effects};
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
-use super::guard::pipeline::{Admit, Ask, AttemptInfo, AttemptKind, Held, Loads, Pipeline, RouteId};
+use super::guard::pipeline::{Admit, Ask, AttemptInfo, Held, Loads, Pipeline, RouteId};
 use super::guard::{AttemptEnd, Ending};
 use super::policy::{PolicyModel, StepPolicy};
 use super::step::{StepPhase, StepState};
@@ -20,7 +20,7 @@ use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::{Micros, StreamKey};
-use crate::vocab::{BudgetKind, FailureKind, Outcome, Refusal};
+use crate::vocab::{AttemptKind, BudgetKind, FailureKind, Outcome, Refusal};
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.
@@ -423,9 +423,8 @@ impl RunMachine {
     /// An attempt that took a retry token (a retry or a hedge) was not sent after all: refused
     /// by a guard, or its step gave up first. A token pays only for an attempt that went out.
     fn unsent(&mut self, kind: AttemptKind) {
-        match kind {
-            AttemptKind::Retry | AttemptKind::Hedge => self.budget.return_retry_token(),
-            AttemptKind::First => {}
+        if kind.is_repeat() {
+            self.budget.return_retry_token();
         }
     }
 

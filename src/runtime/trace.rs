@@ -5,9 +5,8 @@
 
 use super::attempt::{AttemptResult, Purpose};
 use super::decision::Decision;
-use super::guard::pipeline::AttemptKind;
 use crate::sim::Micros;
-use crate::vocab::{BudgetKind, FailureKind, Outcome, Refusal};
+use crate::vocab::{AttemptKind, BudgetKind, FailureKind, Outcome, Refusal};
 
 /// A root run as it starts: its number in the replication (from 1, in start order: the number
 /// `replay --run` and explore's reports use), whether it counts in the figures (started after

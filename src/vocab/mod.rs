@@ -1,8 +1,9 @@
 //! The shared vocabulary of the essay (docs/essay.md): failure kinds, outcomes, budget kinds, refusal reasons,
-//! operation classes and priorities. Each closed set is an enum with its count and its names,
+//! operation classes, priorities and attempt kinds. Each closed set is an enum with its count and its names,
 //! so no other module writes a literal 10 or 4 or matches a name with a catch-all arm.
 //! Sits just above the kernel: world, metrics and runtime all speak it.
 
+mod attempt_kind;
 mod breaker;
 mod budget;
 mod dependency_kind;
@@ -12,6 +13,7 @@ mod outcome;
 mod refusal;
 mod traffic;
 
+pub use attempt_kind::AttemptKind;
 pub use breaker::BreakerState;
 pub use budget::BudgetKind;
 pub use dependency_kind::DependencyKind;

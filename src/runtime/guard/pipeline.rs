@@ -17,20 +17,12 @@ use super::retry_budget::{Attempt, RetryBudget, RetryBudgetConfig, RetryCharge};
 use crate::metrics::Observation;
 use crate::runtime::command::{Command, Effects};
 use crate::sim::{Micros, StreamKey};
-use crate::vocab::{BreakerState, FailureKind, Priority, Refusal};
+use crate::vocab::{AttemptKind, BreakerState, FailureKind, Priority, Refusal};
 use crate::world::{DependencyModel, Station};
 
 /// Index of a route in a policy's route table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RouteId(pub u32);
-
-/// Why an attempt is being made: retries and hedges are what shared retry budgets limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttemptKind {
-    First,
-    Retry,
-    Hedge,
-}
 
 /// What the guards know of an attempt when it asks to pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -200,7 +192,7 @@ impl<'s> Pipeline<'s> {
         // Each probabilistic guard draws from its own stream below the attempt's, and only
         // when it is asked.
         let draw = || key.with(u64::from(g)).stream().unit();
-        let repeat = info.kind != AttemptKind::First;
+        let repeat = info.kind.is_repeat();
         match &mut self.guards[g as usize] {
             Guard::Budget(budget) => (repeat && !budget.allows_retry(now, info.after)).then_some(Refusal::RetryBudget),
             Guard::Throttle(throttle) => (!throttle.admit(now, draw())).then_some(Refusal::Throttled),
