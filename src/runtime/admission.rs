@@ -6,7 +6,7 @@
 //! the dependencies' load.
 
 use super::guard::pipeline::Loads;
-use super::policy::StepPolicy;
+use super::step_policy::StepPolicy;
 use super::workflow::{MAX_STEPS, WorkflowModel};
 use crate::sim::Micros;
 

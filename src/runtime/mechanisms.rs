@@ -15,11 +15,11 @@ use super::guard::polly_breaker::PollyBreakerOptions;
 use super::guard::retry_budget::{
     AwsRetryQuotaConfig, EnvoyRetryBudgetConfig, FinagleRetryBudgetConfig, GrpcRetryThrottleConfig, RetryBudgetConfig,
 };
-use super::policy::{StepPolicy, StepRoutes, parse_named};
+use super::step_policy::{StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     Bulkhead, CircuitBreaker, Effect, FieldPath, LoadShedding, Policy, PriorityThresholds, RetryBudget, ScenarioError,
-    Source, error_at_path, quote, unknown_name,
+    Source, error_at_path, parse_named, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us};
 use crate::vocab::{FailureKind, OperationClass};

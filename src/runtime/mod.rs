@@ -14,6 +14,7 @@ pub mod mechanisms;
 pub mod policy;
 pub mod run;
 pub mod step;
+pub mod step_policy;
 pub mod trace;
 pub mod workflow;
 
@@ -23,8 +24,9 @@ pub use budget::{BudgetLimits, RunBudget};
 pub use command::{Command, Effects, Outbox};
 pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
 pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};
-pub use policy::{PolicyModel, StepPolicy, compile_policies};
+pub use policy::{PolicyModel, compile_policies};
 pub use run::{RunContext, RunMachine};
+pub use step_policy::{StepPolicy, StepRoutes};
 pub use trace::{
     AttemptTrace, DrawRecorder, NoTrace, RunStart, RunSummary, RunTracer, SlotSink, StationExit, StepEnd, TraceCaller,
     TraceEvent, TraceSink, Tracer,

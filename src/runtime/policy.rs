@@ -5,12 +5,15 @@ use super::admission::{AdmissionRule, Insufficient};
 use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::budget::BudgetLimits;
 use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
-use super::guard::pipeline::{PipelineSpec, RouteId};
+use super::guard::pipeline::PipelineSpec;
 use super::mechanisms::compile_mechanisms;
+use super::step_policy::{StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
-use crate::scenario::{FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path, quote, unknown_name};
+use crate::scenario::{
+    FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path, parse_named, quote, unknown_name,
+};
 use crate::sim::{Micros, ms_to_us};
-use crate::vocab::{FailureKind, Named};
+use crate::vocab::FailureKind;
 use crate::world::model::MAX_ATTEMPTS_LIMIT;
 use crate::world::{FaultEffect, World};
 
@@ -19,24 +22,6 @@ pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_BACKOFF: Backoff =
     Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::Full };
-
-#[derive(Debug, Clone)]
-pub struct StepPolicy {
-    pub timeout_us: Option<Micros>,
-    pub max_attempts: u32,
-    pub reserve_us: Micros,
-    pub predicted_attempt_us: Micros,
-    pub fallback: Option<usize>,
-    pub routes: StepRoutes,
-}
-
-/// The guard routes of a step's attempts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StepRoutes {
-    pub primary: RouteId,
-    pub fallback: RouteId,
-    pub lookup: RouteId,
-}
 
 /// Limits on one run's fan-out (docs/essay.md section 22); None is unlimited.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -91,19 +76,6 @@ pub fn compile_policies(
             compile_policy(name, p, &path, source, world, workflows)
         })
         .collect()
-}
-
-/// The value a field spells, or `default` when it is absent.
-pub(crate) fn parse_named<T: Named>(
-    source: &Source,
-    path: &FieldPath,
-    value: Option<&str>,
-    default: T,
-) -> Result<T, ScenarioError> {
-    let Some(value) = value else { return Ok(default) };
-    T::parse(value).ok_or_else(|| {
-        error_at_path(source, path, format!("unknown value {}; expected one of {}", quote(value), T::choices()))
-    })
 }
 
 crate::named_enum! {

@@ -1,7 +1,7 @@
 //! Finding where a field path sits in the source text, so that errors found after parsing
 //! (semantic validation) still point at a line and column.
 
-use super::error::{FieldPath, PathSegment};
+use super::error::{FieldPath, PathSegment, ScenarioError, quote};
 use super::load::{Format, Source};
 use toml::de::{DeTable, DeValue};
 
@@ -163,6 +163,20 @@ fn find_element(b: &[u8], i: usize, index: usize) -> Option<usize> {
 /// A validation error at a field path, positioned in the source when the field is found there.
 pub fn error_at_path(source: &Source, path: &FieldPath, message: impl Into<String>) -> super::ScenarioError {
     source.error_at(locate(source, path), &path.to_string(), message)
+}
+
+/// A value of a closed set spelled in the file (`kind = "polly"`), or `default` when absent; an
+/// unknown spelling is an error at `path` that lists the choices.
+pub fn parse_named<T: crate::vocab::Named>(
+    source: &Source,
+    path: &FieldPath,
+    value: Option<&str>,
+    default: T,
+) -> Result<T, ScenarioError> {
+    let Some(value) = value else { return Ok(default) };
+    T::parse(value).ok_or_else(|| {
+        error_at_path(source, path, format!("unknown value {}; expected one of {}", quote(value), T::choices()))
+    })
 }
 
 #[cfg(test)]

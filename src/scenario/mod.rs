@@ -9,6 +9,6 @@ pub mod types;
 
 pub use error::{FieldPath, ScenarioError, closest, quote, unknown_name};
 pub use load::{Format, Source, load_file, parse_source};
-pub use locate::error_at_path;
+pub use locate::{error_at_path, parse_named};
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override};
 pub use types::*;
