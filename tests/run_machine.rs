@@ -7,7 +7,8 @@ use common::*;
 
 use faultline::engine::Model;
 use faultline::metrics::Observation;
-use faultline::runtime::guard::pipeline::{Loads, Pipeline};
+use faultline::runtime::guard::Loads;
+use faultline::runtime::guard::pipeline::Pipeline;
 use faultline::runtime::policy::{Hedging, PolicyModel};
 use faultline::runtime::step::StepPhase;
 use faultline::runtime::{AttemptResult, Command, Outbox, Purpose, RunBudget, RunContext, RunMachine};

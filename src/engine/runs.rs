@@ -8,7 +8,7 @@ use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
-use crate::runtime::guard::pipeline::Loads;
+use crate::runtime::guard::Loads;
 use crate::runtime::run::split_waiter_token;
 use crate::runtime::{
     AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine, RunStart, TraceEvent, TraceSink,

@@ -5,7 +5,7 @@
 //! capacity only to fail late. A pure function of the workflow, the per-step predictions and
 //! the dependencies' load.
 
-use super::guard::pipeline::Loads;
+use super::guard::Loads;
 use super::step_policy::StepPolicy;
 use super::workflow::{MAX_STEPS, WorkflowModel};
 use crate::sim::Micros;

@@ -5,13 +5,17 @@
 //! breaker permit is taken), then load shedders, then circuit breakers, then bulkheads (a waiting attempt holds
 //! its breaker permit, not the other way round); within a kind, file order.
 
+use super::guard::GuardSpec;
 use super::guard::adaptive_throttle::AdaptiveThrottleConfig;
 use super::guard::admission_control::AdmissionControlConfig;
 use super::guard::bulkhead::BulkheadConfig;
+use super::guard::circuit_breaker::Resilience4jSpec;
 use super::guard::circuit_breaker::{CircuitBreakerConfig, SlidingWindowType};
 use super::guard::load_shedder::LoadShedder;
-use super::guard::pipeline::{GuardSpec, PipelineSpec};
+use super::guard::load_shedder::ShedderSpec;
+use super::guard::pipeline::PipelineSpec;
 use super::guard::polly_breaker::PollyBreakerOptions;
+use super::guard::polly_breaker::PollySpec;
 use super::guard::retry_budget::{
     AwsRetryQuotaConfig, EnvoyRetryBudgetConfig, FinagleRetryBudgetConfig, GrpcRetryThrottleConfig, RetryBudgetConfig,
 };
@@ -61,6 +65,13 @@ crate::named_enum! {
 
 crate::named_enum! {
     enum SheddingKind { Priority => "priority", AdmissionControl => "admission_control" }
+}
+
+/// A breaker's checked configuration, before its label is known.
+#[derive(Debug, Clone, Copy)]
+enum BreakerSpec {
+    Resilience4j(CircuitBreakerConfig),
+    Polly(PollyBreakerOptions),
 }
 
 /// Which attempts a guard instance applies to.
@@ -127,8 +138,7 @@ struct Compiler<'a> {
     world: &'a World,
     workflows: &'a [WorkflowModel],
     tenants: Vec<String>,
-    /// (stage, scope, spec, breaker label index).
-    specs: Vec<(Stage, Scope, GuardSpec, Option<u16>)>,
+    specs: Vec<(Stage, Scope, GuardSpec)>,
     breaker_labels: Vec<String>,
 }
 
@@ -222,11 +232,8 @@ impl Compiler<'_> {
         let mut order: Vec<usize> = (0..self.specs.len()).collect();
         order.sort_by_key(|&i| (self.specs[i].0, i));
         let mut pipeline = PipelineSpec::default();
-        let mut breaker_of = Vec::new();
         for &i in &order {
-            let breaker = self.specs[i].3;
-            breaker_of.push(breaker);
-            pipeline.add_guard(self.specs[i].2, breaker);
+            pipeline.add_guard(self.specs[i].2);
         }
         let scopes: Vec<Scope> = order.iter().map(|&i| self.specs[i].1).collect();
         let mut routes = Vec::with_capacity(self.workflows.len());
@@ -282,11 +289,12 @@ impl Compiler<'_> {
         let spec = match kind {
             BreakerKind::Polly => {
                 self.only(path, kind.name(), &present, &POLLY_FIELDS)?;
-                GuardSpec::PollyBreaker(self.polly(path, b, ignored)?)
+                let options = self.polly(path, b, ignored)?;
+                BreakerSpec::Polly(options)
             }
             BreakerKind::Resilience4j => {
                 self.only(path, kind.name(), &present, &RESILIENCE4J_FIELDS)?;
-                GuardSpec::CircuitBreaker(self.resilience4j(path, b, ignored)?)
+                BreakerSpec::Resilience4j(self.resilience4j(path, b, ignored)?)
             }
         };
         for d in self.dependencies(&path.key("dependency"), &b.dependency)? {
@@ -302,7 +310,7 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    fn add_breaker(&mut self, scope: Scope, spec: GuardSpec, label: String) {
+    fn add_breaker(&mut self, scope: Scope, spec: BreakerSpec, label: String) {
         // Two entries may cover the same circuit; their labels must still be unique.
         let label = {
             let mut unique = label.clone();
@@ -313,7 +321,14 @@ impl Compiler<'_> {
             }
             unique
         };
-        self.specs.push((Stage::Breaker, scope, spec, Some(self.breaker_labels.len() as u16)));
+        let label_index = self.breaker_labels.len() as u16;
+        let guard = match spec {
+            BreakerSpec::Resilience4j(config) => {
+                GuardSpec::Resilience4jBreaker(Resilience4jSpec { config, label: label_index })
+            }
+            BreakerSpec::Polly(options) => GuardSpec::PollyBreaker(PollySpec { options, label: label_index }),
+        };
+        self.specs.push((Stage::Breaker, scope, guard));
         self.breaker_labels.push(label);
     }
 
@@ -475,7 +490,7 @@ impl Compiler<'_> {
     }
 
     fn push(&mut self, stage: Stage, scope: Scope, spec: GuardSpec) {
-        self.specs.push((stage, scope, spec, None));
+        self.specs.push((stage, scope, spec));
     }
 
     fn workflows_named(&self, path: &FieldPath, name: &Option<String>) -> Result<Vec<usize>, ScenarioError> {
@@ -567,7 +582,7 @@ impl Compiler<'_> {
                     min_requests: b.min_requests.unwrap_or(d.min_requests),
                 };
                 c.check().map_err(|m| self.err(&self.field_of(path, &m, &["k", "window_ms"]), m))?;
-                (&["k", "window_ms", "min_requests"], GuardSpec::Throttle(c))
+                (&["k", "window_ms", "min_requests"], GuardSpec::AdaptiveThrottle(c))
             }
         };
         self.only(path, kind.name(), &present, allowed)?;
@@ -621,7 +636,8 @@ impl Compiler<'_> {
             };
             shedder.check().map_err(|m| self.err(&self.field_of(path, &m, &FIELDS), m))?;
             for d in dependencies {
-                self.push(Stage::Shed, Scope::Dependency(d), GuardSpec::Shedder { shedder, dependency: d as u16 });
+                let spec = ShedderSpec { shedder, dependency: d as u16 };
+                self.push(Stage::Shed, Scope::Dependency(d), GuardSpec::LoadShedder(spec));
             }
         } else {
             const FIELDS: [&str; 5] =

@@ -6,11 +6,13 @@
 //!
 //! The caller supplies the uniform draw, so the throttle holds no randomness of its own.
 
-use super::AttemptEnd;
 use super::slice_ring::SliceRing;
+use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
+use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::{MAX_SPAN_US, US_PER_MS, US_PER_S};
 use crate::vocab::FailureKind;
+use crate::vocab::Refusal;
 
 /// One-second slices at the book's two-minute window.
 const SLICES: usize = 120;
@@ -131,6 +133,30 @@ impl AdaptiveThrottle {
     pub fn on_attempt_end(&mut self, now: Micros, end: AttemptEnd) {
         if is_accept(end.failure) {
             self.on_accept(now);
+        }
+    }
+}
+
+impl GuardConfig for AdaptiveThrottleConfig {
+    type Live = AdaptiveThrottle;
+
+    fn build(&self) -> AdaptiveThrottle {
+        AdaptiveThrottle::new(*self).expect("throttle configurations are checked at compile time")
+    }
+}
+
+/// Asked by every attempt; learns only from outcomes (a cancelled or refused attempt tells
+/// nothing about whether the backend accepts requests).
+impl Guard for AdaptiveThrottle {
+    fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, _out: &mut impl Effects) -> Verdict {
+        if self.admit(now, seat.draw(ask)) { Verdict::Pass } else { Verdict::Refuse(Refusal::Throttled) }
+    }
+
+    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
+
+    fn end(&mut self, now: Micros, parting: Parting, _out: &mut impl Effects) {
+        if let Ending::Outcome(end) = parting.ending {
+            self.on_attempt_end(now, end);
         }
     }
 }

@@ -8,11 +8,13 @@
 //! leaves no trace. The caller supplies the uniform draw; Envoy rounds its probability to four
 //! significant figures, this compares exactly.
 
-use super::AttemptEnd;
 use super::slice_ring::SliceRing;
+use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
+use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::US_PER_S;
 use crate::vocab::FailureKind;
+use crate::vocab::Refusal;
 
 const TOTAL: usize = 0;
 const SUCCESSES: usize = 1;
@@ -150,6 +152,34 @@ impl AdmissionControl {
     pub fn on_attempt_end(&mut self, now: Micros, end: AttemptEnd) {
         if let Some(success) = success_of(end.failure) {
             self.on_end(now, success);
+        }
+    }
+}
+
+impl GuardConfig for AdmissionControlConfig {
+    type Live = AdmissionControl;
+
+    fn build(&self) -> AdmissionControl {
+        AdmissionControl::new(*self).expect("admission control configurations are checked at compile time")
+    }
+}
+
+/// Like the shedder, it never stands between a write and its reconciliation: control traffic
+/// passes without a draw.
+impl Guard for AdmissionControl {
+    fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, _out: &mut impl Effects) -> Verdict {
+        if !ask.info.control && !self.admit(now, seat.draw(ask)) {
+            Verdict::Refuse(Refusal::Throttled)
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
+
+    fn end(&mut self, now: Micros, parting: Parting, _out: &mut impl Effects) {
+        if let Ending::Outcome(end) = parting.ending {
+            self.on_attempt_end(now, end);
         }
     }
 }

@@ -22,7 +22,10 @@
 
 use std::collections::VecDeque;
 
+use super::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
+use crate::runtime::command::{Command, Effects};
 use crate::sim::Micros;
+use crate::vocab::Refusal;
 
 pub const DEFAULT_MAX_CONCURRENT_CALLS: u32 = 25;
 pub const DEFAULT_MAX_WAITING: usize = 10_000;
@@ -244,6 +247,48 @@ impl Bulkhead {
             self.queue.len() == self.control_waiting || !self.fits(false),
             "a normal waiter beside a free permit"
         );
+    }
+}
+
+impl GuardConfig for BulkheadConfig {
+    type Live = Bulkhead;
+
+    fn build(&self) -> Bulkhead {
+        Bulkhead::new(*self)
+    }
+}
+
+impl Guard for Bulkhead {
+    fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, _out: &mut impl Effects) -> Verdict {
+        let control = ask.info.control;
+        match self.try_acquire(now, control) {
+            Acquire::Granted => Verdict::Pass,
+            Acquire::Refused => Verdict::Refuse(Refusal::Bulkhead),
+            // One queue at a time: an attempt already waiting elsewhere is refused here.
+            Acquire::Wait { until } if !seat.waiting_elsewhere && self.wait(ask.waiter, now, control) => {
+                Verdict::Wait { until }
+            }
+            Acquire::Wait { .. } => Verdict::Refuse(Refusal::Bulkhead),
+        }
+    }
+
+    fn undo(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+        Guard::end(self, now, parting, out);
+    }
+
+    /// Leaves the queue, or frees the permit (handing it to the next waiter that fits).
+    fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+        if parting.waiting_here {
+            self.cancel_wait(parting.waiter);
+        } else if let Some(next) = self.release(now) {
+            out.command(Command::PermitGranted { waiter: next });
+        }
+    }
+
+    fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
+        while let Some(waiter) = self.expire(now) {
+            out.command(Command::PermitExpired { waiter });
+        }
     }
 }
 

@@ -13,10 +13,11 @@
 //! gives back a half-open permit it never held (HalfOpenState.releasePermission increments its
 //! counter unconditionally), so more calls than permitted may go out in that episode.
 
-use super::{AttemptEnd, Ending};
+use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
+use crate::runtime::command::{Command, Effects};
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
-use crate::vocab::{BreakerState, FailureKind};
+use crate::vocab::{BreakerState, FailureKind, Refusal};
 
 /// Our bound, not resilience4j's: windows are allocated up front, so their size must stay sane.
 pub const MAX_WINDOW_SIZE: u32 = 1_000_000;
@@ -289,23 +290,23 @@ impl ClosedWindow {
 
 /// What a window's tally says about the thresholds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
+enum Judgement {
     BelowMinimumCalls,
     BelowThresholds,
     AboveThresholds,
 }
 
-fn judge(tally: Tally, minimum: u32, config: &CircuitBreakerConfig) -> Verdict {
+fn judge(tally: Tally, minimum: u32, config: &CircuitBreakerConfig) -> Judgement {
     if tally.calls == 0 || tally.calls < u64::from(minimum) {
-        return Verdict::BelowMinimumCalls;
+        return Judgement::BelowMinimumCalls;
     }
     let calls = tally.calls as f64;
     let failure_rate = tally.failures as f64 * 100.0 / calls;
     let slow_call_rate = tally.slow as f64 * 100.0 / calls;
     if failure_rate >= config.failure_rate_threshold || slow_call_rate >= config.slow_call_rate_threshold {
-        Verdict::AboveThresholds
+        Judgement::AboveThresholds
     } else {
-        Verdict::BelowThresholds
+        Judgement::BelowThresholds
     }
 }
 
@@ -438,17 +439,17 @@ impl CircuitBreaker {
     fn record_closed(&mut self, now: Micros, outcome: Tally) {
         let tally = self.closed_window.record(now, outcome);
         match judge(tally, self.config.closed_minimum(), &self.config) {
-            Verdict::AboveThresholds => self.enter_open(now),
-            Verdict::BelowThresholds | Verdict::BelowMinimumCalls => {}
+            Judgement::AboveThresholds => self.enter_open(now),
+            Judgement::BelowThresholds | Judgement::BelowMinimumCalls => {}
         }
     }
 
     fn record_half_open(&mut self, now: Micros, outcome: Tally) {
         let tally = self.half_open_window.record(outcome);
         match judge(tally, self.config.half_open_minimum(), &self.config) {
-            Verdict::AboveThresholds => self.enter_open(now),
-            Verdict::BelowThresholds => self.enter_closed(now),
-            Verdict::BelowMinimumCalls => {}
+            Judgement::AboveThresholds => self.enter_open(now),
+            Judgement::BelowThresholds => self.enter_closed(now),
+            Judgement::BelowMinimumCalls => {}
         }
     }
 
@@ -482,6 +483,72 @@ impl CircuitBreaker {
         );
         self.state = to;
         self.since = now;
+    }
+}
+
+/// A resilience4j breaker as a compiled guard: its configuration and its label's index.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resilience4jSpec {
+    pub config: CircuitBreakerConfig,
+    pub label: u16,
+}
+
+/// A live resilience4j breaker in a pipeline: reports its transitions under its label and asks
+/// for a wake whenever its next timed transition moves.
+#[derive(Debug)]
+pub struct Resilience4jGuard {
+    breaker: CircuitBreaker,
+    label: u16,
+    /// The timed transition last announced, so each is announced once.
+    wake: Option<Micros>,
+}
+
+impl GuardConfig for Resilience4jSpec {
+    type Live = Resilience4jGuard;
+
+    fn build(&self) -> Resilience4jGuard {
+        Resilience4jGuard { breaker: CircuitBreaker::new(self.config), label: self.label, wake: None }
+    }
+}
+
+impl Resilience4jGuard {
+    /// Runs one operation on the breaker and reports what it changed.
+    fn step<T>(&mut self, now: Micros, out: &mut impl Effects, op: impl FnOnce(&mut CircuitBreaker) -> T) -> T {
+        let before = self.breaker.state();
+        let result = op(&mut self.breaker);
+        report_breaker(self.label, before, self.breaker.state(), out);
+        let due = self.breaker.wake_at();
+        if due != self.wake
+            && let Some(at) = due
+        {
+            out.command(Command::WakeGuards { at: at.max(now) });
+        }
+        self.wake = due;
+        result
+    }
+}
+
+impl Guard for Resilience4jGuard {
+    fn admit(&mut self, now: Micros, _ask: &Ask, _seat: Seat, out: &mut impl Effects) -> Verdict {
+        if self.step(now, out, |b| b.try_acquire(now)) { Verdict::Pass } else { Verdict::Refuse(Refusal::CircuitOpen) }
+    }
+
+    fn undo(&mut self, now: Micros, _parting: Parting, out: &mut impl Effects) {
+        self.step(now, out, |b| b.on_end(now, Ending::Refused));
+    }
+
+    fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+        self.step(now, out, |b| b.on_end(now, parting.ending));
+    }
+
+    fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
+        if self.breaker.wake_at().is_some_and(|t| t <= now) {
+            self.step(now, out, |b| b.on_wake(now));
+        }
+    }
+
+    fn breaker_state(&self) -> Option<(u16, BreakerState)> {
+        Some((self.label, self.breaker.state()))
     }
 }
 

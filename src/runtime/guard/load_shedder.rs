@@ -22,7 +22,10 @@
 //! - `check` insists thresholds never decrease with importance: shedding critical traffic while
 //!   sheddable traffic still runs inverts the point of priorities.
 
-use crate::vocab::Priority;
+use super::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
+use crate::runtime::command::Effects;
+use crate::sim::Micros;
+use crate::vocab::{Priority, Refusal};
 
 /// Indexed by `Priority::index()`: critical_plus, critical, sheddable_plus, sheddable.
 pub const DEFAULT_SHED_AT_UTILIZATION: [f64; Priority::COUNT] = [f64::INFINITY, 0.98, 0.9, 0.8];
@@ -94,6 +97,39 @@ fn check_thresholds(field: &str, thresholds: &[f64; Priority::COUNT]) -> Result<
         }
     }
     Ok(())
+}
+
+/// A shedder placed in front of one dependency, whose load it reads. Stateless: the spec is
+/// its own live guard.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShedderSpec {
+    pub shedder: LoadShedder,
+    pub dependency: u16,
+}
+
+impl GuardConfig for ShedderSpec {
+    type Live = ShedderSpec;
+
+    fn build(&self) -> ShedderSpec {
+        *self
+    }
+}
+
+/// Control traffic keeps its capacity: recovery is never shed.
+impl Guard for ShedderSpec {
+    fn admit(&mut self, _now: Micros, ask: &Ask, _seat: Seat, _out: &mut impl Effects) -> Verdict {
+        let info = ask.info;
+        let (utilization, queue_ratio) = ask.loads.signal(usize::from(self.dependency));
+        if !info.control && self.shedder.decide(info.priority, utilization, queue_ratio, info.load_units) {
+            Verdict::Refuse(Refusal::Shed)
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
+
+    fn end(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
 }
 
 #[cfg(test)]

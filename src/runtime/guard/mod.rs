@@ -1,8 +1,13 @@
 //! Mechanisms that stand between a logical call and its dependency, as an ordered pipeline per
 //! policy and dependency (the Polly v8 resilience-pipeline idea): circuit breakers, bulkheads,
-//! shared retry budgets, client-side throttling. Each is a plain state machine in its own file,
-//! driven by virtual time passed in, unit-tested against its anchor's documented behaviour
-//! (docs/references.md sections 3-6). None of them knows the event queue.
+//! shared retry budgets, client-side throttling, load shedding. Each is a plain state machine in
+//! its own file, driven by virtual time passed in, unit-tested against its anchor's documented
+//! behaviour (docs/references.md sections 3-6), and answers the pipeline through one trait,
+//! [`Guard`]. None of them knows the event queue.
+//!
+//! Adding a mechanism: write its module (configuration, `check`, state machine, `impl Guard`,
+//! `impl GuardConfig`, tests), then add one line to [`guards!`] below. The pipeline never
+//! matches on kinds.
 
 pub mod adaptive_throttle;
 pub mod admission_control;
@@ -14,8 +19,11 @@ pub mod polly_breaker;
 pub mod retry_budget;
 mod slice_ring;
 
-use crate::sim::Micros;
-use crate::vocab::FailureKind;
+use crate::metrics::Observation;
+use crate::runtime::command::Effects;
+use crate::sim::{Micros, StreamKey};
+use crate::vocab::{AttemptKind, BreakerState, FailureKind, Priority, Refusal};
+use crate::world::{DependencyModel, Station};
 
 /// What a guard learns when an attempt it admitted ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,4 +71,205 @@ impl From<AttemptEnd> for Ending {
     fn from(end: AttemptEnd) -> Self {
         Ending::Outcome(end)
     }
+}
+
+/// What the guards know of an attempt when it asks to pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttemptInfo {
+    pub kind: AttemptKind,
+    /// Control traffic (status lookups) may use a bulkhead's reserved permits.
+    pub control: bool,
+    /// The failure that prompted a retry (None for a first attempt or a hedge).
+    pub after: Option<FailureKind>,
+    /// The run's workflow priority and estimated load, for shedding.
+    pub priority: Priority,
+    pub load_units: f64,
+}
+
+/// What a load shedder sees of the dependencies: their stations now.
+#[derive(Clone, Copy)]
+pub struct Loads<'a> {
+    pub stations: &'a [Station],
+    pub dependencies: &'a [DependencyModel],
+}
+
+impl Loads<'_> {
+    /// (utilization, queue ratio) of dependency `d`: busy over servers in force (infinite
+    /// when a capacity fault left none), queue length over queue capacity.
+    pub fn signal(&self, d: usize) -> (f64, f64) {
+        let (s, m) = (&self.stations[d], &self.dependencies[d]);
+        let utilization = if s.servers == 0 { f64::INFINITY } else { f64::from(s.busy) / f64::from(s.servers) };
+        let queue = if m.queue_capacity == 0 { 0.0 } else { f64::from(s.queued) / f64::from(m.queue_capacity) };
+        (utilization, queue)
+    }
+}
+
+/// An attempt's question to the guards: who it is, its name if it has to wait at a bulkhead,
+/// the stream probabilistic guards draw from, and the dependencies' load for shedding.
+#[derive(Clone, Copy)]
+pub struct Ask<'a> {
+    pub info: AttemptInfo,
+    pub waiter: u64,
+    /// The attempt's guard stream (throttles draw from it).
+    pub key: StreamKey,
+    pub loads: Loads<'a>,
+}
+
+/// Where in the pipeline a guard is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seat {
+    /// The guard's index in its policy: names its random stream below the attempt's.
+    pub guard: u16,
+    /// The attempt already waits at an earlier bulkhead of its route (one queue at a time).
+    pub waiting_elsewhere: bool,
+}
+
+impl Seat {
+    /// One uniform draw for this guard and attempt; each guard draws only when asked.
+    pub fn draw(self, ask: &Ask) -> f64 {
+        ask.key.with(u64::from(self.guard)).stream().unit()
+    }
+}
+
+/// A guard's answer to an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Refuse(Refusal),
+    /// No permit now: the attempt waits in this guard's queue until a permit is handed over (a
+    /// `PermitGranted` command) or `until` passes (a `PermitExpired` command).
+    Wait {
+        until: Micros,
+    },
+}
+
+/// What an admitted attempt brings back to a guard when it is over for it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Parting {
+    pub info: AttemptInfo,
+    /// What the retry budgets of the route charged the attempt, in all.
+    pub charge: u32,
+    pub ending: Ending,
+    pub waiter: u64,
+    /// The attempt is still queued at this guard (it never got the permit).
+    pub waiting_here: bool,
+}
+
+/// What the pipeline asks of every mechanism. Implementations are plain state machines; the
+/// pipeline calls them in route order and dispatches statically through [`LiveGuard`].
+pub trait Guard {
+    /// Whether the attempt may pass now. A guard that passes may still see the attempt refused
+    /// by a later one: then `undo` follows before anything else reaches it.
+    fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, out: &mut impl Effects) -> Verdict;
+
+    /// A later guard refused the attempt this one had just passed (or queued).
+    fn undo(&mut self, now: Micros, parting: Parting, out: &mut impl Effects);
+
+    /// Every guard of the route passed: returns what the attempt owes this guard (a retry
+    /// budget's charge; 0 for the others).
+    fn start(&mut self, _now: Micros, _info: &AttemptInfo) -> u32 {
+        0
+    }
+
+    /// The attempt is over for this guard.
+    fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects);
+
+    /// Performs what is due at `now` (timed transitions, expired waits).
+    fn on_wake(&mut self, _now: Micros, _out: &mut impl Effects) {}
+
+    /// A breaker's label index and state, for the time series.
+    fn breaker_state(&self) -> Option<(u16, BreakerState)> {
+        None
+    }
+}
+
+/// A compiled configuration that can build its live guard (one per simulation).
+pub trait GuardConfig {
+    type Live: Guard;
+    fn build(&self) -> Self::Live;
+}
+
+/// Tells the metrics and the wake-up schedule what a breaker operation changed.
+pub(crate) fn report_breaker(label: u16, before: BreakerState, after: BreakerState, out: &mut impl Effects) {
+    if before != after {
+        out.observe_shared(Observation::BreakerTransition { breaker: label, from: before, to: after });
+    }
+}
+
+/// The registry: one line per mechanism, the only place that lists them. Generates the
+/// compiled configuration enum (`GuardSpec`), the live guard enum (`LiveGuard`) and their
+/// static dispatch.
+macro_rules! guards {
+    ($($kind:ident: $config:ty => $live:ty,)*) => {
+        /// A guard's compiled configuration.
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub enum GuardSpec {
+            $($kind($config),)*
+        }
+
+        impl GuardSpec {
+            pub fn build(&self) -> LiveGuard {
+                match self {
+                    $(GuardSpec::$kind(c) => LiveGuard::$kind(GuardConfig::build(c)),)*
+                }
+            }
+        }
+
+        /// A guard of one simulation.
+        #[derive(Debug)]
+        pub enum LiveGuard {
+            $($kind($live),)*
+        }
+
+        impl Guard for LiveGuard {
+            #[inline]
+            fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, out: &mut impl Effects) -> Verdict {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::admit(g, now, ask, seat, out),)*
+                }
+            }
+
+            fn undo(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::undo(g, now, parting, out),)*
+                }
+            }
+
+            #[inline]
+            fn start(&mut self, now: Micros, info: &AttemptInfo) -> u32 {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::start(g, now, info),)*
+                }
+            }
+
+            #[inline]
+            fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::end(g, now, parting, out),)*
+                }
+            }
+
+            fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::on_wake(g, now, out),)*
+                }
+            }
+
+            fn breaker_state(&self) -> Option<(u16, BreakerState)> {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::breaker_state(g),)*
+                }
+            }
+        }
+    };
+}
+
+guards! {
+    Resilience4jBreaker: circuit_breaker::Resilience4jSpec => circuit_breaker::Resilience4jGuard,
+    PollyBreaker: polly_breaker::PollySpec => polly_breaker::PollyGuard,
+    Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
+    RetryBudget: retry_budget::RetryBudgetConfig => retry_budget::RetryBudget,
+    AdaptiveThrottle: adaptive_throttle::AdaptiveThrottleConfig => adaptive_throttle::AdaptiveThrottle,
+    LoadShedder: load_shedder::ShedderSpec => load_shedder::ShedderSpec,
+    AdmissionControl: admission_control::AdmissionControlConfig => admission_control::AdmissionControl,
 }

@@ -13,10 +13,11 @@
 //! bulkhead) is an exception ShouldHandle handles: a failure.
 
 use super::circuit_breaker::default_ignored;
-use super::{AttemptEnd, Ending};
+use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
+use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
-use crate::vocab::{BreakerState, FailureKind};
+use crate::vocab::{BreakerState, FailureKind, Refusal};
 
 /// Polly divides the sampling duration into this many sub-windows (for durations of at least
 /// 200 ms, which `check` guarantees).
@@ -296,6 +297,56 @@ impl PollyBreaker {
             self.state
         );
         self.state = to;
+    }
+}
+
+/// A Polly breaker as a compiled guard: its options and its label's index.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PollySpec {
+    pub options: PollyBreakerOptions,
+    pub label: u16,
+}
+
+/// A live Polly breaker in a pipeline, reporting its transitions under its label.
+#[derive(Debug)]
+pub struct PollyGuard {
+    breaker: PollyBreaker,
+    label: u16,
+}
+
+impl GuardConfig for PollySpec {
+    type Live = PollyGuard;
+
+    fn build(&self) -> PollyGuard {
+        PollyGuard { breaker: PollyBreaker::new(self.options), label: self.label }
+    }
+}
+
+impl PollyGuard {
+    fn step<T>(&mut self, out: &mut impl Effects, op: impl FnOnce(&mut PollyBreaker) -> T) -> T {
+        let before = self.breaker.state();
+        let result = op(&mut self.breaker);
+        report_breaker(self.label, before, self.breaker.state(), out);
+        result
+    }
+}
+
+impl Guard for PollyGuard {
+    fn admit(&mut self, now: Micros, _ask: &Ask, _seat: Seat, out: &mut impl Effects) -> Verdict {
+        if self.step(out, |b| b.try_acquire(now)) { Verdict::Pass } else { Verdict::Refuse(Refusal::CircuitOpen) }
+    }
+
+    /// A strategy inside the breaker rejected the call: Polly handles the exception.
+    fn undo(&mut self, now: Micros, _parting: Parting, out: &mut impl Effects) {
+        self.step(out, |b| b.on_end(now, Ending::Refused));
+    }
+
+    fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+        self.step(out, |b| b.on_end(now, parting.ending));
+    }
+
+    fn breaker_state(&self) -> Option<(u16, BreakerState)> {
+        Some((self.label, self.breaker.state()))
     }
 }
 

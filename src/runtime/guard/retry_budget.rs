@@ -10,11 +10,13 @@
 //! Hedges go through the same calls as retries: gRPC throttles hedges with the same tokens and
 //! Finagle's backup requests withdraw from the client's retry budget.
 
-use super::AttemptEnd;
 use super::slice_ring::SliceRing;
+use super::{Ask, AttemptEnd, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
+use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::US_PER_S;
 use crate::vocab::FailureKind;
+use crate::vocab::Refusal;
 
 /// What a budget took for one retry. Handed back with the retry's attempt end because the AWS
 /// quota refunds exactly that amount when the retry succeeds.
@@ -526,6 +528,46 @@ impl RetryBudget {
             RetryBudget::Envoy(b) => b.on_end(attempt.is_retry()),
             RetryBudget::Aws(b) => b.on_attempt_end(attempt, end),
         }
+    }
+}
+
+impl GuardConfig for RetryBudgetConfig {
+    type Live = RetryBudget;
+
+    fn build(&self) -> RetryBudget {
+        RetryBudget::new(*self).expect("retry budget configurations are checked at compile time")
+    }
+}
+
+/// Only retries and hedges ask; every attempt that passes is reported when it starts and ends.
+impl Guard for RetryBudget {
+    fn admit(&mut self, now: Micros, ask: &Ask, _seat: Seat, _out: &mut impl Effects) -> Verdict {
+        let info = ask.info;
+        if info.kind.is_repeat() && !self.allows_retry(now, info.after) {
+            Verdict::Refuse(Refusal::RetryBudget)
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    /// Nothing was taken yet: budgets charge only in `start`, once every guard has passed.
+    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
+
+    fn start(&mut self, now: Micros, info: &AttemptInfo) -> u32 {
+        let (attempt, charge) = if info.kind.is_repeat() {
+            let charge = self.spend_retry(now, info.after).unwrap_or(RetryCharge::NONE);
+            (Attempt::Retry(charge), charge.0)
+        } else {
+            (Attempt::First, 0)
+        };
+        self.on_attempt_start(now, attempt);
+        charge
+    }
+
+    fn end(&mut self, now: Micros, parting: Parting, _out: &mut impl Effects) {
+        let attempt =
+            if parting.info.kind.is_repeat() { Attempt::Retry(RetryCharge(parting.charge)) } else { Attempt::First };
+        self.on_attempt_end(now, attempt, parting.ending.as_attempt_end());
     }
 }
 
