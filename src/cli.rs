@@ -1,15 +1,15 @@
 //! Command-line interface: parse arguments, call a command, map the result to an exit code
 //! (0 success, 1 runtime failure, 2 invalid input, 99 failed gate).
 
-use crate::experiment::CommandError;
-use crate::experiment::batch::{MAX_JOBS, default_jobs};
+use crate::experiment::batch::workers::{MAX_JOBS, default_jobs};
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
 use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
-use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
-use crate::experiment::shard::{MergeOptions, merge};
-use crate::experiment::sweep::{Shard, SweepOptions, sweep};
+use crate::experiment::run::{RunOptions, run, validate};
+use crate::experiment::sweep::shard::{MergeOptions, Shard, merge};
+use crate::experiment::sweep::{SweepOptions, sweep};
+use crate::experiment::{CommandError, OutputFormat};
 use clap::builder::TypedValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;

@@ -1,23 +1,19 @@
 //! `faultline run` and `faultline validate`.
 
-use super::CommandError;
-use super::batch::{Loaded, Task, Workers, check_batch_size, load_model, replication_seed};
-use super::folder::OutputFolder;
-use super::output::{SeriesSum, number, summary_json, timeseries_csv};
-use super::slo::{compile_slo, compile_slo_with};
-use super::table::{half_width, human, render};
-use crate::engine::{Model, Replication};
-use crate::metrics::MetricMap;
+use crate::engine::Model;
+use crate::experiment::batch::load::{
+    Loaded, apply_seed, check_replication, collect_overrides, load_model, select_policies,
+};
+use crate::experiment::batch::replications::{PolicyRuns, run_replications};
+use crate::experiment::batch::slo::{compile_slo, compile_slo_with};
+use crate::experiment::batch::workers::replication_seed;
+use crate::experiment::command::{CommandError, OutputFormat};
+use crate::experiment::output::folder::OutputFolder;
+use crate::experiment::output::formats::{number, summary_json, timeseries_csv};
+use crate::experiment::report::html::run_report;
+use crate::experiment::report::table::{half_width, human, render};
 use crate::metrics::stats::{Aggregate, aggregate};
-use crate::scenario::{Override, ScenarioError, parse_override, quote};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputFormat {
-    Text,
-    Json,
-}
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -32,113 +28,6 @@ pub struct RunOptions {
     /// Run only replication K (numbered from 0) of each policy: exactly its figures in a full
     /// run, since its seed depends only on the root seed and K.
     pub replication: Option<u32>,
-}
-
-/// `--replications` becomes an override, so it gets the same checks as the file. `--seed` is
-/// applied after compilation (see [`apply_seed`]): TOML integers stop at 2^63 - 1, seeds do not.
-pub fn collect_overrides(sets: &[String], replications: Option<u32>) -> Result<Vec<Override>, ScenarioError> {
-    let mut overrides: Vec<Override> = sets.iter().map(|s| parse_override(s)).collect::<Result<_, _>>()?;
-    if let Some(n) = replications {
-        let mut o = parse_override(&format!("simulation.replications={n}"))?;
-        o.argument = format!("--replications {n}");
-        overrides.push(o);
-    }
-    Ok(overrides)
-}
-
-/// Sets the root seed from `--seed`; returns the arguments to record as provenance.
-pub fn apply_seed(model: &mut Model, seed: Option<u64>, overrides: &[Override]) -> Vec<String> {
-    let mut applied: Vec<String> = overrides.iter().map(|o| o.argument.clone()).collect();
-    if let Some(seed) = seed {
-        model.world.seed = seed;
-        applied.push(format!("--seed {seed}"));
-    }
-    applied
-}
-
-/// Resolves policy names (all of the scenario's when none are given).
-/// `flag` names the option the names came from, for error messages.
-pub fn select_policies(model: &Model, names: &[String], flag: &str) -> Result<Vec<usize>, CommandError> {
-    if names.is_empty() {
-        return Ok((0..model.policies.len()).collect());
-    }
-    if let Some((_, n)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
-        return Err(CommandError::Input(format!(
-            "argument {}: the policy is named twice",
-            quote(&format!("{flag} {n}"))
-        )));
-    }
-    names
-        .iter()
-        .map(|n| {
-            model.policy_index(n).ok_or_else(|| {
-                let known = model.policies.iter().map(|p| p.name.as_str());
-                CommandError::Input(format!(
-                    "argument {}: {}",
-                    quote(&format!("{flag} {n}")),
-                    crate::scenario::unknown_name("policy", n, known)
-                ))
-            })
-        })
-        .collect()
-}
-
-/// What a command keeps of one policy's replications: each replication's metrics, in
-/// replication order, and the sum of their time series.
-pub struct PolicyRuns {
-    pub metrics: Vec<MetricMap>,
-    pub series: SeriesSum,
-    /// The index of `metrics[0]`: replications are consecutive from here.
-    pub first_replication: u32,
-}
-
-/// Runs every replication of each policy on the same seeds (see [`run_replications`]).
-pub fn run_policies(model: &Model, policies: &[usize], jobs: usize) -> Result<Vec<PolicyRuns>, CommandError> {
-    run_replications(model, policies, 0..model.world.replications, jobs)
-}
-
-/// Runs replications `indices` of each policy on the same seeds. A replication's time series is added
-/// to its policy's sum as soon as it finishes (integer sums: the order does not matter), so
-/// memory holds one series per policy, not one per replication.
-pub fn run_replications(
-    model: &Model,
-    policies: &[usize],
-    indices: std::ops::Range<u32>,
-    jobs: usize,
-) -> Result<Vec<PolicyRuns>, CommandError> {
-    let world = &model.world;
-    let count = indices.len();
-    let tasks: Vec<Task> = policies
-        .iter()
-        .flat_map(|&policy| {
-            indices.clone().map(move |r| Task {
-                model: 0,
-                policy,
-                replication: r,
-                seed: replication_seed(world.seed, r),
-            })
-        })
-        .collect();
-    check_batch_size(Some(tasks.len()))?;
-    let sums: Vec<Mutex<SeriesSum>> = policies.iter().map(|_| Mutex::new(SeriesSum::default())).collect();
-    let workers = Workers::start(jobs, tasks.len() as u64, &model.name)?;
-    let keep = |t: &Task, r: Replication| {
-        // Policies are distinct (select_policies), so the position is the policy's slot.
-        let slot = policies.iter().position(|&p| p == t.policy).expect("a task's policy was selected");
-        sums[slot].lock().unwrap_or_else(|p| p.into_inner()).add(&r.timeseries);
-        r.metrics
-    };
-    let metrics = workers.simulate(std::slice::from_ref(model), &tasks, &|_| String::new(), &keep);
-    workers.finish();
-    let mut metrics = metrics?.into_iter();
-    Ok(sums
-        .into_iter()
-        .map(|sum| PolicyRuns {
-            metrics: metrics.by_ref().take(count).collect(),
-            first_replication: indices.start,
-            series: sum.into_inner().unwrap_or_else(|p| p.into_inner()),
-        })
-        .collect())
 }
 
 /// The metrics shown side by side, in this order; per-dependency rows follow.
@@ -222,18 +111,6 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
     render(&header, &rows)
 }
 
-/// `--replication K` names one of the scenario's replications.
-pub fn check_replication(model: &Model, k: u32) -> Result<(), CommandError> {
-    if k < model.world.replications {
-        return Ok(());
-    }
-    Err(CommandError::Input(format!(
-        "argument `--replication {k}`: the scenario runs {} replication(s), numbered from 0 to {}",
-        model.world.replications,
-        model.world.replications - 1
-    )))
-}
-
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
@@ -269,7 +146,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
         )?;
         files.write(&format!("{name}/replications.csv"), &replications_csv(&model, &metric_names, runs))?;
     }
-    files.write("report.html", super::report::run_report(&model, &names, &aggregates, &results).as_bytes())?;
+    files.write("report.html", run_report(&model, &names, &aggregates, &results).as_bytes())?;
     let written: Vec<String> =
         files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
 

@@ -5,17 +5,21 @@
 //! way replication k of both runs on `replication_seed(seed, k)` with the candidate file's
 //! seed and replication count.
 
-use super::CommandError;
-use super::batch::{Loaded, Task, Workers, check_batch_size, load_model, replication_seed};
-use super::folder::write_atomically;
-use super::junit::{self, Case, CaseResult};
-use super::run::{OutputFormat, apply_seed, collect_overrides, select_policies};
-use super::slo::{Check, SloChecks, compile_slo_with, judge_regression, judge_threshold, regression_limit};
-use super::table::{human, render};
+pub mod junit;
+
 use crate::engine::Model;
+use crate::experiment::batch::load::{Loaded, apply_seed, collect_overrides, load_model, select_policies};
+use crate::experiment::batch::slo::{
+    Check, SloChecks, compile_slo_with, judge_regression, judge_threshold, regression_limit,
+};
+use crate::experiment::batch::workers::{Task, Workers, check_batch_size, replication_seed};
+use crate::experiment::command::{CommandError, OutputFormat};
+use crate::experiment::output::folder::write_atomically;
+use crate::experiment::report::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::stats::Estimate;
 use crate::scenario::{FieldPath, ScenarioError, error_at_path};
+use junit::{Case, CaseResult};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

@@ -9,21 +9,23 @@
 //! style, to a small one that still breaks the same invariant, written as a scenario file that
 //! `run` reproduces, and the run that shows the violation is traced as `replay` would.
 
-use super::CommandError;
-use super::batch::{Workers, compile_scenario, replication_seed};
-use super::folder::write_atomically;
-use super::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
-use super::run::collect_overrides;
-use super::run_checks::RunChecks;
-use super::slo::{Check, Comparison, compile_slo};
-use super::spans::render_tree;
+pub mod run_checks;
+
 use crate::engine::{Model, simulate_following};
+use crate::experiment::batch::load::{collect_overrides, compile_scenario};
+use crate::experiment::batch::slo::{Check, Comparison, compile_slo};
+use crate::experiment::batch::workers::{Workers, replication_seed};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::write_atomically;
+use crate::experiment::replay::spans::render_tree;
+use crate::experiment::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
 use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{ErrorMix, Fault, Scenario, Source, load_file};
 use crate::sim::StreamKey;
 use crate::world::fault_kind::FaultKind;
 use rayon::prelude::*;
+use run_checks::RunChecks;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]

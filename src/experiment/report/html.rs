@@ -2,10 +2,13 @@
 //! URLs), so a result can be read in any browser, attached to a ticket or archived.
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
-use super::run::PolicyRuns;
-use super::svg::{Line, LineChart, Span, bar_chart, escape, heat_map, label, line_chart};
-use super::sweep_files::{DIGEST_METRICS, SweepLayout, SweepPoint};
+use super::digest::{DIGEST_METRICS, SweepPoint};
+use super::svg::{Line, LineChart, Span, bar_chart, heat_map, label, line_chart};
+use super::xml::escape;
 use crate::engine::Model;
+use crate::experiment::batch::grid::SweepLayout;
+use crate::experiment::batch::replications::PolicyRuns;
+use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::Aggregate;
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use std::fmt::Write;
@@ -113,7 +116,7 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
         label(model.world.duration_us as f64 / 1e6),
         label(model.world.warmup_us as f64 / 1e6),
         model.world.seed,
-        super::output::VERSION
+        VERSION
     );
     body.push('\n');
     body.push_str("<h2>Summary</h2><table><tr><th>metric</th>");
@@ -258,7 +261,7 @@ pub fn sweep_report(layout: &SweepLayout, points: &[SweepPoint]) -> String {
         escape(&layout.scenario),
         layout.points,
         escape(&params.join(" x ")),
-        super::output::VERSION
+        VERSION
     );
     let mut policies: Vec<&str> = Vec::new();
     for p in points {
