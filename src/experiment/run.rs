@@ -114,7 +114,7 @@ pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> 
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
-    let mut raw_overrides = apply_seed(&mut model, opts.seed, &overrides);
+    let mut arguments = apply_seed(&mut model, opts.seed, &overrides);
     // The SLO section is checked here too, so a bad file never produces output.
     compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
     let policies = select_policies(&model, &opts.policies, "--policy")?;
@@ -122,73 +122,97 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
         None => 0..model.world.replications,
         Some(k) => {
             check_replication(&model, k)?;
-            raw_overrides.push(format!("--replication {k}"));
+            arguments.push(format!("--replication {k}"));
             k..k + 1
         }
     };
-    let results = run_replications(&model, &policies, indices.clone(), opts.jobs)?;
-    let aggregates: Vec<Aggregate> = results.iter().map(|r| aggregate(&r.metrics)).collect();
-    let names: Vec<&str> = policies.iter().map(|&p| model.policies[p].name.as_str()).collect();
-
+    let runs = run_replications(&model, &policies, indices, opts.jobs)?;
+    let results = Results {
+        model: &model,
+        names: policies.iter().map(|&p| model.policies[p].name.as_str()).collect(),
+        aggregates: runs.iter().map(|r| aggregate(&r.metrics)).collect(),
+        runs,
+        arguments,
+    };
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
-    // Built once: making the names builds a whole metric map.
-    let metric_names = model.metric_names();
-    let mut files = OutputFolder::create(&out_dir)?;
-    for ((name, agg), runs) in names.iter().zip(&aggregates).zip(&results) {
-        files.write(
-            &format!("{name}/summary.json"),
-            &summary_json(&model, name, model.world.seed, &raw_overrides, agg),
-        )?;
-        let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
-        files.write(
-            &format!("{name}/timeseries.csv"),
-            &timeseries_csv(&model, &labels, &runs.series, runs.metrics.len()),
-        )?;
-        files.write(&format!("{name}/replications.csv"), &replications_csv(&model, &metric_names, runs))?;
-    }
-    files.write("report.html", run_report(&model, &names, &aggregates, &results).as_bytes())?;
-    let written: Vec<String> =
-        files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect();
-
+    let written = results.write(&out_dir)?;
     Ok(match opts.format {
-        OutputFormat::Json => {
-            let mut text = String::from("{");
-            for (i, (name, agg)) in names.iter().zip(&aggregates).enumerate() {
-                if i > 0 {
-                    text.push(',');
-                }
-                let summary = summary_json(&model, name, model.world.seed, &raw_overrides, agg);
-                text.push_str(&format!(
-                    "\n  {}: {}",
-                    serde_json::to_string(name).unwrap_or_default(),
-                    String::from_utf8_lossy(&summary).trim_end()
-                ));
-            }
-            text.push_str("\n}\n");
-            text
-        }
-        OutputFormat::Text => {
-            let which = match opts.replication {
-                Some(k) => format!(
-                    "replication {k} of {} (seed {})",
-                    model.world.replications,
-                    replication_seed(model.world.seed, k)
-                ),
-                None => format!("{} replication(s)", model.world.replications),
-            };
-            let mut text = format!(
-                "{}: {which} of {} s simulated (warm-up {} s), seed {}\n\n",
-                model.name,
-                model.world.duration_us as f64 / 1e6,
-                model.world.warmup_us as f64 / 1e6,
-                model.world.seed
-            );
-            text.push_str(&side_by_side(&model, &names, &aggregates));
-            text.push_str("\n± is the half-width of the 95 % confidence interval over replications.\n");
-            text.push_str(&format!("wrote {}\n", written.join(", ")));
-            text
-        }
+        OutputFormat::Json => results.json(),
+        OutputFormat::Text => results.text(opts.replication, &written),
     })
+}
+
+/// What `run` computed, policy by policy, for its files and its standard output.
+struct Results<'m> {
+    model: &'m Model,
+    names: Vec<&'m str>,
+    aggregates: Vec<Aggregate>,
+    runs: Vec<PolicyRuns>,
+    /// The arguments recorded in summary.json.
+    arguments: Vec<String>,
+}
+
+impl Results<'_> {
+    fn summary(&self, policy: usize) -> Vec<u8> {
+        let model = self.model;
+        summary_json(model, self.names[policy], model.world.seed, &self.arguments, &self.aggregates[policy])
+    }
+
+    /// Writes every policy's files and report.html as one set; returns the paths written.
+    fn write(&self, out_dir: &Path) -> Result<Vec<String>, CommandError> {
+        let model = self.model;
+        // Built once: making the names builds a whole metric map.
+        let metric_names = model.metric_names();
+        let mut files = OutputFolder::create(out_dir)?;
+        for (i, (name, runs)) in self.names.iter().zip(&self.runs).enumerate() {
+            files.write(&format!("{name}/summary.json"), &self.summary(i))?;
+            let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
+            files.write(
+                &format!("{name}/timeseries.csv"),
+                &timeseries_csv(model, &labels, &runs.series, runs.metrics.len()),
+            )?;
+            files.write(&format!("{name}/replications.csv"), &replications_csv(model, &metric_names, runs))?;
+        }
+        files.write("report.html", run_report(model, &self.names, &self.aggregates, &self.runs).as_bytes())?;
+        Ok(files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect())
+    }
+
+    /// Every policy's summary.json in one JSON object.
+    fn json(&self) -> String {
+        let mut text = String::from("{");
+        for (i, name) in self.names.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&format!(
+                "\n  {}: {}",
+                serde_json::to_string(name).unwrap_or_default(),
+                String::from_utf8_lossy(&self.summary(i)).trim_end()
+            ));
+        }
+        text.push_str("\n}\n");
+        text
+    }
+
+    /// The policies side by side, under a line saying what was simulated.
+    fn text(&self, replication: Option<u32>, written: &[String]) -> String {
+        let world = &self.model.world;
+        let which = match replication {
+            Some(k) => format!("replication {k} of {} (seed {})", world.replications, replication_seed(world.seed, k)),
+            None => format!("{} replication(s)", world.replications),
+        };
+        let mut text = format!(
+            "{}: {which} of {} s simulated (warm-up {} s), seed {}\n\n",
+            self.model.name,
+            world.duration_us as f64 / 1e6,
+            world.warmup_us as f64 / 1e6,
+            world.seed
+        );
+        text.push_str(&side_by_side(self.model, &self.names, &self.aggregates));
+        text.push_str("\n± is the half-width of the 95 % confidence interval over replications.\n");
+        text.push_str(&format!("wrote {}\n", written.join(", ")));
+        text
+    }
 }
 
 /// One row per replication: its index, its seed and every metric, so any replication can be

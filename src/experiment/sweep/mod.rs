@@ -69,8 +69,9 @@ impl SweepPlan {
     }
 }
 
-/// Checks every grid point (parse, compile, SLO) before anything runs.
-pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, CommandError> {
+/// The scenario file and the `--param` arguments as a grid: each field swept once, and a grid
+/// within the limit.
+fn read_grid(opts: &SweepOptions) -> Result<(Source, Vec<Param>), CommandError> {
     if opts.params.is_empty() {
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
@@ -96,25 +97,19 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
             sizes.join(" x ")
         )));
     }
-    let base = collect_overrides(&opts.sets, opts.replications)?;
-    let mut points = Vec::with_capacity(size);
-    for values in grid(&params) {
-        let mut overrides: Vec<Override> = base.clone();
-        for (p, v) in params.iter().zip(&values) {
-            let mut o = parse_override(&format!("{}={v}", p.path))?;
-            o.argument = format!("--param {}={}", p.path, p.values.join(","));
-            overrides.push(o);
-        }
-        points.push(PlannedPoint { values, overrides, replications: 0 });
-    }
-    // Each point compiled once, in parallel; what the outputs need is kept, the model dropped.
+    Ok((source, params))
+}
+
+/// Compiles each point once, in parallel, with the same checks as run and gate (so a scenario
+/// a sweep accepts can be gated); keeps each point's replication count and returns every
+/// metric any point reports, the models dropped.
+fn check_points(source: &Source, points: &mut [PlannedPoint], workers: &Workers) -> Result<Vec<String>, CommandError> {
     let checked: Vec<Result<(u32, Vec<String>), CommandError>> = workers.install(|| {
         points
             .par_iter()
             .map(|p| {
-                let (model, scenario) = compile_scenario(&source, &p.overrides)?;
-                // The same checks as run and gate, so a scenario a sweep accepts can be gated.
-                compile_slo_with(scenario.slo.as_ref(), &model, &source, &p.overrides)?;
+                let (model, scenario) = compile_scenario(source, &p.overrides)?;
+                compile_slo_with(scenario.slo.as_ref(), &model, source, &p.overrides)?;
                 Ok((model.world.replications, model.metric_names()))
             })
             .collect()
@@ -125,6 +120,25 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         point.replications = replications;
         metric_names.extend(names);
     }
+    Ok(metric_names.into_iter().collect())
+}
+
+/// Checks every grid point (parse, compile, SLO) before anything runs.
+pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, CommandError> {
+    let (source, params) = read_grid(opts)?;
+    let base = collect_overrides(&opts.sets, opts.replications)?;
+    let grid = grid(&params);
+    let mut points = Vec::with_capacity(grid.len());
+    for values in grid {
+        let mut overrides: Vec<Override> = base.clone();
+        for (p, v) in params.iter().zip(&values) {
+            let mut o = parse_override(&format!("{}={v}", p.path))?;
+            o.argument = format!("--param {}={}", p.path, p.values.join(","));
+            overrides.push(o);
+        }
+        points.push(PlannedPoint { values, overrides, replications: 0 });
+    }
+    let metric_names = check_points(&source, &mut points, workers)?;
     let first = {
         let (mut model, _) = compile_scenario(&source, &points[0].overrides)?;
         apply_seed(&mut model, opts.seed, &points[0].overrides);
@@ -147,7 +161,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         scenario: first.name.clone(),
         seed: first.world.seed,
         params,
-        metric_names: metric_names.into_iter().collect(),
+        metric_names,
         points: points.len(),
     };
     Ok(SweepPlan { key, layout, points, policies, seed: opts.seed, source })
