@@ -1,15 +1,15 @@
 //! Command-line interface: parse arguments, call a command, map the result to an exit code
 //! (0 success, 1 runtime failure, 2 invalid input, 99 failed gate).
 
-use crate::experiment::CommandError;
-use crate::experiment::batch::{MAX_JOBS, default_jobs};
+use crate::experiment::batch::workers::{MAX_JOBS, default_jobs};
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
 use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
-use crate::experiment::run::{OutputFormat, RunOptions, run, validate};
-use crate::experiment::shard::{MergeOptions, merge};
-use crate::experiment::sweep::{Shard, SweepOptions, sweep};
+use crate::experiment::run::{RunOptions, run, validate};
+use crate::experiment::sweep::shard::{MergeOptions, Shard, merge};
+use crate::experiment::sweep::{SweepOptions, sweep};
+use crate::experiment::{CommandError, OutputFormat};
 use clap::builder::TypedValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -58,6 +58,14 @@ pub struct SimulationArgs {
     /// Root seed (default: simulation.seed of the scenario).
     #[arg(long)]
     seed: Option<u64>,
+    #[command(flatten)]
+    batch: BatchArgs,
+}
+
+/// Every simulating command's options but the root seed, which `explore` does without (its
+/// --seed seeds the schedules).
+#[derive(Args, Debug)]
+pub struct BatchArgs {
     /// Replications per policy (default: simulation.replications).
     #[arg(long)]
     replications: Option<u32>,
@@ -199,15 +207,8 @@ pub enum Command {
         /// Add the schedules to the scenario's own faults instead of replacing them.
         #[arg(long)]
         keep_faults: bool,
-        /// Replications per schedule (default: simulation.replications).
-        #[arg(long)]
-        replications: Option<u32>,
-        /// Override a scenario value: path=value (repeatable), e.g. a shorter duration.
-        #[arg(long = "set", value_name = "PATH=VALUE")]
-        sets: Vec<String>,
-        /// Worker threads. Default: every core.
-        #[arg(short = 'j', long)]
-        jobs: Option<usize>,
+        #[command(flatten)]
+        batch: BatchArgs,
         /// Folder for the failing and shrunk scenario files. Default: results/<scenario>-explore/
         #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
@@ -315,7 +316,7 @@ fn first_run_parser() -> impl TypedValueParser<Value = FirstRun> {
         .map(|word| FirstRun::parse(&word).expect("clap accepts only FirstRun's names"))
 }
 
-fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
+fn worker_count(j: Option<usize>) -> Result<usize, CommandError> {
     match j {
         Some(0) => Err(CommandError::Input("argument `--jobs 0`: at least one worker is needed".into())),
         Some(n) if n > MAX_JOBS => {
@@ -328,35 +329,28 @@ fn jobs(j: Option<usize>) -> Result<usize, CommandError> {
 
 /// Runs the parsed command and returns the process exit code.
 pub fn execute(cli: Cli) -> i32 {
-    let result: Result<(String, i32), CommandError> = (|| match cli.command {
-        Command::Run { scenario, policies, common: c, out, format, replication } => {
-            let jobs = jobs(c.jobs)?;
-            let (seed, replications, sets) = (c.seed, c.replications, c.sets);
-            let format = format.output();
+    deliver(dispatch(cli.command))
+}
+
+/// Runs one command: what it prints and its exit code, or why it could not finish.
+fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
+    match command {
+        Command::Run { scenario, policies, common, out, format, replication } => {
+            let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
+            let (jobs, format) = (worker_count(jobs)?, format.output());
             let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication };
             Ok((run(&opts)?, EXIT_OK))
         }
-        Command::Sweep { scenario, params, policies, common: c, out, resume, shard } => {
-            let jobs = jobs(c.jobs)?;
+        Command::Sweep { scenario, params, policies, common, out, resume, shard } => {
+            let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
+            let jobs = worker_count(jobs)?;
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
-            let (seed, replications, sets) = (c.seed, c.replications, c.sets);
             let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard };
             Ok((sweep(&opts)?, EXIT_OK))
         }
-        Command::Explore {
-            scenario,
-            policy,
-            schedules,
-            seed,
-            max_faults,
-            kinds,
-            keep_faults,
-            replications,
-            sets,
-            jobs: j,
-            out,
-        } => {
-            let jobs = jobs(j)?;
+        Command::Explore { scenario, policy, schedules, seed, max_faults, kinds, keep_faults, batch, out } => {
+            let BatchArgs { replications, sets, jobs } = batch;
+            let jobs = worker_count(jobs)?;
             let opts = ExploreOptions {
                 scenario,
                 policy,
@@ -383,18 +377,9 @@ pub fn execute(cli: Cli) -> i32 {
             Ok((replay(&opts)?, EXIT_OK))
         }
         Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
-        Command::Gate {
-            scenario,
-            candidate,
-            baseline,
-            baseline_scenario,
-            thresholds_only,
-            common: c,
-            format,
-            junit,
-        } => {
-            let jobs = jobs(c.jobs)?;
-            let (seed, replications, sets, format) = (c.seed, c.replications, c.sets, format.output());
+        Command::Gate { scenario, candidate, baseline, baseline_scenario, thresholds_only, common, format, junit } => {
+            let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
+            let (jobs, format) = (worker_count(jobs)?, format.output());
             let report = gate(&GateOptions {
                 scenario,
                 candidate,
@@ -417,7 +402,11 @@ pub fn execute(cli: Cli) -> i32 {
             clap_complete::generate(shell, &mut Cli::command(), "faultline", &mut script);
             Ok((String::from_utf8_lossy(&script).into_owned(), EXIT_OK))
         }
-    })();
+    }
+}
+
+/// Prints a command's output, or its error on standard error, and returns the exit code.
+fn deliver(result: Result<(String, i32), CommandError>) -> i32 {
     match result {
         Ok((text, code)) => {
             // Output that cannot be delivered is a failure, whatever the command decided.

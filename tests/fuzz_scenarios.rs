@@ -17,8 +17,9 @@
 
 use faultline::engine::{Model, SimError, simulate};
 use faultline::experiment::batch::compile_scenario;
-use faultline::experiment::output::{SeriesSum, summary_json, timeseries_csv};
-use faultline::experiment::slo::compile_slo;
+use faultline::experiment::batch::replications::SeriesSum;
+use faultline::experiment::batch::slo::compile_slo;
+use faultline::experiment::output::formats::{summary_json, timeseries_csv};
 use faultline::metrics::stats::aggregate;
 use faultline::scenario::{Format, Source, apply_overrides, canonical_path, parse_override, parse_source};
 use std::panic::{AssertUnwindSafe, catch_unwind};

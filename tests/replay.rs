@@ -7,8 +7,8 @@ mod common;
 use common::metric_bits;
 use faultline::engine::{Model, simulate, simulate_following};
 use faultline::experiment::batch::{compile_with, replication_seed};
+use faultline::experiment::replay::spans::Value;
 use faultline::experiment::replay::{FirstRun, RunSelector, trace_run};
-use faultline::experiment::spans::Value;
 use faultline::runtime::RunTracer;
 use faultline::scenario::{Override, load_file, parse_override};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -269,7 +269,7 @@ fn hedges_and_guard_refusals_show_as_attempts_of_their_call() {
     let seed = replication_seed(model.world.seed, 0);
     let traced = trace_run(&model, guarded, seed, RunSelector::First(FirstRun::Degraded)).unwrap();
     let spans = &traced.spans.spans;
-    let kind = |s: &faultline::experiment::spans::Span| match s.attribute("attempt.kind") {
+    let kind = |s: &faultline::experiment::replay::spans::Span| match s.attribute("attempt.kind") {
         Some(Value::Str(k)) => k.clone(),
         _ => String::new(),
     };

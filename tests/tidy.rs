@@ -238,3 +238,353 @@ fn layer_list_matches_the_modules_of_lib_rs() {
     layers.sort();
     assert_eq!(declared, layers, "src/lib.rs modules vs LAYERS in tests/tidy.rs");
 }
+
+// ---------------------------------------------------------------------------------------------
+// No import circles between the files of one layer.
+//
+// The rank check above keeps the layers apart; inside a layer files may name each other freely,
+// and that lets circles grow (a names b, b names a), after which neither file can be read,
+// tested or moved without the other. This check draws each layer's file-level import graph and
+// refuses every circle in it.
+//
+// An arrow F -> G means that a path in F's code names an item that G holds. The paths read are
+//   - `crate::layer::...` inside F's own layer (arrows to other layers are the rank check's);
+//   - `super::...` and `self::...`, counted from the module where they stand, so the usual
+//     `mod tests { use super::*; }` names the file itself, not its parent;
+//   - `child::...`, where F declares `mod child;`;
+// each in `use` trees with groups (`use super::{a::{B, self}, c}`) and inline
+// (`super::report::f()`), comments and literals left out. A path names the deepest file its
+// leading segments reach (src/a/b.rs or src/a/b/mod.rs); the rest is an item of that file.
+// A module's face is no arrow: `mod x;` builds the module tree, and `pub use x::Item;` only
+// hands a name on. A path through a face is followed to the file the face takes the name from
+// (through a `pub use x::*` when the face neither names nor defines it), so `use
+// crate::sim::Micros` in sim/queue.rs is an arrow to sim/time.rs, not to sim/mod.rs.
+// ---------------------------------------------------------------------------------------------
+
+/// Circles that stand today and are being taken apart elsewhere (issue 13, the runtime's
+/// mechanisms). Each is the sorted list of its files. A circle not listed fails the check, and so
+/// does a listed one that is gone, so that this list only shrinks: delete its entry then.
+const KNOWN_CIRCLES: [&[&str]; 2] = [
+    &["src/runtime/admission.rs", "src/runtime/mechanisms.rs", "src/runtime/policy.rs"],
+    &["src/runtime/command.rs", "src/runtime/guard/pipeline.rs", "src/runtime/trace.rs"],
+];
+
+type PathBuf = std::path::PathBuf;
+
+/// One token of code: an identifier, `::`, or any other single character (whitespace dropped).
+struct Token {
+    text: String,
+    at: usize,
+}
+
+fn tokens(code: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    let mut chars = code.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c.is_whitespace() {
+            continue;
+        }
+        let mut text = c.to_string();
+        if is_ident(c) {
+            while let Some(&(_, n)) = chars.peek().filter(|(_, n)| is_ident(*n)) {
+                text.push(n);
+                chars.next();
+            }
+        } else if c == ':' && chars.peek().is_some_and(|(_, n)| *n == ':') {
+            text.push(':');
+            chars.next();
+        }
+        out.push(Token { text, at });
+    }
+    out
+}
+
+fn is_name(t: Option<&Token>) -> bool {
+    t.is_some_and(|t| t.text.starts_with(|c: char| c.is_alphabetic() || c == '_'))
+}
+
+fn text_at(t: &[Token], i: usize) -> &str {
+    t.get(i).map_or("", |x| x.text.as_str())
+}
+
+/// Reads the path (or `use` tree) that starts at token `i`, appending each complete path to
+/// `out`, prefixed with `prefix`; returns the index after it. A glob ends in "*".
+fn read_tree(t: &[Token], mut i: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut path = prefix.to_vec();
+    while is_name(t.get(i)) {
+        path.push(t[i].text.clone());
+        i += 1;
+        if text_at(t, i) != "::" {
+            break;
+        }
+        i += 1;
+        if text_at(t, i) == "*" {
+            path.push("*".into());
+            i += 1;
+        } else if text_at(t, i) == "{" {
+            // A group: each item is a tree of its own under the path so far.
+            i += 1;
+            loop {
+                i = read_tree(t, i, &path, out);
+                // What may follow an item before its comma: `as alias`.
+                while !matches!(text_at(t, i), "," | "}" | "") {
+                    i += 1;
+                }
+                i += 1;
+                if text_at(t, i - 1) != "," || text_at(t, i) == "}" {
+                    return i + usize::from(text_at(t, i) == "}");
+                }
+            }
+        }
+    }
+    out.push(path);
+    i
+}
+
+/// A path as `code` names it: absolute module segments, where it starts, and whether it is a
+/// face's `pub use`.
+struct Named {
+    at: usize,
+    path: Vec<String>,
+    reexport: bool,
+}
+
+/// Every path `code` names relative to the crate. `module` is the file's own module path
+/// (["experiment", "sweep"] for src/experiment/sweep/mod.rs).
+fn named_paths(code: &str, module: &[String]) -> Vec<Named> {
+    let t = tokens(code);
+    let children: Vec<&str> = t
+        .windows(3)
+        .filter(|w| w[0].text == "mod" && is_name(Some(&w[1])) && w[2].text == ";")
+        .map(|w| w[1].text.as_str())
+        .collect();
+    // Inline modules (`mod tests { ... }`), each with the brace depth of its `{`.
+    let (mut inline, mut depth): (Vec<(String, usize)>, usize) = (Vec::new(), 0);
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < t.len() {
+        match t[i].text.as_str() {
+            "{" if i >= 2 && t[i - 2].text == "mod" => {
+                inline.push((t[i - 1].text.clone(), depth));
+                depth += 1;
+            }
+            "{" => depth += 1,
+            "}" => {
+                depth = depth.saturating_sub(1);
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+            }
+            _ => {}
+        }
+        let head = t[i].text.as_str();
+        let starts = matches!(head, "crate" | "super" | "self") || children.contains(&head);
+        let inside_another = i > 0 && matches!(t[i - 1].text.as_str(), "::" | ".");
+        if !starts || inside_another || text_at(&t, i + 1) != "::" {
+            i += 1;
+            continue;
+        }
+        let reexport = i >= 2 && t[i - 1].text == "use" && matches!(t[i - 2].text.as_str(), "pub" | ")");
+        let here: Vec<String> = module.iter().cloned().chain(inline.iter().map(|(n, _)| n.clone())).collect();
+        let mut written = Vec::new();
+        let next = read_tree(&t, i, &[], &mut written);
+        for path in written {
+            // `crate::`, `super::`, `self::` and `child::` become segments from the crate root.
+            let mut absolute = if path[0] == "crate" { Vec::new() } else { here.clone() };
+            for s in path.iter().skip(usize::from(path[0] == "crate")) {
+                match s.as_str() {
+                    "self" => {}
+                    "super" => {
+                        absolute.pop();
+                    }
+                    _ => absolute.push(s.clone()),
+                }
+            }
+            found.push(Named { at: t[i].at, path: absolute, reexport });
+        }
+        i = next.max(i + 1);
+    }
+    found
+}
+
+/// The module path of a file: src/experiment/sweep/mod.rs gives ["experiment", "sweep"].
+fn module_path(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix("src").unwrap_or(file).with_extension("");
+    let mut parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
+        parts.pop();
+    }
+    parts
+}
+
+/// What a file hands on (`pub use`) and defines, for following paths through it.
+struct Face {
+    /// (name, the absolute path it stands for).
+    names: Vec<(String, Vec<String>)>,
+    /// `pub use x::*`: the modules whose items it hands on.
+    globs: Vec<Vec<String>>,
+    code: String,
+}
+
+impl Face {
+    fn of(file: &Path, text: &str) -> Face {
+        let code = code_only(text);
+        let (mut names, mut globs) = (Vec::new(), Vec::new());
+        for n in named_paths(&code, &module_path(file)).into_iter().filter(|n| n.reexport) {
+            match n.path.last().map(String::as_str) {
+                Some("*") => globs.push(n.path[..n.path.len() - 1].to_vec()),
+                Some(name) => names.push((name.to_string(), n.path.clone())),
+                None => {}
+            }
+        }
+        Face { names, globs, code }
+    }
+
+    /// Whether the file itself defines `name` (an item, not a name handed on).
+    fn defines(&self, name: &str) -> bool {
+        let t = tokens(&self.code);
+        let kinds = ["struct", "enum", "fn", "trait", "type", "const", "static", "mod", "union", "macro_rules"];
+        t.windows(2).any(|w| kinds.contains(&w[0].text.as_str()) && w[1].text == name)
+            || t.windows(3).any(|w| w[0].text == "macro_rules" && w[2].text == name)
+    }
+}
+
+/// The file that holds the item a path names: the deepest module file that its leading
+/// segments reach, followed through faces.
+fn file_named(faces: &std::collections::BTreeMap<PathBuf, Face>, path: &[String], hops: usize) -> Option<PathBuf> {
+    let (file, k) = (1..=path.len()).rev().find_map(|k| {
+        let base = Path::new("src").join(path[..k].join("/"));
+        [base.with_extension("rs"), base.join("mod.rs")].into_iter().find(|f| faces.contains_key(f)).map(|f| (f, k))
+    })?;
+    let (face, rest) = (&faces[&file], &path[k..]);
+    let Some(item) = rest.first().filter(|i| *i != "*") else { return Some(file) };
+    let via = match face.names.iter().find(|(n, _)| n == item) {
+        Some((_, target)) => Some(target.clone()),
+        None if !face.defines(item) => face.globs.first().map(|g| [g.as_slice(), std::slice::from_ref(item)].concat()),
+        None => None,
+    };
+    // Faces that hand a name round in a loop would never end: a few steps are plenty.
+    match via.filter(|_| hops < 8) {
+        Some(target) => file_named(faces, &[target.as_slice(), &rest[1..]].concat(), hops + 1).or(Some(file)),
+        None => Some(file),
+    }
+}
+
+/// Arrows from `file` to other files of its layer: (to, line of the reference), once per line.
+fn layer_arrows(faces: &std::collections::BTreeMap<PathBuf, Face>, file: &Path) -> Vec<(PathBuf, usize)> {
+    let Some(layer) = layer_of(file) else { return Vec::new() };
+    let code = &faces[file].code;
+    let mut arrows: Vec<(PathBuf, usize)> = named_paths(code, &module_path(file))
+        .into_iter()
+        .filter(|n| !n.reexport && n.path.first().is_some_and(|m| m == layer))
+        .filter_map(|n| Some((file_named(faces, &n.path, 0)?, code[..n.at].matches('\n').count() + 1)))
+        .filter(|(to, _)| to != file)
+        .collect();
+    arrows.dedup();
+    arrows
+}
+
+/// Each group of two or more files that reach one another, sorted, with the arrows inside it.
+fn circles(arrows: &[(PathBuf, PathBuf, usize)]) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut nodes: Vec<&PathBuf> = arrows.iter().flat_map(|(a, b, _)| [a, b]).collect();
+    nodes.sort();
+    nodes.dedup();
+    // Plain depth-first reachability: a layer has tens of files.
+    let reach = |from: &PathBuf| {
+        let (mut seen, mut todo) = (vec![from.clone()], vec![from.clone()]);
+        while let Some(n) = todo.pop() {
+            for (_, to, _) in arrows.iter().filter(|(a, _, _)| *a == n) {
+                if !seen.contains(to) {
+                    seen.push(to.clone());
+                    todo.push(to.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: Vec<Vec<PathBuf>> = nodes.iter().map(|n| reach(n)).collect();
+    let mut out: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+    for (i, a) in nodes.iter().enumerate() {
+        let group: Vec<&PathBuf> = (0..nodes.len())
+            .filter(|&j| reached[i].contains(nodes[j]) && reached[j].contains(a))
+            .map(|j| nodes[j])
+            .collect();
+        let names: Vec<String> = group.iter().map(|f| f.display().to_string()).collect();
+        if group.len() > 1 && !out.iter().any(|(g, _)| *g == names) {
+            let inside = arrows
+                .iter()
+                .filter(|(a, b, _)| group.contains(&a) && group.contains(&b))
+                .map(|(a, b, line)| format!("{}:{line} -> {}", a.display(), b.display()))
+                .collect();
+            out.push((names, inside));
+        }
+    }
+    out
+}
+
+fn faces_of(files: &[(PathBuf, String)]) -> std::collections::BTreeMap<PathBuf, Face> {
+    files.iter().map(|(f, text)| (f.clone(), Face::of(f, text))).collect()
+}
+
+/// No file of a layer reaches itself through the files it imports.
+#[test]
+fn no_import_circles_between_files_of_a_layer() {
+    let mut paths = Vec::new();
+    rust_files(Path::new("src"), &mut paths);
+    paths.sort();
+    assert!(paths.len() > 20, "found only {} files: run from the crate root", paths.len());
+    let files: Vec<(PathBuf, String)> =
+        paths.into_iter().map(|p| (p.clone(), std::fs::read_to_string(&p).unwrap())).collect();
+    let faces = faces_of(&files);
+    let mut arrows = Vec::new();
+    for (file, _) in &files {
+        arrows.extend(layer_arrows(&faces, file).into_iter().map(|(to, line)| (file.clone(), to, line)));
+    }
+    let found = circles(&arrows);
+    let same = |k: &[&str], g: &[String]| k.iter().copied().eq(g.iter().map(String::as_str));
+    let new: Vec<String> = found
+        .iter()
+        .filter(|(g, _)| !KNOWN_CIRCLES.iter().any(|k| same(k, g)))
+        .map(|(g, inside)| format!("{}\n    {}", g.join(" <-> "), inside.join("\n    ")))
+        .collect();
+    assert!(new.is_empty(), "import circles between files of one layer:\n{}", new.join("\n"));
+    let gone: Vec<String> =
+        KNOWN_CIRCLES.iter().filter(|k| !found.iter().any(|(g, _)| same(k, g))).map(|k| k.join(", ")).collect();
+    assert!(gone.is_empty(), "circles gone: delete them from KNOWN_CIRCLES in tests/tidy.rs:\n{}", gone.join("\n"));
+}
+
+#[test]
+fn circle_scanner_reads_use_trees_inline_paths_faces_and_test_modules() {
+    let texts = [
+        ("src/experiment/mod.rs", "pub mod a;\nmod b;\npub use b::c::Y;\npub use self::a::*;\npub struct E;\n"),
+        ("src/experiment/a.rs", "use crate::experiment::{Y, X, E};\npub struct X;\n"),
+        ("src/experiment/b/mod.rs", "pub mod c;\n"),
+        (
+            "src/experiment/b/c.rs",
+            "use super::{c::{self, Y as Z}, super::a::X};\n// super::super::d::f\n\
+             fn f() { super::super::d::g(); }\n#[cfg(test)]\nmod tests {\n    use super::*;\n    use crate::experiment::d::H;\n}\n",
+        ),
+        ("src/experiment/d.rs", "pub fn g() { crate::engine::x(); }\n"),
+    ];
+    let files: Vec<(PathBuf, String)> = texts.iter().map(|(f, t)| (PathBuf::from(f), t.to_string())).collect();
+    let faces = faces_of(&files);
+    let show = |file: &str| -> Vec<String> {
+        layer_arrows(&faces, Path::new(file)).iter().map(|(f, l)| format!("{}:{l}", f.display())).collect()
+    };
+    // Through the face: Y to b/c.rs, X to a.rs through the glob (itself: no arrow), E defined there.
+    assert_eq!(show("src/experiment/a.rs"), ["src/experiment/b/c.rs:1", "src/experiment/mod.rs:1"]);
+    // `super` of b/c.rs is experiment::b; a test module's `super` is the file itself.
+    assert_eq!(
+        show("src/experiment/b/c.rs"),
+        ["src/experiment/a.rs:1", "src/experiment/d.rs:3", "src/experiment/d.rs:7"]
+    );
+    assert!(show("src/experiment/mod.rs").is_empty(), "a face's `pub use` is no arrow");
+    let arrows = [
+        (PathBuf::from("src/experiment/a.rs"), PathBuf::from("src/experiment/d.rs"), 1),
+        (PathBuf::from("src/experiment/d.rs"), PathBuf::from("src/experiment/a.rs"), 2),
+        (PathBuf::from("src/experiment/d.rs"), PathBuf::from("src/experiment/mod.rs"), 3),
+    ];
+    let found = circles(&arrows);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].0, ["src/experiment/a.rs", "src/experiment/d.rs"]);
+}

@@ -1,8 +1,8 @@
 //! `faultline init`: writes a commented starter scenario that `validate` accepts and `run`
 //! runs in seconds.
 
-use super::CommandError;
-use super::folder::write_atomically;
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::write_atomically;
 use std::path::{Path, PathBuf};
 
 /// The starter scenario (a support agent with a model provider, a retrieval step, two MCP

@@ -1,53 +1,29 @@
-//! Commands over many simulations: run, sweep, gate, validate. Replications and grid points
-//! run in parallel with rayon; results are collected in input order and reduced in a fixed
-//! order, so every output is byte-identical whatever the thread count.
+//! Commands over many simulations: run, sweep, merge, gate, explore, replay, validate, init.
+//! Replications and grid points run in parallel with rayon; results are collected in input
+//! order and reduced in a fixed order, so every output is byte-identical whatever the thread
+//! count.
+//!
+//! The rooms, each importing only the ones listed before it:
+//! - `command`: `CommandError` and `OutputFormat`, which every command shares;
+//! - `batch/`: from a scenario file and arguments to checked models and simulated replications
+//!   (loading with blame, seeds and the worker pool, a policy's replications, a sweep's grid,
+//!   the `[slo]` checks);
+//! - `output/`: the output folder that appears whole or not at all, and the files' contents;
+//! - `report/`: reports and plots from plain data (report.html and its SVG charts, a sweep's
+//!   key figures, terminal tables, XML escaping);
+//! - the commands: `run` (run and validate), `sweep/` (with checkpoints, shard files and
+//!   merge), `replay/` (spans and OTLP), `gate/` (with JUnit), `explore/` (with the per-run
+//!   checks; it traces what it finds as `replay` does), `init`.
 
 pub mod batch;
-pub mod checkpoint;
+pub mod command;
 pub mod explore;
-pub mod folder;
 pub mod gate;
 pub mod init;
-pub mod junit;
-pub mod otlp;
 pub mod output;
 pub mod replay;
 pub mod report;
 pub mod run;
-pub mod run_checks;
-pub mod shard;
-pub mod slo;
-pub mod spans;
-pub mod svg;
 pub mod sweep;
-pub mod sweep_files;
-pub mod table;
 
-use std::fmt;
-
-/// Why a command could not finish. Input errors exit 2, the rest 1.
-#[derive(Debug)]
-pub enum CommandError {
-    Input(String),
-    Io(String),
-}
-
-impl fmt::Display for CommandError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CommandError::Input(m) | CommandError::Io(m) => f.write_str(m),
-        }
-    }
-}
-
-impl From<crate::scenario::ScenarioError> for CommandError {
-    fn from(e: crate::scenario::ScenarioError) -> Self {
-        CommandError::Input(e.to_string())
-    }
-}
-
-impl From<crate::engine::SimError> for CommandError {
-    fn from(e: crate::engine::SimError) -> Self {
-        CommandError::Input(e.to_string())
-    }
-}
+pub use command::{CommandError, OutputFormat};

@@ -3,6 +3,7 @@
 //! fetched: a report opens anywhere, offline. Every chart is one `<svg class="chart">` element
 //! with a `<title>` (so a test can count them and a screen reader can name them).
 
+use super::xml::escape;
 use std::fmt::Write;
 
 const WIDTH: f64 = 680.0;
@@ -17,23 +18,6 @@ const PALETTE: [&str; 8] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00
 
 pub fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
-}
-
-/// Text safe inside XML elements and attributes.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A number as an axis or cell label: short, no trailing zeros.

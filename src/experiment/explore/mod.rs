@@ -9,21 +9,23 @@
 //! style, to a small one that still breaks the same invariant, written as a scenario file that
 //! `run` reproduces, and the run that shows the violation is traced as `replay` would.
 
-use super::CommandError;
-use super::batch::{Workers, compile_scenario, replication_seed};
-use super::folder::write_atomically;
-use super::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
-use super::run::collect_overrides;
-use super::run_checks::RunChecks;
-use super::slo::{Check, Comparison, compile_slo};
-use super::spans::render_tree;
+pub mod run_checks;
+
 use crate::engine::{Model, simulate_following};
+use crate::experiment::batch::load::{collect_overrides, compile_scenario};
+use crate::experiment::batch::slo::{Check, Comparison, compile_slo};
+use crate::experiment::batch::workers::{Workers, replication_seed};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::write_atomically;
+use crate::experiment::replay::spans::render_tree;
+use crate::experiment::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
 use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{ErrorMix, Fault, Scenario, Source, load_file};
 use crate::sim::StreamKey;
 use crate::world::fault_kind::FaultKind;
 use rayon::prelude::*;
+use run_checks::RunChecks;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -474,59 +476,15 @@ pub struct ExploreReport {
 }
 
 pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
-    if opts.schedules == 0 || opts.schedules > MAX_SCHEDULES {
-        return Err(CommandError::Input(format!(
-            "argument `--schedules {}`: between 1 and {MAX_SCHEDULES}",
-            opts.schedules
-        )));
-    }
-    if opts.max_faults == 0 || opts.max_faults > 100 {
-        return Err(CommandError::Input(format!("argument `--max-faults {}`: between 1 and 100", opts.max_faults)));
-    }
-    let kinds: Vec<FaultKind> = if opts.kinds.is_empty() {
-        FaultKind::ALL.to_vec()
-    } else {
-        opts.kinds
-            .iter()
-            .map(|k| {
-                FaultKind::parse(k).ok_or_else(|| {
-                    let known = FaultKind::ALL.iter().map(|k| k.name());
-                    CommandError::Input(format!(
-                        "argument `--kind {k}`: {}",
-                        crate::scenario::unknown_name("fault kind", k, known)
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let kinds = fault_kinds(opts)?;
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let source = load_file(&opts.scenario)?;
     let (model, base) = compile_scenario(&source, &overrides)?;
-    if model.policy_index(&opts.policy).is_none() {
-        let known = model.policies.iter().map(|p| p.name.as_str());
-        return Err(CommandError::Input(format!(
-            "argument `--policy {}`: {}",
-            opts.policy,
-            crate::scenario::unknown_name("policy", &opts.policy, known)
-        )));
-    }
-    if base.dependencies.is_empty() {
-        return Err(CommandError::Input(format!("{}: the scenario has no dependency to fault", source.path)));
-    }
+    let policy = check_target(opts, &model, &base, &source)?;
     let first_own = if opts.keep_faults { base.faults.len() } else { 0 };
     let workers = Workers::start(opts.jobs, u64::from(opts.schedules), &format!("exploring {}", model.name))?;
-    let results: Vec<Result<Option<Violation>, CommandError>> = workers.install(|| {
-        (0..opts.schedules)
-            .into_par_iter()
-            .map(|i| {
-                let s = with_faults(&base, opts.keep_faults, draw_schedule(&base, opts, &kinds, i));
-                let r = evaluate(&s, &source, &opts.policy);
-                workers.tick();
-                r
-            })
-            .collect()
-    });
-    let invariants = Invariants::new(&model, &base, &source, model.policy_index(&opts.policy).expect("checked"))?;
+    let violations = try_schedules(opts, &base, &source, &kinds, &workers)?;
+    let invariants = Invariants::new(&model, &base, &source, policy)?;
     let mut text = format!(
         "{}: policy `{}`, {} schedule(s) (seed {}, up to {} fault(s) each, kinds {}), {} replication(s) each\nchecked: {}\n",
         model.name,
@@ -538,28 +496,12 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
         model.world.replications,
         invariants.names().join("; ")
     );
-    let mut violations: Vec<(u32, Violation)> = Vec::new();
-    for (i, r) in results.into_iter().enumerate() {
-        if let Some(v) = r? {
-            violations.push((i as u32, v));
-        }
-    }
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for (_, v) in &violations {
-        match counts.iter_mut().find(|(n, _)| *n == v.invariant) {
-            Some((_, c)) => *c += 1,
-            None => counts.push((v.invariant.clone(), 1)),
-        }
-    }
     let Some((index, first)) = violations.first().cloned() else {
         workers.finish();
         text.push_str(&format!("no invariant broken in {} schedule(s)\n", opts.schedules));
         return Ok(ExploreReport { text, violated: false });
     };
-    text.push_str(&format!("{} of {} schedule(s) broke an invariant:\n", violations.len(), opts.schedules));
-    for (name, count) in &counts {
-        text.push_str(&format!("  {count:>6}  {name}\n"));
-    }
+    text.push_str(&tally(&violations, opts.schedules));
     let schedule = draw_schedule(&base, opts, &kinds, index);
     text.push_str(&format!(
         "\nfirst: schedule {index} (--seed {}), replication {}: {} ({})\n",
@@ -572,12 +514,109 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
     let (shrunk, violation, steps) =
         shrink(failing.clone(), &base, first_own, &source, &opts.policy, &first.invariant, &workers)?;
     workers.finish();
-    text.push_str(&format!(
+    text.push_str(&shrunk_summary(&shrunk, &base, first_own, steps, &violation));
+    let found = Found { index, failing: &failing, shrunk: &shrunk, violation: &violation };
+    text.push_str(&write_found(opts, &model, &source, &found)?);
+    Ok(ExploreReport { text, violated: true })
+}
+
+/// Checks the counts asked for and reads `--kind` (every kind when none is named).
+fn fault_kinds(opts: &ExploreOptions) -> Result<Vec<FaultKind>, CommandError> {
+    if opts.schedules == 0 || opts.schedules > MAX_SCHEDULES {
+        return Err(CommandError::Input(format!(
+            "argument `--schedules {}`: between 1 and {MAX_SCHEDULES}",
+            opts.schedules
+        )));
+    }
+    if opts.max_faults == 0 || opts.max_faults > 100 {
+        return Err(CommandError::Input(format!("argument `--max-faults {}`: between 1 and 100", opts.max_faults)));
+    }
+    if opts.kinds.is_empty() {
+        return Ok(FaultKind::ALL.to_vec());
+    }
+    opts.kinds
+        .iter()
+        .map(|k| {
+            FaultKind::parse(k).ok_or_else(|| {
+                let known = FaultKind::ALL.iter().map(|k| k.name());
+                CommandError::Input(format!(
+                    "argument `--kind {k}`: {}",
+                    crate::scenario::unknown_name("fault kind", k, known)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The policy under test (its index) and a dependency to fault must both exist.
+fn check_target(opts: &ExploreOptions, model: &Model, base: &Scenario, source: &Source) -> Result<usize, CommandError> {
+    if model.policy_index(&opts.policy).is_none() {
+        let known = model.policies.iter().map(|p| p.name.as_str());
+        return Err(CommandError::Input(format!(
+            "argument `--policy {}`: {}",
+            opts.policy,
+            crate::scenario::unknown_name("policy", &opts.policy, known)
+        )));
+    }
+    if base.dependencies.is_empty() {
+        return Err(CommandError::Input(format!("{}: the scenario has no dependency to fault", source.path)));
+    }
+    Ok(model.policy_index(&opts.policy).expect("checked"))
+}
+
+/// Runs every schedule in parallel; returns the broken ones, in schedule order, with their
+/// numbers. A failed simulation fails the whole exploration (the lowest schedule's error).
+fn try_schedules(
+    opts: &ExploreOptions,
+    base: &Scenario,
+    source: &Source,
+    kinds: &[FaultKind],
+    workers: &Workers,
+) -> Result<Vec<(u32, Violation)>, CommandError> {
+    let results: Vec<Result<Option<Violation>, CommandError>> = workers.install(|| {
+        (0..opts.schedules)
+            .into_par_iter()
+            .map(|i| {
+                let s = with_faults(base, opts.keep_faults, draw_schedule(base, opts, kinds, i));
+                let r = evaluate(&s, source, &opts.policy);
+                workers.tick();
+                r
+            })
+            .collect()
+    });
+    let mut violations = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        if let Some(v) = r? {
+            violations.push((i as u32, v));
+        }
+    }
+    Ok(violations)
+}
+
+/// How many schedules broke an invariant, and how often each one.
+fn tally(violations: &[(u32, Violation)], schedules: u32) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for (_, v) in violations {
+        match counts.iter_mut().find(|(n, _)| *n == v.invariant) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((v.invariant.clone(), 1)),
+        }
+    }
+    let mut text = format!("{} of {schedules} schedule(s) broke an invariant:\n", violations.len());
+    for (name, count) in &counts {
+        text.push_str(&format!("  {count:>6}  {name}\n"));
+    }
+    text
+}
+
+/// The shrunk schedule: its faults, and the load when shrinking lowered it.
+fn shrunk_summary(shrunk: &Scenario, base: &Scenario, first_own: usize, steps: usize, violation: &Violation) -> String {
+    let mut text = format!(
         "\nshrunk in {steps} simulation set(s) to {} fault(s), still: {} ({}):\n",
         shrunk.faults.len() - first_own,
         violation.invariant,
         violation.detail
-    ));
+    );
     for f in &shrunk.faults[first_own..] {
         text.push_str(&format!("  {}\n", describe(f)));
     }
@@ -586,6 +625,22 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
     if shrunk.workflows.iter().zip(&base.workflows).any(|(a, b)| a.arrivals.rate_per_s != b.arrivals.rate_per_s) {
         text.push_str(&format!("  load lowered to {}\n", rates.join(", ")));
     }
+    text
+}
+
+/// What an exploration found: the first failing schedule (its number and scenario), the shrunk
+/// scenario and the violation it still shows.
+struct Found<'a> {
+    index: u32,
+    failing: &'a Scenario,
+    shrunk: &'a Scenario,
+    violation: &'a Violation,
+}
+
+/// Writes the failing and the shrunk scenario files and the trace of the run that shows the
+/// violation; returns what the report says about them.
+fn write_found(opts: &ExploreOptions, model: &Model, source: &Source, found: &Found) -> Result<String, CommandError> {
+    let Found { index, failing, shrunk, violation } = *found;
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{}-explore", model.name)));
     let stem = format!("{}-{}", model.name, opts.policy);
     let header = |what: &str| {
@@ -596,18 +651,18 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
     };
     let failing_path = out_dir.join(format!("{stem}-failing.toml"));
     let shrunk_path = out_dir.join(format!("{stem}-shrunk.toml"));
-    write_atomically(&failing_path, &scenario_file(&failing, &header("The failing schedule found"))?)?;
-    write_atomically(&shrunk_path, &scenario_file(&shrunk, &header("The shrunk schedule found"))?)?;
-    text.push_str(&format!(
+    write_atomically(&failing_path, &scenario_file(failing, &header("The failing schedule found"))?)?;
+    write_atomically(&shrunk_path, &scenario_file(shrunk, &header("The shrunk schedule found"))?)?;
+    let mut text = format!(
         "\nwrote {} and {}\nreproduce: faultline run {} --policy {}\n",
         failing_path.display(),
         shrunk_path.display(),
         shrunk_path.display(),
         opts.policy
-    ));
+    );
     let trace_path = out_dir.join(format!("{stem}-shrunk-trace.otlp.json"));
-    text.push_str(&trace_first_violating_run(&shrunk, &source, &opts.policy, &violation, &shrunk_path, &trace_path)?);
-    Ok(ExploreReport { text, violated: true })
+    text.push_str(&trace_first_violating_run(shrunk, source, &opts.policy, violation, &shrunk_path, &trace_path)?);
+    Ok(text)
 }
 
 /// The first run of the violating replication that shows the violation (a duplicate effect, a

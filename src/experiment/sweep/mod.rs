@@ -1,27 +1,27 @@
 //! `faultline sweep`: the cross product of parameter values, every point x policy x replication
 //! in parallel, one row per (point, policy) with each metric's mean and 95 % interval.
 
-use super::CommandError;
-use super::batch::{Task, Workers, check_batch_size, compile_scenario, replication_seed};
-use super::checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
-use super::folder::{OutputFolder, checkpoint_folder};
-use super::output::VERSION;
-use super::run::{apply_seed, collect_overrides, select_policies};
-use super::shard::{ShardHeader, write_shard};
-use super::slo::compile_slo_with;
-use super::sweep_files::{SweepLayout, write_sweep_files};
+pub mod checkpoint;
+pub mod files;
+pub mod shard;
+
 use crate::engine::Model;
+use crate::experiment::batch::grid::{MAX_GRID_POINTS, Param, SweepLayout, grid, parse_param};
+use crate::experiment::batch::load::{apply_seed, collect_overrides, compile_scenario, select_policies};
+use crate::experiment::batch::slo::compile_slo_with;
+use crate::experiment::batch::workers::{Task, Workers, check_batch_size, replication_seed};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
+use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::aggregate;
-use crate::scenario::{Override, ScenarioError, Source, canonical_path, load_file, parse_override, parse_source};
+use crate::scenario::{Override, Source, canonical_path, load_file, parse_override, parse_source};
+use checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
+use files::write_sweep_files;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use shard::{Shard, ShardHeader, write_shard};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// The largest grid a sweep accepts.
-pub const MAX_GRID_POINTS: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct SweepOptions {
@@ -37,69 +37,6 @@ pub struct SweepOptions {
     pub resume: bool,
     /// Compute one shard and write a shard file instead of the sweep's files.
     pub shard: Option<Shard>,
-}
-
-/// A swept parameter: its path and the raw values, in the order given.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Param {
-    pub path: String,
-    pub values: Vec<String>,
-}
-
-pub fn parse_param(argument: &str) -> Result<Param, ScenarioError> {
-    let bad = |m: &str| ScenarioError::in_argument(&format!("--param {argument}"), "", m);
-    let (path, values) = argument.split_once('=').ok_or_else(|| bad("expected path=v1,v2,..."))?;
-    let path = path.trim();
-    if path.is_empty() || path.split('.').any(|s| s.trim().is_empty()) {
-        return Err(bad("the path is empty or has an empty segment"));
-    }
-    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
-    if values.iter().any(|v| v.is_empty()) {
-        return Err(bad("a value is empty (values are separated by commas)"));
-    }
-    Ok(Param { path: path.to_string(), values })
-}
-
-/// Every combination, the first parameter varying slowest.
-pub fn grid(params: &[Param]) -> Vec<Vec<String>> {
-    params.iter().fold(vec![Vec::new()], |points, p| {
-        points
-            .iter()
-            .flat_map(|point| p.values.iter().map(move |v| [point.clone(), vec![v.clone()]].concat()))
-            .collect()
-    })
-}
-
-/// Which part of a sweep one process computes: points `index`, `index + count`, ... of the
-/// grid (numbered from 0, as Slurm's and Kubernetes' array indices are).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-impl Shard {
-    pub fn parse(argument: &str) -> Result<Shard, CommandError> {
-        let bad = |m: &str| CommandError::Input(format!("argument `--shard {argument}`: {m}"));
-        let (k, n) = argument.split_once('/').ok_or_else(|| bad("expected K/N, such as 0/4"))?;
-        let number = |t: &str| t.trim().parse::<usize>().map_err(|_| bad("K and N are whole numbers, such as 0/4"));
-        let (index, count) = (number(k)?, number(n)?);
-        if count == 0 || count > MAX_GRID_POINTS {
-            return Err(bad(&format!("N is between 1 and {MAX_GRID_POINTS}")));
-        }
-        if index >= count {
-            return Err(bad(&format!("K is between 0 and {} (shards are numbered from 0)", count - 1)));
-        }
-        Ok(Shard { index, count })
-    }
-
-    pub fn owns(&self, point: usize) -> bool {
-        point % self.count == self.index
-    }
-
-    pub fn file_name(&self) -> String {
-        format!("shard-{}-of-{}.jsonl", self.index, self.count)
-    }
 }
 
 /// A grid point as planned: its parameter values, its overrides and its replication count.
@@ -132,8 +69,9 @@ impl SweepPlan {
     }
 }
 
-/// Checks every grid point (parse, compile, SLO) before anything runs.
-pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, CommandError> {
+/// The scenario file and the `--param` arguments as a grid: each field swept once, and a grid
+/// within the limit.
+fn read_grid(opts: &SweepOptions) -> Result<(Source, Vec<Param>), CommandError> {
     if opts.params.is_empty() {
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
@@ -159,25 +97,19 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
             sizes.join(" x ")
         )));
     }
-    let base = collect_overrides(&opts.sets, opts.replications)?;
-    let mut points = Vec::with_capacity(size);
-    for values in grid(&params) {
-        let mut overrides: Vec<Override> = base.clone();
-        for (p, v) in params.iter().zip(&values) {
-            let mut o = parse_override(&format!("{}={v}", p.path))?;
-            o.argument = format!("--param {}={}", p.path, p.values.join(","));
-            overrides.push(o);
-        }
-        points.push(PlannedPoint { values, overrides, replications: 0 });
-    }
-    // Each point compiled once, in parallel; what the outputs need is kept, the model dropped.
+    Ok((source, params))
+}
+
+/// Compiles each point once, in parallel, with the same checks as run and gate (so a scenario
+/// a sweep accepts can be gated); keeps each point's replication count and returns every
+/// metric any point reports, the models dropped.
+fn check_points(source: &Source, points: &mut [PlannedPoint], workers: &Workers) -> Result<Vec<String>, CommandError> {
     let checked: Vec<Result<(u32, Vec<String>), CommandError>> = workers.install(|| {
         points
             .par_iter()
             .map(|p| {
-                let (model, scenario) = compile_scenario(&source, &p.overrides)?;
-                // The same checks as run and gate, so a scenario a sweep accepts can be gated.
-                compile_slo_with(scenario.slo.as_ref(), &model, &source, &p.overrides)?;
+                let (model, scenario) = compile_scenario(source, &p.overrides)?;
+                compile_slo_with(scenario.slo.as_ref(), &model, source, &p.overrides)?;
                 Ok((model.world.replications, model.metric_names()))
             })
             .collect()
@@ -188,6 +120,25 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         point.replications = replications;
         metric_names.extend(names);
     }
+    Ok(metric_names.into_iter().collect())
+}
+
+/// Checks every grid point (parse, compile, SLO) before anything runs.
+pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, CommandError> {
+    let (source, params) = read_grid(opts)?;
+    let base = collect_overrides(&opts.sets, opts.replications)?;
+    let grid = grid(&params);
+    let mut points = Vec::with_capacity(grid.len());
+    for values in grid {
+        let mut overrides: Vec<Override> = base.clone();
+        for (p, v) in params.iter().zip(&values) {
+            let mut o = parse_override(&format!("{}={v}", p.path))?;
+            o.argument = format!("--param {}={}", p.path, p.values.join(","));
+            overrides.push(o);
+        }
+        points.push(PlannedPoint { values, overrides, replications: 0 });
+    }
+    let metric_names = check_points(&source, &mut points, workers)?;
     let first = {
         let (mut model, _) = compile_scenario(&source, &points[0].overrides)?;
         apply_seed(&mut model, opts.seed, &points[0].overrides);
@@ -210,7 +161,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         scenario: first.name.clone(),
         seed: first.world.seed,
         params,
-        metric_names: metric_names.into_iter().collect(),
+        metric_names,
         points: points.len(),
     };
     Ok(SweepPlan { key, layout, points, policies, seed: opts.seed, source })
@@ -306,7 +257,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     let (written, digest) = match (opts.shard, folder) {
         (Some(shard), _) => {
             let path = out_dir.join(shard.file_name());
-            let header = ShardHeader::new(&plan, shard);
+            let header = ShardHeader::new(&plan.key, &plan.layout, shard);
             write_shard(&path, &header, &owned, &mut |p| checkpoint.load(p))?;
             (vec![path.display().to_string()], None)
         }
@@ -346,41 +297,4 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     }
     text.push_str(&format!("wrote {}\n", written.join(", ")));
     Ok(text)
-}
-
-/// A parameter value as the scenario reads it (`1_000` is 1000), so CSV columns stay numeric.
-pub fn csv_value(raw: &str) -> String {
-    match json_value(raw) {
-        Value::String(s) => s,
-        other => other.to_string(),
-    }
-}
-
-/// A parameter value as typed JSON: numbers and booleans stay numbers and booleans.
-pub fn json_value(raw: &str) -> Value {
-    match crate::scenario::overrides::parse_value(raw) {
-        toml::Value::Integer(i) => json!(i),
-        toml::Value::Float(f) => json!(f),
-        toml::Value::Boolean(b) => json!(b),
-        toml::Value::String(s) => json!(s),
-        _ => json!(raw),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grids_are_cross_products_in_order() {
-        let params = vec![parse_param("a=1,2").unwrap(), parse_param("b=x,y,z").unwrap()];
-        let g = grid(&params);
-        assert_eq!(g.len(), 6);
-        assert_eq!(g[0], vec!["1", "x"]);
-        assert_eq!(g[1], vec!["1", "y"]);
-        assert_eq!(g[5], vec!["2", "z"]);
-        assert!(parse_param("a=").is_err());
-        assert!(parse_param("a=1,,2").is_err());
-        assert!(parse_param("novalues").is_err());
-    }
 }

@@ -4,8 +4,8 @@
 //! moment leaves either the old complete set or the new one; whatever a killed command left
 //! beside the destination is removed by the next command that commits there.
 
-use super::CommandError;
-use super::output::VERSION;
+use super::formats::VERSION;
+use crate::experiment::command::CommandError;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::File;

@@ -2,9 +2,10 @@
 //! file shares. Where they are written, and how atomically, is `folder`'s business.
 
 use crate::engine::Model;
+use crate::experiment::batch::replications::SeriesSum;
+use crate::metrics::Labels;
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::metrics::timeseries::FIXED_COLUMNS;
-use crate::metrics::{Labels, TimeSeries};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -41,41 +42,6 @@ pub fn summary_json(model: &Model, policy: &str, seed: u64, overrides: &[String]
     let mut text = serde_json::to_string_pretty(&summary).expect("a summary always serializes");
     text.push('\n');
     text.into_bytes()
-}
-
-/// The window-by-window sum of replications' time series (replications may end in different
-/// windows; a missing window counts as zero).
-#[derive(Debug, Default)]
-pub struct SeriesSum {
-    columns: usize,
-    values: Vec<u64>,
-}
-
-impl SeriesSum {
-    pub fn add(&mut self, series: &TimeSeries) {
-        let columns = series.stride();
-        if self.values.is_empty() {
-            self.columns = columns;
-        }
-        debug_assert_eq!(self.columns, columns, "one policy's replications share their columns");
-        let needed = series.rows() * columns;
-        if self.values.len() < needed {
-            self.values.resize(needed, 0);
-        }
-        for row in 0..series.rows() {
-            for c in 0..columns {
-                self.values[row * columns + c] += series.value(row, c);
-            }
-        }
-    }
-
-    pub fn rows(&self) -> usize {
-        self.values.len().checked_div(self.columns).unwrap_or(0)
-    }
-
-    pub fn value(&self, row: usize, column: usize) -> u64 {
-        self.values[row * self.columns + column]
-    }
 }
 
 /// Mean over `replications` of each window's counts.

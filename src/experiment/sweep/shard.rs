@@ -3,14 +3,46 @@
 //! then one record per point. `merge` checks that the shards it is given are all N of one sweep
 //! and writes the sweep's files, byte-identical to an unsharded sweep's.
 
-use super::CommandError;
 use super::checkpoint::{Checkpoint, PointRecord, SweepKey};
-use super::folder::{AtomicFile, OutputFolder};
-use super::sweep::{MAX_GRID_POINTS, Shard, SweepPlan};
-use super::sweep_files::{SweepLayout, write_sweep_files};
+use super::files::write_sweep_files;
+use crate::experiment::batch::grid::{MAX_GRID_POINTS, SweepLayout};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::{AtomicFile, OutputFolder};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+
+/// Which part of a sweep one process computes: points `index`, `index + count`, ... of the
+/// grid (numbered from 0, as Slurm's and Kubernetes' array indices are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    pub fn parse(argument: &str) -> Result<Shard, CommandError> {
+        let bad = |m: &str| CommandError::Input(format!("argument `--shard {argument}`: {m}"));
+        let (k, n) = argument.split_once('/').ok_or_else(|| bad("expected K/N, such as 0/4"))?;
+        let number = |t: &str| t.trim().parse::<usize>().map_err(|_| bad("K and N are whole numbers, such as 0/4"));
+        let (index, count) = (number(k)?, number(n)?);
+        if count == 0 || count > MAX_GRID_POINTS {
+            return Err(bad(&format!("N is between 1 and {MAX_GRID_POINTS}")));
+        }
+        if index >= count {
+            return Err(bad(&format!("K is between 0 and {} (shards are numbered from 0)", count - 1)));
+        }
+        Ok(Shard { index, count })
+    }
+
+    pub fn owns(&self, point: usize) -> bool {
+        point % self.count == self.index
+    }
+
+    pub fn file_name(&self) -> String {
+        format!("shard-{}-of-{}.jsonl", self.index, self.count)
+    }
+}
 
 const FORMAT: &str = "faultline-sweep-shard";
 
@@ -25,13 +57,13 @@ pub struct ShardHeader {
 }
 
 impl ShardHeader {
-    pub fn new(plan: &SweepPlan, shard: Shard) -> ShardHeader {
+    pub fn new(key: &SweepKey, layout: &SweepLayout, shard: Shard) -> ShardHeader {
         ShardHeader {
             format: FORMAT.into(),
             shard: shard.index,
             shards: shard.count,
-            key: plan.key.clone(),
-            layout: plan.layout.clone(),
+            key: key.clone(),
+            layout: layout.clone(),
         }
     }
 

@@ -1,6 +1,8 @@
 //! A JUnit XML report: one test suite, one test case per check. CI systems (GitHub Actions
-//! reporters, GitLab, Jenkins) read this format; it is written with every character escaped, so
-//! any metric or policy name gives a well-formed document.
+//! reporters, GitLab, Jenkins) read this format; every text goes through the report room's XML
+//! escaper, so any metric or policy name gives a well-formed document.
+
+use crate::experiment::report::xml::escape;
 
 /// The outcome of one test case.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,28 +24,6 @@ pub struct Case {
     pub classname: String,
     pub name: String,
     pub result: CaseResult,
-}
-
-/// Escapes text for an XML attribute value or element text. Line breaks and tabs become
-/// character references (an attribute keeps them that way), and characters XML 1.0 does not
-/// allow at all (other control characters, U+FFFE, U+FFFF) become U+FFFD.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' => out.push_str("&#9;"),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The whole document: `<testsuites>` around one `<testsuite>` named `suite`, with

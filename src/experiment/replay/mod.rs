@@ -3,15 +3,20 @@
 //! simulates it (tracing only watches), so the traced run is the one the figures counted; a
 //! selector such as "the first failed run" needs one more simulation to find it first.
 
-use super::CommandError;
-use super::batch::{Loaded, load_model, replication_seed};
-use super::folder::write_atomically;
-use super::otlp::{TraceOrigin, to_otlp_json};
-use super::run::{apply_seed, check_replication, collect_overrides, select_policies};
-use super::spans::{RunSpans, build, render_tree};
+pub mod otlp;
+pub mod spans;
+
 use crate::engine::{Model, simulate_following};
+use crate::experiment::batch::load::{
+    Loaded, apply_seed, check_replication, collect_overrides, load_model, select_policies,
+};
+use crate::experiment::batch::workers::replication_seed;
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::write_atomically;
 use crate::runtime::{RunSummary, RunTracer};
 use crate::vocab::Outcome;
+use otlp::{TraceOrigin, to_otlp_json};
+use spans::{RunSpans, build, render_tree};
 use std::path::{Path, PathBuf};
 
 /// Which root run to trace.

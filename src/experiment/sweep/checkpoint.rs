@@ -3,8 +3,8 @@
 //! names the scenario's content, the arguments and the binary, so a resumed sweep never mixes in
 //! a point computed from anything else.
 
-use super::CommandError;
-use super::folder::{write_atomically, write_atomically_unsynced};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::{write_atomically, write_atomically_unsynced};
 use crate::metrics::stats::{Aggregate, Estimate};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

@@ -2,10 +2,13 @@
 //! URLs), so a result can be read in any browser, attached to a ticket or archived.
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
-use super::run::PolicyRuns;
-use super::svg::{Line, LineChart, Span, bar_chart, escape, heat_map, label, line_chart};
-use super::sweep_files::{DIGEST_METRICS, SweepLayout, SweepPoint};
+use super::digest::{DIGEST_METRICS, SweepPoint};
+use super::svg::{Line, LineChart, Span, bar_chart, heat_map, label, line_chart};
+use super::xml::escape;
 use crate::engine::Model;
+use crate::experiment::batch::grid::SweepLayout;
+use crate::experiment::batch::replications::PolicyRuns;
+use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::Aggregate;
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use std::fmt::Write;
@@ -102,7 +105,8 @@ fn window_lines(
         .collect()
 }
 
-/// The report of `faultline run`.
+/// The report of `faultline run`: a summary table, then charts over time, of latency and
+/// outcomes, and of the busiest dependencies, policies side by side.
 pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs: &[PolicyRuns]) -> String {
     let mut body = String::new();
     let _ = write!(
@@ -113,9 +117,18 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
         label(model.world.duration_us as f64 / 1e6),
         label(model.world.warmup_us as f64 / 1e6),
         model.world.seed,
-        super::output::VERSION
+        VERSION
     );
     body.push('\n');
+    summary_table(&mut body, names, aggregates);
+    over_time(&mut body, model, names, runs);
+    latency_and_outcomes(&mut body, names, aggregates);
+    dependencies(&mut body, model, names, aggregates);
+    page(&format!("faultline: {}", model.name), &body)
+}
+
+/// The key figures of every policy, with their 95 % half-widths.
+fn summary_table(body: &mut String, names: &[&str], aggregates: &[Aggregate]) {
     body.push_str("<h2>Summary</h2><table><tr><th>metric</th>");
     for name in names {
         let _ = write!(body, "<th>{}</th>", escape(name));
@@ -129,7 +142,10 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
         body.push_str("</tr>");
     }
     body.push_str("</table>\n");
+}
 
+/// Goodput, attempts and the deepest queues per window, the faults shaded.
+fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRuns]) {
     let dependencies = model.dependency_names.len();
     let n = |r: &PolicyRuns| r.metrics.len().max(1) as f64;
     let goodput = FIXED_COLUMNS.iter().position(|c| *c == "goodput").expect("goodput is a fixed column");
@@ -173,15 +189,17 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
         }));
     }
     body.push_str("<h2>Over time</h2>");
-    charts(&mut body, &over_time);
+    charts(body, &over_time);
+}
 
-    let groups = |metrics: &[String]| -> Vec<(String, Vec<f64>)> {
-        names
-            .iter()
-            .zip(aggregates)
-            .map(|(p, a)| (p.to_string(), metrics.iter().map(|m| mean(a, m)).collect()))
-            .collect()
-    };
+/// One bar group per policy: its mean of each metric.
+fn policy_groups(names: &[&str], aggregates: &[Aggregate], metrics: &[String]) -> Vec<(String, Vec<f64>)> {
+    names.iter().zip(aggregates).map(|(p, a)| (p.to_string(), metrics.iter().map(|m| mean(a, m)).collect())).collect()
+}
+
+/// Root-run latency percentiles and outcomes.
+fn latency_and_outcomes(body: &mut String, names: &[&str], aggregates: &[Aggregate]) {
+    let groups = |metrics: &[String]| policy_groups(names, aggregates, metrics);
     let latency: Vec<String> = ["p50", "p95", "p99"].iter().map(|p| format!("run_latency_ms.{p}")).collect();
     let outcomes: Vec<String> = ["succeeded", "degraded", "handoff", "failed", "rejected"]
         .iter()
@@ -192,13 +210,18 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
     };
     body.push_str("<h2>Latency and outcomes</h2>");
     charts(
-        &mut body,
+        body,
         &[
             bar_chart("Root-run latency percentiles", "ms", &short(&latency), &groups(&latency)),
             bar_chart("Outcomes of root runs", "runs", &short(&outcomes), &groups(&outcomes)),
         ],
     );
+}
 
+/// Utilization and refusals of the busiest dependencies.
+fn dependencies(body: &mut String, model: &Model, names: &[&str], aggregates: &[Aggregate]) {
+    let dependencies = model.dependency_names.len();
+    let groups = |metrics: &[String]| policy_groups(names, aggregates, metrics);
     let busiest = {
         let mut all: Vec<usize> = (0..dependencies).collect();
         let load = |d: usize| {
@@ -234,13 +257,12 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
         let _ = write!(body, "<p class=\"note\">The {DEPENDENCY_BARS} busiest of {dependencies} dependencies.</p>");
     }
     charts(
-        &mut body,
+        body,
         &[
             bar_chart("Utilization per dependency", "busy share", &dependency_names, &groups(&utilization)),
             bar_chart("Refused and rejected attempts per dependency", "attempts", &dependency_names, &refusals),
         ],
     );
-    page(&format!("faultline: {}", model.name), &body)
 }
 
 /// A parameter value as a number for an axis; None when a value is not a number.
@@ -258,7 +280,7 @@ pub fn sweep_report(layout: &SweepLayout, points: &[SweepPoint]) -> String {
         escape(&layout.scenario),
         layout.points,
         escape(&params.join(" x ")),
-        super::output::VERSION
+        VERSION
     );
     let mut policies: Vec<&str> = Vec::new();
     for p in points {

@@ -5,17 +5,21 @@
 //! way replication k of both runs on `replication_seed(seed, k)` with the candidate file's
 //! seed and replication count.
 
-use super::CommandError;
-use super::batch::{Loaded, Task, Workers, check_batch_size, load_model, replication_seed};
-use super::folder::write_atomically;
-use super::junit::{self, Case, CaseResult};
-use super::run::{OutputFormat, apply_seed, collect_overrides, select_policies};
-use super::slo::{Check, SloChecks, compile_slo_with, judge_regression, judge_threshold, regression_limit};
-use super::table::{human, render};
+pub mod junit;
+
 use crate::engine::Model;
+use crate::experiment::batch::load::{Loaded, apply_seed, collect_overrides, load_model, select_policies};
+use crate::experiment::batch::slo::{
+    Check, SloChecks, compile_slo_with, judge_regression, judge_threshold, regression_limit,
+};
+use crate::experiment::batch::workers::{Task, Workers, check_batch_size, replication_seed};
+use crate::experiment::command::{CommandError, OutputFormat};
+use crate::experiment::output::folder::write_atomically;
+use crate::experiment::report::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::stats::Estimate;
-use crate::scenario::{FieldPath, ScenarioError, error_at_path};
+use crate::scenario::{FieldPath, Override, ScenarioError, Source, error_at_path};
+use junit::{Case, CaseResult};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -194,6 +198,25 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     apply_seed(&mut model, opts.seed, &overrides);
     let checks: SloChecks = compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
+    check_request(opts, &checks, &model, &source)?;
+    let Sides { models, sides, baseline } = choose_sides(opts, model, &checks, &source, &overrides)?;
+    let runs = simulate_sides(&models, &sides, opts)?;
+    let outcomes = judge_checks(&checks, &runs);
+    let model = &models[0];
+    let passed = !outcomes.iter().any(|o| o.status == Status::Fail);
+    let text = text_report(model, opts, baseline.as_ref(), &outcomes);
+    if let Some(path) = &opts.junit {
+        write_atomically(path, junit_report(model, opts, baseline.as_ref(), &outcomes, &text).as_bytes())?;
+    }
+    let text = match opts.format {
+        OutputFormat::Text => text,
+        OutputFormat::Json => json_report(model, opts, baseline.as_ref(), &outcomes)?,
+    };
+    Ok(GateReport { text, passed })
+}
+
+/// Refuses a gate that could judge nothing, or would silently skip what the scenario asks for.
+fn check_request(opts: &GateOptions, checks: &SloChecks, model: &Model, source: &Source) -> Result<(), CommandError> {
     if checks.thresholds.is_empty() && checks.regressions.is_empty() {
         return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));
     }
@@ -218,7 +241,7 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     }
     if !checks.regressions.is_empty() && !has_baseline && !opts.thresholds_only {
         let e = error_at_path(
-            &source,
+            source,
             &FieldPath::root().key("slo").key("regression"),
             format!(
                 "[slo.regression] has {} check(s) on paired differences but no baseline was given; \
@@ -229,6 +252,25 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
         );
         return Err(e.into());
     }
+    Ok(())
+}
+
+/// What a gate simulates: the models (the candidate's file first), the sides as (model,
+/// policy), the candidate first, and where the baseline comes from.
+struct Sides {
+    models: Vec<Model>,
+    sides: Vec<(usize, usize)>,
+    baseline: Option<Baseline>,
+}
+
+/// The candidate and the baseline, once checked.
+fn choose_sides(
+    opts: &GateOptions,
+    model: Model,
+    checks: &SloChecks,
+    source: &Source,
+    overrides: &[Override],
+) -> Result<Sides, CommandError> {
     let candidate = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?[0];
     let mut models = vec![model];
     let mut sides = vec![(0, candidate)];
@@ -252,16 +294,20 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
                     path.display()
                 )));
             }
-            let (base, said) = load_baseline(path, &policy, name.is_some(), &overrides, &models[0])?;
-            check_baseline_metrics(&checks, &base, &source, path)?;
+            let (base, said) = load_baseline(path, &policy, name.is_some(), overrides, &models[0])?;
+            check_baseline_metrics(checks, &base, source, path)?;
             let index = base.policy_index(&policy).expect("load_baseline checked the policy");
             models.push(base);
             sides.push((1, index));
             Some(Baseline { policy, file: Some((path.display().to_string(), said.0, said.1)) })
         }
     };
+    Ok(Sides { models, sides, baseline })
+}
 
-    let runs = simulate_sides(&models, &sides, opts)?;
+/// Judges every threshold on the candidate's replications and every regression limit on the
+/// paired differences (skipped without a baseline side).
+fn judge_checks(checks: &SloChecks, runs: &[Vec<MetricMap>]) -> Vec<Outcome> {
     let n = runs[0].len();
     let values = |runs: &[MetricMap], metric: &str| -> Vec<f64> {
         runs.iter().map(|r| r.get(metric).copied().unwrap_or(f64::NAN)).collect()
@@ -281,17 +327,7 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
             None => Outcome::skipped(check, n),
         });
     }
-    let model = &models[0];
-    let passed = !outcomes.iter().any(|o| o.status == Status::Fail);
-    let text = text_report(model, opts, baseline.as_ref(), &outcomes);
-    if let Some(path) = &opts.junit {
-        write_atomically(path, junit_report(model, opts, baseline.as_ref(), &outcomes, &text).as_bytes())?;
-    }
-    let text = match opts.format {
-        OutputFormat::Text => text,
-        OutputFormat::Json => json_report(model, opts, baseline.as_ref(), &outcomes)?,
-    };
-    Ok(GateReport { text, passed })
+    outcomes
 }
 
 /// Whether two paths name one file (as far as the file system can tell).
@@ -309,7 +345,7 @@ fn load_baseline(
     path: &Path,
     policy: &str,
     named: bool,
-    overrides: &[crate::scenario::Override],
+    overrides: &[Override],
     candidate: &Model,
 ) -> Result<(Model, (u64, u32)), CommandError> {
     let mut base = load_model(path, overrides)
@@ -342,12 +378,7 @@ fn load_baseline(
 }
 
 /// Every regression metric must exist in the baseline file too, or there is nothing to pair.
-fn check_baseline_metrics(
-    checks: &SloChecks,
-    base: &Model,
-    source: &crate::scenario::Source,
-    path: &Path,
-) -> Result<(), CommandError> {
+fn check_baseline_metrics(checks: &SloChecks, base: &Model, source: &Source, path: &Path) -> Result<(), CommandError> {
     let names = base.metric_names();
     for check in &checks.regressions {
         if !names.contains(&check.metric) {

@@ -2,89 +2,15 @@
 //! sweep, of a resumed sweep and of merged shards are the same bytes, and memory holds one
 //! point at a time.
 
-use super::CommandError;
 use super::checkpoint::PointRecord;
-use super::folder::OutputFolder;
-use super::output::{VERSION, estimate_cells, estimate_columns, number};
-use super::sweep::{Param, csv_value, grid, json_value};
-use super::table::{human, render};
-use serde::{Deserialize, Serialize};
+use crate::experiment::batch::grid::{SweepLayout, csv_value, grid, json_value};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::OutputFolder;
+use crate::experiment::output::formats::{VERSION, estimate_cells, estimate_columns, number};
+use crate::experiment::report::digest::Digest;
+use crate::experiment::report::html::sweep_report;
 use serde_json::{Map, Value, json};
 use std::io::Write;
-
-/// What the files need besides the points: the same for every shard of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepLayout {
-    pub scenario: String,
-    pub seed: u64,
-    pub params: Vec<Param>,
-    /// Every metric any point reports, in column order.
-    pub metric_names: Vec<String>,
-    pub points: usize,
-}
-
-/// The key figures shown on the terminal after a sweep, one row per point and policy.
-pub const DIGEST_METRICS: [(&str, &str); 5] = [
-    ("auto_completion_ratio", "completed"),
-    ("deadline_exceeded_ratio", "past deadline"),
-    ("retry_amplification_ratio", "amplification"),
-    ("run_latency_ms.p95", "p95 ms"),
-    ("cost_per_success", "cost/success"),
-];
-
-/// Rows shown on the terminal at most; the files hold them all.
-const DIGEST_ROWS: usize = 40;
-
-/// One point and policy's key figures (mean, low, high, in DIGEST_METRICS order), for the report.
-pub struct SweepPoint {
-    pub point: usize,
-    pub policy: String,
-    pub figures: [(f64, f64, f64); DIGEST_METRICS.len()],
-}
-
-/// The terminal's view of a sweep (the first rows of the key figures) and the report's (all).
-pub struct Digest {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-    omitted: usize,
-    pub points: Vec<SweepPoint>,
-}
-
-impl Digest {
-    fn new(layout: &SweepLayout) -> Digest {
-        let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
-        header.push("policy".into());
-        header.extend(DIGEST_METRICS.iter().map(|(_, label)| label.to_string()));
-        Digest { header, rows: Vec::new(), omitted: 0, points: Vec::new() }
-    }
-
-    fn add(&mut self, point: usize, values: &[String], policy: &str, aggregate: &crate::metrics::stats::Aggregate) {
-        let figure =
-            |m: &str| aggregate.estimates.get(m).map_or((f64::NAN, f64::NAN, f64::NAN), |e| (e.mean, e.low, e.high));
-        self.points.push(SweepPoint {
-            point,
-            policy: policy.to_string(),
-            figures: DIGEST_METRICS.map(|(m, _)| figure(m)),
-        });
-        if self.rows.len() == DIGEST_ROWS {
-            self.omitted += 1;
-            return;
-        }
-        let mut row: Vec<String> = values.to_vec();
-        row.push(policy.to_string());
-        row.extend(DIGEST_METRICS.iter().map(|(m, _)| aggregate.mean(m).map(human).unwrap_or_else(|| "n/a".into())));
-        self.rows.push(row);
-    }
-
-    /// The aligned table, with a line saying how many rows only the files hold.
-    pub fn render(&self) -> String {
-        let mut text = render(&self.header, &self.rows);
-        if self.omitted > 0 {
-            text.push_str(&format!("... and {} more row(s) in sweep.csv\n", self.omitted));
-        }
-        text
-    }
-}
 
 /// Writes both files into `folder`, asking `record` for each point in grid order; returns the
 /// terminal's digest.
@@ -154,6 +80,6 @@ pub fn write_sweep_files(
     }
     json.write_all(b"\n  ]\n}\n").and_then(|_| json.flush()).map_err(|e| io("sweep.json", e))?;
     csv.flush().map_err(|e| io("sweep.csv", e))?;
-    folder.write("report.html", super::report::sweep_report(layout, &digest.points).as_bytes())?;
+    folder.write("report.html", sweep_report(layout, &digest.points).as_bytes())?;
     Ok(digest)
 }

@@ -1,68 +1,13 @@
-//! Loading a scenario with overrides, deriving replication seeds, and running a batch of
-//! simulations in parallel with a progress bar.
+//! Running a batch of simulations in parallel with a progress bar, and the seeds that make
+//! replication k the same for every policy, grid point and thread count.
 
-use super::CommandError;
 use crate::engine::{Model, Replication, SimError, simulate};
-use crate::scenario::{Override, Scenario, ScenarioError, Source, apply_overrides, load_file, parse_source};
+use crate::experiment::command::CommandError;
 use crate::sim::StreamKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use std::path::Path;
 
 pub use crate::world::model::MAX_SIMULATIONS;
-
-/// A scenario as the command sees it: the file with every override applied, and its model.
-pub struct Loaded {
-    pub model: Model,
-    pub scenario: Scenario,
-    pub source: Source,
-}
-
-pub fn load_model(path: &Path, overrides: &[Override]) -> Result<Loaded, ScenarioError> {
-    let source = load_file(path)?;
-    let (model, scenario) = compile_scenario(&source, overrides)?;
-    Ok(Loaded { model, scenario, source })
-}
-
-pub fn compile_with(source: &Source, overrides: &[Override]) -> Result<Model, ScenarioError> {
-    compile_scenario(source, overrides).map(|(model, _)| model)
-}
-
-/// Compiles the file with `overrides` applied; returns the model and the overridden scenario.
-pub fn compile_scenario(source: &Source, overrides: &[Override]) -> Result<(Model, Scenario), ScenarioError> {
-    // Parse the file on its own first so that its errors carry line and column.
-    let original = parse_source(source)?;
-    let with = |k: usize| -> Result<(Model, Scenario), ScenarioError> {
-        let scenario = if k == 0 { original.clone() } else { apply_overrides(source, &overrides[..k])? };
-        Model::compile(&scenario, source).map(|m| (m, scenario))
-    };
-    with(overrides.len()).map_err(|e| blame(&e, overrides, &with))
-}
-
-/// Names the input that caused `e`: the file if it fails the same way without overrides,
-/// otherwise the first override after which it does (a bad value must never be reported at a
-/// line of the file that holds another value).
-fn blame<T>(
-    e: &ScenarioError,
-    overrides: &[Override],
-    with: &dyn Fn(usize) -> Result<T, ScenarioError>,
-) -> ScenarioError {
-    for k in 0..overrides.len() {
-        if let Err(earlier) = with(k)
-            && earlier.field == e.field
-            && earlier.message == e.message
-        {
-            return match k {
-                0 => earlier,
-                _ => ScenarioError::in_argument(&overrides[k - 1].argument, &e.field, e.message.clone()),
-            };
-        }
-    }
-    match overrides.last() {
-        Some(o) => ScenarioError::in_argument(&o.argument, &e.field, e.message.clone()),
-        None => e.clone(),
-    }
-}
 
 /// The seed of replication `r`: derived from the scenario seed by a stable mix, the same for
 /// every policy (common random numbers) and every grid point.

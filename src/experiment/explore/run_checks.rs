@@ -220,7 +220,8 @@ impl Tracer for RunChecks<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::batch::{compile_with, replication_seed};
+    use crate::experiment::batch::load::compile_with;
+    use crate::experiment::batch::workers::replication_seed;
     use crate::runtime::{Decision, TraceCaller};
     use crate::scenario::{load_file, parse_override};
     use std::path::Path;
