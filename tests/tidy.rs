@@ -261,14 +261,6 @@ fn layer_list_matches_the_modules_of_lib_rs() {
 // crate::sim::Micros` in sim/queue.rs is an arrow to sim/time.rs, not to sim/mod.rs.
 // ---------------------------------------------------------------------------------------------
 
-/// Circles that stand today and are being taken apart elsewhere (issue 13, the runtime's
-/// mechanisms). Each is the sorted list of its files. A circle not listed fails the check, and so
-/// does a listed one that is gone, so that this list only shrinks: delete its entry then.
-const KNOWN_CIRCLES: [&[&str]; 2] = [
-    &["src/runtime/admission.rs", "src/runtime/mechanisms.rs", "src/runtime/policy.rs"],
-    &["src/runtime/command.rs", "src/runtime/guard/pipeline.rs", "src/runtime/trace.rs"],
-];
-
 type PathBuf = std::path::PathBuf;
 
 /// One token of code: an identifier, `::`, or any other single character (whitespace dropped).
@@ -541,16 +533,9 @@ fn no_import_circles_between_files_of_a_layer() {
         arrows.extend(layer_arrows(&faces, file).into_iter().map(|(to, line)| (file.clone(), to, line)));
     }
     let found = circles(&arrows);
-    let same = |k: &[&str], g: &[String]| k.iter().copied().eq(g.iter().map(String::as_str));
-    let new: Vec<String> = found
-        .iter()
-        .filter(|(g, _)| !KNOWN_CIRCLES.iter().any(|k| same(k, g)))
-        .map(|(g, inside)| format!("{}\n    {}", g.join(" <-> "), inside.join("\n    ")))
-        .collect();
-    assert!(new.is_empty(), "import circles between files of one layer:\n{}", new.join("\n"));
-    let gone: Vec<String> =
-        KNOWN_CIRCLES.iter().filter(|k| !found.iter().any(|(g, _)| same(k, g))).map(|k| k.join(", ")).collect();
-    assert!(gone.is_empty(), "circles gone: delete them from KNOWN_CIRCLES in tests/tidy.rs:\n{}", gone.join("\n"));
+    let found: Vec<String> =
+        found.iter().map(|(g, inside)| format!("{}\n    {}", g.join(" <-> "), inside.join("\n    "))).collect();
+    assert!(found.is_empty(), "import circles between files of one layer:\n{}", found.join("\n"));
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //!
 //! The caller supplies the uniform draw, so the throttle holds no randomness of its own.
 
+use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::slice_ring::SliceRing;
-use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
 use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::{MAX_SPAN_US, US_PER_MS, US_PER_S};

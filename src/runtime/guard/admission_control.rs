@@ -8,8 +8,8 @@
 //! leaves no trace. The caller supplies the uniform draw; Envoy rounds its probability to four
 //! significant figures, this compares exactly.
 
+use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::slice_ring::SliceRing;
-use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
 use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::US_PER_S;

@@ -22,7 +22,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
+use super::contract::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
 use crate::runtime::command::{Command, Effects};
 use crate::sim::Micros;
 use crate::vocab::Refusal;

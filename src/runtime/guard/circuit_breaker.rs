@@ -13,7 +13,7 @@
 //! gives back a half-open permit it never held (HalfOpenState.releasePermission increments its
 //! counter unconditionally), so more calls than permitted may go out in that episode.
 
-use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
+use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
 use crate::runtime::command::{Command, Effects};
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};

@@ -22,7 +22,7 @@
 //! - `check` insists thresholds never decrease with importance: shedding critical traffic while
 //!   sheddable traffic still runs inverts the point of priorities.
 
-use super::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
+use super::contract::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
 use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::vocab::{Priority, Refusal};

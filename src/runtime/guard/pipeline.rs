@@ -7,7 +7,8 @@
 //! ones, so a refusal never leaks a permit. The pipeline knows no kind of guard: it speaks to
 //! each through [`Guard`].
 
-use super::{Ask, AttemptInfo, Ending, Guard, GuardSpec, LiveGuard, Parting, Seat, Verdict};
+use super::contract::{Ask, AttemptInfo, Ending, Guard, Parting, Seat, Verdict};
+use super::registry::{GuardSpec, LiveGuard};
 use crate::runtime::command::{Command, Effects};
 use crate::sim::Micros;
 use crate::vocab::{BreakerState, Refusal};

@@ -13,7 +13,7 @@
 //! bulkhead) is an exception ShouldHandle handles: a failure.
 
 use super::circuit_breaker::default_ignored;
-use super::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
+use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
 use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};

@@ -10,8 +10,8 @@
 //! Hedges go through the same calls as retries: gRPC throttles hedges with the same tokens and
 //! Finagle's backup requests withdraw from the client's retry budget.
 
+use super::contract::{Ask, AttemptEnd, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::slice_ring::SliceRing;
-use super::{Ask, AttemptEnd, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use crate::runtime::command::Effects;
 use crate::sim::Micros;
 use crate::sim::time::US_PER_S;

@@ -1,0 +1,89 @@
+//! The registry of guards: one line per mechanism. Generates the compiled configuration enum
+//! (`GuardSpec`), the live guard enum (`LiveGuard`) and their static dispatch, so the pipeline
+//! needs no match on kinds and the hot loop no dynamic dispatch.
+
+use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
+use super::{
+    adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker, retry_budget,
+};
+use crate::runtime::command::Effects;
+use crate::sim::Micros;
+use crate::vocab::BreakerState;
+
+/// One line per mechanism, the only place that lists them. Generates the
+/// compiled configuration enum (`GuardSpec`), the live guard enum (`LiveGuard`) and their
+/// static dispatch.
+macro_rules! guards {
+    ($($kind:ident: $config:ty => $live:ty,)*) => {
+        /// A guard's compiled configuration.
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub enum GuardSpec {
+            $($kind($config),)*
+        }
+
+        impl GuardSpec {
+            pub fn build(&self) -> LiveGuard {
+                match self {
+                    $(GuardSpec::$kind(c) => LiveGuard::$kind(GuardConfig::build(c)),)*
+                }
+            }
+        }
+
+        /// A guard of one simulation.
+        #[derive(Debug)]
+        pub enum LiveGuard {
+            $($kind($live),)*
+        }
+
+        impl Guard for LiveGuard {
+            #[inline]
+            fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, out: &mut impl Effects) -> Verdict {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::admit(g, now, ask, seat, out),)*
+                }
+            }
+
+            fn undo(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::undo(g, now, parting, out),)*
+                }
+            }
+
+            #[inline]
+            fn start(&mut self, now: Micros, info: &AttemptInfo) -> u32 {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::start(g, now, info),)*
+                }
+            }
+
+            #[inline]
+            fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::end(g, now, parting, out),)*
+                }
+            }
+
+            fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::on_wake(g, now, out),)*
+                }
+            }
+
+            fn breaker_state(&self) -> Option<(u16, BreakerState)> {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::breaker_state(g),)*
+                }
+            }
+        }
+    };
+}
+
+guards! {
+    Resilience4jBreaker: circuit_breaker::Resilience4jSpec => circuit_breaker::Resilience4jGuard,
+    PollyBreaker: polly_breaker::PollySpec => polly_breaker::PollyGuard,
+    Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
+    RetryBudget: retry_budget::RetryBudgetConfig => retry_budget::RetryBudget,
+    AdaptiveThrottle: adaptive_throttle::AdaptiveThrottleConfig => adaptive_throttle::AdaptiveThrottle,
+    LoadShedder: load_shedder::ShedderSpec => load_shedder::ShedderSpec,
+    AdmissionControl: admission_control::AdmissionControlConfig => admission_control::AdmissionControl,
+}
