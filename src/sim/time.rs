@@ -65,9 +65,24 @@ pub fn us_to_ms(us: Micros) -> f64 {
     us as f64 / US_PER_MS as f64
 }
 
+/// Seconds from integer microseconds, divided once: 300 000 us is 0.3, where 3 x 0.1 s would
+/// be 0.30000000000000004.
+pub fn us_to_s(us: Micros) -> f64 {
+    us as f64 / US_PER_S as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_starts_in_seconds_print_as_written() {
+        let window_us = s_to_us(0.1);
+        let starts: Vec<String> = (0..10).map(|row| format!("{}", us_to_s(row * window_us))).collect();
+        assert_eq!(starts[3], "0.3", "not 3 x 0.1 = 0.30000000000000004");
+        assert_eq!(starts[7], "0.7");
+        assert_eq!(format!("{}", us_to_s(3 * s_to_us(0.1))), "0.3");
+    }
 
     #[test]
     fn conversions_round_to_nearest_microsecond() {

@@ -6,6 +6,7 @@ use crate::experiment::batch::replications::SeriesSum;
 use crate::metrics::Labels;
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::metrics::timeseries::FIXED_COLUMNS;
+use crate::sim::us_to_s;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -46,7 +47,7 @@ pub fn summary_json(model: &Model, policy: &str, seed: u64, overrides: &[String]
 
 /// Mean over `replications` of each window's counts.
 pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replications: usize) -> Vec<u8> {
-    let window_s = model.world.window_us as f64 / 1e6;
+    let window_us = model.world.window_us;
     let mut header: Vec<String> = vec!["window_start_s".into(), "window_end_s".into()];
     header.extend(FIXED_COLUMNS.iter().map(|c| c.to_string()));
     let dependencies = &labels.dependencies;
@@ -59,7 +60,7 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replicati
     let columns = header.len() - 2;
     let n = replications.max(1) as f64;
     for row in 0..sum.rows() {
-        let mut record = vec![number(row as f64 * window_s), number((row + 1) as f64 * window_s)];
+        let mut record = vec![number(us_to_s(row as u64 * window_us)), number(us_to_s((row as u64 + 1) * window_us))];
         for c in 0..columns {
             record.push(number(sum.value(row, c) as f64 / n));
         }

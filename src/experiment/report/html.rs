@@ -11,6 +11,7 @@ use crate::experiment::batch::replications::PolicyRuns;
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::Aggregate;
 use crate::metrics::timeseries::FIXED_COLUMNS;
+use crate::sim::us_to_s;
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1500px}\
@@ -93,13 +94,13 @@ fn window_lines(
     runs: &[PolicyRuns],
     value: &dyn Fn(&PolicyRuns, usize) -> f64,
 ) -> Vec<Line> {
-    let window_s = model.world.window_us as f64 / 1e6;
+    let window_us = model.world.window_us;
     names
         .iter()
         .zip(runs)
         .map(|(name, r)| Line {
             name: name.to_string(),
-            points: (0..r.series.rows()).map(|row| (row as f64 * window_s, value(r, row))).collect(),
+            points: (0..r.series.rows()).map(|row| (us_to_s(row as u64 * window_us), value(r, row))).collect(),
             band: None,
         })
         .collect()
