@@ -1715,7 +1715,7 @@ fn a_typo_or_a_misplaced_field_in_a_mechanism_table_is_located() {
             "failure_ratio = 0.5",
             "failure_ratio",
             "policy.p.circuit_breaker[0].failure_ratio",
-            "does not apply to kind `resilience4j`",
+            "unknown field `failure_ratio`, expected one of `kind`, `dependency`, `circuit_key`, `ignore`, `failure_rate_threshold`",
         ),
         (
             "max_concurrent_calls = 5",
@@ -1743,7 +1743,7 @@ fn a_typo_or_a_misplaced_field_in_a_mechanism_table_is_located() {
             "ttl_ms = 1000",
             "ttl_ms",
             "policy.p.retry_budget[0].ttl_ms",
-            "does not apply to kind `grpc`",
+            "unknown field `ttl_ms`, expected one of `kind`, `scope`, `dependency`, `max_tokens`, `token_ratio`",
         ),
         ("delay_ms = 100", "delay = 100", "delay", "policy.p.hedging.delay", "unknown field `delay`"),
         (
@@ -1765,7 +1765,7 @@ fn a_typo_or_a_misplaced_field_in_a_mechanism_table_is_located() {
             "sr_threshold = 0.9",
             "sr_threshold",
             "policy.p.load_shedding[0].sr_threshold",
-            "does not apply to kind `priority`",
+            "unknown field `sr_threshold`, expected one of `kind`, `dependency`, `shed_at_utilization`",
         ),
         ("reserve_ms = 10", "reserve = 10", "reserve =", "policy.p.admission.reserve", "unknown field `reserve`"),
         (

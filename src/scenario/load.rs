@@ -280,7 +280,7 @@ fn json_message(e: &serde_json::Error) -> String {
 
 /// serde's "unknown field `sed`, expected one of `duration_s`, `seed`, ..." (or "unknown
 /// variant") gains "; did you mean `seed`?" when a known name is a typo away.
-fn with_suggestion(message: String) -> String {
+pub(crate) fn with_suggestion(message: String) -> String {
     let message = plain_types(message);
     let Some(rest) = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("unknown variant `"))
     else {
@@ -320,7 +320,7 @@ fn plain_types(message: String) -> String {
     message
 }
 
-fn first_line(message: &str) -> String {
+pub(crate) fn first_line(message: &str) -> String {
     message.lines().next().unwrap_or(message).trim().to_string()
 }
 

@@ -6,9 +6,8 @@
 //! (`#[serde(remote = "Self")]` makes it an inherent function) and reached only through
 //! [`tables_only!`], whose visitor takes maps and refuses sequences.
 
-use serde::de::value::MapAccessDeserializer;
-use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use super::raw_table::RawTable;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -437,21 +436,22 @@ pub struct Policy {
     pub idempotency_key: Option<String>,
     #[serde(default)]
     pub steps: BTreeMap<String, StepOverride>,
-    /// Circuit breakers (resilience4j or Polly semantics), applied in file order.
+    /// Circuit breakers (resilience4j or Polly semantics), applied in file order. The tables of
+    /// every mechanism array are read by the mechanism that owns them (runtime::guard).
     #[serde(default)]
-    pub circuit_breaker: Vec<CircuitBreaker>,
+    pub circuit_breaker: Vec<RawTable>,
     /// Concurrency limits (resilience4j's semaphore bulkhead).
     #[serde(default)]
-    pub bulkhead: Vec<Bulkhead>,
+    pub bulkhead: Vec<RawTable>,
     /// Shared retry budgets and client-side throttling.
     #[serde(default)]
-    pub retry_budget: Vec<RetryBudget>,
+    pub retry_budget: Vec<RawTable>,
     /// Hedged requests for read-only steps (Polly / gRPC hedging).
     #[serde(default)]
     pub hedging: Option<Hedging>,
     /// Client-side load shedding by priority, or Envoy-style admission control.
     #[serde(default)]
-    pub load_shedding: Vec<LoadShedding>,
+    pub load_shedding: Vec<RawTable>,
     /// Admission of root runs against their deadline (docs/essay.md section 7).
     #[serde(default)]
     pub admission: Option<AdmissionSpec>,
@@ -487,184 +487,6 @@ pub struct FanOutSpec {
     pub max_parallel_cost_units: Option<f64>,
 }
 
-/// Shed by priority: a threshold per priority on a dependency's signals, from which that
-/// priority's calls are shed (critical_plus, critical, sheddable_plus, sheddable).
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-#[serde(remote = "Self")]
-pub struct PriorityThresholds {
-    #[serde(default)]
-    pub critical_plus: Option<f64>,
-    #[serde(default)]
-    pub critical: Option<f64>,
-    #[serde(default)]
-    pub sheddable_plus: Option<f64>,
-    #[serde(default)]
-    pub sheddable: Option<f64>,
-}
-
-/// One load-shedding entry: one instance per dependency it covers.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-#[serde(remote = "Self")]
-pub struct LoadShedding {
-    /// priority (default) or admission_control (Envoy, success-rate based).
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// The dependency whose load it watches and whose calls it sheds; every one when absent.
-    #[serde(default)]
-    pub dependency: Option<String>,
-    // priority
-    /// Utilization (busy over servers in force) from which each priority is shed.
-    #[serde(default)]
-    pub shed_at_utilization: Option<PriorityThresholds>,
-    /// Queue length over queue capacity from which each priority is shed.
-    #[serde(default)]
-    pub shed_at_queue_ratio: Option<PriorityThresholds>,
-    /// Thresholds fall by this much per load unit above 1: heavy calls are shed first.
-    #[serde(default)]
-    pub load_unit_step: Option<f64>,
-    // admission_control
-    #[serde(default)]
-    pub sampling_window_ms: Option<f64>,
-    #[serde(default)]
-    pub sr_threshold: Option<f64>,
-    #[serde(default)]
-    pub aggression: Option<f64>,
-    #[serde(default)]
-    pub rps_threshold: Option<u32>,
-    #[serde(default)]
-    pub max_rejection_probability: Option<f64>,
-}
-
-/// One circuit-breaker entry: one instance per dependency it covers (and per operation class
-/// with `circuit_key = "dependency_operation"`). Field names are resilience4j's and Polly's.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-#[serde(remote = "Self")]
-pub struct CircuitBreaker {
-    /// resilience4j (default) or polly
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// The dependency it guards; every dependency when absent.
-    #[serde(default)]
-    pub dependency: Option<String>,
-    /// dependency (default): one circuit per dependency; dependency_operation: read, write and
-    /// control (status lookups) each get their own, so a tripped read circuit never blocks
-    /// the control path.
-    #[serde(default)]
-    pub circuit_key: Option<String>,
-    /// Failure kinds that never count (default INVALID_INPUT and UNAUTHORIZED).
-    #[serde(default)]
-    pub ignore: Option<Vec<String>>,
-    // resilience4j
-    #[serde(default)]
-    pub failure_rate_threshold: Option<f64>,
-    #[serde(default)]
-    pub slow_call_rate_threshold: Option<f64>,
-    #[serde(default)]
-    pub slow_call_duration_threshold_ms: Option<f64>,
-    #[serde(default)]
-    pub minimum_number_of_calls: Option<u32>,
-    /// count_based or time_based
-    #[serde(default)]
-    pub sliding_window_type: Option<String>,
-    #[serde(default)]
-    pub sliding_window_size: Option<u32>,
-    #[serde(default)]
-    pub wait_duration_in_open_state_ms: Option<f64>,
-    #[serde(default)]
-    pub permitted_number_of_calls_in_half_open_state: Option<u32>,
-    #[serde(default)]
-    pub max_wait_duration_in_half_open_state_ms: Option<f64>,
-    #[serde(default)]
-    pub automatic_transition_from_open_to_half_open_enabled: Option<bool>,
-    // Polly v8
-    #[serde(default)]
-    pub failure_ratio: Option<f64>,
-    #[serde(default)]
-    pub minimum_throughput: Option<u32>,
-    #[serde(default)]
-    pub sampling_duration_ms: Option<f64>,
-    #[serde(default)]
-    pub break_duration_ms: Option<f64>,
-}
-
-/// One bulkhead entry: one instance per key value it covers.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-#[serde(remote = "Self")]
-pub struct Bulkhead {
-    /// dependency (default), workflow, tenant or effect (a read pool and a write pool per
-    /// dependency; status lookups use the write pool's reserved permits).
-    #[serde(default)]
-    pub key: Option<String>,
-    /// Only attempts at this dependency; every dependency when absent.
-    #[serde(default)]
-    pub dependency: Option<String>,
-    /// With key = "workflow": only this workflow; with key = "tenant": only this tenant.
-    #[serde(default)]
-    pub workflow: Option<String>,
-    #[serde(default)]
-    pub tenant: Option<String>,
-    #[serde(default)]
-    pub max_concurrent_calls: Option<u32>,
-    #[serde(default)]
-    pub max_wait_ms: Option<f64>,
-    /// Permits only control traffic (status lookups) may take.
-    #[serde(default)]
-    pub reserved_for_control: Option<u32>,
-}
-
-/// One shared retry budget entry: one instance per scope value it covers.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-#[serde(remote = "Self")]
-pub struct RetryBudget {
-    /// grpc, finagle, envoy, aws or adaptive_throttling (Google SRE).
-    pub kind: String,
-    /// dependency (default), tenant or global.
-    #[serde(default)]
-    pub scope: Option<String>,
-    /// With scope = "dependency": only this dependency; every one when absent.
-    #[serde(default)]
-    pub dependency: Option<String>,
-    // grpc
-    #[serde(default)]
-    pub max_tokens: Option<u32>,
-    #[serde(default)]
-    pub token_ratio: Option<f64>,
-    // finagle
-    #[serde(default)]
-    pub ttl_ms: Option<f64>,
-    #[serde(default)]
-    pub min_retries_per_s: Option<u32>,
-    #[serde(default)]
-    pub percent_can_retry: Option<f64>,
-    // envoy
-    #[serde(default)]
-    pub budget_percent: Option<f64>,
-    #[serde(default)]
-    pub min_retry_concurrency: Option<u32>,
-    // aws
-    #[serde(default)]
-    pub initial_retry_tokens: Option<u32>,
-    #[serde(default)]
-    pub retry_cost: Option<u32>,
-    #[serde(default)]
-    pub timeout_retry_cost: Option<u32>,
-    #[serde(default)]
-    pub no_retry_increment: Option<u32>,
-    // adaptive_throttling
-    #[serde(default)]
-    pub k: Option<f64>,
-    #[serde(default)]
-    pub window_ms: Option<f64>,
-    /// adaptive_throttling: no rejection below this many requests in the window (default 100).
-    #[serde(default)]
-    pub min_requests: Option<u32>,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 #[serde(remote = "Self")]
@@ -688,32 +510,72 @@ pub struct Slo {
     pub thresholds: BTreeMap<String, Vec<String>>,
 }
 
+/// The arrays of `[policy.<name>]` whose tables are mechanisms, in the order they are compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MechanismArray {
+    RetryBudget,
+    LoadShedding,
+    CircuitBreaker,
+    Bulkhead,
+}
+
+impl MechanismArray {
+    pub const ALL: [MechanismArray; 4] = [
+        MechanismArray::RetryBudget,
+        MechanismArray::LoadShedding,
+        MechanismArray::CircuitBreaker,
+        MechanismArray::Bulkhead,
+    ];
+
+    /// The array's name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            MechanismArray::RetryBudget => "retry_budget",
+            MechanismArray::LoadShedding => "load_shedding",
+            MechanismArray::CircuitBreaker => "circuit_breaker",
+            MechanismArray::Bulkhead => "bulkhead",
+        }
+    }
+
+    pub fn tables(self, policy: &Policy) -> &[RawTable] {
+        match self {
+            MechanismArray::RetryBudget => &policy.retry_budget,
+            MechanismArray::LoadShedding => &policy.load_shedding,
+            MechanismArray::CircuitBreaker => &policy.circuit_breaker,
+            MechanismArray::Bulkhead => &policy.bulkhead,
+        }
+    }
+}
+
 /// `Deserialize` for each struct: a map goes to the derived code, anything else (a sequence
 /// above all) is an "invalid type" error at the value's position. `Serialize` forwards.
 macro_rules! tables_only {
     ($($t:ident),* $(,)?) => {$(
-        impl<'de> Deserialize<'de> for $t {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        impl<'de> ::serde::Deserialize<'de> for $t {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 struct Table;
-                impl<'de> Visitor<'de> for Table {
+                impl<'de> ::serde::de::Visitor<'de> for Table {
                     type Value = $t;
                     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                         f.write_str("a table with named fields (a JSON object), not a positional array")
                     }
-                    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$t, A::Error> {
-                        $t::deserialize(MapAccessDeserializer::new(map))
+                    fn visit_map<A: ::serde::de::MapAccess<'de>>(self, map: A) -> Result<$t, A::Error> {
+                        $t::deserialize(::serde::de::value::MapAccessDeserializer::new(map))
                     }
                 }
                 deserializer.deserialize_map(Table)
             }
         }
-        impl Serialize for $t {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        impl ::serde::Serialize for $t {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 $t::serialize(self, serializer)
             }
         }
     )*};
 }
+
+/// Mechanisms' own tables (runtime::guard) use it too.
+pub(crate) use tables_only;
 
 tables_only!(
     Scenario,
@@ -738,11 +600,6 @@ tables_only!(
     Policy,
     AdmissionSpec,
     FanOutSpec,
-    PriorityThresholds,
-    LoadShedding,
-    CircuitBreaker,
-    Bulkhead,
-    RetryBudget,
     Hedging,
     Slo,
 );

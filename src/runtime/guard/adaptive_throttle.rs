@@ -6,13 +6,17 @@
 //!
 //! The caller supplies the uniform draw, so the throttle holds no randomness of its own.
 
+use super::compile::Compile;
+use super::compile::Invalid;
 use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::slice_ring::SliceRing;
 use crate::runtime::command::Effects;
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
 use crate::sim::Micros;
 use crate::sim::time::{MAX_SPAN_US, US_PER_MS, US_PER_S};
 use crate::vocab::FailureKind;
 use crate::vocab::Refusal;
+use serde::{Deserialize, Serialize};
 
 /// One-second slices at the book's two-minute window.
 const SLICES: usize = 120;
@@ -39,13 +43,16 @@ impl Default for AdaptiveThrottleConfig {
 }
 
 impl AdaptiveThrottleConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         // Below 1 the throttle would reject traffic that the backend accepts in full.
         if !(self.k.is_finite() && self.k >= 1.0) {
-            return Err(format!("k must be a finite number >= 1, got {}", self.k));
+            return Err(Invalid::new("k", format!("k must be a finite number >= 1, got {}", self.k)));
         }
         if !(US_PER_MS..=MAX_SPAN_US).contains(&self.window_us) {
-            return Err(format!("window_us must be between 1 ms and {MAX_SPAN_US} us, got {}", self.window_us));
+            return Err(Invalid::new(
+                "window_us",
+                format!("window_us must be between 1 ms and {MAX_SPAN_US} us, got {}", self.window_us),
+            ));
         }
         Ok(())
     }
@@ -83,7 +90,7 @@ pub struct AdaptiveThrottle {
 }
 
 impl AdaptiveThrottle {
-    pub fn new(config: AdaptiveThrottleConfig) -> Result<Self, String> {
+    pub fn new(config: AdaptiveThrottleConfig) -> Result<Self, Invalid> {
         config.check()?;
         let slice_us = config.window_us.div_ceil(SLICES as u64);
         Ok(AdaptiveThrottle {
@@ -159,6 +166,48 @@ impl Guard for AdaptiveThrottle {
             self.on_attempt_end(now, end);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file's table
+
+/// `[[policy.<name>.retry_budget]]` with `kind = "adaptive_throttling"`: Google SRE's
+/// client-side throttling, one instance per scope value covered.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct AdaptiveThrottleTable {
+    pub kind: String,
+    /// dependency (default), tenant or global.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// With scope = "dependency": only this dependency; every one when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    #[serde(default)]
+    pub k: Option<f64>,
+    #[serde(default)]
+    pub window_ms: Option<f64>,
+    /// No rejection below this many requests in the window (default 100).
+    #[serde(default)]
+    pub min_requests: Option<u32>,
+}
+
+crate::scenario::types::tables_only!(AdaptiveThrottleTable);
+
+pub fn compile<G: From<AdaptiveThrottleConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: AdaptiveThrottleTable = read_table(cx.source, path, raw)?;
+    let d = AdaptiveThrottleConfig::default();
+    let c = AdaptiveThrottleConfig {
+        k: t.k.unwrap_or(d.k),
+        window_us: cx.duration(&path.key("window_ms"), t.window_ms, d.window_us)?,
+        min_requests: t.min_requests.unwrap_or(d.min_requests),
+    };
+    cx.check(path, c.check())?;
+    cx.add_budgets(path, t.scope.as_deref(), &t.dependency, c)
 }
 
 #[cfg(test)]
@@ -274,11 +323,11 @@ mod tests {
     #[test]
     fn config_is_checked() {
         let bad = AdaptiveThrottleConfig { k: 0.5, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("k must"));
+        assert_eq!(bad.check().unwrap_err().field, "k");
         let bad = AdaptiveThrottleConfig { k: f64::INFINITY, ..Default::default() };
         assert!(bad.check().is_err());
         let bad = AdaptiveThrottleConfig { window_us: 0, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("window_us"));
+        assert_eq!(bad.check().unwrap_err().field, "window_us");
         assert!(AdaptiveThrottle::new(bad).is_err());
     }
 

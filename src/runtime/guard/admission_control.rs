@@ -8,13 +8,17 @@
 //! leaves no trace. The caller supplies the uniform draw; Envoy rounds its probability to four
 //! significant figures, this compares exactly.
 
+use super::compile::Invalid;
+use super::compile::{Compile, Scope, Stage};
 use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::slice_ring::SliceRing;
 use crate::runtime::command::Effects;
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
 use crate::sim::Micros;
 use crate::sim::time::US_PER_S;
 use crate::vocab::FailureKind;
 use crate::vocab::Refusal;
+use serde::{Deserialize, Serialize};
 
 const TOTAL: usize = 0;
 const SUCCESSES: usize = 1;
@@ -49,22 +53,31 @@ impl Default for AdmissionControlConfig {
 }
 
 impl AdmissionControlConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if !(1..=MAX_WINDOW_S).contains(&self.window_s()) {
-            return Err(format!(
-                "sampling_window_us must round to 1..={MAX_WINDOW_S} s, got {} us",
-                self.sampling_window_us
+            return Err(Invalid::new(
+                "sampling_window_us",
+                format!("sampling_window_us must round to 1..={MAX_WINDOW_S} s, got {} us", self.sampling_window_us),
             ));
         }
         if !(self.sr_threshold > 0.0 && self.sr_threshold <= 1.0) {
-            return Err(format!("sr_threshold must be in (0, 1], got {}", self.sr_threshold));
+            return Err(Invalid::new(
+                "sr_threshold",
+                format!("sr_threshold must be in (0, 1], got {}", self.sr_threshold),
+            ));
         }
         // Envoy raises a smaller aggression to 1; a scenario that asks for one is refused instead.
         if !(self.aggression.is_finite() && self.aggression >= 1.0) {
-            return Err(format!("aggression must be a finite number >= 1, got {}", self.aggression));
+            return Err(Invalid::new(
+                "aggression",
+                format!("aggression must be a finite number >= 1, got {}", self.aggression),
+            ));
         }
         if !(0.0..=1.0).contains(&self.max_rejection_probability) {
-            return Err(format!("max_rejection_probability must be in [0, 1], got {}", self.max_rejection_probability));
+            return Err(Invalid::new(
+                "max_rejection_probability",
+                format!("max_rejection_probability must be in [0, 1], got {}", self.max_rejection_probability),
+            ));
         }
         Ok(())
     }
@@ -105,7 +118,7 @@ pub struct AdmissionControl {
 }
 
 impl AdmissionControl {
-    pub fn new(config: AdmissionControlConfig) -> Result<Self, String> {
+    pub fn new(config: AdmissionControlConfig) -> Result<Self, Invalid> {
         config.check()?;
         let window_s = config.window_s();
         Ok(AdmissionControl { config, window_s, window: SliceRing::new(US_PER_S, window_s as usize) })
@@ -182,6 +195,54 @@ impl Guard for AdmissionControl {
             self.on_attempt_end(now, end);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file's table
+
+/// `[[policy.<name>.load_shedding]]` with `kind = "admission_control"`: Envoy's admission
+/// control, one instance per dependency it covers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct AdmissionControlTable {
+    pub kind: String,
+    /// The dependency whose calls it admits; every one when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    #[serde(default)]
+    pub sampling_window_ms: Option<f64>,
+    #[serde(default)]
+    pub sr_threshold: Option<f64>,
+    #[serde(default)]
+    pub aggression: Option<f64>,
+    #[serde(default)]
+    pub rps_threshold: Option<u32>,
+    #[serde(default)]
+    pub max_rejection_probability: Option<f64>,
+}
+
+crate::scenario::types::tables_only!(AdmissionControlTable);
+
+pub fn compile<G: From<AdmissionControlConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: AdmissionControlTable = read_table(cx.source, path, raw)?;
+    let dependencies = cx.dependencies(&path.key("dependency"), &t.dependency)?;
+    let d = AdmissionControlConfig::default();
+    let config = AdmissionControlConfig {
+        sampling_window_us: cx.duration(&path.key("sampling_window_ms"), t.sampling_window_ms, d.sampling_window_us)?,
+        sr_threshold: t.sr_threshold.unwrap_or(d.sr_threshold),
+        aggression: t.aggression.unwrap_or(d.aggression),
+        rps_threshold: t.rps_threshold.unwrap_or(d.rps_threshold),
+        max_rejection_probability: t.max_rejection_probability.unwrap_or(d.max_rejection_probability),
+    };
+    cx.check(path, config.check())?;
+    for d in dependencies {
+        cx.push(Stage::Shed, Scope::Dependency(d), config);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -287,7 +348,7 @@ mod tests {
             ),
         ];
         for (config, field) in fields {
-            assert!(config.check().unwrap_err().starts_with(field), "{field}");
+            assert_eq!(config.check().unwrap_err().field, field);
             assert!(AdmissionControl::new(config).is_err());
         }
     }

@@ -20,6 +20,11 @@
 //! Time is the caller's virtual time and is expected not to go backwards; if it does, a waiter
 //! may expire late, never early.
 
+use super::compile::Invalid;
+use super::compile::{Compile, Scope, Stage};
+use crate::scenario::Effect;
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 use super::contract::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
@@ -53,18 +58,24 @@ impl Default for BulkheadConfig {
 }
 
 impl BulkheadConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if self.max_concurrent_calls == 0 {
-            return Err("max_concurrent_calls must be at least 1".to_string());
+            return Err(Invalid::new("max_concurrent_calls", "max_concurrent_calls must be at least 1".to_string()));
         }
         if self.reserved_for_control >= self.max_concurrent_calls {
-            return Err(format!(
-                "reserved_for_control ({}) must be below max_concurrent_calls ({}), or normal traffic never runs",
-                self.reserved_for_control, self.max_concurrent_calls
+            return Err(Invalid::new(
+                "reserved_for_control",
+                format!(
+                    "reserved_for_control ({}) must be below max_concurrent_calls ({}), or normal traffic never runs",
+                    self.reserved_for_control, self.max_concurrent_calls
+                ),
             ));
         }
         if self.max_wait_us > 0 && self.max_waiting == 0 {
-            return Err("max_waiting must be at least 1 when max_wait_us is above 0".to_string());
+            return Err(Invalid::new(
+                "max_waiting",
+                "max_waiting must be at least 1 when max_wait_us is above 0".to_string(),
+            ));
         }
         Ok(())
     }
@@ -292,6 +303,93 @@ impl Guard for Bulkhead {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The file's table
+
+crate::named_enum! {
+    enum BulkheadKey { Dependency => "dependency", Workflow => "workflow", Tenant => "tenant", Effect => "effect" }
+}
+
+/// `[[policy.<name>.bulkhead]]`: one bulkhead per value of its key it covers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct BulkheadTable {
+    /// dependency (default), workflow, tenant or effect (a read pool and a write pool per
+    /// dependency; status lookups use the write pool's reserved permits).
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Only attempts at this dependency; every dependency when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// With key = "workflow": only this workflow; with key = "tenant": only this tenant.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    #[serde(default)]
+    pub tenant: Option<String>,
+    #[serde(default)]
+    pub max_concurrent_calls: Option<u32>,
+    #[serde(default)]
+    pub max_wait_ms: Option<f64>,
+    /// Permits only control traffic (status lookups) may take.
+    #[serde(default)]
+    pub reserved_for_control: Option<u32>,
+}
+
+crate::scenario::types::tables_only!(BulkheadTable);
+
+pub fn compile<G: From<BulkheadConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let b: BulkheadTable = read_table(cx.source, path, raw)?;
+    let key = cx.named(&path.key("key"), b.key.as_deref(), BulkheadKey::Dependency)?;
+    let d = BulkheadConfig::default();
+    let config = BulkheadConfig {
+        max_concurrent_calls: b.max_concurrent_calls.unwrap_or(d.max_concurrent_calls),
+        max_wait_us: cx.duration(&path.key("max_wait_ms"), b.max_wait_ms, d.max_wait_us)?,
+        reserved_for_control: b.reserved_for_control.unwrap_or(d.reserved_for_control),
+        max_waiting: d.max_waiting,
+    };
+    cx.check(path, config.check())?;
+    let misplaced =
+        [("dependency", b.dependency.is_some()), ("workflow", b.workflow.is_some()), ("tenant", b.tenant.is_some())];
+    let allowed: &[&str] = match key {
+        BulkheadKey::Workflow => &["workflow"],
+        BulkheadKey::Tenant => &["tenant"],
+        BulkheadKey::Dependency | BulkheadKey::Effect => &["dependency"],
+    };
+    if let Some((field, _)) = misplaced.iter().find(|(field, set)| *set && !allowed.contains(field)) {
+        return Err(cx.err(&path.key(field), format!("`{field}` does not apply to key = \"{}\"", key.name())));
+    }
+    match key {
+        BulkheadKey::Workflow => {
+            for w in cx.workflows_named(&path.key("workflow"), &b.workflow)? {
+                cx.push(Stage::Bulkhead, Scope::Workflow(w), config);
+            }
+        }
+        BulkheadKey::Tenant => {
+            for t in cx.tenants_named(&path.key("tenant"), &b.tenant)? {
+                cx.push(Stage::Bulkhead, Scope::Tenant(t), config);
+            }
+        }
+        BulkheadKey::Dependency => {
+            for dep in cx.dependencies(&path.key("dependency"), &b.dependency)? {
+                cx.push(Stage::Bulkhead, Scope::Dependency(dep), config);
+            }
+        }
+        BulkheadKey::Effect => {
+            // Reads never carry control traffic: the read pool reserves nothing.
+            let reads = BulkheadConfig { reserved_for_control: 0, ..config };
+            for dep in cx.dependencies(&path.key("dependency"), &b.dependency)? {
+                cx.push(Stage::Bulkhead, Scope::Effect(dep, Effect::Read), reads);
+                cx.push(Stage::Bulkhead, Scope::Effect(dep, Effect::Write), config);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,7 +559,7 @@ mod tests {
 
     #[test]
     fn check_names_the_field() {
-        let bad = |c: BulkheadConfig, field: &str| assert!(c.check().unwrap_err().starts_with(field));
+        let bad = |c: BulkheadConfig, field: &str| assert_eq!(c.check().unwrap_err().field, field);
         bad(BulkheadConfig { max_concurrent_calls: 0, ..BulkheadConfig::default() }, "max_concurrent_calls");
         bad(BulkheadConfig { reserved_for_control: 25, ..BulkheadConfig::default() }, "reserved_for_control");
         bad(BulkheadConfig { max_wait_us: 1, max_waiting: 0, ..BulkheadConfig::default() }, "max_waiting");

@@ -13,11 +13,15 @@
 //! gives back a half-open permit it never held (HalfOpenState.releasePermission increments its
 //! counter unconditionally), so more calls than permitted may go out in that episode.
 
+use super::compile::Compile;
+use super::compile::Invalid;
 use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
 use crate::runtime::command::{Command, Effects};
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
 use crate::vocab::{BreakerState, FailureKind, Refusal};
+use serde::{Deserialize, Serialize};
 
 /// Our bound, not resilience4j's: windows are allocated up front, so their size must stay sane.
 pub const MAX_WINDOW_SIZE: u32 = 1_000_000;
@@ -92,17 +96,23 @@ impl Default for CircuitBreakerConfig {
 
 impl CircuitBreakerConfig {
     /// The ranges resilience4j's builder enforces, plus our allocation bound on window sizes.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         check_percent("failure_rate_threshold", self.failure_rate_threshold)?;
         check_percent("slow_call_rate_threshold", self.slow_call_rate_threshold)?;
         if self.slow_call_duration_threshold_us < 1 {
-            return Err("slow_call_duration_threshold_us must be at least 1".to_string());
+            return Err(Invalid::new(
+                "slow_call_duration_threshold_us",
+                "slow_call_duration_threshold_us must be at least 1".to_string(),
+            ));
         }
         check_at_least_one("minimum_number_of_calls", self.minimum_number_of_calls)?;
         check_size("sliding_window_size", self.sliding_window_size)?;
         check_size("permitted_number_of_calls_in_half_open_state", self.permitted_number_of_calls_in_half_open_state)?;
         if self.wait_duration_in_open_state_us < US_PER_MS {
-            return Err("wait_duration_in_open_state_us must be at least 1000 (1 ms)".to_string());
+            return Err(Invalid::new(
+                "wait_duration_in_open_state_us",
+                "wait_duration_in_open_state_us must be at least 1000 (1 ms)".to_string(),
+            ));
         }
         Ok(())
     }
@@ -126,17 +136,25 @@ impl CircuitBreakerConfig {
     }
 }
 
-fn check_percent(field: &str, value: f64) -> Result<(), String> {
-    if value > 0.0 && value <= 100.0 { Ok(()) } else { Err(format!("{field} must be in (0, 100], got {value}")) }
+fn check_percent(field: &'static str, value: f64) -> Result<(), Invalid> {
+    if value > 0.0 && value <= 100.0 {
+        Ok(())
+    } else {
+        Err(Invalid::new(field, format!("{field} must be in (0, 100], got {value}")))
+    }
 }
 
-fn check_at_least_one(field: &str, value: u32) -> Result<(), String> {
-    if value >= 1 { Ok(()) } else { Err(format!("{field} must be at least 1")) }
+fn check_at_least_one(field: &'static str, value: u32) -> Result<(), Invalid> {
+    if value >= 1 { Ok(()) } else { Err(Invalid::new(field, format!("{field} must be at least 1"))) }
 }
 
-fn check_size(field: &str, value: u32) -> Result<(), String> {
+fn check_size(field: &'static str, value: u32) -> Result<(), Invalid> {
     check_at_least_one(field, value)?;
-    if value <= MAX_WINDOW_SIZE { Ok(()) } else { Err(format!("{field} must be at most {MAX_WINDOW_SIZE}")) }
+    if value <= MAX_WINDOW_SIZE {
+        Ok(())
+    } else {
+        Err(Invalid::new(field, format!("{field} must be at most {MAX_WINDOW_SIZE}")))
+    }
 }
 
 /// Aggregate counts of a window; a slow call may also be a failure. 64 bits because a time window
@@ -552,6 +570,101 @@ impl Guard for Resilience4jGuard {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The file's table
+
+crate::named_enum! {
+    enum WindowType { CountBased => "count_based", TimeBased => "time_based" }
+}
+
+/// `[[policy.<name>.circuit_breaker]]` with `kind = "resilience4j"` (the default): one breaker
+/// per circuit it covers, with resilience4j's CircuitBreakerConfig names (durations in ms).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct Resilience4jTable {
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The dependency it guards; every dependency when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// dependency (default) or dependency_operation (read, write and control circuits).
+    #[serde(default)]
+    pub circuit_key: Option<String>,
+    /// Failure kinds that only release their permit (default INVALID_INPUT and UNAUTHORIZED).
+    #[serde(default)]
+    pub ignore: Option<Vec<String>>,
+    #[serde(default)]
+    pub failure_rate_threshold: Option<f64>,
+    #[serde(default)]
+    pub slow_call_rate_threshold: Option<f64>,
+    #[serde(default)]
+    pub slow_call_duration_threshold_ms: Option<f64>,
+    #[serde(default)]
+    pub minimum_number_of_calls: Option<u32>,
+    /// count_based or time_based
+    #[serde(default)]
+    pub sliding_window_type: Option<String>,
+    #[serde(default)]
+    pub sliding_window_size: Option<u32>,
+    #[serde(default)]
+    pub wait_duration_in_open_state_ms: Option<f64>,
+    #[serde(default)]
+    pub permitted_number_of_calls_in_half_open_state: Option<u32>,
+    #[serde(default)]
+    pub max_wait_duration_in_half_open_state_ms: Option<f64>,
+    #[serde(default)]
+    pub automatic_transition_from_open_to_half_open_enabled: Option<bool>,
+}
+
+crate::scenario::types::tables_only!(Resilience4jTable);
+
+/// Reads one entry and adds its breakers.
+pub fn compile<G: From<Resilience4jSpec>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: Resilience4jTable = read_table(cx.source, path, raw)?;
+    let d = CircuitBreakerConfig::default();
+    let window =
+        cx.named(&path.key("sliding_window_type"), t.sliding_window_type.as_deref(), WindowType::CountBased)?;
+    let duration = |field: &str, ms: Option<f64>, default_us| cx.duration(&path.key(field), ms, default_us);
+    let config = CircuitBreakerConfig {
+        failure_rate_threshold: t.failure_rate_threshold.unwrap_or(d.failure_rate_threshold),
+        slow_call_rate_threshold: t.slow_call_rate_threshold.unwrap_or(d.slow_call_rate_threshold),
+        slow_call_duration_threshold_us: duration(
+            "slow_call_duration_threshold_ms",
+            t.slow_call_duration_threshold_ms,
+            d.slow_call_duration_threshold_us,
+        )?,
+        minimum_number_of_calls: t.minimum_number_of_calls.unwrap_or(d.minimum_number_of_calls),
+        sliding_window_type: match window {
+            WindowType::TimeBased => SlidingWindowType::TimeBased,
+            WindowType::CountBased => SlidingWindowType::CountBased,
+        },
+        sliding_window_size: t.sliding_window_size.unwrap_or(d.sliding_window_size),
+        wait_duration_in_open_state_us: duration(
+            "wait_duration_in_open_state_ms",
+            t.wait_duration_in_open_state_ms,
+            d.wait_duration_in_open_state_us,
+        )?,
+        permitted_number_of_calls_in_half_open_state: t
+            .permitted_number_of_calls_in_half_open_state
+            .unwrap_or(d.permitted_number_of_calls_in_half_open_state),
+        max_wait_duration_in_half_open_state_us: duration(
+            "max_wait_duration_in_half_open_state_ms",
+            t.max_wait_duration_in_half_open_state_ms,
+            d.max_wait_duration_in_half_open_state_us,
+        )?,
+        automatic_transition_from_open_to_half_open_enabled: t
+            .automatic_transition_from_open_to_half_open_enabled
+            .unwrap_or(d.automatic_transition_from_open_to_half_open_enabled),
+        ignored: cx.ignored(&path.key("ignore"), t.ignore.as_deref())?,
+    };
+    cx.check(path, config.check())?;
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), |label| Resilience4jSpec { config, label }.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,8 +754,9 @@ mod tests {
     #[test]
     fn check_names_the_field_out_of_range() {
         let bad = |c: CircuitBreakerConfig, field: &str| {
-            let message = c.check().unwrap_err();
-            assert!(message.starts_with(field), "{message}");
+            let invalid = c.check().unwrap_err();
+            assert_eq!(invalid.field, field, "{invalid}");
+            assert!(invalid.message.starts_with(field), "{invalid}");
         };
         let d = CircuitBreakerConfig::default();
         bad(CircuitBreakerConfig { failure_rate_threshold: 0.0, ..d }, "failure_rate_threshold");

@@ -22,10 +22,14 @@
 //! - `check` insists thresholds never decrease with importance: shedding critical traffic while
 //!   sheddable traffic still runs inverts the point of priorities.
 
+use super::compile::Invalid;
+use super::compile::{Compile, Scope, Stage};
 use super::contract::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
 use crate::runtime::command::Effects;
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
 use crate::sim::Micros;
 use crate::vocab::{Priority, Refusal};
+use serde::{Deserialize, Serialize};
 
 /// Indexed by `Priority::index()`: critical_plus, critical, sheddable_plus, sheddable.
 pub const DEFAULT_SHED_AT_UTILIZATION: [f64; Priority::COUNT] = [f64::INFINITY, 0.98, 0.9, 0.8];
@@ -58,11 +62,14 @@ impl LoadShedder {
             || crosses(queue_ratio, self.shed_at_queue_ratio[i], lowering)
     }
 
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         check_thresholds("shed_at_utilization", &self.shed_at_utilization)?;
         check_thresholds("shed_at_queue_ratio", &self.shed_at_queue_ratio)?;
         if !(self.load_unit_step.is_finite() && self.load_unit_step >= 0.0) {
-            return Err(format!("load_unit_step ({}) must be a finite number, 0 or more", self.load_unit_step));
+            return Err(Invalid::new(
+                "load_unit_step",
+                format!("load_unit_step ({}) must be a finite number, 0 or more", self.load_unit_step),
+            ));
         }
         Ok(())
     }
@@ -79,11 +86,11 @@ fn crosses(signal: f64, threshold: f64, lowering: f64) -> bool {
     threshold < f64::INFINITY && signal >= threshold - lowering
 }
 
-fn check_thresholds(field: &str, thresholds: &[f64; Priority::COUNT]) -> Result<(), String> {
+fn check_thresholds(field: &'static str, thresholds: &[f64; Priority::COUNT]) -> Result<(), Invalid> {
     for p in Priority::ALL {
         let t = thresholds[p.index()];
         if t.is_nan() || t < 0.0 {
-            return Err(format!("{field}.{p} ({t}) must be 0 or more (inf for never)"));
+            return Err(Invalid::new(field, format!("{field}.{p} ({t}) must be 0 or more (inf for never)")));
         }
     }
     // ALL runs from most to least important, so each pair is (more, less) important.
@@ -91,8 +98,11 @@ fn check_thresholds(field: &str, thresholds: &[f64; Priority::COUNT]) -> Result<
         let (more, less) = (pair[0], pair[1]);
         let (t_more, t_less) = (thresholds[more.index()], thresholds[less.index()]);
         if t_more < t_less {
-            return Err(format!(
-                "{field}.{more} ({t_more}) is below {field}.{less} ({t_less}): {more} traffic would be shed first"
+            return Err(Invalid::new(
+                field,
+                format!(
+                    "{field}.{more} ({t_more}) is below {field}.{less} ({t_less}): {more} traffic would be shed first"
+                ),
             ));
         }
     }
@@ -130,6 +140,84 @@ impl Guard for ShedderSpec {
     fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
 
     fn end(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file's table
+
+/// A threshold per priority; absent ones keep their default.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct PriorityThresholds {
+    #[serde(default)]
+    pub critical_plus: Option<f64>,
+    #[serde(default)]
+    pub critical: Option<f64>,
+    #[serde(default)]
+    pub sheddable_plus: Option<f64>,
+    #[serde(default)]
+    pub sheddable: Option<f64>,
+}
+
+/// `[[policy.<name>.load_shedding]]` with `kind = "priority"` (the default): one shedder per
+/// dependency it covers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct PriorityTable {
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The dependency whose load it watches and whose calls it sheds; every one when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// Utilization (busy over servers in force) from which each priority is shed.
+    #[serde(default)]
+    pub shed_at_utilization: Option<PriorityThresholds>,
+    /// Queue length over queue capacity from which each priority is shed.
+    #[serde(default)]
+    pub shed_at_queue_ratio: Option<PriorityThresholds>,
+    /// Thresholds fall by this much per load unit above 1: heavy calls are shed first.
+    #[serde(default)]
+    pub load_unit_step: Option<f64>,
+}
+
+crate::scenario::types::tables_only!(PriorityThresholds, PriorityTable);
+
+/// A threshold per priority: the file's where given, the default elsewhere.
+fn thresholds(t: Option<&PriorityThresholds>, default: [f64; Priority::COUNT]) -> [f64; Priority::COUNT] {
+    let Some(t) = t else { return default };
+    let mut out = default;
+    for p in Priority::ALL {
+        let given = match p {
+            Priority::CriticalPlus => t.critical_plus,
+            Priority::Critical => t.critical,
+            Priority::SheddablePlus => t.sheddable_plus,
+            Priority::Sheddable => t.sheddable,
+        };
+        if let Some(v) = given {
+            out[p.index()] = v;
+        }
+    }
+    out
+}
+
+pub fn compile<G: From<ShedderSpec>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: PriorityTable = read_table(cx.source, path, raw)?;
+    let dependencies = cx.dependencies(&path.key("dependency"), &t.dependency)?;
+    let d = LoadShedder::default();
+    let shedder = LoadShedder {
+        shed_at_utilization: thresholds(t.shed_at_utilization.as_ref(), d.shed_at_utilization),
+        shed_at_queue_ratio: thresholds(t.shed_at_queue_ratio.as_ref(), d.shed_at_queue_ratio),
+        load_unit_step: t.load_unit_step.unwrap_or(d.load_unit_step),
+    };
+    cx.check(path, shedder.check())?;
+    for d in dependencies {
+        cx.push(Stage::Shed, Scope::Dependency(d), ShedderSpec { shedder, dependency: d as u16 });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -202,9 +290,11 @@ mod tests {
     fn check_refuses_shedding_critical_before_sheddable() {
         let s = LoadShedder { shed_at_utilization: [f64::INFINITY, 0.7, 0.9, 0.8], ..LoadShedder::default() };
         let e = s.check().unwrap_err();
+        assert_eq!(e.field, "shed_at_utilization");
+        let e = e.message;
         assert!(e.starts_with("shed_at_utilization.critical (0.7) is below shed_at_utilization.sheddable_plus"), "{e}");
         let q = LoadShedder { shed_at_queue_ratio: [0.5, 0.9, 0.9, 0.9], ..LoadShedder::default() };
-        assert!(q.check().unwrap_err().starts_with("shed_at_queue_ratio.critical_plus"));
+        assert!(q.check().unwrap_err().message.starts_with("shed_at_queue_ratio.critical_plus"));
         let equal = LoadShedder { shed_at_utilization: [0.9; Priority::COUNT], ..LoadShedder::default() };
         assert_eq!(equal.check(), Ok(()), "equal thresholds shed together");
     }
@@ -213,13 +303,13 @@ mod tests {
     fn check_refuses_nan_negative_thresholds_and_a_bad_step() {
         let mut nan = LoadShedder::default();
         nan.shed_at_utilization[Priority::Sheddable.index()] = f64::NAN;
-        assert!(nan.check().unwrap_err().starts_with("shed_at_utilization.sheddable"));
+        assert!(nan.check().unwrap_err().message.starts_with("shed_at_utilization.sheddable"));
         let mut negative = LoadShedder::default();
         negative.shed_at_queue_ratio[Priority::Sheddable.index()] = -0.1;
-        assert!(negative.check().unwrap_err().starts_with("shed_at_queue_ratio.sheddable"));
+        assert!(negative.check().unwrap_err().message.starts_with("shed_at_queue_ratio.sheddable"));
         for step in [-0.1, f64::NAN, f64::INFINITY] {
             let s = LoadShedder { load_unit_step: step, ..LoadShedder::default() };
-            assert!(s.check().unwrap_err().starts_with("load_unit_step"));
+            assert!(s.check().unwrap_err().message.starts_with("load_unit_step"));
         }
     }
 }

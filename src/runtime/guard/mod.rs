@@ -15,6 +15,7 @@ pub mod adaptive_throttle;
 pub mod admission_control;
 pub mod bulkhead;
 pub mod circuit_breaker;
+pub mod compile;
 mod contract;
 pub mod load_shedder;
 pub mod pipeline;
@@ -24,4 +25,4 @@ pub mod retry_budget;
 mod slice_ring;
 
 pub use contract::{Ask, AttemptEnd, AttemptInfo, Ending, Guard, GuardConfig, Loads, Parting, Seat, Verdict};
-pub use registry::{GuardSpec, LiveGuard};
+pub use registry::{CompileTable, GuardSpec, Kinds, LiveGuard, kinds_of};

@@ -13,11 +13,15 @@
 //! bulkhead) is an exception ShouldHandle handles: a failure.
 
 use super::circuit_breaker::default_ignored;
+use super::compile::Compile;
+use super::compile::Invalid;
 use super::contract::{Ask, AttemptEnd, Ending, Guard, GuardConfig, Parting, Seat, Verdict, report_breaker};
 use crate::runtime::command::Effects;
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
 use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
 use crate::vocab::{BreakerState, FailureKind, Refusal};
+use serde::{Deserialize, Serialize};
 
 /// Polly divides the sampling duration into this many sub-windows (for durations of at least
 /// 200 ms, which `check` guarantees).
@@ -71,12 +75,18 @@ impl Default for PollyBreakerOptions {
 
 impl PollyBreakerOptions {
     /// The ranges Polly validates.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if !(self.failure_ratio > 0.0 && self.failure_ratio <= 1.0) {
-            return Err(format!("failure_ratio must be in (0, 1], got {}", self.failure_ratio));
+            return Err(Invalid::new(
+                "failure_ratio",
+                format!("failure_ratio must be in (0, 1], got {}", self.failure_ratio),
+            ));
         }
         if self.minimum_throughput < MIN_THROUGHPUT {
-            return Err(format!("minimum_throughput must be at least {MIN_THROUGHPUT}"));
+            return Err(Invalid::new(
+                "minimum_throughput",
+                format!("minimum_throughput must be at least {MIN_THROUGHPUT}"),
+            ));
         }
         check_duration("sampling_duration_us", self.sampling_duration_us)?;
         check_duration("break_duration_us", self.break_duration_us)
@@ -88,11 +98,14 @@ impl PollyBreakerOptions {
     }
 }
 
-fn check_duration(field: &str, value: Micros) -> Result<(), String> {
+fn check_duration(field: &'static str, value: Micros) -> Result<(), Invalid> {
     if (MIN_DURATION_US..=MAX_DURATION_US).contains(&value) {
         Ok(())
     } else {
-        Err(format!("{field} must be between {MIN_DURATION_US} (0.5 s) and {MAX_DURATION_US} (1 day), got {value}"))
+        Err(Invalid::new(
+            field,
+            format!("{field} must be between {MIN_DURATION_US} (0.5 s) and {MAX_DURATION_US} (1 day), got {value}"),
+        ))
     }
 }
 
@@ -350,6 +363,55 @@ impl Guard for PollyGuard {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The file's table
+
+/// `[[policy.<name>.circuit_breaker]]` with `kind = "polly"`: one breaker per circuit it
+/// covers, with Polly's CircuitBreakerStrategyOptions names (durations in ms).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct PollyTable {
+    pub kind: String,
+    /// The dependency it guards; every dependency when absent.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// dependency (default) or dependency_operation (read, write and control circuits).
+    #[serde(default)]
+    pub circuit_key: Option<String>,
+    /// Failure kinds ShouldHandle does not handle (default INVALID_INPUT and UNAUTHORIZED).
+    #[serde(default)]
+    pub ignore: Option<Vec<String>>,
+    #[serde(default)]
+    pub failure_ratio: Option<f64>,
+    #[serde(default)]
+    pub minimum_throughput: Option<u32>,
+    #[serde(default)]
+    pub sampling_duration_ms: Option<f64>,
+    #[serde(default)]
+    pub break_duration_ms: Option<f64>,
+}
+
+crate::scenario::types::tables_only!(PollyTable);
+
+/// Reads one entry and adds its breakers.
+pub fn compile<G: From<PollySpec>>(cx: &mut Compile<G>, path: &FieldPath, raw: &RawTable) -> Result<(), ScenarioError> {
+    let t: PollyTable = read_table(cx.source, path, raw)?;
+    let d = PollyBreakerOptions::default();
+    let options = PollyBreakerOptions {
+        failure_ratio: t.failure_ratio.unwrap_or(d.failure_ratio),
+        minimum_throughput: t.minimum_throughput.unwrap_or(d.minimum_throughput),
+        sampling_duration_us: cx.duration(
+            &path.key("sampling_duration_ms"),
+            t.sampling_duration_ms,
+            d.sampling_duration_us,
+        )?,
+        break_duration_us: cx.duration(&path.key("break_duration_ms"), t.break_duration_ms, d.break_duration_us)?,
+        ignored: cx.ignored(&path.key("ignore"), t.ignore.as_deref())?,
+    };
+    cx.check(path, options.check())?;
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), |label| PollySpec { options, label }.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,8 +481,9 @@ mod tests {
     #[test]
     fn check_names_the_field_out_of_range() {
         let bad = |o: PollyBreakerOptions, field: &str| {
-            let message = o.check().unwrap_err();
-            assert!(message.starts_with(field), "{message}");
+            let invalid = o.check().unwrap_err();
+            assert_eq!(invalid.field, field, "{invalid}");
+            assert!(invalid.message.starts_with(field), "{invalid}");
         };
         let d = PollyBreakerOptions::default();
         bad(PollyBreakerOptions { failure_ratio: 0.0, ..d }, "failure_ratio");

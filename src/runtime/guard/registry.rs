@@ -2,11 +2,13 @@
 //! (`GuardSpec`), the live guard enum (`LiveGuard`) and their static dispatch, so the pipeline
 //! needs no match on kinds and the hot loop no dynamic dispatch.
 
+use super::compile::Compile;
 use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::{
     adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker, retry_budget,
 };
 use crate::runtime::command::Effects;
+use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
 use crate::sim::Micros;
 use crate::vocab::BreakerState;
 
@@ -20,6 +22,12 @@ macro_rules! guards {
         pub enum GuardSpec {
             $($kind($config),)*
         }
+
+        $(impl From<$config> for GuardSpec {
+            fn from(config: $config) -> Self {
+                GuardSpec::$kind(config)
+            }
+        })*
 
         impl GuardSpec {
             pub fn build(&self) -> LiveGuard {
@@ -86,4 +94,40 @@ guards! {
     AdaptiveThrottle: adaptive_throttle::AdaptiveThrottleConfig => adaptive_throttle::AdaptiveThrottle,
     LoadShedder: load_shedder::ShedderSpec => load_shedder::ShedderSpec,
     AdmissionControl: admission_control::AdmissionControlConfig => admission_control::AdmissionControl,
+}
+
+/// Reads one table of a mechanism array and adds its guards.
+pub type CompileTable = fn(&mut Compile<'_, GuardSpec>, &FieldPath, &RawTable) -> Result<(), ScenarioError>;
+
+/// Which module reads the tables of a mechanism array.
+pub enum Kinds {
+    /// The array's tables have no `kind`: one module reads them all.
+    One(CompileTable),
+    /// Chosen by the table's `kind`; `default` when it is absent (None: `kind` is required).
+    ByKind { default: Option<&'static str>, kinds: &'static [(&'static str, CompileTable)] },
+}
+
+/// The second half of the registry: the kinds a scenario file may name, and their readers.
+pub fn kinds_of(array: MechanismArray) -> Kinds {
+    match array {
+        MechanismArray::CircuitBreaker => Kinds::ByKind {
+            default: Some("resilience4j"),
+            kinds: &[("resilience4j", circuit_breaker::compile), ("polly", polly_breaker::compile)],
+        },
+        MechanismArray::Bulkhead => Kinds::One(bulkhead::compile),
+        MechanismArray::RetryBudget => Kinds::ByKind {
+            default: None,
+            kinds: &[
+                ("grpc", retry_budget::compile_grpc),
+                ("finagle", retry_budget::compile_finagle),
+                ("envoy", retry_budget::compile_envoy),
+                ("aws", retry_budget::compile_aws),
+                ("adaptive_throttling", adaptive_throttle::compile),
+            ],
+        },
+        MechanismArray::LoadShedding => Kinds::ByKind {
+            default: Some("priority"),
+            kinds: &[("priority", load_shedder::compile), ("admission_control", admission_control::compile)],
+        },
+    }
 }

@@ -10,13 +10,17 @@
 //! Hedges go through the same calls as retries: gRPC throttles hedges with the same tokens and
 //! Finagle's backup requests withdraw from the client's retry budget.
 
+use super::compile::Compile;
+use super::compile::Invalid;
 use super::contract::{Ask, AttemptEnd, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::slice_ring::SliceRing;
 use crate::runtime::command::Effects;
+use crate::scenario::{FieldPath, RawTable, ScenarioError, read_table};
 use crate::sim::Micros;
 use crate::sim::time::US_PER_S;
 use crate::vocab::FailureKind;
 use crate::vocab::Refusal;
+use serde::{Deserialize, Serialize};
 
 /// What a budget took for one retry. Handed back with the retry's attempt end because the AWS
 /// quota refunds exactly that amount when the retry succeeds.
@@ -93,12 +97,15 @@ fn grpc_counted_failures() -> [bool; FailureKind::COUNT] {
 }
 
 impl GrpcRetryThrottleConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if self.max_tokens == 0 || self.max_tokens > 1_000 {
-            return Err(format!("max_tokens must be in 1..=1000, got {}", self.max_tokens));
+            return Err(Invalid::new("max_tokens", format!("max_tokens must be in 1..=1000, got {}", self.max_tokens)));
         }
         if !(self.token_ratio.is_finite() && self.token_ratio > 0.0 && milli_of(self.token_ratio) > 0) {
-            return Err(format!("token_ratio must be positive (three decimal places), got {}", self.token_ratio));
+            return Err(Invalid::new(
+                "token_ratio",
+                format!("token_ratio must be positive (three decimal places), got {}", self.token_ratio),
+            ));
         }
         Ok(())
     }
@@ -119,7 +126,7 @@ pub struct GrpcRetryThrottle {
 }
 
 impl GrpcRetryThrottle {
-    pub fn new(config: GrpcRetryThrottleConfig) -> Result<Self, String> {
+    pub fn new(config: GrpcRetryThrottleConfig) -> Result<Self, Invalid> {
         config.check()?;
         let max_milli = u64::from(config.max_tokens) * MILLI;
         Ok(GrpcRetryThrottle {
@@ -184,12 +191,15 @@ impl Default for FinagleRetryBudgetConfig {
 }
 
 impl FinagleRetryBudgetConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if !(US_PER_S..=60 * US_PER_S).contains(&self.ttl_us) {
-            return Err(format!("ttl_us must be between 1 s and 60 s, got {} us", self.ttl_us));
+            return Err(Invalid::new("ttl_us", format!("ttl_us must be between 1 s and 60 s, got {} us", self.ttl_us)));
         }
         if !(0.0..=FINAGLE_SCALE).contains(&self.percent_can_retry) {
-            return Err(format!("percent_can_retry must be in [0, 1000], got {}", self.percent_can_retry));
+            return Err(Invalid::new(
+                "percent_can_retry",
+                format!("percent_can_retry must be in [0, 1000], got {}", self.percent_can_retry),
+            ));
         }
         Ok(())
     }
@@ -208,7 +218,7 @@ pub struct FinagleRetryBudget {
 }
 
 impl FinagleRetryBudget {
-    pub fn new(config: FinagleRetryBudgetConfig) -> Result<Self, String> {
+    pub fn new(config: FinagleRetryBudgetConfig) -> Result<Self, Invalid> {
         config.check()?;
         let (deposit, withdrawal) = Self::amounts_for(config.percent_can_retry);
         let ttl_s = (config.ttl_us / US_PER_S) as i64;
@@ -274,9 +284,12 @@ impl Default for EnvoyRetryBudgetConfig {
 }
 
 impl EnvoyRetryBudgetConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if !(0.0..=100.0).contains(&self.budget_percent) {
-            return Err(format!("budget_percent must be in [0, 100], got {}", self.budget_percent));
+            return Err(Invalid::new(
+                "budget_percent",
+                format!("budget_percent must be in [0, 100], got {}", self.budget_percent),
+            ));
         }
         Ok(())
     }
@@ -295,7 +308,7 @@ pub struct EnvoyRetryBudget {
 }
 
 impl EnvoyRetryBudget {
-    pub fn new(config: EnvoyRetryBudgetConfig) -> Result<Self, String> {
+    pub fn new(config: EnvoyRetryBudgetConfig) -> Result<Self, Invalid> {
         config.check()?;
         Ok(EnvoyRetryBudget { config, active: 0, active_retries: 0 })
     }
@@ -358,14 +371,18 @@ impl Default for AwsRetryQuotaConfig {
 }
 
 impl AwsRetryQuotaConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         if self.retry_cost == 0 {
-            return Err("retry_cost must be at least 1: a free retry would leave the quota no limit".to_string());
+            return Err(Invalid::new(
+                "retry_cost",
+                "retry_cost must be at least 1: a free retry would leave the quota no limit".to_string(),
+            ));
         }
         if self.timeout_retry_cost == 0 {
-            return Err(
-                "timeout_retry_cost must be at least 1: a free retry would leave the quota no limit".to_string()
-            );
+            return Err(Invalid::new(
+                "timeout_retry_cost",
+                "timeout_retry_cost must be at least 1: a free retry would leave the quota no limit".to_string(),
+            ));
         }
         Ok(())
     }
@@ -397,7 +414,7 @@ pub struct AwsRetryQuota {
 }
 
 impl AwsRetryQuota {
-    pub fn new(config: AwsRetryQuotaConfig) -> Result<Self, String> {
+    pub fn new(config: AwsRetryQuotaConfig) -> Result<Self, Invalid> {
         config.check()?;
         Ok(AwsRetryQuota { config, available: config.initial_retry_tokens })
     }
@@ -458,7 +475,7 @@ pub enum RetryBudgetConfig {
 }
 
 impl RetryBudgetConfig {
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Invalid> {
         match self {
             RetryBudgetConfig::Grpc(c) => c.check(),
             RetryBudgetConfig::Finagle(c) => c.check(),
@@ -478,7 +495,7 @@ pub enum RetryBudget {
 }
 
 impl RetryBudget {
-    pub fn new(config: RetryBudgetConfig) -> Result<Self, String> {
+    pub fn new(config: RetryBudgetConfig) -> Result<Self, Invalid> {
         Ok(match config {
             RetryBudgetConfig::Grpc(c) => RetryBudget::Grpc(GrpcRetryThrottle::new(c)?),
             RetryBudgetConfig::Finagle(c) => RetryBudget::Finagle(FinagleRetryBudget::new(c)?),
@@ -571,6 +588,117 @@ impl Guard for RetryBudget {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The file's tables: `[[policy.<name>.retry_budget]]`, one kind each, one instance per scope
+// value covered (`scope`: dependency, the default; tenant; global).
+
+macro_rules! budget_table {
+    ($(#[$doc:meta])* $table:ident { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields, remote = "Self")]
+        pub struct $table {
+            pub kind: String,
+            /// dependency (default), tenant or global.
+            #[serde(default)]
+            pub scope: Option<String>,
+            /// With scope = "dependency": only this dependency; every one when absent.
+            #[serde(default)]
+            pub dependency: Option<String>,
+            $($(#[$fdoc])* #[serde(default)] pub $field: Option<$ty>,)*
+        }
+        crate::scenario::types::tables_only!($table);
+    };
+}
+
+budget_table!(
+    /// `kind = "grpc"`: gRPC retry throttling (gRFC A6 `retryThrottling`).
+    GrpcTable { max_tokens: u32, token_ratio: f64, }
+);
+budget_table!(
+    /// `kind = "finagle"`: Finagle's RetryBudget.
+    FinagleTable { ttl_ms: f64, min_retries_per_s: u32, percent_can_retry: f64, }
+);
+budget_table!(
+    /// `kind = "envoy"`: Envoy's retry_budget circuit-breaker threshold.
+    EnvoyTable { budget_percent: f64, min_retry_concurrency: u32, }
+);
+budget_table!(
+    /// `kind = "aws"`: the AWS SDKs' standard-mode retry quota.
+    AwsTable { initial_retry_tokens: u32, retry_cost: u32, timeout_retry_cost: u32, no_retry_increment: u32, }
+);
+
+/// Checks a budget's configuration and adds its instances.
+fn add<G: From<RetryBudgetConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    (scope, dependency): (Option<&str>, &Option<String>),
+    config: RetryBudgetConfig,
+) -> Result<(), ScenarioError> {
+    cx.check(path, config.check())?;
+    cx.add_budgets(path, scope, dependency, config)
+}
+
+pub fn compile_grpc<G: From<RetryBudgetConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: GrpcTable = read_table(cx.source, path, raw)?;
+    let d = GrpcRetryThrottleConfig::default();
+    let c = GrpcRetryThrottleConfig {
+        max_tokens: t.max_tokens.unwrap_or(d.max_tokens),
+        token_ratio: t.token_ratio.unwrap_or(d.token_ratio),
+        ..d
+    };
+    add(cx, path, (t.scope.as_deref(), &t.dependency), RetryBudgetConfig::Grpc(c))
+}
+
+pub fn compile_finagle<G: From<RetryBudgetConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: FinagleTable = read_table(cx.source, path, raw)?;
+    let d = FinagleRetryBudgetConfig::default();
+    let c = FinagleRetryBudgetConfig {
+        ttl_us: cx.duration(&path.key("ttl_ms"), t.ttl_ms, d.ttl_us)?,
+        min_retries_per_s: t.min_retries_per_s.unwrap_or(d.min_retries_per_s),
+        percent_can_retry: t.percent_can_retry.unwrap_or(d.percent_can_retry),
+    };
+    add(cx, path, (t.scope.as_deref(), &t.dependency), RetryBudgetConfig::Finagle(c))
+}
+
+pub fn compile_envoy<G: From<RetryBudgetConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: EnvoyTable = read_table(cx.source, path, raw)?;
+    let d = EnvoyRetryBudgetConfig::default();
+    let c = EnvoyRetryBudgetConfig {
+        budget_percent: t.budget_percent.unwrap_or(d.budget_percent),
+        min_retry_concurrency: t.min_retry_concurrency.unwrap_or(d.min_retry_concurrency),
+    };
+    add(cx, path, (t.scope.as_deref(), &t.dependency), RetryBudgetConfig::Envoy(c))
+}
+
+pub fn compile_aws<G: From<RetryBudgetConfig>>(
+    cx: &mut Compile<G>,
+    path: &FieldPath,
+    raw: &RawTable,
+) -> Result<(), ScenarioError> {
+    let t: AwsTable = read_table(cx.source, path, raw)?;
+    let d = AwsRetryQuotaConfig::default();
+    let c = AwsRetryQuotaConfig {
+        initial_retry_tokens: t.initial_retry_tokens.unwrap_or(d.initial_retry_tokens),
+        retry_cost: t.retry_cost.unwrap_or(d.retry_cost),
+        timeout_retry_cost: t.timeout_retry_cost.unwrap_or(d.timeout_retry_cost),
+        no_retry_increment: t.no_retry_increment.unwrap_or(d.no_retry_increment),
+    };
+    add(cx, path, (t.scope.as_deref(), &t.dependency), RetryBudgetConfig::Aws(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,11 +773,11 @@ mod tests {
     #[test]
     fn grpc_config_is_checked() {
         let bad = GrpcRetryThrottleConfig { max_tokens: 1_001, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("max_tokens"));
+        assert_eq!(bad.check().unwrap_err().field, "max_tokens");
         let bad = GrpcRetryThrottleConfig { token_ratio: 0.0001, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("token_ratio"));
+        assert_eq!(bad.check().unwrap_err().field, "token_ratio");
         let bad = GrpcRetryThrottleConfig { token_ratio: f64::NAN, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("token_ratio"));
+        assert_eq!(bad.check().unwrap_err().field, "token_ratio");
     }
 
     fn finagle() -> FinagleRetryBudget {
@@ -727,11 +855,11 @@ mod tests {
     #[test]
     fn finagle_config_is_checked() {
         let bad = FinagleRetryBudgetConfig { ttl_us: US_PER_S / 2, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("ttl_us"));
+        assert_eq!(bad.check().unwrap_err().field, "ttl_us");
         let bad = FinagleRetryBudgetConfig { percent_can_retry: -0.1, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("percent_can_retry"));
+        assert_eq!(bad.check().unwrap_err().field, "percent_can_retry");
         let bad = FinagleRetryBudgetConfig { percent_can_retry: f64::NAN, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("percent_can_retry"));
+        assert_eq!(bad.check().unwrap_err().field, "percent_can_retry");
     }
 
     fn envoy_with(first: u32) -> EnvoyRetryBudget {
@@ -785,7 +913,7 @@ mod tests {
     #[test]
     fn envoy_config_is_checked() {
         let bad = EnvoyRetryBudgetConfig { budget_percent: 120.0, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("budget_percent"));
+        assert_eq!(bad.check().unwrap_err().field, "budget_percent");
     }
 
     fn aws() -> AwsRetryQuota {
@@ -846,7 +974,7 @@ mod tests {
     #[test]
     fn aws_config_is_checked() {
         let bad = AwsRetryQuotaConfig { timeout_retry_cost: 0, ..Default::default() };
-        assert!(bad.check().unwrap_err().contains("timeout_retry_cost"));
+        assert_eq!(bad.check().unwrap_err().field, "timeout_retry_cost");
     }
 
     fn all_defaults() -> [RetryBudget; 4] {
