@@ -4,9 +4,8 @@
 
 use super::compile::Compile;
 use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
-use super::{
-    adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker, retry_budget,
-};
+use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
+use super::{adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker};
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
 use crate::sim::Micros;
@@ -90,7 +89,10 @@ guards! {
     Resilience4jBreaker: circuit_breaker::Resilience4jSpec => circuit_breaker::Resilience4jGuard,
     PollyBreaker: polly_breaker::PollySpec => polly_breaker::PollyGuard,
     Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
-    RetryBudget: retry_budget::RetryBudgetConfig => retry_budget::RetryBudget,
+    GrpcRetryThrottle: grpc::GrpcRetryThrottleConfig => Budget<grpc::GrpcRetryThrottle>,
+    FinagleRetryBudget: finagle::FinagleRetryBudgetConfig => Budget<finagle::FinagleRetryBudget>,
+    EnvoyRetryBudget: envoy::EnvoyRetryBudgetConfig => Budget<envoy::EnvoyRetryBudget>,
+    AwsRetryQuota: aws::AwsRetryQuotaConfig => Budget<aws::AwsRetryQuota>,
     AdaptiveThrottle: adaptive_throttle::AdaptiveThrottleConfig => adaptive_throttle::AdaptiveThrottle,
     LoadShedder: load_shedder::ShedderSpec => load_shedder::ShedderSpec,
     AdmissionControl: admission_control::AdmissionControlConfig => admission_control::AdmissionControl,
@@ -118,10 +120,10 @@ pub fn kinds_of(array: MechanismArray) -> Kinds {
         MechanismArray::RetryBudget => Kinds::ByKind {
             default: None,
             kinds: &[
-                ("grpc", retry_budget::compile_grpc),
-                ("finagle", retry_budget::compile_finagle),
-                ("envoy", retry_budget::compile_envoy),
-                ("aws", retry_budget::compile_aws),
+                ("grpc", grpc::compile),
+                ("finagle", finagle::compile),
+                ("envoy", envoy::compile),
+                ("aws", aws::compile),
                 ("adaptive_throttling", adaptive_throttle::compile),
             ],
         },
