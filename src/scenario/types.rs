@@ -452,6 +452,9 @@ pub struct Policy {
     /// Client-side load shedding by priority, or Envoy-style admission control.
     #[serde(default)]
     pub load_shedding: Vec<RawTable>,
+    /// Client-side rate limiters (resilience4j's RateLimiter).
+    #[serde(default)]
+    pub rate_limiter: Vec<RawTable>,
     /// Admission of root runs against their deadline (docs/essay.md section 7).
     #[serde(default)]
     pub admission: Option<AdmissionSpec>,
@@ -516,14 +519,16 @@ pub enum MechanismArray {
     RetryBudget,
     LoadShedding,
     CircuitBreaker,
+    RateLimiter,
     Bulkhead,
 }
 
 impl MechanismArray {
-    pub const ALL: [MechanismArray; 4] = [
+    pub const ALL: [MechanismArray; 5] = [
         MechanismArray::RetryBudget,
         MechanismArray::LoadShedding,
         MechanismArray::CircuitBreaker,
+        MechanismArray::RateLimiter,
         MechanismArray::Bulkhead,
     ];
 
@@ -533,6 +538,7 @@ impl MechanismArray {
             MechanismArray::RetryBudget => "retry_budget",
             MechanismArray::LoadShedding => "load_shedding",
             MechanismArray::CircuitBreaker => "circuit_breaker",
+            MechanismArray::RateLimiter => "rate_limiter",
             MechanismArray::Bulkhead => "bulkhead",
         }
     }
@@ -542,6 +548,7 @@ impl MechanismArray {
             MechanismArray::RetryBudget => &policy.retry_budget,
             MechanismArray::LoadShedding => &policy.load_shedding,
             MechanismArray::CircuitBreaker => &policy.circuit_breaker,
+            MechanismArray::RateLimiter => &policy.rate_limiter,
             MechanismArray::Bulkhead => &policy.bulkhead,
         }
     }

@@ -84,13 +84,15 @@ fn pool_of(class: OperationClass) -> Effect {
 }
 
 /// Where a guard stands in a route: retry budgets and throttles first (they refuse cheaply,
-/// before a breaker permit is taken), then load shedders, then circuit breakers, then bulkheads
-/// (a waiting attempt holds its breaker permit, not the other way round); file order within.
+/// before a breaker permit is taken), then load shedders, then circuit breakers, then rate
+/// limiters and bulkheads as in resilience4j's order (CircuitBreaker(RateLimiter(Bulkhead))): a
+/// waiting attempt holds its breaker permit, not the other way round; file order within.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {
     Budget,
     Shed,
     Breaker,
+    RateLimit,
     Bulkhead,
 }
 

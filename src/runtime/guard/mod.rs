@@ -20,6 +20,7 @@ mod contract;
 pub mod load_shedder;
 pub mod pipeline;
 pub mod polly_breaker;
+pub mod rate_limiter;
 mod registry;
 pub mod retry_budget;
 mod slice_ring;

@@ -5,7 +5,9 @@
 use super::compile::Compile;
 use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
-use super::{adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker};
+use super::{
+    adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker, rate_limiter,
+};
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
 use crate::sim::Micros;
@@ -96,6 +98,7 @@ guards! {
     AdaptiveThrottle: adaptive_throttle::AdaptiveThrottleConfig => adaptive_throttle::AdaptiveThrottle,
     LoadShedder: load_shedder::ShedderSpec => load_shedder::ShedderSpec,
     AdmissionControl: admission_control::AdmissionControlConfig => admission_control::AdmissionControl,
+    RateLimiter: rate_limiter::RateLimiterConfig => rate_limiter::RateLimiter,
 }
 
 /// Reads one table of a mechanism array and adds its guards.
@@ -117,6 +120,7 @@ pub fn kinds_of(array: MechanismArray) -> Kinds {
             kinds: &[("resilience4j", circuit_breaker::compile), ("polly", polly_breaker::compile)],
         },
         MechanismArray::Bulkhead => Kinds::One(bulkhead::compile),
+        MechanismArray::RateLimiter => Kinds::One(rate_limiter::compile),
         MechanismArray::RetryBudget => Kinds::ByKind {
             default: None,
             kinds: &[
