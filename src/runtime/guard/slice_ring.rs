@@ -32,6 +32,13 @@ impl<const LANES: usize> SliceRing<LANES> {
         // counts stay far below 2^63, so it never actually wraps.
         self.slots[at][lane] = self.slots[at][lane].wrapping_add(amount);
         self.totals[lane] = self.totals[lane].wrapping_add(amount);
+        debug_assert!(self.slots.len() > 1_024 || self.sums_match(), "the totals are the sums of the slices");
+    }
+
+    /// Debug check: each lane's running total equals the sum of its slices.
+    fn sums_match(&self) -> bool {
+        (0..LANES)
+            .all(|lane| self.slots.iter().fold(0i64, |sum, slot| sum.wrapping_add(slot[lane])) == self.totals[lane])
     }
 
     pub(super) fn total(&mut self, now: Micros, lane: usize) -> i64 {

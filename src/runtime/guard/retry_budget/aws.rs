@@ -101,11 +101,13 @@ impl AwsRetryQuota {
             return None;
         }
         self.available -= cost;
+        debug_assert!(self.available <= self.config.initial_retry_tokens);
         Some(RetryCharge(cost))
     }
 
     pub fn release(&mut self, amount: u32) {
         self.available = self.available.saturating_add(amount).min(self.config.initial_retry_tokens);
+        debug_assert!(self.available <= self.config.initial_retry_tokens, "the quota never exceeds its capacity");
     }
 
     /// Only a successful end refunds: what the last retry took, or the small increment when the

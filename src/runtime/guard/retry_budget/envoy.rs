@@ -60,6 +60,7 @@ impl EnvoyRetryBudget {
         if is_retry {
             self.active_retries += 1;
         }
+        debug_assert!(self.active_retries <= self.active, "retries are a part of the active attempts");
     }
 
     pub fn on_end(&mut self, is_retry: bool) {
@@ -69,6 +70,7 @@ impl EnvoyRetryBudget {
             debug_assert!(self.active_retries > 0, "a retry ended that never started");
             self.active_retries = self.active_retries.saturating_sub(1);
         }
+        debug_assert!(self.active_retries <= self.active, "retries are a part of the active attempts");
     }
 
     /// Envoy converts the share to an integer by truncation before taking the floor.
