@@ -416,14 +416,24 @@ impl Recorder {
 
     /// Turns the replication into flat metrics. `dependency_names` and `step_names` give the
     /// labels in index order (step names flattened over workflows).
+    /// Every metric of the replication under its one name (docs/metrics.md).
     pub fn to_map(&self, labels: &Labels) -> MetricMap {
-        let (dependency_names, step_names) = (&labels.dependencies, &labels.steps);
-        let r = &self.run;
         let mut m = MetricMap::new();
+        self.put_runs(&mut m);
+        self.put_recovery(&mut m);
+        self.put_dependencies(&labels.dependencies, &mut m);
+        self.put_breakers(&labels.breakers, &mut m);
+        self.put_classes(labels, &mut m);
+        self.put_steps(&labels.steps, &mut m);
+        m
+    }
+
+    /// Root runs, logical calls, attempts, budgets, effects, cost and refusals in all.
+    fn put_runs(&self, m: &mut MetricMap) {
+        let r = &self.run;
         let mut put = |name: String, value: f64| {
             m.insert(name, value);
         };
-        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         let runs = r.runs as f64;
         let successes: f64 = Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| r.outcomes[o.index()] as f64).sum();
         put("logical_run_total".into(), runs);
@@ -469,6 +479,10 @@ impl Recorder {
             }
             put(format!("refused_total.{}", reason.name()), total as f64);
         }
+    }
+
+    /// Recovery after the fault windows, from the goodput and attempts per window.
+    fn put_recovery(&self, m: &mut MetricMap) {
         let span = Span {
             window_us: self.timeseries.window_us,
             warmup_us: self.window.0,
@@ -477,10 +491,16 @@ impl Recorder {
         };
         let goodput = self.timeseries.fixed_column(timeseries::GOODPUT);
         let rec = recovery::recovery(&goodput, &self.timeseries.attempts_per_window(), &span);
-        put("recovery_time_s".into(), rec.time_s);
-        put("recovery_never_total".into(), rec.never_total);
-        put("recovery_storm_ratio".into(), rec.storm_ratio);
+        m.insert("recovery_time_s".into(), rec.time_s);
+        m.insert("recovery_never_total".into(), rec.never_total);
+        m.insert("recovery_storm_ratio".into(), rec.storm_ratio);
+    }
 
+    /// Per dependency: attempts, refusals, errors, queueing and utilization over the measured span.
+    fn put_dependencies(&self, dependency_names: &[String], m: &mut MetricMap) {
+        let mut put = |name: String, value: f64| {
+            m.insert(name, value);
+        };
         let measured_us = (self.window.1 - self.window.0) as f64;
         for (d, name) in self.dependencies.iter().zip(dependency_names) {
             let p = |metric: &str| format!("dependency.{name}.{metric}");
@@ -507,14 +527,24 @@ impl Recorder {
             put(p("sojourn_ms.mean"), ratio(d.sojourn_sum_us / 1e3, d.sojourn_count as f64));
             put(p("wasted_service_ratio"), ratio(d.wasted_us, d.service_us));
         }
-        for (b, name) in self.breakers.iter().zip(&labels.breakers) {
+    }
+
+    /// Per breaker label: transitions into and time in each state.
+    fn put_breakers(&self, breaker_names: &[String], m: &mut MetricMap) {
+        for (b, name) in self.breakers.iter().zip(breaker_names) {
             for state in BreakerState::ALL {
                 let i = state.index();
-                put(format!("breaker.{name}.transition_total.{}", state.name()), b.transitions[i] as f64);
-                put(format!("breaker.{name}.time_in_state_s.{}", state.name()), b.time_in_state_us[i] as f64 / 1e6);
+                m.insert(format!("breaker.{name}.transition_total.{}", state.name()), b.transitions[i] as f64);
+                m.insert(
+                    format!("breaker.{name}.time_in_state_s.{}", state.name()),
+                    b.time_in_state_us[i] as f64 / 1e6,
+                );
             }
         }
-        self.put_classes(labels, &mut m);
+    }
+
+    /// Per step id: omitted, fell back, failed (steps of one id in several workflows summed).
+    fn put_steps(&self, step_names: &[String], m: &mut MetricMap) {
         for (i, name) in step_names.iter().enumerate() {
             if name.is_empty() {
                 continue;
@@ -528,8 +558,12 @@ impl Recorder {
                 *m.entry(format!("step.{name}.{metric}")).or_insert(0.0) += counts[i] as f64;
             }
         }
-        m
     }
+}
+
+/// a / b, undefined (NaN, an empty cell in the outputs) when there is nothing to divide by.
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { f64::NAN }
 }
 
 #[cfg(test)]
