@@ -51,11 +51,6 @@ impl Model {
         Ok(Model { name: source.stem(), world, workflows, policies, dependency_names, step_names, step_offsets })
     }
 
-    /// The time series all of this model's replications hold at once (every policy).
-    pub fn timeseries_size(&self) -> TimeSeriesSize {
-        timeseries_size(&self.world, &self.policies)
-    }
-
     pub fn policy_index(&self, name: &str) -> Option<usize> {
         self.policies.iter().position(|p| p.name == name)
     }

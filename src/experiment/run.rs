@@ -82,7 +82,7 @@ fn mechanism_rows(aggregates: &[Aggregate]) -> Vec<String> {
     names
 }
 
-pub fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> String {
+fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> String {
     let mut header = vec!["metric".to_string()];
     header.extend(names.iter().map(|n| n.to_string()));
     let mut metrics: Vec<String> = HEADLINE.iter().map(|m| m.to_string()).collect();
@@ -217,7 +217,7 @@ impl Results<'_> {
 
 /// One row per replication: its index, its seed and every metric, so any replication can be
 /// found again (`--replication K`) and its figures checked.
-pub fn replications_csv(model: &Model, names: &[String], runs: &PolicyRuns) -> Vec<u8> {
+fn replications_csv(model: &Model, names: &[String], runs: &PolicyRuns) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header = vec!["replication".to_string(), "seed".to_string()];
     header.extend(names.iter().cloned());

@@ -107,7 +107,7 @@ impl DependencyStats {
         self.last_us = now;
     }
 
-    pub fn record_wait(&mut self, wait_us: Micros) {
+    fn record_wait(&mut self, wait_us: Micros) {
         self.started += 1;
         if wait_us > 0 {
             self.waited += 1;

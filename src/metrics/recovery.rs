@@ -82,7 +82,7 @@ fn windows(span: &Span) -> Option<Windows> {
 /// [k w, (k + 1) w)). Undefined (NaN, NaN) without a fault, without a whole window between
 /// the warm-up and the first fault, without a whole window between the last fault's end and
 /// the duration, or with no goodput at all before the fault.
-pub fn recovery_time(goodput: &[u64], span: &Span) -> (f64, f64) {
+fn recovery_time(goodput: &[u64], span: &Span) -> (f64, f64) {
     let undefined = (f64::NAN, f64::NAN);
     let Some(Windows { before, after, fault_start_us, fault_end_us }) = windows(span) else { return undefined };
     let level = mean(goodput, before);

@@ -47,7 +47,7 @@ fn step_time_us(sp: &StepPolicy, dependency: usize, loads: &Loads) -> Micros {
 }
 
 /// The longest path through the step graph, in predicted time.
-pub fn critical_path_us(workflow: &WorkflowModel, steps: &[StepPolicy], loads: &Loads) -> Micros {
+fn critical_path_us(workflow: &WorkflowModel, steps: &[StepPolicy], loads: &Loads) -> Micros {
     let n = workflow.steps.len().min(MAX_STEPS);
     let mut finish = [0 as Micros; MAX_STEPS];
     let mut preds_left = [0u32; MAX_STEPS];

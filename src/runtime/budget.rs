@@ -50,7 +50,7 @@ impl RunBudget {
         self.in_flight < self.concurrency_limit
     }
 
-    pub fn cost_fits(&self, cost: f64) -> bool {
+    fn cost_fits(&self, cost: f64) -> bool {
         self.cost_used + cost <= self.cost_limit + 1e-9
     }
 

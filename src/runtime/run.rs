@@ -67,7 +67,7 @@ impl RunContext<'_, '_> {
 }
 
 /// A waiting attempt's name: which run slot, step and serial it is.
-pub fn waiter_token(run_slot: u32, step: u8, serial: u32) -> u64 {
+fn waiter_token(run_slot: u32, step: u8, serial: u32) -> u64 {
     (u64::from(run_slot) << 32) | (u64::from(step) << 24) | u64::from(serial & 0x00FF_FFFF)
 }
 

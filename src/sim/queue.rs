@@ -110,7 +110,8 @@ impl<E: Copy, Tag> EventQueue<E, Tag> {
         Some((time, event))
     }
 
-    pub fn peek_time(&self) -> Option<Micros> {
+    #[cfg(test)]
+    fn peek_time(&self) -> Option<Micros> {
         let event = self.heap.peek().map(|e| e.time);
         match (event, self.timers.first()) {
             (Some(e), Some((t, _))) => Some(e.min(t)),

@@ -22,7 +22,7 @@ impl TokenBucket {
         TokenBucket { tokens: burst, last_us: 0 }
     }
 
-    pub fn try_take(&mut self, now: Micros, per_s: f64, burst: f64) -> bool {
+    fn try_take(&mut self, now: Micros, per_s: f64, burst: f64) -> bool {
         let elapsed_s = now.saturating_sub(self.last_us) as f64 / 1e6;
         self.tokens = (self.tokens + elapsed_s * per_s).min(burst);
         self.last_us = now;

@@ -56,7 +56,7 @@ pub struct SloChecks {
     pub regressions: Vec<Check>,
 }
 
-pub fn parse_expression(text: &str) -> Option<(Comparison, f64, bool)> {
+fn parse_expression(text: &str) -> Option<(Comparison, f64, bool)> {
     let t = text.trim();
     let (comparison, rest) = [
         ("<=", Comparison::LessOrEqual),

@@ -16,7 +16,7 @@ const BOTTOM: f64 = 40.0;
 /// Colour-blind-safe (Okabe-Ito) colours, one per series.
 const PALETTE: [&str; 8] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"];
 
-pub fn colour(i: usize) -> &'static str {
+fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -41,7 +41,7 @@ pub fn label(v: f64) -> String {
 }
 
 /// Round tick positions covering [low, high]: steps of 1, 2 or 5 times a power of ten.
-pub fn ticks(low: f64, high: f64, wanted: usize) -> Vec<f64> {
+fn ticks(low: f64, high: f64, wanted: usize) -> Vec<f64> {
     if !(low.is_finite() && high.is_finite()) || high <= low {
         return vec![low];
     }

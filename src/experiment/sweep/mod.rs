@@ -172,7 +172,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
 /// thread, in completion order: records are stored per point and read back in grid order).
 /// A failure reports the lowest failing point's lowest failing simulation, whatever the thread
 /// count; points after it are skipped.
-pub fn compute_points(
+fn compute_points(
     plan: &SweepPlan,
     todo: &[usize],
     workers: &Workers,

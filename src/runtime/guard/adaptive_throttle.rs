@@ -63,7 +63,7 @@ impl AdaptiveThrottleConfig {
 /// (timeouts, refused connections), DEADLINE_EXHAUSTED and CANCELED produced no response. An
 /// error the backend answered with (invalid input, a provider error, an unusable result) was
 /// still accepted: sending less would not change it.
-pub fn is_accept(failure: Option<FailureKind>) -> bool {
+fn is_accept(failure: Option<FailureKind>) -> bool {
     match failure {
         None => true,
         Some(kind) => match kind {
@@ -124,7 +124,7 @@ impl AdaptiveThrottle {
         self.window.add(now, REQUESTS, 1);
     }
 
-    pub fn on_accept(&mut self, now: Micros) {
+    fn on_accept(&mut self, now: Micros) {
         self.window.add(now, ACCEPTS, 1);
     }
 

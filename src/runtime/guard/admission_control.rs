@@ -94,7 +94,7 @@ impl AdmissionControlConfig {
 /// that fewer requests would not change are successes (INVALID_ARGUMENT, UNAUTHENTICATED, and
 /// a result the caller could not use). CANCELED is a stream reset and DEADLINE_EXHAUSTED never
 /// reached the dependency: Envoy records neither.
-pub fn success_of(failure: Option<FailureKind>) -> Option<bool> {
+fn success_of(failure: Option<FailureKind>) -> Option<bool> {
     match failure {
         None => Some(true),
         Some(kind) => match kind {
@@ -133,7 +133,7 @@ impl AdmissionControl {
     }
 
     /// Whole requests a second, truncated, over the full window as Envoy divides.
-    pub fn average_rps(&mut self, now: Micros) -> u64 {
+    fn average_rps(&mut self, now: Micros) -> u64 {
         self.requests(now) / self.window_s
     }
 

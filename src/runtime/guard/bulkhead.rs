@@ -123,7 +123,8 @@ impl Bulkhead {
         &self.config
     }
 
-    pub fn in_use(&self) -> u32 {
+    #[cfg(test)]
+    fn in_use(&self) -> u32 {
         self.in_use
     }
 

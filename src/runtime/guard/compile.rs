@@ -27,7 +27,7 @@ impl Invalid {
     }
 
     /// The field as the scenario file spells it.
-    pub fn file_field(&self) -> String {
+    fn file_field(&self) -> String {
         match self.field.strip_suffix("_us") {
             Some(stem) => format!("{stem}_ms"),
             None => self.field.to_string(),

@@ -42,7 +42,7 @@ pub const MIN_THROUGHPUT: u32 = 2;
 /// The failure kinds Polly's breaker does not handle by default: our security and contract errors
 /// (see `circuit_breaker::default_ignored`) and cancellation, which Polly's default ShouldHandle
 /// excludes (OperationCanceledException).
-pub fn default_ignored_polly() -> [bool; FailureKind::COUNT] {
+fn default_ignored_polly() -> [bool; FailureKind::COUNT] {
     let mut ignored = default_ignored();
     ignored[FailureKind::Canceled.index()] = true;
     ignored

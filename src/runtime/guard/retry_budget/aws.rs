@@ -83,14 +83,14 @@ impl AwsRetryQuota {
     }
 
     /// A hedge (no failure yet) is charged the plain retry cost.
-    pub fn cost_of(&self, after: Option<FailureKind>) -> u32 {
+    fn cost_of(&self, after: Option<FailureKind>) -> u32 {
         match after {
             Some(kind) if is_timeout(kind) => self.config.timeout_retry_cost,
             Some(_) | None => self.config.retry_cost,
         }
     }
 
-    pub fn can_acquire(&self, after: Option<FailureKind>) -> bool {
+    fn can_acquire(&self, after: Option<FailureKind>) -> bool {
         self.cost_of(after) <= self.available
     }
 

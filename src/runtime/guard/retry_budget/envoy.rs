@@ -55,7 +55,7 @@ impl EnvoyRetryBudget {
         Ok(EnvoyRetryBudget { config, active: 0, active_retries: 0 })
     }
 
-    pub fn on_start(&mut self, is_retry: bool) {
+    fn on_start(&mut self, is_retry: bool) {
         self.active += 1;
         if is_retry {
             self.active_retries += 1;
@@ -74,7 +74,7 @@ impl EnvoyRetryBudget {
     }
 
     /// Envoy converts the share to an integer by truncation before taking the floor.
-    pub fn max_retries(&self) -> u64 {
+    fn max_retries(&self) -> u64 {
         let share = (self.config.budget_percent / 100.0 * self.active as f64) as u64;
         share.max(u64::from(self.config.min_retry_concurrency))
     }

@@ -87,7 +87,7 @@ impl FinagleRetryBudget {
         }
     }
 
-    pub fn try_withdraw(&mut self, now: Micros) -> bool {
+    fn try_withdraw(&mut self, now: Micros) -> bool {
         let ok = self.can_withdraw(now);
         if ok {
             self.window.add(now, 0, -self.withdrawal);
@@ -95,7 +95,7 @@ impl FinagleRetryBudget {
         ok
     }
 
-    pub fn can_withdraw(&mut self, now: Micros) -> bool {
+    fn can_withdraw(&mut self, now: Micros) -> bool {
         self.tokens(now) >= self.withdrawal
     }
 

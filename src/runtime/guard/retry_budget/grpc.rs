@@ -106,13 +106,13 @@ impl GrpcRetryThrottle {
         self.milli_tokens > self.max_milli / 2
     }
 
-    pub fn on_success(&mut self) {
+    fn on_success(&mut self) {
         self.milli_tokens = self.milli_tokens.saturating_add(self.ratio_milli).min(self.max_milli);
         debug_assert!(self.milli_tokens <= self.max_milli, "the bucket never holds more than max_tokens");
     }
 
     /// A6 floors the count at 0: failures past empty change nothing.
-    pub fn on_failure(&mut self) {
+    fn on_failure(&mut self) {
         self.milli_tokens = self.milli_tokens.saturating_sub(MILLI);
     }
 
