@@ -38,6 +38,22 @@ impl FailureKind {
         self as usize
     }
 
+    /// Security and contract errors: the request itself was at fault, so they say nothing
+    /// about the dependency's health (docs/essay.md section 14). Breakers ignore them by default.
+    pub fn is_request_fault(self) -> bool {
+        match self {
+            FailureKind::InvalidInput | FailureKind::Unauthorized => true,
+            FailureKind::RateLimited
+            | FailureKind::Overloaded
+            | FailureKind::TransientTransport
+            | FailureKind::PermanentProvider
+            | FailureKind::ResultInvalid
+            | FailureKind::EffectUnknown
+            | FailureKind::DeadlineExhausted
+            | FailureKind::Canceled => false,
+        }
+    }
+
     /// SCREAMING_CASE, as in the essay and in trace output.
     pub fn name(self) -> &'static str {
         match self {

@@ -37,21 +37,7 @@ pub enum SlidingWindowType {
 /// The failure kinds that never enter a failure rate: security and contract errors say nothing
 /// about the dependency's health (docs/essay.md section 14), so they count neither as calls nor as failures.
 pub fn default_ignored() -> [bool; FailureKind::COUNT] {
-    let mut ignored = [false; FailureKind::COUNT];
-    for kind in FailureKind::ALL {
-        ignored[kind.index()] = match kind {
-            FailureKind::InvalidInput | FailureKind::Unauthorized => true,
-            FailureKind::RateLimited
-            | FailureKind::Overloaded
-            | FailureKind::TransientTransport
-            | FailureKind::PermanentProvider
-            | FailureKind::ResultInvalid
-            | FailureKind::EffectUnknown
-            | FailureKind::DeadlineExhausted
-            | FailureKind::Canceled => false,
-        };
-    }
-    ignored
+    FailureKind::ALL.map(FailureKind::is_request_fault)
 }
 
 /// resilience4j's CircuitBreakerConfig; durations in microseconds of virtual time.

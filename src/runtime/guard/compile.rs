@@ -271,10 +271,7 @@ impl<'a, G> Compile<'a, G> {
     ) -> Result<[bool; FailureKind::COUNT], ScenarioError> {
         let mut ignored = [false; FailureKind::COUNT];
         match names {
-            None => {
-                ignored[FailureKind::InvalidInput.index()] = true;
-                ignored[FailureKind::Unauthorized.index()] = true;
-            }
+            None => ignored = FailureKind::ALL.map(FailureKind::is_request_fault),
             Some(names) => {
                 for (i, n) in names.iter().enumerate() {
                     let kind = FailureKind::parse(n)
