@@ -144,11 +144,6 @@ pub fn compile<G: From<EnvoyRetryBudgetConfig>>(
 mod tests {
     use super::*;
 
-    #[allow(dead_code)]
-    const OK: AttemptEnd = AttemptEnd { failure: None, duration_us: 1_000 };
-    #[allow(dead_code)]
-    const OVERLOADED: AttemptEnd = AttemptEnd { failure: Some(FailureKind::Overloaded), duration_us: 1_000 };
-
     fn envoy_with(first: u32) -> EnvoyRetryBudget {
         let mut b = EnvoyRetryBudget::new(EnvoyRetryBudgetConfig::default()).unwrap();
         for _ in 0..first {

@@ -163,11 +163,6 @@ pub fn compile<G: From<FinagleRetryBudgetConfig>>(
 mod tests {
     use super::*;
 
-    #[allow(dead_code)]
-    const OK: AttemptEnd = AttemptEnd { failure: None, duration_us: 1_000 };
-    #[allow(dead_code)]
-    const OVERLOADED: AttemptEnd = AttemptEnd { failure: Some(FailureKind::Overloaded), duration_us: 1_000 };
-
     fn finagle() -> FinagleRetryBudget {
         FinagleRetryBudget::new(FinagleRetryBudgetConfig::default()).unwrap()
     }
