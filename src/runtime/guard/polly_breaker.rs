@@ -147,6 +147,7 @@ impl RollingHealth {
         let current = self.current_window(now);
         self.ring[current].successes += 1;
         self.successes += 1;
+        debug_assert!(self.sums_match(), "the record's counts are the sums of its sub-windows");
     }
 
     /// Returns (throughput, failures) after recording.
@@ -154,7 +155,15 @@ impl RollingHealth {
         let current = self.current_window(now);
         self.ring[current].failures += 1;
         self.failures += 1;
+        debug_assert!(self.sums_match(), "the record's counts are the sums of its sub-windows");
         (self.successes + self.failures, self.failures)
+    }
+
+    /// Debug check: the running counts equal the sums of the live sub-windows.
+    fn sums_match(&self) -> bool {
+        let live = (0..self.len).map(|i| self.ring[(self.oldest + i) % RING_SIZE]);
+        let (successes, failures) = live.fold((0, 0), |(s, f), w| (s + w.successes, f + w.failures));
+        (successes, failures) == (self.successes, self.failures)
     }
 
     fn reset(&mut self) {
