@@ -45,107 +45,134 @@ pub fn compile_workflows(
     source: &Source,
     world: &World,
 ) -> Result<Vec<WorkflowModel>, ScenarioError> {
-    scenario
-        .workflows
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let path = FieldPath::root().key("workflow").index(i);
-            let err = |p: &FieldPath, m: String| error_at_path(source, p, m);
-            if w.steps.is_empty() {
-                return Err(err(&path, format!("workflow {} has no [[workflow.step]]", quote(&w.name))));
+    let path = FieldPath::root().key("workflow");
+    scenario.workflows.iter().enumerate().map(|(i, w)| compile_workflow(source, world, &path.index(i), w)).collect()
+}
+
+/// One workflow: its steps, the graph they form, and its traffic class.
+fn compile_workflow(
+    source: &Source,
+    world: &World,
+    path: &FieldPath,
+    w: &crate::scenario::Workflow,
+) -> Result<WorkflowModel, ScenarioError> {
+    let err = |p: &FieldPath, m: String| error_at_path(source, p, m);
+    if w.steps.is_empty() {
+        return Err(err(path, format!("workflow {} has no [[workflow.step]]", quote(&w.name))));
+    }
+    if w.steps.len() > MAX_STEPS {
+        return Err(err(&path.key("step"), format!("at most {MAX_STEPS} steps per workflow, got {}", w.steps.len())));
+    }
+    let mut steps = Vec::with_capacity(w.steps.len());
+    for (j, s) in w.steps.iter().enumerate() {
+        let sp = path.key("step").index(j);
+        if w.steps[..j].iter().any(|o| o.id == s.id) {
+            crate::world::model::check_name(&s.id).map_err(|m| err(&sp.key("id"), m))?;
+            return Err(err(&sp.key("id"), format!("step {} is defined twice", quote(&s.id))));
+        }
+        steps.push(compile_step(source, world, &sp, s)?);
+    }
+    link_steps(source, path, w, &mut steps)?;
+    if let Some(cycle) = find_cycle(&steps) {
+        return Err(err(&path.key("step"), format!("the steps form a cycle: {cycle}")));
+    }
+    let roots = (0..steps.len()).filter(|&j| steps[j].predecessors == 0).map(|j| j as u8).collect();
+    let tenant = match &w.tenant {
+        Some(t) => {
+            crate::world::model::check_name(t).map_err(|m| err(&path.key("tenant"), m))?;
+            Some(t.clone())
+        }
+        None => None,
+    };
+    let priority = match &w.priority {
+        Some(p) => Priority::parse(p).ok_or_else(|| {
+            let names: Vec<&str> = Priority::ALL.iter().map(|p| p.name()).collect();
+            err(&path.key("priority"), format!("unknown priority {}; expected one of {}", quote(p), names.join(", ")))
+        })?,
+        None => Priority::Critical,
+    };
+    let load_units = w.load_units.unwrap_or(1.0);
+    if !(load_units.is_finite() && load_units > 0.0) {
+        return Err(err(&path.key("load_units"), format!("must be a finite number > 0, got {load_units}")));
+    }
+    let async_allowed = w.async_allowed;
+    Ok(WorkflowModel { name: w.name.clone(), tenant, priority, load_units, async_allowed, steps, roots })
+}
+
+/// One step, its names resolved; its place in the graph comes later (`link_steps`).
+fn compile_step(
+    source: &Source,
+    world: &World,
+    sp: &FieldPath,
+    s: &crate::scenario::Step,
+) -> Result<StepModel, ScenarioError> {
+    let err = |p: &FieldPath, m: String| error_at_path(source, p, m);
+    crate::world::model::check_name(&s.id).map_err(|m| err(&sp.key("id"), m))?;
+    let dependency = world.dependency_index(&s.dependency).ok_or_else(|| {
+        err(&sp.key("dependency"), unknown_name("dependency", &s.dependency, world.dependency_names()))
+    })?;
+    let fallback = match &s.fallback {
+        Some(name) => {
+            if s.effect == Effect::Write {
+                return Err(err(
+                    &sp.key("fallback"),
+                    "a write cannot fall back to another dependency: the first may have committed (docs/essay.md section 4)".into(),
+                ));
             }
-            if w.steps.len() > MAX_STEPS {
-                return Err(err(&path.key("step"), format!("at most {MAX_STEPS} steps per workflow, got {}", w.steps.len())));
-            }
-            let mut steps = Vec::with_capacity(w.steps.len());
-            for (j, s) in w.steps.iter().enumerate() {
-                let sp = path.key("step").index(j);
-                crate::world::model::check_name(&s.id).map_err(|m| err(&sp.key("id"), m))?;
-                if w.steps[..j].iter().any(|o| o.id == s.id) {
-                    return Err(err(&sp.key("id"), format!("step {} is defined twice", quote(&s.id))));
-                }
-                let dependency = world
-                    .dependency_index(&s.dependency)
-                    .ok_or_else(|| {
-                        err(&sp.key("dependency"), unknown_name("dependency", &s.dependency, world.dependency_names()))
-                    })?;
-                let fallback = match &s.fallback {
-                    Some(name) => {
-                        if s.effect == Effect::Write {
-                            return Err(err(
-                                &sp.key("fallback"),
-                                "a write cannot fall back to another dependency: the first may have committed (docs/essay.md section 4)".into(),
-                            ));
-                        }
-                        Some(world.dependency_index(name).ok_or_else(|| {
-                            err(&sp.key("fallback"), unknown_name("dependency", name, world.dependency_names()))
-                        })?)
-                    }
-                    None => None,
-                };
-                if s.effect == Effect::Read && (s.status_lookup || s.idempotency == Idempotency::Key) {
-                    let field = if s.status_lookup { "status_lookup" } else { "idempotency" };
-                    return Err(err(&sp.key(field), format!("`{field}` applies only to steps with effect = \"write\"")));
-                }
-                steps.push(StepModel {
-                    id: s.id.clone(),
-                    stream_id: stable_name_id(&s.id),
-                    stream_part: StreamPart::new(stable_name_id(&s.id)),
-                    dependency,
-                    criticality: s.criticality,
-                    effect: s.effect,
-                    idempotency: s.idempotency,
-                    status_lookup: s.status_lookup,
-                    fallback,
-                    predecessors: 0,
-                    successors: Vec::new(),
-                });
-            }
-            for (j, s) in w.steps.iter().enumerate() {
-                for (k, before) in s.after.iter().enumerate() {
-                    let ap = path.key("step").index(j).key("after").index(k);
-                    let p = w
-                        .steps
-                        .iter()
-                        .position(|o| &o.id == before)
-                        .ok_or_else(|| err(&ap, format!("unknown step {}", quote(before))))?;
-                    if p == j {
-                        return Err(err(&ap, format!("step {} cannot come after itself", quote(before))));
-                    }
-                    if s.after[..k].contains(before) {
-                        return Err(err(&ap, format!("step {} is listed twice", quote(before))));
-                    }
-                    steps[p].successors.push(j as u8);
-                    steps[j].predecessors += 1;
-                }
-            }
-            if let Some(cycle) = find_cycle(&steps) {
-                return Err(err(&path.key("step"), format!("the steps form a cycle: {cycle}")));
-            }
-            let roots = (0..steps.len()).filter(|&j| steps[j].predecessors == 0).map(|j| j as u8).collect();
-            let tenant = match &w.tenant {
-                Some(t) => {
-                    crate::world::model::check_name(t).map_err(|m| err(&path.key("tenant"), m))?;
-                    Some(t.clone())
-                }
-                None => None,
-            };
-            let priority = match &w.priority {
-                Some(p) => Priority::parse(p).ok_or_else(|| {
-                    let names: Vec<&str> = Priority::ALL.iter().map(|p| p.name()).collect();
-                    err(&path.key("priority"), format!("unknown priority {}; expected one of {}", quote(p), names.join(", ")))
+            Some(
+                world.dependency_index(name).ok_or_else(|| {
+                    err(&sp.key("fallback"), unknown_name("dependency", name, world.dependency_names()))
                 })?,
-                None => Priority::Critical,
-            };
-            let load_units = w.load_units.unwrap_or(1.0);
-            if !(load_units.is_finite() && load_units > 0.0) {
-                return Err(err(&path.key("load_units"), format!("must be a finite number > 0, got {load_units}")));
+            )
+        }
+        None => None,
+    };
+    if s.effect == Effect::Read && (s.status_lookup || s.idempotency == Idempotency::Key) {
+        let field = if s.status_lookup { "status_lookup" } else { "idempotency" };
+        return Err(err(&sp.key(field), format!("`{field}` applies only to steps with effect = \"write\"")));
+    }
+    Ok(StepModel {
+        id: s.id.clone(),
+        stream_id: stable_name_id(&s.id),
+        stream_part: StreamPart::new(stable_name_id(&s.id)),
+        dependency,
+        criticality: s.criticality,
+        effect: s.effect,
+        idempotency: s.idempotency,
+        status_lookup: s.status_lookup,
+        fallback,
+        predecessors: 0,
+        successors: Vec::new(),
+    })
+}
+
+/// Resolves every step's `after` into predecessor counts and successor lists.
+fn link_steps(
+    source: &Source,
+    path: &FieldPath,
+    w: &crate::scenario::Workflow,
+    steps: &mut [StepModel],
+) -> Result<(), ScenarioError> {
+    let err = |p: &FieldPath, m: String| error_at_path(source, p, m);
+    for (j, s) in w.steps.iter().enumerate() {
+        for (k, before) in s.after.iter().enumerate() {
+            let ap = path.key("step").index(j).key("after").index(k);
+            let p = w
+                .steps
+                .iter()
+                .position(|o| &o.id == before)
+                .ok_or_else(|| err(&ap, format!("unknown step {}", quote(before))))?;
+            if p == j {
+                return Err(err(&ap, format!("step {} cannot come after itself", quote(before))));
             }
-            let async_allowed = w.async_allowed;
-            Ok(WorkflowModel { name: w.name.clone(), tenant, priority, load_units, async_allowed, steps, roots })
-        })
-        .collect()
+            if s.after[..k].contains(before) {
+                return Err(err(&ap, format!("step {} is listed twice", quote(before))));
+            }
+            steps[p].successors.push(j as u8);
+            steps[j].predecessors += 1;
+        }
+    }
+    Ok(())
 }
 
 /// Kahn's algorithm; the steps left over when no step is free lie on or behind a cycle.
