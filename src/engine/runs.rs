@@ -195,10 +195,8 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         // A lookup's answer is what the dependency knows about the key: committed or not.
-        let result = match (purpose, result) {
-            (Purpose::Lookup, AttemptResult::Ok) if !slot.ledgers[s as usize].committed() => AttemptResult::NotFound,
-            _ => result,
-        };
+        let not_committed = purpose == Purpose::Lookup && !slot.ledgers[s as usize].committed();
+        let result = if not_committed && result == AttemptResult::Ok { AttemptResult::NotFound } else { result };
         self.drive(now, r, |m, cx, out| m.on_attempt_result(cx, out, s, serial, result));
     }
 

@@ -314,7 +314,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     self.complete_service(now, id);
                 }
             }
-            _ => {}
+            JobPhase::Free | JobPhase::Queued | JobPhase::Calling | JobPhase::AwaitReply => {}
         }
     }
 

@@ -123,9 +123,12 @@ pub fn retry_or_give_up(rules: &RetryRules, failed: &FailedAttempt) -> Decision 
         return Decision::GiveUp(GiveUp::Budget(BudgetKind::Retry));
     }
     let retry_number = failed.attempts_made.saturating_sub(1);
-    let sleep_us = match (failed.kind, failed.retry_after_us) {
-        (FailureKind::RateLimited, Some(after)) if rules.honor_retry_after => after,
-        _ => rules.backoff.sleep_us(retry_number, failed.previous_sleep_us, failed.jitter),
+    // A provider's Retry-After on a 429 replaces the backoff where the policy honours it.
+    let retry_after =
+        failed.retry_after_us.filter(|_| failed.kind == FailureKind::RateLimited && rules.honor_retry_after);
+    let sleep_us = match retry_after {
+        Some(after) => after,
+        None => rules.backoff.sleep_us(retry_number, failed.previous_sleep_us, failed.jitter),
     };
     if rules.deadline_propagation
         && !retry_fits(sleep_us, failed.predicted_attempt_us, failed.reserve_us, failed.remaining_us)

@@ -372,13 +372,13 @@ impl Tracer for RunTracer {
     fn record(&mut self, slot: u32, now: Micros, event: TraceEvent) {
         let Some(state) = self.slots.get(slot as usize).copied() else { return };
         let Some(run) = state.summary.and_then(|i| self.runs.get_mut(i)) else { return };
-        match event {
-            TraceEvent::RunEnded { outcome, deadline_exceeded } => {
-                run.outcome = Some(outcome);
-                run.deadline_exceeded = deadline_exceeded;
-            }
-            TraceEvent::RunFinalized { duplicate_effect } => run.duplicate_effect = duplicate_effect,
-            _ => {}
+        // The summary keeps only a run's end; every other event is for followed runs alone.
+        if let TraceEvent::RunEnded { outcome, deadline_exceeded } = event {
+            run.outcome = Some(outcome);
+            run.deadline_exceeded = deadline_exceeded;
+        }
+        if let TraceEvent::RunFinalized { duplicate_effect } = event {
+            run.duplicate_effect = duplicate_effect;
         }
         if state.followed {
             self.events.push((run.number, now, event));

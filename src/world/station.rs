@@ -174,7 +174,12 @@ impl Station {
                     let retry_after_us = limit.map(|l| l.2).unwrap_or(1_000_000);
                     limit = Some((per_s, burst, retry_after_us));
                 }
-                _ => {}
+                FaultEffect::Down
+                | FaultEffect::Latency { .. }
+                | FaultEffect::Hang
+                | FaultEffect::Errors(_)
+                | FaultEffect::Capacity { .. }
+                | FaultEffect::LostResponse => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -297,7 +302,13 @@ pub fn attempt_conditions(
             FaultEffect::Hang if applies(draws.get(Draw::FaultHang)) => hang = true,
             FaultEffect::LostResponse if applies(draws.get(Draw::Lost)) => lost = true,
             FaultEffect::Errors(extra) if applies(draws.get(Draw::FaultErrors)) => errors = errors.plus(extra),
-            _ => {}
+            FaultEffect::Latency { .. }
+            | FaultEffect::Hang
+            | FaultEffect::LostResponse
+            | FaultEffect::Errors(_)
+            | FaultEffect::Capacity { .. }
+            | FaultEffect::Down
+            | FaultEffect::RateLimit { .. } => {}
         }
     }
     let service_ms = sample(dist) * factor + add_ms;
