@@ -8,6 +8,7 @@
 use super::guard::Loads;
 use super::step_policy::StepPolicy;
 use super::workflow::{MAX_STEPS, WorkflowModel};
+use crate::scenario::{FieldPath, ScenarioError, Source, duration_ms, parse_named};
 use crate::sim::Micros;
 
 /// A policy's admission rule.
@@ -96,4 +97,15 @@ pub fn decide_admission(
         Insufficient::Async if workflow.async_allowed => AdmissionDecision::Async,
         Insufficient::Async | Insufficient::Reject => AdmissionDecision::Reject,
     }
+}
+pub fn compile_admission(
+    source: &Source,
+    path: &FieldPath,
+    a: Option<&crate::scenario::AdmissionSpec>,
+) -> Result<Option<AdmissionRule>, ScenarioError> {
+    let Some(a) = a else { return Ok(None) };
+    let reserve_us = duration_ms(source, &path.key("reserve_ms"), a.reserve_ms.unwrap_or(0.0))?;
+    let on_insufficient =
+        parse_named(source, &path.key("on_insufficient"), a.on_insufficient.as_deref(), Insufficient::Reject)?;
+    Ok(Some(AdmissionRule { reserve_us, on_insufficient }))
 }

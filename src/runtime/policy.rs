@@ -1,16 +1,18 @@
 //! Compiled policies: a named runtime configuration resolved against every workflow step, so
 //! the engine reads one `StepPolicy` per (workflow, step) with no lookups by name.
 
-use super::admission::{AdmissionRule, Insufficient};
+use super::admission::{AdmissionRule, compile_admission};
 use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::budget::BudgetLimits;
 use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
+use super::fan_out::{FanOutLimits, compile_fan_out};
 use super::guard::pipeline::PipelineSpec;
+use super::hedging::{Hedging, compile_hedging};
 use super::mechanisms::compile_mechanisms;
 use super::step_policy::{StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
-    FieldPath, Policy, Scenario, ScenarioError, Source, error_at_path, parse_named, quote, unknown_name,
+    FieldPath, Policy, Scenario, ScenarioError, Source, duration_ms, error_at_path, parse_named, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us};
 use crate::vocab::FailureKind;
@@ -22,22 +24,6 @@ pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_BACKOFF: Backoff =
     Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::Full };
-
-/// Limits on one run's fan-out (docs/essay.md section 22); None is unlimited.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct FanOutLimits {
-    pub max_branches: Option<u32>,
-    pub max_total_attempts: Option<u32>,
-    pub max_parallel_cost_units: Option<f64>,
-}
-
-/// Polly / gRPC hedging (docs/references.md section 6), for read-only steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Hedging {
-    pub delay_us: Micros,
-    /// Hedges beyond the first attempt (Polly's MaxHedgedAttempts).
-    pub max_hedged_attempts: u32,
-}
 
 #[derive(Debug, Clone)]
 pub struct PolicyModel {
@@ -84,14 +70,6 @@ crate::named_enum! {
     enum IdempotencyKey {
         PerCall => "per_call",
         PerAttempt => "per_attempt",
-    }
-}
-
-fn duration_ms(source: &Source, path: &FieldPath, ms: f64) -> Result<Micros, ScenarioError> {
-    if ms.is_finite() && ms >= 0.0 {
-        Ok(ms_to_us(ms))
-    } else {
-        Err(error_at_path(source, path, format!("must be a finite number >= 0, got {ms}")))
     }
 }
 
@@ -181,58 +159,6 @@ fn compile_policy(
         fan_out: compile_fan_out(source, &path.key("fan_out"), p.fan_out.as_ref())?,
         pipeline: mechanisms.pipeline,
     })
-}
-
-fn compile_admission(
-    source: &Source,
-    path: &FieldPath,
-    a: Option<&crate::scenario::AdmissionSpec>,
-) -> Result<Option<AdmissionRule>, ScenarioError> {
-    let Some(a) = a else { return Ok(None) };
-    let reserve_us = duration_ms(source, &path.key("reserve_ms"), a.reserve_ms.unwrap_or(0.0))?;
-    let on_insufficient =
-        parse_named(source, &path.key("on_insufficient"), a.on_insufficient.as_deref(), Insufficient::Reject)?;
-    Ok(Some(AdmissionRule { reserve_us, on_insufficient }))
-}
-
-fn compile_fan_out(
-    source: &Source,
-    path: &FieldPath,
-    f: Option<&crate::scenario::FanOutSpec>,
-) -> Result<FanOutLimits, ScenarioError> {
-    let Some(f) = f else { return Ok(FanOutLimits::default()) };
-    for (field, value) in [("max_branches", f.max_branches), ("max_total_attempts", f.max_total_attempts)] {
-        if value == Some(0) {
-            return Err(error_at_path(source, &path.key(field), "must be at least 1"));
-        }
-    }
-    if let Some(c) = f.max_parallel_cost_units
-        && !(c.is_finite() && c > 0.0)
-    {
-        let message = format!("must be a finite number > 0, got {c}");
-        return Err(error_at_path(source, &path.key("max_parallel_cost_units"), message));
-    }
-    Ok(FanOutLimits {
-        max_branches: f.max_branches,
-        max_total_attempts: f.max_total_attempts,
-        max_parallel_cost_units: f.max_parallel_cost_units,
-    })
-}
-
-/// Polly's defaults: Delay 2 s, MaxHedgedAttempts 1 (1..=10).
-fn compile_hedging(
-    source: &Source,
-    path: &FieldPath,
-    h: Option<&crate::scenario::Hedging>,
-) -> Result<Option<Hedging>, ScenarioError> {
-    let Some(h) = h else { return Ok(None) };
-    let delay_us = duration_ms(source, &path.key("delay_ms"), h.delay_ms.unwrap_or(2_000.0))?;
-    let max_hedged_attempts = h.max_hedged_attempts.unwrap_or(1);
-    if !(1..=10).contains(&max_hedged_attempts) {
-        let message = format!("must be between 1 and 10 (Polly's range), got {max_hedged_attempts}");
-        return Err(error_at_path(source, &path.key("max_hedged_attempts"), message));
-    }
-    Ok(Some(Hedging { delay_us, max_hedged_attempts }))
 }
 
 /// The kinds a policy retries: the default table, or its own `retry_on` list, which may not

@@ -189,10 +189,7 @@ impl RunMachine {
 
     /// Whether the run's fan-out limits allow one more attempt costing `cost`.
     fn fan_out_allows(&self, cx: &RunContext, cost: f64) -> bool {
-        let limits = &cx.policy.fan_out;
-        let attempts_ok = limits.max_total_attempts.is_none_or(|max| self.attempts_total < max);
-        let cost_ok = limits.max_parallel_cost_units.is_none_or(|max| self.cost_in_flight + cost <= max + 1e-9);
-        attempts_ok && cost_ok
+        cx.policy.fan_out.allows_attempt(self.attempts_total, self.cost_in_flight, cost)
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -345,7 +342,7 @@ impl RunMachine {
             return;
         }
         // Past max_branches a soft branch is cut at once (docs/essay.md section 22); a hard one waits its turn.
-        let branches_full = cx.policy.fan_out.max_branches.is_some_and(|max| self.budget.in_flight >= max);
+        let branches_full = !cx.policy.fan_out.has_branch_room(self.budget.in_flight);
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             refused(out, s, dependency, Refusal::FanOut, (Purpose::Call, AttemptKind::First), None);
@@ -367,7 +364,7 @@ impl RunMachine {
 
     /// A concurrency token is free and max_branches is not reached.
     fn has_branch_slot(&self, cx: &RunContext) -> bool {
-        let branches_ok = cx.policy.fan_out.max_branches.is_none_or(|max| self.budget.in_flight < max);
+        let branches_ok = cx.policy.fan_out.has_branch_room(self.budget.in_flight);
         self.budget.has_concurrency_slot() && branches_ok
     }
 
@@ -526,7 +523,7 @@ impl RunMachine {
     fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let Some(hedging) = cx.policy.hedging else { return };
         let st = &mut self.steps[s as usize];
-        if cx.workflow.steps[s as usize].effect != Effect::Read || st.hedges >= hedging.max_hedged_attempts {
+        if !hedging.may_hedge(cx.workflow.steps[s as usize].effect, st.hedges) {
             return;
         }
         let wake = st.next_wake();

@@ -3,6 +3,7 @@
 
 use super::error::{FieldPath, PathSegment, ScenarioError, quote};
 use super::load::{Format, Source};
+use crate::sim::{Micros, ms_to_us};
 use toml::de::{DeTable, DeValue};
 
 /// The byte offset of the deepest part of `path` present in the source.
@@ -177,6 +178,15 @@ pub fn parse_named<T: crate::vocab::Named>(
     T::parse(value).ok_or_else(|| {
         error_at_path(source, path, format!("unknown value {}; expected one of {}", quote(value), T::choices()))
     })
+}
+
+/// A duration the file gives in milliseconds, checked and in microseconds.
+pub fn duration_ms(source: &Source, path: &FieldPath, ms: f64) -> Result<Micros, ScenarioError> {
+    if ms.is_finite() && ms >= 0.0 {
+        Ok(ms_to_us(ms))
+    } else {
+        Err(error_at_path(source, path, format!("must be a finite number >= 0, got {ms}")))
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ pub mod types;
 
 pub use error::{FieldPath, ScenarioError, closest, quote, unknown_name};
 pub use load::{Format, Source, load_file, parse_source};
-pub use locate::{error_at_path, parse_named};
+pub use locate::{duration_ms, error_at_path, parse_named};
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override};
 pub use raw_table::RawTable;
 pub use table::read_table;
