@@ -1,6 +1,7 @@
 //! What the runtime calls: dependency stations, service-time distributions, failure kinds,
 //! faults, workloads and the side-effect ledger.
 
+mod check;
 pub mod dist;
 pub mod failure;
 pub mod fault_kind;

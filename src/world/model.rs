@@ -2,16 +2,16 @@
 //! every parameter checked. Compilation is the only place scenario values are validated, so
 //! the simulation itself never meets a bad value.
 
+use super::check::Checker;
 use super::dist::Distribution;
 use super::failure::ErrorTable;
 pub use super::fault_kind::FaultKind;
-use super::queue_policy::{Codel, Overflow, QueueOrder, QueuePolicy};
+use super::queue_policy::{QueuePolicy, compile_queue_policy};
 use crate::scenario::{
-    Arrivals, Dependency, ErrorMix, Fault, FieldPath, QueuePolicySpec, RateLimit, Scenario, ScenarioError, ServiceTime,
-    Source, Workflow, error_at_path, quote, unknown_name,
+    Arrivals, Dependency, Fault, FieldPath, RateLimit, Scenario, ScenarioError, Source, Workflow, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
-use crate::vocab::{DependencyKind, Named};
+use crate::vocab::DependencyKind;
 use std::collections::BTreeMap;
 
 /// Dependency names to their indices: resolving a reference is a lookup, not a scan, so a
@@ -162,70 +162,6 @@ impl World {
 
     pub fn dependency_index(&self, name: &str) -> Option<usize> {
         self.dependencies.iter().position(|d| d.name == name)
-    }
-}
-
-struct Checker<'a> {
-    source: &'a Source,
-}
-
-impl Checker<'_> {
-    /// The value a field spells, or `default` when it is absent.
-    fn named<T: Named>(&self, path: &FieldPath, value: Option<&str>, default: T) -> Result<T, ScenarioError> {
-        let Some(value) = value else { return Ok(default) };
-        T::parse(value)
-            .ok_or_else(|| self.err(path, format!("unknown value {}; expected one of {}", quote(value), T::choices())))
-    }
-
-    fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
-        error_at_path(self.source, path, message)
-    }
-
-    fn probability(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
-        if (0.0..=1.0).contains(&value) {
-            Ok(value)
-        } else {
-            Err(self.err(path, format!("a probability must be in [0, 1], got {value}")))
-        }
-    }
-
-    fn non_negative(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
-        if value.is_finite() && value >= 0.0 {
-            Ok(value)
-        } else {
-            Err(self.err(path, format!("must be a finite number >= 0, got {value}")))
-        }
-    }
-
-    fn positive(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
-        if value.is_finite() && value > 0.0 {
-            Ok(value)
-        } else {
-            Err(self.err(path, format!("must be a finite number > 0, got {value}")))
-        }
-    }
-
-    fn in_range(&self, path: &FieldPath, value: u32, low: u32, high: u32) -> Result<u32, ScenarioError> {
-        if (low..=high).contains(&value) {
-            Ok(value)
-        } else {
-            Err(self.err(path, format!("must be between {low} and {high}, got {value}")))
-        }
-    }
-
-    fn distribution(&self, path: &FieldPath, spec: &ServiceTime) -> Result<Distribution, ScenarioError> {
-        Distribution::from_spec(spec).map_err(|(field, message)| self.err(&path.key(field), message))
-    }
-
-    fn errors(&self, path: &FieldPath, mix: &ErrorMix) -> Result<ErrorTable, ScenarioError> {
-        let table = ErrorTable::from_mix(mix);
-        for (field, p) in ErrorTable::FIELDS.iter().zip(table.probabilities) {
-            self.probability(&path.key(field), p)?;
-        }
-        if table.total() > 1.0 + 1e-12 {
-            return Err(self.err(path, format!("error probabilities add up to {} (more than 1)", table.total())));
-        }
-        Ok(table)
     }
 }
 
@@ -432,32 +368,6 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         calls: Vec::new(),
         faults: Vec::new(),
     })
-}
-
-fn compile_queue_policy(c: &Checker, path: &FieldPath, q: &QueuePolicySpec) -> Result<QueuePolicy, ScenarioError> {
-    let order = c.named(&path.key("order"), q.order.as_deref(), QueueOrder::Fifo)?;
-    let overflow = c.named(&path.key("overflow"), q.overflow.as_deref(), Overflow::RejectNew)?;
-    if overflow == Overflow::RejectLowestPriority && order != QueueOrder::Priority {
-        let message = "reject_lowest_priority needs order = \"priority\" (the queue must know its priorities)";
-        return Err(c.err(&path.key("overflow"), message));
-    }
-    let max_wait_us = match q.max_wait_ms {
-        Some(ms) => Some(ms_to_us(c.positive(&path.key("max_wait_ms"), ms)?)),
-        None => None,
-    };
-    let codel = match &q.codel {
-        Some(spec) => {
-            let cp = path.key("codel");
-            let target_us = ms_to_us(c.positive(&cp.key("target_ms"), spec.target_ms.unwrap_or(5.0))?);
-            let interval_us = ms_to_us(c.positive(&cp.key("interval_ms"), spec.interval_ms.unwrap_or(100.0))?);
-            if target_us > interval_us {
-                return Err(c.err(&cp.key("target_ms"), "target_ms must not exceed interval_ms"));
-            }
-            Some(Codel { target_us, interval_us })
-        }
-        None => None,
-    };
-    Ok(QueuePolicy { order, max_wait_us, overflow, drop_abandoned: q.drop_abandoned, codel })
 }
 
 fn compile_rate_limit(c: &Checker, path: &FieldPath, r: &RateLimit) -> Result<RateLimitModel, ScenarioError> {

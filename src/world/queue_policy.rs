@@ -2,7 +2,9 @@
 //! long an attempt may wait, what a full room does, and whether it drops work nobody waits
 //! for any more. The defaults are today's plain bounded FIFO.
 
-use crate::sim::Micros;
+use super::check::Checker;
+use crate::scenario::{FieldPath, QueuePolicySpec, ScenarioError};
+use crate::sim::{Micros, ms_to_us};
 
 crate::named_enum! {
     pub enum QueueOrder {
@@ -63,6 +65,37 @@ impl Default for QueuePolicy {
             codel: None,
         }
     }
+}
+
+/// A dependency's `queue_policy` table, checked.
+pub(super) fn compile_queue_policy(
+    c: &Checker,
+    path: &FieldPath,
+    q: &QueuePolicySpec,
+) -> Result<QueuePolicy, ScenarioError> {
+    let order = c.named(&path.key("order"), q.order.as_deref(), QueueOrder::Fifo)?;
+    let overflow = c.named(&path.key("overflow"), q.overflow.as_deref(), Overflow::RejectNew)?;
+    if overflow == Overflow::RejectLowestPriority && order != QueueOrder::Priority {
+        let message = "reject_lowest_priority needs order = \"priority\" (the queue must know its priorities)";
+        return Err(c.err(&path.key("overflow"), message));
+    }
+    let max_wait_us = match q.max_wait_ms {
+        Some(ms) => Some(ms_to_us(c.positive(&path.key("max_wait_ms"), ms)?)),
+        None => None,
+    };
+    let codel = match &q.codel {
+        Some(spec) => {
+            let cp = path.key("codel");
+            let target_us = ms_to_us(c.positive(&cp.key("target_ms"), spec.target_ms.unwrap_or(5.0))?);
+            let interval_us = ms_to_us(c.positive(&cp.key("interval_ms"), spec.interval_ms.unwrap_or(100.0))?);
+            if target_us > interval_us {
+                return Err(c.err(&cp.key("target_ms"), "target_ms must not exceed interval_ms"));
+            }
+            Some(Codel { target_us, interval_us })
+        }
+        None => None,
+    };
+    Ok(QueuePolicy { order, max_wait_us, overflow, drop_abandoned: q.drop_abandoned, codel })
 }
 
 #[cfg(test)]
