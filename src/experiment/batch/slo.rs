@@ -29,6 +29,16 @@ impl Comparison {
         }
     }
 
+    /// How a failure message names what was compared: the side [`Comparison::judged_on`] names.
+    pub fn judged_bound(self) -> &'static str {
+        match self {
+            Comparison::Less | Comparison::LessOrEqual => "the upper 95 % bound",
+            Comparison::Greater | Comparison::GreaterOrEqual => "the lower 95 % bound",
+            Comparison::Equal => "a 95 % bound",
+            Comparison::NotEqual => "the 95 % interval",
+        }
+    }
+
     /// Which side of the 95 % interval [`judge`] compares with the threshold.
     pub fn judged_on(self) -> &'static str {
         match self {

@@ -84,6 +84,9 @@ struct Outcome {
     /// The value compared with `limit`: a bound of the 95 % interval (`judged_on`).
     judged: Option<f64>,
     judged_on: &'static str,
+    /// How a failure message names the judged value (`Comparison::judged_bound`).
+    #[serde(skip)]
+    judged_bound: &'static str,
     /// The threshold in the metric's unit (a `%` regression limit scaled by the baseline mean).
     limit: Option<f64>,
     mean: Option<f64>,
@@ -111,6 +114,7 @@ impl Outcome {
             pass: Some(pass),
             judged: finite(judged),
             judged_on: check.comparison.judged_on(),
+            judged_bound: check.comparison.judged_bound(),
             limit: finite(limit),
             mean: finite(e.mean),
             ci95_low: finite(e.low),
@@ -130,6 +134,7 @@ impl Outcome {
             pass: None,
             judged: None,
             judged_on: check.comparison.judged_on(),
+            judged_bound: check.comparison.judged_bound(),
             limit: None,
             mean: None,
             ci95_low: None,
@@ -165,12 +170,7 @@ impl Outcome {
     /// Why a failed check failed, in one sentence.
     fn failure_message(&self) -> String {
         let show = |v: Option<f64>| v.map(human).unwrap_or_else(|| "n/a".into());
-        let bound = match self.judged_on {
-            "upper" => "the upper 95 % bound",
-            "lower" => "the lower 95 % bound",
-            "both" => "a 95 % bound",
-            _ => "the 95 % interval",
-        };
+        let bound = self.judged_bound;
         let mut m = format!(
             "{}: {bound} {} does not meet {} {}; mean {}, 95% CI {}",
             self.label(),
@@ -354,7 +354,7 @@ fn load_baseline(
             crate::scenario::error::Origin::Argument(_) => {
                 CommandError::Input(format!("{e} (in the baseline scenario {})", path.display()))
             }
-            _ => e.into(),
+            crate::scenario::error::Origin::File { .. } => e.into(),
         })?
         .model;
     if base.policy_index(policy).is_none() {
@@ -468,7 +468,7 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
                 String::new(),
                 String::new(),
             ],
-            _ => vec![
+            Status::Pass | Status::Fail => vec![
                 o.status.word().into(),
                 format!("{}{}", o.label(), o.undefined_note()),
                 o.judged.map(human).unwrap_or_else(|| "n/a".into()),
