@@ -101,15 +101,17 @@ impl<'m> RunChecks<'m> {
         let run = &mut self.runs[slot];
         let step_policy = &model.policies[policy].steps[run.workflow][step as usize];
         let count = &mut run.steps[step as usize];
+        // A token pays for a retry or hedge that goes out (docs/scenario.md 8.3): count those
+        // sent, not those decided, since a refused one gives its token back.
+        if purpose != Purpose::Lookup && kind.is_repeat() {
+            run.retries += 1;
+        }
         let (made, target) = match (purpose, kind, count.on_fallback) {
             (Purpose::Lookup, _, _) => {
                 count.lookups += 1;
                 (count.lookups, "status lookups")
             }
-            (Purpose::Call | Purpose::Write { .. }, AttemptKind::Hedge, _) => {
-                run.retries += 1;
-                (0, "")
-            }
+            (Purpose::Call | Purpose::Write { .. }, AttemptKind::Hedge, _) => (0, ""),
             (Purpose::Call | Purpose::Write { .. }, AttemptKind::First | AttemptKind::Retry, false) => {
                 count.primary += 1;
                 (count.primary, "attempts")
@@ -193,12 +195,6 @@ impl Tracer for RunChecks<'_> {
                     self.hard_step_ended(slot, step);
                 }
             }
-            TraceEvent::Decided { decision: crate::runtime::Decision::Retry { .. }, .. } => {
-                let run = &mut self.runs[slot];
-                run.retries += 1;
-                let (number, retries) = (run.number, run.retries);
-                self.check_tokens(number, retries);
-            }
             TraceEvent::AttemptRefused { purpose: Purpose::Lookup, reason, .. } => {
                 self.lookup_lost(slot, format!("refused ({})", reason.name()))
             }
@@ -245,12 +241,23 @@ mod tests {
         let tokens = m.policies[p].budget.retry_tokens.expect("the resilient policy sets retry tokens");
         let mut checks = RunChecks::new(&m, p);
         started(&mut checks, &m);
-        let retry = TraceEvent::Decided { step: 0, decision: Decision::Retry { sleep_us: 0 }, retry_tokens_left: 0 };
-        for _ in 0..tokens {
-            checks.record(0, 1, retry);
+        // Retries sent (one per step, so no step passes its max_attempts): a decided retry that is
+        // refused gives its token back, so only the ones that go out count.
+        let retry = |step: u8| TraceEvent::AttemptSent {
+            step,
+            serial: 1,
+            dependency: 0,
+            kind: AttemptKind::Retry,
+            purpose: Purpose::Call,
+        };
+        let decided = TraceEvent::Decided { step: 0, decision: Decision::Retry { sleep_us: 0 }, retry_tokens_left: 0 };
+        for step in 0..tokens as u8 {
+            checks.record(0, 1, decided);
+            checks.record(0, 1, retry(step));
         }
-        assert_eq!(checks.breach, None, "{tokens} retries are within {tokens} tokens");
-        checks.record(0, 2, retry);
+        checks.record(0, 1, decided);
+        assert_eq!(checks.breach, None, "{tokens} retries sent are within {tokens} tokens");
+        checks.record(0, 2, retry(tokens as u8));
         let breach = checks.breach.expect("one retry too many");
         assert_eq!((breach.invariant, breach.run), (RETRY_BUDGET, 1));
     }
