@@ -208,7 +208,23 @@ impl Tracer for RunChecks<'_> {
                 StationExit::Expired => self.lookup_lost(slot, "dropped from the queue".into()),
                 StationExit::Rejected { .. } | StationExit::Served { .. } | StationExit::Cancelled => {}
             },
-            _ => {}
+            // What these checks do not read: other budgets, decisions (a decided retry may be
+            // refused and give its token back), other refusals and departures, the station's
+            // own steps and the run's end.
+            TraceEvent::BudgetExhausted { .. }
+            | TraceEvent::Decided { .. }
+            | TraceEvent::AttemptRefused { .. }
+            | TraceEvent::StationLeft { .. }
+            | TraceEvent::RunStarted { .. }
+            | TraceEvent::AttemptWaiting { .. }
+            | TraceEvent::AttemptEnded { .. }
+            | TraceEvent::AttemptCancelled { .. }
+            | TraceEvent::RunEnded { .. }
+            | TraceEvent::RunFinalized { .. }
+            | TraceEvent::StationArrived { .. }
+            | TraceEvent::ServiceStarted { .. }
+            | TraceEvent::CallerTimedOut { .. }
+            | TraceEvent::EffectCommitted { .. } => {}
         }
     }
 }
