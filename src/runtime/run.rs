@@ -382,16 +382,13 @@ impl RunMachine {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
+        let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else {
-            if st.next_is_retry() {
-                self.unsent(AttemptKind::Retry);
-            }
+            self.unsent(kind);
             self.step_gave_up(cx, out, s, false);
             return;
         };
-        let is_retry = st.next_is_retry();
         let cost = cx.costs[dependency];
-        let kind = if is_retry { AttemptKind::Retry } else { AttemptKind::First };
         // A retry's token was taken when it was decided (see `retry`); only the cost is
         // checked here. A cheaper fallback may still fit a cost budget.
         if let Err(exhausted) = self.budget.check_cost(cost) {

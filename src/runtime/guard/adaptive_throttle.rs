@@ -159,8 +159,6 @@ impl Guard for AdaptiveThrottle {
         if self.admit(now, seat.draw(ask)) { Verdict::Pass } else { Verdict::Refuse(Refusal::Throttled) }
     }
 
-    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
-
     fn end(&mut self, now: Micros, parting: Parting, _out: &mut impl Effects) {
         if let Ending::Outcome(end) = parting.ending {
             self.on_attempt_end(now, end);

@@ -188,8 +188,6 @@ impl Guard for AdmissionControl {
         }
     }
 
-    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
-
     fn end(&mut self, now: Micros, parting: Parting, _out: &mut impl Effects) {
         if let Ending::Outcome(end) = parting.ending {
             self.on_attempt_end(now, end);

@@ -144,8 +144,9 @@ pub trait Guard {
     /// by a later one: then `undo` follows before anything else reaches it.
     fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, out: &mut impl Effects) -> Verdict;
 
-    /// A later guard refused the attempt this one had just passed (or queued).
-    fn undo(&mut self, now: Micros, parting: Parting, out: &mut impl Effects);
+    /// A later guard refused the attempt this one had just passed (or queued). Guards that
+    /// grant nothing before `start` (budgets, throttles, shedders) keep this default.
+    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
 
     /// Every guard of the route passed: returns what the attempt owes this guard (a retry
     /// budget's charge; 0 for the others).

@@ -137,8 +137,6 @@ impl Guard for ShedderSpec {
         }
     }
 
-    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
-
     fn end(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
 }
 

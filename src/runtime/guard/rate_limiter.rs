@@ -106,11 +106,19 @@ impl RateLimiter {
         debug_assert!(self.permissions <= self.limit(), "never more than a cycle's permissions");
     }
 
+    /// Takes a permission of the current cycle, if one is left.
+    fn take_now(&mut self, now: Micros) -> bool {
+        self.refresh(now);
+        let left = self.permissions > 0;
+        if left {
+            self.permissions -= 1;
+        }
+        left
+    }
+
     /// Asks for one permission at `now` (AtomicRateLimiter.reservePermission).
     pub fn acquire(&mut self, now: Micros) -> Permission {
-        self.refresh(now);
-        if self.permissions > 0 {
-            self.permissions -= 1;
+        if self.take_now(now) {
             return Permission::Now;
         }
         // Permissions at the start of the next cycle, less those reserved: the first cycle whose
@@ -151,12 +159,7 @@ impl Guard for RateLimiter {
     fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, _out: &mut impl Effects) -> Verdict {
         if seat.waiting_elsewhere {
             // One queue at a time: only a permission of this cycle will do.
-            self.refresh(now);
-            if self.permissions > 0 {
-                self.permissions -= 1;
-                return Verdict::Pass;
-            }
-            return Verdict::Refuse(Refusal::Throttled);
+            return if self.take_now(now) { Verdict::Pass } else { Verdict::Refuse(Refusal::Throttled) };
         }
         match self.acquire(now) {
             Permission::Now => Verdict::Pass,

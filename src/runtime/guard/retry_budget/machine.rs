@@ -60,8 +60,7 @@ impl<M: RetryBudgetMachine> Guard for Budget<M> {
         }
     }
 
-    /// Nothing was taken yet: budgets charge only in `start`, once every guard has passed.
-    fn undo(&mut self, _now: Micros, _parting: Parting, _out: &mut impl Effects) {}
+    // `undo` keeps the default: budgets charge only in `start`, once every guard has passed.
 
     fn start(&mut self, now: Micros, info: &AttemptInfo) -> u32 {
         let (attempt, charge) = if info.kind.is_repeat() {
