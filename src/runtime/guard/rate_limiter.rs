@@ -8,7 +8,10 @@
 //! that wait is at most `timeout_duration_us` it reserves the permission (the count goes below
 //! zero) and waits for that cycle to start; if not, it is refused at once and reserves nothing.
 //! A reservation is never given back: a waiter that gives up has still spent its permission,
-//! as a thread interrupted in resilience4j's `acquirePermission` has.
+//! as a thread interrupted in resilience4j's `acquirePermission` has. Compared with
+//! AtomicRateLimiter's `calculateNextState`, `nanosToWaitForPermission` (the same cycle
+//! arithmetic) and `reservePermission`; unlike `acquirePermission`, a call that cannot wait in
+//! time is refused at once instead of after parking for the whole timeout (docs/scenario.md 8.15).
 
 use super::compile::{Compile, Invalid, Scope, Stage};
 use super::contract::{Ask, Guard, GuardConfig, Parting, Seat, Verdict};
