@@ -7,14 +7,16 @@ use common::*;
 
 use faultline::engine::Model;
 use faultline::metrics::Observation;
+use faultline::runtime::degradation::RunMode;
 use faultline::runtime::guard::Loads;
 use faultline::runtime::guard::pipeline::Pipeline;
 use faultline::runtime::hedging::Hedging;
 use faultline::runtime::policy::PolicyModel;
+use faultline::runtime::run::NORMAL_RUN;
 use faultline::runtime::step::StepPhase;
 use faultline::runtime::{AttemptResult, Command, Outbox, Purpose, RunBudget, RunContext, RunMachine};
 use faultline::sim::{Micros, StreamKey};
-use faultline::vocab::{BudgetKind, FailureKind, Outcome};
+use faultline::vocab::{BudgetKind, DegradationMode, DegradedReason, FailureKind, Outcome};
 use faultline::world::Station;
 use std::collections::BTreeSet;
 
@@ -87,6 +89,9 @@ struct Harness {
     machine: RunMachine,
     out: Outbox,
     now: Micros,
+    /// How the run is treated by the degradation modes, and whether writes are paused now.
+    mode: RunMode,
+    writes_paused: bool,
 }
 
 impl Harness {
@@ -99,13 +104,16 @@ impl Harness {
         let policy = model.policies[0].clone();
         let costs = model.world.dependencies.iter().map(|d| d.cost_units).collect();
         let (machine, out) = (RunMachine::vacant(), Outbox::default());
-        let mut h = Harness { model, policy, costs, wf, machine, out, now: T0 };
+        let mut h = Harness { model, policy, costs, wf, machine, out, now: T0, mode: NORMAL_RUN, writes_paused: false };
         h.reset(1);
         h
     }
 
     fn hedged(mut self, delay_ms: u64, max_hedged_attempts: u32) -> Self {
         self.policy.hedging = Some(Hedging { delay_us: delay_ms * 1_000, max_hedged_attempts });
+        for mode in &mut self.policy.modes {
+            mode.hedging = true;
+        }
         self
     }
 
@@ -113,8 +121,9 @@ impl Harness {
     fn reset(&mut self, seed: u64) {
         self.now = T0;
         let deadline_at = T0 + self.model.world.workloads[self.wf].deadline_us;
-        let budget = RunBudget::new(&self.policy.budget, deadline_at);
-        self.machine.reset(self.wf as u16, &self.model.workflows[self.wf], StreamKey::root(seed), T0, budget);
+        let budget = RunBudget::new(&self.policy.modes[self.mode.overrides.index()].budget, deadline_at);
+        let (workflow, key) = (&self.model.workflows[self.wf], StreamKey::root(seed));
+        self.machine.reset(self.wf as u16, workflow, key, T0, budget, self.mode);
     }
 
     /// Moves the clock to T0 + `us`.
@@ -136,6 +145,7 @@ impl Harness {
             pipeline: &mut pipeline,
             loads: Loads { stations: &stations, dependencies: &self.model.world.dependencies },
             run_slot: 0,
+            writes_paused: self.writes_paused,
         };
         f(&mut self.machine, &mut cx, &mut self.out);
         assert!(self.out.shared.is_empty(), "no guards, no shared observations");
@@ -193,7 +203,21 @@ fn end(outcome: Outcome) -> Command {
 }
 
 fn run_ended(outcome: Outcome, latency_us: Micros) -> Observation {
-    Observation::RunEnded { workflow: 0, outcome, latency_us, deadline_exceeded: false }
+    ended_with(0, outcome, latency_us, 0)
+}
+
+/// A run of workflow `workflow` in normal mode that ended in time; `degraded`: the bits of
+/// what its result lacks.
+fn ended_with(workflow: u16, outcome: Outcome, latency_us: Micros, degraded: u8) -> Observation {
+    Observation::RunEnded {
+        workflow,
+        outcome,
+        latency_us,
+        deadline_exceeded: false,
+        past_deadline: false,
+        mode: DegradationMode::Normal,
+        degraded,
+    }
 }
 
 fn none() -> Out {
@@ -232,6 +256,9 @@ fn an_end_past_the_deadline_is_flagged() {
         outcome: Outcome::Succeeded,
         latency_us: 1_500_000,
         deadline_exceeded: true,
+        past_deadline: true,
+        mode: DegradationMode::Normal,
+        degraded: 0,
     };
     let end = Command::End { outcome: Outcome::Succeeded, deadline_exceeded: true };
     assert_eq!(h.at(1_500_000).ok(0, 0), (vec![end], vec![ended]));
@@ -349,12 +376,22 @@ fn the_retry_token_budget_omits_a_soft_step_and_the_run_ends_degraded() {
     let mut h = Harness::new(&scenario(10_000, &graph, &policy));
     h.start();
     h.at(100_000).fail(0, 0, FailureKind::Overloaded);
-    let observed = vec![Observation::BudgetExhausted(BudgetKind::Retry), Observation::StepOmitted { step: 0 }, CALL];
+    let observed = vec![
+        Observation::BudgetExhausted(BudgetKind::Retry),
+        Observation::StepOmitted { step: 0, by_mode: false },
+        CALL,
+    ];
     let next = h.at(200_000).fail(0, 1, FailureKind::Overloaded);
     assert_eq!(next, (vec![call(1, 0, TOOLS, 2_000_000)], observed), "b's first attempt needs no token");
     assert_eq!(h.machine.steps[0].phase, StepPhase::Omitted);
     let last = h.at(300_000).ok(1, 0);
-    assert_eq!(last, (vec![end(Outcome::Degraded)], vec![run_ended(Outcome::Degraded, 300_000)]));
+    assert_eq!(
+        last,
+        (
+            vec![end(Outcome::Degraded)],
+            vec![ended_with(0, Outcome::Degraded, 300_000, DegradedReason::StepOmitted.bit())]
+        )
+    );
 }
 
 #[test]
@@ -373,12 +410,7 @@ fn exhausted_attempts_fall_back_and_the_run_ends_degraded() {
     assert_eq!(to_backup, (vec![call(0, 2, BACKUP, 2_000_000)], vec![]));
     assert!(h.machine.steps[0].on_fallback);
     assert_eq!(h.machine.budget.retry_tokens_left, MAX - 1, "the first fallback call is not a retry");
-    let ended = Observation::RunEnded {
-        workflow: 1,
-        outcome: Outcome::Degraded,
-        latency_us: 300_000,
-        deadline_exceeded: false,
-    };
+    let ended = ended_with(1, Outcome::Degraded, 300_000, DegradedReason::FallbackUsed.bit());
     let observed = vec![Observation::FallbackUsed { step: 2 }, ended];
     assert_eq!(h.at(300_000).ok(0, 2), (vec![end(Outcome::Degraded)], observed));
     assert_eq!(h.machine.budget.cost_used, 4.5, "llm 2 + llm 2 + backup 0.5");
@@ -753,7 +785,9 @@ fn random_inputs_keep_the_run_invariants() {
     for run in 0..600u64 {
         h.policy = base.clone();
         h.policy.budget.concurrency_tokens = (run % 2 == 0).then_some(1);
+        h.policy.modes[0].budget = h.policy.budget;
         h.policy.hedging = (run % 3 == 0).then_some(Hedging { delay_us: 50_000, max_hedged_attempts: 2 });
+        h.policy.modes[0].hedging = h.policy.hedging.is_some();
         h.reset(run);
         let mut l = Ledger::default();
         let started = h.start();

@@ -22,6 +22,8 @@ pub enum Event {
     CapacityChange { dependency: u16 },
     /// End of a time-series window: sample queue depths.
     WindowEnd,
+    /// The degradation modes read their signals (every `evaluation_interval_ms`).
+    ModeTick,
 }
 
 #[cfg(test)]

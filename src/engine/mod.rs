@@ -68,6 +68,7 @@ impl Model {
             breakers: self.policies[policy].breaker_labels.clone(),
             workflows: self.workflows.iter().map(|w| w.name.clone()).collect(),
             workflow_tenants: self.workflows.iter().map(|w| w.tenant.clone()).collect(),
+            modes: self.policies[policy].degradation.is_some(),
         }
     }
 

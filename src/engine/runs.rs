@@ -4,12 +4,12 @@
 //! bulkhead permits handed between runs.
 
 use super::event::Event;
-use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_RESUBMIT};
+use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_MODE, TAG_RESUBMIT};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
 use crate::runtime::guard::Loads;
-use crate::runtime::run::split_waiter_token;
+use crate::runtime::run::{NORMAL_RUN, split_waiter_token};
 use crate::runtime::{
     AttemptResult, Command, Effects, Purpose, RunBudget, RunContext, RunMachine, RunStart, TraceEvent, TraceSink,
     Tracer,
@@ -30,7 +30,12 @@ impl<T: Tracer> Simulation<'_, T> {
         let measured = now >= model.world.warmup_us;
         // `run_keys[w]` is `root.with(TAG_RUN).with(workload.stream_id)`, made once.
         let key = self.run_keys[workflow].with(u64::from(arrival)).with(u64::from(resubmission));
-        let budget = RunBudget::new(&self.policy.budget, now + workload.deadline_us);
+        let mode = match &self.modes {
+            Some(modes) => modes.run_mode(workflow, key.with(TAG_MODE).stream().unit()),
+            None => NORMAL_RUN,
+        };
+        let limits = &self.policy.modes[mode.overrides.index()].budget;
+        let budget = RunBudget::new(limits, now + workload.deadline_us);
         let id = self.runs.alloc(RunSlot::vacant);
         let slot = &mut self.runs[id];
         slot.generation = slot.generation.wrapping_add(1);
@@ -44,7 +49,7 @@ impl<T: Tracer> Simulation<'_, T> {
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
         let deadline_at_us = budget.deadline_at;
-        slot.machine.reset(workflow as u16, wf, key, now, budget);
+        slot.machine.reset(workflow as u16, wf, key, now, budget, mode);
         if T::ON {
             self.runs_started += 1;
             let number = self.runs_started;
@@ -82,6 +87,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let model = self.model;
         let slot = &mut self.runs[r];
         let w = slot.machine.workflow as usize;
+        let policy = self.policy;
+        let writes_paused =
+            self.modes.as_ref().is_some_and(|m| m.writes_paused(|mode| policy.modes[mode.index()].pause_writes, w));
         let mut cx = RunContext {
             now,
             workflow: &model.workflows[w],
@@ -92,6 +100,7 @@ impl<T: Tracer> Simulation<'_, T> {
             pipeline: &mut self.pipeline,
             loads: Loads { stations: &self.stations, dependencies: &model.world.dependencies },
             run_slot: r,
+            writes_paused,
         };
         let mut out = RunEffects::<T> {
             recorder: &mut self.recorder,
@@ -229,6 +238,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let model = self.model;
         let slot = &self.runs[r];
         let workflow = slot.machine.workflow;
+        if let Some(modes) = &mut self.modes {
+            modes.run_ended(workflow as usize, slot.machine.mode, outcome, slot.machine.left_effect_unknown());
+        }
         let workload = &model.world.workloads[workflow as usize];
         if let Some(resubmit) = &workload.resubmit
             && (outcome == Outcome::Failed || deadline_exceeded)
@@ -256,6 +268,9 @@ impl<T: Tracer> Simulation<'_, T> {
         debug_assert!(slot.machine.ended, "only an ended run is finalized");
         slot.finalized = true;
         let (measured, outcome, duplicate_effect) = (slot.measured, slot.machine.outcome, slot.duplicate);
+        if let Some(modes) = &mut self.modes {
+            modes.run_finalized(slot.machine.workflow as usize, outcome, duplicate_effect);
+        }
         self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect });
         if T::ON {
             self.tracer.record(r, now, TraceEvent::RunFinalized { duplicate_effect });

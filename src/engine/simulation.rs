@@ -4,10 +4,11 @@ use super::Model;
 use super::arena::Arena;
 use super::event::Event;
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
+use crate::runtime::degradation::{ModeController, Transition};
 use crate::runtime::guard::pipeline::Pipeline;
 use crate::runtime::{AttemptTrace, Command, DrawRecorder, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
 use crate::sim::{EventQueue, Micros, StreamKey};
-use crate::vocab::{FailureKind, Priority};
+use crate::vocab::{BreakerState, FailureKind, Priority};
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
@@ -15,6 +16,7 @@ use std::fmt;
 /// Purpose tags: the first component of every keyed stream path below the root.
 pub(super) const TAG_RUN: u64 = 1;
 pub(super) const TAG_RESUBMIT: u64 = 3;
+pub(super) const TAG_MODE: u64 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum JobPhase {
@@ -182,6 +184,18 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub stop_at: Micros,
     /// Follows chosen root runs step by step ([`NoTrace`] compiles every hook away).
     pub tracer: T,
+    /// The workflows' degradation modes, when the policy declares them.
+    pub modes: Option<ModeController<'m>>,
+    /// Reused at every mode evaluation.
+    pub mode_scratch: ModeScratch,
+}
+
+/// Buffers a mode evaluation fills, kept between evaluations.
+#[derive(Default)]
+pub(super) struct ModeScratch {
+    breakers: Vec<(u16, BreakerState)>,
+    depths: Vec<u32>,
+    transitions: Vec<(usize, Transition)>,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
@@ -227,6 +241,8 @@ pub fn simulate_following<T: Tracer>(
         error: None,
         stop_at: world.duration_us.saturating_add(world.drain_limit_us),
         tracer,
+        modes: model.policies[policy].degradation.as_ref().map(|d| ModeController::new(d, model.workflows.len())),
+        mode_scratch: ModeScratch::default(),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -263,6 +279,9 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         }
         self.queue.schedule(world.window_us, Event::WindowEnd);
+        if let Some(modes) = &self.modes {
+            self.queue.schedule(modes.interval_us(), Event::ModeTick);
+        }
     }
 
     fn run_loop(&mut self) -> Result<u64, SimError> {
@@ -311,6 +330,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Event::QueueExpiry { job, generation } => self.on_queue_expiry(now, job, generation),
             Event::RemoteWake { job, generation } => self.on_remote_wake(now, job, generation),
             Event::CapacityChange { dependency } => self.on_capacity_change(now, dependency as usize),
+            Event::ModeTick => self.on_mode_tick(now),
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;
@@ -320,10 +340,33 @@ impl<T: Tracer> Simulation<'_, T> {
                 for (breaker, state) in self.pipeline.breaker_states() {
                     self.recorder.observe(now, true, Observation::BreakerHeld { breaker, state });
                 }
+                self.recorder.carry_modes(now);
                 if now < self.model.world.duration_us || self.live_runs > 0 {
                     self.queue.schedule(now + self.model.world.window_us, Event::WindowEnd);
                 }
             }
+        }
+    }
+}
+
+impl<T: Tracer> Simulation<'_, T> {
+    /// The workflows' mode machines read breakers, queues, refusals and their error budgets;
+    /// each change of mode is an observation.
+    fn on_mode_tick(&mut self, now: Micros) {
+        let Some(modes) = &mut self.modes else { return };
+        let scratch = &mut self.mode_scratch;
+        scratch.breakers.clear();
+        scratch.breakers.extend(self.pipeline.breaker_states());
+        scratch.depths.clear();
+        scratch.depths.extend(self.stations.iter().map(|s| s.queued));
+        scratch.transitions.clear();
+        modes.evaluate(now, &scratch.breakers, &scratch.depths, &self.recorder.refused_all, &mut scratch.transitions);
+        for &(workflow, t) in &scratch.transitions {
+            let o = Observation::ModeTransition { workflow: workflow as u16, from: t.from, to: t.to, flap: t.flap };
+            self.recorder.observe(now, true, o);
+        }
+        if now < self.model.world.duration_us || self.live_runs > 0 {
+            self.queue.schedule(now + modes.interval_us(), Event::ModeTick);
         }
     }
 }

@@ -2,6 +2,7 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
+pub mod modes;
 pub mod observation;
 pub mod recorder;
 pub mod recovery;
@@ -31,4 +32,6 @@ pub struct Labels {
     pub workflows: Vec<String>,
     /// The tenant of each workflow, if it has one.
     pub workflow_tenants: Vec<Option<String>>,
+    /// The policy declares degradation modes: mode metrics and time-series columns exist.
+    pub modes: bool,
 }

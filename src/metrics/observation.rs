@@ -3,7 +3,7 @@
 //! touches a counter and a trace of a run can reuse the same stream.
 
 use crate::sim::Micros;
-use crate::vocab::{BreakerState, BudgetKind, FailureKind, Outcome, Refusal};
+use crate::vocab::{BreakerState, BudgetKind, DegradationMode, FailureKind, Outcome, Refusal};
 
 /// Something that happened at a moment of virtual time. Small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -11,13 +11,31 @@ pub enum Observation {
     RunStarted {
         workflow: u16,
     },
-    /// A root run ended; `latency_us` from its start.
+    /// A root run ended; `latency_us` from its start. `deadline_exceeded`: no result by the
+    /// deadline (late, or stopped because time ran out); `past_deadline`: ended after it.
+    /// `mode` is its workflow's degradation mode as it started, `degraded` the bits of
+    /// `DegradedReason` its result lacks.
     RunEnded {
         workflow: u16,
         outcome: Outcome,
         latency_us: Micros,
         deadline_exceeded: bool,
+        past_deadline: bool,
+        mode: DegradationMode,
+        degraded: u8,
     },
+    /// A workflow's degradation mode changed; `flap` when it returned to a degraded mode soon
+    /// after leaving one.
+    ModeTransition {
+        workflow: u16,
+        from: DegradationMode,
+        to: DegradationMode,
+        flap: bool,
+    },
+    /// The degradation mode refused a new run (PAUSED).
+    RunPaused,
+    /// The degradation mode stopped a write: the run went to a human.
+    WritePaused,
     /// Every attempt of an ended run has left its station: its safety is final.
     RunFinalized {
         outcome: Outcome,
@@ -33,8 +51,10 @@ pub enum Observation {
     FallbackUsed {
         step: u32,
     },
+    /// `by_mode`: the degradation mode did not start it; otherwise it failed.
     StepOmitted {
         step: u32,
+        by_mode: bool,
     },
     StepFailed {
         step: u32,

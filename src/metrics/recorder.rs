@@ -1,12 +1,13 @@
 //! Counters, histograms and time integrals for one replication. Everything is fixed-size or
 //! grows with the number of windows, never with the number of events.
 
+use super::modes::ModeStats;
 use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::timeseries::{self, TimeSeries};
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
-use crate::vocab::{BreakerState, BudgetKind, FailureKind, Outcome, Refusal};
+use crate::vocab::{BreakerState, BudgetKind, DegradationMode, DegradedReason, FailureKind, Outcome, Refusal};
 use hdrhistogram::Histogram;
 
 /// Largest latency the histograms resolve (27.7 hours in microseconds); larger values saturate.
@@ -21,6 +22,9 @@ pub struct RunStats {
     pub runs: u64,
     pub outcomes: [u64; Outcome::COUNT],
     pub deadline_exceeded: u64,
+    pub past_deadline: u64,
+    /// Degraded runs by what their result lacks (a run may lack several things).
+    pub degraded: [u64; DegradedReason::COUNT],
     pub duplicate_effect_runs: u64,
     pub safe_runs: u64,
     pub latency_us: Histogram<u64>,
@@ -38,8 +42,11 @@ pub struct RunStats {
     pub resubmitted: u64,
     pub fallback_used: u64,
     pub omitted_steps: u64,
+    pub omitted_by_mode: u64,
     pub admission_rejected: u64,
     pub admission_async: u64,
+    pub runs_paused: u64,
+    pub writes_paused: u64,
 }
 
 /// Station-level figures for one dependency.
@@ -191,6 +198,10 @@ pub struct Recorder {
     pub step_failed: Vec<u64>,
     pub breakers: Vec<BreakerStats>,
     pub timeseries: TimeSeries,
+    /// Degradation modes, when the policy declares them.
+    pub modes: Option<ModeStats>,
+    /// Refusals since the start, warm-up included, by reason: a signal the modes read.
+    pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
     pub window: (Micros, Micros),
     /// (earliest fault start, latest fault end) over the scenario's faults, for the recovery
@@ -213,6 +224,8 @@ impl Recorder {
                 runs: 0,
                 outcomes: [0; Outcome::COUNT],
                 deadline_exceeded: 0,
+                past_deadline: 0,
+                degraded: [0; DegradedReason::COUNT],
                 duplicate_effect_runs: 0,
                 safe_runs: 0,
                 latency_us: histogram(3),
@@ -229,8 +242,11 @@ impl Recorder {
                 resubmitted: 0,
                 fallback_used: 0,
                 omitted_steps: 0,
+                omitted_by_mode: 0,
                 admission_rejected: 0,
                 admission_async: 0,
+                runs_paused: 0,
+                writes_paused: 0,
             },
             dependencies: (0..dependencies).map(|_| DependencyStats::new()).collect(),
             step_omitted: vec![0; steps],
@@ -238,7 +254,14 @@ impl Recorder {
             step_failed: vec![0; steps],
             workflows: vec![ClassStats::default(); labels.workflows.len().max(1)],
             breakers: labels.breakers.iter().map(|_| BreakerStats::new()).collect(),
-            timeseries: TimeSeries::new(timeseries_window_us, dependencies, labels.breakers.len()),
+            timeseries: TimeSeries::new(
+                timeseries_window_us,
+                dependencies,
+                labels.breakers.len(),
+                mode_columns(labels),
+            ),
+            modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
+            refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
         }
@@ -288,9 +311,7 @@ impl Recorder {
                     self.workflows[workflow as usize].runs += 1;
                 }
             }
-            Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded } => {
-                self.run_ended(now, measured, workflow, outcome, latency_us, deadline_exceeded)
-            }
+            Observation::RunEnded { .. } => self.run_ended(now, measured, o),
             Observation::LogicalCall => self.run.logical_calls += u64::from(measured),
             Observation::RunFinalized { outcome, duplicate_effect } if measured => {
                 self.run.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
@@ -300,18 +321,24 @@ impl Recorder {
         }
     }
 
-    fn run_ended(
-        &mut self,
-        now: Micros,
-        measured: bool,
-        workflow: u16,
-        outcome: Outcome,
-        latency_us: Micros,
-        deadline_exceeded: bool,
-    ) {
+    fn run_ended(&mut self, now: Micros, measured: bool, ended: Observation) {
+        let Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded, past_deadline, mode, degraded } =
+            ended
+        else {
+            unreachable!("only RunEnded is passed here")
+        };
         self.timeseries.add_run_end(now, outcome.is_success(), deadline_exceeded);
         if measured {
+            if let Some(modes) = &mut self.modes {
+                modes.run_ended(mode, outcome);
+            }
             let r = &mut self.run;
+            r.past_deadline += u64::from(past_deadline);
+            if outcome == Outcome::Degraded {
+                for reason in DegradedReason::ALL {
+                    r.degraded[reason.index()] += u64::from(degraded & reason.bit() != 0);
+                }
+            }
             r.outcomes[outcome.index()] += 1;
             r.latency_us.saturating_record(latency_us.max(1));
             r.latency_sum_us += us_as_f64(latency_us);
@@ -342,6 +369,7 @@ impl Recorder {
                 r.effect_unknown += u64::from(measured);
             }
             Observation::Refused { dependency, reason } => {
+                self.refused_all[reason.index()] += 1;
                 self.timeseries.add_refused(now, dependency as usize);
                 if measured {
                     self.dependencies[dependency as usize].refused[reason.index()] += 1;
@@ -351,6 +379,13 @@ impl Recorder {
                 self.timeseries.sample_queue(now, dependency as usize, depth)
             }
             Observation::BreakerHeld { breaker, state } => self.timeseries.carry_breaker(now, breaker as usize, state),
+            Observation::ModeTransition { workflow, from, to, flap } => {
+                self.timeseries.mark_mode(now, workflow as usize, to);
+                if let Some(modes) = &mut self.modes {
+                    debug_assert_eq!(modes.modes().nth(workflow as usize), Some(from), "a workflow's modes chain");
+                    modes.transition(workflow as usize, now, self.window, to, flap);
+                }
+            }
             Observation::BreakerTransition { breaker, from, to } => {
                 self.timeseries.mark_breaker(now, breaker as usize, to);
                 let b = &mut self.breakers[breaker as usize];
@@ -361,20 +396,34 @@ impl Recorder {
                     b.transitions[to.index()] += 1;
                 }
             }
+            Observation::AdmissionRefused { .. } if !measured => self.refused_all[Refusal::Admission.index()] += 1,
+            Observation::RunPaused if !measured => self.refused_all[Refusal::Paused.index()] += 1,
             _ if !measured => {}
             Observation::Resubmitted => r.resubmitted += 1,
-            Observation::AdmissionRefused { async_path: true } => r.admission_async += 1,
-            Observation::AdmissionRefused { async_path: false } => r.admission_rejected += 1,
+            Observation::AdmissionRefused { async_path } => {
+                self.refused_all[Refusal::Admission.index()] += 1;
+                if async_path {
+                    r.admission_async += 1;
+                } else {
+                    r.admission_rejected += 1;
+                }
+            }
             Observation::BudgetExhausted(budget) => r.budget_exhausted[budget.index()] += 1,
             Observation::Reconciled => r.reconciled += 1,
             Observation::FallbackUsed { step } => {
                 r.fallback_used += 1;
                 self.step_fallback[step as usize] += 1;
             }
-            Observation::StepOmitted { step } => {
+            Observation::StepOmitted { step, by_mode } => {
                 r.omitted_steps += 1;
+                r.omitted_by_mode += u64::from(by_mode);
                 self.step_omitted[step as usize] += 1;
             }
+            Observation::RunPaused => {
+                self.refused_all[Refusal::Paused.index()] += 1;
+                r.runs_paused += 1;
+            }
+            Observation::WritePaused => r.writes_paused += 1,
             Observation::StepFailed { step } => self.step_failed[step as usize] += 1,
             Observation::EffectCommitted { duplicate } => {
                 r.effects += 1;
@@ -412,6 +461,19 @@ impl Recorder {
         for b in &mut self.breakers {
             b.advance(end_us, window);
         }
+        if let Some(modes) = &mut self.modes {
+            modes.finish(end_us, window);
+        }
+    }
+
+    /// Marks the last window with the mode each workflow holds at its end (a mode held through
+    /// a window marks it, not only the window it began in).
+    pub fn carry_modes(&mut self, window_end: Micros) {
+        let Some(modes) = &self.modes else { return };
+        let held: Vec<DegradationMode> = modes.modes().collect();
+        for (w, mode) in held.into_iter().enumerate() {
+            self.timeseries.mark_mode(window_end.saturating_sub(1), w, mode);
+        }
     }
 
     /// Turns the replication into flat metrics. `dependency_names` and `step_names` give the
@@ -425,6 +487,9 @@ impl Recorder {
         self.put_breakers(&labels.breakers, &mut m);
         self.put_classes(labels, &mut m);
         self.put_steps(&labels.steps, &mut m);
+        if let Some(modes) = &self.modes {
+            modes.put(self.window, &mut m);
+        }
         m
     }
 
@@ -444,6 +509,13 @@ impl Recorder {
         put("safe_outcome_ratio".into(), ratio(r.safe_runs as f64, runs));
         put("deadline_exceeded_total".into(), r.deadline_exceeded as f64);
         put("deadline_exceeded_ratio".into(), ratio(r.deadline_exceeded as f64, runs));
+        put("run_past_deadline_total".into(), r.past_deadline as f64);
+        put("run_past_deadline_ratio".into(), ratio(r.past_deadline as f64, runs));
+        let full_quality = r.outcomes[Outcome::Succeeded.index()] as f64;
+        put("full_quality_completion_ratio".into(), ratio(full_quality, runs));
+        for reason in DegradedReason::ALL {
+            put(format!("degraded_total.{}", reason.name()), r.degraded[reason.index()] as f64);
+        }
         let latency = |q: f64| if r.runs > 0 { us_to_ms(r.latency_us.value_at_quantile(q)) } else { f64::NAN };
         put("run_latency_ms.mean".into(), ratio(r.latency_sum_us / 1e3, runs));
         put("run_latency_ms.p50".into(), latency(0.50));
@@ -466,6 +538,8 @@ impl Recorder {
         put("resubmitted_run_total".into(), r.resubmitted as f64);
         put("fallback_used_total".into(), r.fallback_used as f64);
         put("omitted_step_total".into(), r.omitted_steps as f64);
+        put("omitted_by_mode_total".into(), r.omitted_by_mode as f64);
+        put("write_paused_total".into(), r.writes_paused as f64);
         put("admission_rejected_total".into(), r.admission_rejected as f64);
         put("admission_async_total".into(), r.admission_async as f64);
         put("queue_rejected_total".into(), self.dependencies.iter().map(|d| d.rejected as f64).sum());
@@ -473,9 +547,17 @@ impl Recorder {
         put("hedge_won_total".into(), self.dependencies.iter().map(|d| d.hedges_won as f64).sum());
         for reason in Refusal::ALL {
             let mut total: u64 = self.dependencies.iter().map(|d| d.refused[reason.index()]).sum();
-            if reason == Refusal::Admission {
-                // Admission refuses whole runs, before any dependency is chosen.
-                total += r.admission_rejected + r.admission_async;
+            // Admission and a paused mode refuse whole runs, before any dependency is chosen.
+            match reason {
+                Refusal::Admission => total += r.admission_rejected + r.admission_async,
+                Refusal::Paused => total += r.runs_paused,
+                Refusal::CircuitOpen
+                | Refusal::Bulkhead
+                | Refusal::RetryBudget
+                | Refusal::Throttled
+                | Refusal::Shed
+                | Refusal::Expired
+                | Refusal::FanOut => {}
             }
             put(format!("refused_total.{}", reason.name()), total as f64);
         }
@@ -509,7 +591,7 @@ impl Recorder {
             put(p("timeout_total"), d.timeouts as f64);
             put(p("rejected_total"), d.rejected as f64);
             put(p("rejection_ratio"), ratio(d.rejected as f64, d.attempts as f64));
-            for reason in Refusal::ALL.into_iter().filter(|&r| r != Refusal::Admission) {
+            for reason in Refusal::ALL.into_iter().filter(|&r| r != Refusal::Admission && r != Refusal::Paused) {
                 put(p(&format!("refused_total.{}", reason.name())), d.refused[reason.index()] as f64);
             }
             for &kind in FailureKind::DRAWN {
@@ -561,6 +643,11 @@ impl Recorder {
     }
 }
 
+/// Time-series columns for modes: one per workflow when the policy declares modes.
+fn mode_columns(labels: &Labels) -> usize {
+    if labels.modes { labels.workflows.len() } else { 0 }
+}
+
 /// a / b, undefined (NaN, an empty cell in the outputs) when there is nothing to divide by.
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { f64::NAN }
@@ -606,6 +693,9 @@ mod tests {
                     outcome: Outcome::Succeeded,
                     latency_us: 1,
                     deadline_exceeded: false,
+                    past_deadline: false,
+                    mode: DegradationMode::Normal,
+                    degraded: 0,
                 };
                 r.observe(at, true, ended);
             }

@@ -4,7 +4,7 @@
 //! metrics ([`super::recovery`]) are read from these windows.
 
 use crate::sim::Micros;
-use crate::vocab::BreakerState;
+use crate::vocab::{BreakerState, DegradationMode};
 
 /// Rows past this land in the last row (validation keeps simulations well below it).
 const MAX_ROWS: u64 = 2_000_000;
@@ -14,10 +14,12 @@ pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "dea
 pub struct TimeSeries {
     pub window_us: Micros,
     dependencies: usize,
+    breakers: usize,
     /// Columns per row (see [`TimeSeries::stride`]), kept so a row lookup does not work it out.
     stride: usize,
     /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
-    /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open).
+    /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open), then per
+    /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`).
     values: Vec<u64>,
     /// The row last looked up: its window [start, end) and its first index in `values`.
     /// Most lookups fall in the same window as the one before, so they skip the division.
@@ -27,12 +29,13 @@ pub struct TimeSeries {
 }
 
 impl TimeSeries {
-    pub fn new(window_us: Micros, dependencies: usize, breakers: usize) -> Self {
-        let stride = FIXED_COLUMNS.len() + 3 * dependencies + breakers;
+    pub fn new(window_us: Micros, dependencies: usize, breakers: usize, modes: usize) -> Self {
+        let stride = FIXED_COLUMNS.len() + 3 * dependencies + breakers + modes;
         // An empty window range: the first lookup takes the slow path.
         TimeSeries {
             window_us,
             dependencies,
+            breakers,
             stride,
             values: Vec::new(),
             last_start_us: Micros::MAX,
@@ -121,6 +124,14 @@ impl TimeSeries {
         self.mark_breaker(window_end.saturating_sub(1), breaker, state);
     }
 
+    /// A workflow entered `mode` at `now` (or holds it at a window's end): the window keeps
+    /// the most severe mode it saw.
+    pub fn mark_mode(&mut self, now: Micros, workflow: usize, mode: DegradationMode) {
+        let offset = FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + workflow;
+        let cell = &mut self.row_mut(now)[offset];
+        *cell = (*cell).max(u64::from(mode.severity()));
+    }
+
     pub fn value(&self, row: usize, column: usize) -> u64 {
         self.values[row * self.stride + column]
     }
@@ -158,7 +169,7 @@ mod tests {
 
     #[test]
     fn events_land_in_their_window() {
-        let mut ts = TimeSeries::new(1_000, 2, 1);
+        let mut ts = TimeSeries::new(1_000, 2, 1, 1);
         ts.add(0, ARRIVALS);
         ts.add(999, ARRIVALS);
         ts.add(1_000, ARRIVALS);
@@ -180,5 +191,8 @@ mod tests {
         ts.add(1_500, GOODPUT);
         assert_eq!(ts.attempts_per_window(), vec![0, 0, 2]);
         assert_eq!(ts.fixed_column(GOODPUT), vec![0, 1, 0]);
+        ts.mark_mode(1_100, 0, DegradationMode::Constrained);
+        ts.mark_mode(1_900, 0, DegradationMode::Recovery);
+        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 7), 2, "constrained outranks the recovery after it");
     }
 }

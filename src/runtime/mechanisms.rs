@@ -23,6 +23,8 @@ pub const MAX_GUARDS: usize = 10_000;
 pub struct Mechanisms {
     pub pipeline: PipelineSpec,
     pub breaker_labels: Vec<String>,
+    /// The dependency each breaker label guards.
+    pub breaker_dependencies: Vec<usize>,
     /// `routes[w][s]`.
     pub routes: Vec<Vec<StepRoutes>>,
 }
@@ -107,5 +109,5 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         }
         routes.push(step_routes);
     }
-    Mechanisms { pipeline, breaker_labels: cx.breaker_labels, routes }
+    Mechanisms { pipeline, breaker_labels: cx.breaker_labels, breaker_dependencies: cx.breaker_dependencies, routes }
 }

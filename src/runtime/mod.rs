@@ -9,6 +9,7 @@ pub mod budget;
 pub mod command;
 pub mod deadline;
 pub mod decision;
+pub mod degradation;
 pub mod fan_out;
 pub mod guard;
 pub mod hedging;

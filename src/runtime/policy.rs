@@ -5,6 +5,8 @@ use super::admission::{AdmissionRule, compile_admission};
 use super::backoff::{Backoff, BackoffKind, Jitter};
 use super::budget::BudgetLimits;
 use super::decision::{NEVER_RETRIED, OnEffectUnknown, RetryRules, default_retryable};
+use super::degradation::config::normal_overrides;
+use super::degradation::{Degradation, ModeOverrides, compile_degradation};
 use super::fan_out::{FanOutLimits, compile_fan_out};
 use super::guard::pipeline::PipelineSpec;
 use super::hedging::{Hedging, compile_hedging};
@@ -41,6 +43,11 @@ pub struct PolicyModel {
     pub fan_out: FanOutLimits,
     /// The guards and the routes through them that `steps[..].routes` name.
     pub pipeline: PipelineSpec,
+    /// The rules that move workflows between degradation modes; None when it declares none.
+    pub degradation: Option<Degradation>,
+    /// What each degradation mode does to the runs that start in it, by mode index; without
+    /// modes every entry is the policy itself.
+    pub modes: Vec<ModeOverrides>,
 }
 
 pub fn compile_policies(
@@ -147,17 +154,28 @@ fn compile_policy(
             steps[w][s].routes = *r;
         }
     }
+    let budget = compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?;
+    let hedging = compile_hedging(source, &path.key("hedging"), p.hedging.as_ref())?;
+    let fan_out = compile_fan_out(source, &path.key("fan_out"), p.fan_out.as_ref())?;
+    let step_counts: Vec<usize> = workflows.iter().map(|w| w.steps.len()).collect();
+    let normal = normal_overrides(budget, fan_out, hedging.is_some(), &step_counts);
+    let (mut degradation, modes) = compile_degradation(source, path, p, world, workflows, &normal)?;
+    if let Some(d) = &mut degradation {
+        d.breaker_dependencies = mechanisms.breaker_dependencies.clone();
+    }
     Ok(PolicyModel {
         name: name.to_string(),
         rules,
-        budget: compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?,
+        budget,
         key_per_attempt,
         steps,
         breaker_labels: mechanisms.breaker_labels,
-        hedging: compile_hedging(source, &path.key("hedging"), p.hedging.as_ref())?,
+        hedging,
         admission: compile_admission(source, &path.key("admission"), p.admission.as_ref())?,
-        fan_out: compile_fan_out(source, &path.key("fan_out"), p.fan_out.as_ref())?,
+        fan_out,
         pipeline: mechanisms.pipeline,
+        degradation,
+        modes,
     })
 }
 
@@ -266,6 +284,7 @@ impl StepContext<'_> {
             },
             reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
             predicted_attempt_us,
+            predicted_fallback_us: fallback.map_or(0, |f| ms_to_us(world.dependencies[f].service.median_ms())),
             fallback,
             routes: StepRoutes::default(),
         })

@@ -9,8 +9,10 @@ use super::admission::{AdmissionDecision, decide_admission};
 use super::attempt::{AttemptResult, Purpose};
 use super::budget::RunBudget;
 use super::command::{Command, Effects};
+use super::deadline::retry_fits;
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
+use super::degradation::{FallbackMode, ModeOverrides, RunMode};
 use super::guard::pipeline::{Admit, Held, Pipeline, RouteId};
 use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
@@ -22,7 +24,7 @@ use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::{Micros, StreamKey};
-use crate::vocab::{AttemptKind, BudgetKind, FailureKind, Outcome, Refusal};
+use crate::vocab::{AttemptKind, BudgetKind, DegradationMode, DegradedReason, FailureKind, Outcome, Refusal};
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.
@@ -45,6 +47,8 @@ pub struct RunContext<'a, 'p> {
     pub loads: Loads<'a>,
     /// Names this run's waiting attempts in bulkhead queues (see [`waiter_token`]).
     pub run_slot: u32,
+    /// The workflow's degradation mode stops writes now (they go to a human).
+    pub writes_paused: bool,
 }
 
 impl RunContext<'_, '_> {
@@ -117,7 +121,12 @@ pub struct RunMachine {
     /// Ready steps waiting for a concurrency token, first come first served.
     waiting: VecDeque<u8>,
     steps_open: u32,
-    degraded: bool,
+    /// What the result lacks (bits of [`DegradedReason`]); empty: full quality.
+    degraded: u8,
+    /// The run gave up a step because its deadline left no time (no result by the deadline).
+    time_ran_out: bool,
+    /// How the degradation mode treats this run (normal for a policy without modes).
+    pub mode: RunMode,
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
@@ -136,7 +145,9 @@ impl RunMachine {
             steps: Vec::new(),
             waiting: VecDeque::new(),
             steps_open: 0,
-            degraded: false,
+            degraded: 0,
+            time_ran_out: false,
+            mode: NORMAL_RUN,
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
@@ -146,7 +157,15 @@ impl RunMachine {
     }
 
     /// Makes a (possibly reused) machine a fresh run; keeps its buffers' capacity.
-    pub fn reset(&mut self, workflow: u16, model: &WorkflowModel, key: StreamKey, now: Micros, budget: RunBudget) {
+    pub fn reset(
+        &mut self,
+        workflow: u16,
+        model: &WorkflowModel,
+        key: StreamKey,
+        now: Micros,
+        budget: RunBudget,
+        mode: RunMode,
+    ) {
         self.workflow = workflow;
         self.key = key;
         self.start_us = now;
@@ -155,7 +174,9 @@ impl RunMachine {
         self.steps.extend(model.steps.iter().map(|s| StepState::new(s.predecessors)));
         self.waiting.clear();
         self.steps_open = model.steps.len() as u32;
-        self.degraded = false;
+        self.degraded = 0;
+        self.time_ran_out = false;
+        self.mode = mode;
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
@@ -189,7 +210,17 @@ impl RunMachine {
 
     /// Whether the run's fan-out limits allow one more attempt costing `cost`.
     fn fan_out_allows(&self, cx: &RunContext, cost: f64) -> bool {
-        cx.policy.fan_out.allows_attempt(self.attempts_total, self.cost_in_flight, cost)
+        self.overrides(cx).fan_out.allows_attempt(self.attempts_total, self.cost_in_flight, cost)
+    }
+
+    /// What the run's degradation mode changes (the policy itself in normal operation).
+    fn overrides<'c>(&self, cx: &RunContext<'c, '_>) -> &'c ModeOverrides {
+        &cx.policy.modes[self.mode.overrides.index()]
+    }
+
+    /// Whether the run left a write whose effect it does not know (an integrity signal).
+    pub fn left_effect_unknown(&self) -> bool {
+        self.outcome == Outcome::Handoff && self.steps.iter().any(|st| st.effect_unknown)
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -198,6 +229,10 @@ impl RunMachine {
     }
 
     pub fn start(&mut self, cx: &mut RunContext, out: &mut impl Effects) {
+        if self.overrides(cx).refuse_new_runs {
+            out.observe(Observation::RunPaused);
+            return self.end_run(cx, out, Outcome::Rejected);
+        }
         if let Some(rule) = &cx.policy.admission {
             let steps = &cx.policy.steps[cx.workflow_index];
             let deadline_us = self.budget.remaining_us(cx.now);
@@ -342,7 +377,10 @@ impl RunMachine {
             return;
         }
         // Past max_branches a soft branch is cut at once (docs/essay.md section 22); a hard one waits its turn.
-        let branches_full = !cx.policy.fan_out.has_branch_room(self.budget.in_flight);
+        if self.overrides(cx).omit[cx.workflow_index][s as usize] {
+            return self.omit_by_mode(cx, out, s);
+        }
+        let branches_full = !self.overrides(cx).fan_out.has_branch_room(self.budget.in_flight);
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             refused(out, s, dependency, Refusal::FanOut, (Purpose::Call, AttemptKind::First), None);
@@ -362,9 +400,21 @@ impl RunMachine {
         }
     }
 
+    /// The degradation mode does not start soft step `s`: it is omitted with a notice in the
+    /// result, not failed.
+    fn omit_by_mode(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        self.budget.in_flight += 1; // released again as the step is omitted
+        let st = &mut self.steps[s as usize];
+        st.phase = StepPhase::Omitted;
+        self.degraded |= DegradedReason::OmittedByMode.bit();
+        out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s), by_mode: true });
+        out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
+        self.release_step(cx, out, s);
+    }
+
     /// A concurrency token is free and max_branches is not reached.
     fn has_branch_slot(&self, cx: &RunContext) -> bool {
-        let branches_ok = cx.policy.fan_out.has_branch_room(self.budget.in_flight);
+        let branches_ok = self.overrides(cx).fan_out.has_branch_room(self.budget.in_flight);
         self.budget.has_concurrency_slot() && branches_ok
     }
 
@@ -374,6 +424,10 @@ impl RunMachine {
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
         out.trace(TraceEvent::StepStarted { step: s });
+        if self.overrides(cx).fallback == FallbackMode::FallbackFirst && cx.step(s).1.fallback.is_some() {
+            self.steps[s as usize].on_fallback = true;
+            out.trace(TraceEvent::FallbackStarted { step: s });
+        }
         self.try_attempt(cx, out, s);
     }
 
@@ -383,6 +437,12 @@ impl RunMachine {
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
         let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
+        if step.effect == Effect::Write && cx.writes_paused {
+            // The mode stops automatic writes: a human gets the run with its evidence.
+            self.unsent(kind);
+            out.observe(Observation::WritePaused);
+            return self.hand_off(cx, out, s);
+        }
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else {
             self.unsent(kind);
             self.step_gave_up(cx, out, s, false);
@@ -427,7 +487,7 @@ impl RunMachine {
     /// The attempt timeout under the policy's deadline rules, or None (and the time budget
     /// counted as exhausted) when too little time is left to start one.
     fn timeout_or_exhausted(
-        &self,
+        &mut self,
         cx: &RunContext,
         out: &mut impl Effects,
         s: u8,
@@ -439,8 +499,7 @@ impl RunMachine {
             AttemptTimeout::After(t) => Some(Some(t)),
             AttemptTimeout::Never => Some(None),
             AttemptTimeout::Exhausted => {
-                out.observe(Observation::BudgetExhausted(BudgetKind::Time));
-                out.trace(TraceEvent::BudgetExhausted { step: s, kind: BudgetKind::Time });
+                self.exhausted(out, s, BudgetKind::Time);
                 None
             }
         }
@@ -519,6 +578,9 @@ impl RunMachine {
     #[inline]
     fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let Some(hedging) = cx.policy.hedging else { return };
+        if !self.overrides(cx).hedging {
+            return;
+        }
         let st = &mut self.steps[s as usize];
         if !hedging.may_hedge(cx.workflow.steps[s as usize].effect, st.hedges) {
             return;
@@ -637,12 +699,28 @@ impl RunMachine {
             Decision::Handoff => self.hand_off(cx, out, s),
             Decision::GiveUp(reason) => {
                 if let GiveUp::Budget(b) = reason {
-                    out.observe(Observation::BudgetExhausted(b));
-                    out.trace(TraceEvent::BudgetExhausted { step: s, kind: b });
+                    self.exhausted(out, s, b);
                 }
-                self.step_gave_up(cx, out, s, reason != GiveUp::Budget(BudgetKind::Time));
+                // A retry that does not fit the time left (a long Retry-After included) still
+                // leaves the fallback, if the fallback fits (docs/essay.md section 10).
+                let may_fall_back = reason != GiveUp::Budget(BudgetKind::Time) || self.fallback_fits(cx, s);
+                self.step_gave_up(cx, out, s, may_fall_back);
             }
         }
+    }
+
+    /// A budget stopped step `s`; a deadline that left no time means no result by it.
+    fn exhausted(&mut self, out: &mut impl Effects, s: u8, kind: BudgetKind) {
+        self.time_ran_out |= kind == BudgetKind::Time;
+        out.observe(Observation::BudgetExhausted(kind));
+        out.trace(TraceEvent::BudgetExhausted { step: s, kind });
+    }
+
+    /// Whether step `s`'s fallback, not yet tried, still fits before the deadline.
+    fn fallback_fits(&self, cx: &RunContext, s: u8) -> bool {
+        let sp = cx.step(s).1;
+        let remaining_us = self.budget.remaining_us(cx.now);
+        sp.fallback.is_some() && retry_fits(0, sp.predicted_fallback_us, sp.reserve_us, remaining_us)
     }
 
     /// The decision after a failed attempt, with the retry tokens it leaves (a retry spends one).
@@ -691,8 +769,7 @@ impl RunMachine {
                     Decision::Retry { sleep_us } => self.retry(cx, out, s, sleep_us),
                     Decision::GiveUp(reason) => {
                         if let GiveUp::Budget(b) = reason {
-                            out.observe(Observation::BudgetExhausted(b));
-                            out.trace(TraceEvent::BudgetExhausted { step: s, kind: b });
+                            self.exhausted(out, s, b);
                         }
                         self.hand_off(cx, out, s);
                     }
@@ -712,7 +789,7 @@ impl RunMachine {
             if self.steps[s as usize].lookups > 0 { StepEnd::Reconciled } else { StepEnd::Succeeded { via_fallback } };
         out.trace(TraceEvent::StepEnded { step: s, end });
         if via_fallback {
-            self.degraded = true;
+            self.degraded |= DegradedReason::FallbackUsed.bit();
             out.observe(Observation::FallbackUsed { step: cx.step_offset + u32::from(s) });
         }
         self.release_step(cx, out, s);
@@ -722,8 +799,9 @@ impl RunMachine {
     /// omit a soft step, or fail the run.
     fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: bool) {
         let (step, sp) = cx.step(s);
+        let fallback_allowed = self.overrides(cx).fallback != FallbackMode::NoFallback;
         let st = &mut self.steps[s as usize];
-        if !st.on_fallback && sp.fallback.is_some() && may_fall_back {
+        if !st.on_fallback && sp.fallback.is_some() && may_fall_back && fallback_allowed {
             st.on_fallback = true;
             st.previous_sleep_us = 0;
             st.hedges = 0;
@@ -733,8 +811,8 @@ impl RunMachine {
         }
         if step.criticality == Criticality::Soft {
             st.phase = StepPhase::Omitted;
-            self.degraded = true;
-            out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s) });
+            self.degraded |= DegradedReason::StepOmitted.bit();
+            out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s), by_mode: false });
             out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
             self.release_step(cx, out, s);
         } else if st.effect_unknown && cx.policy.rules.on_effect_unknown != OnEffectUnknown::Retry {
@@ -765,7 +843,7 @@ impl RunMachine {
             self.start_step(cx, out, next);
         }
         if !self.ended && self.steps_open == 0 {
-            let outcome = if self.degraded { Outcome::Degraded } else { Outcome::Succeeded };
+            let outcome = if self.degraded != 0 { Outcome::Degraded } else { Outcome::Succeeded };
             self.end_run(cx, out, outcome);
         }
     }
@@ -803,9 +881,21 @@ impl RunMachine {
         if self.ended {
             return;
         }
-        let deadline_exceeded = cx.now > self.budget.deadline_at;
+        // The user had no result by the deadline: a late end, or a failure because time ran
+        // out (the runtime stopped the run at its deadline). A hand-off is a result.
+        let past_deadline = cx.now > self.budget.deadline_at;
+        let deadline_exceeded = past_deadline || (outcome == Outcome::Failed && self.time_ran_out);
         let latency_us = cx.now - self.start_us;
-        out.observe(Observation::RunEnded { workflow: self.workflow, outcome, latency_us, deadline_exceeded });
+        let (workflow, mode, degraded) = (self.workflow, self.mode.label, self.degraded);
+        out.observe(Observation::RunEnded {
+            workflow,
+            outcome,
+            latency_us,
+            deadline_exceeded,
+            past_deadline,
+            mode,
+            degraded,
+        });
         out.trace(TraceEvent::RunEnded { outcome, deadline_exceeded });
         // Written after `workflow` is read: it sits next to these flags, and a load that
         // overlaps a store still in flight waits for the store to reach the cache.
@@ -822,6 +912,10 @@ impl RunMachine {
         out.command(Command::End { outcome, deadline_exceeded });
     }
 }
+
+/// How a run of a policy without degradation modes is treated.
+pub const NORMAL_RUN: RunMode =
+    RunMode { label: DegradationMode::Normal, overrides: DegradationMode::Normal, canary: false };
 
 /// A mechanism refused an attempt of step `s` before it reached `dependency`: counted, and
 /// traced with what the attempt was (`parked`: the serial of one that waited at a bulkhead).

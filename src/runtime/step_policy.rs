@@ -11,6 +11,8 @@ pub struct StepPolicy {
     pub reserve_us: Micros,
     pub predicted_attempt_us: Micros,
     pub fallback: Option<usize>,
+    /// The fallback's median service time: whether it still fits when a retry does not.
+    pub predicted_fallback_us: Micros,
     pub routes: StepRoutes,
 }
 

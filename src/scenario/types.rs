@@ -461,6 +461,154 @@ pub struct Policy {
     /// Limits on one run's fan-out (docs/essay.md section 22).
     #[serde(default)]
     pub fan_out: Option<FanOutSpec>,
+    /// How the mode machine reads its signals: evaluation interval, error budget, recovery
+    /// (docs/essay.md sections 16 and 24).
+    #[serde(default)]
+    pub degradation: Option<DegradationSpec>,
+    /// The rules that move a workflow between degradation modes, in the essay's
+    /// `runtime_policy` shape: `when` -> `mode` with `actions`.
+    #[serde(default)]
+    pub runtime_policy: Vec<RuntimeRule>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct DegradationSpec {
+    /// Signals are read and rules evaluated this often (default 5000).
+    #[serde(default)]
+    pub evaluation_interval_ms: Option<f64>,
+    /// A return to a degraded mode within this long of leaving one counts as a flap (default 300 000).
+    #[serde(default)]
+    pub flap_window_ms: Option<f64>,
+    #[serde(default)]
+    pub error_budget: Option<ErrorBudgetSpec>,
+    #[serde(default)]
+    pub recovery: Option<RecoverySpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct ErrorBudgetSpec {
+    /// The share of good root runs the SLO promises (default 0.99).
+    #[serde(default)]
+    pub objective: Option<f64>,
+    /// auto_completion (default) or safe_outcome: which runs are good.
+    #[serde(default)]
+    pub sli: Option<String>,
+    /// Multiwindow, multi-burn-rate rules (the SRE workbook's, scaled by the user).
+    #[serde(default)]
+    pub burn_rate: Vec<BurnRateSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct BurnRateSpec {
+    pub long_window_s: f64,
+    pub short_window_s: f64,
+    /// The budget's burn rate both windows must reach.
+    pub burn_rate: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct RecoverySpec {
+    /// Consecutive evaluations the trigger must stay clear, with its breakers closed, before
+    /// the canary starts (default 3).
+    #[serde(default)]
+    pub probe_evaluations: Option<u32>,
+    /// Shares of new runs on the normal policy, stage by stage (default [0.05, 0.25, 1.0]).
+    #[serde(default)]
+    pub canary_stages: Option<Vec<f64>>,
+    /// How long each canary stage lasts at least (default 60 000).
+    #[serde(default)]
+    pub stage_ms: Option<f64>,
+    /// Canary runs a stage needs before it is judged (default 20).
+    #[serde(default)]
+    pub min_canary_runs: Option<u32>,
+    /// The canary's auto completion ratio must stay at least this (default 0.95).
+    #[serde(default)]
+    pub canary_min_completion: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct RuntimeRule {
+    /// The mode the rule moves its workflows to: constrained, degraded, handoff or paused.
+    pub mode: String,
+    /// The workflows it watches (default: every workflow, each with its own machine).
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// All conditions must hold to enter.
+    pub when: RuleCondition,
+    /// All must hold to leave; default: `when` no longer holds.
+    #[serde(default)]
+    pub exit: Option<RuleCondition>,
+    /// The least time in the mode before leaving it (default 60 000).
+    #[serde(default)]
+    pub min_dwell_ms: Option<f64>,
+    #[serde(default)]
+    pub actions: ModeActions,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct RuleCondition {
+    /// The dependency the breaker, queue and refusal conditions look at.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// open (a breaker on the dependency is open), not_closed (open or half-open) or closed.
+    #[serde(default)]
+    pub breaker: Option<String>,
+    /// healthy, at_risk, exhausted or integrity_incident: the budget state is at least this.
+    #[serde(default)]
+    pub completion_budget: Option<String>,
+    #[serde(default)]
+    pub queue_depth_above: Option<u32>,
+    #[serde(default)]
+    pub queue_depth_below: Option<u32>,
+    /// A refusal reason (retry_budget, admission, shed, ...) and its rate per second over the
+    /// last evaluation interval.
+    #[serde(default)]
+    pub refusal: Option<String>,
+    #[serde(default)]
+    pub refused_per_s_above: Option<f64>,
+    #[serde(default)]
+    pub refused_per_s_below: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct ModeActions {
+    #[serde(default)]
+    pub retry_tokens_per_run: Option<u32>,
+    /// Steps of one run active at once.
+    #[serde(default)]
+    pub max_fanout: Option<u32>,
+    #[serde(default)]
+    pub disable_hedging: Option<bool>,
+    /// Soft steps not started in this mode (omitted with a notice).
+    #[serde(default)]
+    pub omit_steps: Vec<String>,
+    /// Every soft step not started.
+    #[serde(default)]
+    pub omit_soft_steps: Option<bool>,
+    /// normal (the primary, then the step's fallback), fallback_first (straight to the
+    /// step's fallback) or no_fallback.
+    #[serde(default)]
+    pub fallback_mode: Option<String>,
+    /// Writes go to a human with the evidence instead of being sent.
+    #[serde(default)]
+    pub pause_writes: Option<bool>,
+    /// New runs are refused (status lookups and reconciliation of runs in flight go on).
+    #[serde(default)]
+    pub refuse_new_runs: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -608,6 +756,13 @@ tables_only!(
     AdmissionSpec,
     FanOutSpec,
     Hedging,
+    DegradationSpec,
+    ErrorBudgetSpec,
+    BurnRateSpec,
+    RecoverySpec,
+    RuntimeRule,
+    RuleCondition,
+    ModeActions,
     Slo,
 );
 

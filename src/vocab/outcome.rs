@@ -14,6 +14,25 @@ crate::named_enum! {
     }
 }
 
+crate::named_enum! {
+    /// What a degraded result lacks; the names are as in `degraded_total.<name>`.
+    pub enum DegradedReason {
+        /// A step's fallback answered (the cheaper model, the approved snapshot).
+        FallbackUsed => "fallback_used",
+        /// A soft step failed and was left out.
+        StepOmitted => "step_omitted",
+        /// The degradation mode did not start a soft step (the result says so).
+        OmittedByMode => "omitted_by_mode",
+    }
+}
+
+impl DegradedReason {
+    /// The reason's bit in a run's set of reasons.
+    pub fn bit(self) -> u8 {
+        1 << self.index()
+    }
+}
+
 impl Outcome {
     /// Counts as goodput: the user got an answer.
     pub fn is_success(self) -> bool {

@@ -20,6 +20,8 @@ crate::named_enum! {
         Expired => "expired",
         /// A run-level fan-out limit (max_branches, max_total_attempts, max_parallel_cost_units).
         FanOut => "fan_out",
+        /// The workflow's degradation mode refuses new runs (PAUSED).
+        Paused => "paused",
     }
 }
 
@@ -32,6 +34,6 @@ mod tests {
         for (i, r) in Refusal::ALL.into_iter().enumerate() {
             assert_eq!(r.index(), i);
         }
-        assert_eq!(Refusal::COUNT, 8);
+        assert_eq!(Refusal::COUNT, 9);
     }
 }

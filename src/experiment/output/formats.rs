@@ -55,6 +55,9 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replicati
     header.extend(dependencies.iter().map(|d| format!("dependency.{d}.queue_depth")));
     header.extend(dependencies.iter().map(|d| format!("dependency.{d}.refused_total")));
     header.extend(labels.breakers.iter().map(|b| format!("breaker.{b}.worst_state")));
+    if labels.modes {
+        header.extend(labels.workflows.iter().map(|w| format!("workflow.{w}.worst_mode")));
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header).expect("writing to memory cannot fail");
     let columns = header.len() - 2;

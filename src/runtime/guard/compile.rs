@@ -115,6 +115,8 @@ pub struct Compile<'a, G> {
     pub tenants: Vec<String>,
     pub guards: Vec<(Stage, Scope, G)>,
     pub breaker_labels: Vec<String>,
+    /// The dependency each breaker label guards, by label index.
+    pub breaker_dependencies: Vec<usize>,
 }
 
 impl<'a, G> Compile<'a, G> {
@@ -122,7 +124,15 @@ impl<'a, G> Compile<'a, G> {
         let mut tenants: Vec<String> = workflows.iter().filter_map(|w| w.tenant.clone()).collect();
         tenants.sort();
         tenants.dedup();
-        Compile { source, world, workflows, tenants, guards: Vec::new(), breaker_labels: Vec::new() }
+        Compile {
+            source,
+            world,
+            workflows,
+            tenants,
+            guards: Vec::new(),
+            breaker_labels: Vec::new(),
+            breaker_dependencies: Vec::new(),
+        }
     }
 
     pub fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
@@ -154,11 +164,13 @@ impl<'a, G> Compile<'a, G> {
                 CircuitKey::DependencyOperation => {
                     for class in OperationClass::ALL {
                         let label = self.unique_label(format!("{name}.{}", class.name()));
+                        self.breaker_dependencies.push(d);
                         self.guards.push((Stage::Breaker, Scope::Operation(d, class), make(label)));
                     }
                 }
                 CircuitKey::Dependency => {
                     let label = self.unique_label(name);
+                    self.breaker_dependencies.push(d);
                     self.guards.push((Stage::Breaker, Scope::Dependency(d), make(label)));
                 }
             }

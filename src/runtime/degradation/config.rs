@@ -1,0 +1,143 @@
+//! A policy's degradation modes, compiled: the rules that move a workflow between modes, what
+//! each mode changes in a run, the error budget and the staged return (docs/essay.md sections
+//! 16, 24 and 28; docs/scenario.md section 8.16).
+
+use super::error_budget::ErrorBudget;
+use crate::runtime::budget::BudgetLimits;
+use crate::runtime::fan_out::FanOutLimits;
+use crate::sim::Micros;
+use crate::vocab::{BreakerState, BudgetState, DegradationMode, Refusal};
+
+/// What a rule's breaker condition asks of the breakers on its dependency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerCheck {
+    /// Some breaker on the dependency is open.
+    Open,
+    /// Some breaker is open or half-open.
+    NotClosed,
+    /// Every breaker is closed.
+    Closed,
+}
+
+crate::named_enum! {
+    /// Which fallback a step takes in a mode.
+    pub enum FallbackMode {
+        /// The dependency first, then the step's fallback.
+        Normal => "normal",
+        /// Straight to the step's fallback (the evaluated cheaper model, the snapshot).
+        FallbackFirst => "fallback_first",
+        /// No fallback: the step's own attempts only.
+        NoFallback => "no_fallback",
+    }
+}
+
+/// Every condition set must hold (an empty condition never holds).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Condition {
+    pub dependency: Option<usize>,
+    pub breaker: Option<BreakerCheck>,
+    pub budget_at_least: Option<BudgetState>,
+    pub queue_depth_above: Option<u32>,
+    pub queue_depth_below: Option<u32>,
+    pub refusal: Option<Refusal>,
+    pub refused_per_s_above: Option<f64>,
+    pub refused_per_s_below: Option<f64>,
+}
+
+/// One `runtime_policy` rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub mode: DegradationMode,
+    /// The workflow it watches, or every workflow.
+    pub workflow: Option<usize>,
+    pub enter: Condition,
+    /// None: leave when `enter` no longer holds.
+    pub exit: Option<Condition>,
+    pub min_dwell_us: Micros,
+}
+
+/// What a mode changes in the runs that start in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeOverrides {
+    pub budget: BudgetLimits,
+    pub fan_out: FanOutLimits,
+    pub hedging: bool,
+    /// `omit[w][s]`: soft step s of workflow w is not started.
+    pub omit: Vec<Vec<bool>>,
+    pub fallback: FallbackMode,
+    pub pause_writes: bool,
+    pub refuse_new_runs: bool,
+}
+
+/// The staged return to normal operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecoveryPlan {
+    pub probe_evaluations: u32,
+    /// Shares of new runs on the normal policy; the last is 1.
+    pub canary_stages: Vec<f64>,
+    pub stage_us: Micros,
+    pub min_canary_runs: u32,
+    pub canary_min_completion: f64,
+}
+
+impl Default for RecoveryPlan {
+    fn default() -> Self {
+        RecoveryPlan {
+            probe_evaluations: 3,
+            canary_stages: vec![0.05, 0.25, 1.0],
+            stage_us: 60_000_000,
+            min_canary_runs: 20,
+            canary_min_completion: 0.95,
+        }
+    }
+}
+
+/// A policy's degradation: its rules, the error budget and the return (the overrides of each
+/// mode live in the policy, `PolicyModel::modes`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Degradation {
+    pub interval_us: Micros,
+    pub flap_window_us: Micros,
+    pub rules: Vec<Rule>,
+    pub error_budget: Option<ErrorBudget>,
+    pub recovery: RecoveryPlan,
+    /// Per workflow: the dependencies its rules watch (the breakers probed before a return).
+    pub watched: Vec<Vec<usize>>,
+    /// The dependency each breaker guards, by breaker label index.
+    pub breaker_dependencies: Vec<usize>,
+}
+
+impl Degradation {
+    /// The least time a workflow stays in `mode` before it may leave it.
+    pub fn min_dwell_us(&self, mode: DegradationMode) -> Micros {
+        self.rules.iter().filter(|r| r.mode == mode).map(|r| r.min_dwell_us).max().unwrap_or(0)
+    }
+}
+
+/// The one default a policy with no modes has: nothing changes.
+pub fn normal_overrides(budget: BudgetLimits, fan_out: FanOutLimits, hedging: bool, steps: &[usize]) -> ModeOverrides {
+    ModeOverrides {
+        budget,
+        fan_out,
+        hedging,
+        omit: steps.iter().map(|&n| vec![false; n]).collect(),
+        fallback: FallbackMode::Normal,
+        pause_writes: false,
+        refuse_new_runs: false,
+    }
+}
+
+/// Breaker states as the conditions read them.
+pub fn breaker_matches(check: BreakerCheck, states: impl Iterator<Item = BreakerState>) -> bool {
+    let mut any_open = false;
+    let mut any_not_closed = false;
+    for s in states {
+        any_open |= s == BreakerState::Open;
+        any_not_closed |= s != BreakerState::Closed;
+    }
+    match check {
+        BreakerCheck::Open => any_open,
+        BreakerCheck::NotClosed => any_not_closed,
+        BreakerCheck::Closed => !any_not_closed,
+    }
+}
