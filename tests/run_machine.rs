@@ -429,13 +429,20 @@ fn reserved(predicted_ms: Option<u32>) -> Harness {
     Harness::new(&scenario(3_000, &steps(&[("s", "llm", "fallback = \"backup\"")]), &policy))
 }
 
+/// The run failed because its deadline left no time: no result by the deadline, although it
+/// ended before it.
 fn out_of_time(latency_us: Micros) -> Out {
-    let observed = vec![
-        Observation::BudgetExhausted(BudgetKind::Time),
-        Observation::StepFailed { step: 0 },
-        run_ended(Outcome::Failed, latency_us),
-    ];
-    (vec![end(Outcome::Failed)], observed)
+    let ended = Observation::RunEnded {
+        workflow: 0,
+        outcome: Outcome::Failed,
+        latency_us,
+        deadline_exceeded: true,
+        past_deadline: false,
+        mode: DegradationMode::Normal,
+        degraded: 0,
+    };
+    let observed = vec![Observation::BudgetExhausted(BudgetKind::Time), Observation::StepFailed { step: 0 }, ended];
+    (vec![Command::End { outcome: Outcome::Failed, deadline_exceeded: true }], observed)
 }
 
 #[test]
@@ -458,6 +465,28 @@ fn a_retry_that_does_not_fit_the_deadline_gives_up_without_falling_back() {
     assert_eq!(h.at(2_350_000).fail(0, 0, FailureKind::Overloaded).0, vec![call(0, 1, LLM, 150_000)]);
     // 550 ms left: 600 does not fit.
     assert_eq!(h.at(2_450_000).fail(0, 1, FailureKind::Overloaded), out_of_time(2_450_000));
+}
+
+#[test]
+fn a_retry_that_does_not_fit_tries_the_fallback_that_does() {
+    // Predicted primary attempt 300 ms, the backup's 100 ms (its median), reserve 500 ms.
+    let mut h = reserved(Some(300));
+    h.start();
+    // 750 ms left: a retry needs 300 + 500 (does not fit), the fallback 100 + 500 (fits).
+    let out = h.at(2_250_000).fail(0, 0, FailureKind::Overloaded);
+    assert_eq!(out.0, vec![call(0, 1, BACKUP, 250_000)], "the fallback, with what is left less the reserve");
+    assert!(h.machine.steps[0].on_fallback);
+}
+
+#[test]
+fn a_retry_after_longer_than_the_time_left_goes_to_the_fallback() {
+    let mut h = reserved(Some(300));
+    h.start();
+    // 2 s left; the dependency asks for 1.5 s: 1500 + 300 + 500 does not fit, 100 + 500 does
+    // (docs/essay.md section 10: fall back to the cheaper model instead of failing).
+    let busy = AttemptResult::Failed { kind: FailureKind::RateLimited, retry_after_us: Some(1_500_000) };
+    let out = h.at(1_000_000).result(0, 0, busy);
+    assert_eq!(out.0, vec![call(0, 1, BACKUP, 1_500_000)]);
 }
 
 #[test]
