@@ -207,9 +207,12 @@ fn deadline_propagation_bounds_the_run_and_fixed_timeouts_do_not() {
     let slow = |policy: &str| graph_scenario(policy, 0.0).replace("value_ms = 500", "value_ms = 2000");
     let fixed = &replicate(&model(&slow("deadline_propagation = false\ntimeout_ms = 10000")), 0)[0];
     assert_eq!(fixed["deadline_exceeded_ratio"], 1.0);
+    assert_eq!(fixed["run_past_deadline_ratio"], 1.0);
     assert_eq!(fixed["outcome_total.succeeded"], fixed["logical_run_total"]);
     let propagated = &replicate(&model(&slow("deadline_propagation = true\ntimeout_ms = 10000")), 0)[0];
-    assert_eq!(propagated["deadline_exceeded_ratio"], 0.0);
+    // Stopped at the deadline: none ran past it, and none had a result by it.
+    assert_eq!(propagated["run_past_deadline_ratio"], 0.0);
+    assert_eq!(propagated["deadline_exceeded_ratio"], 1.0, "a run stopped for lack of time missed its deadline");
     assert_eq!(propagated["outcome_total.failed"], propagated["logical_run_total"]);
     assert!(propagated["run_latency_ms.max"] <= 3000.0);
 }
