@@ -1571,7 +1571,9 @@ fn init_writes_a_starter_that_validates_runs_and_gates() {
         doc["naive"]["metrics"]["deadline_exceeded_ratio"].as_f64().unwrap() > 0.1,
         "the fault hurts the naive policy"
     );
-    assert_eq!(doc["resilient"]["metrics"]["deadline_exceeded_ratio"], 0.0);
+    // Propagation stops runs at their deadline: none ends past it, a few end without a result.
+    assert_eq!(doc["resilient"]["metrics"]["run_past_deadline_ratio"], 0.0);
+    assert!(doc["resilient"]["metrics"]["deadline_exceeded_ratio"].as_f64().unwrap() < 0.05);
     // The gate the starter suggests passes, and the naive policy fails it.
     let o = faultline(&sb, ["gate", "scenario.toml", "--candidate", "resilient", "--baseline", "naive", "-j", "1"]);
     assert_success(&o);

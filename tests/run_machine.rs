@@ -16,7 +16,7 @@ use faultline::runtime::run::NORMAL_RUN;
 use faultline::runtime::step::StepPhase;
 use faultline::runtime::{AttemptResult, Command, Outbox, Purpose, RunBudget, RunContext, RunMachine};
 use faultline::sim::{Micros, StreamKey};
-use faultline::vocab::{BudgetKind, DegradationMode, DegradedReason, FailureKind, Outcome};
+use faultline::vocab::{BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome};
 use faultline::world::Station;
 use std::collections::BTreeSet;
 
@@ -217,6 +217,7 @@ fn ended_with(workflow: u16, outcome: Outcome, latency_us: Micros, degraded: u8)
         past_deadline: false,
         mode: DegradationMode::Normal,
         degraded,
+        evidence: EvidenceLevel::Live,
     }
 }
 
@@ -259,6 +260,7 @@ fn an_end_past_the_deadline_is_flagged() {
         past_deadline: true,
         mode: DegradationMode::Normal,
         degraded: 0,
+        evidence: EvidenceLevel::Live,
     };
     let end = Command::End { outcome: Outcome::Succeeded, deadline_exceeded: true };
     assert_eq!(h.at(1_500_000).ok(0, 0), (vec![end], vec![ended]));
@@ -440,6 +442,7 @@ fn out_of_time(latency_us: Micros) -> Out {
         past_deadline: false,
         mode: DegradationMode::Normal,
         degraded: 0,
+        evidence: EvidenceLevel::Live,
     };
     let observed = vec![Observation::BudgetExhausted(BudgetKind::Time), Observation::StepFailed { step: 0 }, ended];
     (vec![Command::End { outcome: Outcome::Failed, deadline_exceeded: true }], observed)

@@ -268,10 +268,11 @@ impl<T: Tracer> Simulation<'_, T> {
         debug_assert!(slot.machine.ended, "only an ended run is finalized");
         slot.finalized = true;
         let (measured, outcome, duplicate_effect) = (slot.measured, slot.machine.outcome, slot.duplicate);
+        let start_us = slot.machine.start_us;
         if let Some(modes) = &mut self.modes {
             modes.run_finalized(slot.machine.workflow as usize, outcome, duplicate_effect);
         }
-        self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect });
+        self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect, start_us });
         if T::ON {
             self.tracer.record(r, now, TraceEvent::RunFinalized { duplicate_effect });
         }

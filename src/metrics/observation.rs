@@ -3,7 +3,7 @@
 //! touches a counter and a trace of a run can reuse the same stream.
 
 use crate::sim::Micros;
-use crate::vocab::{BreakerState, BudgetKind, DegradationMode, FailureKind, Outcome, Refusal};
+use crate::vocab::{BreakerState, BudgetKind, DegradationMode, EvidenceLevel, FailureKind, Outcome, Refusal};
 
 /// Something that happened at a moment of virtual time. Small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -23,6 +23,7 @@ pub enum Observation {
         past_deadline: bool,
         mode: DegradationMode,
         degraded: u8,
+        evidence: EvidenceLevel,
     },
     /// A workflow's degradation mode changed; `flap` when it returned to a degraded mode soon
     /// after leaving one.
@@ -32,6 +33,10 @@ pub enum Observation {
         to: DegradationMode,
         flap: bool,
     },
+    /// A fallback's contract refused the step (its context does not fit the fallback's window).
+    FallbackRefused,
+    /// An approved snapshot came back older than the step's freshness limit.
+    EvidenceStale,
     /// The degradation mode refused a new run (PAUSED).
     RunPaused,
     /// The degradation mode stopped a write: the run went to a human.
@@ -40,6 +45,7 @@ pub enum Observation {
     RunFinalized {
         outcome: Outcome,
         duplicate_effect: bool,
+        start_us: Micros,
     },
     Resubmitted,
     LogicalCall,

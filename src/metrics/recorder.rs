@@ -1,13 +1,16 @@
 //! Counters, histograms and time integrals for one replication. Everything is fixed-size or
 //! grows with the number of windows, never with the number of events.
 
+use super::incident::IncidentStats;
 use super::modes::ModeStats;
 use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::timeseries::{self, TimeSeries};
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
-use crate::vocab::{BreakerState, BudgetKind, DegradationMode, DegradedReason, FailureKind, Outcome, Refusal};
+use crate::vocab::{
+    BreakerState, BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome, Refusal,
+};
 use hdrhistogram::Histogram;
 
 /// Largest latency the histograms resolve (27.7 hours in microseconds); larger values saturate.
@@ -47,6 +50,10 @@ pub struct RunStats {
     pub admission_async: u64,
     pub runs_paused: u64,
     pub writes_paused: u64,
+    /// Runs by the worst evidence their retrieval steps used.
+    pub evidence: [u64; EvidenceLevel::COUNT],
+    pub fallback_refused: u64,
+    pub evidence_stale: u64,
 }
 
 /// Station-level figures for one dependency.
@@ -200,6 +207,8 @@ pub struct Recorder {
     pub timeseries: TimeSeries,
     /// Degradation modes, when the policy declares them.
     pub modes: Option<ModeStats>,
+    /// Runs that started during the faults, when there are faults.
+    pub incident: Option<IncidentStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -247,6 +256,9 @@ impl Recorder {
                 admission_async: 0,
                 runs_paused: 0,
                 writes_paused: 0,
+                evidence: [0; EvidenceLevel::COUNT],
+                fallback_refused: 0,
+                evidence_stale: 0,
             },
             dependencies: (0..dependencies).map(|_| DependencyStats::new()).collect(),
             step_omitted: vec![0; steps],
@@ -261,6 +273,7 @@ impl Recorder {
                 mode_columns(labels),
             ),
             modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
+            incident: fault_span_us.map(IncidentStats::new),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -284,6 +297,12 @@ impl Recorder {
                     self.run.attempts += 1;
                     self.run.cost_units += cost_units;
                     self.dependencies[dependency as usize].attempts += 1;
+                    if let Some(incident) = &mut self.incident
+                        && incident.covers(now)
+                    {
+                        incident.attempts += 1;
+                        incident.cost_units += cost_units;
+                    }
                 }
             }
             Observation::ServiceStarted { dependency, wait_us } if measured => {
@@ -312,8 +331,19 @@ impl Recorder {
                 }
             }
             Observation::RunEnded { .. } => self.run_ended(now, measured, o),
-            Observation::LogicalCall => self.run.logical_calls += u64::from(measured),
-            Observation::RunFinalized { outcome, duplicate_effect } if measured => {
+            Observation::LogicalCall => {
+                self.run.logical_calls += u64::from(measured);
+                if let Some(incident) = &mut self.incident
+                    && measured
+                    && incident.covers(now)
+                {
+                    incident.logical_calls += 1;
+                }
+            }
+            Observation::RunFinalized { outcome, duplicate_effect, start_us } if measured => {
+                if let Some(incident) = &mut self.incident {
+                    incident.run_finalized(start_us, outcome, duplicate_effect);
+                }
                 self.run.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
                 self.run.duplicate_effect_runs += u64::from(duplicate_effect);
             }
@@ -322,8 +352,16 @@ impl Recorder {
     }
 
     fn run_ended(&mut self, now: Micros, measured: bool, ended: Observation) {
-        let Observation::RunEnded { workflow, outcome, latency_us, deadline_exceeded, past_deadline, mode, degraded } =
-            ended
+        let Observation::RunEnded {
+            workflow,
+            outcome,
+            latency_us,
+            deadline_exceeded,
+            past_deadline,
+            mode,
+            degraded,
+            evidence,
+        } = ended
         else {
             unreachable!("only RunEnded is passed here")
         };
@@ -332,8 +370,12 @@ impl Recorder {
             if let Some(modes) = &mut self.modes {
                 modes.run_ended(mode, outcome);
             }
+            if let Some(incident) = &mut self.incident {
+                incident.run_ended(now.saturating_sub(latency_us), outcome, deadline_exceeded);
+            }
             let r = &mut self.run;
             r.past_deadline += u64::from(past_deadline);
+            r.evidence[evidence.index()] += 1;
             if outcome == Outcome::Degraded {
                 for reason in DegradedReason::ALL {
                     r.degraded[reason.index()] += u64::from(degraded & reason.bit() != 0);
@@ -419,6 +461,8 @@ impl Recorder {
                 r.omitted_by_mode += u64::from(by_mode);
                 self.step_omitted[step as usize] += 1;
             }
+            Observation::FallbackRefused => r.fallback_refused += 1,
+            Observation::EvidenceStale => r.evidence_stale += 1,
             Observation::RunPaused => {
                 self.refused_all[Refusal::Paused.index()] += 1;
                 r.runs_paused += 1;
@@ -490,6 +534,9 @@ impl Recorder {
         if let Some(modes) = &self.modes {
             modes.put(self.window, &mut m);
         }
+        if let Some(incident) = &self.incident {
+            incident.put(&mut m);
+        }
         m
     }
 
@@ -540,6 +587,11 @@ impl Recorder {
         put("omitted_step_total".into(), r.omitted_steps as f64);
         put("omitted_by_mode_total".into(), r.omitted_by_mode as f64);
         put("write_paused_total".into(), r.writes_paused as f64);
+        put("fallback_refused_total".into(), r.fallback_refused as f64);
+        put("evidence_stale_total".into(), r.evidence_stale as f64);
+        for level in EvidenceLevel::ALL {
+            put(format!("evidence_run_total.{}", level.name()), r.evidence[level.index()] as f64);
+        }
         put("admission_rejected_total".into(), r.admission_rejected as f64);
         put("admission_async_total".into(), r.admission_async as f64);
         put("queue_rejected_total".into(), self.dependencies.iter().map(|d| d.rejected as f64).sum());
@@ -576,6 +628,7 @@ impl Recorder {
         m.insert("recovery_time_s".into(), rec.time_s);
         m.insert("recovery_never_total".into(), rec.never_total);
         m.insert("recovery_storm_ratio".into(), rec.storm_ratio);
+        m.insert("recovery_goodput_floor_ratio".into(), rec.goodput_floor_ratio);
     }
 
     /// Per dependency: attempts, refusals, errors, queueing and utilization over the measured span.
@@ -696,6 +749,7 @@ mod tests {
                     past_deadline: false,
                     mode: DegradationMode::Normal,
                     degraded: 0,
+                    evidence: EvidenceLevel::Live,
                 };
                 r.observe(at, true, ended);
             }

@@ -35,6 +35,10 @@ pub struct Recovery {
     pub never_total: f64,
     /// Peak attempts per post-fault window over the mean attempts per pre-fault window.
     pub storm_ratio: f64,
+    /// The lowest goodput of a window from the fault's first to the last, over the pre-fault
+    /// mean: 1 (or more) when the fault never dented it, so a `time_s` of 0 that means "never
+    /// dented" differs from one that means "back at once".
+    pub goodput_floor_ratio: f64,
 }
 
 /// (earliest start, latest end) over fault windows given as (start, end); None when empty.
@@ -119,10 +123,22 @@ pub fn storm_ratio(attempts: &[u64], span: &Span) -> f64 {
     peak / baseline
 }
 
-/// All three metrics.
+/// `recovery_goodput_floor_ratio`; undefined when `recovery_time_s` is.
+pub fn goodput_floor_ratio(goodput: &[u64], span: &Span) -> f64 {
+    let Some(Windows { before, after, fault_start_us, .. }) = windows(span) else { return f64::NAN };
+    let level = mean(goodput, before);
+    if level <= 0.0 {
+        return f64::NAN;
+    }
+    let touched = (fault_start_us / span.window_us) as usize..after.end;
+    touched.map(|k| at(goodput, k) / level).fold(f64::INFINITY, f64::min)
+}
+
+/// All four metrics.
 pub fn recovery(goodput: &[u64], attempts: &[u64], span: &Span) -> Recovery {
     let (time_s, never_total) = recovery_time(goodput, span);
-    Recovery { time_s, never_total, storm_ratio: storm_ratio(attempts, span) }
+    let goodput_floor_ratio = goodput_floor_ratio(goodput, span);
+    Recovery { time_s, never_total, storm_ratio: storm_ratio(attempts, span), goodput_floor_ratio }
 }
 
 #[cfg(test)]
@@ -145,6 +161,7 @@ mod tests {
         assert_eq!(r.time_s, 20.0, "back from window 7 (70 s), the fault ended at 50 s");
         assert_eq!(r.never_total, 0.0);
         assert_eq!(r.storm_ratio, 4.5);
+        assert_eq!(r.goodput_floor_ratio, 0.1, "window 5: 10 over a baseline of 100");
     }
 
     #[test]
@@ -168,12 +185,18 @@ mod tests {
         let attempts = [0, 0, 100, 100, 100, 100, 100, 100, 100, 100];
         let r = recovery(&goodput, &attempts, &span());
         assert_eq!((r.time_s, r.never_total, r.storm_ratio), (0.0, 0.0, 1.0));
+        assert_eq!(r.goodput_floor_ratio, 0.91, "never out of the band: the floor says how close it came");
     }
 
     #[test]
     fn a_dip_only_during_the_fault_recovers_at_the_first_window_after_it() {
         let goodput = [0, 0, 100, 100, 50, 100, 100, 100, 100, 100];
         assert_eq!(recovery_time(&goodput, &span()), (0.0, 0.0), "window 5 starts at the fault's end");
+        assert_eq!(
+            goodput_floor_ratio(&goodput, &span()),
+            0.5,
+            "the same recovery time as never dented, half the floor"
+        );
         // The fault ends inside window 4: the first window after it starts 5 s later.
         let s = Span { fault_us: Some((40 * S, 45 * S)), ..span() };
         assert_eq!(recovery_time(&goodput, &s), (5.0, 0.0));

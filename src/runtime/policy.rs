@@ -11,7 +11,7 @@ use super::fan_out::{FanOutLimits, compile_fan_out};
 use super::guard::pipeline::PipelineSpec;
 use super::hedging::{Hedging, compile_hedging};
 use super::mechanisms::compile_mechanisms;
-use super::step_policy::{StepPolicy, StepRoutes};
+use super::step_policy::{OnGiveUp, StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     FieldPath, Policy, Scenario, ScenarioError, Source, duration_ms, error_at_path, parse_named, quote, unknown_name,
@@ -285,6 +285,11 @@ impl StepContext<'_> {
             reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
             predicted_attempt_us,
             predicted_fallback_us: fallback.map_or(0, |f| ms_to_us(world.dependencies[f].service.median_ms())),
+            max_snapshot_age_us: o
+                .max_snapshot_age_s
+                .map(|s| duration_ms(source, &sp.key("max_snapshot_age_s"), s * 1e3))
+                .transpose()?,
+            on_give_up: parse_named(source, &sp.key("on_give_up"), o.on_give_up.as_deref(), OnGiveUp::Fail)?,
             fallback,
             routes: StepRoutes::default(),
         })

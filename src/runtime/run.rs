@@ -18,19 +18,26 @@ use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
 use super::policy::PolicyModel;
 use super::step::{StepPhase, StepState};
-use super::step_policy::StepPolicy;
+use super::step_policy::{OnGiveUp, StepPolicy};
 use super::trace::{StepEnd, TraceEvent};
 use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::{Micros, StreamKey};
-use crate::vocab::{AttemptKind, BudgetKind, DegradationMode, DegradedReason, FailureKind, Outcome, Refusal};
+use crate::vocab::{
+    AttemptKind, BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome, Refusal,
+};
+use crate::world::DependencyModel;
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.
 pub const TAG_JITTER: u64 = 2;
 /// Purpose tag of the guards' draws (throttling) below a run's key.
 pub const TAG_GUARD: u64 = 4;
+/// Purpose tags of a step's context size and of the age of the snapshot it is served, below
+/// a run's key: the same draws under every policy.
+pub const TAG_CONTEXT: u64 = 6;
+pub const TAG_SNAPSHOT_AGE: u64 = 7;
 
 /// Everything a run machine reads besides its own state, and the shared guards it asks.
 pub struct RunContext<'a, 'p> {
@@ -127,6 +134,8 @@ pub struct RunMachine {
     time_ran_out: bool,
     /// How the degradation mode treats this run (normal for a policy without modes).
     pub mode: RunMode,
+    /// The worst evidence its retrieval steps used.
+    evidence: EvidenceLevel,
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
@@ -148,6 +157,7 @@ impl RunMachine {
             degraded: 0,
             time_ran_out: false,
             mode: NORMAL_RUN,
+            evidence: EvidenceLevel::Live,
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
@@ -177,6 +187,7 @@ impl RunMachine {
         self.degraded = 0;
         self.time_ran_out = false;
         self.mode = mode;
+        self.evidence = EvidenceLevel::Live;
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
@@ -292,6 +303,12 @@ impl RunMachine {
                 if self.steps[s as usize].in_flight > 0 {
                     self.cancel_step_attempts(cx, out, s);
                 }
+                let dependency = &cx.loads.dependencies[attempt.dependency as usize];
+                if !self.snapshot_is_fresh(cx, out, s, dependency) {
+                    // Stale evidence is no answer for this step: it gives up (a hard one
+                    // fails or hands off, as its policy says).
+                    return self.step_gave_up(cx, out, s, false);
+                }
                 self.step_succeeded(cx, out, s, via_fallback);
             }
             Some(kind) => {
@@ -404,6 +421,11 @@ impl RunMachine {
     /// result, not failed.
     fn omit_by_mode(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.budget.in_flight += 1; // released again as the step is omitted
+        if cx.loads.dependencies[cx.workflow.steps[s as usize].dependency].kind
+            == crate::vocab::DependencyKind::Retrieval
+        {
+            self.evidence = EvidenceLevel::None;
+        }
         let st = &mut self.steps[s as usize];
         st.phase = StepPhase::Omitted;
         self.degraded |= DegradedReason::OmittedByMode.bit();
@@ -424,7 +446,9 @@ impl RunMachine {
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
         out.trace(TraceEvent::StepStarted { step: s });
-        if self.overrides(cx).fallback == FallbackMode::FallbackFirst && cx.step(s).1.fallback.is_some() {
+        let o = self.overrides(cx);
+        let first = o.fallback == FallbackMode::FallbackFirst || o.fallback_first[cx.workflow_index][s as usize];
+        if first && cx.step(s).1.fallback.is_some() && self.fallback_admits(cx, out, s) {
             self.steps[s as usize].on_fallback = true;
             out.trace(TraceEvent::FallbackStarted { step: s });
         }
@@ -716,6 +740,41 @@ impl RunMachine {
         out.trace(TraceEvent::BudgetExhausted { step: s, kind });
     }
 
+    /// Whether step `s`'s fallback keeps its contract: the step's context fits the fallback's
+    /// window. A refusal is observed.
+    fn fallback_admits(&self, cx: &RunContext, out: &mut impl Effects, s: u8) -> bool {
+        let (step, sp) = cx.step(s);
+        let (Some(fallback), Some(context)) = (sp.fallback, &step.context_tokens) else { return true };
+        let Some(window) = cx.loads.dependencies[fallback].max_context_tokens else { return true };
+        let tokens = context.sample_ms(&mut self.key.with(TAG_CONTEXT).with(step.stream_id).stream());
+        let fits = tokens <= window;
+        if !fits {
+            out.observe(Observation::FallbackRefused);
+        }
+        fits
+    }
+
+    /// An answer from an approved snapshot: its age, drawn per run and step, against the
+    /// step's freshness limit. False (and observed) when it is stale.
+    fn snapshot_is_fresh(
+        &mut self,
+        cx: &RunContext,
+        out: &mut impl Effects,
+        s: u8,
+        dependency: &DependencyModel,
+    ) -> bool {
+        let Some(age) = &dependency.snapshot_age else { return true };
+        let (step, sp) = cx.step(s);
+        let age_ms = age.sample_ms(&mut self.key.with(TAG_SNAPSHOT_AGE).with(step.stream_id).stream());
+        let fresh = sp.max_snapshot_age_us.is_none_or(|limit| crate::sim::ms_to_us(age_ms) <= limit);
+        let level = if fresh { EvidenceLevel::ApprovedSnapshot } else { EvidenceLevel::Stale };
+        self.evidence = self.evidence.max(level);
+        if !fresh {
+            out.observe(Observation::EvidenceStale);
+        }
+        fresh
+    }
+
     /// Whether step `s`'s fallback, not yet tried, still fits before the deadline.
     fn fallback_fits(&self, cx: &RunContext, s: u8) -> bool {
         let sp = cx.step(s).1;
@@ -800,8 +859,10 @@ impl RunMachine {
     fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: bool) {
         let (step, sp) = cx.step(s);
         let fallback_allowed = self.overrides(cx).fallback != FallbackMode::NoFallback;
+        let untried = !self.steps[s as usize].on_fallback && sp.fallback.is_some();
+        let fallback = untried && may_fall_back && fallback_allowed && self.fallback_admits(cx, out, s);
         let st = &mut self.steps[s as usize];
-        if !st.on_fallback && sp.fallback.is_some() && may_fall_back && fallback_allowed {
+        if fallback {
             st.on_fallback = true;
             st.previous_sleep_us = 0;
             st.hedges = 0;
@@ -810,6 +871,10 @@ impl RunMachine {
             return;
         }
         if step.criticality == Criticality::Soft {
+            if cx.loads.dependencies[step.dependency].kind == crate::vocab::DependencyKind::Retrieval {
+                self.evidence = EvidenceLevel::None;
+            }
+            let st = &mut self.steps[s as usize];
             st.phase = StepPhase::Omitted;
             self.degraded |= DegradedReason::StepOmitted.bit();
             out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s), by_mode: false });
@@ -818,6 +883,9 @@ impl RunMachine {
         } else if st.effect_unknown && cx.policy.rules.on_effect_unknown != OnEffectUnknown::Retry {
             // The write may still land: a runtime that reconciles never reports that as a
             // plain failure, it hands the run to a human with the evidence.
+            self.hand_off(cx, out, s);
+        } else if sp.on_give_up == OnGiveUp::Handoff {
+            // Fail closed: a human gets the run and what it gathered, not an error.
             self.hand_off(cx, out, s);
         } else {
             out.observe(Observation::StepFailed { step: cx.step_offset + u32::from(s) });
@@ -881,12 +949,13 @@ impl RunMachine {
         if self.ended {
             return;
         }
-        // The user had no result by the deadline: a late end, or a failure because time ran
-        // out (the runtime stopped the run at its deadline). A hand-off is a result.
+        // The user had no result by the deadline: a late end, or a run the runtime stopped
+        // because time ran out (failed, or handed to a human with what it had).
         let past_deadline = cx.now > self.budget.deadline_at;
-        let deadline_exceeded = past_deadline || (outcome == Outcome::Failed && self.time_ran_out);
+        let no_result_for_lack_of_time = self.time_ran_out && matches!(outcome, Outcome::Failed | Outcome::Handoff);
+        let deadline_exceeded = past_deadline || no_result_for_lack_of_time;
         let latency_us = cx.now - self.start_us;
-        let (workflow, mode, degraded) = (self.workflow, self.mode.label, self.degraded);
+        let (workflow, mode, degraded, evidence) = (self.workflow, self.mode.label, self.degraded, self.evidence);
         out.observe(Observation::RunEnded {
             workflow,
             outcome,
@@ -895,8 +964,9 @@ impl RunMachine {
             past_deadline,
             mode,
             degraded,
+            evidence,
         });
-        out.trace(TraceEvent::RunEnded { outcome, deadline_exceeded });
+        out.trace(TraceEvent::RunEnded { outcome, deadline_exceeded, past_deadline, mode });
         // Written after `workflow` is read: it sits next to these flags, and a load that
         // overlaps a store still in flight waits for the store to reach the cache.
         self.ended = true;

@@ -13,7 +13,20 @@ pub struct StepPolicy {
     pub fallback: Option<usize>,
     /// The fallback's median service time: whether it still fits when a retry does not.
     pub predicted_fallback_us: Micros,
+    /// An approved snapshot older than this is stale evidence: the step cannot use it.
+    pub max_snapshot_age_us: Option<Micros>,
+    /// What a hard step that gives up does to its run.
+    pub on_give_up: OnGiveUp,
     pub routes: StepRoutes,
+}
+
+crate::named_enum! {
+    /// What a hard step that gives up does to its run: fail it, or hand it to a human with the
+    /// evidence gathered so far (fail closed, docs/essay.md section 18).
+    pub enum OnGiveUp {
+        Fail => "fail",
+        Handoff => "handoff",
+    }
 }
 
 /// The guard routes of a step's attempts.

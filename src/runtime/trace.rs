@@ -6,7 +6,7 @@
 use super::attempt::{AttemptResult, Purpose};
 use super::decision::Decision;
 use crate::sim::Micros;
-use crate::vocab::{AttemptKind, BudgetKind, FailureKind, Outcome, Refusal};
+use crate::vocab::{AttemptKind, BudgetKind, DegradationMode, FailureKind, Outcome, Refusal};
 
 /// A root run as it starts: its number in the replication (from 1, in start order: the number
 /// `replay --run` and explore's reports use), whether it counts in the figures (started after
@@ -137,9 +137,13 @@ pub enum TraceEvent {
         step: u8,
         end: StepEnd,
     },
+    /// `deadline_exceeded`: no result by the deadline; `past_deadline`: ended after it;
+    /// `mode`: the workflow's degradation mode as the run started.
     RunEnded {
         outcome: Outcome,
         deadline_exceeded: bool,
+        past_deadline: bool,
+        mode: DegradationMode,
     },
     /// Every attempt of the ended run has left its station: its safety is final.
     RunFinalized {
@@ -373,7 +377,7 @@ impl Tracer for RunTracer {
         let Some(state) = self.slots.get(slot as usize).copied() else { return };
         let Some(run) = state.summary.and_then(|i| self.runs.get_mut(i)) else { return };
         // The summary keeps only a run's end; every other event is for followed runs alone.
-        if let TraceEvent::RunEnded { outcome, deadline_exceeded } = event {
+        if let TraceEvent::RunEnded { outcome, deadline_exceeded, .. } = event {
             run.outcome = Some(outcome);
             run.deadline_exceeded = deadline_exceeded;
         }

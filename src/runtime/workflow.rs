@@ -23,6 +23,8 @@ pub struct StepModel {
     pub idempotency: Idempotency,
     pub status_lookup: bool,
     pub fallback: Option<usize>,
+    /// The context size in tokens, drawn per run (fallback contracts check it).
+    pub context_tokens: Option<crate::world::Distribution>,
     pub predecessors: u32,
     pub successors: Vec<u8>,
 }
@@ -141,6 +143,15 @@ fn compile_step(
         idempotency: s.idempotency,
         status_lookup: s.status_lookup,
         fallback,
+        context_tokens: match &s.context_tokens {
+            Some(spec) => {
+                Some(crate::world::Distribution::from_spec(&spec.as_service_time()).map_err(|(field, message)| {
+                    let field = field.strip_suffix("_ms").unwrap_or(field);
+                    err(&sp.key("context_tokens").key(field), message.replace("_ms", ""))
+                })?)
+            }
+            None => None,
+        },
         predecessors: 0,
         successors: Vec::new(),
     })

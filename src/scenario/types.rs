@@ -85,6 +85,48 @@ pub struct ServiceTime {
     pub value_ms: Option<f64>,
 }
 
+/// A distribution of counts (tokens): the fields of `ServiceTime` without the unit.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct TokenCount {
+    #[serde(default)]
+    pub dist: Option<String>,
+    #[serde(default)]
+    pub p50: Option<f64>,
+    #[serde(default)]
+    pub p95: Option<f64>,
+    #[serde(default)]
+    pub mean: Option<f64>,
+    #[serde(default)]
+    pub shape: Option<f64>,
+    #[serde(default)]
+    pub scale: Option<f64>,
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub value: Option<f64>,
+}
+
+impl TokenCount {
+    /// The same distribution read by the duration code (whose field names end in `_ms`).
+    pub fn as_service_time(&self) -> ServiceTime {
+        ServiceTime {
+            dist: self.dist.clone(),
+            p50_ms: self.p50,
+            p95_ms: self.p95,
+            mean_ms: self.mean,
+            shape: self.shape,
+            scale_ms: self.scale,
+            min_ms: self.min,
+            max_ms: self.max,
+            value_ms: self.value,
+        }
+    }
+}
+
 /// Per-attempt error probabilities by failure kind. Drawn once per attempt; at most one kind.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -172,6 +214,14 @@ pub struct Dependency {
     /// Service time of a status lookup (EFFECT_UNKNOWN reconciliation); defaults to service_time.
     #[serde(default)]
     pub status_lookup_time: Option<ServiceTime>,
+    /// A model's context window: a request whose context is larger cannot use it.
+    #[serde(default)]
+    pub max_context_tokens: Option<f64>,
+    /// An approved snapshot: the age of what it answers with (a distribution in ms, drawn per
+    /// run and step). Its answers are evidence of level approved_snapshot, or stale when
+    /// older than the step's max_snapshot_age_s.
+    #[serde(default)]
+    pub snapshot_age: Option<ServiceTime>,
     /// A remote agent: its own calls to other dependencies, made after its own service time,
     /// with its own attempts and timeouts, outside the caller's budget.
     #[serde(default)]
@@ -316,6 +366,10 @@ pub struct Step {
     /// Dependency called after the step's own attempts fail (reads only).
     #[serde(default)]
     pub fallback: Option<String>,
+    /// The size of the step's model context in tokens (a distribution, drawn per run): a
+    /// dependency with a smaller max_context_tokens cannot serve it.
+    #[serde(default)]
+    pub context_tokens: Option<TokenCount>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -412,6 +466,12 @@ pub struct StepOverride {
     pub predicted_attempt_ms: Option<f64>,
     #[serde(default)]
     pub fallback: Option<String>,
+    /// An approved snapshot older than this is stale: not evidence this step may use.
+    #[serde(default)]
+    pub max_snapshot_age_s: Option<f64>,
+    /// fail (default) or handoff: what a hard step that gives up does to its run.
+    #[serde(default)]
+    pub on_give_up: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -599,6 +659,9 @@ pub struct ModeActions {
     /// Every soft step not started.
     #[serde(default)]
     pub omit_soft_steps: Option<bool>,
+    /// Steps that go straight to their fallback in this mode (the approved snapshot).
+    #[serde(default)]
+    pub fallback_first_steps: Vec<String>,
     /// normal (the primary, then the step's fallback), fallback_first (straight to the
     /// step's fallback) or no_fallback.
     #[serde(default)]
@@ -736,6 +799,7 @@ tables_only!(
     Scenario,
     Simulation,
     ServiceTime,
+    TokenCount,
     ErrorMix,
     RateLimit,
     RemoteCall,

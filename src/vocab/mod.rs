@@ -21,6 +21,6 @@ pub use degradation::{BudgetState, DegradationMode};
 pub use dependency_kind::DependencyKind;
 pub use failure::FailureKind;
 pub use named::Named;
-pub use outcome::{DegradedReason, Outcome};
+pub use outcome::{DegradedReason, EvidenceLevel, Outcome};
 pub use refusal::Refusal;
 pub use traffic::{OperationClass, Priority};

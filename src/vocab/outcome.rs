@@ -26,6 +26,22 @@ crate::named_enum! {
     }
 }
 
+crate::named_enum! {
+    /// What a run's retrieved evidence was (docs/essay.md section 18), worst over its steps;
+    /// the names are as in `evidence_run_total.<name>`.
+    #[derive(PartialOrd, Ord)]
+    pub enum EvidenceLevel {
+        /// Retrieved from the live source.
+        Live => "live",
+        /// An approved snapshot within the step's freshness limit.
+        ApprovedSnapshot => "approved_snapshot",
+        /// A snapshot past its freshness limit: a draft at most, never the basis of an answer.
+        Stale => "stale",
+        /// A retrieval step was left out.
+        None => "none",
+    }
+}
+
 impl DegradedReason {
     /// The reason's bit in a run's set of reasons.
     pub fn bit(self) -> u8 {

@@ -76,6 +76,10 @@ pub struct DependencyModel {
     pub honors_cancel: bool,
     pub queue: QueuePolicy,
     pub lookup_service: Distribution,
+    /// A model's context window in tokens.
+    pub max_context_tokens: Option<f64>,
+    /// An approved snapshot's age (ms), drawn per run and step.
+    pub snapshot_age: Option<Distribution>,
     pub calls: Vec<RemoteCallModel>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
@@ -365,6 +369,8 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
             None => QueuePolicy::default(),
         },
         lookup_service,
+        max_context_tokens: d.max_context_tokens.map(|t| c.positive(&path.key("max_context_tokens"), t)).transpose()?,
+        snapshot_age: d.snapshot_age.as_ref().map(|a| c.distribution(&path.key("snapshot_age"), a)).transpose()?,
         calls: Vec::new(),
         faults: Vec::new(),
     })

@@ -39,7 +39,7 @@ crate::named_enum! {
         NotSucceeded => "not-succeeded",
         /// Caused a duplicate effect (a write committed twice).
         Duplicate => "duplicate",
-        /// Ended after its deadline.
+        /// Had no result by its deadline (ended after it, or stopped for lack of time).
         DeadlineMissed => "deadline-missed",
     }
 }
@@ -54,7 +54,7 @@ impl FirstRun {
             FirstRun::Degraded => "was degraded",
             FirstRun::NotSucceeded => "did not succeed",
             FirstRun::Duplicate => "caused a duplicate effect",
-            FirstRun::DeadlineMissed => "missed its deadline",
+            FirstRun::DeadlineMissed => "had no result by its deadline",
         }
     }
 

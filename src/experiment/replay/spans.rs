@@ -9,7 +9,7 @@ use crate::runtime::decision::{Decision, GiveUp};
 use crate::runtime::{AttemptResult, Purpose, StationExit, StepEnd, TraceCaller, TraceEvent};
 use crate::sim::{Micros, us_to_ms};
 use crate::vocab::AttemptKind;
-use crate::vocab::{FailureKind, Outcome, Refusal};
+use crate::vocab::{DegradationMode, FailureKind, Outcome, Refusal};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -207,7 +207,9 @@ impl Builder<'_> {
                 self.spans[call].event(at, "budget.exhausted", vec![("budget.kind", Value::Str(kind.name().into()))]);
             }
             TraceEvent::StepEnded { step, end } => self.step_ended(at, step, end),
-            TraceEvent::RunEnded { outcome, deadline_exceeded } => self.run_ended(at, outcome, deadline_exceeded),
+            TraceEvent::RunEnded { outcome, deadline_exceeded, past_deadline, mode } => {
+                self.run_ended(at, outcome, (deadline_exceeded, past_deadline), mode)
+            }
             TraceEvent::RunFinalized { duplicate_effect } => {
                 let run = &mut self.spans[0];
                 run.set("run.duplicate_effect", Value::Bool(duplicate_effect));
@@ -468,21 +470,30 @@ impl Builder<'_> {
         s.summary = format!("{} {}", s.summary, word.to_uppercase());
     }
 
-    fn run_ended(&mut self, at: Micros, outcome: Outcome, deadline_exceeded: bool) {
+    fn run_ended(
+        &mut self,
+        at: Micros,
+        outcome: Outcome,
+        (deadline_exceeded, past_deadline): (bool, bool),
+        mode: DegradationMode,
+    ) {
         let run = &mut self.spans[0];
         run.end_us = Some(at);
         run.set("run.outcome", Value::Str(outcome.name().into()));
         run.set("run.deadline_exceeded", Value::Bool(deadline_exceeded));
-        if outcome == Outcome::Degraded {
-            run.set("degradation.mode", Value::Str("DEGRADED".into()));
-        }
+        // The essay's section-25 attribute: the workflow's mode as the run started.
+        run.set("degradation.mode", Value::Str(mode.name().to_uppercase()));
         run.status = match outcome {
             Outcome::Failed => Status::Error("the run failed".into()),
             Outcome::Handoff => Status::Error("handed off to a human".into()),
             Outcome::Rejected => Status::Error("refused at admission".into()),
             Outcome::Succeeded | Outcome::Degraded => Status::Ok,
         };
-        let late = if deadline_exceeded { ", past its deadline" } else { "" };
+        let late = match (deadline_exceeded, past_deadline) {
+            (_, true) => ", past its deadline",
+            (true, false) => ", out of time at its deadline",
+            (false, false) => "",
+        };
         let took_s = (at - self.run_start_us) as f64 / 1e6;
         run.summary = format!("{} {} after {took_s:.3} s{late}", run.summary, outcome.name().to_uppercase());
     }

@@ -98,7 +98,8 @@ pub fn compile_degradation(
                 }
             }
         }
-        apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()])?;
+        let first_of_mode = !rules.iter().any(|earlier: &Rule| earlier.mode == rule.mode);
+        apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()], first_of_mode)?;
         rules.push(rule);
     }
     let degradation = Degradation {
@@ -265,17 +266,28 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition) -> Result<Con
     Ok(condition)
 }
 
-/// Folds one rule's actions into its mode's overrides: when rules share a mode the strictest
-/// value wins (fewer tokens, fewer branches, every omission, any pause).
-fn apply_actions(cx: &Cx, path: &FieldPath, a: &ModeActions, o: &mut ModeOverrides) -> Result<(), ScenarioError> {
+/// Folds one rule's actions into its mode's overrides. A mode's first rule replaces the
+/// policy's own limits (the essay's "retry tokens go from 4 to 1"); when later rules share the
+/// mode the strictest value wins (fewer tokens, fewer branches, every omission, any pause).
+fn apply_actions(
+    cx: &Cx,
+    path: &FieldPath,
+    a: &ModeActions,
+    o: &mut ModeOverrides,
+    first_of_mode: bool,
+) -> Result<(), ScenarioError> {
+    let strictest = |current: Option<u32>, new: u32| match current {
+        Some(c) if !first_of_mode => c.min(new),
+        Some(_) | None => new,
+    };
     if let Some(tokens) = a.retry_tokens_per_run {
-        o.budget.retry_tokens = Some(o.budget.retry_tokens.map_or(tokens, |t| t.min(tokens)));
+        o.budget.retry_tokens = Some(strictest(o.budget.retry_tokens, tokens));
     }
     if let Some(n) = a.max_fanout {
         if n == 0 {
             return Err(cx.err(&path.key("max_fanout"), "must be at least 1"));
         }
-        o.fan_out.max_branches = Some(o.fan_out.max_branches.map_or(n, |m| m.min(n)));
+        o.fan_out.max_branches = Some(strictest(o.fan_out.max_branches, n));
     }
     if a.disable_hedging == Some(true) {
         o.hedging = false;
@@ -295,6 +307,22 @@ fn apply_actions(cx: &Cx, path: &FieldPath, a: &ModeActions, o: &mut ModeOverrid
             if all_soft && step.criticality == Criticality::Soft {
                 o.omit[w][s] = true;
             }
+        }
+    }
+    for (i, id) in a.fallback_first_steps.iter().enumerate() {
+        let ip = path.key("fallback_first_steps").index(i);
+        let mut found = false;
+        for (w, wf) in cx.workflows.iter().enumerate() {
+            for (s, step) in wf.steps.iter().enumerate() {
+                if &step.id == id {
+                    o.fallback_first[w][s] = true;
+                    found = true;
+                }
+            }
+        }
+        if !found {
+            let known = cx.workflows.iter().flat_map(|w| w.steps.iter().map(|s| s.id.as_str()));
+            return Err(cx.err(&ip, unknown_name("step", id, known)));
         }
     }
     for (i, id) in a.omit_steps.iter().enumerate() {

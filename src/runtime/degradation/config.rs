@@ -65,6 +65,8 @@ pub struct ModeOverrides {
     /// `omit[w][s]`: soft step s of workflow w is not started.
     pub omit: Vec<Vec<bool>>,
     pub fallback: FallbackMode,
+    /// `fallback_first[w][s]`: step s of workflow w goes straight to its fallback.
+    pub fallback_first: Vec<Vec<bool>>,
     pub pause_writes: bool,
     pub refuse_new_runs: bool,
 }
@@ -122,6 +124,7 @@ pub fn normal_overrides(budget: BudgetLimits, fan_out: FanOutLimits, hedging: bo
         hedging,
         omit: steps.iter().map(|&n| vec![false; n]).collect(),
         fallback: FallbackMode::Normal,
+        fallback_first: steps.iter().map(|&n| vec![false; n]).collect(),
         pause_writes: false,
         refuse_new_runs: false,
     }
