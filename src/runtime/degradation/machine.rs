@@ -219,11 +219,13 @@ impl ModeMachine {
         match self.phase {
             Phase::Steady => unreachable!("a recovery always has a phase (asserted at every transition)"),
             Phase::Probing { clear } => {
+                // A half-open breaker passes: its trial calls are the canary's, and a mode that
+                // sends nothing (PAUSED) would otherwise never see it close.
                 let watched = &cfg.watched[self.workflow];
-                let closed = sig.breakers.iter().all(|(b, s)| {
-                    *s == BreakerState::Closed || !watched.contains(&cfg.breaker_dependencies[*b as usize])
+                let ready = sig.breakers.iter().all(|(b, s)| {
+                    *s != BreakerState::Open || !watched.contains(&cfg.breaker_dependencies[*b as usize])
                 });
-                let clear = if closed { clear + 1 } else { 0 };
+                let clear = if ready { clear + 1 } else { 0 };
                 self.phase = if clear >= plan.probe_evaluations {
                     Phase::Canary { stage: 0, since_us: sig.now, runs: 0, good: 0 }
                 } else {
@@ -273,5 +275,219 @@ impl ModeMachine {
         let recovering = self.mode == DegradationMode::Recovery;
         assert_eq!(recovering, self.phase != Phase::Steady, "only a recovery has a probing or canary phase");
         assert!(!recovering || self.back_to.is_degraded(), "a recovery returns from a degraded mode");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::degradation::config::{BreakerCheck, RecoveryPlan, Rule};
+
+    const S: Micros = 1_000_000;
+    const MODEL: usize = 0;
+
+    /// One workflow; breaker 0 guards dependency 0 (the model). The rule: the model's breaker
+    /// not closed -> constrained, 60 s dwell; recovery: 2 probes, stages 10 % then 100 %, 30 s
+    /// each, judged on 4 canary runs at 75 %.
+    fn config(rules: Vec<Rule>) -> Degradation {
+        Degradation {
+            interval_us: 5 * S,
+            flap_window_us: 300 * S,
+            rules,
+            error_budget: None,
+            recovery: RecoveryPlan {
+                probe_evaluations: 2,
+                canary_stages: vec![0.1, 1.0],
+                stage_us: 30 * S,
+                min_canary_runs: 4,
+                canary_min_completion: 0.75,
+            },
+            watched: vec![vec![MODEL]],
+            breaker_dependencies: vec![MODEL],
+        }
+    }
+
+    fn breaker_rule() -> Rule {
+        let enter =
+            Condition { dependency: Some(MODEL), breaker: Some(BreakerCheck::NotClosed), ..Condition::default() };
+        Rule { mode: DegradationMode::Constrained, workflow: None, enter, exit: None, min_dwell_us: 60 * S }
+    }
+
+    struct World {
+        breaker: BreakerState,
+        depth: u32,
+        budget: BudgetState,
+    }
+
+    impl World {
+        fn calm() -> Self {
+            World { breaker: BreakerState::Closed, depth: 0, budget: BudgetState::Healthy }
+        }
+
+        fn tick(&self, m: &mut ModeMachine, cfg: &Degradation, at_s: u64) -> Option<DegradationMode> {
+            let breakers = [(0u16, self.breaker)];
+            let depths = [self.depth];
+            let refused = [0.0; Refusal::COUNT];
+            let sig = Signals {
+                now: at_s * S,
+                breakers: &breakers,
+                queue_depths: &depths,
+                refused_per_s: &refused,
+                budget: self.budget,
+            };
+            m.evaluate(cfg, &sig).map(|t| t.to)
+        }
+    }
+
+    #[test]
+    fn a_breaker_moves_the_workflow_to_constrained_and_the_return_goes_through_probes_and_a_canary() {
+        let cfg = config(vec![breaker_rule()]);
+        let mut m = ModeMachine::new(0);
+        let mut w = World::calm();
+        assert_eq!(w.tick(&mut m, &cfg, 5), None, "a closed breaker: normal stays");
+        w.breaker = BreakerState::Open;
+        assert_eq!(w.tick(&mut m, &cfg, 10), Some(DegradationMode::Constrained), "escalation is immediate");
+        w.breaker = BreakerState::HalfOpen;
+        assert_eq!(w.tick(&mut m, &cfg, 100), None, "half-open is not closed: the rule holds");
+        w.breaker = BreakerState::Closed;
+        assert_eq!(w.tick(&mut m, &cfg, 105), Some(DegradationMode::Recovery), "dwelt 95 s >= 60 s: recover");
+        // Non-canary runs keep the constrained treatment while probing.
+        assert_eq!(m.run_mode(&cfg, 0.0).overrides, DegradationMode::Constrained);
+        assert_eq!(m.acting_mode(), DegradationMode::Constrained);
+        assert_eq!(w.tick(&mut m, &cfg, 110), None, "probe 1 of 2");
+        assert_eq!(w.tick(&mut m, &cfg, 115), None, "probe 2 of 2: the canary starts");
+        let canary = m.run_mode(&cfg, 0.05);
+        assert!(
+            canary.canary && canary.overrides == DegradationMode::Normal && canary.label == DegradationMode::Recovery
+        );
+        assert!(!m.run_mode(&cfg, 0.5).canary, "90 % of runs stay constrained in stage 1");
+        for good in [true, true, true, false] {
+            m.canary_ended(good);
+        }
+        assert_eq!(w.tick(&mut m, &cfg, 140), None, "25 s: the stage is not over");
+        assert_eq!(w.tick(&mut m, &cfg, 145), None, "30 s, 3 of 4 good = 75 %: stage 2");
+        assert!(m.run_mode(&cfg, 0.99).canary, "stage 2 sends every new run on the normal policy");
+        for _ in 0..4 {
+            m.canary_ended(true);
+        }
+        assert_eq!(w.tick(&mut m, &cfg, 175), Some(DegradationMode::Normal));
+        assert_eq!(
+            m.run_mode(&cfg, 0.0),
+            RunMode { label: DegradationMode::Normal, overrides: DegradationMode::Normal, canary: false }
+        );
+    }
+
+    #[test]
+    fn the_minimum_dwell_holds_a_mode_after_its_trigger_clears() {
+        let cfg = config(vec![breaker_rule()]);
+        let mut m = ModeMachine::new(0);
+        let mut w = World::calm();
+        w.breaker = BreakerState::Open;
+        w.tick(&mut m, &cfg, 0);
+        w.breaker = BreakerState::Closed;
+        assert_eq!(w.tick(&mut m, &cfg, 55), None, "55 s < 60 s of dwell");
+        assert_eq!(w.tick(&mut m, &cfg, 60), Some(DegradationMode::Recovery));
+    }
+
+    #[test]
+    fn separate_enter_and_exit_thresholds_keep_the_mode_between_them() {
+        let enter = Condition { dependency: Some(MODEL), queue_depth_above: Some(100), ..Condition::default() };
+        let exit = Condition { dependency: Some(MODEL), queue_depth_below: Some(20), ..Condition::default() };
+        let rule = Rule { mode: DegradationMode::Degraded, workflow: None, enter, exit: Some(exit), min_dwell_us: 0 };
+        let cfg = config(vec![rule]);
+        let mut m = ModeMachine::new(0);
+        let mut w = World::calm();
+        w.depth = 100;
+        assert_eq!(w.tick(&mut m, &cfg, 5), None, "100 is not above 100");
+        w.depth = 101;
+        assert_eq!(w.tick(&mut m, &cfg, 10), Some(DegradationMode::Degraded));
+        w.depth = 50;
+        assert_eq!(w.tick(&mut m, &cfg, 15), None, "below the enter threshold, above the exit one: stays");
+        w.depth = 19;
+        assert_eq!(w.tick(&mut m, &cfg, 20), Some(DegradationMode::Recovery));
+    }
+
+    #[test]
+    fn a_more_severe_rule_wins_at_once_and_a_milder_one_takes_over_after_the_dwell() {
+        let paused = Rule {
+            mode: DegradationMode::Paused,
+            workflow: None,
+            enter: Condition { budget_at_least: Some(BudgetState::IntegrityIncident), ..Condition::default() },
+            exit: None,
+            min_dwell_us: 30 * S,
+        };
+        let cfg = config(vec![breaker_rule(), paused]);
+        let mut m = ModeMachine::new(0);
+        let mut w = World::calm();
+        w.breaker = BreakerState::Open;
+        assert_eq!(w.tick(&mut m, &cfg, 0), Some(DegradationMode::Constrained));
+        w.budget = BudgetState::IntegrityIncident;
+        assert_eq!(w.tick(&mut m, &cfg, 5), Some(DegradationMode::Paused), "no dwell holds an escalation back");
+        w.budget = BudgetState::Healthy;
+        assert_eq!(w.tick(&mut m, &cfg, 30), None, "paused dwells 30 s");
+        assert_eq!(w.tick(&mut m, &cfg, 35), Some(DegradationMode::Constrained), "the breaker rule still holds");
+    }
+
+    #[test]
+    fn a_failed_canary_goes_back_to_the_mode_left_and_a_quick_return_is_a_flap() {
+        let cfg = config(vec![breaker_rule()]);
+        let mut m = ModeMachine::new(0);
+        let mut w = World::calm();
+        w.breaker = BreakerState::Open;
+        w.tick(&mut m, &cfg, 0);
+        w.breaker = BreakerState::Closed;
+        w.tick(&mut m, &cfg, 60);
+        w.tick(&mut m, &cfg, 65);
+        w.tick(&mut m, &cfg, 70);
+        for good in [true, false, false, true] {
+            m.canary_ended(good);
+        }
+        let back = {
+            let breakers = [(0u16, BreakerState::Closed)];
+            let refused = [0.0; Refusal::COUNT];
+            let sig = Signals {
+                now: 100 * S,
+                breakers: &breakers,
+                queue_depths: &[0],
+                refused_per_s: &refused,
+                budget: BudgetState::Healthy,
+            };
+            m.evaluate(&cfg, &sig).expect("the stage failed")
+        };
+        assert_eq!((back.from, back.to), (DegradationMode::Recovery, DegradationMode::Constrained));
+        assert!(back.flap, "back in a degraded mode 40 s after leaving it");
+    }
+
+    #[test]
+    fn probes_wait_while_a_watched_breaker_is_open() {
+        // The rule holds on a refusal rate; the model's breaker is only watched.
+        let enter = Condition {
+            refusal: Some(Refusal::RetryBudget),
+            refused_per_s_above: Some(1.0),
+            dependency: Some(MODEL),
+            ..Condition::default()
+        };
+        let rule = Rule { mode: DegradationMode::Constrained, workflow: None, enter, exit: None, min_dwell_us: 0 };
+        let cfg = config(vec![rule]);
+        let mut m = ModeMachine::new(0);
+        let breakers = [(0u16, BreakerState::Open)];
+        let mut refused = [0.0; Refusal::COUNT];
+        refused[Refusal::RetryBudget.index()] = 2.0;
+        fn sig<'a>(now_s: u64, breakers: &'a [(u16, BreakerState)], refused: &'a [f64; Refusal::COUNT]) -> Signals<'a> {
+            Signals {
+                now: now_s * S,
+                breakers,
+                queue_depths: &[0],
+                refused_per_s: refused,
+                budget: BudgetState::Healthy,
+            }
+        }
+        assert_eq!(m.evaluate(&cfg, &sig(0, &breakers, &refused)).map(|t| t.to), Some(DegradationMode::Constrained));
+        let calm = [0.0; Refusal::COUNT];
+        assert_eq!(m.evaluate(&cfg, &sig(5, &breakers, &calm)).map(|t| t.to), Some(DegradationMode::Recovery));
+        for now in [10, 15, 20, 25] {
+            m.evaluate(&cfg, &sig(now, &breakers, &calm));
+            assert!(!m.run_mode(&cfg, 0.0).canary, "an open watched breaker keeps the probes from passing");
+        }
     }
 }
