@@ -48,12 +48,14 @@ impl<T: Tracer> Simulation<'_, T> {
         slot.duplicate = false;
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
-        let deadline_at_us = budget.deadline_at;
+        let (deadline_at_us, retry_token_limit) = (budget.deadline_at, budget.retry_token_limit);
         slot.machine.reset(workflow as u16, wf, key, now, budget, mode);
         if T::ON {
             self.runs_started += 1;
             let number = self.runs_started;
-            let start = RunStart { number, measured, workflow: workflow as u16, arrival, resubmission, deadline_at_us };
+            let workflow = workflow as u16;
+            let start =
+                RunStart { number, measured, workflow, arrival, resubmission, deadline_at_us, retry_token_limit };
             self.tracer.run_started(id, now, start);
         }
         self.live_runs += 1;

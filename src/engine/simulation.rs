@@ -8,7 +8,7 @@ use crate::runtime::degradation::{ModeController, Transition};
 use crate::runtime::guard::pipeline::Pipeline;
 use crate::runtime::{AttemptTrace, Command, DrawRecorder, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
 use crate::sim::{EventQueue, Micros, StreamKey};
-use crate::vocab::{BreakerState, FailureKind, Priority};
+use crate::vocab::{BreakerState, DegradationMode, FailureKind, Priority};
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
@@ -364,6 +364,10 @@ impl<T: Tracer> Simulation<'_, T> {
         for &(workflow, t) in &scratch.transitions {
             let o = Observation::ModeTransition { workflow: workflow as u16, from: t.from, to: t.to, flap: t.flap };
             self.recorder.observe(now, true, o);
+            if T::ON {
+                let acting = if t.to == DegradationMode::Recovery { t.from } else { t.to };
+                self.tracer.mode_changed(now, workflow as u16, acting);
+            }
         }
         if now < self.model.world.duration_us || self.live_runs > 0 {
             self.queue.schedule(now + modes.interval_us(), Event::ModeTick);

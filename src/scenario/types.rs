@@ -541,6 +541,9 @@ pub struct DegradationSpec {
     /// A return to a degraded mode within this long of leaving one counts as a flap (default 300 000).
     #[serde(default)]
     pub flap_window_ms: Option<f64>,
+    /// The most flaps per hour `explore` accepts (default 6).
+    #[serde(default)]
+    pub max_flaps_per_hour: Option<f64>,
     #[serde(default)]
     pub error_budget: Option<ErrorBudgetSpec>,
     #[serde(default)]

@@ -144,6 +144,8 @@ struct Invariants {
     thresholds: Vec<Check>,
     no_duplicates: bool,
     deadline_ms: Option<f64>,
+    /// The policy's bound on mode flaps, when it has modes.
+    max_flaps_per_hour: Option<f64>,
 }
 
 /// A broken invariant: which, in which replication, and the figures that show it.
@@ -242,6 +244,7 @@ impl Invariants {
             deadline_ms: rules
                 .deadline_propagation
                 .then(|| scenario.workflows.iter().map(|w| w.deadline_ms).fold(0.0, f64::max)),
+            max_flaps_per_hour: p.degradation.as_ref().map(|d| d.max_flaps_per_hour),
         })
     }
 
@@ -252,6 +255,9 @@ impl Invariants {
         }
         if let Some(d) = self.deadline_ms {
             names.push(format!("no run longer than its deadline ({d} ms, propagated)"));
+        }
+        if let Some(max) = self.max_flaps_per_hour {
+            names.push(format!("no more than {max} mode flaps per hour"));
         }
         names.extend(self.thresholds.iter().map(|c| format!("[slo] {} {}", c.metric, c.expression)));
         names.extend(RunChecks::names().map(String::from));
@@ -291,6 +297,12 @@ impl Invariants {
             let detail = format!("run_latency_ms.max = {} > {deadline}", get("run_latency_ms.max"));
             let invariant = format!("no run longer than its deadline ({deadline} ms, propagated)");
             return broken(invariant, detail, FirstRun::DeadlineMissed);
+        }
+        if let Some(max) = self.max_flaps_per_hour
+            && get("degradation_flaps_per_hour") > max
+        {
+            let detail = format!("degradation_flaps_per_hour = {}", get("degradation_flaps_per_hour"));
+            return broken(format!("no more than {max} mode flaps per hour"), detail, FirstRun::NotSucceeded);
         }
         for c in &self.thresholds {
             let v = get(&c.metric);

@@ -13,7 +13,7 @@ use crate::runtime::{Purpose, RunStart, SlotSink, StationExit, StepEnd, TraceEve
 use crate::scenario::Criticality;
 use crate::sim::Micros;
 use crate::vocab::AttemptKind;
-use crate::vocab::{BudgetKind, FailureKind};
+use crate::vocab::{BudgetKind, DegradationMode, FailureKind, Outcome};
 
 /// The first run that broke a per-run invariant.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,8 @@ pub const RETRY_BUDGET: &str = "retries and hedges within the run's retry tokens
 pub const CONTROL_CAPACITY: &str = "the control path kept its capacity (no status lookup refused or dropped)";
 pub const SOFT_FIRST: &str =
     "soft branches cut before hard ones (no hard call given up for time or cost while a soft one ran)";
+pub const WRITES_PAUSED: &str = "no write attempt while the workflow's mode pauses writes";
+pub const DEGRADED_SAYS_WHY: &str = "a degraded result carries its evidence (an omitted step or a fallback's answer)";
 
 /// Attempts of one step per target.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,6 +48,9 @@ struct LiveRun {
     workflow: usize,
     measured: bool,
     retries: u32,
+    retry_token_limit: u32,
+    /// A step was omitted or answered by its fallback: what a degraded result must show.
+    lacks_something: bool,
     steps: Vec<StepCount>,
 }
 
@@ -55,17 +60,20 @@ pub struct RunChecks<'m> {
     /// The number of the latest run started.
     started: u64,
     runs: Vec<LiveRun>,
+    /// Per workflow: its mode pauses writes now.
+    writes_paused: Vec<bool>,
     pub breach: Option<RunBreach>,
 }
 
 impl<'m> RunChecks<'m> {
     pub fn new(model: &'m Model, policy: usize) -> RunChecks<'m> {
-        RunChecks { model, policy, started: 0, runs: Vec::new(), breach: None }
+        let writes_paused = vec![false; model.workflows.len()];
+        RunChecks { model, policy, started: 0, runs: Vec::new(), writes_paused, breach: None }
     }
 
     /// The names of the invariants checked, for the report.
-    pub fn names() -> [&'static str; 3] {
-        [RETRY_BUDGET, CONTROL_CAPACITY, SOFT_FIRST]
+    pub fn names() -> [&'static str; 5] {
+        [RETRY_BUDGET, CONTROL_CAPACITY, SOFT_FIRST, WRITES_PAUSED, DEGRADED_SAYS_WHY]
     }
 
     fn criticality(&self, slot: usize, step: u8) -> Criticality {
@@ -106,6 +114,11 @@ impl<'m> RunChecks<'m> {
         if purpose != Purpose::Lookup && kind.is_repeat() {
             run.retries += 1;
         }
+        if matches!(purpose, Purpose::Write { .. }) && self.writes_paused[run.workflow] {
+            let (number, id) = (run.number, &model.workflows[run.workflow].steps[step as usize].id);
+            let detail = format!("run {number}: step {id} sent a write while its workflow's mode paused writes");
+            return self.broken(number, WRITES_PAUSED, detail);
+        }
         let (made, target) = match (purpose, kind, count.on_fallback) {
             (Purpose::Lookup, _, _) => {
                 count.lookups += 1;
@@ -121,25 +134,16 @@ impl<'m> RunChecks<'m> {
                 (count.fallback, "fallback attempts")
             }
         };
-        let (number, retries) = (run.number, run.retries);
+        let (number, retries, limit) = (run.number, run.retries, run.retry_token_limit);
         if made > step_policy.max_attempts {
             let id = &model.workflows[run.workflow].steps[step as usize].id;
             let detail =
                 format!("run {number}: step {id} made {made} {target}, max_attempts = {}", step_policy.max_attempts);
             self.broken(number, RETRY_BUDGET, detail);
         }
-        self.check_tokens(number, retries);
-    }
-
-    fn check_tokens(&mut self, number: u64, retries: u32) {
-        if let Some(tokens) = self.model.policies[self.policy].budget.retry_tokens
-            && retries > tokens
-        {
-            self.broken(
-                number,
-                RETRY_BUDGET,
-                format!("run {number}: {retries} retries and hedges, retry_tokens = {tokens}"),
-            );
+        if retries > limit {
+            let detail = format!("run {number}: {retries} retries and hedges, its retry tokens = {limit}");
+            self.broken(number, RETRY_BUDGET, detail);
         }
     }
 
@@ -160,6 +164,10 @@ impl Tracer for RunChecks<'_> {
         SlotSink { tracer: self, slot }
     }
 
+    fn mode_changed(&mut self, _: Micros, workflow: u16, acting: DegradationMode) {
+        self.writes_paused[workflow as usize] = self.model.policies[self.policy].modes[acting.index()].pause_writes;
+    }
+
     fn run_started(&mut self, slot: u32, _: Micros, start: RunStart) {
         self.started = start.number;
         let slot = slot as usize;
@@ -172,6 +180,8 @@ impl Tracer for RunChecks<'_> {
         run.workflow = workflow;
         run.measured = start.measured;
         run.retries = 0;
+        run.retry_token_limit = start.retry_token_limit;
+        run.lacks_something = false;
         run.steps.clear();
         run.steps.resize(self.model.workflows[workflow].steps.len(), StepCount::default());
     }
@@ -190,6 +200,8 @@ impl Tracer for RunChecks<'_> {
             }
             TraceEvent::StepEnded { step, end } => {
                 self.runs[slot].steps[step as usize].running = false;
+                let lacks = matches!(end, StepEnd::Omitted | StepEnd::Succeeded { via_fallback: true });
+                self.runs[slot].lacks_something |= lacks;
                 let given_up = matches!(end, StepEnd::Failed | StepEnd::Handoff);
                 if given_up && self.criticality(slot, step) == Criticality::Hard {
                     self.hard_step_ended(slot, step);
@@ -197,6 +209,11 @@ impl Tracer for RunChecks<'_> {
             }
             TraceEvent::AttemptRefused { purpose: Purpose::Lookup, reason, .. } => {
                 self.lookup_lost(slot, format!("refused ({})", reason.name()))
+            }
+            TraceEvent::RunEnded { outcome: Outcome::Degraded, .. } if !self.runs[slot].lacks_something => {
+                let number = self.runs[slot].number;
+                let detail = format!("run {number} ended degraded with every step answered by its own dependency");
+                self.broken(number, DEGRADED_SAYS_WHY, detail);
             }
             TraceEvent::StationLeft { exit, purpose: Purpose::Lookup, .. } => match exit {
                 StationExit::Rejected { kind: FailureKind::Overloaded } => {
@@ -245,9 +262,60 @@ mod tests {
     }
 
     fn started(checks: &mut RunChecks, model: &Model) {
-        let start =
-            RunStart { number: 1, measured: true, workflow: 0, arrival: 0, resubmission: 0, deadline_at_us: u64::MAX };
+        let start = RunStart {
+            number: 1,
+            measured: true,
+            workflow: 0,
+            arrival: 0,
+            resubmission: 0,
+            deadline_at_us: u64::MAX,
+            retry_token_limit: model.policies[checks.policy].budget.retry_tokens.unwrap_or(u32::MAX),
+        };
         checks.run_started(0, model.world.warmup_us, start);
+    }
+
+    #[test]
+    fn a_write_sent_while_the_mode_pauses_writes_is_a_breach() {
+        let mut m = model("scenarios/meeting-analysis-incident.toml", &[]);
+        let p = m.policy_index("resilient").unwrap();
+        m.policies[p].modes[DegradationMode::Handoff.index()].pause_writes = true;
+        let write = TraceEvent::AttemptSent {
+            step: 5,
+            serial: 0,
+            dependency: 6,
+            kind: AttemptKind::First,
+            purpose: Purpose::Write { deduplicated: true },
+        };
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        checks.mode_changed(1, 0, DegradationMode::Constrained);
+        checks.record(0, 1, write);
+        assert_eq!(checks.breach, None, "constrained does not pause writes");
+        checks.mode_changed(2, 0, DegradationMode::Handoff);
+        checks.record(0, 3, write);
+        assert_eq!(checks.breach.map(|b| b.invariant), Some(WRITES_PAUSED));
+    }
+
+    #[test]
+    fn a_degraded_run_that_lacks_nothing_is_a_breach() {
+        let m = model("scenarios/meeting-analysis-incident.toml", &[]);
+        let p = m.policy_index("resilient").unwrap();
+        let degraded = TraceEvent::RunEnded {
+            outcome: Outcome::Degraded,
+            deadline_exceeded: false,
+            past_deadline: false,
+            mode: DegradationMode::Normal,
+        };
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        checks.record(0, 1, TraceEvent::StepEnded { step: 2, end: StepEnd::Omitted });
+        checks.record(0, 2, degraded);
+        assert_eq!(checks.breach, None, "an omitted step is what it lacks");
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        checks.record(0, 1, TraceEvent::StepEnded { step: 0, end: StepEnd::Succeeded { via_fallback: false } });
+        checks.record(0, 2, degraded);
+        assert_eq!(checks.breach.map(|b| b.invariant), Some(DEGRADED_SAYS_WHY));
     }
 
     #[test]
@@ -364,7 +432,7 @@ mod tests {
 
     /// The runtime must keep its own promises on every shipped scenario and policy.
     #[test]
-    fn no_shipped_scenario_retries_past_its_budgets() {
+    fn no_shipped_scenario_breaks_the_runtime_s_own_promises() {
         let cases = [
             ("scenarios/meeting-analysis-incident.toml", "simulation.duration_s=900"),
             ("benches/mechanisms.toml", "simulation.duration_s=120"),
@@ -378,7 +446,8 @@ mod tests {
                 let (_, checks) = crate::engine::simulate_following(&m, p, seed, RunChecks::new(&m, p)).unwrap();
                 assert!(checks.started > 100, "{file}: {} runs", checks.started);
                 if let Some(b) = checks.breach {
-                    assert_ne!(b.invariant, RETRY_BUDGET, "{file}, policy {}: {}", m.policies[p].name, b.detail);
+                    let own = [RETRY_BUDGET, WRITES_PAUSED, DEGRADED_SAYS_WHY];
+                    assert!(!own.contains(&b.invariant), "{file}, policy {}: {}", m.policies[p].name, b.detail);
                 }
             }
         }

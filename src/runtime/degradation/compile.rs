@@ -77,6 +77,11 @@ pub fn compile_degradation(
         return Err(cx.err(&dp.key("evaluation_interval_ms"), "must be at least 1 ms"));
     }
     let flap_window_us = cx.ms(&dp.key("flap_window_ms"), spec.flap_window_ms, 300_000.0)?;
+    let max_flaps_per_hour = spec.max_flaps_per_hour.unwrap_or(6.0);
+    if !(max_flaps_per_hour.is_finite() && max_flaps_per_hour >= 0.0) {
+        let message = format!("must be a finite number >= 0, got {max_flaps_per_hour}");
+        return Err(cx.err(&dp.key("max_flaps_per_hour"), message));
+    }
     let error_budget = match &spec.error_budget {
         Some(b) => Some(compile_error_budget(&cx, &dp.key("error_budget"), b, interval_us)?),
         None => None,
@@ -105,6 +110,7 @@ pub fn compile_degradation(
     let degradation = Degradation {
         interval_us,
         flap_window_us,
+        max_flaps_per_hour,
         rules,
         error_budget,
         recovery,

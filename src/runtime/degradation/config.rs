@@ -100,6 +100,8 @@ impl Default for RecoveryPlan {
 pub struct Degradation {
     pub interval_us: Micros,
     pub flap_window_us: Micros,
+    /// The most flaps per hour `explore` accepts.
+    pub max_flaps_per_hour: f64,
     pub rules: Vec<Rule>,
     pub error_budget: Option<ErrorBudget>,
     pub recovery: RecoveryPlan,

@@ -293,6 +293,7 @@ mod tests {
         Degradation {
             interval_us: 5 * S,
             flap_window_us: 300 * S,
+            max_flaps_per_hour: 6.0,
             rules,
             error_budget: None,
             recovery: RecoveryPlan {
