@@ -169,6 +169,9 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
             spans: spans(),
         }),
     ];
+    if let Some(modes) = mode_timeline(model, names, runs) {
+        over_time.insert(1, modes);
+    }
     // The deepest queues, by their largest window-end depth under any policy.
     let queue_column = |d: usize| FIXED_COLUMNS.len() + dependencies + d;
     let depth = |d: usize| {
@@ -191,6 +194,40 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
     }
     body.push_str("<h2>Over time</h2>");
     charts(body, &over_time);
+}
+
+/// The degradation mode under the goodput plot: per policy with modes (and per workflow), the
+/// most severe mode each window held, averaged over replications; None when no policy has modes.
+fn mode_timeline(model: &Model, names: &[&str], runs: &[PolicyRuns]) -> Option<String> {
+    let window_us = model.world.window_us;
+    let dependencies = model.dependency_names.len();
+    let several = model.workflows.len() > 1;
+    let mut lines = Vec::new();
+    for (name, r) in names.iter().zip(runs) {
+        let p = model.policy_index(name)?;
+        if model.policies[p].degradation.is_none() {
+            continue;
+        }
+        let first = FIXED_COLUMNS.len() + 3 * dependencies + model.policies[p].breaker_labels.len();
+        let n = r.metrics.len().max(1) as f64;
+        for (w, wf) in model.workflows.iter().enumerate() {
+            let points = (0..r.series.rows())
+                .map(|row| (us_to_s(row as u64 * window_us), r.series.value(row, first + w) as f64 / n))
+                .collect();
+            let name = if several { format!("{name} / {}", wf.name) } else { name.to_string() };
+            lines.push(Line { name, points, band: None });
+        }
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(line_chart(&LineChart {
+        title: "Degradation mode per window (0 normal, 1 recovery, 2 constrained, 3 degraded, 4 handoff, 5 paused)",
+        x_label: "virtual time (s)",
+        y_label: "most severe mode, mean",
+        lines,
+        spans: fault_spans(model),
+    }))
 }
 
 /// One bar group per policy: its mean of each metric.
