@@ -167,6 +167,7 @@ actions = { pause_writes = true }
     let paused_writes = get(&m, "write_paused_total");
     assert!(paused_writes > 100.0, "{paused_writes}");
     assert_eq!(paused_writes, get(&m, "outcome_total.handoff"), "every paused write hands its run off");
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "the canary's writes go out: it recovers");
     let unpaused = one(&scenario(""));
     let writes = |m: &MetricMap| get(m, "dependency.tickets.attempt_total");
     assert_eq!(writes(&m) + paused_writes, writes(&unpaused), "a paused write is never sent");

@@ -102,9 +102,17 @@ impl TimeSeriesSize {
 fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
     let span_us = u128::from(world.duration_us) + u128::from(world.drain_limit_us);
     let dependency_columns = FIXED_COLUMNS.len() + 3 * world.dependencies.len();
+    // One column per workflow for a policy with degradation modes (its worst mode).
+    let workflows = world.workloads.len();
     TimeSeriesSize {
         windows: span_us / u128::from(world.window_us.max(1)) + 1,
-        columns: policies.iter().map(|p| (dependency_columns + p.breaker_labels.len()) as u128).sum(),
+        columns: policies
+            .iter()
+            .map(|p| {
+                let modes = if p.degradation.is_some() { workflows } else { 0 };
+                (dependency_columns + p.breaker_labels.len() + modes) as u128
+            })
+            .sum(),
         replications: u128::from(world.replications),
     }
 }

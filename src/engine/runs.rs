@@ -15,7 +15,7 @@ use crate::runtime::{
     Tracer,
 };
 use crate::sim::Micros;
-use crate::vocab::Outcome;
+use crate::vocab::{DegradationMode, Outcome};
 use crate::world::LedgerEntry;
 
 impl<T: Tracer> Simulation<'_, T> {
@@ -54,8 +54,17 @@ impl<T: Tracer> Simulation<'_, T> {
             self.runs_started += 1;
             let number = self.runs_started;
             let workflow = workflow as u16;
-            let start =
-                RunStart { number, measured, workflow, arrival, resubmission, deadline_at_us, retry_token_limit };
+            let canary = mode.canary;
+            let start = RunStart {
+                number,
+                measured,
+                workflow,
+                arrival,
+                resubmission,
+                deadline_at_us,
+                retry_token_limit,
+                canary,
+            };
             self.tracer.run_started(id, now, start);
         }
         self.live_runs += 1;
@@ -90,8 +99,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &mut self.runs[r];
         let w = slot.machine.workflow as usize;
         let policy = self.policy;
-        let writes_paused =
-            self.modes.as_ref().is_some_and(|m| m.writes_paused(|mode| policy.modes[mode.index()].pause_writes, w));
+        let canary = slot.machine.mode.canary;
+        let pauses = |mode: DegradationMode| policy.modes[mode.index()].pause_writes;
+        let writes_paused = self.modes.as_ref().is_some_and(|m| m.writes_paused(pauses, w, canary));
         let mut cx = RunContext {
             now,
             workflow: &model.workflows[w],

@@ -366,7 +366,7 @@ impl<T: Tracer> Simulation<'_, T> {
             self.recorder.observe(now, true, o);
             if T::ON {
                 let acting = if t.to == DegradationMode::Recovery { t.from } else { t.to };
-                self.tracer.mode_changed(now, workflow as u16, acting);
+                self.tracer.mode_changed(now, workflow as u16, t.to, acting);
             }
         }
         if now < self.model.world.duration_us || self.live_runs > 0 {

@@ -130,7 +130,8 @@ pub struct RunMachine {
     steps_open: u32,
     /// What the result lacks (bits of [`DegradedReason`]); empty: full quality.
     degraded: u8,
-    /// The run gave up a step because its deadline left no time (no result by the deadline).
+    /// The step that ended the run (failed or handed off) had run out of time: no result by
+    /// the deadline.
     time_ran_out: bool,
     /// How the degradation mode treats this run (normal for a policy without modes).
     pub mode: RunMode,
@@ -733,9 +734,10 @@ impl RunMachine {
         }
     }
 
-    /// A budget stopped step `s`; a deadline that left no time means no result by it.
+    /// A budget stopped step `s`; if the step then ends the run, a deadline that left it no
+    /// time means no result by the deadline.
     fn exhausted(&mut self, out: &mut impl Effects, s: u8, kind: BudgetKind) {
-        self.time_ran_out |= kind == BudgetKind::Time;
+        self.steps[s as usize].out_of_time |= kind == BudgetKind::Time;
         out.observe(Observation::BudgetExhausted(kind));
         out.trace(TraceEvent::BudgetExhausted { step: s, kind });
     }
@@ -864,6 +866,7 @@ impl RunMachine {
         let st = &mut self.steps[s as usize];
         if fallback {
             st.on_fallback = true;
+            st.out_of_time = false; // the fallback is a new chance; its own lack of time counts
             st.previous_sleep_us = 0;
             st.hedges = 0;
             out.trace(TraceEvent::FallbackStarted { step: s });
@@ -888,6 +891,7 @@ impl RunMachine {
             // Fail closed: a human gets the run and what it gathered, not an error.
             self.hand_off(cx, out, s);
         } else {
+            self.time_ran_out = self.steps[s as usize].out_of_time;
             out.observe(Observation::StepFailed { step: cx.step_offset + u32::from(s) });
             out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Failed });
             self.end_run(cx, out, Outcome::Failed);
@@ -940,6 +944,7 @@ impl RunMachine {
 
     /// Step `s` leaves the run to a human (an unknown write effect): the run ends as a handoff.
     fn hand_off(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        self.time_ran_out = self.steps[s as usize].out_of_time;
         out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Handoff });
         self.end_run(cx, out, Outcome::Handoff);
     }

@@ -47,6 +47,8 @@ pub struct StepState {
     pub lookups: u32,
     /// Some write attempt of this step timed out: its effect may still land.
     pub effect_unknown: bool,
+    /// The deadline left this step no time for an attempt or a retry.
+    pub out_of_time: bool,
     /// Attempts of this step whose result the run still waits for.
     pub in_flight: u32,
     /// Hedges sent for the current attempt (beyond the first).
@@ -71,6 +73,7 @@ impl StepState {
             looking_up: false,
             lookups: 0,
             effect_unknown: false,
+            out_of_time: false,
             in_flight: 0,
             hedges: 0,
             wake: 0,

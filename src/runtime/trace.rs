@@ -22,6 +22,8 @@ pub struct RunStart {
     pub deadline_at_us: Micros,
     /// The run's own retry tokens (its degradation mode may lower the policy's).
     pub retry_token_limit: u32,
+    /// It runs on the normal policy as part of a recovery's canary.
+    pub canary: bool,
 }
 
 /// Who waits for a station attempt: a step of the run, or a remote agent's attempt (a job).
@@ -198,9 +200,9 @@ pub trait Tracer {
     fn record(&mut self, slot: u32, now: Micros, event: TraceEvent);
     /// An attempt was created with these intrinsic draws (called only when `DRAWS`).
     fn attempt_drawn(&mut self, _attempt: AttemptTrace) {}
-    /// A workflow's degradation mode changed; `acting` is the mode whose overrides now apply
-    /// to work in flight (the mode left, during a recovery).
-    fn mode_changed(&mut self, _now: Micros, _workflow: u16, _acting: DegradationMode) {}
+    /// A workflow's degradation mode changed to `mode`; `acting` is the mode whose overrides
+    /// now apply to work in flight off the canary (the mode left, during a recovery).
+    fn mode_changed(&mut self, _now: Micros, _workflow: u16, _mode: DegradationMode, _acting: DegradationMode) {}
 }
 
 /// Where a machine's trace events go during one input.

@@ -49,6 +49,7 @@ struct LiveRun {
     measured: bool,
     retries: u32,
     retry_token_limit: u32,
+    canary: bool,
     /// A step was omitted or answered by its fallback: what a degraded result must show.
     lacks_something: bool,
     steps: Vec<StepCount>,
@@ -60,15 +61,17 @@ pub struct RunChecks<'m> {
     /// The number of the latest run started.
     started: u64,
     runs: Vec<LiveRun>,
-    /// Per workflow: its mode pauses writes now.
+    /// Per workflow: its mode pauses writes now (for runs off a recovery's canary), and it is
+    /// recovering (a canary run is on the normal policy).
     writes_paused: Vec<bool>,
+    recovering: Vec<bool>,
     pub breach: Option<RunBreach>,
 }
 
 impl<'m> RunChecks<'m> {
     pub fn new(model: &'m Model, policy: usize) -> RunChecks<'m> {
-        let writes_paused = vec![false; model.workflows.len()];
-        RunChecks { model, policy, started: 0, runs: Vec::new(), writes_paused, breach: None }
+        let (writes_paused, recovering) = (vec![false; model.workflows.len()], vec![false; model.workflows.len()]);
+        RunChecks { model, policy, started: 0, runs: Vec::new(), writes_paused, recovering, breach: None }
     }
 
     /// The names of the invariants checked, for the report.
@@ -114,7 +117,8 @@ impl<'m> RunChecks<'m> {
         if purpose != Purpose::Lookup && kind.is_repeat() {
             run.retries += 1;
         }
-        if matches!(purpose, Purpose::Write { .. }) && self.writes_paused[run.workflow] {
+        let paused = self.writes_paused[run.workflow] && !(run.canary && self.recovering[run.workflow]);
+        if matches!(purpose, Purpose::Write { .. }) && paused {
             let (number, id) = (run.number, &model.workflows[run.workflow].steps[step as usize].id);
             let detail = format!("run {number}: step {id} sent a write while its workflow's mode paused writes");
             return self.broken(number, WRITES_PAUSED, detail);
@@ -164,8 +168,10 @@ impl Tracer for RunChecks<'_> {
         SlotSink { tracer: self, slot }
     }
 
-    fn mode_changed(&mut self, _: Micros, workflow: u16, acting: DegradationMode) {
-        self.writes_paused[workflow as usize] = self.model.policies[self.policy].modes[acting.index()].pause_writes;
+    fn mode_changed(&mut self, _: Micros, workflow: u16, mode: DegradationMode, acting: DegradationMode) {
+        let w = workflow as usize;
+        self.writes_paused[w] = self.model.policies[self.policy].modes[acting.index()].pause_writes;
+        self.recovering[w] = mode == DegradationMode::Recovery;
     }
 
     fn run_started(&mut self, slot: u32, _: Micros, start: RunStart) {
@@ -181,6 +187,7 @@ impl Tracer for RunChecks<'_> {
         run.measured = start.measured;
         run.retries = 0;
         run.retry_token_limit = start.retry_token_limit;
+        run.canary = start.canary;
         run.lacks_something = false;
         run.steps.clear();
         run.steps.resize(self.model.workflows[workflow].steps.len(), StepCount::default());
@@ -270,6 +277,7 @@ mod tests {
             resubmission: 0,
             deadline_at_us: u64::MAX,
             retry_token_limit: model.policies[checks.policy].budget.retry_tokens.unwrap_or(u32::MAX),
+            canary: false,
         };
         checks.run_started(0, model.world.warmup_us, start);
     }
@@ -288,10 +296,10 @@ mod tests {
         };
         let mut checks = RunChecks::new(&m, p);
         started(&mut checks, &m);
-        checks.mode_changed(1, 0, DegradationMode::Constrained);
+        checks.mode_changed(1, 0, DegradationMode::Constrained, DegradationMode::Constrained);
         checks.record(0, 1, write);
         assert_eq!(checks.breach, None, "constrained does not pause writes");
-        checks.mode_changed(2, 0, DegradationMode::Handoff);
+        checks.mode_changed(2, 0, DegradationMode::Handoff, DegradationMode::Handoff);
         checks.record(0, 3, write);
         assert_eq!(checks.breach.map(|b| b.invariant), Some(WRITES_PAUSED));
     }

@@ -88,13 +88,17 @@ pub fn compile_degradation(
     };
     let recovery = compile_recovery(&cx, &dp.key("recovery"), spec.recovery.as_ref())?;
     let mut rules = Vec::new();
+    let mut limits_set = [LimitsSet::default(); DegradationMode::COUNT];
     let mut watched = vec![Vec::new(); workflows.len()];
     for (i, r) in policy.runtime_policy.iter().enumerate() {
         let rp = rules_path.index(i);
         let rule = compile_rule(&cx, &rp, r)?;
-        if rule.enter.budget_at_least.is_some() && error_budget.is_none() {
+        let reads_budget = [(Some(rule.enter), "when"), (rule.exit, "exit")]
+            .into_iter()
+            .find(|(c, _)| c.is_some_and(|c| c.budget_at_least.is_some() || c.budget_at_most.is_some()));
+        if let (Some((_, field)), None) = (reads_budget, &error_budget) {
             let message = "completion_budget needs [policy.<name>.degradation.error_budget]";
-            return Err(cx.err(&rp.key("when").key("completion_budget"), message));
+            return Err(cx.err(&rp.key(field).key("completion_budget"), message));
         }
         for d in [rule.enter.dependency, rule.exit.and_then(|e| e.dependency)].into_iter().flatten() {
             for (w, list) in watched.iter_mut().enumerate() {
@@ -103,8 +107,8 @@ pub fn compile_degradation(
                 }
             }
         }
-        let first_of_mode = !rules.iter().any(|earlier: &Rule| earlier.mode == rule.mode);
-        apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()], first_of_mode)?;
+        let set = &mut limits_set[rule.mode.index()];
+        apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()], set)?;
         rules.push(rule);
     }
     let degradation = Degradation {
@@ -210,12 +214,14 @@ fn compile_rule(cx: &Cx, path: &FieldPath, r: &crate::scenario::RuntimeRule) -> 
         })?),
         None => None,
     };
-    let enter = compile_condition(cx, &path.key("when"), &r.when)?;
-    let exit = r.exit.as_ref().map(|e| compile_condition(cx, &path.key("exit"), e)).transpose()?;
+    let enter = compile_condition(cx, &path.key("when"), &r.when, false)?;
+    let exit = r.exit.as_ref().map(|e| compile_condition(cx, &path.key("exit"), e, true)).transpose()?;
     Ok(Rule { mode, workflow, enter, exit, min_dwell_us: cx.ms(&path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)? })
 }
 
-fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition) -> Result<Condition, ScenarioError> {
+/// `exit`: the condition to leave a mode, where `completion_budget` means "back to this state
+/// or better" (to enter, it means "this state or worse").
+fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition, exit: bool) -> Result<Condition, ScenarioError> {
     let dependency = cx.dependency(&path.key("dependency"), &c.dependency)?;
     let breaker = match c.breaker.as_deref() {
         None => None,
@@ -231,11 +237,12 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition) -> Result<Con
     if needs_dependency && dependency.is_none() {
         return Err(cx.err(&path.key("dependency"), "breaker and queue conditions name the dependency they watch"));
     }
-    let budget_at_least = c
+    let budget = c
         .completion_budget
         .as_deref()
         .map(|b| parse_named(cx.source, &path.key("completion_budget"), Some(b), BudgetState::AtRisk))
         .transpose()?;
+    let (budget_at_least, budget_at_most) = if exit { (None, budget) } else { (budget, None) };
     let refusal = c
         .refusal
         .as_deref()
@@ -259,6 +266,7 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition) -> Result<Con
         dependency,
         breaker,
         budget_at_least,
+        budget_at_most,
         queue_depth_above: c.queue_depth_above,
         queue_depth_below: c.queue_depth_below,
         refusal,
@@ -272,28 +280,37 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition) -> Result<Con
     Ok(condition)
 }
 
-/// Folds one rule's actions into its mode's overrides. A mode's first rule replaces the
-/// policy's own limits (the essay's "retry tokens go from 4 to 1"); when later rules share the
-/// mode the strictest value wins (fewer tokens, fewer branches, every omission, any pause).
+/// Which of a mode's limits some rule has set already.
+#[derive(Debug, Clone, Copy, Default)]
+struct LimitsSet {
+    retry_tokens: bool,
+    max_fanout: bool,
+}
+
+/// Folds one rule's actions into its mode's overrides. The first rule to set a limit replaces
+/// the policy's own (the essay's "retry tokens go from 4 to 1"); when later rules of the mode
+/// set it too, the strictest value wins (fewer tokens, fewer branches, every omission, any pause).
 fn apply_actions(
     cx: &Cx,
     path: &FieldPath,
     a: &ModeActions,
     o: &mut ModeOverrides,
-    first_of_mode: bool,
+    set: &mut LimitsSet,
 ) -> Result<(), ScenarioError> {
-    let strictest = |current: Option<u32>, new: u32| match current {
-        Some(c) if !first_of_mode => c.min(new),
+    let strictest = |current: Option<u32>, new: u32, already: bool| match current {
+        Some(c) if already => c.min(new),
         Some(_) | None => new,
     };
     if let Some(tokens) = a.retry_tokens_per_run {
-        o.budget.retry_tokens = Some(strictest(o.budget.retry_tokens, tokens));
+        o.budget.retry_tokens = Some(strictest(o.budget.retry_tokens, tokens, set.retry_tokens));
+        set.retry_tokens = true;
     }
     if let Some(n) = a.max_fanout {
         if n == 0 {
             return Err(cx.err(&path.key("max_fanout"), "must be at least 1"));
         }
-        o.fan_out.max_branches = Some(strictest(o.fan_out.max_branches, n));
+        o.fan_out.max_branches = Some(strictest(o.fan_out.max_branches, n, set.max_fanout));
+        set.max_fanout = true;
     }
     if a.disable_hedging == Some(true) {
         o.hedging = false;

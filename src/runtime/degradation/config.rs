@@ -37,6 +37,8 @@ pub struct Condition {
     pub dependency: Option<usize>,
     pub breaker: Option<BreakerCheck>,
     pub budget_at_least: Option<BudgetState>,
+    /// In an exit condition: the budget is back to this state or better.
+    pub budget_at_most: Option<BudgetState>,
     pub queue_depth_above: Option<u32>,
     pub queue_depth_below: Option<u32>,
     pub refusal: Option<Refusal>,

@@ -45,9 +45,9 @@ impl<'c> ModeController<'c> {
         self.machines[workflow].run_mode(self.cfg, u)
     }
 
-    /// The workflow's writes go to a human now (its acting mode pauses them).
-    pub fn writes_paused(&self, overrides_pause: impl Fn(DegradationMode) -> bool, workflow: usize) -> bool {
-        overrides_pause(self.machines[workflow].acting_mode())
+    /// A run's writes go to a human now: the workflow's acting mode for it pauses them.
+    pub fn writes_paused(&self, pauses: impl Fn(DegradationMode) -> bool, workflow: usize, canary: bool) -> bool {
+        pauses(self.machines[workflow].acting_mode(canary))
     }
 
     /// A run ended: the auto-completion SLI, the canary's judgement and unknown write effects.

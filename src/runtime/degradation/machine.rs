@@ -41,6 +41,10 @@ impl Condition {
             any = true;
             all &= sig.budget >= at_least;
         }
+        if let Some(at_most) = self.budget_at_most {
+            any = true;
+            all &= sig.budget <= at_most;
+        }
         if let Some(d) = self.dependency {
             let depth = sig.queue_depths[d];
             if let Some(above) = self.queue_depth_above {
@@ -125,11 +129,13 @@ impl ModeMachine {
         self.mode
     }
 
-    /// The mode whose overrides apply now to work already running (paused writes).
-    pub fn acting_mode(&self) -> DegradationMode {
-        match self.mode {
-            DegradationMode::Recovery => self.back_to,
-            m => m,
+    /// The mode whose overrides apply now to work already running (paused writes): during a
+    /// recovery, the mode left for most runs and the normal policy for the canary's.
+    pub fn acting_mode(&self, canary: bool) -> DegradationMode {
+        match (self.mode, canary) {
+            (DegradationMode::Recovery, true) => DegradationMode::Normal,
+            (DegradationMode::Recovery, false) => self.back_to,
+            (m, _) => m,
         }
     }
 
@@ -354,7 +360,8 @@ mod tests {
         assert_eq!(w.tick(&mut m, &cfg, 105), Some(DegradationMode::Recovery), "dwelt 95 s >= 60 s: recover");
         // Non-canary runs keep the constrained treatment while probing.
         assert_eq!(m.run_mode(&cfg, 0.0).overrides, DegradationMode::Constrained);
-        assert_eq!(m.acting_mode(), DegradationMode::Constrained);
+        assert_eq!(m.acting_mode(false), DegradationMode::Constrained);
+        assert_eq!(m.acting_mode(true), DegradationMode::Normal, "a canary run is on the normal policy");
         assert_eq!(w.tick(&mut m, &cfg, 110), None, "probe 1 of 2");
         assert_eq!(w.tick(&mut m, &cfg, 115), None, "probe 2 of 2: the canary starts");
         let canary = m.run_mode(&cfg, 0.05);
@@ -427,6 +434,26 @@ mod tests {
         w.budget = BudgetState::Healthy;
         assert_eq!(w.tick(&mut m, &cfg, 30), None, "paused dwells 30 s");
         assert_eq!(w.tick(&mut m, &cfg, 35), Some(DegradationMode::Constrained), "the breaker rule still holds");
+    }
+
+    #[test]
+    fn a_budget_rule_leaves_when_the_budget_is_back_to_its_exit_state() {
+        let rule = Rule {
+            mode: DegradationMode::Constrained,
+            workflow: None,
+            enter: Condition { budget_at_least: Some(BudgetState::AtRisk), ..Condition::default() },
+            exit: Some(Condition { budget_at_most: Some(BudgetState::Healthy), ..Condition::default() }),
+            min_dwell_us: 0,
+        };
+        let cfg = config(vec![rule]);
+        let mut m = ModeMachine::new(0);
+        let mut w = World::calm();
+        w.budget = BudgetState::Exhausted;
+        assert_eq!(w.tick(&mut m, &cfg, 5), Some(DegradationMode::Constrained), "exhausted is at least at risk");
+        w.budget = BudgetState::AtRisk;
+        assert_eq!(w.tick(&mut m, &cfg, 10), None, "at risk is not yet healthy");
+        w.budget = BudgetState::Healthy;
+        assert_eq!(w.tick(&mut m, &cfg, 15), Some(DegradationMode::Recovery));
     }
 
     #[test]
