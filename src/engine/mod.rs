@@ -77,7 +77,8 @@ impl Model {
         let mut all = MetricMap::new();
         for policy in 0..self.policies.len() {
             let labels = self.labels(policy);
-            all.append(&mut Recorder::new(&labels, (0, 1), 1, None).to_map(&labels));
+            let faults = crate::metrics::fault_span(self.world.faults.iter().map(|f| (f.start_us, f.end_us)));
+            all.append(&mut Recorder::new(&labels, (0, 1), 1, faults).to_map(&labels));
         }
         all
     }

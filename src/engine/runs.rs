@@ -8,6 +8,7 @@ use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_MODE, TA
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
+use crate::runtime::degradation::{ModeController, RunMode};
 use crate::runtime::guard::Loads;
 use crate::runtime::run::{NORMAL_RUN, split_waiter_token};
 use crate::runtime::{
@@ -30,11 +31,13 @@ impl<T: Tracer> Simulation<'_, T> {
         let measured = now >= model.world.warmup_us;
         // `run_keys[w]` is `root.with(TAG_RUN).with(workload.stream_id)`, made once.
         let key = self.run_keys[workflow].with(u64::from(arrival)).with(u64::from(resubmission));
-        let mode = match &self.modes {
-            Some(modes) => modes.run_mode(workflow, key.with(TAG_MODE).stream().unit()),
-            None => NORMAL_RUN,
+        let (mode, limits) = match &self.modes {
+            Some(modes) => {
+                let mode = draw_run_mode(modes, workflow, key);
+                (mode, &self.policy.modes[mode.overrides.index()].budget)
+            }
+            None => (NORMAL_RUN, &self.policy.budget),
         };
-        let limits = &self.policy.modes[mode.overrides.index()].budget;
         let budget = RunBudget::new(limits, now + workload.deadline_us);
         let id = self.runs.alloc(RunSlot::vacant);
         let slot = &mut self.runs[id];
@@ -292,6 +295,13 @@ impl<T: Tracer> Simulation<'_, T> {
         self.live_runs -= 1;
         self.runs.release(r);
     }
+}
+
+/// A new run's treatment by its workflow's mode, from its own draw. Kept out of line: inlined,
+/// the draw's arithmetic was computed for every run, modes or not.
+#[inline(never)]
+fn draw_run_mode(modes: &ModeController, workflow: usize, key: crate::sim::StreamKey) -> RunMode {
+    modes.run_mode(workflow, key.with(TAG_MODE).stream().unit())
 }
 
 /// The engine's side of a machine's input: observations are folded into the recorder as they

@@ -342,6 +342,9 @@ impl<T: Tracer> Simulation<'_, T> {
                 }
                 self.recorder.carry_modes(now);
                 if now < self.model.world.duration_us || self.live_runs > 0 {
+                    // What holds as the next window opens is part of that window too: a mode
+                    // or a breaker state left in its first seconds still marks it.
+                    self.recorder.open_window(now);
                     self.queue.schedule(now + self.model.world.window_us, Event::WindowEnd);
                 }
             }

@@ -510,6 +510,19 @@ impl Recorder {
         }
     }
 
+    /// Marks the window that opens at `window_start` with every breaker's state and every
+    /// workflow's mode as it opens: the window's worst covers what held at its start.
+    pub fn open_window(&mut self, window_start: Micros) {
+        for (b, stats) in self.breakers.iter().enumerate() {
+            self.timeseries.mark_breaker(window_start, b, stats.state);
+        }
+        if let Some(modes) = &self.modes {
+            for (w, mode) in modes.modes().enumerate() {
+                self.timeseries.mark_mode(window_start, w, mode);
+            }
+        }
+    }
+
     /// Marks the last window with the mode each workflow holds at its end (a mode held through
     /// a window marks it, not only the window it began in).
     pub fn carry_modes(&mut self, window_end: Micros) {

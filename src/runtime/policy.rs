@@ -48,6 +48,8 @@ pub struct PolicyModel {
     /// What each degradation mode does to the runs that start in it, by mode index; without
     /// modes every entry is the policy itself.
     pub modes: Vec<ModeOverrides>,
+    /// Some dependency serves approved snapshots: answers are checked for freshness.
+    pub snapshots: bool,
 }
 
 pub fn compile_policies(
@@ -176,6 +178,7 @@ fn compile_policy(
         pipeline: mechanisms.pipeline,
         degradation,
         modes,
+        snapshots: world.dependencies.iter().any(|d| d.snapshot_age.is_some()),
     })
 }
 

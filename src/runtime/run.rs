@@ -12,7 +12,7 @@ use super::command::{Command, Effects};
 use super::deadline::retry_fits;
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
-use super::degradation::{FallbackMode, ModeOverrides, RunMode};
+use super::degradation::{FallbackMode, ModeOverrides, RunMode, Treatment};
 use super::guard::pipeline::{Admit, Held, Pipeline, RouteId};
 use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
@@ -133,8 +133,10 @@ pub struct RunMachine {
     /// The step that ended the run (failed or handed off) had run out of time: no result by
     /// the deadline.
     time_ran_out: bool,
-    /// How the degradation mode treats this run (normal for a policy without modes).
+    /// How the degradation mode treats this run (normal for a policy without modes), and the
+    /// scalar part of its overrides, read from the policy as the run starts.
     pub mode: RunMode,
+    treatment: Treatment,
     /// The worst evidence its retrieval steps used.
     evidence: EvidenceLevel,
     pub ended: bool,
@@ -158,6 +160,7 @@ impl RunMachine {
             degraded: 0,
             time_ran_out: false,
             mode: NORMAL_RUN,
+            treatment: Treatment::PLAIN,
             evidence: EvidenceLevel::Live,
             ended: false,
             outcome: Outcome::Failed,
@@ -221,8 +224,8 @@ impl RunMachine {
     }
 
     /// Whether the run's fan-out limits allow one more attempt costing `cost`.
-    fn fan_out_allows(&self, cx: &RunContext, cost: f64) -> bool {
-        self.overrides(cx).fan_out.allows_attempt(self.attempts_total, self.cost_in_flight, cost)
+    fn fan_out_allows(&self, cost: f64) -> bool {
+        self.treatment.fan_out.allows_attempt(self.attempts_total, self.cost_in_flight, cost)
     }
 
     /// What the run's degradation mode changes (the policy itself in normal operation).
@@ -241,7 +244,9 @@ impl RunMachine {
     }
 
     pub fn start(&mut self, cx: &mut RunContext, out: &mut impl Effects) {
-        if self.overrides(cx).refuse_new_runs {
+        let overrides = self.overrides(cx);
+        self.treatment = overrides.treatment();
+        if overrides.refuse_new_runs {
             out.observe(Observation::RunPaused);
             return self.end_run(cx, out, Outcome::Rejected);
         }
@@ -304,8 +309,9 @@ impl RunMachine {
                 if self.steps[s as usize].in_flight > 0 {
                     self.cancel_step_attempts(cx, out, s);
                 }
-                let dependency = &cx.loads.dependencies[attempt.dependency as usize];
-                if !self.snapshot_is_fresh(cx, out, s, dependency) {
+                if cx.policy.snapshots
+                    && !self.snapshot_is_fresh(cx, out, s, &cx.loads.dependencies[attempt.dependency as usize])
+                {
                     // Stale evidence is no answer for this step: it gives up (a hard one
                     // fails or hands off, as its policy says).
                     return self.step_gave_up(cx, out, s, false);
@@ -395,10 +401,10 @@ impl RunMachine {
             return;
         }
         // Past max_branches a soft branch is cut at once (docs/essay.md section 22); a hard one waits its turn.
-        if self.overrides(cx).omit[cx.workflow_index][s as usize] {
+        if self.treatment.per_step && self.overrides(cx).omit[cx.workflow_index][s as usize] {
             return self.omit_by_mode(cx, out, s);
         }
-        let branches_full = !self.overrides(cx).fan_out.has_branch_room(self.budget.in_flight);
+        let branches_full = !self.treatment.fan_out.has_branch_room(self.budget.in_flight);
         if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             refused(out, s, dependency, Refusal::FanOut, (Purpose::Call, AttemptKind::First), None);
@@ -408,7 +414,7 @@ impl RunMachine {
             return;
         }
         // First come, first served: a step ready now never overtakes one already waiting.
-        if self.has_branch_slot(cx) && self.waiting.is_empty() {
+        if self.has_branch_slot() && self.waiting.is_empty() {
             self.start_step(cx, out, s);
         } else {
             self.steps[s as usize].phase = StepPhase::Waiting;
@@ -436,8 +442,8 @@ impl RunMachine {
     }
 
     /// A concurrency token is free and max_branches is not reached.
-    fn has_branch_slot(&self, cx: &RunContext) -> bool {
-        let branches_ok = self.overrides(cx).fan_out.has_branch_room(self.budget.in_flight);
+    fn has_branch_slot(&self) -> bool {
+        let branches_ok = self.treatment.fan_out.has_branch_room(self.budget.in_flight);
         self.budget.has_concurrency_slot() && branches_ok
     }
 
@@ -447,8 +453,9 @@ impl RunMachine {
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
         out.trace(TraceEvent::StepStarted { step: s });
-        let o = self.overrides(cx);
-        let first = o.fallback == FallbackMode::FallbackFirst || o.fallback_first[cx.workflow_index][s as usize];
+        let t = self.treatment;
+        let first = t.fallback == FallbackMode::FallbackFirst
+            || (t.per_step && self.overrides(cx).fallback_first[cx.workflow_index][s as usize]);
         if first && cx.step(s).1.fallback.is_some() && self.fallback_admits(cx, out, s) {
             self.steps[s as usize].on_fallback = true;
             out.trace(TraceEvent::FallbackStarted { step: s });
@@ -535,7 +542,7 @@ impl RunMachine {
     #[inline(always)]
     fn send(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, a: Attempt) -> bool {
         let serial = self.steps[s as usize].serial;
-        if !self.fan_out_allows(cx, a.cost) {
+        if !self.fan_out_allows(a.cost) {
             refused(out, s, a.dependency as u16, Refusal::FanOut, (a.purpose, a.info.kind), None);
             return false;
         }
@@ -603,7 +610,7 @@ impl RunMachine {
     #[inline]
     fn arm_hedge(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let Some(hedging) = cx.policy.hedging else { return };
-        if !self.overrides(cx).hedging {
+        if !self.treatment.hedging {
             return;
         }
         let st = &mut self.steps[s as usize];
@@ -860,7 +867,7 @@ impl RunMachine {
     /// omit a soft step, or fail the run.
     fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: bool) {
         let (step, sp) = cx.step(s);
-        let fallback_allowed = self.overrides(cx).fallback != FallbackMode::NoFallback;
+        let fallback_allowed = self.treatment.fallback != FallbackMode::NoFallback;
         let untried = !self.steps[s as usize].on_fallback && sp.fallback.is_some();
         let fallback = untried && may_fall_back && fallback_allowed && self.fallback_admits(cx, out, s);
         let st = &mut self.steps[s as usize];
@@ -910,7 +917,7 @@ impl RunMachine {
                 self.make_ready(cx, out, next);
             }
         }
-        while !self.ended && self.has_branch_slot(cx) {
+        while !self.ended && self.has_branch_slot() {
             let Some(next) = self.waiting.pop_front() else { break };
             self.start_step(cx, out, next);
         }

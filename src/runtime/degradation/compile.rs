@@ -329,6 +329,7 @@ fn apply_actions(
         for (s, step) in wf.steps.iter().enumerate() {
             if all_soft && step.criticality == Criticality::Soft {
                 o.omit[w][s] = true;
+                o.per_step = true;
             }
         }
     }
@@ -339,6 +340,7 @@ fn apply_actions(
             for (s, step) in wf.steps.iter().enumerate() {
                 if &step.id == id {
                     o.fallback_first[w][s] = true;
+                    o.per_step = true;
                     found = true;
                 }
             }
@@ -364,6 +366,7 @@ fn apply_actions(
                     return Err(cx.err(&ip, message));
                 }
                 o.omit[w][s] = true;
+                o.per_step = true;
                 found = true;
             }
         }

@@ -71,6 +71,34 @@ pub struct ModeOverrides {
     pub fallback_first: Vec<Vec<bool>>,
     pub pause_writes: bool,
     pub refuse_new_runs: bool,
+    /// Some step is omitted or sent to its fallback first (the per-step tables are read).
+    pub per_step: bool,
+}
+
+/// The scalar part of a mode's overrides, copied into a run as it starts, so the run's hot
+/// paths read no table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Treatment {
+    pub fan_out: FanOutLimits,
+    pub hedging: bool,
+    pub fallback: FallbackMode,
+    pub per_step: bool,
+}
+
+impl Treatment {
+    /// A policy without modes, before a run starts.
+    pub const PLAIN: Treatment = Treatment {
+        fan_out: FanOutLimits { max_branches: None, max_total_attempts: None, max_parallel_cost_units: None },
+        hedging: true,
+        fallback: FallbackMode::Normal,
+        per_step: false,
+    };
+}
+
+impl ModeOverrides {
+    pub fn treatment(&self) -> Treatment {
+        Treatment { fan_out: self.fan_out, hedging: self.hedging, fallback: self.fallback, per_step: self.per_step }
+    }
 }
 
 /// The staged return to normal operation.
@@ -131,6 +159,7 @@ pub fn normal_overrides(budget: BudgetLimits, fan_out: FanOutLimits, hedging: bo
         fallback_first: steps.iter().map(|&n| vec![false; n]).collect(),
         pause_writes: false,
         refuse_new_runs: false,
+        per_step: false,
     }
 }
 

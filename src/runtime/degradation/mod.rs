@@ -11,6 +11,6 @@ pub mod error_budget;
 pub mod machine;
 
 pub use compile::compile_degradation;
-pub use config::{Degradation, FallbackMode, ModeOverrides};
+pub use config::{Degradation, FallbackMode, ModeOverrides, Treatment};
 pub use controller::ModeController;
 pub use machine::{RunMode, Transition};
