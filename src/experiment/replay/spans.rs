@@ -486,7 +486,7 @@ impl Builder<'_> {
         run.status = match outcome {
             Outcome::Failed => Status::Error("the run failed".into()),
             Outcome::Handoff => Status::Error("handed off to a human".into()),
-            Outcome::Rejected => Status::Error("refused at admission".into()),
+            Outcome::Rejected => Status::Error("refused before it started (admission, or a paused mode)".into()),
             Outcome::Succeeded | Outcome::Degraded => Status::Ok,
         };
         let late = match (deadline_exceeded, past_deadline) {
