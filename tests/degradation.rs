@@ -244,3 +244,17 @@ fn bad_budgets_and_recoveries_are_refused_at_their_field() {
     let err = error_of(&with(&format!("{ok_budget}\nrecovery = {{ canary_stages = [0.5] }}")));
     assert!(err.contains("the last stage must be 1.0"), "{err}");
 }
+
+#[test]
+fn a_fallback_that_breaks_the_step_s_contract_is_refused() {
+    let base = scenario("")
+        .replace("  fallback = \"backup\"\n", "  fallback = \"backup\"\n  task_class = \"permission_decision\"\n");
+    let floor = base.replace("[policy.p]\n", "[policy.p]\nsteps = { answer = { fallback_quality_floor = 0.8 } }\n");
+    let err = error_of(&floor.replace("name = \"backup\"\n", "name = \"backup\"\nquality_score = 0.7\n"));
+    assert!(err.contains("fallback_quality_floor") && err.contains("0.7") && err.contains("below"), "{err}");
+    model(&floor.replace("name = \"backup\"\n", "name = \"backup\"\nquality_score = 0.85\n"));
+    let forbidden =
+        base.replace("name = \"backup\"\n", "name = \"backup\"\nforbidden_task_classes = [\"permission_decision\"]\n");
+    let err = error_of(&forbidden);
+    assert!(err.contains("may not serve task class") && err.contains("permission_decision"), "{err}");
+}

@@ -839,3 +839,20 @@ fn random_inputs_keep_the_run_invariants() {
     // The inputs reach every outcome but a rejection (which happens before a run starts).
     assert!(outcomes[..4].iter().all(|&n| n > 10), "{outcomes:?}");
 }
+
+#[test]
+fn an_invalid_result_is_repaired_once_then_handed_off() {
+    let policy = format!("{BASE}\nsteps = {{ s = {{ on_schema_failure = \"repair_once_then_handoff\" }} }}");
+    let mut h = Harness::new(&scenario(10_000, &single(), &policy));
+    h.start();
+    let (commands, observed) = h.at(100_000).fail(0, 0, FailureKind::ResultInvalid);
+    assert_eq!(commands, vec![call(0, 1, LLM, 2_000_000)], "one repair, at once");
+    assert_eq!(observed, vec![Observation::SchemaRepair]);
+    assert_eq!(h.machine.budget.retry_tokens_left, MAX - 1, "the repair is paid like a retry");
+    let (commands, _) = h.at(200_000).fail(0, 1, FailureKind::ResultInvalid);
+    assert_eq!(commands, vec![end(Outcome::Handoff)], "a second invalid result goes to a human");
+    // Without the policy, RESULT_INVALID is never retried: the hard step fails the run.
+    let mut h = Harness::new(&scenario(10_000, &single(), BASE));
+    h.start();
+    assert_eq!(h.at(100_000).fail(0, 0, FailureKind::ResultInvalid).0, vec![end(Outcome::Failed)]);
+}

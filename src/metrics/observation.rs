@@ -37,6 +37,8 @@ pub enum Observation {
     FallbackRefused,
     /// An approved snapshot came back older than the step's freshness limit.
     EvidenceStale,
+    /// A RESULT_INVALID answer was sent back once for repair (`on_schema_failure`).
+    SchemaRepair,
     /// The degradation mode refused a new run (PAUSED).
     RunPaused,
     /// The degradation mode stopped a write: the run went to a human.

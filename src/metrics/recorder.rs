@@ -54,6 +54,7 @@ pub struct RunStats {
     pub evidence: [u64; EvidenceLevel::COUNT],
     pub fallback_refused: u64,
     pub evidence_stale: u64,
+    pub schema_repairs: u64,
 }
 
 /// Station-level figures for one dependency.
@@ -259,6 +260,7 @@ impl Recorder {
                 evidence: [0; EvidenceLevel::COUNT],
                 fallback_refused: 0,
                 evidence_stale: 0,
+                schema_repairs: 0,
             },
             dependencies: (0..dependencies).map(|_| DependencyStats::new()).collect(),
             step_omitted: vec![0; steps],
@@ -463,6 +465,7 @@ impl Recorder {
             }
             Observation::FallbackRefused => r.fallback_refused += 1,
             Observation::EvidenceStale => r.evidence_stale += 1,
+            Observation::SchemaRepair => r.schema_repairs += 1,
             Observation::RunPaused => {
                 self.refused_all[Refusal::Paused.index()] += 1;
                 r.runs_paused += 1;
@@ -602,6 +605,7 @@ impl Recorder {
         put("write_paused_total".into(), r.writes_paused as f64);
         put("fallback_refused_total".into(), r.fallback_refused as f64);
         put("evidence_stale_total".into(), r.evidence_stale as f64);
+        put("schema_repair_total".into(), r.schema_repairs as f64);
         for level in EvidenceLevel::ALL {
             put(format!("evidence_run_total.{}", level.name()), r.evidence[level.index()] as f64);
         }

@@ -11,7 +11,7 @@ use super::fan_out::{FanOutLimits, compile_fan_out};
 use super::guard::pipeline::PipelineSpec;
 use super::hedging::{Hedging, compile_hedging};
 use super::mechanisms::compile_mechanisms;
-use super::step_policy::{OnGiveUp, StepPolicy, StepRoutes};
+use super::step_policy::{OnGiveUp, OnSchemaFailure, StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     FieldPath, Policy, Scenario, ScenarioError, Source, duration_ms, error_at_path, parse_named, quote, unknown_name,
@@ -275,6 +275,9 @@ impl StepContext<'_> {
                 }
             }
         }
+        if let Some(f) = fallback {
+            check_fallback_contract(source, &sp, s, &world.dependencies[f], o.fallback_quality_floor)?;
+        }
         let predicted_attempt_us = match o.predicted_attempt_ms {
             Some(ms) => duration_ms(source, &sp.key("predicted_attempt_ms"), ms)?,
             None => ms_to_us(world.dependencies[s.dependency].service.median_ms()),
@@ -293,10 +296,55 @@ impl StepContext<'_> {
                 .map(|s| duration_ms(source, &sp.key("max_snapshot_age_s"), s * 1e3))
                 .transpose()?,
             on_give_up: parse_named(source, &sp.key("on_give_up"), o.on_give_up.as_deref(), OnGiveUp::Fail)?,
+            on_schema_failure: parse_named(
+                source,
+                &sp.key("on_schema_failure"),
+                o.on_schema_failure.as_deref(),
+                OnSchemaFailure::Fail,
+            )?,
             fallback,
             routes: StepRoutes::default(),
         })
     }
+}
+
+/// The contract a fallback must keep, checked once: its evaluated quality is at least the
+/// step's floor, and it may serve the step's task class (docs/essay.md section 17).
+fn check_fallback_contract(
+    source: &Source,
+    sp: &FieldPath,
+    step: &super::workflow::StepModel,
+    fallback: &crate::world::DependencyModel,
+    floor: Option<f64>,
+) -> Result<(), ScenarioError> {
+    if let Some(floor) = floor {
+        if !(0.0..=1.0).contains(&floor) {
+            return Err(error_at_path(
+                source,
+                &sp.key("fallback_quality_floor"),
+                format!("must be in [0, 1], got {floor}"),
+            ));
+        }
+        let quality = fallback.quality_score.unwrap_or(0.0);
+        if quality < floor {
+            let message = format!(
+                "the fallback {} has quality_score {quality} (0 when unset), below this step's floor {floor}: it breaks the contract",
+                quote(&fallback.name)
+            );
+            return Err(error_at_path(source, &sp.key("fallback_quality_floor"), message));
+        }
+    }
+    if let Some(class) = &step.task_class
+        && fallback.forbidden_task_classes.contains(class)
+    {
+        let message = format!(
+            "the fallback {} may not serve task class {} (its forbidden_task_classes)",
+            quote(&fallback.name),
+            quote(class)
+        );
+        return Err(error_at_path(source, &sp.key("fallback"), message));
+    }
+    Ok(())
 }
 
 /// True if some attempt at `dep` may never get a reply (its own hang probability, a timeout or

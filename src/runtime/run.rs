@@ -18,7 +18,7 @@ use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
 use super::policy::PolicyModel;
 use super::step::{StepPhase, StepState};
-use super::step_policy::{OnGiveUp, StepPolicy};
+use super::step_policy::{OnGiveUp, OnSchemaFailure, StepPolicy};
 use super::trace::{StepEnd, TraceEvent};
 use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
@@ -722,6 +722,11 @@ impl RunMachine {
         if self.steps[s as usize].in_flight > 0 {
             return; // hedged: another attempt of this call may still succeed
         }
+        if kind == FailureKind::ResultInvalid
+            && cx.step(s).1.on_schema_failure == OnSchemaFailure::RepairOnceThenHandoff
+        {
+            return self.repair_or_hand_off(cx, out, s);
+        }
         let failed = self.failed_attempt(cx, s, kind, retry_after_us);
         let decision = decide(&cx.policy.rules, &failed);
         self.trace_decision(out, s, decision);
@@ -789,6 +794,20 @@ impl RunMachine {
         let sp = cx.step(s).1;
         let remaining_us = self.budget.remaining_us(cx.now);
         sp.fallback.is_some() && retry_fits(0, sp.predicted_fallback_us, sp.reserve_us, remaining_us)
+    }
+
+    /// A result that breaks its schema is sent back once with a repair prompt (new input, so
+    /// not the retry the essay forbids), paid with a retry token like any repeat; a second
+    /// invalid result, or no token left, hands the run to a human.
+    fn repair_or_hand_off(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        self.steps[s as usize].last_failure = Some(FailureKind::ResultInvalid);
+        let st = self.steps[s as usize];
+        if st.repaired || !self.budget.has_retry_token() || st.attempts_made() >= cx.step(s).1.max_attempts {
+            return self.hand_off(cx, out, s);
+        }
+        self.steps[s as usize].repaired = true;
+        out.observe(Observation::SchemaRepair);
+        self.retry(cx, out, s, 0);
     }
 
     /// The decision after a failed attempt, with the retry tokens it leaves (a retry spends one).

@@ -49,6 +49,8 @@ pub struct StepState {
     pub effect_unknown: bool,
     /// The deadline left this step no time for an attempt or a retry.
     pub out_of_time: bool,
+    /// A RESULT_INVALID answer was sent back for repair once.
+    pub repaired: bool,
     /// Attempts of this step whose result the run still waits for.
     pub in_flight: u32,
     /// Hedges sent for the current attempt (beyond the first).
@@ -74,6 +76,7 @@ impl StepState {
             lookups: 0,
             effect_unknown: false,
             out_of_time: false,
+            repaired: false,
             in_flight: 0,
             hedges: 0,
             wake: 0,

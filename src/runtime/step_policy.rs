@@ -17,6 +17,8 @@ pub struct StepPolicy {
     pub max_snapshot_age_us: Option<Micros>,
     /// What a hard step that gives up does to its run.
     pub on_give_up: OnGiveUp,
+    /// What a RESULT_INVALID answer does.
+    pub on_schema_failure: OnSchemaFailure,
     pub routes: StepRoutes,
 }
 
@@ -26,6 +28,16 @@ crate::named_enum! {
     pub enum OnGiveUp {
         Fail => "fail",
         Handoff => "handoff",
+    }
+}
+
+crate::named_enum! {
+    /// What a RESULT_INVALID answer (a result that breaks its schema) does: give up as any
+    /// failure that is never retried, or repair it once (one more attempt with a repair
+    /// prompt, paid with a retry token) and hand the run off if the repair fails too.
+    pub enum OnSchemaFailure {
+        Fail => "fail",
+        RepairOnceThenHandoff => "repair_once_then_handoff",
     }
 }
 

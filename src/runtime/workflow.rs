@@ -25,6 +25,7 @@ pub struct StepModel {
     pub fallback: Option<usize>,
     /// The context size in tokens, drawn per run (fallback contracts check it).
     pub context_tokens: Option<crate::world::Distribution>,
+    pub task_class: Option<String>,
     pub predecessors: u32,
     pub successors: Vec<u8>,
 }
@@ -152,6 +153,7 @@ fn compile_step(
             }
             None => None,
         },
+        task_class: s.task_class.clone(),
         predecessors: 0,
         successors: Vec::new(),
     })

@@ -217,6 +217,13 @@ pub struct Dependency {
     /// A model's context window: a request whose context is larger cannot use it.
     #[serde(default)]
     pub max_context_tokens: Option<f64>,
+    /// The evaluated quality of a model's answers in [0, 1]: a fallback below a step's
+    /// fallback_quality_floor breaks the step's contract.
+    #[serde(default)]
+    pub quality_score: Option<f64>,
+    /// Task classes this dependency may not serve as a fallback (e.g. permission_decision).
+    #[serde(default)]
+    pub forbidden_task_classes: Vec<String>,
     /// An approved snapshot: the age of what it answers with (a distribution in ms, drawn per
     /// run and step). Its answers are evidence of level approved_snapshot, or stale when
     /// older than the step's max_snapshot_age_s.
@@ -370,6 +377,9 @@ pub struct Step {
     /// dependency with a smaller max_context_tokens cannot serve it.
     #[serde(default)]
     pub context_tokens: Option<TokenCount>,
+    /// What kind of task the step is, for fallback contracts (a dependency's forbidden_task_classes).
+    #[serde(default)]
+    pub task_class: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -472,6 +482,12 @@ pub struct StepOverride {
     /// fail (default) or handoff: what a hard step that gives up does to its run.
     #[serde(default)]
     pub on_give_up: Option<String>,
+    /// The least quality_score the step's fallback must have.
+    #[serde(default)]
+    pub fallback_quality_floor: Option<f64>,
+    /// fail (default) or repair_once_then_handoff: what a RESULT_INVALID answer does.
+    #[serde(default)]
+    pub on_schema_failure: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

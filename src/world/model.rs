@@ -78,6 +78,8 @@ pub struct DependencyModel {
     pub lookup_service: Distribution,
     /// A model's context window in tokens.
     pub max_context_tokens: Option<f64>,
+    pub quality_score: Option<f64>,
+    pub forbidden_task_classes: Vec<String>,
     /// An approved snapshot's age (ms), drawn per run and step.
     pub snapshot_age: Option<Distribution>,
     pub calls: Vec<RemoteCallModel>,
@@ -371,6 +373,8 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         lookup_service,
         max_context_tokens: d.max_context_tokens.map(|t| c.positive(&path.key("max_context_tokens"), t)).transpose()?,
         snapshot_age: d.snapshot_age.as_ref().map(|a| c.distribution(&path.key("snapshot_age"), a)).transpose()?,
+        quality_score: d.quality_score.map(|q| c.probability(&path.key("quality_score"), q)).transpose()?,
+        forbidden_task_classes: d.forbidden_task_classes.clone(),
         calls: Vec::new(),
         faults: Vec::new(),
     })
