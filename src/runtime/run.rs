@@ -425,7 +425,9 @@ impl RunMachine {
     }
 
     /// The degradation mode does not start soft step `s`: it is omitted with a notice in the
-    /// result, not failed.
+    /// result, not failed. Cold: kept out of `make_ready`, which every step passes.
+    #[cold]
+    #[inline(never)]
     fn omit_by_mode(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.budget.in_flight += 1; // released again as the step is omitted
         if cx.loads.dependencies[cx.workflow.steps[s as usize].dependency].kind
@@ -454,13 +456,23 @@ impl RunMachine {
         out.observe(Observation::LogicalCall);
         out.trace(TraceEvent::StepStarted { step: s });
         let t = self.treatment;
-        let first = t.fallback == FallbackMode::FallbackFirst
-            || (t.per_step && self.overrides(cx).fallback_first[cx.workflow_index][s as usize]);
+        if t.fallback == FallbackMode::FallbackFirst || t.per_step {
+            self.maybe_start_on_fallback(cx, out, s);
+        }
+        self.try_attempt(cx, out, s);
+    }
+
+    /// The run's mode sends step `s` straight to its fallback, if the fallback's contract
+    /// admits it. Cold: kept out of `start_step`, which every step passes.
+    #[cold]
+    #[inline(never)]
+    fn maybe_start_on_fallback(&mut self, cx: &RunContext, out: &mut impl Effects, s: u8) {
+        let first = self.treatment.fallback == FallbackMode::FallbackFirst
+            || self.overrides(cx).fallback_first[cx.workflow_index][s as usize];
         if first && cx.step(s).1.fallback.is_some() && self.fallback_admits(cx, out, s) {
             self.steps[s as usize].on_fallback = true;
             out.trace(TraceEvent::FallbackStarted { step: s });
         }
-        self.try_attempt(cx, out, s);
     }
 
     /// Starts the step's next attempt if every budget holds (docs/essay.md section 5), else gives up.
