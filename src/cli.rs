@@ -216,6 +216,7 @@ pub enum Command {
     /// Trace one root run of one replication: the section-25 tree in the terminal and an
     /// OpenTelemetry trace (OTLP/JSON) on disk.
     #[command(after_help = REPLAY_EXAMPLES)]
+    #[command(group(clap::ArgGroup::new("which_run").required(true).args(["run", "first"])))]
     Replay {
         /// Scenario file (.toml or .json).
         scenario: PathBuf,
@@ -229,7 +230,7 @@ pub enum Command {
         #[arg(long, value_name = "SEED")]
         replication_seed: Option<u64>,
         /// The N-th root run to start (from 1).
-        #[arg(long, value_name = "N", required_unless_present = "first", conflicts_with = "first")]
+        #[arg(long, value_name = "N")]
         run: Option<u64>,
         /// The first run after the warm-up that ended this way.
         #[arg(long, value_parser = first_run_parser(), value_name = "WHAT")]

@@ -1637,3 +1637,16 @@ fn short_flags_mean_the_long_ones() {
     let o = faultline(&sb, ["run", &s(&path), "-j", "0", "-o", &s(&sb.out())]);
     assert_input_error(&o, &sb.out(), &["argument `--jobs 0`"]);
 }
+
+#[test]
+fn replay_without_a_selector_names_both_selectors() {
+    let o = faultline_in(repo(), ["replay", "scenarios/meeting-analysis-incident.toml", "-p", "naive"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("--run <N>") && err.contains("--first <WHAT>"), "{err}");
+    let o = faultline_in(
+        repo(),
+        ["replay", "scenarios/meeting-analysis-incident.toml", "-p", "naive", "--run", "3", "--first", "failed"],
+    );
+    assert_eq!(o.status.code(), Some(2), "one selector at a time");
+}

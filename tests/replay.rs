@@ -201,6 +201,16 @@ fn selectors_pick_the_first_matching_run_after_the_warm_up() {
         let earlier = catalogue.runs.iter().take_while(|r| r.number < expected.number);
         assert!(earlier.filter(|r| r.measured).all(|r| !which.matches(r)), "not the first");
     }
+    // A run refused by a guard: the resilient policy's breaker opens during the fault.
+    let resilient = model.policy_index("resilient").unwrap();
+    let (_, catalogue) = simulate_following(&model, resilient, seed, RunTracer::for_runs(&[])).unwrap();
+    let expected = catalogue.runs.iter().find(|r| r.measured && r.refused).expect("the breaker refuses attempts");
+    let traced = trace_run(&model, resilient, seed, RunSelector::First(FirstRun::Refused)).unwrap();
+    assert_eq!(traced.summary.number, expected.number);
+    assert!(
+        traced.spans.spans.iter().any(|s| s.name.contains("REFUSED") || s.summary.contains("REFUSED")),
+        "the refused attempt is in the tree"
+    );
     let duplicate = trace_run(&model, naive, seed, RunSelector::First(FirstRun::Duplicate)).unwrap();
     assert_eq!(duplicate.spans.spans[0].attribute("run.duplicate_effect"), Some(&Value::Bool(true)));
     assert!(

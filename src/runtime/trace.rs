@@ -292,6 +292,8 @@ pub struct RunSummary {
     pub outcome: Option<Outcome>,
     pub deadline_exceeded: bool,
     pub duplicate_effect: bool,
+    /// A guard refused one of its attempts (a breaker, bulkhead, budget, shedder, ...).
+    pub refused: bool,
 }
 
 /// Records every event of the root runs whose numbers are wanted, and a summary of every run.
@@ -372,6 +374,7 @@ impl Tracer for RunTracer {
             outcome: None,
             deadline_exceeded: false,
             duplicate_effect: false,
+            refused: false,
         });
         let followed = self.all || self.wanted.binary_search(&number).is_ok();
         *self.slot(slot) = SlotState { summary: Some(summary), followed };
@@ -390,6 +393,9 @@ impl Tracer for RunTracer {
         }
         if let TraceEvent::RunFinalized { duplicate_effect } = event {
             run.duplicate_effect = duplicate_effect;
+        }
+        if let TraceEvent::AttemptRefused { .. } = event {
+            run.refused = true;
         }
         if state.followed {
             self.events.push((run.number, now, event));

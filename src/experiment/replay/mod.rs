@@ -41,6 +41,8 @@ crate::named_enum! {
         Duplicate => "duplicate",
         /// Had no result by its deadline (ended after it, or stopped for lack of time).
         DeadlineMissed => "deadline-missed",
+        /// Had an attempt refused by a guard (breaker, bulkhead, retry budget, shedder, ...).
+        Refused => "refused",
     }
 }
 
@@ -55,6 +57,7 @@ impl FirstRun {
             FirstRun::NotSucceeded => "did not succeed",
             FirstRun::Duplicate => "caused a duplicate effect",
             FirstRun::DeadlineMissed => "had no result by its deadline",
+            FirstRun::Refused => "had an attempt refused by a guard",
         }
     }
 
@@ -68,6 +71,7 @@ impl FirstRun {
             FirstRun::NotSucceeded => outcome != Outcome::Succeeded,
             FirstRun::Duplicate => run.duplicate_effect,
             FirstRun::DeadlineMissed => run.deadline_exceeded,
+            FirstRun::Refused => run.refused,
         }
     }
 }

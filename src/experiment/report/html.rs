@@ -94,16 +94,24 @@ fn window_lines(
     runs: &[PolicyRuns],
     value: &dyn Fn(&PolicyRuns, usize) -> f64,
 ) -> Vec<Line> {
-    let window_us = model.world.window_us;
     names
         .iter()
         .zip(runs)
         .map(|(name, r)| Line {
             name: name.to_string(),
-            points: (0..r.series.rows()).map(|row| (us_to_s(row as u64 * window_us), value(r, row))).collect(),
+            points: window_points(model, r, &|row| value(r, row)),
             band: None,
         })
         .collect()
+}
+
+/// One point per window at the window's end (the value measures the window just closed), for
+/// the windows that start before the simulated duration: the drain after it has no arrivals and
+/// would draw a collapse that never happened.
+fn window_points(model: &Model, r: &PolicyRuns, value: &dyn Fn(usize) -> f64) -> Vec<(f64, f64)> {
+    let window_us = model.world.window_us;
+    let rows = (model.world.duration_us.div_ceil(window_us) as usize).min(r.series.rows());
+    (0..rows).map(|row| (us_to_s((row as u64 + 1).saturating_mul(window_us)), value(row))).collect()
 }
 
 /// The report of `faultline run`: a summary table, then charts over time, of latency and
@@ -154,14 +162,14 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
     let mut over_time = vec![
         line_chart(&LineChart {
             title: "Goodput per window (successful root runs)",
-            x_label: "virtual time (s)",
+            x_label: "virtual time at the window's end (s)",
             y_label: "runs",
             lines: window_lines(model, names, runs, &|r, row| r.series.value(row, goodput) as f64 / n(r)),
             spans: spans(),
         }),
         line_chart(&LineChart {
             title: "Attempts per window, all dependencies",
-            x_label: "virtual time (s)",
+            x_label: "virtual time at the window's end (s)",
             y_label: "attempts",
             lines: window_lines(model, names, runs, &|r, row| {
                 (0..dependencies).map(|d| r.series.value(row, FIXED_COLUMNS.len() + d) as f64).sum::<f64>() / n(r)
@@ -186,7 +194,7 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
         let title = format!("Queue depth at window end: {}", model.dependency_names[d]);
         over_time.push(line_chart(&LineChart {
             title: &title,
-            x_label: "virtual time (s)",
+            x_label: "virtual time at the window's end (s)",
             y_label: "waiting attempts",
             lines: window_lines(model, names, runs, &|r, row| r.series.value(row, queue_column(d)) as f64 / n(r)),
             spans: spans(),
@@ -199,7 +207,6 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
 /// The degradation mode under the goodput plot: per policy with modes (and per workflow), the
 /// most severe mode each window held, averaged over replications; None when no policy has modes.
 fn mode_timeline(model: &Model, names: &[&str], runs: &[PolicyRuns]) -> Option<String> {
-    let window_us = model.world.window_us;
     let dependencies = model.dependency_names.len();
     let several = model.workflows.len() > 1;
     let mut lines = Vec::new();
@@ -211,9 +218,7 @@ fn mode_timeline(model: &Model, names: &[&str], runs: &[PolicyRuns]) -> Option<S
         let first = FIXED_COLUMNS.len() + 3 * dependencies + model.policies[p].breaker_labels.len();
         let n = r.metrics.len().max(1) as f64;
         for (w, wf) in model.workflows.iter().enumerate() {
-            let points = (0..r.series.rows())
-                .map(|row| (us_to_s(row as u64 * window_us), r.series.value(row, first + w) as f64 / n))
-                .collect();
+            let points = window_points(model, r, &|row| r.series.value(row, first + w) as f64 / n);
             let name = if several { format!("{name} / {}", wf.name) } else { name.to_string() };
             lines.push(Line { name, points, band: None });
         }
@@ -223,7 +228,7 @@ fn mode_timeline(model: &Model, names: &[&str], runs: &[PolicyRuns]) -> Option<S
     }
     Some(line_chart(&LineChart {
         title: "Degradation mode per window (0 normal, 1 recovery, 2 constrained, 3 degraded, 4 handoff, 5 paused)",
-        x_label: "virtual time (s)",
+        x_label: "virtual time at the window's end (s)",
         y_label: "most severe mode, mean",
         lines,
         spans: fault_spans(model),
