@@ -457,7 +457,8 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
         text.push_str(&format!("JUnit report: {}\n", path.display()));
     }
     text.push('\n');
-    let header: Vec<String> = ["result", "check", "judged", "mean", "95% CI"].iter().map(|s| s.to_string()).collect();
+    let header: Vec<String> =
+        ["result", "check", "judged", "limit", "mean", "95% CI"].iter().map(|s| s.to_string()).collect();
     let rows: Vec<Vec<String>> = outcomes
         .iter()
         .map(|o| match o.status {
@@ -467,11 +468,14 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
                 String::new(),
                 String::new(),
                 String::new(),
+                String::new(),
             ],
+            // The limit in the metric's unit: a `%` regression limit is shown as what it became.
             Status::Pass | Status::Fail => vec![
                 o.status.word().into(),
                 format!("{}{}", o.label(), o.undefined_note()),
                 o.judged.map(human).unwrap_or_else(|| "n/a".into()),
+                o.limit.map(|l| format!("{} {}", o.operator, human(l))).unwrap_or_else(|| "n/a".into()),
                 o.mean.map(human).unwrap_or_else(|| "n/a".into()),
                 o.interval(),
             ],
