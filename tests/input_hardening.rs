@@ -466,3 +466,19 @@ fn json_nulls_accepted_by_validate_are_accepted_by_every_override() {
         assert!(e.starts_with(&prefix), "expected {prefix}\ngot {e}");
     }
 }
+
+#[test]
+fn empty_files_directories_and_duplicate_keys_each_get_their_own_sentence() {
+    let sb = Sandbox::new("own-sentences");
+    for (name, text) in [("empty.toml", ""), ("comments.toml", "# nothing yet\n\n"), ("empty.json", "  \n")] {
+        let o = validate(&sb, &sb.write(name, text));
+        input_error(&sb, &o, &[name, "the file is empty", "faultline init"]);
+    }
+    let dir = sb.dir.join("folder.toml");
+    std::fs::create_dir(&dir).unwrap();
+    input_error(&sb, &validate(&sb, &dir), &["folder.toml", "is a directory"]);
+    let o = validate(&sb, &sb.write("dup.toml", "[simulation]\nduration_s = 1\nduration_s = 2\n"));
+    input_error(&sb, &o, &["dup.toml:3:1", "duplicate key `duration_s`"]);
+    let o = validate(&sb, &sb.write("tables.toml", "[simulation]\nduration_s = 1\n[simulation]\nseed = 2\n"));
+    input_error(&sb, &o, &["tables.toml:3", "duplicate key `simulation`"]);
+}

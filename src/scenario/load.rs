@@ -58,6 +58,10 @@ impl Source {
 
 pub fn load_file(path: &Path) -> Result<Source, ScenarioError> {
     let display = path.display().to_string();
+    if path.is_dir() {
+        let message = "is a directory, not a scenario file: name the .toml or .json file";
+        return Err(ScenarioError::in_file(&display, None, None, "", message));
+    }
     let format = match path.extension().and_then(|e| e.to_str()) {
         Some("toml") => Format::Toml,
         Some("json") => Format::Json,
@@ -70,8 +74,30 @@ pub fn load_file(path: &Path) -> Result<Source, ScenarioError> {
         ScenarioError::in_file(&display, Some(line), Some(column), "", "the file is not UTF-8 text")
     })?;
     let source = Source { path: display, text, format };
+    if is_empty_document(&source) {
+        let message = "the file is empty: a scenario needs [simulation], a [[dependency]] and a [[workflow]] (`faultline init` writes a starter)";
+        return Err(ScenarioError::in_file(&source.path, None, None, "", message));
+    }
     check_openers(&source)?;
     Ok(source)
+}
+
+/// Nothing but blank lines (and, in TOML, comments).
+fn is_empty_document(source: &Source) -> bool {
+    match source.format {
+        Format::Toml => source.text.lines().map(str::trim).all(|l| l.is_empty() || l.starts_with('#')),
+        Format::Json => source.text.trim().is_empty(),
+    }
+}
+
+/// The key a TOML "duplicate key" error points at: the text from its position up to `=`, `]`
+/// or the line's end, e.g. `duration_s` or `simulation`.
+fn duplicate_key_name(source: &Source, offset: usize) -> Option<String> {
+    let rest = source.text.get(offset..)?;
+    let rest = rest.trim_start_matches('[');
+    let end = rest.find(['=', ']', '\n']).unwrap_or(rest.len());
+    let key = rest[..end].trim();
+    (!key.is_empty()).then(|| key.to_string())
 }
 
 /// Refuses a file with more than [`MAX_OPENERS`] arrays and tables before it is parsed, at
@@ -128,8 +154,16 @@ pub fn parse_source(source: &Source) -> Result<Scenario, ScenarioError> {
 }
 
 fn parse_toml(source: &Source) -> Result<Scenario, ScenarioError> {
-    let table = toml::de::DeTable::parse(&source.text)
-        .map_err(|e| source.error_at(e.span().map(|s| s.start), "", first_line(e.message())))?;
+    let table = toml::de::DeTable::parse(&source.text).map_err(|e| {
+        let at = e.span().map(|s| s.start);
+        let mut message = first_line(e.message());
+        if message.starts_with("duplicate key")
+            && let Some(key) = at.and_then(|offset| duplicate_key_name(source, offset))
+        {
+            message = format!("duplicate key {}: it is defined earlier in the same table", quote(&key));
+        }
+        source.error_at(at, "", message)
+    })?;
     check_toml_integers(source, table.get_ref(), &FieldPath::root())?;
     let deserializer = toml::de::Deserializer::from(table);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
