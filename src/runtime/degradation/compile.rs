@@ -4,10 +4,11 @@
 use super::config::{BreakerCheck, Condition, Degradation, FallbackMode, ModeOverrides, RecoveryPlan, Rule};
 use super::error_budget::{BurnRule, ErrorBudget, Sli};
 use super::machine::MAX_RULES;
+use crate::runtime::guard::compile::Compile;
 use crate::runtime::workflow::WorkflowModel;
 use crate::scenario::{
-    Criticality, FieldPath, ModeActions, Policy, RuleCondition, ScenarioError, Source, duration_ms, error_at_path,
-    parse_named, quote, unknown_name,
+    Criticality, FieldPath, ModeActions, Policy, RuleCondition, ScenarioError, Source, duration_ms, parse_named, quote,
+    unknown_name,
 };
 use crate::sim::Micros;
 use crate::vocab::{BudgetState, DegradationMode, Refusal};
@@ -16,35 +17,18 @@ use crate::world::World;
 /// Longest burn-rate window, in evaluation intervals (the ring's memory per workflow).
 pub const MAX_WINDOW_INTERVALS: u64 = 100_000;
 
-struct Cx<'a> {
-    source: &'a Source,
-    world: &'a World,
-    workflows: &'a [WorkflowModel],
+/// The shared compile helpers (lookups, errors, durations, closed-set names) of the guards.
+type Cx<'a> = Compile<'a, ()>;
+
+/// A duration field given in ms, with its default in ms.
+fn ms(cx: &Cx, path: &FieldPath, value: Option<f64>, default_ms: f64) -> Result<Micros, ScenarioError> {
+    cx.duration(path, value, crate::sim::ms_to_us(default_ms))
 }
 
-impl Cx<'_> {
-    fn err(&self, path: &FieldPath, message: impl Into<String>) -> ScenarioError {
-        error_at_path(self.source, path, message)
-    }
-
-    fn ms(&self, path: &FieldPath, value: Option<f64>, default_ms: f64) -> Result<Micros, ScenarioError> {
-        duration_ms(self.source, path, value.unwrap_or(default_ms))
-    }
-
-    fn dependency(&self, path: &FieldPath, name: &Option<String>) -> Result<Option<usize>, ScenarioError> {
-        name.as_ref()
-            .map(|n| {
-                self.world
-                    .dependency_index(n)
-                    .ok_or_else(|| self.err(path, unknown_name("dependency", n, self.world.dependency_names())))
-            })
-            .transpose()
-    }
-
-    fn ratio(&self, path: &FieldPath, value: f64, open_low: bool) -> Result<f64, ScenarioError> {
-        let ok = value.is_finite() && value <= 1.0 && if open_low { value > 0.0 } else { value >= 0.0 };
-        if ok { Ok(value) } else { Err(self.err(path, format!("must be a share in (0, 1], got {value}"))) }
-    }
+/// A share in [0, 1], or (0, 1] when `open_low`.
+fn check_share(cx: &Cx, path: &FieldPath, value: f64, open_low: bool) -> Result<f64, ScenarioError> {
+    let ok = value.is_finite() && value <= 1.0 && if open_low { value > 0.0 } else { value >= 0.0 };
+    if ok { Ok(value) } else { Err(cx.err(path, format!("must be a share in (0, 1], got {value}"))) }
 }
 
 /// The policy's degradation, or None when it declares no rules. `normal` is the policy's own
@@ -57,7 +41,7 @@ pub fn compile_degradation(
     workflows: &[WorkflowModel],
     normal: &ModeOverrides,
 ) -> Result<(Option<Degradation>, Vec<ModeOverrides>), ScenarioError> {
-    let cx = Cx { source, world, workflows };
+    let cx: Cx = Compile::new(source, world, workflows);
     let mut overrides = vec![normal.clone(); DegradationMode::COUNT];
     let spec = policy.degradation.clone().unwrap_or_default();
     if policy.runtime_policy.is_empty() {
@@ -72,11 +56,11 @@ pub fn compile_degradation(
         return Err(cx.err(&rules_path, format!("at most {MAX_RULES} rules, got {}", policy.runtime_policy.len())));
     }
     let dp = path.key("degradation");
-    let interval_us = cx.ms(&dp.key("evaluation_interval_ms"), spec.evaluation_interval_ms, 5000.0)?;
+    let interval_us = ms(&cx, &dp.key("evaluation_interval_ms"), spec.evaluation_interval_ms, 5000.0)?;
     if interval_us < 1000 {
         return Err(cx.err(&dp.key("evaluation_interval_ms"), "must be at least 1 ms"));
     }
-    let flap_window_us = cx.ms(&dp.key("flap_window_ms"), spec.flap_window_ms, 300_000.0)?;
+    let flap_window_us = ms(&cx, &dp.key("flap_window_ms"), spec.flap_window_ms, 300_000.0)?;
     let max_flaps_per_hour = spec.max_flaps_per_hour.unwrap_or(6.0);
     if !(max_flaps_per_hour.is_finite() && max_flaps_per_hour >= 0.0) {
         let message = format!("must be a finite number >= 0, got {max_flaps_per_hour}");
@@ -180,7 +164,7 @@ fn compile_recovery(
         return Err(cx.err(&sp, "at least one stage, the last 1.0"));
     }
     for (i, &share) in stages.iter().enumerate() {
-        cx.ratio(&sp.index(i), share, true)?;
+        check_share(cx, &sp.index(i), share, true)?;
         if i > 0 && share <= stages[i - 1] {
             return Err(cx.err(&sp.index(i), "stages must grow"));
         }
@@ -189,11 +173,11 @@ fn compile_recovery(
         return Err(cx.err(&sp, "the last stage must be 1.0: every run back on the normal policy"));
     }
     let canary_min_completion = r.canary_min_completion.unwrap_or(defaults.canary_min_completion);
-    cx.ratio(&path.key("canary_min_completion"), canary_min_completion, false)?;
+    check_share(cx, &path.key("canary_min_completion"), canary_min_completion, false)?;
     Ok(RecoveryPlan {
         probe_evaluations: r.probe_evaluations.unwrap_or(defaults.probe_evaluations),
         canary_stages: stages,
-        stage_us: cx.ms(&path.key("stage_ms"), r.stage_ms, defaults.stage_us as f64 / 1e3)?,
+        stage_us: ms(cx, &path.key("stage_ms"), r.stage_ms, defaults.stage_us as f64 / 1e3)?,
         min_canary_runs: r.min_canary_runs.unwrap_or(defaults.min_canary_runs),
         canary_min_completion,
     })
@@ -216,7 +200,13 @@ fn compile_rule(cx: &Cx, path: &FieldPath, r: &crate::scenario::RuntimeRule) -> 
     };
     let enter = compile_condition(cx, &path.key("when"), &r.when, false)?;
     let exit = r.exit.as_ref().map(|e| compile_condition(cx, &path.key("exit"), e, true)).transpose()?;
-    Ok(Rule { mode, workflow, enter, exit, min_dwell_us: cx.ms(&path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)? })
+    Ok(Rule {
+        mode,
+        workflow,
+        enter,
+        exit,
+        min_dwell_us: ms(cx, &path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)?,
+    })
 }
 
 /// `exit`: the condition to leave a mode, where `completion_budget` means "back to this state
