@@ -200,13 +200,7 @@ fn compile_rule(cx: &Cx, path: &FieldPath, r: &crate::scenario::RuntimeRule) -> 
     };
     let enter = compile_condition(cx, &path.key("when"), &r.when, false)?;
     let exit = r.exit.as_ref().map(|e| compile_condition(cx, &path.key("exit"), e, true)).transpose()?;
-    Ok(Rule {
-        mode,
-        workflow,
-        enter,
-        exit,
-        min_dwell_us: ms(cx, &path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)?,
-    })
+    Ok(Rule { mode, workflow, enter, exit, min_dwell_us: ms(cx, &path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)? })
 }
 
 /// `exit`: the condition to leave a mode, where `completion_budget` means "back to this state
