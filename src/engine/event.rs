@@ -24,6 +24,26 @@ pub enum Event {
     WindowEnd,
     /// The degradation modes read their signals (every `evaluation_interval_ms`).
     ModeTick,
+    /// A task client's pause is over: it makes its pending request (a poll, a retry).
+    ClientWake { client: u32, generation: u32 },
+    /// The step's timeout for its attempt at a task dependency.
+    ClientTimeout { client: u32, generation: u32 },
+    /// Something scheduled for a remote task: a late cancel, a late publication, its ttl.
+    TaskWake { task: u32, generation: u32, cause: TaskWakeCause },
+    /// An outage began at a task dependency: its open subscriptions break.
+    StreamsBroken { dependency: u16 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskWakeCause {
+    /// A cancel accepted earlier takes effect now.
+    LateCancel,
+    /// The task publishes the end of its work now (a late_result fault).
+    Publish,
+    /// The task outlived its ttl.
+    Ttl,
+    /// An orphan on the orphan queue is escalated.
+    OrphanTtl,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod remote;
 mod runs;
 mod simulation;
 mod stations;
+mod tasks;
 
 pub use crate::runtime::AttemptTrace;
 pub use event::Event;
@@ -69,6 +70,7 @@ impl Model {
             workflows: self.workflows.iter().map(|w| w.name.clone()).collect(),
             workflow_tenants: self.workflows.iter().map(|w| w.tenant.clone()).collect(),
             modes: self.policies[policy].degradation.is_some(),
+            tasks: self.world.dependencies.iter().any(|d| d.task.is_some()),
         }
     }
 

@@ -30,6 +30,12 @@ impl<T: Tracer> Simulation<'_, T> {
             self.complete_service(now, id);
             return;
         };
+        // A task's work given the root run's deadline makes no call past it.
+        if self.task_past_deadline(job.caller, now) {
+            self.jobs[id].error = Some(FailureKind::DeadlineExhausted);
+            self.complete_service(now, id);
+            return;
+        }
         let key = job.key.with(u64::from(job.call)).with(u64::from(job.repeat)).with(u64::from(job.sub_attempt));
         let attempt = NewAttempt {
             station: call.dependency,
@@ -41,6 +47,8 @@ impl<T: Tracer> Simulation<'_, T> {
             measured: job.measured,
             key,
             timeout_us: Some(call.timeout_us),
+            owned: job.owned,
+            stuck: false,
         };
         let child = self.submit(now, attempt);
         self.jobs[id].child = Some(child);

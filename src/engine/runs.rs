@@ -6,6 +6,7 @@
 use super::event::Event;
 use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_MODE, TAG_RESUBMIT};
 use super::stations::NewAttempt;
+use super::tasks::CLIENT_HANDLE;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
 use crate::runtime::degradation::{ModeController, RunMode};
@@ -186,6 +187,12 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &self.runs[r];
         let workflow = &self.model.workflows[slot.machine.workflow as usize];
         let stream_part = workflow.steps[s as usize].stream_part;
+        if self.model.world.dependencies[station].task.is_some() {
+            let key = slot.key.with_part(stream_part).with(u64::from(serial));
+            let handle = self.start_client(now, r, s, serial, station, purpose, key, timeout_us);
+            self.runs[r].machine.attach(s, serial, handle);
+            return;
+        }
         let attempt = NewAttempt {
             station,
             purpose,
@@ -196,6 +203,8 @@ impl<T: Tracer> Simulation<'_, T> {
             measured: slot.measured,
             key: slot.key.with_part(stream_part).with(u64::from(serial)),
             timeout_us,
+            owned: true,
+            stuck: false,
         };
         let (job, generation) = self.submit(now, attempt);
         // The machine keeps the handle opaque and gives it back when it cancels the attempt.
@@ -204,6 +213,10 @@ impl<T: Tracer> Simulation<'_, T> {
 
     fn cancel(&mut self, now: Micros, handle: Option<u64>) {
         let Some(handle) = handle else { return };
+        if handle & CLIENT_HANDLE != 0 {
+            self.cancel_client(now, handle);
+            return;
+        }
         let (job, generation) = ((handle >> 32) as u32, handle as u32);
         if self.jobs[job].generation == generation {
             self.abandon(now, job);

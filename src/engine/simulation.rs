@@ -3,6 +3,7 @@
 use super::Model;
 use super::arena::Arena;
 use super::event::Event;
+use super::tasks::{ClientSlot, RemoteTask};
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::degradation::{ModeController, Transition};
 use crate::runtime::guard::pipeline::Pipeline;
@@ -33,8 +34,25 @@ pub(super) enum JobPhase {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Caller {
-    Step { step: u8, serial: u32 },
-    Remote { job: u32, generation: u32 },
+    Step {
+        step: u8,
+        serial: u32,
+    },
+    Remote {
+        job: u32,
+        generation: u32,
+    },
+    /// A protocol request of a task client (create, get, find, subscribe, cancel) for a step.
+    Client {
+        client: u32,
+        generation: u32,
+        step: u8,
+    },
+    /// A remote task's work at its runner.
+    Task {
+        task: u32,
+        generation: u32,
+    },
 }
 
 /// One attempt at one station.
@@ -48,6 +66,8 @@ pub(super) struct Job {
     pub caller: Caller,
     /// The caller still waits for this attempt's result.
     pub attached: bool,
+    /// Counted in its run's outstanding attempts (a remote task's work outlives its run).
+    pub owned: bool,
     pub measured: bool,
     pub run: u32,
     pub run_gen: u32,
@@ -75,6 +95,7 @@ impl Job {
             station: 0,
             caller: Caller::Step { step: 0, serial: 0 },
             attached: false,
+            owned: true,
             measured: false,
             run: 0,
             run_gen: 0,
@@ -188,6 +209,9 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub modes: Option<ModeController<'m>>,
     /// Reused at every mode evaluation.
     pub mode_scratch: ModeScratch,
+    /// Task clients (one per step attempt at a task dependency) and remote tasks.
+    pub clients: Arena<ClientSlot>,
+    pub tasks: Arena<RemoteTask>,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
@@ -243,10 +267,13 @@ pub fn simulate_following<T: Tracer>(
         tracer,
         modes: model.policies[policy].degradation.as_ref().map(|d| ModeController::new(d, model.workflows.len())),
         mode_scratch: ModeScratch::default(),
+        clients: Arena::new(),
+        tasks: Arena::new(),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
     let end = sim.queue.now().max(world.duration_us);
+    sim.tasks_at_end(end);
     for d in 0..sim.stations.len() {
         sim.observe_station(d, end);
     }
@@ -276,6 +303,12 @@ impl<T: Tracer> Simulation<'_, T> {
                 let dependency = fault.target as u16;
                 self.queue.schedule(fault.start_us, Event::CapacityChange { dependency });
                 self.queue.schedule(fault.end_us, Event::CapacityChange { dependency });
+            }
+            // An outage closes every open connection: task subscriptions break at its start.
+            if matches!(fault.effect, crate::world::FaultEffect::Down)
+                && world.dependencies[fault.target].task.is_some()
+            {
+                self.queue.schedule(fault.start_us, Event::StreamsBroken { dependency: fault.target as u16 });
             }
         }
         self.queue.schedule(world.window_us, Event::WindowEnd);
@@ -331,6 +364,10 @@ impl<T: Tracer> Simulation<'_, T> {
             Event::RemoteWake { job, generation } => self.on_remote_wake(now, job, generation),
             Event::CapacityChange { dependency } => self.on_capacity_change(now, dependency as usize),
             Event::ModeTick => self.on_mode_tick(now),
+            Event::ClientWake { client, generation } => self.on_client_wake(now, client, generation),
+            Event::ClientTimeout { client, generation } => self.on_client_timeout(now, client, generation),
+            Event::TaskWake { task, generation, cause } => self.on_task_wake(now, task, generation, cause),
+            Event::StreamsBroken { dependency } => self.on_streams_broken(now, dependency as usize),
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;

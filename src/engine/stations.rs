@@ -20,6 +20,10 @@ pub(super) struct NewAttempt {
     pub measured: bool,
     pub key: StreamKey,
     pub timeout_us: Option<Micros>,
+    /// Counted in the run's outstanding attempts; false for a remote task's work.
+    pub owned: bool,
+    /// The work never ends (a stuck task): it holds its server past the simulation's end.
+    pub stuck: bool,
 }
 
 impl<T: Tracer> Simulation<'_, T> {
@@ -32,9 +36,13 @@ impl<T: Tracer> Simulation<'_, T> {
         if T::DRAWS {
             self.trace_attempt(now, &a, &draws);
         }
-        let conditions = attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| {
-            d.sample_ms(&mut stream)
-        });
+        let mut conditions =
+            attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| {
+                d.sample_ms(&mut stream)
+            });
+        if a.stuck {
+            conditions.service_us = self.stop_at.saturating_sub(now).saturating_add(1);
+        }
         let id = self.jobs.alloc(Job::vacant);
         let job = &mut self.jobs[id];
         let generation = job.generation;
@@ -46,6 +54,7 @@ impl<T: Tracer> Simulation<'_, T> {
             station: a.station as u16,
             caller: a.caller,
             attached: true,
+            owned: a.owned,
             measured: a.measured,
             run: a.run,
             run_gen: a.run_gen,
@@ -61,7 +70,11 @@ impl<T: Tracer> Simulation<'_, T> {
             sub_attempt: 0,
             child: None,
         };
-        self.runs[a.run].outstanding += 1;
+        if a.owned {
+            self.runs[a.run].outstanding += 1;
+        } else {
+            self.task_work_sent(now, &a, dep.cost_units);
+        }
         if T::ON {
             self.trace_arrival(now, id, &a);
         }
@@ -97,7 +110,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let run = &self.runs[a.run];
         let step = match a.caller {
             Caller::Step { step, .. } => Some(step),
-            Caller::Remote { .. } => None,
+            Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } => None,
         };
         let entry = AttemptTrace {
             workflow: run.machine.workflow,
@@ -128,6 +141,11 @@ impl<T: Tracer> Simulation<'_, T> {
                     sub_attempt: parent.sub_attempt,
                 }
             }
+            Caller::Client { client, .. } => {
+                let c = &self.clients[client];
+                TraceCaller::TaskClient { step: c.step, serial: c.serial, call: c.in_flight }
+            }
+            Caller::Task { task, .. } => TraceCaller::TaskWork { task },
         };
         let event = TraceEvent::StationArrived { job: id, caller, dependency: a.station as u16 };
         self.tracer.record(a.run, now, event);
@@ -137,8 +155,13 @@ impl<T: Tracer> Simulation<'_, T> {
     #[inline(always)]
     fn trace_job(&mut self, now: Micros, id: u32, event: TraceEvent) {
         if T::ON {
-            let run = self.jobs[id].run;
-            self.tracer.record(run, now, event);
+            let job = &self.jobs[id];
+            // A remote task's work outlives its run: once the slot holds another run, its
+            // events are not that run's.
+            if job.owned || self.runs[job.run].generation == job.run_gen {
+                let run = job.run;
+                self.tracer.record(run, now, event);
+            }
         }
     }
 
@@ -250,6 +273,9 @@ impl<T: Tracer> Simulation<'_, T> {
         self.stations[d].busy += 1;
         self.observe(now, measured, Observation::ServiceStarted { dependency: d as u16, wait_us: wait });
         self.trace_job(now, id, TraceEvent::ServiceStarted { job: id });
+        if let Caller::Task { task, generation } = self.jobs[id].caller {
+            self.task_work_started(now, task, generation);
+        }
         self.queue.schedule(now + service_us, Event::ServiceEnd { job: id, generation });
     }
 
@@ -325,6 +351,15 @@ impl<T: Tracer> Simulation<'_, T> {
         let used =
             Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: !job.attached };
         self.observe(now, job.measured, used);
+        let mut job = job;
+        if let Caller::Client { client, generation, step } = job.caller
+            && job.error.is_none()
+            && job.purpose != Purpose::Lookup
+            && self.create_task(now, (client, generation), step, &job)
+        {
+            // The handle is lost on the way back: the task exists, its client never hears.
+            job.no_reply = true;
+        }
         let exit = StationExit::Served { error: job.error, reply_lost: job.no_reply };
         self.trace_left(now, id, exit);
         self.record_departure(now, &job);
@@ -377,6 +412,8 @@ impl<T: Tracer> Simulation<'_, T> {
         match job.caller {
             Caller::Step { step, serial } => self.on_step_result(now, job, step, serial, result),
             Caller::Remote { job: parent, generation } => self.on_remote_child_result(now, parent, generation, result),
+            Caller::Client { client, generation, .. } => self.on_client_reply(now, client, generation, result),
+            Caller::Task { task, generation } => self.on_task_work_done(now, task, generation, result),
         }
     }
 
@@ -387,8 +424,11 @@ impl<T: Tracer> Simulation<'_, T> {
         let job = &mut self.jobs[id];
         job.generation = job.generation.wrapping_add(1);
         job.phase = JobPhase::Free;
-        let run = job.run;
+        let (run, owned) = (job.run, job.owned);
         self.jobs.release(id);
+        if !owned {
+            return;
+        }
         let r = &mut self.runs[run];
         debug_assert!(r.outstanding > 0, "a run's outstanding attempts never go below zero");
         r.outstanding -= 1;
@@ -425,9 +465,16 @@ impl<T: Tracer> Simulation<'_, T> {
             self.free_job(now, id);
             return;
         }
-        if !self.model.world.dependencies[d].honors_cancel {
-            return;
+        if self.model.world.dependencies[d].honors_cancel {
+            self.stop_attempt(now, id);
         }
+    }
+
+    /// Removes a detached attempt from its station: out of the queue, or its service stopped
+    /// (with its own calls) and its server freed. Its caller hears nothing.
+    pub(super) fn stop_attempt(&mut self, now: Micros, id: u32) {
+        let job = self.jobs[id];
+        let d = job.station as usize;
         match job.phase {
             JobPhase::Queued => {
                 self.trace_left(now, id, StationExit::Cancelled);

@@ -8,6 +8,7 @@ pub mod observation;
 pub mod recorder;
 pub mod recovery;
 pub mod stats;
+pub mod tasks;
 pub mod timeseries;
 
 pub use observation::Observation;
@@ -35,4 +36,6 @@ pub struct Labels {
     pub workflow_tenants: Vec<Option<String>>,
     /// The policy declares degradation modes: mode metrics and time-series columns exist.
     pub modes: bool,
+    /// Some dependency runs long-running tasks: task metrics exist.
+    pub tasks: bool,
 }

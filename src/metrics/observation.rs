@@ -2,12 +2,15 @@
 //! these observations by [`Recorder::observe`](super::Recorder::observe), so the engine never
 //! touches a counter and a trace of a run can reuse the same stream.
 
+use super::tasks::TaskObservation;
 use crate::sim::Micros;
 use crate::vocab::{BreakerState, BudgetKind, DegradationMode, EvidenceLevel, FailureKind, Outcome, Refusal};
 
 /// Something that happened at a moment of virtual time. Small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Observation {
+    /// Something about a long-running task or its client.
+    Task(TaskObservation),
     RunStarted {
         workflow: u16,
     },

@@ -5,6 +5,7 @@ use super::incident::IncidentStats;
 use super::modes::ModeStats;
 use super::observation::Observation;
 use super::recovery::{self, Span};
+use super::tasks::{TaskObservation, TaskStats};
 use super::timeseries::{self, TimeSeries};
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
@@ -210,6 +211,8 @@ pub struct Recorder {
     pub modes: Option<ModeStats>,
     /// Runs that started during the faults, when there are faults.
     pub incident: Option<IncidentStats>,
+    /// Long-running tasks, when some dependency runs them.
+    pub tasks: Option<TaskStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -276,6 +279,7 @@ impl Recorder {
             ),
             modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
             incident: fault_span_us.map(IncidentStats::new),
+            tasks: labels.tasks.then(TaskStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -408,6 +412,16 @@ impl Recorder {
             | Observation::RunEnded { .. }
             | Observation::LogicalCall
             | Observation::RunFinalized { .. } => {}
+            Observation::Task(t) => {
+                if let TaskObservation::Cost { units, .. } = t
+                    && measured
+                {
+                    r.cost_units += units;
+                }
+                if let (Some(tasks), true) = (&mut self.tasks, measured) {
+                    tasks.observe(t);
+                }
+            }
             Observation::EffectUnknown => {
                 self.timeseries.add(now, timeseries::EFFECT_UNKNOWN);
                 r.effect_unknown += u64::from(measured);
@@ -552,6 +566,9 @@ impl Recorder {
         }
         if let Some(incident) = &self.incident {
             incident.put(&mut m);
+        }
+        if let Some(tasks) = &self.tasks {
+            tasks.put(&mut m);
         }
         m
     }

@@ -18,6 +18,7 @@ pub mod policy;
 pub mod run;
 pub mod step;
 pub mod step_policy;
+pub mod task_client;
 pub mod trace;
 pub mod workflow;
 

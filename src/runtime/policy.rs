@@ -50,6 +50,8 @@ pub struct PolicyModel {
     pub modes: Vec<ModeOverrides>,
     /// Some dependency serves approved snapshots: answers are checked for freshness.
     pub snapshots: bool,
+    /// How runs track long-running tasks.
+    pub task_client: crate::runtime::task_client::TaskClientConfig,
 }
 
 pub fn compile_policies(
@@ -179,6 +181,11 @@ fn compile_policy(
         degradation,
         modes,
         snapshots: world.dependencies.iter().any(|d| d.snapshot_age.is_some()),
+        task_client: crate::runtime::task_client::compile_task_client(
+            source,
+            &path.key("task_client"),
+            p.task_client.as_ref(),
+        )?,
     })
 }
 

@@ -40,6 +40,16 @@ pub enum TraceCaller {
         repeat: u32,
         sub_attempt: u32,
     },
+    /// A protocol request (`call`) of the task client of attempt `serial` of step `step`.
+    TaskClient {
+        step: u8,
+        serial: u32,
+        call: crate::world::task::TaskCall,
+    },
+    /// The work of remote task `task` at its runner.
+    TaskWork {
+        task: u32,
+    },
 }
 
 /// How a station attempt left its station.
@@ -74,6 +84,14 @@ pub enum StepEnd {
 /// Something that happened to the traced run. Small and `Copy`, like observations.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TraceEvent {
+    /// A remote task created for attempt `serial` of step `step` changed state.
+    TaskChanged {
+        step: u8,
+        serial: u32,
+        task: u32,
+        dependency: u16,
+        state: crate::world::task::TaskState,
+    },
     /// The run started.
     RunStarted {
         start: RunStart,

@@ -2,11 +2,13 @@
 //! checked (unknown names, cycles, contracts that make no sense).
 
 use crate::scenario::{
-    Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, quote, unknown_name,
+    Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, parse_named, quote,
+    unknown_name,
 };
 use crate::sim::{StreamPart, stable_name_id};
-use crate::vocab::Priority;
+use crate::vocab::{DependencyKind, Priority};
 use crate::world::World;
+use crate::world::task::LateResult;
 
 /// Steps of one workflow are indexed by u8 in hot state; 64 is far beyond any agent graph.
 pub const MAX_STEPS: usize = 64;
@@ -26,6 +28,8 @@ pub struct StepModel {
     /// The context size in tokens, drawn per run (fallback contracts check it).
     pub context_tokens: Option<crate::world::Distribution>,
     pub task_class: Option<String>,
+    /// At a task dependency: what becomes of a result that arrives after the caller left.
+    pub late_result: LateResult,
     pub predecessors: u32,
     pub successors: Vec<u8>,
 }
@@ -154,9 +158,35 @@ fn compile_step(
             None => None,
         },
         task_class: s.task_class.clone(),
+        late_result: late_result(source, world, sp, s, dependency)?,
         predecessors: 0,
         successors: Vec::new(),
     })
+}
+
+/// A write's late result goes to review, a model's is discarded, any other is cached, unless
+/// the step says; only a step at a task dependency may say.
+fn late_result(
+    source: &Source,
+    world: &World,
+    sp: &FieldPath,
+    s: &crate::scenario::Step,
+    dependency: usize,
+) -> Result<LateResult, ScenarioError> {
+    let dep = &world.dependencies[dependency];
+    let default = match (s.effect, dep.kind) {
+        (Effect::Write, _) => LateResult::Review,
+        (Effect::Read, DependencyKind::Model) => LateResult::Discard,
+        (Effect::Read, _) => LateResult::Cache,
+    };
+    if s.late_result.is_some() && dep.task.is_none() {
+        let message = format!(
+            "`late_result` applies to steps at a task dependency; {} has no [dependency.task]",
+            quote(&dep.name)
+        );
+        return Err(error_at_path(source, &sp.key("late_result"), message));
+    }
+    parse_named(source, &sp.key("late_result"), s.late_result.as_deref(), default)
 }
 
 /// Resolves every step's `after` into predecessor counts and successor lists.

@@ -233,6 +233,37 @@ pub struct Dependency {
     /// with its own attempts and timeouts, outside the caller's budget.
     #[serde(default)]
     pub calls: Vec<RemoteCall>,
+    /// Long-running work: a call returns a task handle at once and the work runs at `runner`
+    /// (A2A tasks, MCP tasks); this dependency's servers answer the protocol's requests.
+    #[serde(default)]
+    pub task: Option<TaskSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct TaskSpec {
+    /// a2a (default) or mcp: the names of states and calls in traces.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// The dependency that does the work: its servers are the remote task capacity, its
+    /// queue the remote task queue, its service time the work time.
+    pub runner: String,
+    /// The poll interval the server advertises (MCP pollIntervalMs).
+    #[serde(default)]
+    pub poll_interval_ms: Option<f64>,
+    /// A task not ended this long after its creation fails (MCP ttlMs).
+    #[serde(default)]
+    pub ttl_ms: Option<f64>,
+    /// honor (default), late or ignore: what the remote side does with a cancel.
+    #[serde(default)]
+    pub cancel: Option<String>,
+    /// With cancel = "late": how long after the request the task stops.
+    #[serde(default)]
+    pub late_cancel_ms: Option<f64>,
+    /// Cost units per second of work, accrued while the task runs.
+    #[serde(default)]
+    pub cost_per_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -380,13 +411,20 @@ pub struct Step {
     /// What kind of task the step is, for fallback contracts (a dependency's forbidden_task_classes).
     #[serde(default)]
     pub task_class: Option<String>,
+    /// At a task dependency: what becomes of a result that arrives after the caller stopped
+    /// waiting: cache, keep_draft, review or discard (default: review for writes, discard
+    /// for a model, cache otherwise).
+    #[serde(default)]
+    pub late_result: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[serde(remote = "Self")]
 pub struct Fault {
-    /// latency, timeout, errors, capacity, down, rate_limit, lost_response
+    /// latency, timeout, errors, capacity, down, rate_limit, lost_response, and at a task
+    /// dependency stuck_task, input_required, ignored_cancel, late_cancel, late_result,
+    /// lost_handle
     pub kind: String,
     pub target: String,
     pub start_s: f64,
@@ -545,6 +583,9 @@ pub struct Policy {
     /// `runtime_policy` shape: `when` -> `mode` with `actions`.
     #[serde(default)]
     pub runtime_policy: Vec<RuntimeRule>,
+    /// How this policy's runtime tracks long-running tasks (every task dependency).
+    #[serde(default)]
+    pub task_client: Option<TaskClientSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -723,6 +764,47 @@ pub struct FanOutSpec {
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 #[serde(remote = "Self")]
+pub struct TaskClientSpec {
+    /// poll (default) or subscribe.
+    #[serde(default)]
+    pub observe: Option<String>,
+    /// The client's own poll interval (default 1000).
+    #[serde(default)]
+    pub poll_interval_ms: Option<f64>,
+    /// Poll no faster than the server's advertised interval (default true).
+    #[serde(default)]
+    pub honor_poll_interval: Option<bool>,
+    /// none (default), full or equal: randomises every wait.
+    #[serde(default)]
+    pub jitter: Option<String>,
+    /// After a failed request: wait this long (default 1000), times retry_multiplier after
+    /// each further failure (default 1), up to retry_max_interval_ms (default 30000).
+    #[serde(default)]
+    pub retry_interval_ms: Option<f64>,
+    #[serde(default)]
+    pub retry_multiplier: Option<f64>,
+    #[serde(default)]
+    pub retry_max_interval_ms: Option<f64>,
+    /// Each protocol request's timeout (default 10000).
+    #[serde(default)]
+    pub request_timeout_ms: Option<f64>,
+    /// find (default) or resend: what a create request that timed out leads to.
+    #[serde(default)]
+    pub on_send_timeout: Option<String>,
+    /// Send a cancel when the caller stops waiting (default true).
+    #[serde(default)]
+    pub cancel_on_abandon: Option<bool>,
+    /// Pass the root run's deadline with the task (default false).
+    #[serde(default)]
+    pub propagate_deadline: Option<bool>,
+    /// How long an orphan stays on the orphan queue before it is escalated (default 3600000).
+    #[serde(default)]
+    pub orphan_ttl_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
 pub struct Hedging {
     /// Wait this long for an answer before sending the next hedge (Polly's Delay, 2 s).
     #[serde(default)]
@@ -823,6 +905,8 @@ tables_only!(
     RateLimit,
     RemoteCall,
     Dependency,
+    TaskSpec,
+    TaskClientSpec,
     QueuePolicySpec,
     CodelSpec,
     RatePhase,

@@ -6,6 +6,8 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LedgerEntry {
     pub effects: u8,
+    /// Remote tasks the step's attempts created (more than one: the message was resent).
+    pub tasks: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod model;
 pub mod queue_policy;
 pub mod station;
+pub mod task;
 pub mod workload;
 
 pub use dist::Distribution;

@@ -7,8 +7,10 @@ use super::dist::Distribution;
 use super::failure::ErrorTable;
 pub use super::fault_kind::FaultKind;
 use super::queue_policy::{QueuePolicy, compile_queue_policy};
+use super::task::{CancelBehaviour, TaskModel, TaskProtocol};
 use crate::scenario::{
-    Arrivals, Dependency, Fault, FieldPath, RateLimit, Scenario, ScenarioError, Source, Workflow, quote, unknown_name,
+    Arrivals, Dependency, Fault, FieldPath, RateLimit, Scenario, ScenarioError, Source, TaskSpec, Workflow, quote,
+    unknown_name,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
 use crate::vocab::DependencyKind;
@@ -83,6 +85,8 @@ pub struct DependencyModel {
     /// An approved snapshot's age (ms), drawn per run and step.
     pub snapshot_age: Option<Distribution>,
     pub calls: Vec<RemoteCallModel>,
+    /// Long-running work: calls create tasks that run at another dependency.
+    pub task: Option<TaskModel>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
 }
@@ -109,6 +113,23 @@ pub enum FaultEffect {
     },
     /// The work (and a write's effect) completes but the reply is lost.
     LostResponse,
+    /// Tasks created in the window never finish: they stay working, holding their worker.
+    StuckTask,
+    /// Tasks created in the window stop for input that never comes.
+    InputRequired,
+    /// Cancels received in the window are accepted and ignored.
+    IgnoredCancel,
+    /// Cancels received in the window take effect this much later.
+    LateCancel {
+        delay_us: Micros,
+    },
+    /// Tasks created in the window publish their end this much after their work ends.
+    LateResult {
+        delay_us: Micros,
+    },
+    /// Create requests answered in the window lose their reply: the task exists, its handle
+    /// never reaches the client.
+    LostHandle,
 }
 
 #[derive(Debug, Clone)]
@@ -208,6 +229,16 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     for (i, f) in scenario.faults.iter().enumerate() {
         let path = FieldPath::root().key("fault").index(i);
         let fault = compile_fault(&c, &path, f, &names)?;
+        if fault.kind.needs_task() && dependencies[fault.target].task.is_none() {
+            return Err(c.err(
+                &path.key("target"),
+                format!(
+                    "a {} fault acts on tasks, and dependency {} has no [dependency.task]",
+                    fault.kind.name(),
+                    quote(&dependencies[fault.target].name)
+                ),
+            ));
+        }
         dependencies[fault.target].faults.push(i);
         faults.push(fault);
     }
@@ -309,6 +340,12 @@ fn compile_dependencies<'s>(
         }
     }
     check_call_graph(c, &dependencies)?;
+    for (i, d) in specs.iter().enumerate() {
+        if let Some(task) = &d.task {
+            let path = FieldPath::root().key("dependency").index(i).key("task");
+            dependencies[i].task = Some(compile_task(c, &path, i, task, specs, &names)?);
+        }
+    }
 
     Ok((dependencies, names))
 }
@@ -328,6 +365,50 @@ fn check_call_graph(c: &Checker, deps: &[DependencyModel]) -> Result<(), Scenari
         )),
         None => Ok(()),
     }
+}
+
+/// A task dependency's table: its runner must be another dependency that is not itself a
+/// task dependency (the work runs there; a task of tasks is not modelled).
+fn compile_task(
+    c: &Checker,
+    path: &FieldPath,
+    front: usize,
+    t: &TaskSpec,
+    specs: &[Dependency],
+    names: &NameIndex,
+) -> Result<TaskModel, ScenarioError> {
+    let runner = *names.get(t.runner.as_str()).ok_or_else(|| {
+        c.err(&path.key("runner"), unknown_name("dependency", &t.runner, specs.iter().map(|d| d.name.as_str())))
+    })?;
+    if runner == front {
+        return Err(c.err(&path.key("runner"), "a task dependency cannot run its own tasks; name another dependency"));
+    }
+    if specs[runner].task.is_some() {
+        return Err(c.err(
+            &path.key("runner"),
+            format!("runner {} is itself a task dependency; a runner does the work", quote(&t.runner)),
+        ));
+    }
+    if !specs[front].calls.is_empty() {
+        return Err(c.err(path, "a task dependency makes no calls itself; give its runner the calls"));
+    }
+    let optional_ms = |field: &str, value: Option<f64>| -> Result<Option<Micros>, ScenarioError> {
+        value.map(|v| c.positive(&path.key(field), v).map(ms_to_us)).transpose()
+    };
+    let cancel = c.named(&path.key("cancel"), t.cancel.as_deref(), CancelBehaviour::Honor)?;
+    let late_cancel_us = optional_ms("late_cancel_ms", t.late_cancel_ms)?;
+    if cancel == CancelBehaviour::Late && late_cancel_us.is_none() {
+        return Err(c.err(&path.key("late_cancel_ms"), "cancel = \"late\" needs late_cancel_ms, the delay"));
+    }
+    Ok(TaskModel {
+        protocol: c.named(&path.key("protocol"), t.protocol.as_deref(), TaskProtocol::A2a)?,
+        runner,
+        poll_interval_us: optional_ms("poll_interval_ms", t.poll_interval_ms)?,
+        ttl_us: optional_ms("ttl_ms", t.ttl_ms)?,
+        cancel,
+        late_cancel_us: late_cancel_us.unwrap_or(0),
+        cost_per_s: c.non_negative(&path.key("cost_per_s"), t.cost_per_s)?,
+    })
 }
 
 /// The integral of a piecewise-constant rate over [0, duration).
@@ -376,6 +457,7 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         quality_score: d.quality_score.map(|q| c.probability(&path.key("quality_score"), q)).transpose()?,
         forbidden_task_classes: d.forbidden_task_classes.clone(),
         calls: Vec::new(),
+        task: None,
         faults: Vec::new(),
     })
 }
@@ -526,6 +608,12 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
             }
         }
         FaultKind::Timeout => FaultEffect::Hang,
+        FaultKind::StuckTask => FaultEffect::StuckTask,
+        FaultKind::InputRequired => FaultEffect::InputRequired,
+        FaultKind::IgnoredCancel => FaultEffect::IgnoredCancel,
+        FaultKind::LostHandle => FaultEffect::LostHandle,
+        FaultKind::LateCancel => FaultEffect::LateCancel { delay_us: fault_delay(c, path, f, kind)? },
+        FaultKind::LateResult => FaultEffect::LateResult { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LostResponse => FaultEffect::LostResponse,
         FaultKind::Down => FaultEffect::Down,
         FaultKind::Errors => {
@@ -547,6 +635,14 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
             FaultEffect::RateLimit { per_s, burst: burst(c, path, f.burst, per_s)? }
         }
     })
+}
+
+/// A late_cancel or late_result fault's delay, its `latency_ms`.
+fn fault_delay(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<Micros, ScenarioError> {
+    let delay_ms = f
+        .latency_ms
+        .ok_or_else(|| c.err(path, format!("a {} fault needs `latency_ms`, the delay it adds", kind.name())))?;
+    Ok(ms_to_us(c.positive(&path.key("latency_ms"), delay_ms)?))
 }
 
 fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {

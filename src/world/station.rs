@@ -179,7 +179,13 @@ impl Station {
                 | FaultEffect::Hang
                 | FaultEffect::Errors(_)
                 | FaultEffect::Capacity { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::StuckTask
+                | FaultEffect::InputRequired
+                | FaultEffect::IgnoredCancel
+                | FaultEffect::LateCancel { .. }
+                | FaultEffect::LateResult { .. }
+                | FaultEffect::LostHandle => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -308,7 +314,13 @@ pub fn attempt_conditions(
             | FaultEffect::Errors(_)
             | FaultEffect::Capacity { .. }
             | FaultEffect::Down
-            | FaultEffect::RateLimit { .. } => {}
+            | FaultEffect::RateLimit { .. }
+            | FaultEffect::StuckTask
+            | FaultEffect::InputRequired
+            | FaultEffect::IgnoredCancel
+            | FaultEffect::LateCancel { .. }
+            | FaultEffect::LateResult { .. }
+            | FaultEffect::LostHandle => {}
         }
     }
     let service_ms = sample(dist) * factor + add_ms;

@@ -21,7 +21,7 @@ use crate::experiment::replay::spans::render_tree;
 use crate::experiment::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
 use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
-use crate::scenario::{ErrorMix, Fault, Scenario, Source, load_file};
+use crate::scenario::{Dependency, ErrorMix, Fault, Scenario, Source, load_file};
 use crate::sim::StreamKey;
 use crate::world::fault_kind::FaultKind;
 use rayon::prelude::*;
@@ -108,7 +108,12 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
     (0..count)
         .map(|_| {
             let kind = enabled[d.below(enabled.len())];
-            let target = &base.dependencies[d.below(base.dependencies.len())];
+            let target = if kind.needs_task() {
+                let tasks: Vec<&Dependency> = base.dependencies.iter().filter(|d| d.task.is_some()).collect();
+                tasks[d.below(tasks.len())]
+            } else {
+                &base.dependencies[d.below(base.dependencies.len())]
+            };
             let start_s = round_to(warmup + d.unit() * span * 0.8, 0.1);
             let duration_s = round_to((d.unit() * 0.3 * span).max(1.0), 0.1);
             let mut f = fault(kind, &target.name, start_s, duration_s);
@@ -118,7 +123,17 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                     f.factor = Some(round_to(1.5 + 8.5 * d.unit(), 0.1));
                     f.toxicity = Some(toxicity);
                 }
-                FaultKind::Timeout | FaultKind::LostResponse | FaultKind::Down => f.toxicity = Some(toxicity),
+                FaultKind::Timeout
+                | FaultKind::LostResponse
+                | FaultKind::Down
+                | FaultKind::StuckTask
+                | FaultKind::InputRequired
+                | FaultKind::IgnoredCancel
+                | FaultKind::LostHandle => f.toxicity = Some(toxicity),
+                FaultKind::LateCancel | FaultKind::LateResult => {
+                    f.latency_ms = Some(round_to(1_000.0 + 59_000.0 * d.unit(), 100.0));
+                    f.toxicity = Some(toxicity);
+                }
                 FaultKind::Errors => {
                     let p = round_to(0.05 + 0.45 * d.unit(), 0.01);
                     let mut mix = ErrorMix::default();
@@ -488,10 +503,11 @@ pub struct ExploreReport {
 }
 
 pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
-    let kinds = fault_kinds(opts)?;
+    check_counts(opts)?;
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let source = load_file(&opts.scenario)?;
     let (model, base) = compile_scenario(&source, &overrides)?;
+    let kinds = fault_kinds(opts, &base)?;
     let policy = check_target(opts, &model, &base, &source)?;
     let first_own = if opts.keep_faults { base.faults.len() } else { 0 };
     let workers = Workers::start(opts.jobs, u64::from(opts.schedules), &format!("exploring {}", model.name))?;
@@ -533,7 +549,7 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
 }
 
 /// Checks the counts asked for and reads `--kind` (every kind when none is named).
-fn fault_kinds(opts: &ExploreOptions) -> Result<Vec<FaultKind>, CommandError> {
+fn check_counts(opts: &ExploreOptions) -> Result<(), CommandError> {
     if opts.schedules == 0 || opts.schedules > MAX_SCHEDULES {
         return Err(CommandError::Input(format!(
             "argument `--schedules {}`: between 1 and {MAX_SCHEDULES}",
@@ -543,19 +559,32 @@ fn fault_kinds(opts: &ExploreOptions) -> Result<Vec<FaultKind>, CommandError> {
     if opts.max_faults == 0 || opts.max_faults > 100 {
         return Err(CommandError::Input(format!("argument `--max-faults {}`: between 1 and 100", opts.max_faults)));
     }
+    Ok(())
+}
+
+/// The kinds to draw from: those asked for, or every kind the scenario can take (the task
+/// kinds only when some dependency runs tasks).
+fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>, CommandError> {
+    let has_tasks = base.dependencies.iter().any(|d| d.task.is_some());
     if opts.kinds.is_empty() {
-        return Ok(FaultKind::ALL.to_vec());
+        return Ok(FaultKind::ALL.into_iter().filter(|k| has_tasks || !k.needs_task()).collect());
     }
     opts.kinds
         .iter()
         .map(|k| {
-            FaultKind::parse(k).ok_or_else(|| {
+            let kind = FaultKind::parse(k).ok_or_else(|| {
                 let known = FaultKind::ALL.iter().map(|k| k.name());
                 CommandError::Input(format!(
                     "argument `--kind {k}`: {}",
                     crate::scenario::unknown_name("fault kind", k, known)
                 ))
-            })
+            })?;
+            if kind.needs_task() && !has_tasks {
+                return Err(CommandError::Input(format!(
+                    "argument `--kind {k}`: acts on tasks, and no dependency of the scenario has a [dependency.task]"
+                )));
+            }
+            Ok(kind)
         })
         .collect()
 }

@@ -199,6 +199,7 @@ impl Tracer for RunChecks<'_> {
             return;
         }
         match event {
+            TraceEvent::TaskChanged { .. } => {}
             TraceEvent::AttemptSent { step, kind, purpose, .. } => self.attempt_sent(slot, step, kind, purpose),
             TraceEvent::FallbackStarted { step } => self.runs[slot].steps[step as usize].on_fallback = true,
             TraceEvent::StepStarted { step } => self.runs[slot].steps[step as usize].running = true,

@@ -10,6 +10,7 @@ use crate::runtime::{AttemptResult, Purpose, StationExit, StepEnd, TraceCaller, 
 use crate::sim::{Micros, us_to_ms};
 use crate::vocab::AttemptKind;
 use crate::vocab::{DegradationMode, FailureKind, Outcome, Refusal};
+use crate::world::task::TaskState;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -121,6 +122,8 @@ struct Builder<'m> {
     jobs: BTreeMap<u32, usize>,
     /// Station jobs whose exit was recorded (the first one counts).
     exited: BTreeMap<u32, Micros>,
+    /// Remote task -> the attempt span that created it.
+    tasks: BTreeMap<u32, usize>,
     last_us: Micros,
 }
 
@@ -148,6 +151,7 @@ pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> O
         attempts: BTreeMap::new(),
         jobs: BTreeMap::new(),
         exited: BTreeMap::new(),
+        tasks: BTreeMap::new(),
         last_us: start_us,
     };
     for &(at_us, event) in &events[1..] {
@@ -168,6 +172,9 @@ impl Builder<'_> {
     fn apply(&mut self, at: Micros, event: TraceEvent) {
         match event {
             TraceEvent::RunStarted { .. } => {}
+            TraceEvent::TaskChanged { step, serial, task, dependency, state } => {
+                self.task_changed(at, (step, serial), task, dependency, state)
+            }
             TraceEvent::StepStarted { step } => self.step_started(at, step),
             TraceEvent::FallbackStarted { step } => self.fallback_started(at, step),
             TraceEvent::AttemptWaiting { step, serial, dependency, kind, purpose } => {
@@ -393,8 +400,11 @@ impl Builder<'_> {
         matches!(self.spans[span].attribute("attempt.kind"), Some(Value::Str(k)) if k == "reconciliation")
     }
 
+    /// A span of work below an attempt (an agent's call, a task client's request, a task's
+    /// work): it ends at its station, not at a result of the run's machine.
     fn is_remote(&self, span: usize) -> bool {
-        self.spans[span].attribute("remote.call").is_some()
+        let s = &self.spans[span];
+        s.attribute("remote.call").is_some() || s.attribute("task.call").is_some() || s.attribute("task.work").is_some()
     }
 
     fn end_attempt(&mut self, span: usize, at: Micros, kind: Option<FailureKind>, word: &str) {
@@ -498,8 +508,57 @@ impl Builder<'_> {
         run.summary = format!("{} {} after {took_s:.3} s{late}", run.summary, outcome.name().to_uppercase());
     }
 
+    /// A task's state, under the attempt that created it: the protocol's own name and the
+    /// normalised one (essay section 20).
+    fn task_changed(&mut self, at: Micros, attempt: (u8, u32), task: u32, dependency: u16, state: TaskState) {
+        let span = match self.tasks.get(&task) {
+            Some(&span) => span,
+            None => {
+                let Some(&span) = self.attempts.get(&attempt) else { return };
+                self.tasks.insert(task, span);
+                span
+            }
+        };
+        let protocol = self.model.world.dependencies[dependency as usize].task.as_ref().map(|t| t.protocol);
+        let Some(protocol) = protocol else { return };
+        let name = protocol.state_name(state);
+        let attrs = vec![
+            ("task.state", Value::Str(name.into())),
+            ("task.normalized_state", Value::Str(state.name().to_uppercase())),
+        ];
+        self.spans[span].event(at, "task.state", attrs);
+        if self.spans[span].end_us.is_none() {
+            self.spans[span].set("task.state", Value::Str(name.into()));
+        }
+    }
+
     fn station_arrived(&mut self, at: Micros, job: u32, caller: TraceCaller, dependency: u16) {
         match caller {
+            TraceCaller::TaskClient { step, serial, call } => {
+                let Some(&parent) = self.attempts.get(&(step, serial)) else { return };
+                let dep = &self.model.world.dependencies[dependency as usize];
+                let Some(task) = &dep.task else { return };
+                let method = task.protocol.call_name(call);
+                let mut span = Span::new(Some(parent), format!("{method} {}", dep.name), SpanKind::Client, at);
+                span.set("task.call", Value::Str(method.into()));
+                span.set("task.protocol", Value::Str(task.protocol.name().into()));
+                self.dependency_attributes(&mut span, dependency);
+                span.summary = format!("{method} {}", dep.name);
+                let id = self.push(span);
+                self.jobs.insert(job, id);
+                self.exited.remove(&job);
+            }
+            TraceCaller::TaskWork { task } => {
+                let Some(&parent) = self.tasks.get(&task) else { return };
+                let name = self.model.dependency_names[dependency as usize].clone();
+                let mut span = Span::new(Some(parent), format!("task.work {name}"), SpanKind::Internal, at);
+                span.set("task.work", Value::Bool(true));
+                self.dependency_attributes(&mut span, dependency);
+                span.summary = format!("the task's work at {name}");
+                let id = self.push(span);
+                self.jobs.insert(job, id);
+                self.exited.remove(&job);
+            }
             TraceCaller::Step { step, serial } => {
                 if let Some(&span) = self.attempts.get(&(step, serial)) {
                     self.jobs.insert(job, span);

@@ -1,0 +1,926 @@
+//! Long-running remote work in the engine: the task clients of step attempts at a task
+//! dependency (their pure machine is `runtime::task_client`) and the remote tasks themselves
+//! (their pure lifecycle is `world::task`). Every protocol request is a real attempt at the
+//! task dependency's servers; a task's work is an attempt at its runner that belongs to no run,
+//! since a task outlives the run that created it.
+//!
+//! A step's attempt at a task dependency is, to its run machine, one attempt: it ends when
+//! the client has the task's answer, when the create fails, or when the machine stops waiting
+//! (the attempt's timeout, the run's end, a hedge won elsewhere). The handle the machine holds
+//! has its top bit set, so `cancel` knows it names a client, not a station job.
+
+use super::event::{Event, TaskWakeCause};
+use super::simulation::{Caller, Job, Simulation};
+use super::stations::NewAttempt;
+use crate::metrics::Observation;
+use crate::metrics::tasks::TaskObservation;
+use crate::runtime::task_client::{ClientAction, TaskAnswer, TaskClient, TaskClientConfig};
+use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
+use crate::sim::{Micros, StreamKey};
+use crate::vocab::FailureKind;
+use crate::world::FaultEffect;
+use crate::world::task::TaskModel;
+use crate::world::task::{CancelBehaviour, LateResult, Lifecycle, TaskCall, TaskEvent, TaskState, WaitFor};
+
+/// A handle with this bit names a task client (`(client << 32) | generation`).
+pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
+
+/// Stream tags below a client's key: its waits' jitter, its requests, its task.
+const TAG_CLIENT_DRAW: u64 = 11;
+const TAG_CLIENT_REQUEST: u64 = 12;
+const TAG_TASK: u64 = 13;
+/// Below a task's key: one draw per fault decision.
+const TAG_TASK_FAULT: u64 = 14;
+
+/// The client of one step attempt at a task dependency.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ClientSlot {
+    pub generation: u32,
+    pub run: u32,
+    pub run_gen: u32,
+    pub step: u8,
+    pub serial: u32,
+    pub front: u16,
+    /// The create request's purpose (a write carries the logical call's key).
+    pub purpose: Purpose,
+    pub measured: bool,
+    pub key: StreamKey,
+    pub machine: TaskClient,
+    /// The task the create made (the server's record by message id; the client has the
+    /// handle only once `machine.has_handle`).
+    pub task: Option<(u32, u32)>,
+    /// The request out now, and which call it is.
+    pub request: Option<(u32, u32)>,
+    pub in_flight: TaskCall,
+    /// The request a `ClientWake` makes.
+    pub pending: TaskCall,
+    /// Draws and requests made so far (each names its own stream).
+    pub draws: u32,
+    pub requests: u32,
+    /// The step still waits for this client's answer.
+    pub attached: bool,
+    pub deadline_at: Micros,
+}
+
+impl ClientSlot {
+    pub fn vacant() -> ClientSlot {
+        ClientSlot {
+            generation: 0,
+            run: 0,
+            run_gen: 0,
+            step: 0,
+            serial: 0,
+            front: 0,
+            purpose: Purpose::Call,
+            measured: false,
+            key: StreamKey::root(0),
+            machine: TaskClient::new(None).0,
+            task: None,
+            request: None,
+            in_flight: TaskCall::Create,
+            pending: TaskCall::Get,
+            draws: 0,
+            requests: 0,
+            attached: false,
+            deadline_at: 0,
+        }
+    }
+}
+
+/// A task on the remote side.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RemoteTask {
+    pub generation: u32,
+    pub front: u16,
+    pub lifecycle: Lifecycle,
+    /// Its work at the runner, while there is some.
+    pub work: Option<(u32, u32)>,
+    /// The client that follows it; None once nobody does.
+    pub client: Option<(u32, u32)>,
+    pub measured: bool,
+    pub run: u32,
+    pub run_gen: u32,
+    pub step: u8,
+    pub serial: u32,
+    pub late: LateResult,
+    pub write: bool,
+    /// When the caller stopped waiting (cost from then on is spent for nobody).
+    pub left_at: Option<Micros>,
+    pub error: Option<FailureKind>,
+    pub publish_delay_us: Micros,
+    /// The root run's deadline, when the client passes it on.
+    pub deadline_at: Option<Micros>,
+    /// On the runtime's orphan queue.
+    pub tracked_orphan: bool,
+    pub orphan: bool,
+    pub key: StreamKey,
+}
+
+impl RemoteTask {
+    fn vacant() -> RemoteTask {
+        RemoteTask {
+            generation: 0,
+            front: 0,
+            lifecycle: Lifecycle::new(0),
+            work: None,
+            client: None,
+            measured: false,
+            run: 0,
+            run_gen: 0,
+            step: 0,
+            serial: 0,
+            late: LateResult::Cache,
+            write: false,
+            left_at: None,
+            error: None,
+            publish_delay_us: 0,
+            deadline_at: None,
+            tracked_orphan: false,
+            orphan: false,
+            key: StreamKey::root(0),
+        }
+    }
+}
+
+impl<T: Tracer> Simulation<'_, T> {
+    fn task_model(&self, front: usize) -> &TaskModel {
+        self.model.world.dependencies[front].task.as_ref().expect("only a task dependency has clients")
+    }
+
+    fn client_config(&self) -> &TaskClientConfig {
+        &self.policy.task_client
+    }
+
+    /// A step attempt at a task dependency: a client that sends the create request. Returns
+    /// the handle the run machine keeps.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn start_client(
+        &mut self,
+        now: Micros,
+        r: u32,
+        step: u8,
+        serial: u32,
+        front: usize,
+        purpose: Purpose,
+        key: StreamKey,
+        timeout_us: Option<Micros>,
+    ) -> u64 {
+        let server_poll_us = self.task_model(front).poll_interval_us;
+        let (machine, first) = TaskClient::new(server_poll_us);
+        let slot = &self.runs[r];
+        let (run_gen, measured, deadline_at) = (slot.generation, slot.measured, slot.machine.budget.deadline_at);
+        let c = self.clients.alloc(ClientSlot::vacant);
+        let client = &mut self.clients[c];
+        let generation = client.generation.wrapping_add(1);
+        *client = ClientSlot {
+            generation,
+            run: r,
+            run_gen,
+            step,
+            serial,
+            front: front as u16,
+            purpose,
+            measured,
+            key,
+            machine,
+            attached: true,
+            deadline_at,
+            ..ClientSlot::vacant()
+        };
+        if let Some(t) = timeout_us
+            && now.saturating_add(t) <= self.stop_at
+        {
+            self.queue.schedule(now + t, Event::ClientTimeout { client: c, generation });
+        }
+        self.client_act(now, c, first);
+        CLIENT_HANDLE | (u64::from(c) << 32) | u64::from(generation)
+    }
+
+    /// Carries out what the client's machine answered.
+    fn client_act(&mut self, now: Micros, c: u32, action: ClientAction) {
+        match action {
+            ClientAction::Request(call) => self.client_request(now, c, call),
+            ClientAction::RequestAfter(call, wait_us) => {
+                let client = &mut self.clients[c];
+                client.pending = call;
+                let generation = client.generation;
+                if now.saturating_add(wait_us) <= self.stop_at {
+                    self.queue.schedule(now + wait_us, Event::ClientWake { client: c, generation });
+                }
+            }
+            ClientAction::Answer(answer) => self.client_answer(now, c, answer),
+            ClientAction::Wait => self.release_client_if_done(c),
+        }
+    }
+
+    fn client_draw(&mut self, c: u32) -> f64 {
+        let client = &mut self.clients[c];
+        client.draws += 1;
+        client.key.with(TAG_CLIENT_DRAW).with(u64::from(client.draws)).stream().unit()
+    }
+
+    fn client_request(&mut self, now: Micros, c: u32, call: TaskCall) {
+        let timeout_us = self.client_config().request_timeout_us;
+        let client = &mut self.clients[c];
+        client.requests += 1;
+        client.in_flight = call;
+        let purpose = match call {
+            TaskCall::Create => client.purpose,
+            TaskCall::Get | TaskCall::Find | TaskCall::Subscribe | TaskCall::Cancel => Purpose::Lookup,
+        };
+        let attempt = NewAttempt {
+            station: client.front as usize,
+            purpose,
+            priority: self.model.workflows[self.runs[client.run].machine.workflow as usize].priority,
+            caller: Caller::Client { client: c, generation: client.generation, step: client.step },
+            run: client.run,
+            run_gen: client.run_gen,
+            measured: client.measured,
+            key: client.key.with(TAG_CLIENT_REQUEST).with(u64::from(client.requests)),
+            timeout_us: Some(timeout_us),
+            owned: true,
+            stuck: false,
+        };
+        let measured = client.measured;
+        self.observe(now, measured, Observation::Task(TaskObservation::Request { call }));
+        let job = self.submit(now, attempt);
+        self.clients[c].request = Some(job);
+    }
+
+    pub(super) fn on_client_wake(&mut self, now: Micros, c: u32, generation: u32) {
+        let client = &self.clients[c];
+        if client.generation != generation || !client.machine.waits() || client.request.is_some() {
+            return;
+        }
+        let call = client.pending;
+        self.client_request(now, c, call);
+    }
+
+    /// A protocol request's reply (or its timeout).
+    pub(super) fn on_client_reply(&mut self, now: Micros, c: u32, generation: u32, result: AttemptResult) {
+        if self.clients[c].generation != generation {
+            return;
+        }
+        self.clients[c].request = None;
+        let client = self.clients[c];
+        let cfg = *self.client_config();
+        let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
+        let mut machine = client.machine;
+        let action = match client.in_flight {
+            TaskCall::Cancel => {
+                let seen = if ok {
+                    let state = self.cancel_task(now, client.task, client.measured);
+                    machine.on_cancel_answered(state)
+                } else {
+                    machine.on_cancel_failed()
+                };
+                self.clients[c].machine = machine;
+                self.observe(now, client.measured, Observation::Task(TaskObservation::CancelObserved(seen)));
+                self.leave_task(now, c, true);
+                return;
+            }
+            TaskCall::Create => match result {
+                AttemptResult::Ok | AttemptResult::NotFound => {
+                    let u = self.client_draw(c);
+                    machine.on_handle(&cfg, u)
+                }
+                AttemptResult::Failed { kind, .. } => machine.on_create_failed(kind),
+                AttemptResult::TimedOut => machine.on_create_timed_out(&cfg),
+            },
+            TaskCall::Find if ok => {
+                let u = self.client_draw(c);
+                machine.on_found(&cfg, client.task.is_some(), u)
+            }
+            TaskCall::Get | TaskCall::Subscribe if ok => {
+                let u = self.client_draw(c);
+                let state = self.task_state(client.task);
+                machine.on_state(&cfg, state, u)
+            }
+            TaskCall::Find | TaskCall::Get | TaskCall::Subscribe => {
+                let u = self.client_draw(c);
+                machine.on_request_failed(&cfg, u)
+            }
+        };
+        self.clients[c].machine = machine;
+        self.client_act(now, c, action);
+    }
+
+    /// The state the server reports for the client's task.
+    fn task_state(&self, task: Option<(u32, u32)>) -> TaskState {
+        match task {
+            Some((t, generation)) if self.tasks[t].generation == generation => self.tasks[t].lifecycle.state,
+            // Never freed while a client holds it; a lost record reads as failed.
+            Some(_) | None => TaskState::Failed,
+        }
+    }
+
+    /// Tells the waiting step what became of its task, then lets go of the client (and of an
+    /// interrupted task, which it cancels when the policy cancels).
+    fn client_answer(&mut self, now: Micros, c: u32, answer: TaskAnswer) {
+        let result = match answer {
+            TaskAnswer::Ended(TaskState::Succeeded) => AttemptResult::Ok,
+            TaskAnswer::Ended(TaskState::Waiting(WaitFor::Input)) => {
+                AttemptResult::Failed { kind: FailureKind::InvalidInput, retry_after_us: None }
+            }
+            TaskAnswer::Ended(TaskState::Waiting(WaitFor::Auth)) => {
+                AttemptResult::Failed { kind: FailureKind::Unauthorized, retry_after_us: None }
+            }
+            TaskAnswer::Ended(TaskState::Canceled) => {
+                AttemptResult::Failed { kind: FailureKind::Canceled, retry_after_us: None }
+            }
+            TaskAnswer::Ended(TaskState::Rejected) => {
+                AttemptResult::Failed { kind: FailureKind::Overloaded, retry_after_us: None }
+            }
+            TaskAnswer::Ended(TaskState::Failed) => {
+                let kind = self.task_error(self.clients[c].task).unwrap_or(FailureKind::PermanentProvider);
+                AttemptResult::Failed { kind, retry_after_us: None }
+            }
+            TaskAnswer::Ended(TaskState::Pending | TaskState::Running) => {
+                unreachable!("the client answers only an ended or interrupted task")
+            }
+            TaskAnswer::NotCreated(kind) => AttemptResult::Failed { kind, retry_after_us: None },
+            TaskAnswer::TimedOut => AttemptResult::TimedOut,
+        };
+        let client = self.clients[c];
+        self.clients[c].attached = false;
+        if let TaskAnswer::Ended(TaskState::Waiting(_)) = answer {
+            // The user is needed: the step hears it now; the task is left, cancelled or not.
+            let cfg = *self.client_config();
+            let action = self.clients[c].machine.abandon(&cfg);
+            self.mark_caller_left(now, client.task);
+            if action == ClientAction::Request(TaskCall::Cancel) {
+                self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
+            }
+            self.client_act(now, c, action);
+        } else {
+            self.leave_task(now, c, false);
+        }
+        self.deliver_to_step(now, &client, result);
+    }
+
+    fn task_error(&self, task: Option<(u32, u32)>) -> Option<FailureKind> {
+        match task {
+            Some((t, generation)) if self.tasks[t].generation == generation => self.tasks[t].error,
+            Some(_) | None => None,
+        }
+    }
+
+    fn deliver_to_step(&mut self, now: Micros, client: &ClientSlot, result: AttemptResult) {
+        let job = Job {
+            caller: Caller::Step { step: client.step, serial: client.serial },
+            run: client.run,
+            run_gen: client.run_gen,
+            purpose: client.purpose,
+            station: client.front,
+            measured: client.measured,
+            ..Job::vacant()
+        };
+        self.deliver(now, &job, result);
+    }
+
+    /// The step stopped waiting (`timed_out`: its own timeout, which it hears of now).
+    fn abandon_client(&mut self, now: Micros, c: u32, timed_out: bool) {
+        let client = self.clients[c];
+        if !client.attached {
+            return;
+        }
+        self.clients[c].attached = false;
+        if let Some((job, generation)) = client.request
+            && self.jobs[job].generation == generation
+        {
+            self.clients[c].request = None;
+            self.abandon(now, job);
+        }
+        let cfg = *self.client_config();
+        let action = self.clients[c].machine.abandon(&cfg);
+        self.mark_caller_left(now, client.task);
+        if action == ClientAction::Request(TaskCall::Cancel) {
+            self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
+        }
+        self.client_act(now, c, action);
+        if timed_out {
+            self.observe(now, client.measured, Observation::TimedOut { dependency: client.front });
+            self.deliver_to_step(now, &client, AttemptResult::TimedOut);
+        }
+    }
+
+    pub(super) fn on_client_timeout(&mut self, now: Micros, c: u32, generation: u32) {
+        if self.clients[c].generation == generation {
+            self.abandon_client(now, c, true);
+        }
+    }
+
+    /// The run machine cancelled the attempt this handle names.
+    pub(super) fn cancel_client(&mut self, now: Micros, handle: u64) {
+        let (c, generation) = (((handle & !CLIENT_HANDLE) >> 32) as u32, handle as u32);
+        if self.clients[c].generation == generation {
+            self.abandon_client(now, c, false);
+        }
+    }
+
+    fn mark_caller_left(&mut self, now: Micros, task: Option<(u32, u32)>) {
+        if let Some((t, generation)) = task
+            && self.tasks[t].generation == generation
+            && self.tasks[t].left_at.is_none()
+        {
+            self.tasks[t].left_at = Some(now);
+        }
+    }
+
+    /// The client lets go of its task: a task still running becomes an orphan (on the orphan
+    /// queue when `tracked`: the runtime's cancel found it running), an ended one is freed.
+    fn leave_task(&mut self, now: Micros, c: u32, tracked: bool) {
+        let client = self.clients[c];
+        if let Some((t, generation)) = client.task
+            && self.tasks[t].generation == generation
+        {
+            self.tasks[t].client = None;
+            if self.tasks[t].left_at.is_none() {
+                self.tasks[t].left_at = Some(now);
+            }
+            if self.tasks[t].lifecycle.state.is_terminal() {
+                self.free_task(t);
+            } else {
+                self.orphan(now, t, tracked);
+            }
+        }
+        self.clients[c].task = None;
+        self.release_client_if_done(c);
+    }
+
+    fn orphan(&mut self, now: Micros, t: u32, tracked: bool) {
+        let task = &mut self.tasks[t];
+        if task.orphan {
+            return;
+        }
+        task.orphan = true;
+        task.tracked_orphan = tracked;
+        let (measured, generation) = (task.measured, task.generation);
+        self.observe(now, measured, Observation::Task(TaskObservation::Orphaned { tracked }));
+        let ttl = self.client_config().orphan_ttl_us;
+        if tracked && now.saturating_add(ttl) <= self.stop_at {
+            let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::OrphanTtl };
+            self.queue.schedule(now + ttl, wake);
+        }
+    }
+
+    /// A client with nothing left to do (no waiting step, no request out) is freed; a task it
+    /// still held becomes an orphan.
+    fn release_client_if_done(&mut self, c: u32) {
+        let client = &self.clients[c];
+        if client.attached || client.request.is_some() || client.machine.waits() {
+            return;
+        }
+        if client.task.is_some() && client.machine.phase == crate::runtime::task_client::ClientPhase::CancelRequested {
+            return;
+        }
+        if let Some((t, generation)) = client.task
+            && self.tasks[t].generation == generation
+        {
+            let now = self.queue.now();
+            self.clients[c].task = None;
+            self.tasks[t].client = None;
+            if self.tasks[t].lifecycle.state.is_terminal() {
+                self.free_task(t);
+            } else {
+                self.orphan(now, t, false);
+            }
+        }
+        let client = &mut self.clients[c];
+        client.generation = client.generation.wrapping_add(1);
+        self.clients.release(c);
+    }
+
+    /// The create request was served: the task exists from now on, whether or not its client
+    /// still waits (a create that outlived its caller makes an orphan). Returns true when the
+    /// reply carrying its handle is lost (a lost_handle fault).
+    pub(super) fn create_task(&mut self, now: Micros, (c, generation): (u32, u32), step: u8, job: &Job) -> bool {
+        let model = self.model;
+        let client = (self.clients[c].generation == generation).then_some(self.clients[c]);
+        let front = job.station as usize;
+        let task_model = self.task_model(front);
+        let key = job.key.with(TAG_TASK);
+        let run = &self.runs[job.run];
+        let run_alive = run.generation == job.run_gen;
+        let workflow = &model.workflows[run.machine.workflow as usize];
+        let effects = self.task_faults(front, now, key);
+        let (ttl_us, runner) = (task_model.ttl_us, task_model.runner);
+        let deadline_at = match client {
+            Some(cl) if self.client_config().propagate_deadline => Some(cl.deadline_at),
+            Some(_) | None => None,
+        };
+        let t = self.tasks.alloc(RemoteTask::vacant);
+        let task = &mut self.tasks[t];
+        let task_generation = task.generation.wrapping_add(1);
+        *task = RemoteTask {
+            generation: task_generation,
+            front: front as u16,
+            lifecycle: Lifecycle::new(now),
+            client: client.map(|_| (c, generation)),
+            measured: job.measured,
+            run: job.run,
+            run_gen: job.run_gen,
+            step,
+            serial: client.map_or(u32::MAX, |cl| cl.serial),
+            late: workflow.steps[step as usize].late_result,
+            write: matches!(job.purpose, Purpose::Write { .. }),
+            publish_delay_us: effects.publish_delay_us,
+            deadline_at,
+            // Made after its caller left (the create outlived its timeout): nobody follows it.
+            left_at: if client.is_some_and(|cl| cl.attached) { None } else { Some(now) },
+            key,
+            ..RemoteTask::vacant()
+        };
+        // Resending a message the server already made a task for makes a second task.
+        let duplicate = run_alive && {
+            let ledger = &mut self.runs[job.run].ledgers[step as usize];
+            let before = ledger.tasks;
+            ledger.tasks = ledger.tasks.saturating_add(1);
+            before > 0
+        };
+        self.observe(now, job.measured, Observation::Task(TaskObservation::Created { duplicate }));
+        self.trace_task(now, t);
+        match client {
+            Some(_) => {
+                let previous = self.clients[c].task.replace((t, task_generation));
+                debug_assert!(previous.is_none(), "one create per client");
+            }
+            None => self.orphan(now, t, false),
+        }
+        if let Some(ttl) = ttl_us
+            && now.saturating_add(ttl) <= self.stop_at
+        {
+            let wake = Event::TaskWake { task: t, generation: task_generation, cause: TaskWakeCause::Ttl };
+            self.queue.schedule(now + ttl, wake);
+        }
+        if effects.input_required {
+            self.task_transition(now, t, TaskEvent::Interrupt(WaitFor::Input));
+        } else {
+            let attempt = NewAttempt {
+                station: runner,
+                purpose: Purpose::Call,
+                priority: workflow.priority,
+                caller: Caller::Task { task: t, generation: task_generation },
+                run: job.run,
+                run_gen: job.run_gen,
+                measured: job.measured,
+                key,
+                timeout_us: None,
+                owned: false,
+                stuck: effects.stuck,
+            };
+            let work = self.submit(now, attempt);
+            // A refusal at the door comes back as an event, after this.
+            self.tasks[t].work = Some(work);
+        }
+        if effects.lost_handle && client.is_some() {
+            self.observe(now, job.measured, Observation::Task(TaskObservation::LostHandle));
+        }
+        effects.lost_handle
+    }
+
+    /// What the faults active now at task dependency `front` do to a task created now, each
+    /// decided by its own draw from the task's key.
+    fn task_faults(&self, front: usize, now: Micros, key: StreamKey) -> TaskFaults {
+        let world = &self.model.world;
+        let mut effects = TaskFaults::default();
+        for &f in &world.dependencies[front].faults {
+            let fault = &world.faults[f];
+            if !fault.active_at(now) || key.with(TAG_TASK_FAULT).with(f as u64).stream().unit() >= fault.toxicity {
+                continue;
+            }
+            match fault.effect {
+                FaultEffect::StuckTask => effects.stuck = true,
+                FaultEffect::InputRequired => effects.input_required = true,
+                FaultEffect::LateResult { delay_us } => effects.publish_delay_us += delay_us,
+                FaultEffect::LostHandle => effects.lost_handle = true,
+                FaultEffect::IgnoredCancel
+                | FaultEffect::LateCancel { .. }
+                | FaultEffect::Latency { .. }
+                | FaultEffect::Hang
+                | FaultEffect::Errors(_)
+                | FaultEffect::Capacity { .. }
+                | FaultEffect::Down
+                | FaultEffect::RateLimit { .. }
+                | FaultEffect::LostResponse => {}
+            }
+        }
+        effects
+    }
+
+    /// A task's work began at its runner.
+    pub(super) fn task_work_started(&mut self, now: Micros, t: u32, generation: u32) {
+        if self.tasks[t].generation == generation && self.tasks[t].lifecycle.state == TaskState::Pending {
+            self.task_transition(now, t, TaskEvent::Start);
+        }
+    }
+
+    /// An attempt of a task's work (or of its own calls) was sent: after its caller left, its
+    /// cost is spent for nobody.
+    pub(super) fn task_work_sent(&mut self, now: Micros, a: &NewAttempt, cost_units: f64) {
+        let mut caller = a.caller;
+        // A task's own calls are made by its work's job: follow the parents up to the task.
+        for _ in 0..64 {
+            match caller {
+                Caller::Task { task, generation } => {
+                    let task = &self.tasks[task];
+                    if task.generation == generation && task.left_at.is_some() && cost_units > 0.0 {
+                        // AttemptSent counts it in cost_units_total; this is its share spent
+                        // for nobody.
+                        let o = TaskObservation::SpentAfterCallerLeft { units: cost_units };
+                        self.observe(now, task.measured, Observation::Task(o));
+                    }
+                    return;
+                }
+                Caller::Remote { job, .. } => caller = self.jobs[job].caller,
+                Caller::Step { .. } | Caller::Client { .. } => return,
+            }
+        }
+    }
+
+    /// A task's work ended at its runner.
+    pub(super) fn on_task_work_done(&mut self, now: Micros, t: u32, generation: u32, result: AttemptResult) {
+        if self.tasks[t].generation != generation {
+            return;
+        }
+        self.tasks[t].work = None;
+        match result {
+            AttemptResult::Ok | AttemptResult::NotFound => {
+                let delay = self.tasks[t].publish_delay_us;
+                if self.tasks[t].lifecycle.state == TaskState::Pending {
+                    // Served without ever being seen to start (an immediate answer).
+                    self.task_transition(now, t, TaskEvent::Start);
+                }
+                if delay > 0 && now.saturating_add(delay) <= self.stop_at {
+                    let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::Publish };
+                    self.queue.schedule(now + delay, wake);
+                } else if delay == 0 {
+                    self.task_transition(now, t, TaskEvent::Complete);
+                }
+            }
+            AttemptResult::Failed { kind, .. } => {
+                self.tasks[t].error = Some(kind);
+                let pending = self.tasks[t].lifecycle.state == TaskState::Pending;
+                let refused = pending && matches!(kind, FailureKind::Overloaded | FailureKind::RateLimited);
+                self.task_transition(now, t, if refused { TaskEvent::Reject } else { TaskEvent::Fail });
+            }
+            AttemptResult::TimedOut => {
+                self.tasks[t].error = Some(FailureKind::TransientTransport);
+                self.task_transition(now, t, TaskEvent::Fail);
+            }
+        }
+    }
+
+    pub(super) fn on_task_wake(&mut self, now: Micros, t: u32, generation: u32, cause: TaskWakeCause) {
+        let task = self.tasks[t];
+        if task.generation != generation || task.lifecycle.state.is_terminal() {
+            return;
+        }
+        match cause {
+            TaskWakeCause::LateCancel => self.stop_task(now, t),
+            TaskWakeCause::Publish => self.task_transition(now, t, TaskEvent::Complete),
+            TaskWakeCause::Ttl => {
+                self.observe(now, task.measured, Observation::Task(TaskObservation::Expired));
+                self.stop_work(now, t);
+                self.tasks[t].error = Some(FailureKind::DeadlineExhausted);
+                self.task_transition(now, t, TaskEvent::Fail);
+            }
+            TaskWakeCause::OrphanTtl => {
+                if task.tracked_orphan {
+                    self.observe(now, task.measured, Observation::Task(TaskObservation::OrphanEscalated));
+                }
+            }
+        }
+    }
+
+    /// The cancel reached the remote side: it stops the task, later, or never (by the task
+    /// dependency's `cancel` and any cancel fault). Returns the state the answer shows.
+    fn cancel_task(&mut self, now: Micros, task: Option<(u32, u32)>, measured: bool) -> TaskState {
+        let Some((t, generation)) = task else { return TaskState::Failed };
+        if self.tasks[t].generation != generation {
+            return TaskState::Failed;
+        }
+        if self.tasks[t].lifecycle.state.is_terminal() {
+            return self.tasks[t].lifecycle.state;
+        }
+        let front = self.tasks[t].front as usize;
+        let task_model = self.task_model(front);
+        let mut behaviour = (task_model.cancel, task_model.late_cancel_us);
+        let key = self.tasks[t].key.with(TAG_TASK_FAULT).with(u64::MAX);
+        for &f in &self.model.world.dependencies[front].faults {
+            let fault = &self.model.world.faults[f];
+            if !fault.active_at(now) || key.with(f as u64).stream().unit() >= fault.toxicity {
+                continue;
+            }
+            match fault.effect {
+                FaultEffect::IgnoredCancel => behaviour = (CancelBehaviour::Ignore, 0),
+                FaultEffect::LateCancel { delay_us } if behaviour.0 != CancelBehaviour::Ignore => {
+                    behaviour = (CancelBehaviour::Late, delay_us)
+                }
+                FaultEffect::LateCancel { .. }
+                | FaultEffect::StuckTask
+                | FaultEffect::InputRequired
+                | FaultEffect::LateResult { .. }
+                | FaultEffect::LostHandle
+                | FaultEffect::Latency { .. }
+                | FaultEffect::Hang
+                | FaultEffect::Errors(_)
+                | FaultEffect::Capacity { .. }
+                | FaultEffect::Down
+                | FaultEffect::RateLimit { .. }
+                | FaultEffect::LostResponse => {}
+            }
+        }
+        match behaviour {
+            (CancelBehaviour::Honor, _) => self.stop_task(now, t),
+            (CancelBehaviour::Late, delay_us) => {
+                self.observe(now, measured, Observation::Task(TaskObservation::CancelLate));
+                if now.saturating_add(delay_us) <= self.stop_at {
+                    let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::LateCancel };
+                    self.queue.schedule(now + delay_us, wake);
+                }
+            }
+            (CancelBehaviour::Ignore, _) => {
+                self.observe(now, measured, Observation::Task(TaskObservation::CancelIgnored))
+            }
+        }
+        self.tasks[t].lifecycle.state
+    }
+
+    /// Cancels the task now: its work leaves the runner, and it ends CANCELED (what it
+    /// committed stays committed: CANCELED is not ROLLED_BACK).
+    fn stop_task(&mut self, now: Micros, t: u32) {
+        self.stop_work(now, t);
+        self.task_transition(now, t, TaskEvent::Cancel);
+    }
+
+    fn stop_work(&mut self, now: Micros, t: u32) {
+        if let Some((job, generation)) = self.tasks[t].work.take()
+            && self.jobs[job].generation == generation
+        {
+            self.jobs[job].attached = false;
+            self.stop_attempt(now, job);
+        }
+    }
+
+    /// Moves task `t` by `event`: time in the state left and the cost of running are
+    /// observed; an ended task tells its subscriber, commits a write, and counts as a late
+    /// result when its caller had left.
+    fn task_transition(&mut self, now: Micros, t: u32, event: TaskEvent) {
+        let cost_per_s = self.task_model(self.tasks[t].front as usize).cost_per_s;
+        let task = &mut self.tasks[t];
+        let (left, duration_us) = match task.lifecycle.apply(now, event) {
+            Ok(left) => left,
+            Err(illegal) => {
+                debug_assert!(false, "{illegal}");
+                return;
+            }
+        };
+        let task = *task;
+        let measured = task.measured;
+        self.observe(now, measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
+        if left == TaskState::Running && cost_per_s > 0.0 {
+            let from = now - duration_us;
+            let after = task.left_at.map_or(0, |at| now.saturating_sub(at.max(from)));
+            let before = duration_us - after;
+            for (us, after_caller_left) in [(before, false), (after, true)] {
+                if us > 0 {
+                    let units = cost_per_s * us as f64 / 1e6;
+                    self.observe(now, measured, Observation::Task(TaskObservation::Cost { units, after_caller_left }));
+                }
+            }
+        }
+        self.trace_task(now, t);
+        let state = task.lifecycle.state;
+        if !state.is_terminal() {
+            return;
+        }
+        self.observe(now, measured, Observation::Task(TaskObservation::Ended { state }));
+        if state == TaskState::Succeeded {
+            self.task_succeeded(now, &task);
+        }
+        match task.client {
+            Some((c, generation)) if self.clients[c].generation == generation => self.notify_subscriber(now, c, state),
+            Some(_) | None => self.free_task(t),
+        }
+    }
+
+    fn task_succeeded(&mut self, now: Micros, task: &RemoteTask) {
+        let run = &mut self.runs[task.run];
+        let run_alive = run.generation == task.run_gen && !run.finalized;
+        if task.write && run_alive {
+            if let crate::world::Commit::Applied { duplicate } = run.ledgers[task.step as usize].commit(false) {
+                if duplicate {
+                    run.duplicate = true;
+                }
+                self.observe(now, task.measured, Observation::EffectCommitted { duplicate });
+            }
+        }
+        if task.left_at.is_some() {
+            self.observe(now, task.measured, Observation::Task(TaskObservation::LateResult(task.late)));
+        }
+    }
+
+    /// A subscribed client hears of the end at once; a polling one at its next poll.
+    fn notify_subscriber(&mut self, now: Micros, c: u32, state: TaskState) {
+        let client = self.clients[c];
+        if client.machine.phase != crate::runtime::task_client::ClientPhase::Subscribed {
+            return;
+        }
+        let cfg = *self.client_config();
+        let u = self.client_draw(c);
+        let action = self.clients[c].machine.on_state(&cfg, state, u);
+        self.client_act(now, c, action);
+    }
+
+    fn free_task(&mut self, t: u32) {
+        let task = &mut self.tasks[t];
+        debug_assert!(task.lifecycle.state.is_terminal(), "only an ended task is freed");
+        task.generation = task.generation.wrapping_add(1);
+        self.tasks.release(t);
+    }
+
+    /// An outage broke the subscriptions open at `front`: each client resubscribes after its
+    /// retry pause (all at the same moment when the pause has no jitter).
+    pub(super) fn on_streams_broken(&mut self, now: Micros, front: usize) {
+        let cfg = *self.client_config();
+        for c in 0..self.clients.slots.len() as u32 {
+            let client = &self.clients[c];
+            let open = client.machine.phase == crate::runtime::task_client::ClientPhase::Subscribed;
+            if !open || client.front as usize != front || !client.attached {
+                continue;
+            }
+            let measured = client.measured;
+            self.observe(now, measured, Observation::Task(TaskObservation::StreamBroken));
+            let u = self.client_draw(c);
+            let action = self.clients[c].machine.on_stream_broken(&cfg, u);
+            self.client_act(now, c, action);
+        }
+    }
+
+    /// Whether a task's work is past the deadline its client passed on.
+    pub(super) fn task_past_deadline(&self, caller: Caller, now: Micros) -> bool {
+        match caller {
+            Caller::Task { task, generation } => {
+                let task = &self.tasks[task];
+                task.generation == generation && task.deadline_at.is_some_and(|d| now >= d)
+            }
+            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } => false,
+        }
+    }
+
+    /// The simulation stopped: the cost of tasks still running is counted to the end, and
+    /// they are counted as still running.
+    pub(super) fn tasks_at_end(&mut self, end: Micros) {
+        if self.tasks.slots.is_empty() {
+            return;
+        }
+        for t in 0..self.tasks.slots.len() as u32 {
+            let task = self.tasks[t];
+            // A freed slot holds an ended task: every live one is not ended.
+            if task.lifecycle.state.is_terminal() {
+                continue;
+            }
+            self.observe(end, task.measured, Observation::Task(TaskObservation::RunningAtEnd));
+            if task.lifecycle.state == TaskState::Running {
+                let cost_per_s = self.task_model(task.front as usize).cost_per_s;
+                let from = task.lifecycle.since_us;
+                let after = task.left_at.map_or(0, |at| end.saturating_sub(at.max(from)));
+                let before = end.saturating_sub(from) - after;
+                for (us, after_caller_left) in [(before, false), (after, true)] {
+                    if us > 0 && cost_per_s > 0.0 {
+                        let units = cost_per_s * us as f64 / 1e6;
+                        let o = TaskObservation::Cost { units, after_caller_left };
+                        self.observe(end, task.measured, Observation::Task(o));
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn trace_task(&mut self, now: Micros, t: u32) {
+        if T::ON {
+            let task = self.tasks[t];
+            if self.runs[task.run].generation == task.run_gen {
+                let event = TraceEvent::TaskChanged {
+                    step: task.step,
+                    serial: task.serial,
+                    task: t,
+                    dependency: task.front,
+                    state: task.lifecycle.state,
+                };
+                self.tracer.record(task.run, now, event);
+            }
+        }
+    }
+}
+
+/// What the faults active at a task's creation do to it.
+#[derive(Default)]
+struct TaskFaults {
+    stuck: bool,
+    input_required: bool,
+    lost_handle: bool,
+    publish_delay_us: Micros,
+}

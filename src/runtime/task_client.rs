@@ -1,0 +1,561 @@
+//! The client side of a long-running remote task (essay sections 19 to 21): how a runtime
+//! creates a task, learns its fate by polling or by a subscription, finds a task whose handle it
+//! lost instead of sending the message again, and asks a task to stop when nobody waits for it
+//! any more. A pure machine: it is told what came back and answers with the next request to
+//! make; the engine makes the requests at the dependency, where each one is real load.
+//!
+//! The essay's cancellation path is kept as states: CANCEL_REQUESTED (the caller stopped
+//! waiting), the cancel dispatched to the remote side, and the task state observed in the
+//! cancel's answer, one of CANCELED, COMPLETED, FAILED or STILL_RUNNING (then the task goes to
+//! the orphan queue). CANCELED is not ROLLED_BACK: what the task committed stays committed.
+
+use crate::scenario::{FieldPath, ScenarioError, Source, TaskClientSpec, duration_ms, error_at_path, parse_named};
+use crate::sim::Micros;
+use crate::vocab::FailureKind;
+use crate::world::task::{TaskCall, TaskState, WaitFor};
+
+crate::named_enum! {
+    /// How the client learns a task's state.
+    pub enum Observe {
+        /// GetTask / tasks/get every poll interval.
+        Poll => "poll",
+        /// SubscribeToTask: one request, then the task's updates on a stream that an outage
+        /// breaks (A2A only; MCP clients poll).
+        Subscribe => "subscribe",
+    }
+}
+
+crate::named_enum! {
+    /// The randomisation of a wait (AWS's names): none, full (uniform in [0, d)) or equal
+    /// (d/2 plus uniform in [0, d/2)).
+    pub enum Jitter {
+        None => "none",
+        Full => "full",
+        Equal => "equal",
+    }
+}
+
+crate::named_enum! {
+    /// What a client does when its create request times out without a task handle.
+    pub enum OnSendTimeout {
+        /// Look the task up by the message id (A2A ListTasks) before anything is sent again.
+        Find => "find",
+        /// Report a timeout: the step's retry sends the message again, creating a second task
+        /// when the first one exists.
+        Resend => "resend",
+    }
+}
+
+/// A policy's task client (`[policy.P.task_client]`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskClientConfig {
+    pub observe: Observe,
+    /// The client's own poll interval: used when the server advertises none, or always when
+    /// `honor_poll_interval` is false.
+    pub poll_interval_us: Micros,
+    pub honor_poll_interval: bool,
+    pub jitter: Jitter,
+    /// The wait after a failed request (a poll, a subscription, a lookup), then multiplied by
+    /// `retry_multiplier` after each further failure, up to `retry_max_interval_us`.
+    pub retry_interval_us: Micros,
+    pub retry_multiplier: f64,
+    pub retry_max_interval_us: Micros,
+    /// Each protocol request's own timeout.
+    pub request_timeout_us: Micros,
+    pub on_send_timeout: OnSendTimeout,
+    /// Send CancelTask when the caller stops waiting.
+    pub cancel_on_abandon: bool,
+    /// The root run's deadline travels with the task; the remote side stops its own calls past it.
+    pub propagate_deadline: bool,
+    /// How long an orphan is kept on the orphan queue before it is escalated.
+    pub orphan_ttl_us: Micros,
+}
+
+impl Default for TaskClientConfig {
+    fn default() -> Self {
+        TaskClientConfig {
+            observe: Observe::Poll,
+            poll_interval_us: 1_000_000,
+            honor_poll_interval: true,
+            jitter: Jitter::None,
+            retry_interval_us: 1_000_000,
+            retry_multiplier: 1.0,
+            retry_max_interval_us: 30_000_000,
+            request_timeout_us: 10_000_000,
+            on_send_timeout: OnSendTimeout::Find,
+            cancel_on_abandon: true,
+            propagate_deadline: false,
+            orphan_ttl_us: 3_600_000_000,
+        }
+    }
+}
+
+impl TaskClientConfig {
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !(self.retry_multiplier.is_finite() && self.retry_multiplier >= 1.0) {
+            return Err(("retry_multiplier", format!("must be at least 1, got {}", self.retry_multiplier)));
+        }
+        if self.retry_max_interval_us < self.retry_interval_us {
+            return Err(("retry_max_interval_ms", "must be at least retry_interval_ms".into()));
+        }
+        for (field, value) in [
+            ("poll_interval_ms", self.poll_interval_us),
+            ("retry_interval_ms", self.retry_interval_us),
+            ("request_timeout_ms", self.request_timeout_us),
+        ] {
+            if value == 0 {
+                return Err((field, "must be greater than 0".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Compiles `[policy.P.task_client]` (`path` names it), every field located on error.
+pub fn compile_task_client(
+    source: &Source,
+    path: &FieldPath,
+    spec: Option<&TaskClientSpec>,
+) -> Result<TaskClientConfig, ScenarioError> {
+    let d = TaskClientConfig::default();
+    let Some(t) = spec else { return Ok(d) };
+    let ms = |field: &str, value: Option<f64>, default: Micros| match value {
+        Some(v) => duration_ms(source, &path.key(field), v),
+        None => Ok(default),
+    };
+    let config = TaskClientConfig {
+        observe: parse_named(source, &path.key("observe"), t.observe.as_deref(), d.observe)?,
+        poll_interval_us: ms("poll_interval_ms", t.poll_interval_ms, d.poll_interval_us)?,
+        honor_poll_interval: t.honor_poll_interval.unwrap_or(d.honor_poll_interval),
+        jitter: parse_named(source, &path.key("jitter"), t.jitter.as_deref(), d.jitter)?,
+        retry_interval_us: ms("retry_interval_ms", t.retry_interval_ms, d.retry_interval_us)?,
+        retry_multiplier: t.retry_multiplier.unwrap_or(d.retry_multiplier),
+        retry_max_interval_us: ms("retry_max_interval_ms", t.retry_max_interval_ms, d.retry_max_interval_us)?,
+        request_timeout_us: ms("request_timeout_ms", t.request_timeout_ms, d.request_timeout_us)?,
+        on_send_timeout: parse_named(
+            source,
+            &path.key("on_send_timeout"),
+            t.on_send_timeout.as_deref(),
+            d.on_send_timeout,
+        )?,
+        cancel_on_abandon: t.cancel_on_abandon.unwrap_or(d.cancel_on_abandon),
+        propagate_deadline: t.propagate_deadline.unwrap_or(d.propagate_deadline),
+        orphan_ttl_us: ms("orphan_ttl_ms", t.orphan_ttl_ms, d.orphan_ttl_us)?,
+    };
+    config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
+    Ok(config)
+}
+
+/// Where the client stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientPhase {
+    /// The create request is out.
+    Creating,
+    /// The handle was lost: the lookup by message id is out (or waits to be retried).
+    Finding,
+    /// Waiting for the next poll, or a poll is out.
+    Polling,
+    /// The subscription request is out (or waits to be retried).
+    Subscribing,
+    /// The stream is open: updates arrive without requests.
+    Subscribed,
+    /// The step was told the task needs the user (input or authorisation); the client still
+    /// holds the task until it lets go of it (`abandon`).
+    Interrupted,
+    /// CANCEL_REQUESTED: the cancel is dispatched, its answer not yet in.
+    CancelRequested,
+    /// The caller stopped waiting and no cancel was sent (or could be): nothing more to do.
+    Detached,
+    /// The step got its answer, or the cancel's outcome was observed.
+    Done,
+}
+
+/// What the client does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAction {
+    /// Make this request now.
+    Request(TaskCall),
+    /// Make this request after a wait (a poll interval, a retry pause).
+    RequestAfter(TaskCall, Micros),
+    /// The task's fate for the step that waits.
+    Answer(TaskAnswer),
+    /// Nothing until the next input (a stream is open, or the client is done).
+    Wait,
+}
+
+/// What the step that waits is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskAnswer {
+    /// The task ended in this state (or is interrupted and needs the user).
+    Ended(TaskState),
+    /// The create request failed with this kind: no task was made.
+    NotCreated(FailureKind),
+    /// The create request timed out and the client cannot (or does not) find the task.
+    TimedOut,
+}
+
+/// The task state the cancel's answer showed (the essay's four branches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelObserved {
+    Canceled,
+    Completed,
+    Failed,
+    StillRunning,
+}
+
+impl CancelObserved {
+    pub const ALL: [CancelObserved; 4] =
+        [CancelObserved::Canceled, CancelObserved::Completed, CancelObserved::Failed, CancelObserved::StillRunning];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            CancelObserved::Canceled => "canceled",
+            CancelObserved::Completed => "completed",
+            CancelObserved::Failed => "failed",
+            CancelObserved::StillRunning => "still_running",
+        }
+    }
+
+    pub fn of(state: TaskState) -> CancelObserved {
+        match state {
+            TaskState::Canceled => CancelObserved::Canceled,
+            TaskState::Succeeded => CancelObserved::Completed,
+            TaskState::Failed | TaskState::Rejected => CancelObserved::Failed,
+            TaskState::Pending | TaskState::Running | TaskState::Waiting(_) => CancelObserved::StillRunning,
+        }
+    }
+}
+
+/// One step attempt's client of one remote task.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TaskClient {
+    pub phase: ClientPhase,
+    /// The task handle is known.
+    pub has_handle: bool,
+    /// Failed requests in a row (for the retry pause).
+    pub failures: u32,
+    /// The server's advertised poll interval (MCP pollIntervalMs), if any.
+    pub server_poll_us: Option<Micros>,
+}
+
+impl TaskClient {
+    /// A client whose create request is being sent.
+    pub fn new(server_poll_us: Option<Micros>) -> (TaskClient, ClientAction) {
+        let client = TaskClient { phase: ClientPhase::Creating, has_handle: false, failures: 0, server_poll_us };
+        (client, ClientAction::Request(TaskCall::Create))
+    }
+
+    /// Whether the step still waits for this client's answer.
+    pub fn waits(&self) -> bool {
+        match self.phase {
+            ClientPhase::Creating
+            | ClientPhase::Finding
+            | ClientPhase::Polling
+            | ClientPhase::Subscribing
+            | ClientPhase::Subscribed => true,
+            ClientPhase::Interrupted | ClientPhase::CancelRequested | ClientPhase::Detached | ClientPhase::Done => {
+                false
+            }
+        }
+    }
+
+    /// The task exists and its handle is known: start tracking it.
+    pub fn on_handle(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
+        self.assert_waits("a handle");
+        self.has_handle = true;
+        self.failures = 0;
+        match cfg.observe {
+            Observe::Poll => {
+                self.phase = ClientPhase::Polling;
+                ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u))
+            }
+            Observe::Subscribe => {
+                self.phase = ClientPhase::Subscribing;
+                ClientAction::Request(TaskCall::Subscribe)
+            }
+        }
+    }
+
+    /// The create request timed out: the task may exist.
+    pub fn on_create_timed_out(&mut self, cfg: &TaskClientConfig) -> ClientAction {
+        self.assert_waits("a create timeout");
+        match cfg.on_send_timeout {
+            OnSendTimeout::Find => {
+                self.phase = ClientPhase::Finding;
+                ClientAction::Request(TaskCall::Find)
+            }
+            OnSendTimeout::Resend => self.answer(TaskAnswer::TimedOut),
+        }
+    }
+
+    /// The create request failed: no task was made.
+    pub fn on_create_failed(&mut self, kind: FailureKind) -> ClientAction {
+        self.assert_waits("a create failure");
+        self.answer(TaskAnswer::NotCreated(kind))
+    }
+
+    /// The lookup by message id answered: `found` when the task exists.
+    pub fn on_found(&mut self, cfg: &TaskClientConfig, found: bool, u: f64) -> ClientAction {
+        self.assert_waits("a lookup answer");
+        if found { self.on_handle(cfg, u) } else { self.answer(TaskAnswer::TimedOut) }
+    }
+
+    /// A poll's answer or a stream's update: the task's current state.
+    pub fn on_state(&mut self, cfg: &TaskClientConfig, state: TaskState, u: f64) -> ClientAction {
+        self.assert_waits("a task state");
+        self.failures = 0;
+        match state {
+            TaskState::Succeeded | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
+                self.answer(TaskAnswer::Ended(state))
+            }
+            TaskState::Waiting(WaitFor::Input | WaitFor::Auth) => {
+                self.phase = ClientPhase::Interrupted;
+                ClientAction::Answer(TaskAnswer::Ended(state))
+            }
+            TaskState::Pending | TaskState::Running => match self.phase {
+                ClientPhase::Polling => ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u)),
+                ClientPhase::Subscribing | ClientPhase::Subscribed => {
+                    self.phase = ClientPhase::Subscribed;
+                    ClientAction::Wait
+                }
+                ClientPhase::Creating
+                | ClientPhase::Finding
+                | ClientPhase::Interrupted
+                | ClientPhase::CancelRequested
+                | ClientPhase::Detached
+                | ClientPhase::Done => unreachable!("assert_waits let only tracking phases through"),
+            },
+        }
+    }
+
+    /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause.
+    pub fn on_request_failed(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
+        self.assert_waits("a failed request");
+        self.failures = self.failures.saturating_add(1);
+        let call = match self.phase {
+            ClientPhase::Polling => TaskCall::Get,
+            ClientPhase::Subscribing | ClientPhase::Subscribed => {
+                self.phase = ClientPhase::Subscribing;
+                TaskCall::Subscribe
+            }
+            ClientPhase::Finding => TaskCall::Find,
+            ClientPhase::Creating
+            | ClientPhase::Interrupted
+            | ClientPhase::CancelRequested
+            | ClientPhase::Detached
+            | ClientPhase::Done => unreachable!("create failures and cancels have their own inputs"),
+        };
+        ClientAction::RequestAfter(call, self.retry_wait(cfg, u))
+    }
+
+    /// The stream broke (an outage closed the connection); the task goes on regardless.
+    pub fn on_stream_broken(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
+        debug_assert_eq!(self.phase, ClientPhase::Subscribed, "only an open stream breaks");
+        self.on_request_failed(cfg, u)
+    }
+
+    /// The caller stopped waiting (its timeout, its run's end, its deadline). Returns the
+    /// cancel to send, if any.
+    pub fn abandon(&mut self, cfg: &TaskClientConfig) -> ClientAction {
+        debug_assert!(
+            self.waits() || self.phase == ClientPhase::Interrupted,
+            "an abandon reached a client in {:?}",
+            self.phase
+        );
+        if cfg.cancel_on_abandon && self.has_handle {
+            self.phase = ClientPhase::CancelRequested;
+            ClientAction::Request(TaskCall::Cancel)
+        } else {
+            self.phase = ClientPhase::Detached;
+            ClientAction::Wait
+        }
+    }
+
+    /// The cancel's answer showed the task in `state`.
+    pub fn on_cancel_answered(&mut self, state: TaskState) -> CancelObserved {
+        debug_assert_eq!(self.phase, ClientPhase::CancelRequested, "a cancel answer needs a cancel");
+        self.phase = ClientPhase::Done;
+        CancelObserved::of(state)
+    }
+
+    /// The cancel request itself failed: the task's fate is unknown, so it is an orphan.
+    pub fn on_cancel_failed(&mut self) -> CancelObserved {
+        debug_assert_eq!(self.phase, ClientPhase::CancelRequested, "a cancel answer needs a cancel");
+        self.phase = ClientPhase::Done;
+        CancelObserved::StillRunning
+    }
+
+    fn answer(&mut self, answer: TaskAnswer) -> ClientAction {
+        self.phase = ClientPhase::Done;
+        ClientAction::Answer(answer)
+    }
+
+    fn assert_waits(&self, what: &str) {
+        debug_assert!(self.waits(), "{what} reached a client in {:?}", self.phase);
+    }
+
+    /// The wait before the next poll: the server's interval when it gives one and the client
+    /// honours it (never shorter than the client's own), else the client's, jittered.
+    fn poll_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
+        let base = match self.server_poll_us {
+            Some(server) if cfg.honor_poll_interval => server.max(cfg.poll_interval_us),
+            Some(_) | None => cfg.poll_interval_us,
+        };
+        jittered(base, cfg.jitter, u)
+    }
+
+    fn retry_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
+        let growth = cfg.retry_multiplier.powi(self.failures.saturating_sub(1).min(64) as i32);
+        let base = (cfg.retry_interval_us as f64 * growth).min(cfg.retry_max_interval_us as f64);
+        jittered(base as Micros, cfg.jitter, u)
+    }
+}
+
+/// `wait` with `jitter` applied, given a uniform draw `u` in [0, 1). At least 1 µs, so a
+/// request is never remade in the instant it failed.
+pub fn jittered(wait: Micros, jitter: Jitter, u: f64) -> Micros {
+    debug_assert!((0.0..1.0).contains(&u), "a unit draw is in [0, 1)");
+    let w = wait as f64;
+    let value = match jitter {
+        Jitter::None => w,
+        Jitter::Full => u * w,
+        Jitter::Equal => w / 2.0 + u * w / 2.0,
+    };
+    (value as Micros).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn poller() -> TaskClientConfig {
+        TaskClientConfig::default()
+    }
+
+    #[test]
+    fn a_send_timeout_is_never_a_resend_when_the_client_finds() {
+        let cfg = poller();
+        let (mut c, first) = TaskClient::new(None);
+        assert_eq!(first, ClientAction::Request(TaskCall::Create));
+        assert_eq!(c.on_create_timed_out(&cfg), ClientAction::Request(TaskCall::Find));
+        assert_eq!(c.phase, ClientPhase::Finding);
+        // Found: tracked by polls at the client's interval, no second create.
+        assert_eq!(c.on_found(&cfg, true, 0.5), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+        assert!(c.has_handle);
+    }
+
+    #[test]
+    fn a_resending_client_reports_the_timeout_and_a_lost_task_is_not_found() {
+        let resend = TaskClientConfig { on_send_timeout: OnSendTimeout::Resend, ..poller() };
+        let (mut c, _) = TaskClient::new(None);
+        assert_eq!(c.on_create_timed_out(&resend), ClientAction::Answer(TaskAnswer::TimedOut));
+        let (mut c, _) = TaskClient::new(None);
+        c.on_create_timed_out(&poller());
+        assert_eq!(c.on_found(&poller(), false, 0.1), ClientAction::Answer(TaskAnswer::TimedOut));
+        assert!(!c.waits());
+    }
+
+    #[test]
+    fn the_server_interval_is_honoured_unless_shorter_than_the_clients_and_only_when_asked() {
+        let (mut c, _) = TaskClient::new(Some(3_000_000));
+        assert_eq!(c.on_handle(&poller(), 0.0), ClientAction::RequestAfter(TaskCall::Get, 3_000_000));
+        let eager = TaskClientConfig { honor_poll_interval: false, ..poller() };
+        let (mut c, _) = TaskClient::new(Some(3_000_000));
+        assert_eq!(c.on_handle(&eager, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+        let (mut c, _) = TaskClient::new(Some(200_000));
+        assert_eq!(c.on_handle(&poller(), 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+    }
+
+    #[test]
+    fn polling_goes_on_while_the_task_works_and_answers_at_its_end() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None);
+        c.on_handle(&cfg, 0.0);
+        assert_eq!(c.on_state(&cfg, TaskState::Running, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+        assert_eq!(
+            c.on_state(&cfg, TaskState::Succeeded, 0.0),
+            ClientAction::Answer(TaskAnswer::Ended(TaskState::Succeeded))
+        );
+        assert_eq!(c.phase, ClientPhase::Done);
+    }
+
+    #[test]
+    fn input_required_is_answered_not_waited_on() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None);
+        c.on_handle(&cfg, 0.0);
+        let waiting = TaskState::Waiting(WaitFor::Input);
+        assert_eq!(c.on_state(&cfg, waiting, 0.0), ClientAction::Answer(TaskAnswer::Ended(waiting)));
+        assert!(!c.waits(), "the step has its answer");
+        assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel), "and the task is let go of");
+    }
+
+    #[test]
+    fn failed_requests_back_off_geometrically_to_the_cap() {
+        let cfg = TaskClientConfig {
+            retry_interval_us: 1_000,
+            retry_multiplier: 2.0,
+            retry_max_interval_us: 5_000,
+            ..poller()
+        };
+        let (mut c, _) = TaskClient::new(None);
+        c.on_handle(&cfg, 0.0);
+        let waits: Vec<_> = (0..5)
+            .map(|_| match c.on_request_failed(&cfg, 0.0) {
+                ClientAction::RequestAfter(TaskCall::Get, w) => w,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(waits, [1_000, 2_000, 4_000, 5_000, 5_000]);
+        // A success resets the count.
+        c.on_state(&cfg, TaskState::Running, 0.0);
+        assert_eq!(c.on_request_failed(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000));
+    }
+
+    #[test]
+    fn a_broken_stream_is_resubscribed_after_the_retry_pause() {
+        let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
+        let (mut c, _) = TaskClient::new(None);
+        assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::Request(TaskCall::Subscribe));
+        assert_eq!(c.on_state(&cfg, TaskState::Running, 0.0), ClientAction::Wait);
+        assert_eq!(c.phase, ClientPhase::Subscribed);
+        assert_eq!(c.on_stream_broken(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Subscribe, 1_000_000));
+        assert_eq!(c.phase, ClientPhase::Subscribing);
+    }
+
+    #[test]
+    fn abandon_requests_a_cancel_only_with_a_handle_and_the_policy_and_observes_its_outcome() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None);
+        assert_eq!(c.abandon(&cfg), ClientAction::Wait, "no handle: nothing to cancel");
+        assert_eq!(c.phase, ClientPhase::Detached);
+        let (mut c, _) = TaskClient::new(None);
+        c.on_handle(&cfg, 0.0);
+        assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel));
+        assert_eq!(c.phase, ClientPhase::CancelRequested);
+        assert_eq!(c.on_cancel_answered(TaskState::Running), CancelObserved::StillRunning);
+        let quiet = TaskClientConfig { cancel_on_abandon: false, ..cfg };
+        let (mut c, _) = TaskClient::new(None);
+        c.on_handle(&quiet, 0.0);
+        assert_eq!(c.abandon(&quiet), ClientAction::Wait);
+    }
+
+    #[test]
+    fn the_cancel_outcome_maps_every_state_to_the_essays_four_branches() {
+        assert_eq!(CancelObserved::of(TaskState::Canceled), CancelObserved::Canceled);
+        assert_eq!(CancelObserved::of(TaskState::Succeeded), CancelObserved::Completed);
+        assert_eq!(CancelObserved::of(TaskState::Rejected), CancelObserved::Failed);
+        assert_eq!(CancelObserved::of(TaskState::Waiting(WaitFor::Auth)), CancelObserved::StillRunning);
+    }
+
+    #[test]
+    fn jitter_keeps_its_range() {
+        for i in 0..100 {
+            let u = f64::from(i) / 100.0;
+            assert_eq!(jittered(1000, Jitter::None, u), 1000);
+            assert!(jittered(1000, Jitter::Full, u) <= 1000);
+            assert!((500..=1000).contains(&jittered(1000, Jitter::Equal, u)));
+        }
+        assert_eq!(jittered(1000, Jitter::Full, 0.0), 1, "never zero");
+    }
+}

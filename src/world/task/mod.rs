@@ -1,0 +1,56 @@
+//! Long-running remote work: a dependency whose calls return a task handle at once while the
+//! work runs on the remote side (A2A tasks, MCP tasks). The dependency itself answers the
+//! protocol's requests (create, get, list, subscribe, cancel) with its servers; the work runs
+//! at its `runner`, another dependency whose servers are the remote task capacity and whose
+//! queue is the remote task queue.
+
+pub mod lifecycle;
+pub mod protocol;
+
+pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
+pub use protocol::{TaskCall, TaskProtocol};
+
+use crate::sim::Micros;
+
+crate::named_enum! {
+    /// What the remote side does with a cancel it receives.
+    pub enum CancelBehaviour {
+        /// Stops the task at once (it ends CANCELED).
+        Honor => "honor",
+        /// Stops it after `late_cancel_ms`.
+        Late => "late",
+        /// Accepts the request and keeps working.
+        Ignore => "ignore",
+    }
+}
+
+crate::named_enum! {
+    /// What becomes of a task's result that arrives after its caller stopped waiting (essay
+    /// section 21's table).
+    pub enum LateResult {
+        /// A read artifact: cached for later requests, not returned to the one that left.
+        Cache => "cache",
+        /// A draft: kept by its idempotency key, never shown twice.
+        KeepDraft => "keep_draft",
+        /// An external commit: checked against the ledger, then compensation or human review.
+        Review => "review",
+        /// A model generation: its cost recorded, the output discarded.
+        Discard => "discard",
+    }
+}
+
+/// An asynchronous dependency's task side, compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskModel {
+    pub protocol: TaskProtocol,
+    /// The dependency that does the work.
+    pub runner: usize,
+    /// The interval the server advertises (MCP pollIntervalMs); None: the client's own.
+    pub poll_interval_us: Option<Micros>,
+    /// A task not ended this long after its creation fails (MCP ttlMs); None: never.
+    pub ttl_us: Option<Micros>,
+    pub cancel: CancelBehaviour,
+    pub late_cancel_us: Micros,
+    /// Cost units per second of work, accrued while the task runs, whoever still waits for it.
+    pub cost_per_s: f64,
+}
