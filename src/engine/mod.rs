@@ -8,6 +8,7 @@ mod remote;
 mod runs;
 mod simulation;
 mod stations;
+mod task_slots;
 mod tasks;
 
 pub use crate::runtime::AttemptTrace;

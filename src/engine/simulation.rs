@@ -3,7 +3,7 @@
 use super::Model;
 use super::arena::Arena;
 use super::event::Event;
-use super::tasks::{ClientSlot, RemoteTask};
+use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
 use crate::runtime::degradation::{ModeController, Transition};
 use crate::runtime::guard::pipeline::Pipeline;

@@ -12,6 +12,7 @@
 use super::event::{Event, TaskWakeCause};
 use super::simulation::{Caller, Job, Simulation};
 use super::stations::NewAttempt;
+use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::Observation;
 use crate::metrics::tasks::TaskObservation;
 use crate::runtime::task_client::{ClientAction, TaskAnswer, TaskClient, TaskClientConfig};
@@ -20,7 +21,7 @@ use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
 use crate::world::task::TaskModel;
-use crate::world::task::{CancelBehaviour, LateResult, Lifecycle, TaskCall, TaskEvent, TaskState, WaitFor};
+use crate::world::task::{CancelBehaviour, Lifecycle, TaskCall, TaskEvent, TaskState, WaitFor};
 
 /// A handle with this bit names a task client (`(client << 32) | generation`).
 pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
@@ -31,116 +32,6 @@ const TAG_CLIENT_REQUEST: u64 = 12;
 const TAG_TASK: u64 = 13;
 /// Below a task's key: one draw per fault decision.
 const TAG_TASK_FAULT: u64 = 14;
-
-/// The client of one step attempt at a task dependency.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ClientSlot {
-    pub generation: u32,
-    pub run: u32,
-    pub run_gen: u32,
-    pub step: u8,
-    pub serial: u32,
-    pub front: u16,
-    /// The create request's purpose (a write carries the logical call's key).
-    pub purpose: Purpose,
-    pub measured: bool,
-    pub key: StreamKey,
-    pub machine: TaskClient,
-    /// The task the create made (the server's record by message id; the client has the
-    /// handle only once `machine.has_handle`).
-    pub task: Option<(u32, u32)>,
-    /// The request out now, and which call it is.
-    pub request: Option<(u32, u32)>,
-    pub in_flight: TaskCall,
-    /// The request a `ClientWake` makes.
-    pub pending: TaskCall,
-    /// Draws and requests made so far (each names its own stream).
-    pub draws: u32,
-    pub requests: u32,
-    /// The step still waits for this client's answer.
-    pub attached: bool,
-    pub deadline_at: Micros,
-}
-
-impl ClientSlot {
-    pub fn vacant() -> ClientSlot {
-        ClientSlot {
-            generation: 0,
-            run: 0,
-            run_gen: 0,
-            step: 0,
-            serial: 0,
-            front: 0,
-            purpose: Purpose::Call,
-            measured: false,
-            key: StreamKey::root(0),
-            machine: TaskClient::new(None).0,
-            task: None,
-            request: None,
-            in_flight: TaskCall::Create,
-            pending: TaskCall::Get,
-            draws: 0,
-            requests: 0,
-            attached: false,
-            deadline_at: 0,
-        }
-    }
-}
-
-/// A task on the remote side.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct RemoteTask {
-    pub generation: u32,
-    pub front: u16,
-    pub lifecycle: Lifecycle,
-    /// Its work at the runner, while there is some.
-    pub work: Option<(u32, u32)>,
-    /// The client that follows it; None once nobody does.
-    pub client: Option<(u32, u32)>,
-    pub measured: bool,
-    pub run: u32,
-    pub run_gen: u32,
-    pub step: u8,
-    pub serial: u32,
-    pub late: LateResult,
-    pub write: bool,
-    /// When the caller stopped waiting (cost from then on is spent for nobody).
-    pub left_at: Option<Micros>,
-    pub error: Option<FailureKind>,
-    pub publish_delay_us: Micros,
-    /// The root run's deadline, when the client passes it on.
-    pub deadline_at: Option<Micros>,
-    /// On the runtime's orphan queue.
-    pub tracked_orphan: bool,
-    pub orphan: bool,
-    pub key: StreamKey,
-}
-
-impl RemoteTask {
-    fn vacant() -> RemoteTask {
-        RemoteTask {
-            generation: 0,
-            front: 0,
-            lifecycle: Lifecycle::new(0),
-            work: None,
-            client: None,
-            measured: false,
-            run: 0,
-            run_gen: 0,
-            step: 0,
-            serial: 0,
-            late: LateResult::Cache,
-            write: false,
-            left_at: None,
-            error: None,
-            publish_delay_us: 0,
-            deadline_at: None,
-            tracked_orphan: false,
-            orphan: false,
-            key: StreamKey::root(0),
-        }
-    }
-}
 
 impl<T: Tracer> Simulation<'_, T> {
     fn task_model(&self, front: usize) -> &TaskModel {

@@ -4,9 +4,8 @@
 //! Present when some dependency runs tasks.
 
 use super::MetricMap;
-use crate::runtime::task_client::CancelObserved;
 use crate::sim::Micros;
-use crate::world::task::{LateResult, TaskCall, TaskState};
+use crate::world::task::{CancelObserved, LateResult, TaskCall, TaskState};
 
 /// One thing about a task or its client.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -12,6 +12,7 @@
 use crate::scenario::{FieldPath, ScenarioError, Source, TaskClientSpec, duration_ms, error_at_path, parse_named};
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
+pub use crate::world::task::CancelObserved;
 use crate::world::task::{TaskCall, TaskState, WaitFor};
 
 crate::named_enum! {
@@ -192,38 +193,6 @@ pub enum TaskAnswer {
     NotCreated(FailureKind),
     /// The create request timed out and the client cannot (or does not) find the task.
     TimedOut,
-}
-
-/// The task state the cancel's answer showed (the essay's four branches).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CancelObserved {
-    Canceled,
-    Completed,
-    Failed,
-    StillRunning,
-}
-
-impl CancelObserved {
-    pub const ALL: [CancelObserved; 4] =
-        [CancelObserved::Canceled, CancelObserved::Completed, CancelObserved::Failed, CancelObserved::StillRunning];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            CancelObserved::Canceled => "canceled",
-            CancelObserved::Completed => "completed",
-            CancelObserved::Failed => "failed",
-            CancelObserved::StillRunning => "still_running",
-        }
-    }
-
-    pub fn of(state: TaskState) -> CancelObserved {
-        match state {
-            TaskState::Canceled => CancelObserved::Canceled,
-            TaskState::Succeeded => CancelObserved::Completed,
-            TaskState::Failed | TaskState::Rejected => CancelObserved::Failed,
-            TaskState::Pending | TaskState::Running | TaskState::Waiting(_) => CancelObserved::StillRunning,
-        }
-    }
 }
 
 /// One step attempt's client of one remote task.

@@ -54,3 +54,35 @@ pub struct TaskModel {
     /// Cost units per second of work, accrued while the task runs, whoever still waits for it.
     pub cost_per_s: f64,
 }
+
+/// The task state the cancel's answer showed (the essay's four branches).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelObserved {
+    Canceled,
+    Completed,
+    Failed,
+    StillRunning,
+}
+
+impl CancelObserved {
+    pub const ALL: [CancelObserved; 4] =
+        [CancelObserved::Canceled, CancelObserved::Completed, CancelObserved::Failed, CancelObserved::StillRunning];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            CancelObserved::Canceled => "canceled",
+            CancelObserved::Completed => "completed",
+            CancelObserved::Failed => "failed",
+            CancelObserved::StillRunning => "still_running",
+        }
+    }
+
+    pub fn of(state: TaskState) -> CancelObserved {
+        match state {
+            TaskState::Canceled => CancelObserved::Canceled,
+            TaskState::Succeeded => CancelObserved::Completed,
+            TaskState::Failed | TaskState::Rejected => CancelObserved::Failed,
+            TaskState::Pending | TaskState::Running | TaskState::Waiting(_) => CancelObserved::StillRunning,
+        }
+    }
+}

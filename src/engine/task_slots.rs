@@ -1,0 +1,118 @@
+//! The state the engine keeps for long-running tasks: a step attempt's task client and a
+//! remote task. Plain data in arenas; `tasks.rs` drives them.
+
+use crate::runtime::Purpose;
+use crate::runtime::task_client::TaskClient;
+use crate::sim::{Micros, StreamKey};
+use crate::vocab::FailureKind;
+use crate::world::task::{LateResult, Lifecycle, TaskCall};
+
+/// The client of one step attempt at a task dependency.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ClientSlot {
+    pub generation: u32,
+    pub run: u32,
+    pub run_gen: u32,
+    pub step: u8,
+    pub serial: u32,
+    pub front: u16,
+    /// The create request's purpose (a write carries the logical call's key).
+    pub purpose: Purpose,
+    pub measured: bool,
+    pub key: StreamKey,
+    pub machine: TaskClient,
+    /// The task the create made (the server's record by message id; the client has the
+    /// handle only once `machine.has_handle`).
+    pub task: Option<(u32, u32)>,
+    /// The request out now, and which call it is.
+    pub request: Option<(u32, u32)>,
+    pub in_flight: TaskCall,
+    /// The request a `ClientWake` makes.
+    pub pending: TaskCall,
+    /// Draws and requests made so far (each names its own stream).
+    pub draws: u32,
+    pub requests: u32,
+    /// The step still waits for this client's answer.
+    pub attached: bool,
+    pub deadline_at: Micros,
+}
+
+impl ClientSlot {
+    pub fn vacant() -> ClientSlot {
+        ClientSlot {
+            generation: 0,
+            run: 0,
+            run_gen: 0,
+            step: 0,
+            serial: 0,
+            front: 0,
+            purpose: Purpose::Call,
+            measured: false,
+            key: StreamKey::root(0),
+            machine: TaskClient::new(None).0,
+            task: None,
+            request: None,
+            in_flight: TaskCall::Create,
+            pending: TaskCall::Get,
+            draws: 0,
+            requests: 0,
+            attached: false,
+            deadline_at: 0,
+        }
+    }
+}
+
+/// A task on the remote side.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RemoteTask {
+    pub generation: u32,
+    pub front: u16,
+    pub lifecycle: Lifecycle,
+    /// Its work at the runner, while there is some.
+    pub work: Option<(u32, u32)>,
+    /// The client that follows it; None once nobody does.
+    pub client: Option<(u32, u32)>,
+    pub measured: bool,
+    pub run: u32,
+    pub run_gen: u32,
+    pub step: u8,
+    pub serial: u32,
+    pub late: LateResult,
+    pub write: bool,
+    /// When the caller stopped waiting (cost from then on is spent for nobody).
+    pub left_at: Option<Micros>,
+    pub error: Option<FailureKind>,
+    pub publish_delay_us: Micros,
+    /// The root run's deadline, when the client passes it on.
+    pub deadline_at: Option<Micros>,
+    /// On the runtime's orphan queue.
+    pub tracked_orphan: bool,
+    pub orphan: bool,
+    pub key: StreamKey,
+}
+
+impl RemoteTask {
+    pub fn vacant() -> RemoteTask {
+        RemoteTask {
+            generation: 0,
+            front: 0,
+            lifecycle: Lifecycle::new(0),
+            work: None,
+            client: None,
+            measured: false,
+            run: 0,
+            run_gen: 0,
+            step: 0,
+            serial: 0,
+            late: LateResult::Cache,
+            write: false,
+            left_at: None,
+            error: None,
+            publish_delay_us: 0,
+            deadline_at: None,
+            tracked_orphan: false,
+            orphan: false,
+            key: StreamKey::root(0),
+        }
+    }
+}
