@@ -147,7 +147,24 @@ fn fault_kinds_round_trip_through_their_names() {
         assert_eq!(FaultKind::parse(kind.name()), Some(kind));
     }
     let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
-    assert_eq!(names, ["latency", "timeout", "errors", "capacity", "down", "rate_limit", "lost_response"]);
+    assert_eq!(
+        names,
+        [
+            "latency",
+            "timeout",
+            "errors",
+            "capacity",
+            "down",
+            "rate_limit",
+            "lost_response",
+            "stuck_task",
+            "input_required",
+            "ignored_cancel",
+            "late_cancel",
+            "late_result",
+            "lost_handle"
+        ]
+    );
     assert_eq!(FaultKind::parse("meteor"), None);
     assert_eq!(FaultKind::parse("Latency"), None);
 }
