@@ -71,7 +71,9 @@ impl Model {
             workflows: self.workflows.iter().map(|w| w.name.clone()).collect(),
             workflow_tenants: self.workflows.iter().map(|w| w.tenant.clone()).collect(),
             modes: self.policies[policy].degradation.is_some(),
-            tasks: self.world.dependencies.iter().any(|d| d.task.is_some()),
+            task_dependencies: (0..self.world.dependencies.len())
+                .filter(|&d| self.world.dependencies[d].task.is_some())
+                .collect(),
         }
     }
 

@@ -36,6 +36,6 @@ pub struct Labels {
     pub workflow_tenants: Vec<Option<String>>,
     /// The policy declares degradation modes: mode metrics and time-series columns exist.
     pub modes: bool,
-    /// Some dependency runs long-running tasks: task metrics exist.
-    pub tasks: bool,
+    /// The dependencies that run long-running tasks: task metrics exist when there is one.
+    pub task_dependencies: Vec<usize>,
 }

@@ -279,7 +279,7 @@ impl Recorder {
             ),
             modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
             incident: fault_span_us.map(IncidentStats::new),
-            tasks: labels.tasks.then(TaskStats::default),
+            tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -557,6 +557,7 @@ impl Recorder {
         let mut m = MetricMap::new();
         self.put_runs(&mut m);
         self.put_recovery(&mut m);
+        self.put_task_recovery(labels, &mut m);
         self.put_dependencies(&labels.dependencies, &mut m);
         self.put_breakers(&labels.breakers, &mut m);
         self.put_classes(labels, &mut m);
@@ -663,6 +664,24 @@ impl Recorder {
         m.insert("recovery_never_total".into(), rec.never_total);
         m.insert("recovery_storm_ratio".into(), rec.storm_ratio);
         m.insert("recovery_goodput_floor_ratio".into(), rec.goodput_floor_ratio);
+    }
+
+    /// Per task dependency, the storm its clients make as it comes back from a fault: peak
+    /// requests per window over the pre-fault mean, and how long its queue took to drain.
+    fn put_task_recovery(&self, labels: &Labels, m: &mut MetricMap) {
+        let span = Span {
+            window_us: self.timeseries.window_us,
+            warmup_us: self.window.0,
+            duration_us: self.window.1,
+            fault_us: self.fault_span_us,
+        };
+        for &d in &labels.task_dependencies {
+            let name = &labels.dependencies[d];
+            let requests = self.timeseries.fixed_column(self.timeseries.attempts_column(d));
+            let depth = self.timeseries.fixed_column(self.timeseries.queue_column(d));
+            m.insert(format!("dependency.{name}.recovery_peak_ratio"), recovery::storm_ratio(&requests, &span));
+            m.insert(format!("dependency.{name}.recovery_drain_s"), recovery::drain_time_s(&depth, &span));
+        }
     }
 
     /// Per dependency: attempts, refusals, errors, queueing and utilization over the measured span.

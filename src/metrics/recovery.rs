@@ -123,6 +123,30 @@ pub fn storm_ratio(attempts: &[u64], span: &Span) -> f64 {
     peak / baseline
 }
 
+/// Seconds from the last fault's end to the first window-end sample from which a queue stays
+/// at or below its deepest pre-fault sample: 0 when it never rose above it after the fault,
+/// NaN when it never came back (or without pre-fault and post-fault windows).
+pub fn drain_time_s(depth: &[u64], span: &Span) -> f64 {
+    let Some(Windows { before, after, fault_end_us, .. }) = windows(span) else { return f64::NAN };
+    let level = before.map(|k| at(depth, k)).fold(0.0, f64::max);
+    let drained = |k: usize| at(depth, k) <= level;
+    // The windows from the one the fault ends in, up to the duration.
+    let from = (fault_end_us / span.window_us) as usize;
+    if (from..after.end).all(drained) {
+        return 0.0;
+    }
+    let mut first = after.end;
+    while first > from && drained(first - 1) {
+        first -= 1;
+    }
+    if first == after.end {
+        return f64::NAN;
+    }
+    // Sample k is taken at the end of window k.
+    let drained_at_us = (first as Micros + 1) * span.window_us;
+    drained_at_us.saturating_sub(fault_end_us) as f64 / 1e6
+}
+
 /// `recovery_goodput_floor_ratio`; undefined when `recovery_time_s` is.
 pub fn goodput_floor_ratio(goodput: &[u64], span: &Span) -> f64 {
     let Some(Windows { before, after, fault_start_us, .. }) = windows(span) else { return f64::NAN };
@@ -162,6 +186,15 @@ mod tests {
         assert_eq!(r.never_total, 0.0);
         assert_eq!(r.storm_ratio, 4.5);
         assert_eq!(r.goodput_floor_ratio, 0.1, "window 5: 10 over a baseline of 100");
+    }
+
+    #[test]
+    fn a_queue_drains_when_it_stays_at_its_pre_fault_depth() {
+        // Pre-fault samples (windows 2, 3) at most 4; above it from window 4 to 6.
+        let depth = [0, 9, 3, 4, 50, 80, 20, 4, 1, 2];
+        assert_eq!(drain_time_s(&depth, &span()), 30.0, "sample 7 (at 80 s) is the first back, 30 s after 50 s");
+        assert_eq!(drain_time_s(&[0, 0, 3, 4, 50, 4, 0, 0, 0, 0], &span()), 0.0, "never above after the fault");
+        assert!(drain_time_s(&[0, 0, 3, 4, 50, 4, 0, 0, 0, 9], &span()).is_nan(), "still above at the end");
     }
 
     #[test]

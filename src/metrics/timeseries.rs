@@ -95,13 +95,24 @@ impl TimeSeries {
 
     #[inline]
     pub fn add_attempt(&mut self, now: Micros, dependency: usize) {
-        self.row_mut(now)[FIXED_COLUMNS.len() + dependency] += 1;
+        let column = self.attempts_column(dependency);
+        self.row_mut(now)[column] += 1;
+    }
+
+    /// The column of a dependency's attempts per window.
+    pub fn attempts_column(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + dependency
+    }
+
+    /// The column of a dependency's queue depth sampled at each window's end.
+    pub fn queue_column(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + self.dependencies + dependency
     }
 
     /// Queue depth sampled at the end of the window that `now` closes.
     pub fn sample_queue(&mut self, window_end: Micros, dependency: usize, depth: u32) {
         let at = window_end.saturating_sub(1);
-        let offset = FIXED_COLUMNS.len() + self.dependencies + dependency;
+        let offset = self.queue_column(dependency);
         self.row_mut(at)[offset] = u64::from(depth);
     }
 
