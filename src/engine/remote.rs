@@ -49,6 +49,7 @@ impl<T: Tracer> Simulation<'_, T> {
             timeout_us: Some(call.timeout_us),
             owned: job.owned,
             stuck: false,
+            counted: true,
         };
         let child = self.submit(now, attempt);
         self.jobs[id].child = Some(child);

@@ -205,6 +205,7 @@ impl<T: Tracer> Simulation<'_, T> {
             timeout_us,
             owned: true,
             stuck: false,
+            counted: true,
         };
         let (job, generation) = self.submit(now, attempt);
         // The machine keeps the handle opaque and gives it back when it cancels the attempt.

@@ -24,6 +24,9 @@ pub(super) struct NewAttempt {
     pub owned: bool,
     /// The work never ends (a stuck task): it holds its server past the simulation's end.
     pub stuck: bool,
+    /// An attempt of a logical call (or of a remote agent's own call): counted in retry
+    /// amplification. A task client's control request or a task's work is not.
+    pub counted: bool,
 }
 
 impl<T: Tracer> Simulation<'_, T> {
@@ -78,7 +81,12 @@ impl<T: Tracer> Simulation<'_, T> {
         if T::ON {
             self.trace_arrival(now, id, &a);
         }
-        let sent = Observation::AttemptSent { dependency: a.station as u16, cost_units: dep.cost_units };
+        let (dependency, cost_units) = (a.station as u16, dep.cost_units);
+        let sent = if a.counted {
+            Observation::AttemptSent { dependency, cost_units }
+        } else {
+            Observation::RequestSent { dependency, cost_units }
+        };
         self.observe(now, a.measured, sent);
         match self.stations[a.station].admit(dep, &model.world.faults, now, &draws) {
             Admission::StartService => self.start_service(now, id),

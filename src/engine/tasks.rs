@@ -131,6 +131,7 @@ impl<T: Tracer> Simulation<'_, T> {
             timeout_us: Some(timeout_us),
             owned: true,
             stuck: false,
+            counted: call == TaskCall::Create,
         };
         let measured = client.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::Request { call }));
@@ -422,11 +423,12 @@ impl<T: Tracer> Simulation<'_, T> {
             key,
             ..RemoteTask::vacant()
         };
-        // Resending a message the server already made a task for makes a second task.
+        // Resending a message the server already made a task for makes a second task working
+        // beside the first (a retry after the first ended is not one).
         let duplicate = run_alive && {
             let ledger = &mut self.runs[job.run].ledgers[step as usize];
-            let before = ledger.tasks;
-            ledger.tasks = ledger.tasks.saturating_add(1);
+            let before = ledger.live_tasks;
+            ledger.live_tasks = ledger.live_tasks.saturating_add(1);
             before > 0
         };
         self.observe(now, job.measured, Observation::Task(TaskObservation::Created { duplicate }));
@@ -459,6 +461,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 timeout_us: None,
                 owned: false,
                 stuck: effects.stuck,
+                counted: false,
             };
             let work = self.submit(now, attempt);
             // A refusal at the door comes back as an event, after this.
@@ -687,6 +690,12 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         self.observe(now, measured, Observation::Task(TaskObservation::Ended { state }));
+        let run = &mut self.runs[task.run];
+        if run.generation == task.run_gen {
+            let ledger = &mut run.ledgers[task.step as usize];
+            debug_assert!(ledger.live_tasks > 0, "a step's live tasks never go below zero");
+            ledger.live_tasks = ledger.live_tasks.saturating_sub(1);
+        }
         if state == TaskState::Succeeded {
             self.task_succeeded(now, &task);
         }

@@ -57,6 +57,17 @@ const HEADLINE: [&str; 23] = [
     "queue_rejected_total",
 ];
 
+/// Long-running tasks' rows, when some policy produced them.
+const TASK_ROWS: [&str; 7] = [
+    "task_created_total",
+    "task_duplicate_total",
+    "orphan_task_total",
+    "cancel_ignored_total",
+    "cost_after_cancel_units_total",
+    "late_result_total",
+    "task_running_at_end_total",
+];
+
 /// Mechanism and recovery figures worth a row: those some policy actually produced (a
 /// non-zero, defined mean), in the map's order, so a scenario without them keeps its table.
 fn mechanism_rows(aggregates: &[Aggregate]) -> Vec<String> {
@@ -66,6 +77,8 @@ fn mechanism_rows(aggregates: &[Aggregate]) -> Vec<String> {
             || name.starts_with("admission_")
             || name.starts_with("recovery_")
             || (name.starts_with("breaker.") && name.contains(".transition_total.open"))
+            || TASK_ROWS.contains(&name)
+            || (name.starts_with("dependency.") && name.ends_with(".recovery_peak_ratio"))
     };
     let produced = |name: &str| {
         aggregates.iter().any(|a| a.estimates.get(name).is_some_and(|e| e.mean != 0.0 && !e.mean.is_nan()))

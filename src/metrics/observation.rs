@@ -11,6 +11,13 @@ use crate::vocab::{BreakerState, BudgetKind, DegradationMode, EvidenceLevel, Fai
 pub enum Observation {
     /// Something about a long-running task or its client.
     Task(TaskObservation),
+    /// A request that loads a dependency without being an attempt of a logical call: a task
+    /// client's poll, subscription, lookup or cancel, or a task's work at its runner. Counted
+    /// at the dependency and in cost, not in retry amplification.
+    RequestSent {
+        dependency: u16,
+        cost_units: f64,
+    },
     RunStarted {
         workflow: u16,
     },

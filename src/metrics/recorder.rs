@@ -412,6 +412,18 @@ impl Recorder {
             | Observation::RunEnded { .. }
             | Observation::LogicalCall
             | Observation::RunFinalized { .. } => {}
+            Observation::RequestSent { dependency, cost_units } => {
+                self.timeseries.add_attempt(now, dependency as usize);
+                if measured {
+                    r.cost_units += cost_units;
+                    self.dependencies[dependency as usize].attempts += 1;
+                    if let Some(incident) = &mut self.incident
+                        && incident.covers(now)
+                    {
+                        incident.cost_units += cost_units;
+                    }
+                }
+            }
             Observation::Task(t) => {
                 if let TaskObservation::Cost { units, .. } = t
                     && measured

@@ -6,8 +6,9 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LedgerEntry {
     pub effects: u8,
-    /// Remote tasks the step's attempts created (more than one: the message was resent).
-    pub tasks: u8,
+    /// Remote tasks of the step still working: a task created while another one works is a
+    /// duplicate (the message was sent again).
+    pub live_tasks: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
