@@ -1,0 +1,233 @@
+//! Long-running remote tasks, observed from outside: polls against the closed form of a
+//! geometric number of polls, what a cancel that is honoured, late or ignored leaves behind
+//! (orphans, cost after the caller left, late results), a lost task handle found by its message
+//! id instead of sent again, stuck and interrupted tasks, the storm scenario, and the checks on
+//! the file's task tables.
+
+mod common;
+use common::{assert_in_ci, metric, model, replicate};
+use faultline::scenario::{Format, Source, parse_source};
+
+/// One agent: creates at `agent` (8 servers), work at `agent_runner` (exponential, mean 20 s,
+/// enough workers that nobody waits), one step per run; `extra` is appended.
+fn scenario(extra: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 2000
+warmup_s = 100
+seed = 5
+replications = 8
+
+[[dependency]]
+name = "agent"
+kind = "a2a_agent"
+servers = 8
+service_time = {{ dist = "exponential", mean_ms = 20 }}
+status_lookup_time = {{ dist = "exponential", mean_ms = 5 }}
+task = {{ runner = "agent_runner", poll_interval_ms = 2000, cost_per_s = 1 }}
+
+[[dependency]]
+name = "agent_runner"
+servers = 2000
+service_time = {{ dist = "exponential", mean_ms = 20000 }}
+
+[[workflow]]
+name = "research"
+arrivals = {{ rate_per_s = 2 }}
+deadline_ms = 3600000
+
+  [[workflow.step]]
+  id = "delegate"
+  dependency = "agent"
+{extra}
+"#
+    )
+}
+
+fn one_policy(extra: &str, policy: &str) -> Vec<faultline::metrics::MetricMap> {
+    let m = model(&scenario(&format!("{extra}\n[policy.p]\n{policy}\n")));
+    replicate(&m, 0)
+}
+
+#[test]
+fn polls_per_task_follow_the_geometric_closed_form() {
+    // A poll every tau after the handle sees the end of an exponential work W (mean mu) at poll
+    // ceil(W / tau): E = sum_k P(W > k tau) = 1 / (1 - exp(-tau / mu)).
+    let reps = one_policy("", "timeout_ms = 3000000");
+    let theory = 1.0 / (1.0 - (-2.0f64 / 20.0).exp());
+    assert_in_ci("task_polls_per_task", &metric(&reps, "task_polls_per_task"), theory, 2);
+    // Every task ran to the end and was answered; time running is the work's mean.
+    assert_in_ci("task_state_time_s.running", &metric(&reps, "task_state_time_s.running"), 20.0, 2);
+    for r in &reps {
+        assert_eq!(r["task_created_total"], r["task_ended_total.succeeded"]);
+        assert_eq!(r["orphan_task_total"], 0.0);
+        assert_eq!(r["task_duplicate_total"], 0.0);
+    }
+}
+
+#[test]
+fn a_client_that_does_not_honour_the_servers_interval_polls_at_its_own() {
+    let reps =
+        one_policy("", "timeout_ms = 3000000\ntask_client = { poll_interval_ms = 500, honor_poll_interval = false }");
+    let theory = 1.0 / (1.0 - (-0.5f64 / 20.0).exp());
+    assert_in_ci("task_polls_per_task at 0.5 s", &metric(&reps, "task_polls_per_task"), theory, 1);
+}
+
+#[test]
+fn an_ignored_cancel_leaves_an_orphan_that_spends_its_remaining_work_for_nobody() {
+    // A 10 s timeout abandons every task that has not been seen to end; the work is
+    // memoryless, so an ignored task works on for mu = 20 s on average, at 1 unit per second.
+    let ignore = one_policy("", "timeout_ms = 10000\nretry = { max_attempts = 1 }");
+    let text = scenario("").replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\" }");
+    let m = model(&(text + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\n"));
+    let ignored = replicate(&m, 0);
+    for (honoured, ignored) in ignore.iter().zip(&ignored) {
+        assert_eq!(honoured["orphan_task_total"], 0.0, "an honoured cancel leaves no orphan");
+        assert_eq!(honoured["cancel_observed_total.still_running"], 0.0);
+        assert!(honoured["cancel_observed_total.canceled"] > 100.0);
+        assert_eq!(ignored["cancel_ignored_total"], ignored["orphan_tracked_total"]);
+        assert_eq!(ignored["orphan_task_total"], ignored["orphan_tracked_total"]);
+        assert!(ignored["late_result_total.cache"] > 0.9 * ignored["orphan_task_total"], "orphans end late");
+    }
+    let per_orphan: Vec<f64> =
+        ignored.iter().map(|r| r["cost_after_cancel_units_total"] / r["orphan_task_total"]).collect();
+    let e = faultline::metrics::stats::estimate(per_orphan.iter().copied());
+    assert_in_ci("cost after cancel per orphan", &e, 20.0, 1);
+    // An honoured cancel stops the spending within the cancel request's own time.
+    for r in &ignore {
+        assert!(r["cost_after_cancel_units_total"] / r["cancel_requested_total"] < 0.1);
+    }
+}
+
+#[test]
+fn a_late_cancel_stops_the_task_after_its_delay() {
+    let text = scenario("").replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"late\", late_cancel_ms = 5000 }");
+    let m = model(&(text + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\n"));
+    let reps = replicate(&m, 0);
+    // Remaining work is exponential (mean 20 s), cut at 5 s: E[min(W, 5)] = 20 (1 - exp(-1/4)).
+    let per_cancel: Vec<f64> =
+        reps.iter().map(|r| r["cost_after_cancel_units_total"] / r["cancel_late_total"]).collect();
+    let e = faultline::metrics::stats::estimate(per_cancel.iter().copied());
+    assert_in_ci("cost after a late cancel", &e, 20.0 * (1.0 - (-0.25f64).exp()), 1);
+}
+
+#[test]
+fn a_lost_handle_is_found_by_message_id_instead_of_sending_the_message_again() {
+    let fault = r#"
+[[fault]]
+kind = "lost_handle"
+target = "agent"
+start_s = 500
+duration_s = 500
+toxicity = 0.2
+"#;
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 3 }\ntask_client = { request_timeout_ms = 1000, on_send_timeout = \"{}\" }";
+    let find = one_policy(fault, &policy.replace("{}", "find"));
+    let resend = one_policy(fault, &policy.replace("{}", "resend"));
+    for (f, r) in find.iter().zip(&resend) {
+        assert!(f["task_lost_handle_total"] > 50.0);
+        assert_eq!(f["task_duplicate_total"], 0.0, "a found task is not made again");
+        assert!(f["task_request_total.find"] >= f["task_lost_handle_total"]);
+        assert!(
+            r["task_duplicate_total"] >= 0.5 * r["task_lost_handle_total"],
+            "lost handles resent: {} duplicates for {} lost handles",
+            r["task_duplicate_total"],
+            r["task_lost_handle_total"]
+        );
+        assert_eq!(r["task_request_total.find"], 0.0);
+    }
+}
+
+#[test]
+fn stuck_tasks_hold_their_workers_until_cancelled_and_interrupted_ones_are_handed_back() {
+    let stuck = r#"
+[[fault]]
+kind = "stuck_task"
+target = "agent"
+start_s = 500
+duration_s = 100
+"#;
+    let reps = one_policy(stuck, "timeout_ms = 60000\nretry = { max_attempts = 1 }");
+    for r in &reps {
+        // About 200 tasks made in the window never end; each is cancelled at its timeout.
+        assert!(r["cancel_observed_total.canceled"] >= 150.0, "{}", r["cancel_observed_total.canceled"]);
+        assert_eq!(r["task_running_at_end_total"], 0.0);
+    }
+    let no_cancel = one_policy(
+        stuck,
+        "timeout_ms = 60000\nretry = { max_attempts = 1 }\ntask_client = { cancel_on_abandon = false }",
+    );
+    for r in &no_cancel {
+        assert!(r["task_running_at_end_total"] >= 150.0, "stuck and never cancelled: still working at the end");
+        assert_eq!(r["orphan_tracked_total"], 0.0, "nobody knows about them");
+        assert!(r["orphan_task_total"] >= r["task_running_at_end_total"]);
+    }
+    let interrupted = r#"
+[[fault]]
+kind = "input_required"
+target = "agent"
+start_s = 500
+duration_s = 100
+"#;
+    let reps = one_policy(interrupted, "timeout_ms = 60000\nretry = { max_attempts = 3 }");
+    for r in &reps {
+        assert!(r["step.delegate.failed_total"] >= 150.0 || r["outcome_total.failed"] >= 150.0);
+        assert!(r["cancel_observed_total.canceled"] >= 150.0, "the waiting task is let go of");
+    }
+}
+
+#[test]
+fn the_storm_scenario_shows_synchronised_clients_arriving_in_step() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
+    let m = model(&text);
+    let names: Vec<&str> = m.policies.iter().map(|p| p.name.as_str()).collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    let sync = replicate(&m, at("synchronised"));
+    let jitter = replicate(&m, at("jittered"));
+    let peak = |reps: &[faultline::metrics::MetricMap]| metric(reps, "dependency.research_agent.recovery_peak_ratio");
+    let (s, j) = (peak(&sync), peak(&jitter));
+    assert!(s.low > 3.0 * j.high, "synchronised {:?} against jittered {:?}", s, j);
+    let drain =
+        |reps: &[faultline::metrics::MetricMap]| metric(reps, "dependency.research_agent.recovery_drain_s").mean;
+    assert!(drain(&sync) > 2.0 * drain(&jitter));
+    assert!(metric(&sync, "task_duplicate_total").mean > metric(&jitter, "task_duplicate_total").mean);
+}
+
+fn error_of(text: &str) -> String {
+    let source = Source::from_text("t.toml", text, Format::Toml);
+    let scenario = match parse_source(&source) {
+        Ok(s) => s,
+        Err(e) => return e.to_string(),
+    };
+    match faultline::engine::Model::compile(&scenario, &source) {
+        Ok(_) => panic!("compiled"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn task_tables_are_checked_with_located_errors() {
+    let base = scenario("");
+    let e = error_of(&base.replace("runner = \"agent_runner\"", "runner = \"agent_runer\""));
+    assert!(e.contains("dependency[0].task.runner") && e.contains("agent_runner"), "{e}");
+    let e = error_of(&base.replace("runner = \"agent_runner\"", "runner = \"agent\""));
+    assert!(e.contains("cannot run its own tasks"), "{e}");
+    let e = error_of(&base.replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"late\" }"));
+    assert!(e.contains("late_cancel_ms"), "{e}");
+    let e = error_of(&base.replace("cost_per_s = 1 }", "cost_per_s = 1, protocol = \"grpc\" }"));
+    assert!(e.contains("protocol") && e.contains("a2a"), "{e}");
+    let fault = "\n[[fault]]\nkind = \"stuck_task\"\ntarget = \"agent_runner\"\nstart_s = 1\nduration_s = 1\n";
+    let e = error_of(&scenario(fault));
+    assert!(e.contains("fault[0].target") && e.contains("no [dependency.task]"), "{e}");
+    let late = "\n[[fault]]\nkind = \"late_cancel\"\ntarget = \"agent\"\nstart_s = 1\nduration_s = 1\n";
+    assert!(error_of(&scenario(late)).contains("latency_ms"));
+    let step = base.replace("dependency = \"agent\"\n", "dependency = \"agent_runner\"\n  late_result = \"cache\"\n");
+    let e = error_of(&step);
+    assert!(e.contains("late_result") && e.contains("task dependency"), "{e}");
+    let e = error_of(&(base.clone() + "\n[policy.p]\ntask_client = { observe = \"push\" }\n"));
+    assert!(e.contains("task_client.observe"), "{e}");
+    let e = error_of(&(base + "\n[policy.p]\ntask_client = { retry_multiplier = 0.5 }\n"));
+    assert!(e.contains("retry_multiplier"), "{e}");
+}
