@@ -234,7 +234,8 @@ fn task_tables_are_checked_with_located_errors() {
 
 #[test]
 fn tasks_replay_bit_for_bit_and_share_their_work_draws_across_policies() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
     let m = model(&text);
     let first = replicate(&m, 0);
     let again = replicate(&m, 0);

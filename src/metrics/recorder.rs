@@ -61,6 +61,9 @@ pub struct RunStats {
 /// Station-level figures for one dependency.
 pub struct DependencyStats {
     pub attempts: u64,
+    /// Requests that are no attempt of a logical call: task polls, subscriptions, lookups,
+    /// cancels, and a task's work at its runner.
+    pub control_requests: u64,
     pub timeouts: u64,
     pub rejected: u64,
     pub hedges_sent: u64,
@@ -87,6 +90,7 @@ impl DependencyStats {
     fn new() -> Self {
         DependencyStats {
             attempts: 0,
+            control_requests: 0,
             timeouts: 0,
             rejected: 0,
             hedges_sent: 0,
@@ -416,7 +420,7 @@ impl Recorder {
                 self.timeseries.add_attempt(now, dependency as usize);
                 if measured {
                     r.cost_units += cost_units;
-                    self.dependencies[dependency as usize].attempts += 1;
+                    self.dependencies[dependency as usize].control_requests += 1;
                     if let Some(incident) = &mut self.incident
                         && incident.covers(now)
                     {
@@ -570,7 +574,7 @@ impl Recorder {
         self.put_runs(&mut m);
         self.put_recovery(&mut m);
         self.put_task_recovery(labels, &mut m);
-        self.put_dependencies(&labels.dependencies, &mut m);
+        self.put_dependencies(labels, &mut m);
         self.put_breakers(&labels.breakers, &mut m);
         self.put_classes(labels, &mut m);
         self.put_steps(&labels.steps, &mut m);
@@ -697,7 +701,8 @@ impl Recorder {
     }
 
     /// Per dependency: attempts, refusals, errors, queueing and utilization over the measured span.
-    fn put_dependencies(&self, dependency_names: &[String], m: &mut MetricMap) {
+    fn put_dependencies(&self, labels: &Labels, m: &mut MetricMap) {
+        let dependency_names = &labels.dependencies;
         let mut put = |name: String, value: f64| {
             m.insert(name, value);
         };
@@ -705,6 +710,9 @@ impl Recorder {
         for (d, name) in self.dependencies.iter().zip(dependency_names) {
             let p = |metric: &str| format!("dependency.{name}.{metric}");
             put(p("attempt_total"), d.attempts as f64);
+            if !labels.task_dependencies.is_empty() {
+                put(p("control_request_total"), d.control_requests as f64);
+            }
             put(p("attempt_rate_per_s"), ratio(d.attempts as f64, measured_us / 1e6));
             put(p("timeout_total"), d.timeouts as f64);
             put(p("rejected_total"), d.rejected as f64);

@@ -131,7 +131,8 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                 | FaultKind::IgnoredCancel
                 | FaultKind::LostHandle => f.toxicity = Some(toxicity),
                 FaultKind::LateCancel | FaultKind::LateResult => {
-                    f.latency_ms = Some(round_to(1_000.0 + 59_000.0 * d.unit(), 100.0));
+                    // 1 s to 60 s in steps of 100 ms.
+                    f.latency_ms = Some((10.0 + 590.0 * d.unit()).round() * 100.0);
                     f.toxicity = Some(toxicity);
                 }
                 FaultKind::Errors => {

@@ -543,7 +543,7 @@ impl Builder<'_> {
                 span.set("task.call", Value::Str(method.into()));
                 span.set("task.protocol", Value::Str(task.protocol.name().into()));
                 self.dependency_attributes(&mut span, dependency);
-                span.summary = format!("{method} {}", dep.name);
+                span.summary = dep.name.clone();
                 let id = self.push(span);
                 self.jobs.insert(job, id);
                 self.exited.remove(&job);
@@ -554,7 +554,7 @@ impl Builder<'_> {
                 let mut span = Span::new(Some(parent), format!("task.work {name}"), SpanKind::Internal, at);
                 span.set("task.work", Value::Bool(true));
                 self.dependency_attributes(&mut span, dependency);
-                span.summary = format!("the task's work at {name}");
+                span.summary = format!("{name} (the task's work)");
                 let id = self.push(span);
                 self.jobs.insert(job, id);
                 self.exited.remove(&job);
@@ -608,6 +608,7 @@ impl Builder<'_> {
         if self.is_remote(span) && self.spans[span].end_us.is_none() {
             let word = match (exit, kind) {
                 (StationExit::Served { reply_lost: true, .. }, _) => "REPLY_LOST",
+                (StationExit::Cancelled, _) => "CANCELLED",
                 (_, Some(k)) => k.name(),
                 (_, None) => "SUCCESS",
             };
