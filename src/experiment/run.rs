@@ -101,8 +101,12 @@ fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> Stri
     let mut metrics: Vec<String> = HEADLINE.iter().map(|m| m.to_string()).collect();
     metrics.extend(mechanism_rows(aggregates));
     for d in &model.dependency_names {
-        for m in ["attempt_total", "utilization", "wasted_service_ratio"] {
-            metrics.push(format!("dependency.{d}.{m}"));
+        for m in ["attempt_total", "control_request_total", "utilization", "wasted_service_ratio"] {
+            let name = format!("dependency.{d}.{m}");
+            // Control requests exist only where tasks do.
+            if m != "control_request_total" || aggregates.iter().any(|a| a.estimates.contains_key(&name)) {
+                metrics.push(name);
+            }
         }
     }
     let rows: Vec<Vec<String>> = metrics
