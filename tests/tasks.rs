@@ -216,6 +216,8 @@ fn task_tables_are_checked_with_located_errors() {
     assert!(e.contains("cannot run its own tasks"), "{e}");
     let e = error_of(&base.replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"late\" }"));
     assert!(e.contains("late_cancel_ms"), "{e}");
+    let e = error_of(&base.replace("cost_per_s = 1 }", "cost_per_s = 1, late_cancel_ms = 5 }"));
+    assert!(e.contains("applies only with cancel = \"late\""), "{e}");
     let e = error_of(&base.replace("cost_per_s = 1 }", "cost_per_s = 1, protocol = \"grpc\" }"));
     assert!(e.contains("protocol") && e.contains("a2a"), "{e}");
     let fault = "\n[[fault]]\nkind = \"stuck_task\"\ntarget = \"agent_runner\"\nstart_s = 1\nduration_s = 1\n";
@@ -248,5 +250,24 @@ fn tasks_replay_bit_for_bit_and_share_their_work_draws_across_policies() {
     for (a, b) in first.iter().zip(&other) {
         let (x, y) = (a["task_state_time_s.running"], b["task_state_time_s.running"]);
         assert!((x - y).abs() < 0.02 * x, "{x} against {y}");
+    }
+}
+
+#[test]
+fn a_write_task_commits_once_per_key_and_a_status_lookup_finds_it() {
+    // Tasks that outlive the 10 s timeout leave their effect unknown; the lookup asks the task
+    // dependency about the key (no task is made for it) and finds the effect once committed.
+    let text = scenario("")
+        .replace(
+            "  dependency = \"agent\"\n",
+            "  dependency = \"agent\"\n  effect = \"write\"\n  idempotency = \"key\"\n  status_lookup = true\n",
+        )
+        .replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\" }");
+    let m = model(&(text + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 3 }\n"));
+    for r in replicate(&m, 0) {
+        assert!(r["effect_unknown_total"] > 100.0);
+        assert_eq!(r["duplicate_effect_total"], 0.0, "one key, deduplicated");
+        assert!(r["effect_total"] > 0.0);
+        assert_eq!(r["task_request_total.find"], 0.0, "a lookup is not a task request");
     }
 }

@@ -187,7 +187,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &self.runs[r];
         let workflow = &self.model.workflows[slot.machine.workflow as usize];
         let stream_part = workflow.steps[s as usize].stream_part;
-        if self.model.world.dependencies[station].task.is_some() {
+        // A status lookup asks the task dependency about the call's key directly (its ledger
+        // knows whether the task's write committed); only the call itself creates a task.
+        if purpose != Purpose::Lookup && self.model.world.dependencies[station].task.is_some() {
             let key = slot.key.with_part(stream_part).with(u64::from(serial));
             let handle = self.start_client(now, r, s, serial, station, purpose, key, timeout_us);
             self.runs[r].machine.attach(s, serial, handle);

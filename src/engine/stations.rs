@@ -356,8 +356,8 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn complete_service(&mut self, now: Micros, id: u32) {
         let job = self.jobs[id];
         let d = job.station as usize;
-        let used =
-            Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted: !job.attached };
+        let wasted = !job.attached || self.task_caller_left(job.caller);
+        let used = Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted };
         self.observe(now, job.measured, used);
         let mut job = job;
         if let Caller::Client { client, generation, step } = job.caller
@@ -506,7 +506,9 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.free_job(now, id);
                 self.release_server(now, d);
             }
-            JobPhase::AwaitReply | JobPhase::Rejected | JobPhase::Free => {}
+            // Served, its reply lost: nothing left at the station but the slot.
+            JobPhase::AwaitReply => self.free_job(now, id),
+            JobPhase::Rejected | JobPhase::Free => {}
         }
     }
 

@@ -49,7 +49,7 @@ impl ClientSlot {
             purpose: Purpose::Call,
             measured: false,
             key: StreamKey::root(0),
-            machine: TaskClient::new(None).0,
+            machine: TaskClient::new(None, true).0,
             task: None,
             request: None,
             in_flight: TaskCall::Create,
@@ -79,6 +79,8 @@ pub(super) struct RemoteTask {
     pub serial: u32,
     pub late: LateResult,
     pub write: bool,
+    /// The write carries the logical call's key to a dependency that deduplicates by it.
+    pub deduplicated: bool,
     /// When the caller stopped waiting (cost from then on is spent for nobody).
     pub left_at: Option<Micros>,
     pub error: Option<FailureKind>,
@@ -106,6 +108,7 @@ impl RemoteTask {
             serial: 0,
             late: LateResult::Cache,
             write: false,
+            deduplicated: false,
             left_at: None,
             error: None,
             publish_delay_us: 0,

@@ -56,8 +56,8 @@ impl<T: Tracer> Simulation<'_, T> {
         key: StreamKey,
         timeout_us: Option<Micros>,
     ) -> u64 {
-        let server_poll_us = self.task_model(front).poll_interval_us;
-        let (machine, first) = TaskClient::new(server_poll_us);
+        let task = self.task_model(front);
+        let (machine, first) = TaskClient::new(task.poll_interval_us, task.protocol.can_subscribe());
         let slot = &self.runs[r];
         let (run_gen, measured, deadline_at) = (slot.generation, slot.measured, slot.machine.budget.deadline_at);
         let c = self.clients.alloc(ClientSlot::vacant);
@@ -416,6 +416,7 @@ impl<T: Tracer> Simulation<'_, T> {
             serial: client.map_or(u32::MAX, |cl| cl.serial),
             late: workflow.steps[step as usize].late_result,
             write: matches!(job.purpose, Purpose::Write { .. }),
+            deduplicated: matches!(job.purpose, Purpose::Write { deduplicated: true }),
             publish_delay_us: effects.publish_delay_us,
             deadline_at,
             // Made after its caller left (the create outlived its timeout): nobody follows it.
@@ -518,10 +519,11 @@ impl<T: Tracer> Simulation<'_, T> {
             match caller {
                 Caller::Task { task, generation } => {
                     let task = &self.tasks[task];
-                    if task.generation == generation && task.left_at.is_some() && cost_units > 0.0 {
-                        // AttemptSent counts it in cost_units_total; this is its share spent
-                        // for nobody.
-                        let o = TaskObservation::SpentAfterCallerLeft { units: cost_units };
+                    if task.generation == generation && cost_units > 0.0 {
+                        // Counted in cost_units_total as it was sent; here it is the task's,
+                        // and spent for nobody once its caller left.
+                        let after_caller_left = task.left_at.is_some();
+                        let o = TaskObservation::CallCost { units: cost_units, after_caller_left };
                         self.observe(now, task.measured, Observation::Task(o));
                     }
                     return;
@@ -709,7 +711,8 @@ impl<T: Tracer> Simulation<'_, T> {
         let run = &mut self.runs[task.run];
         let run_alive = run.generation == task.run_gen && !run.finalized;
         if task.write && run_alive {
-            if let crate::world::Commit::Applied { duplicate } = run.ledgers[task.step as usize].commit(false) {
+            let commit = run.ledgers[task.step as usize].commit(task.deduplicated);
+            if let crate::world::Commit::Applied { duplicate } = commit {
                 if duplicate {
                     run.duplicate = true;
                 }
@@ -755,6 +758,18 @@ impl<T: Tracer> Simulation<'_, T> {
             let u = self.client_draw(c);
             let action = self.clients[c].machine.on_stream_broken(&cfg, u);
             self.client_act(now, c, action);
+        }
+    }
+
+    /// Whether this is a task's work whose caller has stopped waiting (its service is wasted).
+    #[inline]
+    pub(super) fn task_caller_left(&self, caller: Caller) -> bool {
+        match caller {
+            Caller::Task { task, generation } => {
+                let task = &self.tasks[task];
+                task.generation == generation && task.left_at.is_some()
+            }
+            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } => false,
         }
     }
 

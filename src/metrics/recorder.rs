@@ -429,10 +429,17 @@ impl Recorder {
                 }
             }
             Observation::Task(t) => {
+                // A task's running cost is cost like any other; its calls' costs were counted
+                // as they were sent.
                 if let TaskObservation::Cost { units, .. } = t
                     && measured
                 {
                     r.cost_units += units;
+                    if let Some(incident) = &mut self.incident
+                        && incident.covers(now)
+                    {
+                        incident.cost_units += units;
+                    }
                 }
                 if let (Some(tasks), true) = (&mut self.tasks, measured) {
                     tasks.observe(t);

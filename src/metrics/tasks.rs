@@ -1,4 +1,4 @@
-//! Long-running remote tasks (docs/metrics.md section 2.10): requests by call, tasks created
+//! Long-running remote tasks (docs/metrics.md section 2.15): requests by call, tasks created
 //! and duplicated, how they ended, time in each live state, cancels and what they found,
 //! orphans, late results by effect, and the cost tasks spent after their caller left.
 //! Present when some dependency runs tasks.
@@ -33,9 +33,11 @@ pub enum TaskObservation {
         units: f64,
         after_caller_left: bool,
     },
-    /// Cost of a task's own calls (already in cost_units_total) sent after its caller left.
-    SpentAfterCallerLeft {
+    /// Cost of a task's work attempt and its own calls (already in cost_units_total as they
+    /// were sent); `after_caller_left` for the part sent after its caller stopped waiting.
+    CallCost {
         units: f64,
+        after_caller_left: bool,
     },
     CancelRequested,
     /// The remote side accepted a cancel and kept working.
@@ -134,7 +136,12 @@ impl TaskStats {
                     self.cost_after_caller_left += units;
                 }
             }
-            TaskObservation::SpentAfterCallerLeft { units } => self.cost_after_caller_left += units,
+            TaskObservation::CallCost { units, after_caller_left } => {
+                self.cost_units += units;
+                if after_caller_left {
+                    self.cost_after_caller_left += units;
+                }
+            }
             TaskObservation::CancelRequested => self.cancel_requested += 1,
             TaskObservation::CancelIgnored => self.cancel_ignored += 1,
             TaskObservation::CancelLate => self.cancel_late += 1,

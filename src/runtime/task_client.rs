@@ -205,12 +205,15 @@ pub struct TaskClient {
     pub failures: u32,
     /// The server's advertised poll interval (MCP pollIntervalMs), if any.
     pub server_poll_us: Option<Micros>,
+    /// The protocol can stream a task's updates (A2A); otherwise a subscriber polls (MCP).
+    pub can_subscribe: bool,
 }
 
 impl TaskClient {
     /// A client whose create request is being sent.
-    pub fn new(server_poll_us: Option<Micros>) -> (TaskClient, ClientAction) {
-        let client = TaskClient { phase: ClientPhase::Creating, has_handle: false, failures: 0, server_poll_us };
+    pub fn new(server_poll_us: Option<Micros>, can_subscribe: bool) -> (TaskClient, ClientAction) {
+        let client =
+            TaskClient { phase: ClientPhase::Creating, has_handle: false, failures: 0, server_poll_us, can_subscribe };
         (client, ClientAction::Request(TaskCall::Create))
     }
 
@@ -234,13 +237,13 @@ impl TaskClient {
         self.has_handle = true;
         self.failures = 0;
         match cfg.observe {
-            Observe::Poll => {
-                self.phase = ClientPhase::Polling;
-                ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u))
-            }
-            Observe::Subscribe => {
+            Observe::Subscribe if self.can_subscribe => {
                 self.phase = ClientPhase::Subscribing;
                 ClientAction::Request(TaskCall::Subscribe)
+            }
+            Observe::Poll | Observe::Subscribe => {
+                self.phase = ClientPhase::Polling;
+                ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u))
             }
         }
     }
@@ -404,7 +407,7 @@ mod tests {
     #[test]
     fn a_send_timeout_is_never_a_resend_when_the_client_finds() {
         let cfg = poller();
-        let (mut c, first) = TaskClient::new(None);
+        let (mut c, first) = TaskClient::new(None, true);
         assert_eq!(first, ClientAction::Request(TaskCall::Create));
         assert_eq!(c.on_create_timed_out(&cfg), ClientAction::Request(TaskCall::Find));
         assert_eq!(c.phase, ClientPhase::Finding);
@@ -416,9 +419,9 @@ mod tests {
     #[test]
     fn a_resending_client_reports_the_timeout_and_a_lost_task_is_not_found() {
         let resend = TaskClientConfig { on_send_timeout: OnSendTimeout::Resend, ..poller() };
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         assert_eq!(c.on_create_timed_out(&resend), ClientAction::Answer(TaskAnswer::TimedOut));
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         c.on_create_timed_out(&poller());
         assert_eq!(c.on_found(&poller(), false, 0.1), ClientAction::Answer(TaskAnswer::TimedOut));
         assert!(!c.waits());
@@ -426,19 +429,19 @@ mod tests {
 
     #[test]
     fn the_server_interval_is_honoured_unless_shorter_than_the_clients_and_only_when_asked() {
-        let (mut c, _) = TaskClient::new(Some(3_000_000));
+        let (mut c, _) = TaskClient::new(Some(3_000_000), true);
         assert_eq!(c.on_handle(&poller(), 0.0), ClientAction::RequestAfter(TaskCall::Get, 3_000_000));
         let eager = TaskClientConfig { honor_poll_interval: false, ..poller() };
-        let (mut c, _) = TaskClient::new(Some(3_000_000));
+        let (mut c, _) = TaskClient::new(Some(3_000_000), true);
         assert_eq!(c.on_handle(&eager, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
-        let (mut c, _) = TaskClient::new(Some(200_000));
+        let (mut c, _) = TaskClient::new(Some(200_000), true);
         assert_eq!(c.on_handle(&poller(), 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
     }
 
     #[test]
     fn polling_goes_on_while_the_task_works_and_answers_at_its_end() {
         let cfg = poller();
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&cfg, 0.0);
         assert_eq!(c.on_state(&cfg, TaskState::Running, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
         assert_eq!(
@@ -451,7 +454,7 @@ mod tests {
     #[test]
     fn input_required_is_answered_not_waited_on() {
         let cfg = poller();
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&cfg, 0.0);
         let waiting = TaskState::Waiting(WaitFor::Input);
         assert_eq!(c.on_state(&cfg, waiting, 0.0), ClientAction::Answer(TaskAnswer::Ended(waiting)));
@@ -467,7 +470,7 @@ mod tests {
             retry_max_interval_us: 5_000,
             ..poller()
         };
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&cfg, 0.0);
         let waits: Vec<_> = (0..5)
             .map(|_| match c.on_request_failed(&cfg, 0.0) {
@@ -482,9 +485,16 @@ mod tests {
     }
 
     #[test]
+    fn a_subscriber_polls_where_the_protocol_has_no_stream() {
+        let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
+        let (mut c, _) = TaskClient::new(None, false);
+        assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+    }
+
+    #[test]
     fn a_broken_stream_is_resubscribed_after_the_retry_pause() {
         let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::Request(TaskCall::Subscribe));
         assert_eq!(c.on_state(&cfg, TaskState::Running, 0.0), ClientAction::Wait);
         assert_eq!(c.phase, ClientPhase::Subscribed);
@@ -495,16 +505,16 @@ mod tests {
     #[test]
     fn abandon_requests_a_cancel_only_with_a_handle_and_the_policy_and_observes_its_outcome() {
         let cfg = poller();
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         assert_eq!(c.abandon(&cfg), ClientAction::Wait, "no handle: nothing to cancel");
         assert_eq!(c.phase, ClientPhase::Detached);
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&cfg, 0.0);
         assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel));
         assert_eq!(c.phase, ClientPhase::CancelRequested);
         assert_eq!(c.on_cancel_answered(TaskState::Running), CancelObserved::StillRunning);
         let quiet = TaskClientConfig { cancel_on_abandon: false, ..cfg };
-        let (mut c, _) = TaskClient::new(None);
+        let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&quiet, 0.0);
         assert_eq!(c.abandon(&quiet), ClientAction::Wait);
     }

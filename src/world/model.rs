@@ -397,8 +397,16 @@ fn compile_task(
     };
     let cancel = c.named(&path.key("cancel"), t.cancel.as_deref(), CancelBehaviour::Honor)?;
     let late_cancel_us = optional_ms("late_cancel_ms", t.late_cancel_ms)?;
-    if cancel == CancelBehaviour::Late && late_cancel_us.is_none() {
-        return Err(c.err(&path.key("late_cancel_ms"), "cancel = \"late\" needs late_cancel_ms, the delay"));
+    match (cancel, late_cancel_us) {
+        (CancelBehaviour::Late, None) => {
+            return Err(c.err(&path.key("late_cancel_ms"), "cancel = \"late\" needs late_cancel_ms, the delay"));
+        }
+        (CancelBehaviour::Honor | CancelBehaviour::Ignore, Some(_)) => {
+            let message =
+                format!("late_cancel_ms applies only with cancel = \"late\" (cancel is {})", quote(cancel.name()));
+            return Err(c.err(&path.key("late_cancel_ms"), message));
+        }
+        (CancelBehaviour::Late, Some(_)) | (CancelBehaviour::Honor | CancelBehaviour::Ignore, None) => {}
     }
     Ok(TaskModel {
         protocol: c.named(&path.key("protocol"), t.protocol.as_deref(), TaskProtocol::A2a)?,
