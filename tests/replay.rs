@@ -145,9 +145,15 @@ fn the_otlp_trace_reads_back_with_the_official_types() {
     assert_eq!(operation("model-primary"), Some(("model".into(), Some("chat".into()))));
     assert_eq!(operation("ticket-api"), Some(("mcp_tool".into(), Some("execute_tool".into()))));
     assert_eq!(operation("specialist-agent"), Some(("a2a_agent".into(), Some("invoke_agent".into()))));
-    // The remote agent's own call hangs under the attempt that reached the agent.
+    // The specialist is an A2A task: its protocol requests and its work hang under the attempt
+    // that created it, and the agent's own model call under the work.
     let agent = attempts.iter().find(|a| string(a, "dependency.name").as_deref() == Some("specialist-agent")).unwrap();
-    assert!(spans.iter().any(|s| s.parent_span_id == agent.span_id && attribute(s, "remote.call").is_some()));
+    let under_agent =
+        |key: &str| spans.iter().filter(|s| s.parent_span_id == agent.span_id && attribute(s, key).is_some()).count();
+    assert!(under_agent("task.call") >= 2, "SendMessage and at least one GetTask or CancelTask");
+    let work = spans.iter().find(|s| s.parent_span_id == agent.span_id && attribute(s, "task.work").is_some());
+    let work = work.expect("the task's work under the attempt");
+    assert!(spans.iter().any(|s| s.parent_span_id == work.span_id && attribute(s, "remote.call").is_some()));
     // The write that timed out carries the essay's decision attributes.
     assert!(attempts.iter().any(|a| {
         string(a, "failure.kind").as_deref() == Some("EFFECT_UNKNOWN")

@@ -124,7 +124,16 @@ fn littles_law_holds_on_every_station_of_the_incident() {
         for name in &m.dependency_names {
             for r in &reps {
                 let l = r[&format!("dependency.{name}.in_system.mean")];
-                let lambda = r[&format!("dependency.{name}.attempt_rate_per_s")];
+                // Every request arrives at the station: a task's polls and work (control
+                // requests) as well as the attempts of logical calls.
+                let control = r.get(&format!("dependency.{name}.control_request_total")).copied().unwrap_or(0.0);
+                let attempts = r[&format!("dependency.{name}.attempt_total")];
+                let per_attempt = r[&format!("dependency.{name}.attempt_rate_per_s")] / attempts.max(1.0);
+                let lambda = if attempts > 0.0 {
+                    (attempts + control) * per_attempt
+                } else {
+                    control / (m.world.duration_us - m.world.warmup_us) as f64 * 1e6
+                };
                 let w_s = r[&format!("dependency.{name}.sojourn_ms.mean")] / 1_000.0;
                 if lambda == 0.0 {
                     assert_eq!(l, 0.0);
