@@ -340,6 +340,7 @@ impl<T: Tracer> Simulation<'_, T> {
         Ok(events)
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, now: Micros, event: Event) {
         match event {
             Event::Arrival { workflow } => {
@@ -364,10 +365,10 @@ impl<T: Tracer> Simulation<'_, T> {
             Event::RemoteWake { job, generation } => self.on_remote_wake(now, job, generation),
             Event::CapacityChange { dependency } => self.on_capacity_change(now, dependency as usize),
             Event::ModeTick => self.on_mode_tick(now),
-            Event::ClientWake { client, generation } => self.on_client_wake(now, client, generation),
-            Event::ClientTimeout { client, generation } => self.on_client_timeout(now, client, generation),
-            Event::TaskWake { task, generation, cause } => self.on_task_wake(now, task, generation, cause),
-            Event::StreamsBroken { dependency } => self.on_streams_broken(now, dependency as usize),
+            Event::ClientWake { .. }
+            | Event::ClientTimeout { .. }
+            | Event::TaskWake { .. }
+            | Event::StreamsBroken { .. } => self.on_task_event(now, event),
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;
@@ -390,6 +391,29 @@ impl<T: Tracer> Simulation<'_, T> {
 }
 
 impl<T: Tracer> Simulation<'_, T> {
+    /// Long-running tasks' own events, out of the hot dispatch.
+    #[cold]
+    #[inline(never)]
+    fn on_task_event(&mut self, now: Micros, event: Event) {
+        match event {
+            Event::ClientWake { client, generation } => self.on_client_wake(now, client, generation),
+            Event::ClientTimeout { client, generation } => self.on_client_timeout(now, client, generation),
+            Event::TaskWake { task, generation, cause } => self.on_task_wake(now, task, generation, cause),
+            Event::StreamsBroken { dependency } => self.on_streams_broken(now, dependency as usize),
+            Event::Arrival { .. }
+            | Event::Resubmit { .. }
+            | Event::ServiceEnd { .. }
+            | Event::Timeout { .. }
+            | Event::StepWake { .. }
+            | Event::QueueExpiry { .. }
+            | Event::GuardWake
+            | Event::RemoteWake { .. }
+            | Event::CapacityChange { .. }
+            | Event::WindowEnd
+            | Event::ModeTick => debug_assert!(false, "not a task event: {event:?}"),
+        }
+    }
+
     /// The workflows' mode machines read breakers, queues, refusals and their error budgets;
     /// each change of mode is an observation.
     fn on_mode_tick(&mut self, now: Micros) {

@@ -45,6 +45,8 @@ impl<T: Tracer> Simulation<'_, T> {
     /// A step attempt at a task dependency: a client that sends the create request. Returns
     /// the handle the run machine keeps.
     #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
     pub(super) fn start_client(
         &mut self,
         now: Micros,
@@ -139,6 +141,8 @@ impl<T: Tracer> Simulation<'_, T> {
         self.clients[c].request = Some(job);
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_client_wake(&mut self, now: Micros, c: u32, generation: u32) {
         let client = &self.clients[c];
         if client.generation != generation || !client.machine.waits() || client.request.is_some() {
@@ -149,6 +153,8 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     /// A protocol request's reply (or its timeout).
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_client_reply(&mut self, now: Micros, c: u32, generation: u32, result: AttemptResult) {
         if self.clients[c].generation != generation {
             return;
@@ -296,6 +302,8 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_client_timeout(&mut self, now: Micros, c: u32, generation: u32) {
         if self.clients[c].generation == generation {
             self.abandon_client(now, c, true);
@@ -303,6 +311,8 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     /// The run machine cancelled the attempt this handle names.
+    #[cold]
+    #[inline(never)]
     pub(super) fn cancel_client(&mut self, now: Micros, handle: u64) {
         let (c, generation) = (((handle & !CLIENT_HANDLE) >> 32) as u32, handle as u32);
         if self.clients[c].generation == generation {
@@ -386,6 +396,8 @@ impl<T: Tracer> Simulation<'_, T> {
     /// The create request was served: the task exists from now on, whether or not its client
     /// still waits (a create that outlived its caller makes an orphan). Returns true when the
     /// reply carrying its handle is lost (a lost_handle fault).
+    #[cold]
+    #[inline(never)]
     pub(super) fn create_task(&mut self, now: Micros, (c, generation): (u32, u32), step: u8, job: &Job) -> bool {
         let model = self.model;
         let client = (self.clients[c].generation == generation).then_some(self.clients[c]);
@@ -504,6 +516,8 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     /// A task's work began at its runner.
+    #[cold]
+    #[inline(never)]
     pub(super) fn task_work_started(&mut self, now: Micros, t: u32, generation: u32) {
         if self.tasks[t].generation == generation && self.tasks[t].lifecycle.state == TaskState::Pending {
             self.task_transition(now, t, TaskEvent::Start);
@@ -512,6 +526,8 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// An attempt of a task's work (or of its own calls) was sent: after its caller left, its
     /// cost is spent for nobody.
+    #[cold]
+    #[inline(never)]
     pub(super) fn task_work_sent(&mut self, now: Micros, a: &NewAttempt, cost_units: f64) {
         let mut caller = a.caller;
         // A task's own calls are made by its work's job: follow the parents up to the task.
@@ -535,6 +551,8 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     /// A task's work ended at its runner.
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_task_work_done(&mut self, now: Micros, t: u32, generation: u32, result: AttemptResult) {
         if self.tasks[t].generation != generation {
             return;
@@ -567,6 +585,8 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_task_wake(&mut self, now: Micros, t: u32, generation: u32, cause: TaskWakeCause) {
         let task = self.tasks[t];
         if task.generation != generation || task.lifecycle.state.is_terminal() {
@@ -745,6 +765,8 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// An outage broke the subscriptions open at `front`: each client resubscribes after its
     /// retry pause (all at the same moment when the pause has no jitter).
+    #[cold]
+    #[inline(never)]
     pub(super) fn on_streams_broken(&mut self, now: Micros, front: usize) {
         let cfg = *self.client_config();
         for c in 0..self.clients.slots.len() as u32 {
