@@ -444,7 +444,18 @@ fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
 }
 
 pub fn main() -> i32 {
-    execute(Cli::parse())
+    match Cli::try_parse() {
+        Ok(cli) => execute(cli),
+        // Help and version are output like any other: a closed or full standard output is a
+        // failure (exit 1), not a silent success.
+        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {
+            deliver(Ok((e.to_string(), EXIT_OK)))
+        }
+        Err(e) => {
+            let _ = e.print();
+            e.exit_code()
+        }
+    }
 }
 
 #[cfg(test)]

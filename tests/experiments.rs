@@ -324,6 +324,16 @@ fn a_closed_standard_output_exits_1() {
         .output()
         .unwrap();
     assert_eq!(full.status.code(), Some(1));
+    // Help and version follow the same rule.
+    for args in ["--help", "--version", "run --help"] {
+        for redirect in [">&-", ">/dev/full"] {
+            let o = Command::new("sh").arg("-c").arg(format!("exec '{}' {args} {redirect}", bin())).output().unwrap();
+            assert_eq!(o.status.code(), Some(1), "{args} {redirect}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        let o = Command::new(bin()).args(args.split(' ')).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args}");
+        assert!(!o.stdout.is_empty());
+    }
 }
 
 #[test]

@@ -227,39 +227,127 @@ fn remove_leftovers(target: &Path) {
     }
 }
 
-/// A file written under a temporary name in its folder and renamed into place on commit, so a
-/// reader sees the old file or the new one, never a part. Dropped uncommitted, it vanishes.
+/// A single-file output, by what its path names (one rule for `-o`, `--junit`, shard files and
+/// every other file a command writes):
+/// - a new path or a regular file: written under a temporary name in its folder and renamed into
+///   place on commit, so a reader sees the old file or the new one, never a part; dropped
+///   uncommitted, the temporary file vanishes, and a commit removes what killed writers of the
+///   same target left;
+/// - a character device, a FIFO or a socket (`/dev/stdout`, `/dev/null`, a named pipe): written
+///   to directly as a stream, never replaced;
+/// - a symbolic link: followed, and its target treated by these rules (the link stays);
+/// - anything else (a directory, a block device): refused, naming the path.
 pub struct AtomicFile {
+    /// The path the user gave, for messages.
+    shown: PathBuf,
+    /// Where the file lands (the link's target for a symbolic link).
     path: PathBuf,
-    temp: PathBuf,
+    /// None when writing a stream in place.
+    temp: Option<PathBuf>,
     writer: Option<BufWriter<File>>,
     /// Synced to disk before the rename (outputs); checkpoints skip it, since a point whose file
     /// a machine crash left empty does not read back and is simply computed again.
     durable: bool,
 }
 
+/// What a path names, once its symbolic links are followed.
+enum Destination {
+    /// Absent, or a regular file: replaced atomically.
+    Replace(PathBuf),
+    /// A character device, FIFO or socket: written in place.
+    Stream(PathBuf),
+}
+
+/// Follows `path`'s symbolic links (at most 40, as the kernel does) and says how to write it.
+fn destination(path: &Path) -> Result<Destination, CommandError> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        let meta = match std::fs::symlink_metadata(&current) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::Replace(current)),
+            Err(e) => return Err(io_error("inspect", path, e)),
+            Ok(meta) => meta,
+        };
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            let link = std::fs::read_link(&current).map_err(|e| io_error("follow the link", path, e))?;
+            current = match current.parent() {
+                Some(dir) if link.is_relative() => dir.join(link),
+                Some(_) | None => link,
+            };
+            continue;
+        }
+        if kind.is_file() {
+            return Ok(Destination::Replace(current));
+        }
+        if kind.is_char_device() || kind.is_fifo() || kind.is_socket() {
+            return Ok(Destination::Stream(current));
+        }
+        let what = if kind.is_dir() { "a directory" } else { "neither a regular file nor a stream (a block device?)" };
+        return Err(CommandError::Input(format!(
+            "cannot write {}: it is {what}; give a file path (or a stream such as /dev/stdout)",
+            path.display()
+        )));
+    }
+    Err(CommandError::Input(format!("cannot write {}: too many levels of symbolic links", path.display())))
+}
+
 impl AtomicFile {
     pub fn create(path: &Path) -> Result<AtomicFile, CommandError> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+        let shown = path.to_path_buf();
+        match destination(path)? {
+            Destination::Stream(target) => {
+                let file =
+                    std::fs::OpenOptions::new().write(true).open(&target).map_err(|e| io_error("write", path, e))?;
+                Ok(AtomicFile { shown, path: target, temp: None, writer: Some(BufWriter::new(file)), durable: false })
+            }
+            Destination::Replace(target) => {
+                let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let temp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+                if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+                }
+                let file = File::create(&temp).map_err(|e| io_error("write", path, e))?;
+                let writer = Some(BufWriter::new(file));
+                Ok(AtomicFile { shown, path: target, temp: Some(temp), writer, durable: true })
+            }
         }
-        let file = File::create(&temp).map_err(|e| io_error("write", &temp, e))?;
-        Ok(AtomicFile { path: path.to_path_buf(), temp, writer: Some(BufWriter::new(file)), durable: true })
     }
 
     pub fn commit(mut self) -> Result<(), CommandError> {
         let writer = self.writer.take().expect("an atomic file is committed once");
-        let file = writer.into_inner().map_err(|e| io_error("write", &self.temp, e.into_error()))?;
+        let file = writer.into_inner().map_err(|e| io_error("write", &self.shown, e.into_error()))?;
+        let Some(temp) = self.temp.clone() else {
+            // A stream: everything is written once the buffer is flushed (a full device says
+            // so here).
+            return Ok(());
+        };
         if self.durable {
-            file.sync_all().map_err(|e| io_error("sync", &self.temp, e))?;
+            file.sync_all().map_err(|e| io_error("write", &self.shown, e))?;
         }
-        std::fs::rename(&self.temp, &self.path).map_err(|e| io_error("rename into", &self.path, e))?;
+        std::fs::rename(&temp, &self.path).map_err(|e| io_error("write", &self.shown, e))?;
         if self.durable {
             sync_folder(self.path.parent());
         }
+        remove_dead_temporaries(&self.path);
         Ok(())
+    }
+}
+
+/// Removes `.NAME.tmp-PID` files beside `target` whose writer is no longer running: what a
+/// killed `replay -o`, `gate --junit` or shard write left. A live writer's file is kept.
+fn remove_dead_temporaries(target: &Path) {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -278,8 +366,10 @@ impl std::ops::DerefMut for AtomicFile {
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
-        if self.writer.take().is_some() || self.temp.exists() {
-            let _ = std::fs::remove_file(&self.temp);
+        if let Some(temp) = &self.temp
+            && (self.writer.take().is_some() || temp.exists())
+        {
+            let _ = std::fs::remove_file(temp);
         }
     }
 }
@@ -308,6 +398,95 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    fn make_node(path: &Path, mode: libc::mode_t, device: libc::dev_t) -> std::io::Result<()> {
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mknod only reads it.
+        match unsafe { libc::mknod(c.as_ptr(), mode, device) } {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+
+    fn file_type(path: &Path) -> std::fs::FileType {
+        std::fs::symlink_metadata(path).unwrap().file_type()
+    }
+
+    #[test]
+    fn a_regular_file_is_replaced_and_a_symlink_is_followed_not_replaced() {
+        use std::os::unix::fs::symlink;
+        let dir = scratch("links");
+        write_atomically(&dir.join("plain.txt"), b"old").unwrap();
+        write_atomically(&dir.join("plain.txt"), b"new").unwrap();
+        assert_eq!(std::fs::read(dir.join("plain.txt")).unwrap(), b"new");
+        // A link into a shared folder, and a dangling one: the link stays, its target is written.
+        std::fs::create_dir_all(dir.join("shared")).unwrap();
+        symlink("shared/report.xml", dir.join("link.xml")).unwrap();
+        write_atomically(&dir.join("link.xml"), b"<a/>").unwrap();
+        assert!(file_type(&dir.join("link.xml")).is_symlink());
+        assert_eq!(std::fs::read(dir.join("shared/report.xml")).unwrap(), b"<a/>");
+        write_atomically(&dir.join("link.xml"), b"<b/>").unwrap();
+        assert!(file_type(&dir.join("link.xml")).is_symlink());
+        assert_eq!(std::fs::read(dir.join("shared/report.xml")).unwrap(), b"<b/>");
+        // A chain of links ends at a regular file; a loop is refused.
+        symlink("link.xml", dir.join("chain.xml")).unwrap();
+        write_atomically(&dir.join("chain.xml"), b"<c/>").unwrap();
+        assert_eq!(std::fs::read(dir.join("shared/report.xml")).unwrap(), b"<c/>");
+        symlink("loop2", dir.join("loop1")).unwrap();
+        symlink("loop1", dir.join("loop2")).unwrap();
+        let e = write_atomically(&dir.join("loop1"), b"x").unwrap_err().to_string();
+        assert!(e.contains("loop1") && e.contains("symbolic links"), "{e}");
+        assert!(file_type(&dir.join("loop1")).is_symlink());
+        let e = write_atomically(&dir.join("shared"), b"x").unwrap_err().to_string();
+        assert!(e.contains("shared") && e.contains("a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_and_a_character_device_are_written_as_streams_never_replaced() {
+        let dir = scratch("streams");
+        let fifo = dir.join("pipe");
+        make_node(&fifo, libc::S_IFIFO | 0o600, 0).unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomically(&fifo, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&file_type(&fifo)));
+        // Character devices need root (as CI runs): /dev/null's and /dev/full's numbers.
+        let null = dir.join("null");
+        match make_node(&null, libc::S_IFCHR | 0o666, libc::makedev(1, 3)) {
+            Ok(()) => {
+                write_atomically(&null, b"discarded").unwrap();
+                assert!(std::os::unix::fs::FileTypeExt::is_char_device(&file_type(&null)));
+                let full = dir.join("full");
+                make_node(&full, libc::S_IFCHR | 0o666, libc::makedev(1, 7)).unwrap();
+                let e = write_atomically(&full, b"no room").unwrap_err();
+                assert!(matches!(e, CommandError::Io(_)), "a full device is an I/O failure (exit 1)");
+                assert!(e.to_string().contains("full"), "{e}");
+                assert!(std::os::unix::fs::FileTypeExt::is_char_device(&file_type(&full)));
+            }
+            Err(e) => eprintln!("SKIPPED the character-device half: mknod needs root here ({e})"),
+        }
+        // No temporary file is left beside a stream.
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert!(left.iter().all(|n| !n.to_string_lossy().contains(".tmp-")), "{left:?}");
+    }
+
+    #[test]
+    fn a_write_removes_what_killed_writers_of_the_same_target_left() {
+        let dir = scratch("leftovers");
+        // PID 2^22 + 1 is above the kernel's pid_max default limit: no such process.
+        let dead = dir.join(".gate.xml.tmp-4194305");
+        std::fs::write(&dead, b"half").unwrap();
+        let live = dir.join(format!(".gate.xml.tmp-{}", std::process::id()));
+        let other = dir.join(".other.xml.tmp-4194305");
+        std::fs::write(&other, b"not ours").unwrap();
+        write_atomically(&dir.join("gate.xml"), b"<ok/>").unwrap();
+        assert!(!dead.exists(), "a dead writer's leftover is removed");
+        assert!(!live.exists(), "our own temporary became the file");
+        assert!(other.exists(), "another target's temporaries are not touched");
     }
 
     #[test]
