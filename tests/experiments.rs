@@ -149,6 +149,19 @@ fn merge_refuses_incomplete_repeated_and_inconsistent_sets() {
         std::fs::write(&edited, text.replacen(from, to, 1)).unwrap();
         refused(&[&zero, &edited], "a damaged shard header");
     }
+    // A stream never ends and an endless line is never held whole: both refused at once.
+    refused(&[Path::new("/dev/zero"), &one], "not a regular file");
+    let endless = dir.join("endless.jsonl");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&endless).unwrap());
+        let block = vec![b'x'; 1 << 20];
+        for _ in 0..65 {
+            f.write_all(&block).unwrap();
+        }
+    }
+    refused(&[&endless, &one], "a line longer than 64 MiB");
+    std::fs::remove_file(&endless).unwrap();
     ok(&["merge", s(&zero), s(&one), "--out", s(&out)]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

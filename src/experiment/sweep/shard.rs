@@ -9,7 +9,7 @@ use crate::experiment::batch::grid::{MAX_GRID_POINTS, SweepLayout};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{AtomicFile, OutputFolder};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Which part of a sweep one process computes: points `index`, `index + count`, ... of the
@@ -100,10 +100,53 @@ fn bad(path: &Path, line: usize, message: impl std::fmt::Display) -> CommandErro
     CommandError::Input(format!("{}:{line}: {message}", path.display()))
 }
 
+/// The longest line a shard file may hold. A point's record is about 8 KB per policy (6 policies of
+/// the metastability sweep: 51 KB) whatever the replications, so 64 MiB leaves room for
+/// thousands of policies or guards while an endless line is refused after 64 MiB read.
+pub const MAX_SHARD_LINE_BYTES: u64 = 64 << 20;
+
+/// Lines of a shard file, each at most [`MAX_SHARD_LINE_BYTES`]: a longer one (or an endless
+/// one) is an error as soon as the limit is passed, never a line held whole in memory.
+struct BoundedLines<R> {
+    reader: R,
+}
+
+impl<R: BufRead> Iterator for BoundedLines<R> {
+    type Item = std::io::Result<String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut line = Vec::new();
+        let read = std::io::Read::by_ref(&mut self.reader).take(MAX_SHARD_LINE_BYTES + 1).read_until(b'\n', &mut line);
+        match read {
+            Err(e) => Some(Err(e)),
+            Ok(0) => None,
+            Ok(_) if line.len() as u64 > MAX_SHARD_LINE_BYTES => Some(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("a line longer than {} MiB: not a faultline shard file", MAX_SHARD_LINE_BYTES >> 20),
+            ))),
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                Some(String::from_utf8(line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+            }
+        }
+    }
+}
+
 fn read_header(path: &Path) -> Result<(ShardHeader, impl Iterator<Item = std::io::Result<String>>), CommandError> {
-    let file =
-        std::fs::File::open(path).map_err(|e| CommandError::Input(format!("cannot read {}: {e}", path.display())))?;
-    let mut lines = BufReader::new(file).lines();
+    let cannot = |e: std::io::Error| CommandError::Input(format!("cannot read {}: {e}", path.display()));
+    // A shard is a file merge reads to its end: a device or a pipe (/dev/zero) would never end.
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() { "a folder" } else { "not a regular file (a device, a pipe or a socket)" };
+        return Err(CommandError::Input(format!(
+            "cannot read {}: it is {what}; merge reads shard files",
+            path.display()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut lines = BoundedLines { reader: BufReader::new(file) };
     let first = lines.next().transpose().map_err(|e| bad(path, 1, e))?.unwrap_or_default();
     let header: ShardHeader = serde_json::from_str(&first)
         .map_err(|e| bad(path, 1, format!("not a faultline shard file (its first line does not read: {e})")))?;
