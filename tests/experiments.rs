@@ -458,3 +458,46 @@ fn run_and_sweep_write_a_self_contained_report() {
     assert!(std::fs::read_to_string(one.join("report.html")).unwrap().contains("class=\"band\""));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn one_writer_per_output_folder_and_a_killed_writers_lock_never_blocks() {
+    let dir = scratch("lock");
+    let out = dir.join("out");
+    // The first is long (it is killed); the others short.
+    let args = |seed: &str| {
+        let reps = if seed == "7" { "8" } else { "1" };
+        let duration = if seed == "7" { "simulation.duration_s=2400" } else { "simulation.duration_s=400" };
+        let mut a: Vec<String> =
+            ["sweep", SCENARIO, "--replications", reps, "--jobs", "1", "--seed", seed, "--set", duration]
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
+        a.extend(["--param".into(), "fault.0.duration_s=100,200".into(), "--out".into(), s(&out).into()]);
+        a
+    };
+    let mut first = std::process::Command::new(bin())
+        .args(args("7"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = dir.join(".out.faultline-lock");
+    let started = std::time::Instant::now();
+    while !lock.exists() && started.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = faultline(&args("8").iter().map(String::as_str).collect::<Vec<_>>());
+    let err = String::from_utf8_lossy(&second.stderr);
+    if first.try_wait().unwrap().is_none() {
+        assert_eq!(second.status.code(), Some(2), "{err}");
+        assert!(err.contains("another faultline process is writing") && err.contains("out"), "{err}");
+    } else {
+        eprintln!("SKIPPED the contention half: the first sweep ended before the second started");
+    }
+    // Killed mid-run, the first leaves its lock file, which binds nobody.
+    let _ = first.kill();
+    first.wait().unwrap();
+    let third = faultline(&args("8").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(third.status.code(), Some(0), "{}", String::from_utf8_lossy(&third.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

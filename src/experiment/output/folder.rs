@@ -35,6 +35,46 @@ pub struct OutputFolder {
     staging: PathBuf,
     files: Vec<String>,
     committed: bool,
+    /// Held until the folder is dropped: no other faultline process writes the same target.
+    _lock: OutputLock,
+}
+
+/// An exclusive advisory lock (flock) on `.NAME.faultline-lock` beside an output: one writer
+/// per output at a time. The kernel releases it when its holder exits, however it exits, so a
+/// killed command never blocks the next one. The lock file itself stays (removing it would let
+/// a second writer lock a new file while the first still holds the old one).
+pub struct OutputLock {
+    _file: File,
+}
+
+impl OutputLock {
+    /// Takes the lock for `target` at once, or says who holds it.
+    pub fn take(target: &Path) -> Result<OutputLock, CommandError> {
+        use std::os::fd::AsRawFd;
+        let path = sibling(target, "lock");
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error("lock", target, e))?;
+        // SAFETY: flock on a descriptor this function owns; it only changes the lock.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Err(CommandError::Input(format!(
+                    "another faultline process is writing {} (it holds {}); wait for it to finish or choose another output",
+                    target.display(),
+                    path.display()
+                )));
+            }
+            return Err(io_error("lock", target, e));
+        }
+        Ok(OutputLock { _file: file })
+    }
 }
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> CommandError {
@@ -58,6 +98,8 @@ impl OutputFolder {
     pub fn create(target: &Path) -> Result<OutputFolder, CommandError> {
         let target = if target.as_os_str().is_empty() { Path::new(".") } else { target };
         let target = absolute(target)?;
+        // Before anything is read or written: a second process on the same folder stops here.
+        let lock = OutputLock::take(&target)?;
         check_replaceable(&target)?;
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
@@ -67,7 +109,7 @@ impl OutputFolder {
             std::fs::remove_dir_all(&staging).map_err(|e| io_error("remove", &staging, e))?;
         }
         std::fs::create_dir(&staging).map_err(|e| io_error("create", &staging, e))?;
-        Ok(OutputFolder { target, staging, files: Vec::new(), committed: false })
+        Ok(OutputFolder { target, staging, files: Vec::new(), committed: false, _lock: lock })
     }
 
     /// The destination, as an absolute path.

@@ -11,7 +11,7 @@ use crate::experiment::batch::load::{apply_seed, collect_overrides, compile_scen
 use crate::experiment::batch::slo::compile_slo_with;
 use crate::experiment::batch::workers::{Task, Workers, check_batch_size, replication_seed};
 use crate::experiment::command::CommandError;
-use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
+use crate::experiment::output::folder::{OutputFolder, OutputLock, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::aggregate;
 use crate::scenario::{Override, Source, canonical_path, load_file, parse_override, parse_source};
@@ -239,12 +239,17 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         Path::new("results").join(format!("{name}-{suffix}"))
     });
     // A foreign --out is refused before anything is computed.
-    let (folder, checkpoint_dir) = match opts.shard {
-        Some(shard) => (None, out_dir.join(format!(".{}.faultline-checkpoint", shard.file_name()))),
+    // One writer per output: shard K's file (shards of one sweep run side by side in one
+    // folder), or the whole folder, locked before its checkpoint is read.
+    let (folder, checkpoint_dir, _shard_lock) = match opts.shard {
+        Some(shard) => {
+            let lock = OutputLock::take(&out_dir.join(shard.file_name()))?;
+            (None, out_dir.join(format!(".{}.faultline-checkpoint", shard.file_name())), Some(lock))
+        }
         None => {
             let folder = OutputFolder::create(&out_dir)?;
             let dir = checkpoint_folder(folder.target());
-            (Some(folder), dir)
+            (Some(folder), dir, None)
         }
     };
     let (checkpoint, resumed, done) = Checkpoint::open(&checkpoint_dir, &plan.key, opts.resume, &owned)?;
