@@ -149,6 +149,20 @@ fn merge_refuses_incomplete_repeated_and_inconsistent_sets() {
         std::fs::write(&edited, text.replacen(from, to, 1)).unwrap();
         refused(&[&zero, &edited], "a damaged shard header");
     }
+    // A digit changed inside a record (still valid JSON) breaks its checksum; a record moved in
+    // from the other seed's shard under this header is another sweep's.
+    let record = text.lines().nth(1).unwrap();
+    let digit = record.find("\"seed\":").expect("a record names its seed") + "\"seed\":".len();
+    let mut changed = record.to_string();
+    let bumped = if &record[digit..digit + 1] == "9" { "8" } else { "9" };
+    changed.replace_range(digit..digit + 1, bumped);
+    let tampered = dir.join("tampered.jsonl");
+    std::fs::write(&tampered, text.replacen(record, &changed, 1)).unwrap();
+    refused(&[&zero, &tampered], "does not match its checksum");
+    let foreign_text = std::fs::read_to_string(other.join("shard-1-of-2.jsonl")).unwrap();
+    let swapped = dir.join("swapped.jsonl");
+    std::fs::write(&swapped, text.replacen(record, foreign_text.lines().nth(1).unwrap(), 1)).unwrap();
+    refused(&[&zero, &swapped], "made by another sweep");
     // A stream never ends and an endless line is never held whole: both refused at once.
     refused(&[Path::new("/dev/zero"), &one], "not a regular file");
     let endless = dir.join("endless.jsonl");

@@ -55,12 +55,69 @@ pub struct PolicyRecord {
     pub estimates: Vec<StoredEstimate>,
 }
 
-/// A finished grid point: its index, its seed and one aggregate per policy.
+/// A finished grid point: its index, its seed and one aggregate per policy, sealed with the
+/// digest of the sweep that made it and a checksum of its own content, so a point copied from
+/// another sweep or changed by a single digit is never taken for this sweep's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointRecord {
     pub point: usize,
     pub seed: u64,
     pub rows: Vec<PolicyRecord>,
+    /// [`SweepKey::digest`] of the sweep that computed it (empty until sealed).
+    #[serde(default)]
+    pub sweep: String,
+    /// FNV-1a of the record serialized with an empty checksum (empty until sealed).
+    #[serde(default)]
+    pub checksum: String,
+}
+
+/// FNV-1a, 64 bits, as 16 hex digits: a checksum against damage, not against an adversary.
+fn fnv_hex(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    format!("{h:016x}")
+}
+
+impl SweepKey {
+    /// The sweep's identity in 16 hex digits: every point and shard record carries it.
+    pub fn digest(&self) -> String {
+        fnv_hex(&serde_json::to_vec(self).expect("a key always serializes"))
+    }
+}
+
+impl PointRecord {
+    pub fn new(point: usize, seed: u64, rows: Vec<PolicyRecord>) -> PointRecord {
+        PointRecord { point, seed, rows, sweep: String::new(), checksum: String::new() }
+    }
+
+    fn content_checksum(&self) -> String {
+        let unsealed = PointRecord { checksum: String::new(), ..self.clone() };
+        fnv_hex(&serde_json::to_vec(&unsealed).expect("a point always serializes"))
+    }
+
+    /// The record sealed for the sweep whose digest is `sweep`.
+    pub fn sealed(&self, sweep: &str) -> PointRecord {
+        let mut record = PointRecord { sweep: sweep.to_string(), checksum: String::new(), ..self.clone() };
+        record.checksum = record.content_checksum();
+        record
+    }
+
+    /// Why the record is not one of sweep `sweep`'s, if it is not.
+    pub fn verify(&self, sweep: &str) -> Result<(), String> {
+        if self.sweep != sweep {
+            return Err(format!(
+                "made by another sweep (its sweep digest is {}, this sweep's {sweep}: another seed, scenario, grid or build)",
+                if self.sweep.is_empty() { "missing" } else { &self.sweep }
+            ));
+        }
+        if self.checksum != self.content_checksum() {
+            return Err("its content does not match its checksum (the record was changed or damaged)".into());
+        }
+        Ok(())
+    }
 }
 
 impl PolicyRecord {
@@ -100,13 +157,16 @@ pub enum Resumed {
     NothingToResume,
     /// --resume found a checkpoint for other inputs and discarded it.
     KeyChanged,
-    /// --resume kept this many finished points.
-    Kept(usize),
+    /// --resume kept `kept` finished points and computed again `rejected` whose files did not
+    /// read back or did not match (damaged, changed, or another sweep's).
+    Kept { kept: usize, rejected: usize },
 }
 
 /// The folder of finished points.
 pub struct Checkpoint {
     dir: PathBuf,
+    /// The digest every point here is sealed with and checked against.
+    sweep: String,
 }
 
 const KEY_FILE: &str = "key.json";
@@ -128,25 +188,27 @@ impl Checkpoint {
         let key_path = dir.join(KEY_FILE);
         let stored: Option<SweepKey> =
             std::fs::read(&key_path).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
-        let checkpoint = Checkpoint { dir: dir.to_path_buf() };
+        let checkpoint = Checkpoint { dir: dir.to_path_buf(), sweep: key.digest() };
         let mut done = vec![false; wanted.len()];
         let resumed = match (resume, &stored) {
             (true, Some(k)) if k == key => {
-                let mut kept = 0;
+                let (mut kept, mut rejected) = (0, 0);
                 for (i, &point) in wanted.iter().enumerate() {
                     if checkpoint.load(point).is_ok() {
                         done[i] = true;
                         kept += 1;
+                    } else if checkpoint.point_path(point).exists() {
+                        rejected += 1;
                     }
                 }
-                Resumed::Kept(kept)
+                Resumed::Kept { kept, rejected }
             }
             (true, Some(_)) => Resumed::KeyChanged,
             (true, None) if dir.exists() => Resumed::KeyChanged,
             (true, None) => Resumed::NothingToResume,
             (false, _) => Resumed::Fresh,
         };
-        if !matches!(resumed, Resumed::Kept(_)) {
+        if !matches!(resumed, Resumed::Kept { .. }) {
             if dir.exists() {
                 std::fs::remove_dir_all(dir).map_err(|e| io_error("remove the old checkpoint", dir, e))?;
             }
@@ -162,7 +224,7 @@ impl Checkpoint {
     }
 
     pub fn save(&self, record: &PointRecord) -> Result<(), CommandError> {
-        let text = serde_json::to_vec(record).expect("a point always serializes");
+        let text = serde_json::to_vec(&record.sealed(&self.sweep)).expect("a point always serializes");
         write_atomically_unsynced(&self.point_path(record.point), &text)
     }
 
@@ -174,6 +236,7 @@ impl Checkpoint {
         if record.point != point {
             return Err(CommandError::Io(format!("{}: holds point {}, not {point}", path.display(), record.point)));
         }
+        record.verify(&self.sweep).map_err(|why| CommandError::Io(format!("{}: {why}", path.display())))?;
         Ok(record)
     }
 
@@ -203,7 +266,7 @@ mod tests {
     fn record(point: usize) -> PointRecord {
         let mut aggregate = Aggregate { replications: 3, ..Default::default() };
         aggregate.estimates.insert("x".into(), Estimate { mean: 0.1 + 0.2, low: f64::NAN, high: -0.0, n: 3 });
-        PointRecord { point, seed: 7, rows: vec![PolicyRecord::new("p", &aggregate)] }
+        PointRecord::new(point, 7, vec![PolicyRecord::new("p", &aggregate)])
     }
 
     #[test]
@@ -224,7 +287,7 @@ mod tests {
         assert_eq!((resumed, done), (Resumed::NothingToResume, vec![false, false]));
         c.save(&record(1)).unwrap();
         let (_, resumed, done) = Checkpoint::open(&dir, &key("s"), true, &[0, 1]).unwrap();
-        assert_eq!((resumed, done), (Resumed::Kept(1), vec![false, true]));
+        assert_eq!((resumed, done), (Resumed::Kept { kept: 1, rejected: 0 }, vec![false, true]));
         let (c, resumed, done) = Checkpoint::open(&dir, &key("changed"), true, &[0, 1]).unwrap();
         assert_eq!((resumed, done), (Resumed::KeyChanged, vec![false, false]));
         assert!(c.load(1).is_err(), "a changed scenario discards every point");
@@ -235,5 +298,39 @@ mod tests {
         assert_eq!(done, vec![false, false], "a fresh sweep starts from an empty checkpoint");
         c.remove();
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_changed_digit_or_another_sweeps_point_is_computed_again() {
+        let dir = std::env::temp_dir().join(format!("faultline-checkpoint-seal-{}", std::process::id()));
+        let other = std::env::temp_dir().join(format!("faultline-checkpoint-other-{}", std::process::id()));
+        for d in [&dir, &other] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        let (c, _, _) = Checkpoint::open(&dir, &key("s"), true, &[0, 1, 2]).unwrap();
+        for p in 0..3 {
+            c.save(&record(p)).unwrap();
+        }
+        // Point 1: a digit changed inside, still valid JSON.
+        let path = c.point_path(1);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let changed = text.replacen("\"seed\":7", "\"seed\":8", 1);
+        assert_ne!(text, changed);
+        std::fs::write(&path, changed).unwrap();
+        // Point 2: the same point from a sweep of another key (another seed).
+        let foreign = SweepKey { seed: Some(8), ..key("s") };
+        let (o, _, _) = Checkpoint::open(&other, &foreign, true, &[2]).unwrap();
+        o.save(&record(2)).unwrap();
+        std::fs::copy(o.point_path(2), c.point_path(2)).unwrap();
+        let (c, resumed, done) = Checkpoint::open(&dir, &key("s"), true, &[0, 1, 2]).unwrap();
+        assert_eq!(resumed, Resumed::Kept { kept: 1, rejected: 2 });
+        assert_eq!(done, vec![true, false, false]);
+        let e = c.load(2).unwrap_err().to_string();
+        assert!(e.contains("another sweep"), "{e}");
+        let e = c.load(1).unwrap_err().to_string();
+        assert!(e.contains("checksum"), "{e}");
+        for d in [&dir, &other] {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }

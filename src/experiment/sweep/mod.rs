@@ -226,7 +226,7 @@ fn compute_point(plan: &SweepPlan, point: usize, workers: &Workers) -> Result<Po
         .zip(maps.chunks(replications.max(1) as usize))
         .map(|(&policy, reps)| PolicyRecord::new(&model.policies[policy].name, &aggregate(reps)))
         .collect();
-    Ok(PointRecord { point, seed: model.world.seed, rows })
+    Ok(PointRecord::new(point, model.world.seed, rows))
 }
 
 pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
@@ -290,7 +290,12 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         if plan.policies.len() == 1 { "y" } else { "ies" },
     );
     text.push_str(&match resumed {
-        Resumed::Kept(kept) => format!("; {kept} point(s) resumed from the checkpoint, {simulations} simulations run\n"),
+        Resumed::Kept { kept, rejected: 0 } => {
+            format!("; {kept} point(s) resumed from the checkpoint, {simulations} simulations run\n")
+        }
+        Resumed::Kept { kept, rejected } => format!(
+            "; {kept} point(s) resumed from the checkpoint, {rejected} computed again (their checkpoint files were damaged, changed or another sweep's), {simulations} simulations run\n"
+        ),
         Resumed::NothingToResume => "; no checkpoint to resume, every point computed\n".into(),
         Resumed::KeyChanged => "; the checkpoint was made from another scenario, other arguments or another build, so every point was computed again\n".into(),
         Resumed::Fresh => "\n".into(),

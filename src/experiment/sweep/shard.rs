@@ -262,6 +262,7 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
 /// Stores a shard's records, checking that it holds exactly its points, in order.
 fn copy_records(path: &Path, header: &ShardHeader, checkpoint: &Checkpoint) -> Result<(), CommandError> {
     let (_, lines) = read_header(path)?;
+    let sweep = header.key.digest();
     let mut expected = header.owned_points();
     let mut line_number = 1;
     for line in lines {
@@ -269,6 +270,7 @@ fn copy_records(path: &Path, header: &ShardHeader, checkpoint: &Checkpoint) -> R
         let line = line.map_err(|e| bad(path, line_number, e))?;
         let record: PointRecord =
             serde_json::from_str(&line).map_err(|e| bad(path, line_number, format!("a damaged record ({e})")))?;
+        record.verify(&sweep).map_err(|why| bad(path, line_number, format!("point {}: {why}", record.point)))?;
         match expected.next() {
             Some(p) if p == record.point => checkpoint.save(&record)?,
             Some(p) => {
