@@ -41,10 +41,21 @@ pub struct OutputFolder {
 
 /// An exclusive advisory lock (flock) on `.NAME.faultline-lock` beside an output: one writer
 /// per output at a time. The kernel releases it when its holder exits, however it exits, so a
-/// killed command never blocks the next one. The lock file itself stays (removing it would let
-/// a second writer lock a new file while the first still holds the old one).
+/// killed command never blocks the next one (its lock file stays until the next writer's end).
+/// The holder removes the file as it lets go, while still holding the lock; a process that
+/// locked the file just before it was removed sees that the path no longer names what it locked
+/// and starts over, so two writers never hold locks at once.
 pub struct OutputLock {
-    _file: File,
+    file: File,
+    path: PathBuf,
+}
+
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        (Ok(_), Err(_)) | (Err(_), Ok(_)) | (Err(_), Err(_)) => false,
+    }
 }
 
 impl OutputLock {
@@ -55,25 +66,40 @@ impl OutputLock {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_error("lock", target, e))?;
-        // SAFETY: flock on a descriptor this function owns; it only changes the lock.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                return Err(CommandError::Input(format!(
-                    "another faultline process is writing {} (it holds {}); wait for it to finish or choose another output",
-                    target.display(),
-                    path.display()
-                )));
+        for _ in 0..10 {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| io_error("lock", target, e))?;
+            // SAFETY: flock on a descriptor this function owns; it only changes the lock.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                    return Err(CommandError::Input(format!(
+                        "another faultline process is writing {} (it holds {}); wait for it to finish or choose another output",
+                        target.display(),
+                        path.display()
+                    )));
+                }
+                return Err(io_error("lock", target, e));
             }
-            return Err(io_error("lock", target, e));
+            if same_file(&file, &path) {
+                return Ok(OutputLock { file, path });
+            }
+            // The holder removed the file between our open and our lock: start over.
         }
-        Ok(OutputLock { _file: file })
+        Err(CommandError::Input(format!("cannot lock {}: its lock file keeps changing", target.display())))
+    }
+}
+
+impl Drop for OutputLock {
+    fn drop(&mut self) {
+        // Removed while still locked (the descriptor closes after this).
+        if same_file(&self.file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 

@@ -214,7 +214,11 @@ impl Checkpoint {
             }
             let mut text = serde_json::to_string_pretty(key).expect("a key always serializes");
             text.push('\n');
-            write_atomically(&key_path, text.as_bytes())?;
+            if let Err(e) = write_atomically(&key_path, text.as_bytes()) {
+                // A full disk must not leave an empty checkpoint folder behind.
+                let _ = std::fs::remove_dir_all(dir);
+                return Err(e);
+            }
         }
         Ok((checkpoint, resumed, done))
     }
