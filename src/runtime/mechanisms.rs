@@ -18,6 +18,9 @@ use crate::world::World;
 
 /// Upper bound on guard instances per policy (indices are u16 in routes).
 pub const MAX_GUARDS: usize = 10_000;
+/// Memory the guards' sliding windows may take in one simulation (a resilience4j breaker's
+/// window is 24 bytes a call or a second: at the largest window, 1 000 000, 24 MB an instance).
+pub const MAX_GUARD_WINDOW_BYTES: u64 = 256 << 20;
 
 /// What compiling a policy's mechanisms gives the policy model.
 pub struct Mechanisms {
@@ -37,6 +40,12 @@ pub fn compile_mechanisms(
     workflows: &[WorkflowModel],
     steps: &[Vec<StepPolicy>],
 ) -> Result<Mechanisms, ScenarioError> {
+    // Refused before any per-guard work: every table makes at least one instance.
+    let tables: usize = MechanismArray::ALL.iter().map(|a| a.tables(policy).len()).sum();
+    if tables > MAX_GUARDS {
+        let message = format!("at most {MAX_GUARDS} guard instances per policy, and it has {tables} guard tables");
+        return Err(error_at_path(source, path, message));
+    }
     let mut cx = Compile::new(source, world, workflows);
     for array in MechanismArray::ALL {
         for (i, table) in array.tables(policy).iter().enumerate() {
@@ -46,6 +55,16 @@ pub fn compile_mechanisms(
     if cx.guards.len() > MAX_GUARDS {
         let message = format!("at most {MAX_GUARDS} guard instances per policy, got {}", cx.guards.len());
         return Err(error_at_path(source, path, message));
+    }
+    if cx.window_bytes > MAX_GUARD_WINDOW_BYTES {
+        let (field, bytes) = cx.largest_window.clone().expect("windows were counted");
+        let message = format!(
+            "the guards' sliding windows would take {} MiB in each simulation (the bound is {} MiB; a command holds one simulation per worker); the largest share, {} MiB, is sized here: lower sliding_window_size or use fewer instances",
+            cx.window_bytes >> 20,
+            MAX_GUARD_WINDOW_BYTES >> 20,
+            bytes >> 20
+        );
+        return Err(error_at_path(source, &field, message));
     }
     Ok(finish(cx, workflows, steps))
 }

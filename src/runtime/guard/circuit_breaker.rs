@@ -648,7 +648,13 @@ pub fn compile<G: From<Resilience4jSpec>>(
         ignored: cx.ignored(&path.key("ignore"), t.ignore.as_deref())?,
     };
     cx.check(path, config.check())?;
-    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), |label| Resilience4jSpec { config, label }.into())
+    let before = cx.guards.len();
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), |label| Resilience4jSpec { config, label }.into())?;
+    // Each instance holds a window of sliding_window_size calls or seconds.
+    let instances = (cx.guards.len() - before) as u64;
+    let per_instance = u64::from(config.sliding_window_size.max(1)) * std::mem::size_of::<Tally>() as u64;
+    cx.add_window_bytes(path.key("sliding_window_size"), instances * per_instance);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -117,6 +117,14 @@ pub struct Compile<'a, G> {
     pub breaker_labels: Vec<String>,
     /// The dependency each breaker label guards, by label index.
     pub breaker_dependencies: Vec<usize>,
+    /// Labels taken, and per base label the next suffix to try: a unique label in log time, so
+    /// thousands of breakers on one dependency compile in moments (a scan per suffix was cubic).
+    taken_labels: std::collections::BTreeSet<String>,
+    next_suffix: std::collections::BTreeMap<String, u32>,
+    /// Bytes the guards' sliding windows take in one simulation, and the field of the entry
+    /// that takes the most (for the message when the sum is over the bound).
+    pub window_bytes: u64,
+    pub largest_window: Option<(FieldPath, u64)>,
 }
 
 impl<'a, G> Compile<'a, G> {
@@ -132,6 +140,10 @@ impl<'a, G> Compile<'a, G> {
             guards: Vec::new(),
             breaker_labels: Vec::new(),
             breaker_dependencies: Vec::new(),
+            taken_labels: std::collections::BTreeSet::new(),
+            next_suffix: std::collections::BTreeMap::new(),
+            window_bytes: 0,
+            largest_window: None,
         }
     }
 
@@ -212,13 +224,28 @@ impl<'a, G> Compile<'a, G> {
     /// gets `-2`, the third `-3`, the first suffix still free.
     fn unique_label(&mut self, label: String) -> u16 {
         let mut unique = label.clone();
-        let mut n = 2;
-        while self.breaker_labels.contains(&unique) {
-            unique = format!("{label}-{n}");
-            n += 1;
+        if self.taken_labels.contains(&unique) {
+            let n = self.next_suffix.entry(label.clone()).or_insert(2);
+            loop {
+                unique = format!("{label}-{n}");
+                *n += 1;
+                if !self.taken_labels.contains(&unique) {
+                    break;
+                }
+            }
         }
+        self.taken_labels.insert(unique.clone());
         self.breaker_labels.push(unique);
         (self.breaker_labels.len() - 1) as u16
+    }
+
+    /// Counts the memory of the sliding windows the instances an entry just added hold
+    /// (`bytes` in all), naming the field that sizes them.
+    pub fn add_window_bytes(&mut self, field: FieldPath, bytes: u64) {
+        self.window_bytes = self.window_bytes.saturating_add(bytes);
+        if self.largest_window.as_ref().is_none_or(|(_, b)| bytes > *b) {
+            self.largest_window = Some((field, bytes));
+        }
     }
 
     pub fn dependency(&self, path: &FieldPath, name: &Option<String>) -> Result<Option<usize>, ScenarioError> {
