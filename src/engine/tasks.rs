@@ -332,22 +332,24 @@ impl<T: Tracer> Simulation<'_, T> {
     /// The client lets go of its task: a task still running becomes an orphan (on the orphan
     /// queue when `tracked`: the runtime's cancel found it running), an ended one is freed.
     fn leave_task(&mut self, now: Micros, c: u32, tracked: bool) {
-        let client = self.clients[c];
-        if let Some((t, generation)) = client.task
+        self.let_go_of_task(now, c, tracked);
+        self.release_client_if_done(c);
+    }
+
+    /// Client `c` stops holding its task: an ended task is freed, a running one is an orphan.
+    fn let_go_of_task(&mut self, now: Micros, c: u32, tracked: bool) {
+        if let Some((t, generation)) = self.clients[c].task.take()
             && self.tasks[t].generation == generation
         {
-            self.tasks[t].client = None;
-            if self.tasks[t].left_at.is_none() {
-                self.tasks[t].left_at = Some(now);
-            }
-            if self.tasks[t].lifecycle.state.is_terminal() {
+            let task = &mut self.tasks[t];
+            task.client = None;
+            task.left_at.get_or_insert(now);
+            if task.lifecycle.state.is_terminal() {
                 self.free_task(t);
             } else {
                 self.orphan(now, t, tracked);
             }
         }
-        self.clients[c].task = None;
-        self.release_client_if_done(c);
     }
 
     fn orphan(&mut self, now: Micros, t: u32, tracked: bool) {
@@ -376,18 +378,8 @@ impl<T: Tracer> Simulation<'_, T> {
         if client.task.is_some() && client.machine.phase == crate::runtime::task_client::ClientPhase::CancelRequested {
             return;
         }
-        if let Some((t, generation)) = client.task
-            && self.tasks[t].generation == generation
-        {
-            let now = self.queue.now();
-            self.clients[c].task = None;
-            self.tasks[t].client = None;
-            if self.tasks[t].lifecycle.state.is_terminal() {
-                self.free_task(t);
-            } else {
-                self.orphan(now, t, false);
-            }
-        }
+        let now = self.queue.now();
+        self.let_go_of_task(now, c, false);
         let client = &mut self.clients[c];
         client.generation = client.generation.wrapping_add(1);
         self.clients.release(c);
@@ -460,6 +452,8 @@ impl<T: Tracer> Simulation<'_, T> {
             self.queue.schedule(now + ttl, wake);
         }
         if effects.input_required {
+            // It starts, then stops for input that never comes (and holds no worker).
+            self.task_transition(now, t, TaskEvent::Start);
             self.task_transition(now, t, TaskEvent::Interrupt(WaitFor::Input));
         } else {
             let attempt = NewAttempt {
@@ -486,17 +480,23 @@ impl<T: Tracer> Simulation<'_, T> {
         effects.lost_handle
     }
 
+    /// The effects of the faults at task dependency `front` active at `now` that apply this
+    /// time: each decided by its own draw, `key.with(fault index)`, against its toxicity.
+    fn faults_applying(&self, front: usize, now: Micros, key: StreamKey) -> impl Iterator<Item = &FaultEffect> {
+        let world = &self.model.world;
+        world.dependencies[front].faults.iter().filter_map(move |&f| {
+            let fault = &world.faults[f];
+            let applies = fault.active_at(now) && key.with(f as u64).stream().unit() < fault.toxicity;
+            applies.then_some(&fault.effect)
+        })
+    }
+
     /// What the faults active now at task dependency `front` do to a task created now, each
     /// decided by its own draw from the task's key.
     fn task_faults(&self, front: usize, now: Micros, key: StreamKey) -> TaskFaults {
-        let world = &self.model.world;
         let mut effects = TaskFaults::default();
-        for &f in &world.dependencies[front].faults {
-            let fault = &world.faults[f];
-            if !fault.active_at(now) || key.with(TAG_TASK_FAULT).with(f as u64).stream().unit() >= fault.toxicity {
-                continue;
-            }
-            match fault.effect {
+        for effect in self.faults_applying(front, now, key.with(TAG_TASK_FAULT)) {
+            match *effect {
                 FaultEffect::StuckTask => effects.stuck = true,
                 FaultEffect::InputRequired => effects.input_required = true,
                 FaultEffect::LateResult { delay_us } => effects.publish_delay_us += delay_us,
@@ -623,12 +623,8 @@ impl<T: Tracer> Simulation<'_, T> {
         let task_model = self.task_model(front);
         let mut behaviour = (task_model.cancel, task_model.late_cancel_us);
         let key = self.tasks[t].key.with(TAG_TASK_FAULT).with(u64::MAX);
-        for &f in &self.model.world.dependencies[front].faults {
-            let fault = &self.model.world.faults[f];
-            if !fault.active_at(now) || key.with(f as u64).stream().unit() >= fault.toxicity {
-                continue;
-            }
-            match fault.effect {
+        for effect in self.faults_applying(front, now, key) {
+            match *effect {
                 FaultEffect::IgnoredCancel => behaviour = (CancelBehaviour::Ignore, 0),
                 FaultEffect::LateCancel { delay_us } if behaviour.0 != CancelBehaviour::Ignore => {
                     behaviour = (CancelBehaviour::Late, delay_us)
@@ -695,16 +691,8 @@ impl<T: Tracer> Simulation<'_, T> {
         let task = *task;
         let measured = task.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
-        if left == TaskState::Running && cost_per_s > 0.0 {
-            let from = now - duration_us;
-            let after = task.left_at.map_or(0, |at| now.saturating_sub(at.max(from)));
-            let before = duration_us - after;
-            for (us, after_caller_left) in [(before, false), (after, true)] {
-                if us > 0 {
-                    let units = cost_per_s * us as f64 / 1e6;
-                    self.observe(now, measured, Observation::Task(TaskObservation::Cost { units, after_caller_left }));
-                }
-            }
+        if left == TaskState::Running {
+            self.observe_running_cost(&task, cost_per_s, now - duration_us, now);
         }
         self.trace_task(now, t);
         let state = task.lifecycle.state;
@@ -724,6 +712,22 @@ impl<T: Tracer> Simulation<'_, T> {
         match task.client {
             Some((c, generation)) if self.clients[c].generation == generation => self.notify_subscriber(now, c, state),
             Some(_) | None => self.free_task(t),
+        }
+    }
+
+    /// The cost of running over [from, to), split at the moment the caller left: the part
+    /// before is spent for someone, the part after for nobody.
+    fn observe_running_cost(&mut self, task: &RemoteTask, cost_per_s: f64, from: Micros, to: Micros) {
+        if cost_per_s <= 0.0 {
+            return;
+        }
+        let after = task.left_at.map_or(0, |at| to.saturating_sub(at.max(from)));
+        let before = to.saturating_sub(from) - after;
+        for (us, after_caller_left) in [(before, false), (after, true)] {
+            if us > 0 {
+                let units = cost_per_s * us as f64 / 1e6;
+                self.observe(to, task.measured, Observation::Task(TaskObservation::Cost { units, after_caller_left }));
+            }
         }
     }
 
@@ -821,16 +825,7 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(end, task.measured, Observation::Task(TaskObservation::RunningAtEnd));
             if task.lifecycle.state == TaskState::Running {
                 let cost_per_s = self.task_model(task.front as usize).cost_per_s;
-                let from = task.lifecycle.since_us;
-                let after = task.left_at.map_or(0, |at| end.saturating_sub(at.max(from)));
-                let before = end.saturating_sub(from) - after;
-                for (us, after_caller_left) in [(before, false), (after, true)] {
-                    if us > 0 && cost_per_s > 0.0 {
-                        let units = cost_per_s * us as f64 / 1e6;
-                        let o = TaskObservation::Cost { units, after_caller_left };
-                        self.observe(end, task.measured, Observation::Task(o));
-                    }
-                }
+                self.observe_running_cost(&task, cost_per_s, task.lifecycle.since_us, end);
             }
         }
     }

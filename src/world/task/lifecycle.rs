@@ -114,7 +114,8 @@ pub fn next_state(state: TaskState, event: TaskEvent) -> Result<TaskState, Illeg
     let to = match (state, event) {
         (TaskState::Pending, TaskEvent::Start) => TaskState::Running,
         (TaskState::Pending, TaskEvent::Reject) => TaskState::Rejected,
-        (TaskState::Pending | TaskState::Running, TaskEvent::Interrupt(w)) => TaskState::Waiting(w),
+        // A2A implementations move to INPUT_REQUIRED / AUTH_REQUIRED from WORKING only.
+        (TaskState::Running, TaskEvent::Interrupt(w)) => TaskState::Waiting(w),
         (TaskState::Waiting(_), TaskEvent::Resume) => TaskState::Running,
         (TaskState::Running, TaskEvent::Complete) => TaskState::Succeeded,
         (_, TaskEvent::Fail) => TaskState::Failed,
@@ -207,6 +208,10 @@ mod tests {
         assert!(next_state(TaskState::Pending, TaskEvent::Complete).is_err());
         assert!(next_state(TaskState::Waiting(WaitFor::Input), TaskEvent::Complete).is_err());
         assert!(next_state(TaskState::Running, TaskEvent::Resume).is_err());
+        assert!(
+            next_state(TaskState::Pending, TaskEvent::Interrupt(WaitFor::Input)).is_err(),
+            "only work is interrupted"
+        );
         assert_eq!(next_state(TaskState::Pending, TaskEvent::Reject), Ok(TaskState::Rejected));
     }
 
