@@ -15,13 +15,12 @@
 //! and a failure names its iteration, which `FAULTLINE_FUZZ_FIRST=<i> FAULTLINE_FUZZ_ITERATIONS=1`
 //! reproduces alone.
 
-use faultline::engine::{Model, SimError, simulate};
-use faultline::experiment::batch::compile_scenario;
-use faultline::experiment::batch::replications::SeriesSum;
-use faultline::experiment::batch::slo::compile_slo;
-use faultline::experiment::output::formats::{summary_json, timeseries_csv};
-use faultline::metrics::stats::aggregate;
-use faultline::scenario::{Format, Source, apply_overrides, canonical_path, parse_override, parse_source};
+// The properties checked of each mutant are the fuzz targets' (fuzz/checks.rs).
+#[path = "../fuzz/checks.rs"]
+mod checks;
+
+use checks::{ScenarioOutcome, scenario_text};
+use faultline::scenario::Format;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 const SEED: u64 = 0x6661_756c_746c_696e;
@@ -292,67 +291,6 @@ fn seeds() -> Vec<(String, String, Format)> {
     out
 }
 
-/// Everything `validate` and a short `run` do with a scenario text. Ok(None) when the input is
-/// refused (as it may be), Err when a compiled scenario failed to simulate for a reason other
-/// than the two dynamic bounds.
-fn exercise(name: &str, text: &str, format: Format, rng: &mut Rng) -> Result<Option<String>, String> {
-    let source = Source::from_text(name, text, format);
-    let parsed = parse_source(&source);
-    // Overrides go through the re-serialized document: they must agree with the file.
-    let overrides =
-        [parse_override("simulation.seed=5").unwrap(), parse_override("simulation.replications=1").unwrap()];
-    let with = apply_overrides(&source, &overrides);
-    let _ = canonical_path(&source, &["dependency".into(), "0".into(), "servers".into()]);
-    // Every refusal is one short line.
-    let errors = [parsed.as_ref().err(), with.as_ref().err()];
-    if let Some(e) = errors.into_iter().flatten().find(|e| e.to_string().contains('\n') || e.to_string().len() > 1_500)
-    {
-        return Err(format!("an error of {} bytes or on several lines: {}", e.to_string().len(), e));
-    }
-    let Ok(scenario) = parsed else { return Ok(None) };
-    if let Err(e) = &with {
-        return Err(format!("the file parses but `--set simulation.seed=5` fails: {e}"));
-    }
-    let compiled = compile_scenario(&source, &[])
-        .and_then(|(model, _)| compile_slo(scenario.slo.as_ref(), &model, &source).map(|_| model));
-    let mut model = match compiled {
-        Ok(model) => model,
-        Err(e) if e.to_string().contains('\n') || e.to_string().len() > 1_500 => {
-            return Err(format!("an error of {} bytes or on several lines: {e}", e.to_string().len()));
-        }
-        Err(_) => return Ok(None),
-    };
-    if let Err(e) = compile_scenario(&source, &overrides) {
-        return Err(format!("validate accepts the file but `--set simulation.seed=5 --replications 1` fails: {e}"));
-    }
-    cap(&mut model);
-    let policy = rng.below(model.policies.len());
-    let any = rng.next();
-    let seed = *rng.pick(&[0, 1, u64::MAX, any]);
-    match simulate(&model, policy, seed) {
-        Ok(replication) => {
-            let aggregate = aggregate(std::slice::from_ref(&replication.metrics));
-            let labels = model.labels(policy);
-            let mut series = SeriesSum::default();
-            series.add(&replication.timeseries);
-            let _ = timeseries_csv(&model, &labels, &series, 1);
-            let _ = summary_json(&model, &model.policies[policy].name, seed, &[], &aggregate);
-            Ok(Some("simulated".into()))
-        }
-        Err(SimError::DrainLimit { .. } | SimError::TooManyRuns { .. }) => Ok(Some("dynamic bound".into())),
-    }
-}
-
-/// A short simulation: at most about 300 expected arrivals, a drain of at most 60 s.
-fn cap(model: &mut Model) {
-    let world = &mut model.world;
-    let rate: f64 = world.workloads.iter().map(|w| w.phases.iter().map(|p| p.1).fold(0.0, f64::max)).sum();
-    let budget_us = if rate > 0.0 { (300.0 / rate * 1e6) as u64 } else { u64::MAX };
-    world.duration_us = world.duration_us.min(budget_us).clamp(1, 30_000_000);
-    world.warmup_us = world.warmup_us.min(world.duration_us / 2);
-    world.drain_limit_us = world.drain_limit_us.min(60_000_000);
-}
-
 fn iterations(default: usize) -> usize {
     std::env::var("FAULTLINE_FUZZ_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -363,8 +301,8 @@ fn fuzz(count: usize) {
     let (mut refused, mut simulated, mut dynamic) = (0usize, 0usize, 0usize);
     let mut findings: Vec<String> = Vec::new();
     for (name, text, format) in &seeds {
-        let outcome = exercise(name, text, *format, &mut Rng(SEED));
-        assert!(matches!(&outcome, Ok(Some(_))), "the unmutated {name} must run: {outcome:?}");
+        let outcome = scenario_text(name, text, *format, Rng(SEED).next(), 300.0);
+        assert_ne!(outcome, ScenarioOutcome::Refused, "the unmutated {name} must compile and run");
     }
     for i in first..first + count {
         let mut rng = Rng(SEED ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -374,7 +312,7 @@ fn fuzz(count: usize) {
         for _ in 0..mutations {
             text = mutate(&mut rng, &text);
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| exercise(&name, &text, format, &mut rng)));
+        let outcome = catch_unwind(AssertUnwindSafe(|| scenario_text(&name, &text, format, rng.next(), 300.0)));
         let excerpt = || text.chars().take(3_000).collect::<String>();
         match outcome {
             Err(panic) => {
@@ -385,10 +323,9 @@ fn fuzz(count: usize) {
                     .unwrap_or_default();
                 findings.push(format!("iteration {i} ({name}) panicked: {message}\n--- mutant ---\n{}", excerpt()));
             }
-            Ok(Err(e)) => findings.push(format!("iteration {i} ({name}): {e}\n--- mutant ---\n{}", excerpt())),
-            Ok(Ok(None)) => refused += 1,
-            Ok(Ok(Some(s))) if s == "simulated" => simulated += 1,
-            Ok(Ok(Some(_))) => dynamic += 1,
+            Ok(ScenarioOutcome::Refused) => refused += 1,
+            Ok(ScenarioOutcome::Simulated) => simulated += 1,
+            Ok(ScenarioOutcome::DynamicBound) => dynamic += 1,
         }
     }
     eprintln!(

@@ -111,6 +111,13 @@ pub const QUOTE_CHARS: usize = 60;
 const MAX_FIELD_CHARS: usize = 200;
 const MAX_MESSAGE_CHARS: usize = 1000;
 
+/// An error message built from input that is not a scenario (a shard file, a checkpoint) as
+/// scenario errors are kept: one line, long quoted values cut with their size, at most 1 000
+/// characters. serde_json quotes a whole string it did not expect, megabytes of it.
+pub fn tame_message(message: &str) -> String {
+    tame(message, MAX_MESSAGE_CHARS)
+}
+
 /// A value from the input as an error message shows it: in backticks, control characters
 /// escaped (an error stays one line), and past [`QUOTE_CHARS`] characters cut with its size,
 /// so a 10 MB name is echoed as `` `aaaa...` (10485760 bytes) ``.

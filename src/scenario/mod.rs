@@ -9,7 +9,7 @@ pub mod raw_table;
 pub mod table;
 pub mod types;
 
-pub use error::{FieldPath, ScenarioError, closest, quote, unknown_name};
+pub use error::{FieldPath, ScenarioError, closest, quote, tame_message, unknown_name};
 pub use load::{Format, Source, load_file, parse_source};
 pub use locate::{duration_ms, error_at_path, parse_named};
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override};

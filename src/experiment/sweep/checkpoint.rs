@@ -6,6 +6,7 @@
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{write_atomically, write_atomically_unsynced};
 use crate::metrics::stats::{Aggregate, Estimate};
+use crate::scenario::tame_message;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -103,6 +104,17 @@ impl PointRecord {
         let mut record = PointRecord { sweep: sweep.to_string(), checksum: String::new(), ..self.clone() };
         record.checksum = record.content_checksum();
         record
+    }
+
+    /// A checkpoint file's bytes read back as point `point` of sweep `sweep`, or why they are not.
+    pub fn read(bytes: &[u8], point: usize, sweep: &str) -> Result<PointRecord, String> {
+        let record: PointRecord =
+            serde_json::from_slice(bytes).map_err(|e| tame_message(&format!("a damaged checkpoint file ({e})")))?;
+        if record.point != point {
+            return Err(format!("holds point {}, not {point}", record.point));
+        }
+        record.verify(sweep)?;
+        Ok(record)
     }
 
     /// Why the record is not one of sweep `sweep`'s, if it is not.
@@ -235,13 +247,8 @@ impl Checkpoint {
     pub fn load(&self, point: usize) -> Result<PointRecord, CommandError> {
         let path = self.point_path(point);
         let bytes = std::fs::read(&path).map_err(|e| io_error("read", &path, e))?;
-        let record: PointRecord = serde_json::from_slice(&bytes)
-            .map_err(|e| CommandError::Io(format!("{}: a damaged checkpoint file ({e})", path.display())))?;
-        if record.point != point {
-            return Err(CommandError::Io(format!("{}: holds point {}, not {point}", path.display(), record.point)));
-        }
-        record.verify(&self.sweep).map_err(|why| CommandError::Io(format!("{}: {why}", path.display())))?;
-        Ok(record)
+        PointRecord::read(&bytes, point, &self.sweep)
+            .map_err(|why| CommandError::Io(format!("{}: {why}", path.display())))
     }
 
     /// Removes the folder once the sweep's files are in place.

@@ -8,6 +8,7 @@ use super::files::write_sweep_files;
 use crate::experiment::batch::grid::{MAX_GRID_POINTS, SweepLayout};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{AtomicFile, OutputFolder};
+use crate::scenario::tame_message;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -66,10 +67,6 @@ impl ShardHeader {
             layout: layout.clone(),
         }
     }
-
-    fn owned_points(&self) -> impl Iterator<Item = usize> + '_ {
-        (self.shard..self.layout.points).step_by(self.shards)
-    }
 }
 
 /// Writes the shard file atomically: the header, then each of `points` in order.
@@ -97,7 +94,7 @@ pub struct MergeOptions {
 }
 
 fn bad(path: &Path, line: usize, message: impl std::fmt::Display) -> CommandError {
-    CommandError::Input(format!("{}:{line}: {message}", path.display()))
+    CommandError::Input(format!("{}:{line}: {}", path.display(), tame_message(&message.to_string())))
 }
 
 /// The longest line a shard file may hold. A point's record is about 8 KB per policy (6 policies of
@@ -134,7 +131,7 @@ impl<R: BufRead> Iterator for BoundedLines<R> {
     }
 }
 
-fn read_header(path: &Path) -> Result<(ShardHeader, impl Iterator<Item = std::io::Result<String>>), CommandError> {
+fn open_shard(path: &Path) -> Result<ShardReader<'_, BufReader<std::fs::File>>, CommandError> {
     let cannot = |e: std::io::Error| CommandError::Input(format!("cannot read {}: {e}", path.display()));
     // A shard is a file merge reads to its end: a device or a pipe (/dev/zero) would never end.
     let meta = std::fs::metadata(path).map_err(cannot)?;
@@ -146,12 +143,69 @@ fn read_header(path: &Path) -> Result<(ShardHeader, impl Iterator<Item = std::io
         )));
     }
     let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut lines = BoundedLines { reader: BufReader::new(file) };
+    ShardReader::new(path, BufReader::new(file))
+}
+
+/// A shard file read line by line: its header checked when it opens, then its records, each
+/// checked against the header's sweep and expected in the header's order.
+pub struct ShardReader<'p, R> {
+    path: &'p Path,
+    pub header: ShardHeader,
+    sweep: String,
+    lines: BoundedLines<R>,
+    line_number: usize,
+    next_point: usize,
+}
+
+impl<'p, R: BufRead> ShardReader<'p, R> {
+    /// Reads and checks the header; `path` only names the file in errors.
+    pub fn new(path: &'p Path, reader: R) -> Result<ShardReader<'p, R>, CommandError> {
+        let mut lines = BoundedLines { reader };
+        let header = read_header(path, &mut lines)?;
+        let (next_point, sweep) = (header.shard, header.key.digest());
+        Ok(ShardReader { path, header, sweep, lines, line_number: 1, next_point })
+    }
+
+    /// The next record, verified: Ok(None) at the end of a complete file.
+    pub fn next_record(&mut self) -> Result<Option<PointRecord>, CommandError> {
+        let (path, expected) = (self.path, self.next_point);
+        let Some(line) = self.lines.next() else {
+            if expected < self.header.layout.points {
+                return Err(bad(
+                    path,
+                    self.line_number,
+                    format!("the file ends before point {expected}: it is truncated"),
+                ));
+            }
+            return Ok(None);
+        };
+        self.line_number += 1;
+        let at = self.line_number;
+        let line = line.map_err(|e| bad(path, at, e))?;
+        let record: PointRecord =
+            serde_json::from_str(&line).map_err(|e| bad(path, at, format!("a damaged record ({e})")))?;
+        record.verify(&self.sweep).map_err(|why| bad(path, at, format!("point {}: {why}", record.point)))?;
+        if expected >= self.header.layout.points {
+            return Err(bad(path, at, format!("holds point {}, which is not its own", record.point)));
+        }
+        if record.point != expected {
+            return Err(bad(path, at, format!("holds point {} where point {expected} belongs", record.point)));
+        }
+        self.next_point += self.header.shards;
+        Ok(Some(record))
+    }
+}
+
+fn read_header<R: BufRead>(path: &Path, lines: &mut BoundedLines<R>) -> Result<ShardHeader, CommandError> {
     let first = lines.next().transpose().map_err(|e| bad(path, 1, e))?.unwrap_or_default();
     let header: ShardHeader = serde_json::from_str(&first)
         .map_err(|e| bad(path, 1, format!("not a faultline shard file (its first line does not read: {e})")))?;
     if header.format != FORMAT {
-        return Err(bad(path, 1, format!("not a faultline shard file (format `{}`)", header.format)));
+        return Err(bad(
+            path,
+            1,
+            format!("not a faultline shard file (format {:?})", header.format.chars().take(80).collect::<String>()),
+        ));
     }
     // A damaged or hand-edited header must give an error, never a huge allocation or a panic.
     let grid: Option<usize> = header.layout.params.iter().try_fold(1usize, |n, p| n.checked_mul(p.values.len()));
@@ -169,7 +223,7 @@ fn read_header(path: &Path) -> Result<(ShardHeader, impl Iterator<Item = std::io
             ),
         ));
     }
-    Ok((header, lines))
+    Ok(header)
 }
 
 /// Names the first field in which two shards' headers differ.
@@ -196,7 +250,7 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
         return Err(CommandError::Input("merge needs the shard files a `sweep --shard K/N` wrote".into()));
     }
     let headers: Vec<ShardHeader> =
-        opts.shards.iter().map(|p| read_header(p).map(|(h, _)| h)).collect::<Result<_, _>>()?;
+        opts.shards.iter().map(|p| open_shard(p).map(|r| r.header)).collect::<Result<_, _>>()?;
     let first = &headers[0];
     for (h, path) in headers.iter().zip(&opts.shards).skip(1) {
         if let Some(what) = difference(first, h) {
@@ -241,8 +295,8 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
     let all: Vec<usize> = (0..first.layout.points).collect();
     let (checkpoint, _, _) = Checkpoint::open(&scratch, &first.key, false, &all)?;
     let result = (|| {
-        for (h, path) in headers.iter().zip(&opts.shards) {
-            copy_records(path, h, &checkpoint)?;
+        for path in &opts.shards {
+            copy_records(path, &checkpoint)?;
         }
         let digest = write_sweep_files(&mut folder, &first.layout, &mut |p| checkpoint.load(p))?;
         folder.commit("sweep", &name).map(|files| (files, digest))
@@ -260,27 +314,10 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
 }
 
 /// Stores a shard's records, checking that it holds exactly its points, in order.
-fn copy_records(path: &Path, header: &ShardHeader, checkpoint: &Checkpoint) -> Result<(), CommandError> {
-    let (_, lines) = read_header(path)?;
-    let sweep = header.key.digest();
-    let mut expected = header.owned_points();
-    let mut line_number = 1;
-    for line in lines {
-        line_number += 1;
-        let line = line.map_err(|e| bad(path, line_number, e))?;
-        let record: PointRecord =
-            serde_json::from_str(&line).map_err(|e| bad(path, line_number, format!("a damaged record ({e})")))?;
-        record.verify(&sweep).map_err(|why| bad(path, line_number, format!("point {}: {why}", record.point)))?;
-        match expected.next() {
-            Some(p) if p == record.point => checkpoint.save(&record)?,
-            Some(p) => {
-                return Err(bad(path, line_number, format!("holds point {} where point {p} belongs", record.point)));
-            }
-            None => return Err(bad(path, line_number, format!("holds point {}, which is not its own", record.point))),
-        }
-    }
-    if let Some(p) = expected.next() {
-        return Err(bad(path, line_number, format!("the file ends before point {p}: it is truncated")));
+fn copy_records(path: &Path, checkpoint: &Checkpoint) -> Result<(), CommandError> {
+    let mut reader = open_shard(path)?;
+    while let Some(record) = reader.next_record()? {
+        checkpoint.save(&record)?;
     }
     Ok(())
 }
