@@ -3,6 +3,7 @@
 //! closed vocabulary. Exponential or recursive validation would hang or overflow here.
 
 use faultline::engine::Model;
+use faultline::experiment::batch::workers::concurrent_simulations;
 use faultline::scenario::{Format, ScenarioError, Source, parse_source};
 use faultline::world::fault_kind::FaultKind;
 use faultline::world::model::{MAX_DEPENDENCIES, MAX_REMOTE_FAN_OUT};
@@ -195,7 +196,40 @@ fn many_breakers_compile_in_n_log_n_and_big_windows_are_refused_with_their_size(
     assert!(e.message.contains("572 MiB") && e.message.contains("256 MiB"), "{e}");
     // 10 of them (229 MiB) are allowed.
     compile(&breakers(10, 1_000_000)).unwrap_or_else(|e| panic!("{e}"));
+    // The bound per command: workers x windows under 1 GiB. 10 such breakers take
+    // 10 x 24 B x 1 000 000 = 240 000 000 B a simulation: 4 fit in 1 GiB (4.47), not 8.
+    let m = compile(&breakers(10, 1_000_000)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.guard_window_bytes(), 240_000_000);
+    assert_eq!(concurrent_simulations(m.guard_window_bytes(), 8), 4);
+    assert_eq!(concurrent_simulations(m.guard_window_bytes(), 2), 2);
+    assert_eq!(concurrent_simulations(0, 8), 8);
+    assert_eq!(concurrent_simulations(u64::MAX, 8), 1);
     // One table over the instance limit is refused before any guard is compiled.
     let e = rejection(&breakers(10_001, 100));
     assert!(e.message.contains("10001 guard tables"), "{e}");
+}
+
+#[test]
+fn a_command_runs_fewer_simulations_at_once_when_their_windows_would_pass_a_gibibyte() {
+    let dir = std::env::temp_dir().join(format!("faultline-windows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("big.toml");
+    std::fs::write(&file, breakers(10, 1_000_000)).unwrap();
+    let run = |jobs: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["run", file.to_str().unwrap(), "--replications", "4", "--jobs", jobs, "--out"])
+            .arg(dir.join(format!("out-{jobs}")))
+            .output()
+            .unwrap()
+    };
+    let (eight, one) = (run("8"), run("1"));
+    let stderr = String::from_utf8_lossy(&eight.stderr);
+    assert!(eight.status.success(), "{stderr}");
+    assert!(stderr.contains("note: running 4 simulation(s) at once, not 8"), "{stderr}");
+    assert!(stderr.contains("229 MiB in each"), "{stderr}");
+    // Only the time changes: the same bytes as one worker.
+    let summary = |jobs: &str| std::fs::read(dir.join(format!("out-{jobs}")).join("p/summary.json")).unwrap();
+    assert!(one.status.success());
+    assert_eq!(summary("8"), summary("1"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

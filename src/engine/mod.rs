@@ -53,6 +53,11 @@ impl Model {
         Ok(Model { name: source.stem(), world, workflows, policies, dependency_names, step_names, step_offsets })
     }
 
+    /// What the guards' sliding windows take in one simulation of this model's hungriest policy.
+    pub fn guard_window_bytes(&self) -> u64 {
+        self.policies.iter().map(|p| p.guard_window_bytes).max().unwrap_or(0)
+    }
+
     pub fn policy_index(&self, name: &str) -> Option<usize> {
         self.policies.iter().position(|p| p.name == name)
     }

@@ -21,6 +21,10 @@ pub const MAX_GUARDS: usize = 10_000;
 /// Memory the guards' sliding windows may take in one simulation (a resilience4j breaker's
 /// window is 24 bytes a call or a second: at the largest window, 1 000 000, 24 MB an instance).
 pub const MAX_GUARD_WINDOW_BYTES: u64 = 256 << 20;
+/// Memory the guards' sliding windows may take in one command, over all its workers: a command
+/// runs fewer simulations at once than `--jobs` asks when their windows would pass it (the
+/// results do not depend on the number of workers).
+pub const MAX_COMMAND_WINDOW_BYTES: u64 = 1 << 30;
 
 /// What compiling a policy's mechanisms gives the policy model.
 pub struct Mechanisms {
@@ -30,6 +34,8 @@ pub struct Mechanisms {
     pub breaker_dependencies: Vec<usize>,
     /// `routes[w][s]`.
     pub routes: Vec<Vec<StepRoutes>>,
+    /// What the guards' sliding windows take in one simulation, in bytes.
+    pub window_bytes: u64,
 }
 
 pub fn compile_mechanisms(
@@ -128,5 +134,11 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         }
         routes.push(step_routes);
     }
-    Mechanisms { pipeline, breaker_labels: cx.breaker_labels, breaker_dependencies: cx.breaker_dependencies, routes }
+    Mechanisms {
+        pipeline,
+        breaker_labels: cx.breaker_labels,
+        breaker_dependencies: cx.breaker_dependencies,
+        routes,
+        window_bytes: cx.window_bytes,
+    }
 }

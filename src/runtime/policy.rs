@@ -52,6 +52,8 @@ pub struct PolicyModel {
     pub snapshots: bool,
     /// How runs track long-running tasks.
     pub task_client: crate::runtime::task_client::TaskClientConfig,
+    /// What the guards' sliding windows take in one simulation, in bytes.
+    pub guard_window_bytes: u64,
 }
 
 pub fn compile_policies(
@@ -174,6 +176,7 @@ fn compile_policy(
         key_per_attempt,
         steps,
         breaker_labels: mechanisms.breaker_labels,
+        guard_window_bytes: mechanisms.window_bytes,
         hedging,
         admission: compile_admission(source, &path.key("admission"), p.admission.as_ref())?,
         fan_out,

@@ -40,7 +40,8 @@ pub fn run_replications(
         .collect();
     check_batch_size(Some(tasks.len()))?;
     let sums: Vec<Mutex<SeriesSum>> = policies.iter().map(|_| Mutex::new(SeriesSum::default())).collect();
-    let workers = Workers::start(jobs, tasks.len() as u64, &model.name)?;
+    let mut workers = Workers::start(jobs, tasks.len() as u64, &model.name)?;
+    workers.fit_guard_windows(model.guard_window_bytes())?;
     let keep = |t: &Task, r: Replication| {
         // Policies are distinct (select_policies), so the position is the policy's slot.
         let slot = policies.iter().position(|&p| p == t.policy).expect("a task's policy was selected");

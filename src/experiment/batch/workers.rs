@@ -3,6 +3,7 @@
 
 use crate::engine::{Model, Replication, SimError, simulate};
 use crate::experiment::command::CommandError;
+use crate::runtime::mechanisms::MAX_COMMAND_WINDOW_BYTES;
 use crate::sim::StreamKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -47,7 +48,8 @@ pub fn run_tasks(
     describe: &dyn Fn(&Task) -> String,
 ) -> Result<Vec<Replication>, CommandError> {
     check_batch_size(Some(tasks.len()))?;
-    let workers = Workers::start(jobs, tasks.len() as u64, label)?;
+    let mut workers = Workers::start(jobs, tasks.len() as u64, label)?;
+    workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
     let results = workers.simulate(models, tasks, describe, &|_, r| r);
     workers.finish();
     results
@@ -62,10 +64,7 @@ pub struct Workers {
 impl Workers {
     /// `simulations` is the number the progress bar counts to.
     pub fn start(jobs: usize, simulations: u64, label: &str) -> Result<Workers, CommandError> {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs.max(1))
-            .build()
-            .map_err(|e| CommandError::Io(format!("cannot start worker threads: {e}")))?;
+        let pool = build_pool(jobs)?;
         let progress = ProgressBar::with_draw_target(Some(simulations), ProgressDrawTarget::stderr());
         progress.set_style(
             ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} simulations, {elapsed} elapsed, eta {eta}")
@@ -74,6 +73,27 @@ impl Workers {
         );
         progress.set_message(label.to_string());
         Ok(Workers { pool, progress })
+    }
+
+    /// Runs fewer simulations at once than `--jobs` asked when the guards' sliding windows of
+    /// that many (`window_bytes` each) would take more than [`MAX_COMMAND_WINDOW_BYTES`]; the
+    /// results are the same for any number of workers, so only the time changes, and a note on
+    /// standard error says so.
+    pub fn fit_guard_windows(&mut self, window_bytes: u64) -> Result<(), CommandError> {
+        let threads = self.pool.current_num_threads();
+        let fits = concurrent_simulations(window_bytes, threads);
+        if fits < threads {
+            self.pool = build_pool(fits)?;
+            // Said even when standard error is not a terminal (a CI log), where the bar is hidden.
+            self.progress.suspend(|| {
+                eprintln!(
+                    "note: running {fits} simulation(s) at once, not {threads}: the guards' sliding windows take {} MiB in each, and a command keeps them under {} MiB",
+                    window_bytes.saturating_add(1 << 19) >> 20,
+                    MAX_COMMAND_WINDOW_BYTES >> 20
+                )
+            });
+        }
+        Ok(())
     }
 
     /// Counts one unit of work that is not a simulation of [`Workers::simulate`].
@@ -131,6 +151,21 @@ impl Workers {
     pub fn finish(self) {
         self.progress.finish_and_clear();
     }
+}
+
+fn build_pool(threads: usize) -> Result<rayon::ThreadPool, CommandError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .build()
+        .map_err(|e| CommandError::Io(format!("cannot start worker threads: {e}")))
+}
+
+/// How many simulations whose guards' windows take `window_bytes` each may run at once on
+/// `threads` workers: all of them, or as many as fit in [`MAX_COMMAND_WINDOW_BYTES`] (at least one;
+/// a single simulation is held to `MAX_GUARD_WINDOW_BYTES` when the scenario compiles).
+pub fn concurrent_simulations(window_bytes: u64, threads: usize) -> usize {
+    let fit = MAX_COMMAND_WINDOW_BYTES.checked_div(window_bytes).unwrap_or(u64::MAX).max(1);
+    threads.min(usize::try_from(fit).unwrap_or(usize::MAX)).max(1)
 }
 
 /// The most worker threads a command starts.

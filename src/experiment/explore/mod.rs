@@ -511,7 +511,9 @@ pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
     let kinds = fault_kinds(opts, &base)?;
     let policy = check_target(opts, &model, &base, &source)?;
     let first_own = if opts.keep_faults { base.faults.len() } else { 0 };
-    let workers = Workers::start(opts.jobs, u64::from(opts.schedules), &format!("exploring {}", model.name))?;
+    let mut workers = Workers::start(opts.jobs, u64::from(opts.schedules), &format!("exploring {}", model.name))?;
+    // Schedules change faults only, never the guards.
+    workers.fit_guard_windows(model.guard_window_bytes())?;
     let violations = try_schedules(opts, &base, &source, &kinds, &workers)?;
     let invariants = Invariants::new(&model, &base, &source, policy)?;
     let mut text = format!(

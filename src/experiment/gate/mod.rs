@@ -418,7 +418,8 @@ fn simulate_sides(
         })
         .collect();
     check_batch_size(Some(tasks.len()))?;
-    let workers = Workers::start(opts.jobs, tasks.len() as u64, &models[0].name)?;
+    let mut workers = Workers::start(opts.jobs, tasks.len() as u64, &models[0].name)?;
+    workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
     let describe = |t: &Task| match (t.model, &opts.baseline_scenario) {
         (1, Some(path)) => format!("baseline scenario {}: ", path.display()),
         _ => String::new(),

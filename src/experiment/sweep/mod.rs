@@ -55,6 +55,8 @@ pub struct SweepPlan {
     pub policies: Vec<usize>,
     pub seed: Option<u64>,
     pub source: Source,
+    /// What the guards' sliding windows take in one simulation, at the hungriest point.
+    pub guard_window_bytes: u64,
 }
 
 impl SweepPlan {
@@ -100,27 +102,36 @@ fn read_grid(opts: &SweepOptions) -> Result<(Source, Vec<Param>), CommandError> 
     Ok((source, params))
 }
 
+/// What checking a point keeps: its replications, its metric names, its guard window bytes.
+type CheckedPoint = (u32, Vec<String>, u64);
+
 /// Compiles each point once, in parallel, with the same checks as run and gate (so a scenario
 /// a sweep accepts can be gated); keeps each point's replication count and returns every
-/// metric any point reports, the models dropped.
-fn check_points(source: &Source, points: &mut [PlannedPoint], workers: &Workers) -> Result<Vec<String>, CommandError> {
-    let checked: Vec<Result<(u32, Vec<String>), CommandError>> = workers.install(|| {
+/// metric any point reports and the largest guard window memory, the models dropped.
+fn check_points(
+    source: &Source,
+    points: &mut [PlannedPoint],
+    workers: &Workers,
+) -> Result<(Vec<String>, u64), CommandError> {
+    let checked: Vec<Result<CheckedPoint, CommandError>> = workers.install(|| {
         points
             .par_iter()
             .map(|p| {
                 let (model, scenario) = compile_scenario(source, &p.overrides)?;
                 compile_slo_with(scenario.slo.as_ref(), &model, source, &p.overrides)?;
-                Ok((model.world.replications, model.metric_names()))
+                Ok((model.world.replications, model.metric_names(), model.guard_window_bytes()))
             })
             .collect()
     });
     let mut metric_names = std::collections::BTreeSet::new();
+    let mut window_bytes = 0;
     for (point, result) in points.iter_mut().zip(checked) {
-        let (replications, names) = result?;
+        let (replications, names, bytes) = result?;
         point.replications = replications;
         metric_names.extend(names);
+        window_bytes = window_bytes.max(bytes);
     }
-    Ok(metric_names.into_iter().collect())
+    Ok((metric_names.into_iter().collect(), window_bytes))
 }
 
 /// Checks every grid point (parse, compile, SLO) before anything runs.
@@ -138,7 +149,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         }
         points.push(PlannedPoint { values, overrides, replications: 0 });
     }
-    let metric_names = check_points(&source, &mut points, workers)?;
+    let (metric_names, guard_window_bytes) = check_points(&source, &mut points, workers)?;
     let first = {
         let (mut model, _) = compile_scenario(&source, &points[0].overrides)?;
         apply_seed(&mut model, opts.seed, &points[0].overrides);
@@ -164,7 +175,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         metric_names,
         points: points.len(),
     };
-    Ok(SweepPlan { key, layout, points, policies, seed: opts.seed, source })
+    Ok(SweepPlan { key, layout, points, policies, seed: opts.seed, source, guard_window_bytes })
 }
 
 /// Runs the points in `todo` in parallel (a point's replications in parallel too), reduces each
@@ -230,8 +241,9 @@ fn compute_point(plan: &SweepPlan, point: usize, workers: &Workers) -> Result<Po
 }
 
 pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
-    let workers = Workers::start(opts.jobs, 0, "checking the grid")?;
+    let mut workers = Workers::start(opts.jobs, 0, "checking the grid")?;
     let plan = plan(opts, &workers)?;
+    workers.fit_guard_windows(plan.guard_window_bytes)?;
     let name = plan.layout.scenario.clone();
     let owned: Vec<usize> = (0..plan.points.len()).filter(|&p| opts.shard.is_none_or(|s| s.owns(p))).collect();
     let out_dir = opts.out.clone().unwrap_or_else(|| {
@@ -276,7 +288,9 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     checkpoint.remove();
     let total: usize = owned.iter().map(|&p| plan.simulations(p)).sum();
     let shard = opts.shard.map(|s| format!(" (shard {} of {}, of {} points)", s.index, s.count, plan.points.len()));
-    let replications = |f: fn(u32, u32) -> u32| owned.iter().map(|&p| plan.points[p].replications).reduce(f);
+    // A shard that owns no point (more shards than points) still names the grid's replications.
+    let counted: Vec<usize> = if owned.is_empty() { (0..plan.points.len()).collect() } else { owned.clone() };
+    let replications = |f: fn(u32, u32) -> u32| counted.iter().map(|&p| plan.points[p].replications).reduce(f);
     let replications = match (replications(u32::min), replications(u32::max)) {
         (Some(low), Some(high)) if low < high => format!("{low}-{high}"),
         (Some(n), _) => n.to_string(),
