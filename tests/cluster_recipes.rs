@@ -76,47 +76,138 @@ fn single_machine(dir: &Path) -> PathBuf {
     out
 }
 
-#[test]
-fn slurm_array_tasks_and_merge_reproduce_the_single_machine_sweep() {
-    let script = read("examples/slurm/sweep.sbatch");
-    let start = script.find("exec \"$FAULTLINE\" sweep").expect("the task's command");
-    let command = one_line(&script[start..]);
-    let command = command
-        .replace("exec \"$FAULTLINE\" sweep \"$SCENARIO\"", "faultline sweep scenarios/metastability.toml")
-        .replace(" \"${extra[@]}\"", "");
-    docs_name(&command);
-    let tasks: usize = script
-        .lines()
-        .find_map(|l| l.strip_prefix("#SBATCH --array=0-"))
-        .and_then(|n| n.trim().parse::<usize>().ok())
-        .expect("#SBATCH --array=0-N")
-        + 1;
+/// Runs examples/slurm/sweep.sbatch in `dir` as array task `task`, with `env` on top.
+fn slurm_task(dir: &Path, task: usize, count: usize, env: &[(&str, String)]) -> std::process::Output {
+    let script = Path::new(ROOT).join("examples/slurm/sweep.sbatch");
+    let path = format!("{}:{}", dir.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    Command::new("bash")
+        .arg(script)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("SLURM_ARRAY_TASK_ID", task.to_string())
+        .env("SLURM_ARRAY_TASK_COUNT", count.to_string())
+        .env_remove("SHARDS")
+        .env_remove("EXTRA_ARGS")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap()
+}
 
+/// The arguments a task of the recipe passes to faultline, recorded by a stand-in binary.
+fn slurm_arguments(dir: &Path, task: usize, count: usize, env: &[(&str, String)]) -> Vec<String> {
+    let record = dir.join("bin/record");
+    std::fs::write(&record, "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$RECORDED\"\n").unwrap();
+    std::fs::set_permissions(&record, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let recorded = dir.join("recorded");
+    let mut env: Vec<(&str, String)> = env.to_vec();
+    env.push(("FAULTLINE", "record".into()));
+    env.push(("RECORDED", recorded.display().to_string()));
+    let o = slurm_task(dir, task, count, &env);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(&recorded).unwrap().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn slurm_tasks_run_the_documented_command_and_pass_extra_arguments_whole() {
+    let dir = workspace("slurm-arguments");
+    // With the recipe's defaults, task 0 of the 8 of `#SBATCH --array=0-7` runs what the docs show.
+    let script = read("examples/slurm/sweep.sbatch");
+    assert!(script.lines().any(|l| l == "#SBATCH --array=0-7"), "the array is 0-7");
+    assert!(!script.contains("--cpus-per-task"), "CPUs per task are the submitter's choice");
+    let documented = "faultline sweep scenarios/metastability.toml --policy naive --policy retry_budget --param fault.0.servers=20,30,40,50,60,70 --param fault.0.duration_s=5,10,20,40 --replications 16 --shard \"$SLURM_ARRAY_TASK_ID/$SHARDS\" --resume --jobs \"${SLURM_CPUS_PER_TASK:-1}\" --out \"$OUT\"";
+    docs_name(documented);
+    let expected: Vec<String> = documented
+        .replace("\"$SLURM_ARRAY_TASK_ID/$SHARDS\"", "0/8")
+        .replace("\"${SLURM_CPUS_PER_TASK:-1}\"", "1")
+        .replace("\"$OUT\"", "results/metastability-shards")
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect();
+    assert_eq!(slurm_arguments(&dir, 0, 8, &[]), expected);
+    // A rerun of shard 3 alone (`SHARDS=8 sbatch --array=3`): Slurm counts one task.
+    let rerun = slurm_arguments(&dir, 3, 1, &[("SHARDS", "8".into())]);
+    assert!(rerun.windows(2).any(|w| w == ["--shard", "3/8"]), "{rerun:?}");
+    // EXTRA_ARGS is split as a shell would split it, and never run: the scenario file's own example.
+    let codel = "dependency.backend.queue_policy.codel={ target_ms = 5, interval_ms = 100 }";
+    let extra = format!("--set '{codel}' --set \"simulation.seed=7\" --set simulation.replications=$(false)");
+    let args = slurm_arguments(&dir, 0, 8, &[("EXTRA_ARGS", extra)]);
+    assert!(args.windows(2).any(|w| w == ["--set", codel]), "{args:?}");
+    assert!(args.windows(2).any(|w| w == ["--set", "simulation.seed=7"]), "{args:?}");
+    assert!(args.windows(2).any(|w| w == ["--set", "simulation.replications=$(false)"]), "{args:?}");
+    // No policies, no parameters and no extra arguments: an empty list under `set -u`.
+    let bare = slurm_arguments(&dir, 0, 8, &[("POLICIES", String::new()), ("PARAMS", String::new())]);
+    assert_eq!(bare[..2], ["sweep", "scenarios/metastability.toml"]);
+    assert_eq!(bare[2], "--replications");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn slurm_array_tasks_a_rerun_shard_and_merge_reproduce_the_single_machine_sweep() {
     let dir = workspace("slurm");
-    std::fs::write(dir.join("sweep.sbatch"), shrink(&script)).unwrap();
     let faultline = dir.join("bin/faultline").display().to_string();
-    for task in 0..tasks {
-        let env = [
-            ("FAULTLINE", faultline.clone()),
-            ("OUT", "shards".to_string()),
-            ("EXTRA_ARGS", SHORTER.to_string()),
-            ("SLURM_ARRAY_TASK_ID", task.to_string()),
-            ("SLURM_ARRAY_TASK_COUNT", tasks.to_string()),
-            ("SLURM_CPUS_PER_TASK", "1".to_string()),
-        ];
-        shell("bash", &["sweep.sbatch"], &dir, &env);
+    // The small grid of `single_machine`, through the recipe's variables.
+    let small = [
+        ("FAULTLINE", faultline.clone()),
+        ("OUT", "shards".to_string()),
+        ("PARAMS", "fault.0.servers=40,60 fault.0.duration_s=3,10".to_string()),
+        ("REPLICATIONS", "1".to_string()),
+        ("EXTRA_ARGS", SHORTER.to_string()),
+        ("SLURM_CPUS_PER_TASK", "1".to_string()),
+    ];
+    for task in 0..4 {
+        let o = slurm_task(&dir, task, 4, &small);
+        assert!(o.status.success(), "task {task}: {}", String::from_utf8_lossy(&o.stderr));
     }
+    // Shard 2 again, alone, as `SHARDS=4 sbatch --array=2` runs it: it resumes its own file's sweep.
+    let mut rerun = small.to_vec();
+    rerun.push(("SHARDS", "4".into()));
+    let o = slurm_task(&dir, 2, 1, &rerun);
+    assert!(o.status.success(), "rerun: {}", String::from_utf8_lossy(&o.stderr));
     let merge = Path::new(ROOT).join("examples/slurm/merge.sbatch").display().to_string();
     let env = [
         ("FAULTLINE", faultline),
         ("OUT", "shards".to_string()),
-        ("SHARDS", tasks.to_string()),
+        ("SHARDS", "4".to_string()),
         ("MERGED", "merged".to_string()),
     ];
     shell("bash", &[&merge], &dir, &env);
     let reference = single_machine(&dir);
     assert!(read_all(&dir.join("merged")) == read_all(&reference), "Slurm shards merged differ from one machine");
+    // A missing shard: merge names it.
+    std::fs::remove_file(dir.join("shards/shard-1-of-4.jsonl")).unwrap();
+    let o = Command::new("bash")
+        .arg(&merge)
+        .current_dir(&dir)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("MERGED", "again")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the set is incomplete: shard(s) 1 of 4"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The recipe as docs/cluster.md tells a user to run it, on a real single-node Slurm:
+/// tests/slurm/real-slurm.sh. Skipped, loudly, where Slurm is not installed, unless
+/// FAULTLINE_REQUIRE_SLURM=1 (set by .ci/run when it installed the packages).
+#[test]
+fn the_slurm_recipe_runs_on_a_real_slurm() {
+    let o = Command::new("bash")
+        .arg(Path::new(ROOT).join("tests/slurm/real-slurm.sh"))
+        .arg(env!("CARGO_BIN_EXE_faultline"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let required = std::env::var("FAULTLINE_REQUIRE_SLURM").is_ok_and(|v| v == "1");
+    if o.status.code() == Some(77) && !required {
+        eprintln!("\n*** NOT RUN: the real-Slurm recipe test. {} ***\n", stdout.trim());
+        return;
+    }
+    assert!(o.status.success(), "real Slurm:\n{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    eprintln!("real Slurm:\n{stdout}");
+    assert!(stdout.contains("rerun of shard 2 merged = one machine"), "{stdout}");
 }
 
 fn yaml(path: &str) -> serde_yaml::Value {
@@ -203,5 +294,81 @@ fn github_actions_matrix_and_merge_reproduce_the_single_machine_sweep() {
     let reference = single_machine(&dir);
     let merged = dir.join("metastability-sweep");
     assert!(read_all(&merged) == read_all(&reference), "GitHub Actions shards merged differ from one machine");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A recipe, the validator of its schema, and a field renamed in a copy the validator must refuse.
+struct SchemaCheck {
+    program: &'static str,
+    args: &'static [&'static str],
+    recipe: &'static str,
+    rename: (&'static str, &'static str),
+}
+
+/// Runs a schema validator; None when it is not installed.
+fn validate(program: &str, args: &[&str], file: &Path) -> Option<std::process::Output> {
+    Command::new(program).args(args).arg(file).output().ok()
+}
+
+/// The Kubernetes manifests against the Kubernetes API's schema (kubernetes-validate --strict,
+/// which rejects unknown fields) and the GitHub Actions workflows against theirs
+/// (check-jsonschema's vendored github-workflows schema), each shown to refuse a broken copy.
+/// Both come from PyPI; skipped, loudly, where they are not installed, unless
+/// FAULTLINE_REQUIRE_VALIDATORS=1 (set by .ci/run when it installed them).
+#[test]
+fn the_kubernetes_and_github_actions_recipes_validate_against_their_schemas() {
+    const KUBERNETES: &[&str] = &["--strict"];
+    const WORKFLOWS: &[&str] = &["--builtin-schema", "vendor.github-workflows"];
+    let checks = [
+        SchemaCheck {
+            program: "kubernetes-validate",
+            args: KUBERNETES,
+            recipe: "examples/kubernetes/sweep-job.yaml",
+            rename: ("completionMode:", "completionMod:"),
+        },
+        SchemaCheck {
+            program: "kubernetes-validate",
+            args: KUBERNETES,
+            recipe: "examples/kubernetes/merge-job.yaml",
+            rename: ("restartPolicy:", "restartPolicey:"),
+        },
+        SchemaCheck {
+            program: "check-jsonschema",
+            args: WORKFLOWS,
+            recipe: "examples/github-actions/sweep.yml",
+            rename: ("runs-on:", "runs_on:"),
+        },
+        SchemaCheck {
+            program: "check-jsonschema",
+            args: WORKFLOWS,
+            recipe: "examples/github-actions/gate.yml",
+            rename: ("runs-on:", "runs_on:"),
+        },
+    ];
+    let required = std::env::var("FAULTLINE_REQUIRE_VALIDATORS").is_ok_and(|v| v == "1");
+    let dir = std::env::temp_dir().join(format!("faultline-schemas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for SchemaCheck { program, args, recipe, rename: (from, to) } in checks {
+        let extension = Path::new(recipe).extension().unwrap().to_str().unwrap();
+        let Some(o) = validate(program, args, &Path::new(ROOT).join(recipe)) else {
+            assert!(!required, "{program} is not installed");
+            eprintln!(
+                "\n*** NOT RUN: {recipe} against its schema: {program} is not installed (pip install {program}) ***\n"
+            );
+            continue;
+        };
+        assert!(
+            o.status.success(),
+            "{recipe}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = read(recipe);
+        assert!(text.contains(from), "{recipe} has no `{from}`");
+        let broken = dir.join(format!("broken.{extension}"));
+        std::fs::write(&broken, text.replacen(from, to, 1)).unwrap();
+        let o = validate(program, args, &broken).unwrap();
+        assert!(!o.status.success(), "{program} accepted {recipe} with `{from}` renamed `{to}`");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -515,3 +515,31 @@ fn one_writer_per_output_folder_and_a_killed_writers_lock_never_blocks() {
     assert_eq!(third.status.code(), Some(0), "{}", String::from_utf8_lossy(&third.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A sweep that meets a full disk while it writes its checkpoint's key fails with exit 1 and
+/// leaves nothing beside its output: no empty checkpoint folder, no staging folder, no lock.
+/// The full disk is a 4 KiB tmpfs, mounted when this runs as root (as CI does).
+#[test]
+fn a_full_disk_leaves_nothing_beside_the_output() {
+    let mount_point = std::env::temp_dir().join(format!("faultline-full-disk-{}", std::process::id()));
+    std::fs::create_dir_all(&mount_point).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4k", "tmpfs"])
+        .arg(&mount_point)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (not root?): the full-disk case is checked as root in CI");
+        std::fs::remove_dir_all(&mount_point).unwrap();
+        return;
+    }
+    let args = sweep_args(&["--out", s(&mount_point.join("out"))]);
+    let o = faultline(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let left: Vec<_> = std::fs::read_dir(&mount_point).unwrap().flatten().map(|e| e.file_name()).collect();
+    let _ = Command::new("umount").arg(&mount_point).status();
+    let _ = std::fs::remove_dir_all(&mount_point);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(left.is_empty(), "left beside the output: {left:?}");
+}
