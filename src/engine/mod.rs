@@ -79,6 +79,9 @@ impl Model {
             task_dependencies: (0..self.world.dependencies.len())
                 .filter(|&d| self.world.dependencies[d].task.is_some())
                 .collect(),
+            token_dependencies: (0..self.world.dependencies.len())
+                .filter(|&d| self.world.dependencies[d].tokens.is_some())
+                .collect(),
         }
     }
 

@@ -50,6 +50,11 @@ impl<T: Tracer> Simulation<'_, T> {
             owned: job.owned,
             stuck: false,
             counted: true,
+            // One draw per call of the remote agent: its retries send the same request.
+            tokens: model.world.dependencies[call.dependency]
+                .tokens
+                .as_ref()
+                .map(|shape| shape.draw_defaults(job.key.with(u64::from(job.call)).with(u64::from(job.repeat)))),
         };
         let child = self.submit(now, attempt);
         self.jobs[id].child = Some(child);

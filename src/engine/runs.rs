@@ -208,6 +208,12 @@ impl<T: Tracer> Simulation<'_, T> {
             owned: true,
             stuck: false,
             counted: true,
+            tokens: match &self.model.world.dependencies[station].tokens {
+                Some(shape) if purpose != Purpose::Lookup => {
+                    Some(workflow.steps[s as usize].tokens_in(slot.key, shape))
+                }
+                Some(_) | None => None,
+            },
         };
         let (job, generation) = self.submit(now, attempt);
         // The machine keeps the handle opaque and gives it back when it cancels the attempt.

@@ -10,6 +10,7 @@ use crate::runtime::guard::pipeline::Pipeline;
 use crate::runtime::{AttemptTrace, Command, DrawRecorder, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
 use crate::sim::{EventQueue, Micros, StreamKey};
 use crate::vocab::{BreakerState, DegradationMode, FailureKind, Priority};
+use crate::world::tokens::CallTokens;
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
@@ -78,6 +79,8 @@ pub(super) struct Job {
     pub error: Option<FailureKind>,
     pub retry_after_us: Option<Micros>,
     pub no_reply: bool,
+    /// A token-shaped call's counts (zero elsewhere).
+    pub tokens: CallTokens,
     // A remote agent's progress through its calls.
     pub call: u16,
     pub repeat: u32,
@@ -106,6 +109,7 @@ impl Job {
             error: None,
             retry_after_us: None,
             no_reply: false,
+            tokens: CallTokens { input: 0, output: 0, truncated: false },
             call: 0,
             repeat: 0,
             sub_attempt: 0,

@@ -3,10 +3,12 @@
 use super::event::Event;
 use super::simulation::{Caller, Job, JobPhase, Simulation};
 use crate::metrics::Observation;
+use crate::metrics::tokens::TokenObservation;
 use crate::runtime::{AttemptResult, AttemptTrace, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority, Refusal};
 use crate::world::queue_policy::Overflow;
+use crate::world::tokens::CallTokens;
 use crate::world::{Admission, AttemptDraws, Commit, Station, attempt_conditions};
 
 /// Everything needed to create an attempt.
@@ -27,6 +29,9 @@ pub(super) struct NewAttempt {
     /// An attempt of a logical call (or of a remote agent's own call): counted in retry
     /// amplification. A task client's control request or a task's work is not.
     pub counted: bool,
+    /// At a token-shaped model: the logical call's token counts, drawn by the caller so every
+    /// attempt of the call sees the same; None draws the model's defaults from the attempt key.
+    pub tokens: Option<CallTokens>,
 }
 
 impl<T: Tracer> Simulation<'_, T> {
@@ -39,10 +44,13 @@ impl<T: Tracer> Simulation<'_, T> {
         if T::DRAWS {
             self.trace_attempt(now, &a, &draws);
         }
+        let lookup = a.purpose == Purpose::Lookup;
+        let tokens = match &dep.tokens {
+            Some(shape) if !lookup => Some(a.tokens.unwrap_or_else(|| shape.draw_defaults(a.key))),
+            Some(_) | None => None,
+        };
         let mut conditions =
-            attempt_conditions(dep, &model.world.faults, now, &draws, a.purpose == Purpose::Lookup, |d| {
-                d.sample_ms(&mut stream)
-            });
+            attempt_conditions(dep, &model.world.faults, now, &draws, lookup, tokens, |d| d.sample_ms(&mut stream));
         if a.stuck {
             conditions.service_us = self.stop_at.saturating_sub(now).saturating_add(1);
         }
@@ -68,6 +76,7 @@ impl<T: Tracer> Simulation<'_, T> {
             error: conditions.error,
             retry_after_us: None,
             no_reply: conditions.no_reply,
+            tokens: tokens.unwrap_or_default(),
             call: 0,
             repeat: 0,
             sub_attempt: 0,
@@ -88,7 +97,15 @@ impl<T: Tracer> Simulation<'_, T> {
             Observation::RequestSent { dependency, cost_units }
         };
         self.observe(now, a.measured, sent);
-        match self.stations[a.station].admit(dep, &model.world.faults, now, &draws) {
+        if let Some(t) = tokens
+            && dep.max_context_tokens.is_some_and(|window| f64::from(t.input) > window)
+        {
+            // A provider answers 400 at once: the prompt does not fit; retrying cannot help.
+            self.observe(now, a.measured, Observation::Tokens(TokenObservation::ContextWindowExceeded));
+            self.reject(now, id, FailureKind::InvalidInput, None);
+            return (id, generation);
+        }
+        match self.stations[a.station].admit(dep, &model.world.faults, now, &draws, tokens) {
             Admission::StartService => self.start_service(now, id),
             Admission::Queued => self.enqueue(now, id),
             Admission::QueueFull if dep.queue.overflow == Overflow::RejectLowestPriority && self.evict(now, id) => {
@@ -99,6 +116,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.reject(now, id, FailureKind::RateLimited, Some(retry_after_us))
             }
             Admission::Down => self.reject(now, id, FailureKind::TransientTransport, None),
+            Admission::LargerThanQuota => {
+                self.observe(now, a.measured, Observation::Tokens(TokenObservation::LargerThanQuota));
+                self.reject(now, id, FailureKind::InvalidInput, None)
+            }
         }
         // A timeout past the end of the simulation could only ever fire as a stale event;
         // leaving it out keeps the event queue bounded by what can still happen.
@@ -108,6 +129,25 @@ impl<T: Tracer> Simulation<'_, T> {
             self.queue.schedule_timer(now + t, id, Event::Timeout { job: id, generation });
         }
         (id, generation)
+    }
+
+    /// A token-shaped call starts service: its tokens are billed.
+    #[cold]
+    #[inline(never)]
+    fn tokens_served(&mut self, now: Micros, id: u32, d: usize, shape: &crate::world::tokens::TokenShape) {
+        let job = &self.jobs[id];
+        if job.purpose == Purpose::Lookup {
+            return;
+        }
+        let (t, measured) = (job.tokens, job.measured);
+        let served = TokenObservation::Served {
+            dependency: d as u16,
+            input: t.input,
+            output: t.output,
+            truncated: t.truncated,
+            money: shape.price(t),
+        };
+        self.observe(now, measured, Observation::Tokens(served));
     }
 
     #[cold]
@@ -280,6 +320,10 @@ impl<T: Tracer> Simulation<'_, T> {
         self.observe_station(d, now);
         self.stations[d].busy += 1;
         self.observe(now, measured, Observation::ServiceStarted { dependency: d as u16, wait_us: wait });
+        let model = self.model;
+        if let Some(shape) = &model.world.dependencies[d].tokens {
+            self.tokens_served(now, id, d, shape);
+        }
         self.trace_job(now, id, TraceEvent::ServiceStarted { job: id });
         if let Caller::Task { task, generation } = self.jobs[id].caller {
             self.task_work_started(now, task, generation);
@@ -371,6 +415,10 @@ impl<T: Tracer> Simulation<'_, T> {
         let exit = StationExit::Served { error: job.error, reply_lost: job.no_reply };
         self.trace_left(now, id, exit);
         self.record_departure(now, &job);
+        let dependency = &self.model.world.dependencies[d];
+        if dependency.tokens.is_some() && job.purpose != Purpose::Lookup {
+            self.stations[d].settle_tokens(dependency, now, job.tokens);
+        }
         self.release_server(now, d);
         if let Purpose::Write { deduplicated } = job.purpose
             && job.error.is_none()

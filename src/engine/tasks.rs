@@ -134,6 +134,7 @@ impl<T: Tracer> Simulation<'_, T> {
             owned: true,
             stuck: false,
             counted: call == TaskCall::Create,
+            tokens: None,
         };
         let measured = client.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::Request { call }));
@@ -469,6 +470,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 owned: false,
                 stuck: effects.stuck,
                 counted: false,
+                tokens: None,
             };
             let work = self.submit(now, attempt);
             // A refusal at the door comes back as an event, after this.

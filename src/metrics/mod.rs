@@ -10,6 +10,7 @@ pub mod recovery;
 pub mod stats;
 pub mod tasks;
 pub mod timeseries;
+pub mod tokens;
 
 pub use observation::Observation;
 pub use recorder::{DependencyStats, Recorder, RunStats};
@@ -38,4 +39,6 @@ pub struct Labels {
     pub modes: bool,
     /// The dependencies that run long-running tasks: task metrics exist when there is one.
     pub task_dependencies: Vec<usize>,
+    /// The dependencies with a token shape: token metrics exist when there is one.
+    pub token_dependencies: Vec<usize>,
 }

@@ -3,6 +3,7 @@
 //! touches a counter and a trace of a run can reuse the same stream.
 
 use super::tasks::TaskObservation;
+use super::tokens::TokenObservation;
 use crate::sim::Micros;
 use crate::vocab::{BreakerState, BudgetKind, DegradationMode, EvidenceLevel, FailureKind, Outcome, Refusal};
 
@@ -11,6 +12,8 @@ use crate::vocab::{BreakerState, BudgetKind, DegradationMode, EvidenceLevel, Fai
 pub enum Observation {
     /// Something about a long-running task or its client.
     Task(TaskObservation),
+    /// Something about a token-shaped model call.
+    Tokens(TokenObservation),
     /// A request that loads a dependency without being an attempt of a logical call: a task
     /// client's poll, subscription, lookup or cancel, or a task's work at its runner. Counted
     /// at the dependency and in cost, not in retry amplification.

@@ -7,6 +7,7 @@ use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::tasks::{TaskObservation, TaskStats};
 use super::timeseries::{self, TimeSeries};
+use super::tokens::TokenStats;
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
 use crate::vocab::{
@@ -217,6 +218,8 @@ pub struct Recorder {
     pub incident: Option<IncidentStats>,
     /// Long-running tasks, when some dependency runs them.
     pub tasks: Option<TaskStats>,
+    /// Token-shaped model calls, when some dependency has a token shape.
+    pub tokens: Option<TokenStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -284,6 +287,7 @@ impl Recorder {
             modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
             incident: fault_span_us.map(IncidentStats::new),
             tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
+            tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -426,6 +430,11 @@ impl Recorder {
                     {
                         incident.cost_units += cost_units;
                     }
+                }
+            }
+            Observation::Tokens(t) => {
+                if let (Some(tokens), true) = (&mut self.tokens, measured) {
+                    tokens.observe(t);
                 }
             }
             Observation::Task(t) => {
@@ -593,6 +602,11 @@ impl Recorder {
         }
         if let Some(tasks) = &self.tasks {
             tasks.put(&mut m);
+        }
+        if let Some(tokens) = &self.tokens {
+            let successes: f64 =
+                Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| self.run.outcomes[o.index()] as f64).sum();
+            tokens.put(&labels.dependencies, &labels.token_dependencies, successes, &mut m);
         }
         m
     }

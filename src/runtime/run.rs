@@ -34,9 +34,10 @@ use std::collections::VecDeque;
 pub const TAG_JITTER: u64 = 2;
 /// Purpose tag of the guards' draws (throttling) below a run's key.
 pub const TAG_GUARD: u64 = 4;
-/// Purpose tags of a step's context size and of the age of the snapshot it is served, below
-/// a run's key: the same draws under every policy.
-pub const TAG_CONTEXT: u64 = 6;
+/// Purpose tag of a step's token counts (its context size): defined with the step's draws.
+pub use super::workflow::TAG_CONTEXT;
+/// Purpose tag of the age of the snapshot a step is served, below a run's key: the same draws
+/// under every policy.
 pub const TAG_SNAPSHOT_AGE: u64 = 7;
 
 /// Everything a run machine reads besides its own state, and the shared guards it asks.
@@ -770,10 +771,10 @@ impl RunMachine {
     /// window. A refusal is observed.
     fn fallback_admits(&self, cx: &RunContext, out: &mut impl Effects, s: u8) -> bool {
         let (step, sp) = cx.step(s);
-        let (Some(fallback), Some(context)) = (sp.fallback, &step.context_tokens) else { return true };
+        let Some(fallback) = sp.fallback else { return true };
         let Some(window) = cx.loads.dependencies[fallback].max_context_tokens else { return true };
-        let tokens = context.sample_ms(&mut self.key.with(TAG_CONTEXT).with(step.stream_id).stream());
-        let fits = tokens <= window;
+        let Some(tokens) = step.input_tokens_in(self.key) else { return true };
+        let fits = f64::from(tokens) <= window;
         if !fits {
             out.observe(Observation::FallbackRefused);
         }

@@ -5,10 +5,11 @@ use crate::scenario::{
     Criticality, Effect, FieldPath, Idempotency, Scenario, ScenarioError, Source, error_at_path, parse_named, quote,
     unknown_name,
 };
-use crate::sim::{StreamPart, stable_name_id};
+use crate::sim::{StreamKey, StreamPart, stable_name_id};
 use crate::vocab::{DependencyKind, Priority};
 use crate::world::World;
 use crate::world::task::LateResult;
+use crate::world::tokens::{CallTokens, TokenShape};
 
 /// Steps of one workflow are indexed by u8 in hot state; 64 is far beyond any agent graph.
 pub const MAX_STEPS: usize = 64;
@@ -25,13 +26,45 @@ pub struct StepModel {
     pub idempotency: Idempotency,
     pub status_lookup: bool,
     pub fallback: Option<usize>,
-    /// The context size in tokens, drawn per run (fallback contracts check it).
-    pub context_tokens: Option<crate::world::Distribution>,
+    /// The step's input (context) in tokens, drawn per run: fallback contracts and context
+    /// windows check it, and a token-shaped model's service time grows with it.
+    pub input_tokens: Option<crate::world::Distribution>,
+    /// The step's output in tokens, drawn per run (at a token-shaped model).
+    pub output_tokens: Option<crate::world::Distribution>,
     pub task_class: Option<String>,
     /// At a task dependency: what becomes of a result that arrives after the caller left.
     pub late_result: LateResult,
     pub predecessors: u32,
     pub successors: Vec<u8>,
+}
+
+/// Purpose tag of a step's token counts (input, then output) below a run's key: the same draws
+/// under every policy, every attempt and the fallback.
+pub const TAG_CONTEXT: u64 = 6;
+
+/// A step without a count of its own at a model without a default (compile refuses it).
+const NO_TOKENS: crate::world::Distribution = crate::world::Distribution::Constant { value_ms: 0.0 };
+
+impl StepModel {
+    /// The stream of the step's token counts in the run keyed `run_key`: one per run and
+    /// step, so every attempt, every policy and the fallback see the same counts.
+    fn token_stream(&self, run_key: StreamKey) -> crate::sim::KeyedStream {
+        run_key.with(TAG_CONTEXT).with(self.stream_id).stream()
+    }
+
+    /// The step's input tokens in the run keyed `run_key`, when it declares them.
+    pub fn input_tokens_in(&self, run_key: StreamKey) -> Option<u32> {
+        let input = self.input_tokens.as_ref()?;
+        Some(crate::world::tokens::draw_count(input, &mut self.token_stream(run_key)))
+    }
+
+    /// The step's call at token-shaped `shape` in the run keyed `run_key`: its own counts,
+    /// or the model's defaults.
+    pub fn tokens_in(&self, run_key: StreamKey, shape: &TokenShape) -> CallTokens {
+        let input = self.input_tokens.as_ref().or(shape.input_tokens.as_ref()).unwrap_or(&NO_TOKENS);
+        let output = self.output_tokens.as_ref().or(shape.output_tokens.as_ref()).unwrap_or(&NO_TOKENS);
+        shape.draw(input, output, &mut self.token_stream(run_key))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +139,42 @@ fn compile_workflow(
     Ok(WorkflowModel { name: w.name.clone(), tenant, priority, load_units, async_allowed, steps, roots })
 }
 
+/// A token count's distribution, its errors named without the duration fields' `_ms`.
+fn count_distribution(
+    source: &Source,
+    path: &FieldPath,
+    spec: &Option<crate::scenario::types::TokenCount>,
+) -> Result<Option<crate::world::Distribution>, ScenarioError> {
+    let Some(spec) = spec else { return Ok(None) };
+    crate::world::Distribution::from_spec(&spec.as_service_time()).map(Some).map_err(|(field, message)| {
+        let field = field.strip_suffix("_ms").unwrap_or(field);
+        error_at_path(source, &path.key(field), message.replace("_ms", ""))
+    })
+}
+
+/// Checks that every token-shaped model a step calls (its dependency, its fallback) knows the
+/// step's token counts: the step's own, or the model's defaults.
+fn check_step_tokens(source: &Source, world: &World, sp: &FieldPath, step: &StepModel) -> Result<(), ScenarioError> {
+    for (field, target) in [("dependency", Some(step.dependency)), ("fallback", step.fallback)] {
+        let Some(target) = target else { continue };
+        let Some(shape) = &world.dependencies[target].tokens else { continue };
+        for (what, own, default) in [
+            ("input_tokens", &step.input_tokens, &shape.input_tokens),
+            ("output_tokens", &step.output_tokens, &shape.output_tokens),
+        ] {
+            if own.is_none() && default.is_none() {
+                let message = format!(
+                    "step {} calls the token-shaped model {} ({field}), which needs its {what}: give the step {what} = {{ p50 = ..., p95 = ... }} or the model a default in [dependency.tokens]",
+                    quote(&step.id),
+                    quote(&world.dependencies[target].name)
+                );
+                return Err(error_at_path(source, sp, message));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One step, its names resolved; its place in the graph comes later (`link_steps`).
 fn compile_step(
     source: &Source,
@@ -138,7 +207,7 @@ fn compile_step(
         let field = if s.status_lookup { "status_lookup" } else { "idempotency" };
         return Err(err(&sp.key(field), format!("`{field}` applies only to steps with effect = \"write\"")));
     }
-    Ok(StepModel {
+    let step = StepModel {
         id: s.id.clone(),
         stream_id: stable_name_id(&s.id),
         stream_part: StreamPart::new(stable_name_id(&s.id)),
@@ -148,20 +217,15 @@ fn compile_step(
         idempotency: s.idempotency,
         status_lookup: s.status_lookup,
         fallback,
-        context_tokens: match &s.context_tokens {
-            Some(spec) => {
-                Some(crate::world::Distribution::from_spec(&spec.as_service_time()).map_err(|(field, message)| {
-                    let field = field.strip_suffix("_ms").unwrap_or(field);
-                    err(&sp.key("context_tokens").key(field), message.replace("_ms", ""))
-                })?)
-            }
-            None => None,
-        },
+        input_tokens: count_distribution(source, &sp.key("input_tokens"), &s.input_tokens)?,
+        output_tokens: count_distribution(source, &sp.key("output_tokens"), &s.output_tokens)?,
         task_class: s.task_class.clone(),
         late_result: late_result(source, world, sp, s, dependency)?,
         predecessors: 0,
         successors: Vec::new(),
-    })
+    };
+    check_step_tokens(source, world, sp, &step)?;
+    Ok(step)
 }
 
 /// A write's late result goes to review, a model's is discarded, any other is cached, unless

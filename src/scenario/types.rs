@@ -194,7 +194,9 @@ pub struct Dependency {
     pub servers: u32,
     #[serde(default = "default_queue_capacity")]
     pub queue_capacity: u32,
-    pub service_time: ServiceTime,
+    /// Required, unless `tokens` shapes the service time.
+    #[serde(default)]
+    pub service_time: Option<ServiceTime>,
     #[serde(default)]
     pub errors: ErrorMix,
     /// Probability that a response never arrives (only the caller's timeout ends the attempt).
@@ -237,6 +239,53 @@ pub struct Dependency {
     /// (A2A tasks, MCP tasks); this dependency's servers answer the protocol's requests.
     #[serde(default)]
     pub task: Option<TaskSpec>,
+    /// A model provider's calls shaped by tokens: time to first token plus output tokens times
+    /// time per output token, token quotas, prices (docs/scenario.md section 4.6).
+    #[serde(default)]
+    pub tokens: Option<TokensSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct TokensSpec {
+    /// Time to first token for an empty prompt (ms); the prompt adds `ttft_ms_per_1k_input_tokens`.
+    pub time_to_first_token: ServiceTime,
+    /// Prefill: how much each 1 000 input tokens add to the time to first token (ms).
+    #[serde(default)]
+    pub ttft_ms_per_1k_input_tokens: f64,
+    /// Time per output token (ms), drawn once per attempt (the request's decoding speed).
+    pub time_per_output_token: ServiceTime,
+    /// Generation stops here (finish reason `length`).
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    /// Token counts of callers that declare none (a remote agent's calls).
+    #[serde(default)]
+    pub input_tokens: Option<TokenCount>,
+    #[serde(default)]
+    pub output_tokens: Option<TokenCount>,
+    /// Quotas, continuously replenished buckets that hold a minute's worth.
+    #[serde(default)]
+    pub requests_per_minute: Option<f64>,
+    /// Input and output tokens together (OpenAI's TPM).
+    #[serde(default)]
+    pub tokens_per_minute: Option<f64>,
+    /// Input tokens alone (Anthropic's ITPM).
+    #[serde(default)]
+    pub input_tokens_per_minute: Option<f64>,
+    /// Output tokens alone (Anthropic's OTPM).
+    #[serde(default)]
+    pub output_tokens_per_minute: Option<f64>,
+    #[serde(default)]
+    pub price_per_million_input_tokens: f64,
+    #[serde(default)]
+    pub price_per_million_output_tokens: f64,
+    /// Cached input tokens' price; defaults to the input price.
+    #[serde(default)]
+    pub price_per_million_cached_input_tokens: Option<f64>,
+    /// The share of input tokens read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_hit_ratio: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -404,10 +453,14 @@ pub struct Step {
     /// Dependency called after the step's own attempts fail (reads only).
     #[serde(default)]
     pub fallback: Option<String>,
-    /// The size of the step's model context in tokens (a distribution, drawn per run): a
-    /// dependency with a smaller max_context_tokens cannot serve it.
+    /// The step's input (prompt and context) in tokens, a distribution drawn once per run and
+    /// step, so every attempt, every policy and the fallback see the same count: a dependency
+    /// with a smaller max_context_tokens cannot serve it. `context_tokens` is its older name.
+    #[serde(default, alias = "context_tokens")]
+    pub input_tokens: Option<TokenCount>,
+    /// The step's output in tokens, drawn like input_tokens (at a token-shaped model).
     #[serde(default)]
-    pub context_tokens: Option<TokenCount>,
+    pub output_tokens: Option<TokenCount>,
     /// What kind of task the step is, for fallback contracts (a dependency's forbidden_task_classes).
     #[serde(default)]
     pub task_class: Option<String>,
@@ -906,6 +959,7 @@ tables_only!(
     RemoteCall,
     Dependency,
     TaskSpec,
+    TokensSpec,
     TaskClientSpec,
     QueuePolicySpec,
     CodelSpec,

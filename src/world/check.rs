@@ -2,6 +2,7 @@
 
 use super::dist::Distribution;
 use super::failure::ErrorTable;
+use crate::scenario::types::TokenCount;
 use crate::scenario::{ErrorMix, FieldPath, ScenarioError, ServiceTime, Source, error_at_path, parse_named};
 use crate::vocab::Named;
 
@@ -59,6 +60,18 @@ impl Checker<'_> {
 
     pub(super) fn distribution(&self, path: &FieldPath, spec: &ServiceTime) -> Result<Distribution, ScenarioError> {
         Distribution::from_spec(spec).map_err(|(field, message)| self.err(&path.key(field), message))
+    }
+
+    /// A distribution of counts (tokens): a ServiceTime's fields without `_ms`.
+    pub(super) fn count_distribution(
+        &self,
+        path: &FieldPath,
+        spec: &TokenCount,
+    ) -> Result<Distribution, ScenarioError> {
+        Distribution::from_spec(&spec.as_service_time()).map_err(|(field, message)| {
+            let field = field.strip_suffix("_ms").unwrap_or(field);
+            self.err(&path.key(field), message.replace("_ms", ""))
+        })
     }
 
     pub(super) fn errors(&self, path: &FieldPath, mix: &ErrorMix) -> Result<ErrorTable, ScenarioError> {

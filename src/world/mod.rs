@@ -10,6 +10,7 @@ pub mod model;
 pub mod queue_policy;
 pub mod station;
 pub mod task;
+pub mod tokens;
 pub mod workload;
 
 pub use dist::Distribution;

@@ -8,6 +8,8 @@ use super::failure::ErrorTable;
 pub use super::fault_kind::FaultKind;
 use super::queue_policy::{QueuePolicy, compile_queue_policy};
 use super::task::{CancelBehaviour, TaskModel, TaskProtocol};
+use super::tokens::{QuotaLimits, TokenPrices, TokenShape};
+use crate::scenario::types::{TokenCount, TokensSpec};
 use crate::scenario::{
     Arrivals, Dependency, Fault, FieldPath, RateLimit, Scenario, ScenarioError, Source, TaskSpec, Workflow, quote,
     unknown_name,
@@ -27,6 +29,8 @@ pub const MAX_REPLICATIONS: u32 = 10_000;
 pub const MAX_SIMULATIONS: usize = 1_000_000;
 pub const MAX_SERVERS: u32 = 1_000_000;
 pub const MAX_QUEUE_CAPACITY: u32 = 10_000_000;
+/// `[dependency.tokens] max_output_tokens`: above the largest output any provider offers.
+pub const MAX_OUTPUT_TOKENS: u32 = 10_000_000;
 pub const MAX_REMOTE_CALL_COUNT: u32 = 100;
 pub const MAX_ATTEMPTS_LIMIT: u32 = 20;
 pub const MAX_RESUBMISSIONS: u32 = 10;
@@ -87,6 +91,8 @@ pub struct DependencyModel {
     pub calls: Vec<RemoteCallModel>,
     /// Long-running work: calls create tasks that run at another dependency.
     pub task: Option<TaskModel>,
+    /// Calls shaped by tokens (a model provider).
+    pub tokens: Option<TokenShape>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
 }
@@ -437,10 +443,20 @@ fn expected_arrivals(w: &WorkloadModel, duration_us: Micros) -> f64 {
 }
 
 fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<DependencyModel, ScenarioError> {
-    let service = c.distribution(&path.key("service_time"), &d.service_time)?;
-    let lookup_service = match &d.status_lookup_time {
-        Some(spec) => c.distribution(&path.key("status_lookup_time"), spec)?,
-        None => service.clone(),
+    let tokens = d.tokens.as_ref().map(|t| compile_tokens(c, &path.key("tokens"), t)).transpose()?;
+    let service = match (&d.service_time, &tokens) {
+        (Some(spec), _) => c.distribution(&path.key("service_time"), spec)?,
+        // Unused: the token shape gives every call's service time.
+        (None, Some(_)) => Distribution::Constant { value_ms: 0.0 },
+        (None, None) => {
+            let message = "missing field `service_time` (or a [dependency.tokens] table that shapes it)";
+            return Err(c.err(path, message));
+        }
+    };
+    let lookup_service = match (&d.status_lookup_time, &tokens) {
+        (Some(spec), _) => c.distribution(&path.key("status_lookup_time"), spec)?,
+        (None, Some(shape)) => shape.time_to_first_token.clone(),
+        (None, None) => service.clone(),
     };
     let default_kind = if d.calls.is_empty() { DependencyKind::Api } else { DependencyKind::A2aAgent };
     Ok(DependencyModel {
@@ -466,7 +482,45 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         forbidden_task_classes: d.forbidden_task_classes.clone(),
         calls: Vec::new(),
         task: None,
+        tokens,
         faults: Vec::new(),
+    })
+}
+
+fn compile_tokens(c: &Checker, path: &FieldPath, t: &TokensSpec) -> Result<TokenShape, ScenarioError> {
+    let per_minute = |field: &str, value: Option<f64>| value.map(|v| c.positive(&path.key(field), v)).transpose();
+    let per_million = |field: &str, value: f64| c.non_negative(&path.key(field), value).map(|p| p / 1e6);
+    let input = per_million("price_per_million_input_tokens", t.price_per_million_input_tokens)?;
+    let cached_input = match t.price_per_million_cached_input_tokens {
+        Some(p) => per_million("price_per_million_cached_input_tokens", p)?,
+        None => input,
+    };
+    let counts = |field: &str, spec: &Option<TokenCount>| {
+        spec.as_ref().map(|s| c.count_distribution(&path.key(field), s)).transpose()
+    };
+    Ok(TokenShape {
+        time_to_first_token: c.distribution(&path.key("time_to_first_token"), &t.time_to_first_token)?,
+        ttft_ms_per_1k_input_tokens: c
+            .non_negative(&path.key("ttft_ms_per_1k_input_tokens"), t.ttft_ms_per_1k_input_tokens)?,
+        time_per_output_token: c.distribution(&path.key("time_per_output_token"), &t.time_per_output_token)?,
+        max_output_tokens: t
+            .max_output_tokens
+            .map(|m| c.in_range(&path.key("max_output_tokens"), m, 1, MAX_OUTPUT_TOKENS))
+            .transpose()?,
+        input_tokens: counts("input_tokens", &t.input_tokens)?,
+        output_tokens: counts("output_tokens", &t.output_tokens)?,
+        quota: QuotaLimits {
+            requests_per_minute: per_minute("requests_per_minute", t.requests_per_minute)?,
+            tokens_per_minute: per_minute("tokens_per_minute", t.tokens_per_minute)?,
+            input_tokens_per_minute: per_minute("input_tokens_per_minute", t.input_tokens_per_minute)?,
+            output_tokens_per_minute: per_minute("output_tokens_per_minute", t.output_tokens_per_minute)?,
+        },
+        prices: TokenPrices {
+            input,
+            output: per_million("price_per_million_output_tokens", t.price_per_million_output_tokens)?,
+            cached_input,
+            cache_hit_ratio: c.probability(&path.key("cache_hit_ratio"), t.cache_hit_ratio)?,
+        },
     })
 }
 

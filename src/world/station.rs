@@ -6,6 +6,7 @@ use super::dist::Distribution;
 use super::failure::ErrorTable;
 use super::model::{DependencyModel, FaultEffect, FaultModel};
 use super::queue_policy::QueueOrder;
+use super::tokens::{CallTokens, QuotaRefusal, TokenQuota};
 use crate::sim::{KeyedStream, Micros, StreamKey};
 use crate::vocab::Priority;
 use std::collections::VecDeque;
@@ -48,6 +49,8 @@ pub enum Admission {
     },
     /// A `down` fault: the connection is refused at once.
     Down,
+    /// A token-shaped call needs more tokens than a quota bucket ever holds: invalid at once.
+    LargerThanQuota,
 }
 
 pub struct Station {
@@ -63,6 +66,8 @@ pub struct Station {
     /// When the waiting room was last empty (CoDel's signal).
     pub last_empty_us: Micros,
     bucket: Option<TokenBucket>,
+    /// A token-shaped model's quota buckets, when it has limits.
+    quota: Option<TokenQuota>,
 }
 
 /// The parameters of one attempt, fixed at its arrival from the draws and the faults in force.
@@ -150,6 +155,14 @@ impl Station {
             queued: 0,
             last_empty_us: 0,
             bucket: model.rate_limit.as_ref().map(|r| TokenBucket::new(r.burst)),
+            quota: model.tokens.as_ref().filter(|t| t.quota.any()).map(|t| TokenQuota::new(&t.quota)),
+        }
+    }
+
+    /// A served token-shaped call gives back the output it was charged for and did not produce.
+    pub fn settle_tokens(&mut self, model: &DependencyModel, now: Micros, tokens: CallTokens) {
+        if let (Some(quota), Some(shape)) = (&mut self.quota, &model.tokens) {
+            quota.settle(now, &shape.quota, shape.output_estimate(tokens), tokens.output);
         }
     }
 
@@ -161,6 +174,7 @@ impl Station {
         faults: &[FaultModel],
         now: Micros,
         draws: &AttemptDraws,
+        tokens: Option<CallTokens>,
     ) -> Admission {
         let mut limit = model.rate_limit.as_ref().map(|r| (r.per_s, r.burst, r.retry_after_us));
         for &f in &model.faults {
@@ -192,6 +206,13 @@ impl Station {
             let bucket = self.bucket.get_or_insert_with(|| TokenBucket::new(burst));
             if !bucket.try_take(now, per_s, burst) {
                 return Admission::RateLimited { retry_after_us };
+            }
+        }
+        if let (Some(quota), Some(shape), Some(tokens)) = (&mut self.quota, &model.tokens, tokens) {
+            match quota.admit(now, &shape.quota, tokens, shape.output_estimate(tokens)) {
+                Ok(()) => {}
+                Err(QuotaRefusal::RetryAfter(retry_after_us)) => return Admission::RateLimited { retry_after_us },
+                Err(QuotaRefusal::TooLarge) => return Admission::LargerThanQuota,
             }
         }
         if self.busy < self.servers {
@@ -278,6 +299,7 @@ pub fn attempt_conditions(
     now: Micros,
     draws: &AttemptDraws,
     lookup: bool,
+    tokens: Option<CallTokens>,
     mut sample: impl FnMut(&Distribution) -> f64,
 ) -> AttemptConditions {
     let base = if lookup { &model.lookup_service } else { &model.service };
@@ -323,7 +345,17 @@ pub fn attempt_conditions(
             | FaultEffect::LostHandle => {}
         }
     }
-    let service_ms = sample(dist) * factor + add_ms;
+    // A token-shaped call: the base (or a latency fault's replacement) is the time to first
+    // token; the prompt and the output add to it.
+    let base_ms = match (&model.tokens, tokens) {
+        (Some(shape), Some(tokens)) if !lookup => {
+            let ttft_dist = if std::ptr::eq(dist, base) { &shape.time_to_first_token } else { dist };
+            let ttft_ms = sample(ttft_dist);
+            shape.service_ms(tokens, ttft_ms, sample(&shape.time_per_output_token))
+        }
+        _ => sample(dist),
+    };
+    let service_ms = base_ms * factor + add_ms;
     AttemptConditions {
         service_us: crate::sim::ms_to_us(service_ms),
         error: if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) },

@@ -1,0 +1,80 @@
+//! Token-shaped model calls (docs/metrics.md section 2.16): tokens by type in the
+//! OpenTelemetry GenAI vocabulary (`gen_ai.client.token.usage` by `gen_ai.token.type`), calls
+//! cut at their maximum output (finish reason `length`), requests refused for their context
+//! window or for a quota they can never pass, and what the calls cost in money. Present when
+//! some dependency has a `[dependency.tokens]` table.
+
+use super::MetricMap;
+
+/// One thing about a token-shaped call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TokenObservation {
+    /// The provider started serving a call: its tokens are billed.
+    Served { dependency: u16, input: u32, output: u32, truncated: bool, money: f64 },
+    /// Refused as invalid: the input is larger than the model's context window.
+    ContextWindowExceeded,
+    /// Refused as invalid: the call needs more tokens than a quota bucket ever holds.
+    LargerThanQuota,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TokenStats {
+    input: u64,
+    output: u64,
+    calls: u64,
+    truncated: u64,
+    money: f64,
+    context_window_exceeded: u64,
+    larger_than_quota: u64,
+    /// (input, output, money) per dependency.
+    by_dependency: Vec<(u64, u64, f64)>,
+}
+
+impl TokenStats {
+    pub fn new(dependencies: usize) -> TokenStats {
+        TokenStats { by_dependency: vec![(0, 0, 0.0); dependencies], ..TokenStats::default() }
+    }
+
+    pub fn observe(&mut self, o: TokenObservation) {
+        match o {
+            TokenObservation::Served { dependency, input, output, truncated, money } => {
+                self.input += u64::from(input);
+                self.output += u64::from(output);
+                self.calls += 1;
+                self.truncated += u64::from(truncated);
+                self.money += money;
+                let d = &mut self.by_dependency[dependency as usize];
+                d.0 += u64::from(input);
+                d.1 += u64::from(output);
+                d.2 += money;
+            }
+            TokenObservation::ContextWindowExceeded => self.context_window_exceeded += 1,
+            TokenObservation::LargerThanQuota => self.larger_than_quota += 1,
+        }
+    }
+
+    /// Money spent, for the cost per success.
+    pub fn money(&self) -> f64 {
+        self.money
+    }
+
+    /// `token_dependencies` lists the dependencies with a token shape, by index.
+    /// `successes` are the measured root runs that succeeded (for the cost per success).
+    pub fn put(&self, dependencies: &[String], token_dependencies: &[usize], successes: f64, m: &mut MetricMap) {
+        m.insert("gen_ai.client.token.usage.input_total".into(), self.input as f64);
+        m.insert("gen_ai.client.token.usage.output_total".into(), self.output as f64);
+        m.insert("gen_ai.client.calls_served_total".into(), self.calls as f64);
+        m.insert("gen_ai.response.finish_reasons.length_total".into(), self.truncated as f64);
+        m.insert("context_window_exceeded_total".into(), self.context_window_exceeded as f64);
+        m.insert("token_quota_too_large_total".into(), self.larger_than_quota as f64);
+        m.insert("cost_money_total".into(), self.money);
+        m.insert("cost_money_per_success".into(), if successes > 0.0 { self.money / successes } else { f64::NAN });
+        for &d in token_dependencies {
+            let (input, output, money) = self.by_dependency[d];
+            let name = &dependencies[d];
+            m.insert(format!("dependency.{name}.input_tokens_total"), input as f64);
+            m.insert(format!("dependency.{name}.output_tokens_total"), output as f64);
+            m.insert(format!("dependency.{name}.cost_money_total"), money);
+        }
+    }
+}
