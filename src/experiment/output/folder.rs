@@ -260,9 +260,20 @@ fn swap_into_place(staging: &Path, target: &Path) -> Result<(), CommandError> {
         return std::fs::rename(staging, target).map_err(|e| io_error("rename into", target, e));
     }
     let (from, to) = (c_path(staging)?, c_path(target)?);
+    // The system call, not glibc's wrapper: the wrapper appeared in glibc 2.28, and the
+    // binary for cluster nodes links against glibc 2.17 (scripts/glibc-floor.sh). A kernel
+    // without the call (before 3.15) answers ENOSYS, handled below.
     // SAFETY: both pointers are NUL-terminated strings that outlive the call.
-    let rc =
-        unsafe { libc::renameat2(libc::AT_FDCWD, from.as_ptr(), libc::AT_FDCWD, to.as_ptr(), libc::RENAME_EXCHANGE) };
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
     if rc == 0 {
         let _ = std::fs::remove_dir_all(staging);
         return Ok(());
