@@ -217,3 +217,15 @@ fn the_files_token_tables_are_checked() {
     let older = scenario(1.0, 100, "", &CONSTANT.replace("input_tokens", "context_tokens"), "");
     assert_eq!(one(&older)["run_latency_ms.max"], 6500.0);
 }
+
+/// The deadline arithmetic's typical attempt at a token-shaped model (the default
+/// predicted_attempt_ms that the retry-fits check and admission read) is a call of median
+/// counts and times: here 400 + 2 x 50 + 300 x 20 ms, not 0 for a model without service_time.
+#[test]
+fn the_predicted_attempt_at_a_token_shaped_model_is_a_call_of_medians() {
+    let m = model(&scenario(1.0, 10, "", CONSTANT, ""));
+    assert_eq!(m.policies[0].steps[0][0].predicted_attempt_us, 6_500_000);
+    // Cut at max_output_tokens like the calls themselves: 400 + 100 + 256 x 20.
+    let m = model(&scenario(1.0, 10, "max_output_tokens = 256", CONSTANT, ""));
+    assert_eq!(m.policies[0].steps[0][0].predicted_attempt_us, 5_620_000);
+}

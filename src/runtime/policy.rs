@@ -290,7 +290,7 @@ impl StepContext<'_> {
         }
         let predicted_attempt_us = match o.predicted_attempt_ms {
             Some(ms) => duration_ms(source, &sp.key("predicted_attempt_ms"), ms)?,
-            None => ms_to_us(world.dependencies[s.dependency].service.median_ms()),
+            None => ms_to_us(typical_attempt_ms(&world.dependencies[s.dependency], s)),
         };
         Ok(StepPolicy {
             timeout_us,
@@ -300,7 +300,7 @@ impl StepContext<'_> {
             },
             reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
             predicted_attempt_us,
-            predicted_fallback_us: fallback.map_or(0, |f| ms_to_us(world.dependencies[f].service.median_ms())),
+            predicted_fallback_us: fallback.map_or(0, |f| ms_to_us(typical_attempt_ms(&world.dependencies[f], s))),
             max_snapshot_age_us: o
                 .max_snapshot_age_s
                 .map(|s| duration_ms(source, &sp.key("max_snapshot_age_s"), s * 1e3))
@@ -364,4 +364,21 @@ fn can_hang(world: &World, dep: usize) -> bool {
     let d = &world.dependencies[dep];
     d.hang_probability > 0.0
         || d.faults.iter().any(|&f| matches!(world.faults[f].effect, FaultEffect::Hang | FaultEffect::LostResponse))
+}
+
+/// What one attempt of `step` at `dependency` typically takes: the median service time, or at a
+/// token-shaped model the service of a call with the median counts, median time to first token
+/// and median time per token.
+fn typical_attempt_ms(dependency: &crate::world::DependencyModel, step: &super::workflow::StepModel) -> f64 {
+    let Some(shape) = &dependency.tokens else { return dependency.service.median_ms() };
+    let median = |own: &Option<crate::world::Distribution>, default: &Option<crate::world::Distribution>| {
+        own.as_ref().or(default.as_ref()).map_or(0.0, |d| d.median_ms().round().clamp(0.0, f64::from(u32::MAX)))
+    };
+    let output = median(&step.output_tokens, &shape.output_tokens);
+    let tokens = crate::world::tokens::CallTokens {
+        input: median(&step.input_tokens, &shape.input_tokens) as u32,
+        output: shape.max_output_tokens.map_or(output, |m| output.min(f64::from(m))) as u32,
+        truncated: false,
+    };
+    shape.service_ms(tokens, shape.time_to_first_token.median_ms(), shape.time_per_output_token.median_ms())
 }
