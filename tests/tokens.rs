@@ -229,3 +229,35 @@ fn the_predicted_attempt_at_a_token_shaped_model_is_a_call_of_medians() {
     let m = model(&scenario(1.0, 10, "max_output_tokens = 256", CONSTANT, ""));
     assert_eq!(m.policies[0].steps[0][0].predicted_attempt_us, 5_620_000);
 }
+
+/// A replayed run's model attempt carries the OpenTelemetry GenAI client attributes, read back
+/// with the official OTLP types: the model, the usage by token type and the finish reason.
+#[test]
+fn a_replayed_model_call_carries_the_gen_ai_usage_attributes() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    let dir = std::env::temp_dir().join(format!("faultline-tokens-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (file, out) = (dir.join("t.toml"), dir.join("trace.json"));
+    std::fs::write(&file, scenario(1.0, 100, "max_output_tokens = 256", CONSTANT, "")).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["replay", file.to_str().unwrap(), "-p", "plain", "--run", "3", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let request: ExportTraceServiceRequest = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let spans = &request.resource_spans[0].scope_spans[0].spans;
+    let attempt = spans.iter().find(|s| s.name.starts_with("dependency.attempt llm")).expect("the model attempt");
+    let value = |key: &str| {
+        attempt.attributes.iter().find(|kv| kv.key == key).and_then(|kv| kv.value.clone()).and_then(|v| v.value)
+    };
+    assert_eq!(value("gen_ai.request.model"), Some(Any::StringValue("llm".into())));
+    assert_eq!(value("gen_ai.usage.input_tokens"), Some(Any::IntValue(2000)));
+    assert_eq!(value("gen_ai.usage.output_tokens"), Some(Any::IntValue(256)));
+    let Some(Any::ArrayValue(reasons)) = value("gen_ai.response.finish_reasons") else { panic!("no finish reasons") };
+    assert_eq!(reasons.values.len(), 1);
+    assert_eq!(reasons.values[0].value, Some(Any::StringValue("length".into())));
+    // 400 + 100 + 256 x 20 ms of service, the whole attempt.
+    assert_eq!(attempt.end_time_unix_nano - attempt.start_time_unix_nano, 5_620_000_000);
+}

@@ -41,14 +41,14 @@ impl<T: Tracer> Simulation<'_, T> {
         let dep = &model.world.dependencies[a.station];
         let draws = AttemptDraws::new(a.key);
         let mut stream = draws.rest();
-        if T::DRAWS {
-            self.trace_attempt(now, &a, &draws);
-        }
         let lookup = a.purpose == Purpose::Lookup;
         let tokens = match &dep.tokens {
             Some(shape) if !lookup => Some(a.tokens.unwrap_or_else(|| shape.draw_defaults(a.key))),
             Some(_) | None => None,
         };
+        if T::DRAWS {
+            self.trace_attempt(now, &a, &draws, tokens);
+        }
         let mut conditions =
             attempt_conditions(dep, &model.world.faults, now, &draws, lookup, tokens, |d| d.sample_ms(&mut stream));
         if a.stuck {
@@ -151,10 +151,18 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     #[cold]
-    fn trace_attempt(&mut self, now: Micros, a: &NewAttempt, draws: &AttemptDraws) {
+    fn trace_attempt(&mut self, now: Micros, a: &NewAttempt, draws: &AttemptDraws, tokens: Option<CallTokens>) {
         let dep = &self.model.world.dependencies[a.station];
         let base = if a.purpose == Purpose::Lookup { &dep.lookup_service } else { &dep.service };
-        let base_service_ms = base.sample_ms(&mut draws.rest());
+        let mut rest = draws.rest();
+        // The same draws, in the same order, as `attempt_conditions` makes without faults.
+        let base_service_ms = match (&dep.tokens, tokens) {
+            (Some(shape), Some(t)) => {
+                let ttft_ms = shape.time_to_first_token.sample_ms(&mut rest);
+                shape.service_ms(t, ttft_ms, shape.time_per_output_token.sample_ms(&mut rest))
+            }
+            _ => base.sample_ms(&mut rest),
+        };
         let run = &self.runs[a.run];
         let step = match a.caller {
             Caller::Step { step, .. } => Some(step),
@@ -197,6 +205,11 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         let event = TraceEvent::StationArrived { job: id, caller, dependency: a.station as u16 };
         self.tracer.record(a.run, now, event);
+        let t = self.jobs[id].tokens;
+        if self.model.world.dependencies[a.station].tokens.is_some() && a.purpose != Purpose::Lookup {
+            let event = TraceEvent::TokensDrawn { job: id, input: t.input, output: t.output, truncated: t.truncated };
+            self.tracer.record(a.run, now, event);
+        }
     }
 
     /// Tells the tracer about job `id` (its run decides whether it is kept).

@@ -180,6 +180,13 @@ pub enum TraceEvent {
     ServiceStarted {
         job: u32,
     },
+    /// A token-shaped call's counts, drawn when its attempt (job) arrived.
+    TokensDrawn {
+        job: u32,
+        input: u32,
+        output: u32,
+        truncated: bool,
+    },
     /// The job left its station; `purpose` is the attempt's (a status lookup is on the
     /// control path).
     StationLeft {

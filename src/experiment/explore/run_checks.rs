@@ -248,6 +248,7 @@ impl Tracer for RunChecks<'_> {
             | TraceEvent::RunFinalized { .. }
             | TraceEvent::StationArrived { .. }
             | TraceEvent::ServiceStarted { .. }
+            | TraceEvent::TokensDrawn { .. }
             | TraceEvent::CallerTimedOut { .. }
             | TraceEvent::EffectCommitted { .. } => {}
         }

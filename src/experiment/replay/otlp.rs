@@ -53,6 +53,10 @@ fn any_value(v: &Value) -> Json {
         Value::Int(i) => json!({ "intValue": i.to_string() }),
         Value::Float(f) => json!({ "doubleValue": f }),
         Value::Bool(b) => json!({ "boolValue": b }),
+        Value::StrList(items) => {
+            let values: Vec<Json> = items.iter().map(|s| json!({ "stringValue": s })).collect();
+            json!({ "arrayValue": { "values": values } })
+        }
     }
 }
 

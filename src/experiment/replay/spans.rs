@@ -21,6 +21,8 @@ pub enum Value {
     Int(i64),
     Float(f64),
     Bool(bool),
+    /// An array of strings (OTLP arrayValue), such as `gen_ai.response.finish_reasons`.
+    StrList(Vec<String>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +232,19 @@ impl Builder<'_> {
                     let s = &mut self.spans[span];
                     s.set("station.queue_wait_ms", Value::Float(wait_ms));
                     s.event(at, "service.started", Vec::new());
+                }
+            }
+            TraceEvent::TokensDrawn { job, input, output, truncated } => {
+                if let Some(&span) = self.jobs.get(&job) {
+                    // The OpenTelemetry GenAI client span attributes of a model call.
+                    let s = &mut self.spans[span];
+                    if let Some(Value::Str(model)) = s.attribute("dependency.name").cloned() {
+                        s.set("gen_ai.request.model", Value::Str(model));
+                    }
+                    s.set("gen_ai.usage.input_tokens", Value::Int(i64::from(input)));
+                    s.set("gen_ai.usage.output_tokens", Value::Int(i64::from(output)));
+                    let reason = if truncated { "length" } else { "stop" };
+                    s.set("gen_ai.response.finish_reasons", Value::StrList(vec![reason.into()]));
                 }
             }
             TraceEvent::StationLeft { job, exit, .. } => self.station_left(at, job, exit),
