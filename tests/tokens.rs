@@ -261,3 +261,38 @@ fn a_replayed_model_call_carries_the_gen_ai_usage_attributes() {
     // 400 + 100 + 256 x 20 ms of service, the whole attempt.
     assert_eq!(attempt.end_time_unix_nano - attempt.start_time_unix_nano, 5_620_000_000);
 }
+
+/// A streaming caller's first-token timeout apart from the total: the first token comes at
+/// 400 + 2 x 50 = 500 ms after service starts. At 300 ms every attempt gives up on its first
+/// token; at 600 ms none does and the call takes its 6 500 ms; at 600 ms with a total timeout
+/// of 3 000 ms the first token comes and the total ends the attempt.
+#[test]
+fn a_first_token_timeout_is_apart_from_the_total_timeout() {
+    let early = one(&scenario(1.0, 200, "", CONSTANT, "first_token_timeout_ms = 300\nretry = { max_attempts = 1 }"));
+    assert_eq!(early["first_token_timeout_total"], early["dependency_attempt_total"]);
+    assert_eq!(early["outcome_total.failed"], early["logical_run_total"]);
+    assert_eq!(early["run_latency_ms.max"], 300.0, "the caller gave up at 300 ms");
+
+    let in_time = one(&scenario(1.0, 200, "", CONSTANT, "first_token_timeout_ms = 600"));
+    assert_eq!(in_time["first_token_timeout_total"], 0.0);
+    assert_eq!(in_time["run_latency_ms.max"], 6500.0);
+    assert_eq!(in_time["outcome_total.failed"], 0.0);
+
+    let total = one(&scenario(1.0, 200, "", CONSTANT, "first_token_timeout_ms = 600\nretry = { max_attempts = 1 }")
+        .replace("timeout_ms = 300000", "timeout_ms = 3000"));
+    assert_eq!(total["first_token_timeout_total"], 0.0);
+    assert_eq!(total["run_latency_ms.max"], 3000.0, "the total timeout ended it");
+    assert_eq!(total["outcome_total.failed"], total["logical_run_total"]);
+
+    // Waiting in the queue counts: one server, a call every second, each holding it 6.5 s.
+    let queued =
+        one(&scenario(1.0, 30, "", CONSTANT, "first_token_timeout_ms = 600").replace("servers = 100", "servers = 1"));
+    assert!(queued["first_token_timeout_total"] > 0.5 * queued["logical_run_total"], "{queued:?}");
+
+    // Only a token-shaped model has a first token.
+    let toml = scenario(1.0, 10, "", CONSTANT, "")
+        + "\n[[dependency]]\nname = \"api\"\nservers = 1\nservice_time = { dist = \"constant\", value_ms = 5 }\n"
+        + "\n[policy.plain.steps.answer]\nfirst_token_timeout_ms = 100\n";
+    let e = rejection(&toml.replace("dependency = \"llm\"\n  input", "dependency = \"api\"\n  input"));
+    assert!(e.contains("steps.answer.first_token_timeout_ms") && e.contains("token-shaped"), "{e}");
+}

@@ -55,6 +55,8 @@ impl<T: Tracer> Simulation<'_, T> {
                 .tokens
                 .as_ref()
                 .map(|shape| shape.draw_defaults(job.key.with(u64::from(job.call)).with(u64::from(job.repeat)))),
+            // A remote agent's own calls wait for the whole answer.
+            first_token_timeout_us: None,
         };
         let child = self.submit(now, attempt);
         self.jobs[id].child = Some(child);

@@ -214,6 +214,8 @@ impl<T: Tracer> Simulation<'_, T> {
                 }
                 Some(_) | None => None,
             },
+            first_token_timeout_us: self.policy.steps[slot.machine.workflow as usize][s as usize]
+                .first_token_timeout_us,
         };
         let (job, generation) = self.submit(now, attempt);
         // The machine keeps the handle opaque and gives it back when it cancels the attempt.

@@ -56,6 +56,18 @@ pub(super) enum Caller {
     },
 }
 
+/// A streaming caller's first-token deadline for one attempt.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FirstTokenWatch {
+    pub generation: u32,
+    /// When the caller gives up unless the first token came; Micros::MAX once checked.
+    pub check_at_us: Micros,
+    /// When the first token comes after service starts.
+    pub first_token_us: Micros,
+    /// The total timeout's time, still to be armed once the first token came.
+    pub total_at_us: Option<Micros>,
+}
+
 /// One attempt at one station.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Job {
@@ -213,6 +225,9 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub modes: Option<ModeController<'m>>,
     /// Reused at every mode evaluation.
     pub mode_scratch: ModeScratch,
+    /// Attempts whose caller waits for a first token, by job id (empty unless a policy sets
+    /// first_token_timeout_ms): their timer fires first at the first-token deadline.
+    pub first_token_watch: Vec<FirstTokenWatch>,
     /// Task clients (one per step attempt at a task dependency) and remote tasks.
     pub clients: Arena<ClientSlot>,
     pub tasks: Arena<RemoteTask>,
@@ -271,6 +286,7 @@ pub fn simulate_following<T: Tracer>(
         tracer,
         modes: model.policies[policy].degradation.as_ref().map(|d| ModeController::new(d, model.workflows.len())),
         mode_scratch: ModeScratch::default(),
+        first_token_watch: Vec::new(),
         clients: Arena::new(),
         tasks: Arena::new(),
     };

@@ -1,7 +1,7 @@
 //! Attempts at stations: admission, queueing, service, replies, timeouts and cancellation.
 
 use super::event::Event;
-use super::simulation::{Caller, Job, JobPhase, Simulation};
+use super::simulation::{Caller, FirstTokenWatch, Job, JobPhase, Simulation};
 use crate::metrics::Observation;
 use crate::metrics::tokens::TokenObservation;
 use crate::runtime::{AttemptResult, AttemptTrace, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
@@ -32,6 +32,8 @@ pub(super) struct NewAttempt {
     /// At a token-shaped model: the logical call's token counts, drawn by the caller so every
     /// attempt of the call sees the same; None draws the model's defaults from the attempt key.
     pub tokens: Option<CallTokens>,
+    /// At a token-shaped model: the caller gives up when the first token is this late.
+    pub first_token_timeout_us: Option<Micros>,
 }
 
 impl<T: Tracer> Simulation<'_, T> {
@@ -121,14 +123,68 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.reject(now, id, FailureKind::InvalidInput, None)
             }
         }
+        let total_at_us = a.timeout_us.map(|t| now.saturating_add(t));
+        let first_token_at_us = tokens.and(a.first_token_timeout_us).map(|t| now.saturating_add(t));
+        let fire_at_us = match (first_token_at_us, total_at_us) {
+            (Some(first), total) if total.is_none_or(|t| first < t) => {
+                self.watch_first_token(id, generation, first, conditions.first_token_us, total_at_us);
+                Some(first)
+            }
+            (Some(_) | None, total) => total,
+        };
         // A timeout past the end of the simulation could only ever fire as a stale event;
         // leaving it out keeps the event queue bounded by what can still happen.
-        if let Some(t) = a.timeout_us
-            && now.saturating_add(t) <= self.stop_at
+        if let Some(at) = fire_at_us
+            && at <= self.stop_at
         {
-            self.queue.schedule_timer(now + t, id, Event::Timeout { job: id, generation });
+            self.queue.schedule_timer(at, id, Event::Timeout { job: id, generation });
         }
         (id, generation)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn watch_first_token(
+        &mut self,
+        id: u32,
+        generation: u32,
+        check_at_us: Micros,
+        first_token_us: Micros,
+        total_at_us: Option<Micros>,
+    ) {
+        let slot = id as usize;
+        if self.first_token_watch.len() <= slot {
+            let vacant =
+                FirstTokenWatch { generation: 0, check_at_us: Micros::MAX, first_token_us: 0, total_at_us: None };
+            self.first_token_watch.resize(slot + 1, vacant);
+        }
+        self.first_token_watch[slot] = FirstTokenWatch { generation, check_at_us, first_token_us, total_at_us };
+    }
+
+    /// At the first-token deadline of attempt `id`: true when the first token came (then the
+    /// total timeout, if any, is armed), false when the caller gives up now. False also for a
+    /// timeout that is not a first-token deadline.
+    #[cold]
+    #[inline(never)]
+    fn first_token_came(&mut self, now: Micros, id: u32, generation: u32) -> bool {
+        let Some(watch) = self.first_token_watch.get_mut(id as usize) else { return false };
+        if watch.generation != generation || watch.check_at_us != now {
+            return false;
+        }
+        watch.check_at_us = Micros::MAX;
+        let (first_token_us, total_at_us) = (watch.first_token_us, watch.total_at_us);
+        let job = &self.jobs[id];
+        let came = job.phase == JobPhase::InService && job.started_us.saturating_add(first_token_us) <= now;
+        if !came {
+            self.observe(now, job.measured, Observation::Tokens(TokenObservation::FirstTokenTimedOut));
+            return false;
+        }
+        if let Some(at) = total_at_us
+            && at <= self.stop_at
+        {
+            self.queue.schedule_timer(at, id, Event::Timeout { job: id, generation });
+        }
+        true
     }
 
     /// A token-shaped call starts service: its tokens are billed.
@@ -509,6 +565,9 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn on_timeout(&mut self, now: Micros, id: u32, generation: u32) {
         let job = self.jobs[id];
         if job.generation != generation || !job.attached {
+            return;
+        }
+        if !self.first_token_watch.is_empty() && self.first_token_came(now, id, generation) {
             return;
         }
         self.observe(now, job.measured, Observation::TimedOut { dependency: job.station });

@@ -135,6 +135,7 @@ impl<T: Tracer> Simulation<'_, T> {
             stuck: false,
             counted: call == TaskCall::Create,
             tokens: None,
+            first_token_timeout_us: None,
         };
         let measured = client.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::Request { call }));
@@ -471,6 +472,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 stuck: effects.stuck,
                 counted: false,
                 tokens: None,
+                first_token_timeout_us: None,
             };
             let work = self.submit(now, attempt);
             // A refusal at the door comes back as an event, after this.

@@ -15,6 +15,8 @@ pub enum TokenObservation {
     ContextWindowExceeded,
     /// Refused as invalid: the call needs more tokens than a quota bucket ever holds.
     LargerThanQuota,
+    /// A streaming caller gave up: the first token had not come by its first_token_timeout_ms.
+    FirstTokenTimedOut,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -26,6 +28,7 @@ pub struct TokenStats {
     money: f64,
     context_window_exceeded: u64,
     larger_than_quota: u64,
+    first_token_timeouts: u64,
     /// (input, output, money) per dependency.
     by_dependency: Vec<(u64, u64, f64)>,
 }
@@ -50,6 +53,7 @@ impl TokenStats {
             }
             TokenObservation::ContextWindowExceeded => self.context_window_exceeded += 1,
             TokenObservation::LargerThanQuota => self.larger_than_quota += 1,
+            TokenObservation::FirstTokenTimedOut => self.first_token_timeouts += 1,
         }
     }
 
@@ -67,6 +71,7 @@ impl TokenStats {
         m.insert("gen_ai.response.finish_reasons.length_total".into(), self.truncated as f64);
         m.insert("context_window_exceeded_total".into(), self.context_window_exceeded as f64);
         m.insert("token_quota_too_large_total".into(), self.larger_than_quota as f64);
+        m.insert("first_token_timeout_total".into(), self.first_token_timeouts as f64);
         m.insert("cost_money_total".into(), self.money);
         m.insert("cost_money_per_success".into(), if successes > 0.0 { self.money / successes } else { f64::NAN });
         for &d in token_dependencies {

@@ -142,7 +142,10 @@ fn compile_policy(
         deadline_propagation: p.deadline_propagation.unwrap_or(true),
     };
     let default_timeout = duration_ms(source, &path.key("timeout_ms"), p.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS))?;
-    let context = StepContext { source, world, policy: p, path, rules: &rules, default_timeout };
+    let default_first_token_timeout =
+        duration_ms(source, &path.key("first_token_timeout_ms"), p.first_token_timeout_ms.unwrap_or(0.0))?;
+    let context =
+        StepContext { source, world, policy: p, path, rules: &rules, default_timeout, default_first_token_timeout };
     for step_id in p.steps.keys() {
         if !workflows.iter().any(|w| w.steps.iter().any(|s| &s.id == step_id)) {
             let known = workflows.iter().flat_map(|w| w.steps.iter().map(|s| s.id.as_str()));
@@ -247,6 +250,8 @@ struct StepContext<'a> {
     rules: &'a RetryRules,
     /// The policy's timeout_ms in microseconds; 0 means none.
     default_timeout: Micros,
+    /// The policy's first_token_timeout_ms in microseconds; 0 means none.
+    default_first_token_timeout: Micros,
 }
 
 impl StepContext<'_> {
@@ -259,6 +264,21 @@ impl StepContext<'_> {
             None => self.default_timeout,
         };
         let timeout_us = (timeout_us > 0).then_some(timeout_us);
+        let first_token_timeout_us = match o.first_token_timeout_ms {
+            Some(ms) => {
+                let field = sp.key("first_token_timeout_ms");
+                if world.dependencies[s.dependency].tokens.is_none() {
+                    let message = format!(
+                        "first_token_timeout_ms applies to a token-shaped model (a [dependency.tokens] table), and {} has none",
+                        quote(&world.dependencies[s.dependency].name)
+                    );
+                    return Err(error_at_path(source, &field, message));
+                }
+                duration_ms(source, &field, ms)?
+            }
+            None => self.default_first_token_timeout,
+        };
+        let first_token_timeout_us = (first_token_timeout_us > 0).then_some(first_token_timeout_us);
         let fallback = match &o.fallback {
             Some(f) => {
                 if s.effect == crate::scenario::Effect::Write {
@@ -294,6 +314,7 @@ impl StepContext<'_> {
         };
         Ok(StepPolicy {
             timeout_us,
+            first_token_timeout_us,
             max_attempts: match o.max_attempts {
                 Some(n) => attempts(source, &sp.key("max_attempts"), n)?,
                 None => self.rules.max_attempts,

@@ -7,6 +7,8 @@ use crate::sim::Micros;
 #[derive(Debug, Clone)]
 pub struct StepPolicy {
     pub timeout_us: Option<Micros>,
+    /// At a token-shaped model: the caller gives up when the first token is this late.
+    pub first_token_timeout_us: Option<Micros>,
     pub max_attempts: u32,
     pub reserve_us: Micros,
     pub predicted_attempt_us: Micros,

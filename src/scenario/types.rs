@@ -559,6 +559,10 @@ pub struct Budget {
 pub struct StepOverride {
     #[serde(default)]
     pub timeout_ms: Option<f64>,
+    /// At a token-shaped model: give up when the first token has not come this long after
+    /// the attempt was sent (a streaming client's first-chunk timeout).
+    #[serde(default)]
+    pub first_token_timeout_ms: Option<f64>,
     #[serde(default)]
     pub max_attempts: Option<u32>,
     #[serde(default)]
@@ -590,6 +594,10 @@ pub struct Policy {
     /// Per-attempt timeout cap; 0 means no timeout.
     #[serde(default)]
     pub timeout_ms: Option<f64>,
+    /// At token-shaped models: the first token's timeout, apart from the total (0 or absent:
+    /// none), as provider SDKs have both.
+    #[serde(default)]
+    pub first_token_timeout_ms: Option<f64>,
     #[serde(default)]
     pub retry: Option<Retry>,
     #[serde(default)]

@@ -77,6 +77,8 @@ pub struct AttemptConditions {
     pub error: Option<crate::vocab::FailureKind>,
     /// The reply never reaches the caller (a hang or a lost response).
     pub no_reply: bool,
+    /// At a token-shaped model: when the first token comes, after service starts (0 elsewhere).
+    pub first_token_us: Micros,
 }
 
 /// What each of the first positions of an attempt's keyed stream decides, in stream order.
@@ -347,19 +349,21 @@ pub fn attempt_conditions(
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first
     // token; the prompt and the output add to it.
-    let base_ms = match (&model.tokens, tokens) {
+    let (base_ms, first_token_ms) = match (&model.tokens, tokens) {
         (Some(shape), Some(tokens)) if !lookup => {
             let ttft_dist = if std::ptr::eq(dist, base) { &shape.time_to_first_token } else { dist };
             let ttft_ms = sample(ttft_dist);
-            shape.service_ms(tokens, ttft_ms, sample(&shape.time_per_output_token))
+            let first_ms = shape.first_token_ms(tokens, ttft_ms);
+            (shape.service_ms(tokens, ttft_ms, sample(&shape.time_per_output_token)), first_ms * factor + add_ms)
         }
-        _ => sample(dist),
+        _ => (sample(dist), 0.0),
     };
     let service_ms = base_ms * factor + add_ms;
     AttemptConditions {
         service_us: crate::sim::ms_to_us(service_ms),
         error: if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) },
         no_reply: hang || lost,
+        first_token_us: crate::sim::ms_to_us(first_token_ms),
     }
 }
 
