@@ -75,6 +75,9 @@ fn latency_is_ttft_plus_prefill_plus_output_times_time_per_token_and_money_is_to
     assert!((m["cost_money_per_success"] - 0.0105).abs() < 1e-12, "{}", m["cost_money_per_success"]);
     assert_eq!(m["dependency.llm.input_tokens_total"], 2000.0 * calls);
     assert_eq!(m["gen_ai.response.finish_reasons.length_total"], 0.0);
+    // The first chunk comes after 400 + 2 x 50 ms, nobody waiting.
+    assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
+    assert!((m["gen_ai.client.time_to_first_chunk_ms.p95"] - 500.0).abs() <= 0.5, "3 significant figures");
 }
 
 #[test]
@@ -288,6 +291,8 @@ fn a_first_token_timeout_is_apart_from_the_total_timeout() {
     let queued =
         one(&scenario(1.0, 30, "", CONSTANT, "first_token_timeout_ms = 600").replace("servers = 100", "servers = 1"));
     assert!(queued["first_token_timeout_total"] > 0.5 * queued["logical_run_total"], "{queued:?}");
+    // The calls the model served (abandoned ones too) waited: their first chunk came late.
+    assert!(queued["gen_ai.client.time_to_first_chunk_ms.p95"] > 600.0, "{queued:?}");
 
     // Only a token-shaped model has a first token.
     let toml = scenario(1.0, 10, "", CONSTANT, "")

@@ -99,6 +99,22 @@ impl<T: Tracer> Simulation<'_, T> {
             Observation::RequestSent { dependency, cost_units }
         };
         self.observe(now, a.measured, sent);
+        // Before admission: service may start at once and read the first token's time.
+        let total_at_us = a.timeout_us.map(|t| now.saturating_add(t));
+        let first_token_at_us = tokens.and(a.first_token_timeout_us).map(|t| now.saturating_add(t));
+        let fire_at_us = match (first_token_at_us, total_at_us) {
+            (Some(first), total) if total.is_none_or(|t| first < t) => {
+                self.watch_first_token(id, generation, first, conditions.first_token_us, total_at_us);
+                Some(first)
+            }
+            (Some(_) | None, total) => {
+                if tokens.is_some() {
+                    // No deadline to check; kept for the time to first chunk.
+                    self.watch_first_token(id, generation, Micros::MAX, conditions.first_token_us, None);
+                }
+                total
+            }
+        };
         if let Some(t) = tokens
             && dep.max_context_tokens.is_some_and(|window| f64::from(t.input) > window)
         {
@@ -123,15 +139,6 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.reject(now, id, FailureKind::InvalidInput, None)
             }
         }
-        let total_at_us = a.timeout_us.map(|t| now.saturating_add(t));
-        let first_token_at_us = tokens.and(a.first_token_timeout_us).map(|t| now.saturating_add(t));
-        let fire_at_us = match (first_token_at_us, total_at_us) {
-            (Some(first), total) if total.is_none_or(|t| first < t) => {
-                self.watch_first_token(id, generation, first, conditions.first_token_us, total_at_us);
-                Some(first)
-            }
-            (Some(_) | None, total) => total,
-        };
         // A timeout past the end of the simulation could only ever fire as a stale event;
         // leaving it out keeps the event queue bounded by what can still happen.
         if let Some(at) = fire_at_us
@@ -195,13 +202,18 @@ impl<T: Tracer> Simulation<'_, T> {
         if job.purpose == Purpose::Lookup {
             return;
         }
-        let (t, measured) = (job.tokens, job.measured);
+        let (t, measured, waited_us) = (job.tokens, job.measured, now - job.arrived_us);
+        let first_token_us = match self.first_token_watch.get(id as usize) {
+            Some(w) if w.generation == job.generation => w.first_token_us,
+            Some(_) | None => 0,
+        };
         let served = TokenObservation::Served {
             dependency: d as u16,
             input: t.input,
             output: t.output,
             truncated: t.truncated,
             money: shape.price(t),
+            first_chunk_us: waited_us + first_token_us,
         };
         self.observe(now, measured, Observation::Tokens(served));
     }

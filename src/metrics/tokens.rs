@@ -5,12 +5,15 @@
 //! some dependency has a `[dependency.tokens]` table.
 
 use super::MetricMap;
+use crate::sim::{Micros, us_to_ms};
+use hdrhistogram::Histogram;
 
 /// One thing about a token-shaped call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TokenObservation {
-    /// The provider started serving a call: its tokens are billed.
-    Served { dependency: u16, input: u32, output: u32, truncated: bool, money: f64 },
+    /// The provider started serving a call: its tokens are billed. `first_chunk_us` is how
+    /// long after the attempt was sent its first token comes (queueing included).
+    Served { dependency: u16, input: u32, output: u32, truncated: bool, money: f64, first_chunk_us: Micros },
     /// Refused as invalid: the input is larger than the model's context window.
     ContextWindowExceeded,
     /// Refused as invalid: the call needs more tokens than a quota bucket ever holds.
@@ -19,8 +22,11 @@ pub enum TokenObservation {
     FirstTokenTimedOut,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TokenStats {
+    /// Time to first chunk of served calls, in microseconds (3 significant figures).
+    first_chunk_us: Histogram<u64>,
+    first_chunk_sum_us: f64,
     input: u64,
     output: u64,
     calls: u64,
@@ -35,12 +41,27 @@ pub struct TokenStats {
 
 impl TokenStats {
     pub fn new(dependencies: usize) -> TokenStats {
-        TokenStats { by_dependency: vec![(0, 0, 0.0); dependencies], ..TokenStats::default() }
+        TokenStats {
+            first_chunk_us: Histogram::new_with_bounds(1, 100_000_000_000, 3)
+                .expect("static histogram bounds are valid"),
+            first_chunk_sum_us: 0.0,
+            input: 0,
+            output: 0,
+            calls: 0,
+            truncated: 0,
+            money: 0.0,
+            context_window_exceeded: 0,
+            larger_than_quota: 0,
+            first_token_timeouts: 0,
+            by_dependency: vec![(0, 0, 0.0); dependencies],
+        }
     }
 
     pub fn observe(&mut self, o: TokenObservation) {
         match o {
-            TokenObservation::Served { dependency, input, output, truncated, money } => {
+            TokenObservation::Served { dependency, input, output, truncated, money, first_chunk_us } => {
+                self.first_chunk_us.saturating_record(first_chunk_us.max(1));
+                self.first_chunk_sum_us += first_chunk_us as f64;
                 self.input += u64::from(input);
                 self.output += u64::from(output);
                 self.calls += 1;
@@ -69,6 +90,13 @@ impl TokenStats {
         m.insert("gen_ai.client.token.usage.output_total".into(), self.output as f64);
         m.insert("gen_ai.client.calls_served_total".into(), self.calls as f64);
         m.insert("gen_ai.response.finish_reasons.length_total".into(), self.truncated as f64);
+        let calls = self.calls as f64;
+        let quantile =
+            |q: f64| if self.calls > 0 { us_to_ms(self.first_chunk_us.value_at_quantile(q)) } else { f64::NAN };
+        let mean = if self.calls > 0 { self.first_chunk_sum_us / calls / 1e3 } else { f64::NAN };
+        m.insert("gen_ai.client.time_to_first_chunk_ms.mean".into(), mean);
+        m.insert("gen_ai.client.time_to_first_chunk_ms.p50".into(), quantile(0.50));
+        m.insert("gen_ai.client.time_to_first_chunk_ms.p95".into(), quantile(0.95));
         m.insert("context_window_exceeded_total".into(), self.context_window_exceeded as f64);
         m.insert("token_quota_too_large_total".into(), self.larger_than_quota as f64);
         m.insert("first_token_timeout_total".into(), self.first_token_timeouts as f64);
