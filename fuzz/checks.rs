@@ -3,7 +3,7 @@
 //! replay seeds through it on every `cargo test`.
 //!
 //! A finding is a panic: either faultline panicked, or one of these properties failed:
-//! - every refusal is one line of at most 1 500 bytes, with no control characters;
+//! - every refusal is one line of at most 1 500 characters, with no control characters;
 //! - a scenario file the parser accepts also accepts `--set simulation.seed=5` and
 //!   `--set simulation.replications=1`;
 //! - a scenario that compiles simulates, or stops at one of the two bounds no check can know in
@@ -41,10 +41,10 @@ fn fnv(bytes: &[u8]) -> u64 {
 }
 
 fn assert_one_line(what: &str, error: &str) {
+    let chars = error.chars().count();
     assert!(
-        error.len() <= 1_500 && !error.chars().any(char::is_control),
-        "{what}: an error of {} bytes, on several lines or with control characters: {error:?}",
-        error.len()
+        chars <= 1_500 && !error.chars().any(char::is_control),
+        "{what}: an error of {chars} characters, on several lines or with control characters: {error:?}"
     );
 }
 

@@ -135,6 +135,11 @@ fn slurm_tasks_run_the_documented_command_and_pass_extra_arguments_whole() {
     assert!(args.windows(2).any(|w| w == ["--set", codel]), "{args:?}");
     assert!(args.windows(2).any(|w| w == ["--set", "simulation.seed=7"]), "{args:?}");
     assert!(args.windows(2).any(|w| w == ["--set", "simulation.replications=$(false)"]), "{args:?}");
+    // An unbalanced quote stops the task (exit 2) rather than cutting the arguments short.
+    let env = [("FAULTLINE", "record".to_string()), ("EXTRA_ARGS", "--set 'a = 1' --x 'unterminated".to_string())];
+    let o = slurm_task(&dir, 0, 8, &env);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("EXTRA_ARGS does not split"));
     // No policies, no parameters and no extra arguments: an empty list under `set -u`.
     let bare = slurm_arguments(&dir, 0, 8, &[("POLICIES", String::new()), ("PARAMS", String::new())]);
     assert_eq!(bare[..2], ["sweep", "scenarios/metastability.toml"]);

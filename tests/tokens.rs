@@ -287,6 +287,11 @@ fn a_first_token_timeout_is_apart_from_the_total_timeout() {
     assert_eq!(total["run_latency_ms.max"], 3000.0, "the total timeout ended it");
     assert_eq!(total["outcome_total.failed"], total["logical_run_total"]);
 
+    // A hung call never shows its first token: the caller gives up at 600 ms, not at the total.
+    let hung = one(&scenario(1.0, 30, "", CONSTANT, "first_token_timeout_ms = 600\nretry = { max_attempts = 1 }")
+        .replace("max_context_tokens = 8000", "max_context_tokens = 8000\nhang_probability = 1"));
+    assert_eq!(hung["first_token_timeout_total"], hung["dependency_attempt_total"]);
+    assert_eq!(hung["run_latency_ms.max"], 600.0);
     // Waiting in the queue counts: one server, a call every second, each holding it 6.5 s.
     let queued =
         one(&scenario(1.0, 30, "", CONSTANT, "first_token_timeout_ms = 600").replace("servers = 100", "servers = 1"));

@@ -8,6 +8,10 @@
 set -euo pipefail
 here=$(dirname "$0")
 export SHARDS=${SHARDS:-8}
+if ! [[ $SHARDS =~ ^[1-9][0-9]*$ ]]; then
+  echo "SHARDS must be a whole number >= 1, got '$SHARDS'" >&2
+  exit 2
+fi
 array=${ARRAY:-0-$((SHARDS - 1))}
 # An absolute path, so tasks find the binary whether or not the site exports PATH.
 FAULTLINE=${FAULTLINE:-faultline}

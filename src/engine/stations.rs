@@ -181,7 +181,9 @@ impl<T: Tracer> Simulation<'_, T> {
         watch.check_at_us = Micros::MAX;
         let (first_token_us, total_at_us) = (watch.first_token_us, watch.total_at_us);
         let job = &self.jobs[id];
-        let came = job.phase == JobPhase::InService && job.started_us.saturating_add(first_token_us) <= now;
+        // A hung call or a lost reply never shows its first token to the caller.
+        let came =
+            job.phase == JobPhase::InService && !job.no_reply && job.started_us.saturating_add(first_token_us) <= now;
         if !came {
             self.observe(now, job.measured, Observation::Tokens(TokenObservation::FirstTokenTimedOut));
             return false;
@@ -207,15 +209,18 @@ impl<T: Tracer> Simulation<'_, T> {
             Some(w) if w.generation == job.generation => w.first_token_us,
             Some(_) | None => 0,
         };
+        let first_chunk_us = u32::try_from(waited_us.saturating_add(first_token_us)).unwrap_or(u32::MAX);
+        let dependency = d as u16;
         let served = TokenObservation::Served {
-            dependency: d as u16,
+            dependency,
+            truncated: t.truncated,
             input: t.input,
             output: t.output,
-            truncated: t.truncated,
-            money: shape.price(t),
-            first_chunk_us: waited_us + first_token_us,
+            first_chunk_us,
         };
         self.observe(now, measured, Observation::Tokens(served));
+        let billed = TokenObservation::Billed { dependency, money: shape.price(t) };
+        self.observe(now, measured, Observation::Tokens(billed));
     }
 
     #[cold]

@@ -5,15 +5,17 @@
 //! some dependency has a `[dependency.tokens]` table.
 
 use super::MetricMap;
-use crate::sim::{Micros, us_to_ms};
+use crate::sim::us_to_ms;
 use hdrhistogram::Histogram;
 
 /// One thing about a token-shaped call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TokenObservation {
-    /// The provider started serving a call: its tokens are billed. `first_chunk_us` is how
-    /// long after the attempt was sent its first token comes (queueing included).
-    Served { dependency: u16, input: u32, output: u32, truncated: bool, money: f64, first_chunk_us: Micros },
+    /// The provider started serving a call. `first_chunk_us` is how long after the attempt
+    /// was sent its first token comes (queueing included; saturates at about 71 minutes).
+    Served { dependency: u16, truncated: bool, input: u32, output: u32, first_chunk_us: u32 },
+    /// What the served call costs in money (a separate observation keeps each one small).
+    Billed { dependency: u16, money: f64 },
     /// Refused as invalid: the input is larger than the model's context window.
     ContextWindowExceeded,
     /// Refused as invalid: the call needs more tokens than a quota bucket ever holds.
@@ -59,18 +61,20 @@ impl TokenStats {
 
     pub fn observe(&mut self, o: TokenObservation) {
         match o {
-            TokenObservation::Served { dependency, input, output, truncated, money, first_chunk_us } => {
-                self.first_chunk_us.saturating_record(first_chunk_us.max(1));
-                self.first_chunk_sum_us += first_chunk_us as f64;
+            TokenObservation::Billed { dependency, money } => {
+                self.money += money;
+                self.by_dependency[dependency as usize].2 += money;
+            }
+            TokenObservation::Served { dependency, truncated, input, output, first_chunk_us } => {
+                self.first_chunk_us.saturating_record(u64::from(first_chunk_us.max(1)));
+                self.first_chunk_sum_us += f64::from(first_chunk_us);
                 self.input += u64::from(input);
                 self.output += u64::from(output);
                 self.calls += 1;
                 self.truncated += u64::from(truncated);
-                self.money += money;
                 let d = &mut self.by_dependency[dependency as usize];
                 d.0 += u64::from(input);
                 d.1 += u64::from(output);
-                d.2 += money;
             }
             TokenObservation::ContextWindowExceeded => self.context_window_exceeded += 1,
             TokenObservation::LargerThanQuota => self.larger_than_quota += 1,

@@ -83,6 +83,17 @@ pub struct ServiceTime {
     pub min_ms: Option<f64>,
     pub max_ms: Option<f64>,
     pub value_ms: Option<f64>,
+    /// dist = "quantiles": the value at each listed quantile, keyed `p50`, `p90`, `p99`,
+    /// `"p99.9"` (docs/scenario.md section 3).
+    #[serde(default)]
+    pub quantiles_ms: Option<BTreeMap<String, f64>>,
+    /// dist = "histogram": the buckets' upper bounds (Prometheus `le`), ascending, without +Inf.
+    #[serde(default)]
+    pub le_ms: Option<Vec<f64>>,
+    /// dist = "histogram": the cumulative count at each bound, then the +Inf bucket's (the
+    /// total): one more than `le_ms`, as a `_bucket` series reads.
+    #[serde(default)]
+    pub cumulative_counts: Option<Vec<f64>>,
 }
 
 /// A distribution of counts (tokens): the fields of `ServiceTime` without the unit.
@@ -108,6 +119,12 @@ pub struct TokenCount {
     pub max: Option<f64>,
     #[serde(default)]
     pub value: Option<f64>,
+    #[serde(default)]
+    pub quantiles: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    pub le: Option<Vec<f64>>,
+    #[serde(default)]
+    pub cumulative_counts: Option<Vec<f64>>,
 }
 
 impl TokenCount {
@@ -123,6 +140,9 @@ impl TokenCount {
             min_ms: self.min,
             max_ms: self.max,
             value_ms: self.value,
+            quantiles_ms: self.quantiles.clone(),
+            le_ms: self.le.clone(),
+            cumulative_counts: self.cumulative_counts.clone(),
         }
     }
 }

@@ -136,10 +136,12 @@ impl Bucket {
         assert!((0.0..=capacity).contains(&self.level), "a quota bucket holds 0..=capacity");
     }
 
-    /// Microseconds until the bucket holds `n`.
+    /// Microseconds until the bucket holds `n`, rounded up: a caller that waits exactly this
+    /// long finds the tokens there.
     fn wait_us(&self, n: f64, capacity: f64) -> Micros {
         let missing = (n - self.level).max(0.0);
-        crate::sim::ms_to_us(missing / (capacity / 60.0) * 1000.0).max(1)
+        let wait_us = (missing / (capacity / 60.0) * 1e6).ceil();
+        if wait_us >= Micros::MAX as f64 { Micros::MAX } else { (wait_us as Micros).max(1) }
     }
 }
 

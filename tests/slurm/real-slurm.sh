@@ -26,7 +26,11 @@ state=$(mktemp -d /tmp/faultline-slurm.XXXXXX)
 pids=()
 stop() {
   local status=$?
-  scancel --quiet --user="$(id -un)" 2>/dev/null || true
+  # Only this script's own controller: before SLURM_CONF names it, scancel would reach the
+  # site's Slurm and cancel the user's real jobs.
+  if [[ ${SLURM_CONF:-} == "$state/slurm.conf" ]]; then
+    scancel --quiet --user="$(id -un)" 2>/dev/null || true
+  fi
   for pidfile in "$state"/slurmd.pid "$state"/slurmctld.pid "$state"/munged.pid; do
     if [[ -s $pidfile ]]; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
   done

@@ -267,11 +267,11 @@ fn swap_into_place(staging: &Path, target: &Path) -> Result<(), CommandError> {
     let rc = unsafe {
         libc::syscall(
             libc::SYS_renameat2,
-            libc::AT_FDCWD,
+            libc::AT_FDCWD as libc::c_long,
             from.as_ptr(),
-            libc::AT_FDCWD,
+            libc::AT_FDCWD as libc::c_long,
             to.as_ptr(),
-            libc::RENAME_EXCHANGE,
+            libc::RENAME_EXCHANGE as libc::c_long,
         )
     };
     if rc == 0 {
