@@ -306,3 +306,24 @@ fn a_first_token_timeout_is_apart_from_the_total_timeout() {
     let e = rejection(&toml.replace("dependency = \"llm\"\n  input", "dependency = \"api\"\n  input"));
     assert!(e.contains("steps.answer.first_token_timeout_ms") && e.contains("token-shaped"), "{e}");
 }
+
+/// A long-running task whose runner is a token-shaped model does the step's own call: the
+/// work is billed the step's counts and takes their time.
+#[test]
+fn a_task_run_by_a_token_shaped_model_uses_the_steps_counts() {
+    let toml = scenario(0.5, 200, "", CONSTANT, "")
+        .replace("dependency = \"llm\"\n  input", "dependency = \"agent\"\n  input")
+        + r#"
+[[dependency]]
+name = "agent"
+servers = 8
+service_time = { dist = "constant", value_ms = 10 }
+task = { runner = "llm", poll_interval_ms = 1000 }
+"#;
+    let m = one(&toml);
+    let calls = m["gen_ai.client.calls_served_total"];
+    assert!(calls > 50.0, "{calls}");
+    assert_eq!(m["gen_ai.client.token.usage.input_total"], 2000.0 * calls);
+    assert_eq!(m["gen_ai.client.token.usage.output_total"], 300.0 * calls);
+    assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
+}

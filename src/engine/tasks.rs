@@ -399,7 +399,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let task_model = self.task_model(front);
         let key = job.key.with(TAG_TASK);
         let run = &self.runs[job.run];
-        let run_alive = run.generation == job.run_gen;
+        let (run_alive, run_key) = (run.generation == job.run_gen, run.key);
         let workflow = &model.workflows[run.machine.workflow as usize];
         let effects = self.task_faults(front, now, key);
         let (ttl_us, runner) = (task_model.ttl_us, task_model.runner);
@@ -471,7 +471,12 @@ impl<T: Tracer> Simulation<'_, T> {
                 owned: false,
                 stuck: effects.stuck,
                 counted: false,
-                tokens: None,
+                // A runner that is a token-shaped model does the step's own call: its counts
+                // (the model's defaults once the run is gone).
+                tokens: match &model.world.dependencies[runner].tokens {
+                    Some(shape) if run_alive => Some(workflow.steps[step as usize].tokens_in(run_key, shape)),
+                    Some(_) | None => None,
+                },
                 first_token_timeout_us: None,
             };
             let work = self.submit(now, attempt);
