@@ -101,19 +101,9 @@ impl<T: Tracer> Simulation<'_, T> {
         self.observe(now, a.measured, sent);
         // Before admission: service may start at once and read the first token's time.
         let total_at_us = a.timeout_us.map(|t| now.saturating_add(t));
-        let first_token_at_us = tokens.and(a.first_token_timeout_us).map(|t| now.saturating_add(t));
-        let fire_at_us = match (first_token_at_us, total_at_us) {
-            (Some(first), total) if total.is_none_or(|t| first < t) => {
-                self.watch_first_token(id, generation, first, conditions.first_token_us, total_at_us);
-                Some(first)
-            }
-            (Some(_) | None, total) => {
-                if tokens.is_some() {
-                    // No deadline to check; kept for the time to first chunk.
-                    self.watch_first_token(id, generation, Micros::MAX, conditions.first_token_us, None);
-                }
-                total
-            }
+        let fire_at_us = match tokens {
+            None => total_at_us,
+            Some(_) => self.first_token_deadline(now, (id, generation), &a, conditions.first_token_us, total_at_us),
         };
         if let Some(t) = tokens
             && dep.max_context_tokens.is_some_and(|window| f64::from(t.input) > window)
@@ -147,6 +137,31 @@ impl<T: Tracer> Simulation<'_, T> {
             self.queue.schedule_timer(at, id, Event::Timeout { job: id, generation });
         }
         (id, generation)
+    }
+
+    /// A token-shaped attempt's first timer: its first-token deadline when that comes before the
+    /// total timeout (the total is armed later), else the total. Either way the first token's
+    /// time is kept for the time to first chunk.
+    #[cold]
+    #[inline(never)]
+    fn first_token_deadline(
+        &mut self,
+        now: Micros,
+        (id, generation): (u32, u32),
+        a: &NewAttempt,
+        first_token_us: Micros,
+        total_at_us: Option<Micros>,
+    ) -> Option<Micros> {
+        match a.first_token_timeout_us.map(|t| now.saturating_add(t)) {
+            Some(first) if total_at_us.is_none_or(|t| first < t) => {
+                self.watch_first_token(id, generation, first, first_token_us, total_at_us);
+                Some(first)
+            }
+            Some(_) | None => {
+                self.watch_first_token(id, generation, Micros::MAX, first_token_us, None);
+                total_at_us
+            }
+        }
     }
 
     #[cold]
