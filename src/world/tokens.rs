@@ -11,6 +11,7 @@
 //! given back. A refusal carries the wait until every bucket could take the request (the
 //! provider's retry-after); a request larger than a bucket can ever hold is refused as invalid.
 
+use super::bucket::TokenBucket;
 use super::dist::Distribution;
 use crate::sim::{KeyedStream, Micros};
 
@@ -121,30 +122,6 @@ impl TokenShape {
     }
 }
 
-/// One quota bucket: `level` tokens, replenished at `capacity` per minute up to `capacity`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Bucket {
-    level: f64,
-    last_us: Micros,
-}
-
-impl Bucket {
-    fn refill(&mut self, now: Micros, capacity: f64) {
-        let elapsed_s = now.saturating_sub(self.last_us) as f64 / 1e6;
-        self.level = (self.level + elapsed_s * capacity / 60.0).min(capacity);
-        self.last_us = self.last_us.max(now);
-        assert!((0.0..=capacity).contains(&self.level), "a quota bucket holds 0..=capacity");
-    }
-
-    /// Microseconds until the bucket holds `n`, rounded up: a caller that waits exactly this
-    /// long finds the tokens there.
-    fn wait_us(&self, n: f64, capacity: f64) -> Micros {
-        let missing = (n - self.level).max(0.0);
-        let wait_us = (missing / (capacity / 60.0) * 1e6).ceil();
-        if wait_us >= Micros::MAX as f64 { Micros::MAX } else { (wait_us as Micros).max(1) }
-    }
-}
-
 /// Why a request was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuotaRefusal {
@@ -158,13 +135,13 @@ pub enum QuotaRefusal {
 #[derive(Debug, Clone, Default)]
 pub struct TokenQuota {
     /// requests, tokens, input tokens, output tokens (the order of `QuotaLimits::limits`).
-    buckets: [Option<Bucket>; 4],
+    buckets: [Option<TokenBucket>; 4],
 }
 
 impl TokenQuota {
     /// Full buckets for the limits set.
     pub fn new(limits: &QuotaLimits) -> TokenQuota {
-        TokenQuota { buckets: limits.limits().map(|l| l.map(|capacity| Bucket { level: capacity, last_us: 0 })) }
+        TokenQuota { buckets: limits.limits().map(|l| l.map(TokenBucket::new)) }
     }
 
     /// What the request takes from each bucket.
@@ -188,9 +165,9 @@ impl TokenQuota {
             if n > capacity {
                 return Err(QuotaRefusal::TooLarge);
             }
-            bucket.refill(now, capacity);
-            if bucket.level < n {
-                wait_us = wait_us.max(bucket.wait_us(n, capacity));
+            bucket.refill(now, capacity / 60.0, capacity);
+            if bucket.level() < n {
+                wait_us = wait_us.max(bucket.wait_us(n, capacity / 60.0));
             }
         }
         if wait_us > 0 {
@@ -198,8 +175,7 @@ impl TokenQuota {
         }
         for (bucket, n) in self.buckets.iter_mut().zip(charges) {
             if let Some(bucket) = bucket {
-                bucket.level -= n;
-                assert!(bucket.level >= 0.0, "a quota bucket never goes below empty");
+                assert!(bucket.try_take(n), "every bucket was checked to hold its charge");
             }
         }
         Ok(())
@@ -211,8 +187,8 @@ impl TokenQuota {
         let refunds = [0.0, unused, 0.0, unused];
         for ((bucket, limit), n) in self.buckets.iter_mut().zip(limits.limits()).zip(refunds) {
             if let (Some(bucket), Some(capacity)) = (bucket, limit) {
-                bucket.refill(now, capacity);
-                bucket.level = (bucket.level + n).min(capacity);
+                bucket.refill(now, capacity / 60.0, capacity);
+                bucket.give_back(n, capacity);
             }
         }
     }
