@@ -146,7 +146,9 @@ fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-pub fn parse_source(source: &Source) -> Result<Scenario, ScenarioError> {
+/// The file as a scenario, before the samples files it names are read (the public
+/// `parse_source` in `samples.rs` reads them).
+pub fn parse_fields(source: &Source) -> Result<Scenario, ScenarioError> {
     match source.format {
         Format::Toml => parse_toml(source),
         Format::Json => parse_json(source),
@@ -363,7 +365,7 @@ mod tests {
     use super::*;
 
     fn toml(text: &str) -> Result<Scenario, ScenarioError> {
-        parse_source(&Source::from_text("t.toml", text, Format::Toml))
+        parse_fields(&Source::from_text("t.toml", text, Format::Toml))
     }
 
     #[test]
@@ -406,7 +408,7 @@ mod tests {
     #[test]
     fn json_errors_have_positions_too() {
         let src = Source::from_text("t.json", "{\"simulation\": {\"duration_s\": \"x\"}}", Format::Json);
-        let err = parse_source(&src).unwrap_err();
+        let err = parse_fields(&src).unwrap_err();
         assert!(err.to_string().starts_with("t.json:1:"), "{err}");
         assert!(err.to_string().contains("simulation.duration_s"), "{err}");
     }

@@ -6,13 +6,15 @@ pub mod load;
 pub mod locate;
 pub mod overrides;
 pub mod raw_table;
+pub mod samples;
 pub mod table;
 pub mod types;
 
 pub use error::{FieldPath, ScenarioError, closest, quote, tame_message, unknown_name};
-pub use load::{Format, Source, load_file, parse_source};
+pub use load::{Format, Source, load_file};
 pub use locate::{duration_ms, error_at_path, parse_named};
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override};
 pub use raw_table::RawTable;
+pub use samples::{parse_source, resolve_samples, sample_files};
 pub use table::read_table;
 pub use types::*;

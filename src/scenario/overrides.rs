@@ -59,7 +59,7 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
         set_path(&mut document, &o.path, o.value.clone())
             .map_err(|message| ScenarioError::in_argument(&o.argument, &o.path.join("."), message))?;
     }
-    serde_path_to_error::deserialize(document).map_err(|e| {
+    let mut scenario: Scenario = serde_path_to_error::deserialize(document).map_err(|e| {
         let field = e.path().to_string();
         let culprit =
             overrides.iter().rev().find(|o| normalized(&field).starts_with(&o.path.join("."))).or(overrides.last());
@@ -68,7 +68,9 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
             Some(o) => ScenarioError::in_argument(&o.argument, &field, message),
             None => ScenarioError::in_file(&source.path, None, None, &field, message),
         }
-    })
+    })?;
+    super::samples::resolve_samples(&mut scenario, source)?;
+    Ok(scenario)
 }
 
 /// Optional tables are created on demand (`policy.p.budget`), but a policy is not: a typo in

@@ -94,6 +94,28 @@ pub struct ServiceTime {
     /// total): one more than `le_ms`, as a `_bucket` series reads.
     #[serde(default)]
     pub cumulative_counts: Option<Vec<f64>>,
+    /// dist = "empirical": the observed values themselves, drawn with equal probability.
+    #[serde(default)]
+    pub samples_ms: Option<Vec<f64>>,
+    /// dist = "empirical": a file of observed values, one number per line, relative to the
+    /// scenario file (docs/scenario.md section 3).
+    #[serde(default)]
+    pub samples_file: Option<String>,
+    /// The values of `samples_file`, read when the scenario is loaded (never from the file).
+    #[serde(skip)]
+    pub loaded_samples: Option<LoadedSamples>,
+}
+
+/// The values of one `samples_file`, as read when the scenario was loaded
+/// (`scenario/samples.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedSamples {
+    /// In file order (the distribution sorts its own copy).
+    pub values: std::sync::Arc<[f64]>,
+    /// FNV-1a of the file's bytes, 16 hex digits.
+    pub digest: String,
+    /// The path as read (the scenario's folder joined with the field's value).
+    pub path: String,
 }
 
 /// A distribution of counts (tokens): the fields of `ServiceTime` without the unit.
@@ -125,6 +147,12 @@ pub struct TokenCount {
     pub le: Option<Vec<f64>>,
     #[serde(default)]
     pub cumulative_counts: Option<Vec<f64>>,
+    #[serde(default)]
+    pub samples: Option<Vec<f64>>,
+    #[serde(default)]
+    pub samples_file: Option<String>,
+    #[serde(skip)]
+    pub loaded_samples: Option<LoadedSamples>,
 }
 
 impl TokenCount {
@@ -143,6 +171,9 @@ impl TokenCount {
             quantiles_ms: self.quantiles.clone(),
             le_ms: self.le.clone(),
             cumulative_counts: self.cumulative_counts.clone(),
+            samples_ms: self.samples.clone(),
+            samples_file: self.samples_file.clone(),
+            loaded_samples: self.loaded_samples.clone(),
         }
     }
 }

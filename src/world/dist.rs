@@ -49,6 +49,12 @@ pub enum Distribution {
         points: Box<[(f64, f64)]>,
         tail_mean_ms: f64,
     },
+    /// Observed values, sorted, each drawn with probability 1/n (resampling, no interpolation:
+    /// what was never observed is never drawn). Shared, as a file may hold millions.
+    Empirical {
+        sorted_ms: std::sync::Arc<[f64]>,
+        mean_ms: f64,
+    },
 }
 
 impl Distribution {
@@ -70,11 +76,12 @@ impl Distribution {
             "constant" => &["value_ms"],
             "quantiles" => &["quantiles_ms", "min_ms"],
             "histogram" => &["le_ms", "cumulative_counts"],
+            "empirical" => &["samples_ms", "samples_file"],
             other => {
                 return Err((
                     "dist",
                     format!(
-                        "unknown distribution {}; expected one of lognormal, exponential, gamma, weibull, pareto, uniform, constant, quantiles, histogram",
+                        "unknown distribution {}; expected one of lognormal, exponential, gamma, weibull, pareto, uniform, constant, quantiles, histogram, empirical",
                         quote(other)
                     ),
                 ));
@@ -84,6 +91,8 @@ impl Distribution {
             ("quantiles_ms", spec.quantiles_ms.is_some()),
             ("le_ms", spec.le_ms.is_some()),
             ("cumulative_counts", spec.cumulative_counts.is_some()),
+            ("samples_ms", spec.samples_ms.is_some()),
+            ("samples_file", spec.samples_file.is_some()),
         ] {
             if given && !allowed.contains(&name) {
                 return Err((
@@ -95,6 +104,7 @@ impl Distribution {
         match kind {
             "quantiles" => return quantile_table(spec),
             "histogram" => return histogram(spec),
+            "empirical" => return empirical(spec),
             _ => {}
         }
         for (name, value) in [
@@ -180,6 +190,7 @@ impl Distribution {
             Distribution::Pareto { sampler, .. } => sampler.sample(rng),
             Distribution::Uniform { min_ms, max_ms } => min_ms + (max_ms - min_ms) * rng.unit(),
             Distribution::Table { points, tail_mean_ms } => table_value(points, *tail_mean_ms, rng.unit()),
+            Distribution::Empirical { sorted_ms, .. } => empirical_value(sorted_ms, rng.unit()),
         }
     }
 
@@ -200,6 +211,7 @@ impl Distribution {
             }
             Distribution::Uniform { min_ms, max_ms } => (min_ms + max_ms) / 2.0,
             Distribution::Table { points, tail_mean_ms } => table_mean(points, *tail_mean_ms),
+            Distribution::Empirical { mean_ms, .. } => *mean_ms,
         }
     }
 
@@ -215,8 +227,49 @@ impl Distribution {
             Distribution::Pareto { shape, scale_ms, .. } => scale_ms * 2f64.powf(1.0 / shape),
             Distribution::Uniform { min_ms, max_ms } => (min_ms + max_ms) / 2.0,
             Distribution::Table { points, tail_mean_ms } => table_value(points, *tail_mean_ms, 0.5),
+            Distribution::Empirical { sorted_ms, .. } => empirical_value(sorted_ms, 0.5),
         }
     }
+}
+
+/// The value at quantile `u` of the observations: the `floor(u n)`-th smallest.
+fn empirical_value(sorted_ms: &[f64], u: f64) -> f64 {
+    let i = ((u * sorted_ms.len() as f64) as usize).min(sorted_ms.len() - 1);
+    sorted_ms[i]
+}
+
+/// `samples_ms = [...]` or `samples_file = "latency.txt"` (read when the scenario loads).
+fn empirical(spec: &ServiceTime) -> Result<Distribution, SpecError> {
+    let values: &[f64] = match (&spec.samples_ms, &spec.samples_file, &spec.loaded_samples) {
+        (Some(_), Some(_), _) => {
+            return Err(("samples_file", "give samples_ms or samples_file, not both".into()));
+        }
+        (Some(inline), None, _) => inline,
+        (None, Some(name), Some(loaded)) => {
+            debug_assert!(loaded.path.ends_with(name.as_str()));
+            &loaded.values
+        }
+        (None, Some(name), None) => {
+            return Err(("samples_file", format!("the samples file {} was not read", quote(name))));
+        }
+        (None, None, _) => {
+            return Err(("samples_ms", "dist = \"empirical\" needs `samples_ms` or `samples_file`".into()));
+        }
+    };
+    if values.is_empty() {
+        return Err(("samples_ms", "give at least one value".into()));
+    }
+    if values.len() > crate::scenario::samples::MAX_SAMPLES {
+        return Err(("samples_ms", format!("more than {} values", crate::scenario::samples::MAX_SAMPLES)));
+    }
+    if let Some(v) = values.iter().find(|v| !v.is_finite() || **v < 0.0) {
+        return Err(("samples_ms", format!("values must be finite numbers >= 0, got {v}")));
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    // Summed in sorted order so the mean does not depend on the file's order.
+    let mean_ms = sorted.iter().sum::<f64>() / sorted.len() as f64;
+    Ok(Distribution::Empirical { sorted_ms: sorted.into(), mean_ms })
 }
 
 /// The value at quantile `u` of a tabulated inverse CDF (see [`Distribution::Table`]).
@@ -348,6 +401,8 @@ fn field_static(name: &str) -> &'static str {
         "quantiles_ms" => "quantiles_ms",
         "le_ms" => "le_ms",
         "cumulative_counts" => "cumulative_counts",
+        "samples_ms" => "samples_ms",
+        "samples_file" => "samples_file",
         _ => "value_ms",
     }
 }

@@ -26,6 +26,10 @@ pub struct SweepKey {
     pub policies: Vec<String>,
     pub seed: Option<u64>,
     pub replications: Option<u32>,
+    /// Every samples file a grid point reads, as `path digest`: results computed from a
+    /// changed file are another sweep's.
+    #[serde(default)]
+    pub files: Vec<String>,
 }
 
 /// The hash of the running executable, as 16 hex digits ("unknown" if it cannot be read).
@@ -271,6 +275,7 @@ mod tests {
             policies: vec!["p".into()],
             seed: None,
             replications: None,
+            files: vec![],
         }
     }
 

@@ -14,7 +14,7 @@ use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{OutputFolder, OutputLock, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::aggregate;
-use crate::scenario::{Override, Source, canonical_path, load_file, parse_override, parse_source};
+use crate::scenario::{Override, Source, canonical_path, load_file, parse_override, parse_source, sample_files};
 use checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
 use files::write_sweep_files;
 use rayon::prelude::*;
@@ -102,36 +102,41 @@ fn read_grid(opts: &SweepOptions) -> Result<(Source, Vec<Param>), CommandError> 
     Ok((source, params))
 }
 
-/// What checking a point keeps: its replications, its metric names, its guard window bytes.
-type CheckedPoint = (u32, Vec<String>, u64);
+/// What checking a point keeps: its replications, its metric names, its guard window bytes,
+/// the samples files it reads.
+type CheckedPoint = (u32, Vec<String>, u64, Vec<String>);
+
+/// What checking every point found: the metric names, the largest guard window memory, the
+/// samples files.
+type CheckedGrid = (Vec<String>, u64, Vec<String>);
 
 /// Compiles each point once, in parallel, with the same checks as run and gate (so a scenario
 /// a sweep accepts can be gated); keeps each point's replication count and returns every
-/// metric any point reports and the largest guard window memory, the models dropped.
-fn check_points(
-    source: &Source,
-    points: &mut [PlannedPoint],
-    workers: &Workers,
-) -> Result<(Vec<String>, u64), CommandError> {
+/// metric any point reports, the largest guard window memory and every samples file read,
+/// the models dropped.
+fn check_points(source: &Source, points: &mut [PlannedPoint], workers: &Workers) -> Result<CheckedGrid, CommandError> {
     let checked: Vec<Result<CheckedPoint, CommandError>> = workers.install(|| {
         points
             .par_iter()
             .map(|p| {
                 let (model, scenario) = compile_scenario(source, &p.overrides)?;
                 compile_slo_with(scenario.slo.as_ref(), &model, source, &p.overrides)?;
-                Ok((model.world.replications, model.metric_names(), model.guard_window_bytes()))
+                let files = sample_files(&scenario);
+                Ok((model.world.replications, model.metric_names(), model.guard_window_bytes(), files))
             })
             .collect()
     });
     let mut metric_names = std::collections::BTreeSet::new();
     let mut window_bytes = 0;
+    let mut files = std::collections::BTreeSet::new();
     for (point, result) in points.iter_mut().zip(checked) {
-        let (replications, names, bytes) = result?;
+        let (replications, names, bytes, point_files) = result?;
         point.replications = replications;
         metric_names.extend(names);
         window_bytes = window_bytes.max(bytes);
+        files.extend(point_files);
     }
-    Ok((metric_names.into_iter().collect(), window_bytes))
+    Ok((metric_names.into_iter().collect(), window_bytes, files.into_iter().collect()))
 }
 
 /// Checks every grid point (parse, compile, SLO) before anything runs.
@@ -149,7 +154,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         }
         points.push(PlannedPoint { values, overrides, replications: 0 });
     }
-    let (metric_names, guard_window_bytes) = check_points(&source, &mut points, workers)?;
+    let (metric_names, guard_window_bytes, files) = check_points(&source, &mut points, workers)?;
     let first = {
         let (mut model, _) = compile_scenario(&source, &points[0].overrides)?;
         apply_seed(&mut model, opts.seed, &points[0].overrides);
@@ -167,6 +172,7 @@ pub fn plan(opts: &SweepOptions, workers: &Workers) -> Result<SweepPlan, Command
         policies: policies.iter().map(|&p| first.policies[p].name.clone()).collect(),
         seed: opts.seed,
         replications: opts.replications,
+        files,
     };
     let layout = SweepLayout {
         scenario: first.name.clone(),

@@ -238,6 +238,7 @@ fn difference(a: &ShardHeader, b: &ShardHeader) -> Option<&'static str> {
         (x.policies != y.policies, "policies"),
         (x.seed != y.seed, "--seed"),
         (x.replications != y.replications, "--replications"),
+        (x.files != y.files, "samples files (a file the scenario reads changed)"),
         (a.shards != b.shards, "shard count N"),
         (a.layout != b.layout, "output layout"),
     ]
