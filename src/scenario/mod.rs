@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod load;
+pub mod loaded_samples;
 pub mod locate;
 pub mod overrides;
 pub mod raw_table;
@@ -12,6 +13,7 @@ pub mod types;
 
 pub use error::{FieldPath, ScenarioError, closest, quote, tame_message, unknown_name};
 pub use load::{Format, Source, load_file};
+pub use loaded_samples::LoadedSamples;
 pub use locate::{duration_ms, error_at_path, parse_named};
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override};
 pub use raw_table::RawTable;

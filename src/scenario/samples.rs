@@ -5,8 +5,9 @@
 
 use super::error::{FieldPath, ScenarioError, quote};
 use super::load::{Source, parse_fields};
+use super::loaded_samples::LoadedSamples;
 use super::locate::error_at_path;
-use super::types::{LoadedSamples, Scenario, ServiceTime, TokenCount};
+use super::types::{Scenario, ServiceTime, TokenCount};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;

@@ -6,6 +6,7 @@
 //! (`#[serde(remote = "Self")]` makes it an inherent function) and reached only through
 //! [`tables_only!`], whose visitor takes maps and refuses sequences.
 
+use super::loaded_samples::LoadedSamples;
 use super::raw_table::RawTable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -104,18 +105,6 @@ pub struct ServiceTime {
     /// The values of `samples_file`, read when the scenario is loaded (never from the file).
     #[serde(skip)]
     pub loaded_samples: Option<LoadedSamples>,
-}
-
-/// The values of one `samples_file`, as read when the scenario was loaded
-/// (`scenario/samples.rs`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadedSamples {
-    /// In file order (the distribution sorts its own copy).
-    pub values: std::sync::Arc<[f64]>,
-    /// FNV-1a of the file's bytes, 16 hex digits.
-    pub digest: String,
-    /// The path as read (the scenario's folder joined with the field's value).
-    pub path: String,
 }
 
 /// A distribution of counts (tokens): the fields of `ServiceTime` without the unit.
