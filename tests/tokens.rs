@@ -327,3 +327,28 @@ task = { runner = "llm", poll_interval_ms = 1000 }
     assert_eq!(m["gen_ai.client.token.usage.output_total"], 300.0 * calls);
     assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
 }
+
+/// A cost budget in model tokens or money stops retries where the next call would pass it.
+/// Every call fails (transient transport errors) and a policy would try 4 times: each call of
+/// 2 000 input and 300 output tokens costs 2 300 tokens and 0.0105 in money.
+#[test]
+fn a_budget_in_model_tokens_or_money_stops_the_calls_that_would_pass_it() {
+    let failing = scenario(1.0, 200, "", CONSTANT, "retry = { max_attempts = 4, backoff = { kind = \"none\" } }")
+        .replace("max_context_tokens = 8000", "max_context_tokens = 8000\nerrors = { transient_transport = 1.0 }");
+    let attempts = |budget: &str| {
+        let m = one(&failing.replace("[policy.plain]", &format!("[policy.plain]\nbudget = {{ {budget} }}")));
+        let runs = m["logical_run_total"];
+        (m["dependency.llm.attempt_total"] / runs, m["budget_exhausted_total.cost"] / runs, m)
+    };
+    let (unlimited, exhausted, _) = attempts("retry_tokens = 10");
+    assert_eq!((unlimited, exhausted), (4.0, 0.0));
+    // 7 000 tokens hold 3 calls (6 900); the fourth is refused by the budget.
+    let (by_tokens, exhausted, _) = attempts("model_tokens = 7000");
+    assert_eq!((by_tokens, exhausted), (3.0, 1.0));
+    // 0.025 in money holds 2 calls (0.021).
+    let (by_money, exhausted, m) = attempts("money = 0.025");
+    assert_eq!((by_money, exhausted), (2.0, 1.0));
+    assert!((m["cost_money_total"] / m["logical_run_total"] - 0.021).abs() < 1e-9);
+    // Exactly at the limit is allowed: 0.0315 holds 3 calls.
+    assert_eq!(attempts("money = 0.0315").0, 3.0);
+}

@@ -1,5 +1,6 @@
 //! The four shared budgets of a root run (docs/essay.md section 5): deadline, retry tokens,
-//! concurrency tokens and cost units. A new attempt is allowed only if all of them hold.
+//! concurrency tokens and cost (in cost units, model tokens and money, each with its own
+//! limit). A new attempt is allowed only if all of them hold.
 
 use crate::sim::Micros;
 use crate::vocab::BudgetKind;
@@ -10,6 +11,25 @@ pub struct BudgetLimits {
     pub retry_tokens: Option<u32>,
     pub concurrency_tokens: Option<u32>,
     pub cost_units: Option<f64>,
+    /// Input plus output tokens of token-shaped model calls.
+    pub model_tokens: Option<f64>,
+    /// Money at the models' token prices.
+    pub money: Option<f64>,
+}
+
+/// What one attempt costs against the cost budget: its dependency's cost units and, at a
+/// token-shaped model, its tokens (input plus output, after max_output_tokens) and their price.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Spend {
+    pub cost_units: f64,
+    pub model_tokens: f64,
+    pub money: f64,
+}
+
+impl Spend {
+    pub fn units(cost_units: f64) -> Spend {
+        Spend { cost_units, model_tokens: 0.0, money: 0.0 }
+    }
 }
 
 /// What one root run has left.
@@ -22,6 +42,10 @@ pub struct RunBudget {
     pub in_flight: u32,
     pub cost_limit: f64,
     pub cost_used: f64,
+    pub model_token_limit: f64,
+    pub model_tokens_used: f64,
+    pub money_limit: f64,
+    pub money_used: f64,
 }
 
 impl RunBudget {
@@ -34,6 +58,10 @@ impl RunBudget {
             in_flight: 0,
             cost_limit: limits.cost_units.unwrap_or(f64::INFINITY),
             cost_used: 0.0,
+            model_token_limit: limits.model_tokens.unwrap_or(f64::INFINITY),
+            model_tokens_used: 0.0,
+            money_limit: limits.money.unwrap_or(f64::INFINITY),
+            money_used: 0.0,
         }
     }
 
@@ -50,8 +78,17 @@ impl RunBudget {
         self.in_flight < self.concurrency_limit
     }
 
-    fn cost_fits(&self, cost: f64) -> bool {
-        self.cost_used + cost <= self.cost_limit + 1e-9
+    /// Whether the budget limits model tokens or money: only then is an attempt's token
+    /// spend worked out (drawing its counts costs a little).
+    pub fn limits_tokens_or_money(&self) -> bool {
+        self.model_token_limit.is_finite() || self.money_limit.is_finite()
+    }
+
+    fn cost_fits(&self, spend: Spend) -> bool {
+        let fits = |used: f64, more: f64, limit: f64| used + more <= limit + 1e-9 * limit.abs().max(1.0);
+        fits(self.cost_used, spend.cost_units, self.cost_limit)
+            && fits(self.model_tokens_used, spend.model_tokens, self.model_token_limit)
+            && fits(self.money_used, spend.money, self.money_limit)
     }
 
     /// The one place a retry token is spent: a retry takes it when it is decided (so a sibling
@@ -69,17 +106,22 @@ impl RunBudget {
         self.retry_tokens_left = self.retry_tokens_left.saturating_add(1).min(self.retry_token_limit);
     }
 
-    /// Whether an attempt costing `cost` fits the cost budget (time is checked by the caller,
+    /// Whether an attempt costing `spend` fits the cost budget (time is checked by the caller,
     /// which knows the timeout arithmetic; retry tokens by [`RunBudget::has_retry_token`]).
-    pub fn check_cost(&self, cost: f64) -> Result<(), BudgetKind> {
-        if self.cost_fits(cost) { Ok(()) } else { Err(BudgetKind::Cost) }
+    pub fn check_cost(&self, spend: Spend) -> Result<(), BudgetKind> {
+        if self.cost_fits(spend) { Ok(()) } else { Err(BudgetKind::Cost) }
     }
 
     /// Spends what an admitted attempt costs.
-    pub fn spend_cost(&mut self, cost: f64) {
-        debug_assert!(self.cost_fits(cost), "spend only what was checked");
-        debug_assert!(cost >= 0.0, "costs are never negative");
-        self.cost_used += cost;
+    pub fn spend_cost(&mut self, spend: Spend) {
+        debug_assert!(self.cost_fits(spend), "spend only what was checked");
+        debug_assert!(
+            spend.cost_units >= 0.0 && spend.model_tokens >= 0.0 && spend.money >= 0.0,
+            "costs are never negative"
+        );
+        self.cost_used += spend.cost_units;
+        self.model_tokens_used += spend.model_tokens;
+        self.money_used += spend.money;
     }
 }
 
@@ -89,7 +131,12 @@ mod tests {
 
     #[test]
     fn tokens_and_cost_are_spent_until_exhausted() {
-        let limits = BudgetLimits { retry_tokens: Some(1), concurrency_tokens: Some(2), cost_units: Some(10.0) };
+        let limits = BudgetLimits {
+            retry_tokens: Some(1),
+            concurrency_tokens: Some(2),
+            cost_units: Some(10.0),
+            ..BudgetLimits::default()
+        };
         let mut b = RunBudget::new(&limits, 5_000);
         assert!(b.has_retry_token());
         b.take_retry_token();
@@ -98,11 +145,11 @@ mod tests {
         assert!(b.has_retry_token(), "a token taken for an attempt never sent comes back");
         b.take_retry_token();
         assert_eq!(b.retry_tokens_left, 0);
-        assert_eq!(b.check_cost(8.0), Ok(()));
-        b.spend_cost(8.0);
-        assert_eq!(b.check_cost(3.0), Err(BudgetKind::Cost), "8 + 3 > 10");
-        assert_eq!(b.check_cost(2.0), Ok(()), "exactly at the limit is allowed");
-        b.spend_cost(2.0);
+        assert_eq!(b.check_cost(Spend::units(8.0)), Ok(()));
+        b.spend_cost(Spend::units(8.0));
+        assert_eq!(b.check_cost(Spend::units(3.0)), Err(BudgetKind::Cost), "8 + 3 > 10");
+        assert_eq!(b.check_cost(Spend::units(2.0)), Ok(()), "exactly at the limit is allowed");
+        b.spend_cost(Spend::units(2.0));
         assert_eq!(b.cost_used, 10.0);
         assert_eq!(b.remaining_us(4_000), 1_000);
         assert_eq!(b.remaining_us(6_000), 0);
@@ -114,11 +161,30 @@ mod tests {
         for _ in 0..1_000 {
             assert!(b.has_retry_token());
             b.take_retry_token();
-            assert_eq!(b.check_cost(1e6), Ok(()));
-            b.spend_cost(1e6);
+            let spend = Spend { cost_units: 1e6, model_tokens: 1e6, money: 1e6 };
+            assert_eq!(b.check_cost(spend), Ok(()));
+            b.spend_cost(spend);
         }
         b.return_retry_token();
         assert_eq!(b.retry_tokens_left, u32::MAX - 999);
         assert!(b.has_concurrency_slot());
+    }
+
+    #[test]
+    fn tokens_and_money_have_their_own_limits() {
+        let limits = BudgetLimits { model_tokens: Some(10_000.0), money: Some(0.05), ..BudgetLimits::default() };
+        let mut b = RunBudget::new(&limits, 0);
+        assert!(b.limits_tokens_or_money());
+        let call = Spend { cost_units: 1.0, model_tokens: 4_000.0, money: 0.02 };
+        b.spend_cost(call);
+        b.spend_cost(call);
+        // 12 000 tokens would pass the token limit; a cheaper call within it still fits.
+        assert_eq!(b.check_cost(call), Err(BudgetKind::Cost));
+        assert_eq!(b.check_cost(Spend { model_tokens: 2_000.0, money: 0.01, ..call }), Ok(()));
+        // Money alone can refuse: 0.04 + 0.011 > 0.05.
+        assert_eq!(b.check_cost(Spend { model_tokens: 1.0, money: 0.011, ..call }), Err(BudgetKind::Cost));
+        // Cost units are unlimited here.
+        assert_eq!(b.check_cost(Spend::units(1e9)), Ok(()));
+        assert!(!RunBudget::new(&BudgetLimits::default(), 0).limits_tokens_or_money());
     }
 }

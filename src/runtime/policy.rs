@@ -229,15 +229,21 @@ fn compile_budget(
         let message = "at least 1 concurrency token is needed to run a step";
         return Err(error_at_path(source, &path.key("concurrency_tokens"), message));
     }
-    if let Some(c) = budget.cost_units
-        && !(c.is_finite() && c >= 0.0)
+    for (field, limit) in
+        [("cost_units", budget.cost_units), ("model_tokens", budget.model_tokens), ("money", budget.money)]
     {
-        return Err(error_at_path(source, &path.key("cost_units"), format!("must be a finite number >= 0, got {c}")));
+        if let Some(c) = limit
+            && !(c.is_finite() && c >= 0.0)
+        {
+            return Err(error_at_path(source, &path.key(field), format!("must be a finite number >= 0, got {c}")));
+        }
     }
     Ok(BudgetLimits {
         retry_tokens: budget.retry_tokens,
         concurrency_tokens: budget.concurrency_tokens,
         cost_units: budget.cost_units,
+        model_tokens: budget.model_tokens,
+        money: budget.money,
     })
 }
 

@@ -7,7 +7,7 @@
 
 use super::admission::{AdmissionDecision, decide_admission};
 use super::attempt::{AttemptResult, Purpose};
-use super::budget::RunBudget;
+use super::budget::{RunBudget, Spend};
 use super::command::{Command, Effects};
 use super::deadline::retry_fits;
 use super::deadline::{AttemptTimeout, attempt_timeout};
@@ -493,7 +493,7 @@ impl RunMachine {
             self.step_gave_up(cx, out, s, false);
             return;
         };
-        let cost = cx.costs[dependency];
+        let cost = self.spend_of(cx, s, dependency);
         // A retry's token was taken when it was decided (see `retry`); only the cost is
         // checked here. A cheaper fallback may still fit a cost budget.
         if let Err(exhausted) = self.budget.check_cost(cost) {
@@ -510,7 +510,7 @@ impl RunMachine {
             Effect::Read => Purpose::Call,
         };
         let info = cx.info(kind, false, st.last_failure);
-        let attempt = Attempt { dependency, route, info, purpose, timeout_us, cost };
+        let attempt = Attempt { dependency, route, info, purpose, timeout_us, cost: cost.cost_units };
         if self.send(cx, out, s, attempt) {
             self.budget.spend_cost(cost);
             self.steps[s as usize].count_attempt();
@@ -519,6 +519,19 @@ impl RunMachine {
             self.unsent(kind);
             self.after_refusal(cx, out, s, purpose);
         }
+    }
+
+    /// What an attempt of step `s` at `dependency` costs: its cost units, and when the budget
+    /// limits tokens or money and the dependency is a token-shaped model, the call's tokens
+    /// (the step's counts, drawn once per run and step) and their price.
+    fn spend_of(&self, cx: &RunContext, s: u8, dependency: usize) -> Spend {
+        let units = Spend::units(cx.costs[dependency]);
+        if !self.budget.limits_tokens_or_money() {
+            return units;
+        }
+        let Some(shape) = &cx.loads.dependencies[dependency].tokens else { return units };
+        let tokens = cx.step(s).0.tokens_in(self.key, shape);
+        Spend { model_tokens: f64::from(tokens.input) + f64::from(tokens.output), money: shape.price(tokens), ..units }
     }
 
     /// An attempt that took a retry token (a retry or a hedge) was not sent after all: refused
@@ -644,7 +657,7 @@ impl RunMachine {
         }
         let (dependency, route) = cx.target(s, st.on_fallback);
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else { return };
-        let cost = cx.costs[dependency];
+        let cost = self.spend_of(cx, s, dependency);
         let exhausted =
             if !self.budget.has_retry_token() { Err(BudgetKind::Retry) } else { self.budget.check_cost(cost) };
         if let Err(kind) = exhausted {
@@ -654,7 +667,7 @@ impl RunMachine {
         }
         self.budget.take_retry_token();
         let info = cx.info(AttemptKind::Hedge, false, None);
-        let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us, cost };
+        let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us, cost: cost.cost_units };
         if self.send(cx, out, s, attempt) {
             self.budget.spend_cost(cost);
             self.steps[s as usize].hedges += 1;

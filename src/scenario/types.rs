@@ -591,6 +591,12 @@ pub struct Budget {
     pub concurrency_tokens: Option<u32>,
     #[serde(default)]
     pub cost_units: Option<f64>,
+    /// Input plus output tokens of a run's token-shaped model calls.
+    #[serde(default)]
+    pub model_tokens: Option<f64>,
+    /// Money a run may spend at the models' token prices.
+    #[serde(default)]
+    pub money: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
