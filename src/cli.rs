@@ -157,6 +157,11 @@ pub enum Command {
         /// those of row K in a full run's replications.csv.
         #[arg(long, value_name = "K")]
         replication: Option<u32>,
+        /// Also export K measured runs of each replication, evenly spaced in time, as
+        /// OpenTelemetry traces: <policy>/traces.otlp.jsonl (one OTLP/JSON document per line,
+        /// what `faultline calibrate` reads).
+        #[arg(long, value_name = "K")]
+        traces: Option<u32>,
     },
     /// Run the cross product of parameter values, each point x replication in parallel.
     #[command(after_help = SWEEP_EXAMPLES)]
@@ -336,10 +341,11 @@ pub fn execute(cli: Cli) -> i32 {
 /// Runs one command: what it prints and its exit code, or why it could not finish.
 fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
     match command {
-        Command::Run { scenario, policies, common, out, format, replication } => {
+        Command::Run { scenario, policies, common, out, format, replication, traces } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let (jobs, format) = (worker_count(jobs)?, format.output());
-            let opts = RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication };
+            let opts =
+                RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication, traces };
             Ok((run(&opts)?, EXIT_OK))
         }
         Command::Sweep { scenario, params, policies, common, out, resume, shard } => {

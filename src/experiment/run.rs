@@ -6,10 +6,11 @@ use crate::experiment::batch::load::{
 };
 use crate::experiment::batch::replications::{PolicyRuns, run_replications};
 use crate::experiment::batch::slo::{compile_slo, compile_slo_with};
-use crate::experiment::batch::workers::replication_seed;
+use crate::experiment::batch::workers::{Workers, replication_seed};
 use crate::experiment::command::{CommandError, OutputFormat};
 use crate::experiment::output::folder::OutputFolder;
 use crate::experiment::output::formats::{number, summary_json, timeseries_csv};
+use crate::experiment::replay::sample_traces;
 use crate::experiment::report::html::run_report;
 use crate::experiment::report::table::{half_width, human, render};
 use crate::metrics::stats::{Aggregate, aggregate};
@@ -28,7 +29,12 @@ pub struct RunOptions {
     /// Run only replication K (numbered from 0) of each policy: exactly its figures in a full
     /// run, since its seed depends only on the root seed and K.
     pub replication: Option<u32>,
+    /// Export this many sampled runs of each replication as OTLP/JSON traces.
+    pub traces: Option<u32>,
 }
+
+/// Traced runs per replication `--traces` accepts: each is followed in memory.
+pub const MAX_TRACES_PER_REPLICATION: u32 = 100_000;
 
 /// The metrics shown side by side, in this order; per-dependency rows follow.
 const HEADLINE: [&str; 23] = [
@@ -143,13 +149,25 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
             k..k + 1
         }
     };
-    let runs = run_replications(&model, &policies, indices, opts.jobs)?;
+    if let Some(k) = opts.traces
+        && !(1..=MAX_TRACES_PER_REPLICATION).contains(&k)
+    {
+        return Err(CommandError::Input(format!(
+            "argument `--traces {k}`: give between 1 and {MAX_TRACES_PER_REPLICATION} runs per replication"
+        )));
+    }
+    let runs = run_replications(&model, &policies, indices.clone(), opts.jobs)?;
+    let traces = match opts.traces {
+        Some(k) => Some(export_traces(&model, &policies, indices, k as usize, opts.jobs)?),
+        None => None,
+    };
     let results = Results {
         model: &model,
         names: policies.iter().map(|&p| model.policies[p].name.as_str()).collect(),
         aggregates: runs.iter().map(|r| aggregate(&r.metrics)).collect(),
         runs,
         arguments,
+        traces,
     };
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
     let written = results.write(&out_dir)?;
@@ -167,6 +185,41 @@ struct Results<'m> {
     runs: Vec<PolicyRuns>,
     /// The arguments recorded in summary.json.
     arguments: Vec<String>,
+    /// Per policy, its sampled runs as OTLP/JSON lines (`--traces`).
+    traces: Option<Vec<Vec<u8>>>,
+}
+
+/// `--traces K`: every policy's sampled runs, replication by replication, in order (the same
+/// bytes for any `--jobs`).
+fn export_traces(
+    model: &Model,
+    policies: &[usize],
+    indices: std::ops::Range<u32>,
+    k: usize,
+    jobs: usize,
+) -> Result<Vec<Vec<u8>>, CommandError> {
+    use rayon::prelude::*;
+    let tasks: Vec<(usize, u32)> = policies.iter().flat_map(|&p| indices.clone().map(move |r| (p, r))).collect();
+    let workers = Workers::start(jobs, 2 * tasks.len() as u64, "tracing")?;
+    let lines: Vec<Result<Vec<u8>, CommandError>> = workers.install(|| {
+        tasks
+            .par_iter()
+            .map(|&(policy, r)| {
+                let traced = sample_traces(model, policy, Some(r), replication_seed(model.world.seed, r), k);
+                workers.tick();
+                workers.tick();
+                traced
+            })
+            .collect()
+    });
+    workers.finish();
+    let mut per_policy = vec![Vec::new(); policies.len()];
+    for ((policy_slot, _), result) in
+        tasks.iter().map(|&(p, r)| (policies.iter().position(|&q| q == p).unwrap_or(0), r)).zip(lines)
+    {
+        per_policy[policy_slot].extend(result?);
+    }
+    Ok(per_policy)
 }
 
 impl Results<'_> {
@@ -189,6 +242,9 @@ impl Results<'_> {
                 &timeseries_csv(model, &labels, &runs.series, runs.metrics.len()),
             )?;
             files.write(&format!("{name}/replications.csv"), &replications_csv(model, &metric_names, runs))?;
+            if let Some(traces) = &self.traces {
+                files.write(&format!("{name}/traces.otlp.jsonl"), &traces[i])?;
+            }
         }
         files.write("report.html", run_report(model, &self.names, &self.aggregates, &self.runs).as_bytes())?;
         Ok(files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect())

@@ -141,6 +141,46 @@ pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -
     Ok(TracedRun { spans, summary, runs_started: started })
 }
 
+/// The runs `run --traces K` exports from one replication: K of the measured runs, evenly
+/// spaced in start order (so a sample covers the whole simulated time, faults included), or
+/// every measured run when there are fewer.
+pub fn sampled_runs(runs: &[RunSummary], k: usize) -> Vec<u64> {
+    let measured: Vec<u64> = runs.iter().filter(|r| r.measured).map(|r| r.number).collect();
+    if measured.len() <= k {
+        return measured;
+    }
+    (0..k).map(|i| measured[(2 * i + 1) * measured.len() / (2 * k)]).collect()
+}
+
+/// `k` sampled runs of replication `replication` (seed `seed`) of `policy`, as OTLP/JSON lines:
+/// one document per run, as the OpenTelemetry Collector's file exporter writes them. Two
+/// simulations: one to list the runs, one to follow the sample.
+pub fn sample_traces(
+    model: &Model,
+    policy: usize,
+    replication: Option<u32>,
+    seed: u64,
+    k: usize,
+) -> Result<Vec<u8>, CommandError> {
+    let wanted = sampled_runs(&catalogue(model, policy, seed)?, k);
+    let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&wanted))?;
+    let origin = TraceOrigin {
+        scenario: &model.name,
+        policy: &model.policies[policy].name,
+        seed: model.world.seed,
+        replication,
+        replication_seed: seed,
+    };
+    let mut lines = Vec::new();
+    for number in wanted {
+        let Some(spans) = build(model, policy, &tracer.events_of(number)) else { continue };
+        serde_json::to_writer(&mut lines, &to_otlp_json(&spans, &origin))
+            .map_err(|e| CommandError::Io(e.to_string()))?;
+        lines.push(b'\n');
+    }
+    Ok(lines)
+}
+
 pub fn replay(opts: &ReplayOptions) -> Result<String, CommandError> {
     let overrides = collect_overrides(&opts.sets, None)?;
     let Loaded { mut model, .. } = load_model(&opts.scenario, &overrides)?;

@@ -388,6 +388,8 @@ impl Builder<'_> {
     fn dependency_attributes(&self, span: &mut Span, dependency: u16) {
         let dep = &self.model.world.dependencies[dependency as usize];
         span.set("dependency.name", Value::Str(dep.name.clone()));
+        // OpenTelemetry's name for the callee, which `calibrate` (and trace backends) group by.
+        span.set("peer.service", Value::Str(dep.name.clone()));
         span.set("dependency.kind", Value::Str(dep.kind.name().into()));
         if let Some(op) = dep.kind.gen_ai_operation() {
             span.set("gen_ai.operation.name", Value::Str(op.into()));
@@ -407,6 +409,15 @@ impl Builder<'_> {
         self.end_attempt(span, at, kind, word);
         if let AttemptResult::Failed { retry_after_us: Some(after), .. } = result {
             self.spans[span].set("attempt.retry_after_ms", Value::Float(us_to_ms(after)));
+        }
+        // OpenTelemetry's error class: the failure kind, or `timeout` when the caller gave up.
+        let error_type = match (result, kind) {
+            (AttemptResult::TimedOut, _) => Some("timeout"),
+            (AttemptResult::Failed { kind, .. }, _) => Some(kind.metric_name()),
+            (AttemptResult::Ok | AttemptResult::NotFound, _) => None,
+        };
+        if let Some(error_type) = error_type {
+            self.spans[span].set("error.type", Value::Str(error_type.into()));
         }
         self.steps[step as usize].last_attempt = Some(span);
     }
