@@ -2,6 +2,8 @@
 //! (0 success, 1 runtime failure, 2 invalid input, 99 failed gate).
 
 use crate::experiment::batch::workers::{MAX_JOBS, default_jobs};
+use crate::experiment::calibrate::choose::FitChoice;
+use crate::experiment::calibrate::{CalibrateOptions, calibrate};
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
@@ -93,6 +95,15 @@ const EXPLORE_EXAMPLES: &str = "Examples:
 
 Exit 0 when no schedule broke an invariant, 99 when one did (its schedule and the shrunk one are
 written as scenario files that `faultline run` reproduces).";
+
+const CALIBRATE_EXAMPLES: &str = "Examples:
+  faultline run scenarios/meeting-analysis-incident.toml -p resilient --traces 200 -o results/incident
+  faultline calibrate results/incident/resilient/traces.otlp.jsonl -o calibrated.toml
+  faultline calibrate collector-export.jsonl --map gpt-4o-2024-08-06=gpt-4o --sampling-ratio 0.1 -o prod.toml
+
+Reads OTLP/JSON (the OpenTelemetry Collector's file exporter: one document per line, or one
+document). A callee is named by gen_ai.request.model, server.address, rpc.service or
+peer.service, in that order. docs/calibrate.md walks from a trace file to a gate.";
 
 const REPLAY_EXAMPLES: &str = "Examples:
   faultline replay scenarios/meeting-analysis-incident.toml -p naive --first failed
@@ -250,6 +261,28 @@ pub enum Command {
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Build a runnable scenario from OpenTelemetry traces: dependencies with fitted
+    /// latencies and error mixes, workflows with their steps, a policy from what the callers did.
+    #[command(after_help = CALIBRATE_EXAMPLES)]
+    Calibrate {
+        /// OTLP/JSON trace files.
+        #[arg(required = true)]
+        traces: Vec<PathBuf>,
+        /// The scenario to write (.toml); samples files go in <stem>-data/ beside it.
+        #[arg(short = 'o', long, value_name = "FILE", default_value = "calibrated.toml")]
+        out: PathBuf,
+        /// CALLEE=DEPENDENCY: count callee CALLEE as dependency DEPENDENCY (repeatable; merges
+        /// or renames callees).
+        #[arg(long = "map", value_name = "CALLEE=DEPENDENCY")]
+        renames: Vec<String>,
+        /// How latencies become distributions: auto (the best of lognormal, gamma, Weibull if
+        /// it passes the KS test at 5 %, else the observed values), or one of them.
+        #[arg(long, value_parser = fit_parser(), default_value = "auto", value_name = "HOW")]
+        fit: FitChoice,
+        /// The share of root runs the traces hold (head sampling), if the traces do not say it.
+        #[arg(long, value_name = "SHARE")]
+        sampling_ratio: Option<f64>,
+    },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
     Merge {
@@ -322,6 +355,11 @@ fn first_run_parser() -> impl TypedValueParser<Value = FirstRun> {
         .map(|word| FirstRun::parse(&word).expect("clap accepts only FirstRun's names"))
 }
 
+fn fit_parser() -> impl TypedValueParser<Value = FitChoice> {
+    clap::builder::PossibleValuesParser::new(FitChoice::ALL.map(FitChoice::name))
+        .map(|word| FitChoice::parse(&word).expect("clap accepts only FitChoice's names"))
+}
+
 fn worker_count(j: Option<usize>) -> Result<usize, CommandError> {
     match j {
         Some(0) => Err(CommandError::Input("argument `--jobs 0`: at least one worker is needed".into())),
@@ -384,6 +422,9 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             Ok((replay(&opts)?, EXIT_OK))
         }
         Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
+        Command::Calibrate { traces, out, renames, fit, sampling_ratio } => {
+            Ok((calibrate(&CalibrateOptions { traces, out, renames, fit, sampling_ratio })?, EXIT_OK))
+        }
         Command::Gate { scenario, candidate, baseline, baseline_scenario, thresholds_only, common, format, junit } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let (jobs, format) = (worker_count(jobs)?, format.output());

@@ -16,6 +16,7 @@
 //!   checks; it traces what it finds as `replay` does), `init`.
 
 pub mod batch;
+pub mod calibrate;
 pub mod command;
 pub mod explore;
 pub mod gate;

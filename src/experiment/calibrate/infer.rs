@@ -1,0 +1,371 @@
+//! What a set of traces says about the system that produced them: one dependency per callee
+//! (its answered latencies, its errors by failure kind, its timeouts), one workflow per kind of
+//! root span (its arrival rate, its steps and which runs after which), and the policy the
+//! callers seem to follow (attempts per logical call, timeouts, the pause between attempts).
+
+use super::read::{Attr, ObservedSpan, ObservedTrace};
+use crate::vocab::FailureKind;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The attributes that name a callee, in the order they are tried (OpenTelemetry's names).
+pub const CALLEE_ATTRIBUTES: [&str; 4] = ["gen_ai.request.model", "server.address", "rpc.service", "peer.service"];
+
+/// What was observed of one callee.
+#[derive(Debug, Clone, Default)]
+pub struct DependencyObservations {
+    /// Durations of attempts that got an answer (a success or an error response), ms.
+    pub answered_ms: Vec<f64>,
+    /// Error responses by failure kind.
+    pub errors: BTreeMap<FailureKind, usize>,
+    /// Attempts the caller gave up on (error.type `timeout`).
+    pub timeouts: usize,
+    /// Attempts refused before they reached it (a breaker, a bulkhead, a quota of the caller).
+    pub refused: usize,
+    /// Attempts cancelled by their caller before an answer.
+    pub cancelled: usize,
+    /// `dependency.kind` when the traces say it, or `model` for a GenAI span.
+    pub kind: Option<String>,
+    pub input_tokens: Vec<f64>,
+    pub output_tokens: Vec<f64>,
+}
+
+impl DependencyObservations {
+    /// Attempts that reached the callee and ended in an answer or a timeout.
+    pub fn reached(&self) -> usize {
+        self.answered_ms.len() + self.timeouts
+    }
+}
+
+/// One step of a workflow as observed.
+#[derive(Debug, Clone, Default)]
+pub struct StepObservations {
+    pub dependency: String,
+    pub fallback: Option<String>,
+    /// Runs in which the step made at least one attempt.
+    pub runs: usize,
+    /// Attempts at the primary per logical call (refused ones included: the policy made them).
+    pub attempts_per_call: Vec<u32>,
+    /// Durations of attempts that ended in a timeout (each ends at its timeout), ms.
+    pub timed_out_ms: Vec<f64>,
+    /// Pauses between one attempt's end and the next attempt's start, ms.
+    pub gaps_ms: Vec<f64>,
+    /// Start offsets from the run's start, ms (to order the steps).
+    pub start_offsets_ms: Vec<f64>,
+    /// For every other step seen in the same run: runs in which this step started after that
+    /// one had ended, and runs with both.
+    pub after_counts: BTreeMap<String, (usize, usize)>,
+}
+
+/// One workflow: the runs whose root span has its name.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowObservations {
+    pub runs: usize,
+    pub run_latency_ms: Vec<f64>,
+    /// Runs that ended well (`run.outcome` succeeded or degraded, or a root span without error).
+    pub completed: usize,
+    pub deadlines_ms: Vec<f64>,
+    pub steps: BTreeMap<String, StepObservations>,
+    /// Run start times per resource, ns (arrival rates are measured per clock).
+    pub starts_by_resource: BTreeMap<String, Vec<u64>>,
+    /// The sampling ratio the traces declare (`faultline.sampling_ratio`), if any.
+    pub sampling_ratio: Option<f64>,
+}
+
+/// Everything the traces showed.
+#[derive(Debug, Clone, Default)]
+pub struct Observations {
+    pub dependencies: BTreeMap<String, DependencyObservations>,
+    pub workflows: BTreeMap<String, WorkflowObservations>,
+    pub spans: usize,
+    /// Traces without a root span, skipped.
+    pub rootless: usize,
+    /// Status lookups (reconciliation) and calls below another call (a remote agent's own
+    /// calls), left out of the callers' steps.
+    pub nested_calls: usize,
+}
+
+/// Reads what the traces show. `rename` maps a callee's name to the dependency it belongs to.
+pub fn observe(traces: &[ObservedTrace], rename: &BTreeMap<String, String>) -> Observations {
+    let mut obs = Observations::default();
+    for trace in traces {
+        obs.spans += trace.spans.len();
+        observe_trace(trace, rename, &mut obs);
+    }
+    obs
+}
+
+/// The callee an attempt span calls, after `rename`.
+pub fn callee(span: &ObservedSpan, rename: &BTreeMap<String, String>) -> String {
+    let raw = CALLEE_ATTRIBUTES
+        .iter()
+        .find_map(|k| span.attr(k).and_then(Attr::as_str).map(str::to_string))
+        .unwrap_or_else(|| span.name.clone());
+    rename.get(&raw).cloned().unwrap_or(raw)
+}
+
+/// How an attempt ended, from `error.type`, the HTTP status code or the span status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Answered(Option<FailureKind>),
+    TimedOut,
+    Cancelled,
+    Refused,
+}
+
+pub fn ending(span: &ObservedSpan) -> Ending {
+    if span.attr("attempt.refused").is_some() {
+        return Ending::Refused;
+    }
+    if matches!(span.attr("attempt.cancelled"), Some(Attr::Bool(true))) {
+        return Ending::Cancelled;
+    }
+    let error_type = span.attr("error.type").map(Attr::text);
+    let status = span.attr("http.response.status_code").or(span.attr("http.status_code")).map(Attr::text);
+    let class = error_type.or(status.filter(|s| s.starts_with('4') || s.starts_with('5')));
+    match class.as_deref() {
+        Some("timeout") | Some("TIMEOUT") | Some("deadline_exceeded") => Ending::TimedOut,
+        Some(text) => Ending::Answered(Some(failure_kind(text))),
+        None if span.error => Ending::Answered(Some(FailureKind::TransientTransport)),
+        None => Ending::Answered(None),
+    }
+}
+
+/// A failure kind from an error class: faultline's own names, then HTTP status codes.
+pub fn failure_kind(text: &str) -> FailureKind {
+    if let Some(kind) = FailureKind::parse(text) {
+        return kind;
+    }
+    match text {
+        "429" => FailureKind::RateLimited,
+        "503" | "529" => FailureKind::Overloaded,
+        "401" | "403" => FailureKind::Unauthorized,
+        "400" | "404" | "409" | "413" | "422" => FailureKind::InvalidInput,
+        "501" => FailureKind::PermanentProvider,
+        _ => FailureKind::TransientTransport,
+    }
+}
+
+/// One attempt in a run: the step it belongs to, whether it went to the step's fallback.
+struct AttemptSite {
+    step: String,
+    fallback: bool,
+}
+
+fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: &mut Observations) {
+    let by_id: BTreeMap<&[u8], usize> =
+        trace.spans.iter().enumerate().map(|(i, s)| (s.span_id.as_slice(), i)).collect();
+    let parent = |i: usize| by_id.get(trace.spans[i].parent_id.as_slice()).copied();
+    let roots: Vec<usize> = (0..trace.spans.len()).filter(|&i| parent(i).is_none()).collect();
+    let Some(&root) = roots.iter().min_by_key(|&&i| (trace.spans[i].start_ns, i)) else {
+        obs.rootless += 1;
+        return;
+    };
+    let root_span = &trace.spans[root];
+    let workflow_name = root_span
+        .attr("workflow.name")
+        .and_then(Attr::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| root_span.name.strip_prefix("agent.run ").unwrap_or(&root_span.name).to_string());
+    let workflow = obs.workflows.entry(workflow_name.clone()).or_default();
+    workflow.runs += 1;
+    workflow.run_latency_ms.push(root_span.duration_ms());
+    workflow.starts_by_resource.entry(trace.resource.clone()).or_default().push(root_span.start_ns);
+    workflow.sampling_ratio = workflow.sampling_ratio.or(trace.sampling_ratio);
+    if let Some(d) = root_span.attr("run.deadline_ms").and_then(Attr::as_f64) {
+        workflow.deadlines_ms.push(d);
+    }
+    let completed = match root_span.attr("run.outcome").and_then(Attr::as_str) {
+        Some(outcome) => outcome == "succeeded" || outcome == "degraded",
+        None => !root_span.error,
+    };
+    workflow.completed += usize::from(completed);
+
+    // Attempts: client spans with no client span above them (below one is the callee's own work).
+    let is_client = |i: usize| trace.spans[i].kind == 3;
+    let mut calls: Calls = BTreeMap::new();
+    for i in 0..trace.spans.len() {
+        if !is_client(i) || i == root {
+            continue;
+        }
+        let mut above = parent(i);
+        let mut nested = false;
+        while let Some(a) = above {
+            nested |= is_client(a);
+            above = parent(a);
+        }
+        let span = &trace.spans[i];
+        let lookup = matches!(span.attr("attempt.kind").and_then(Attr::as_str), Some("reconciliation"));
+        if nested || lookup {
+            obs.nested_calls += 1;
+            continue;
+        }
+        let name = callee(span, rename);
+        record_attempt(obs.dependencies.entry(name.clone()).or_default(), span);
+        let site_span = parent(i).unwrap_or(root);
+        let site = attempt_site(trace, site_span, parent(site_span), &name);
+        calls.entry((site_span, name)).or_insert_with(|| (site, Vec::new())).1.push(i);
+    }
+    let workflow = obs.workflows.get_mut(&workflow_name).expect("added above");
+    record_steps(trace, root, &calls, workflow);
+}
+
+/// A run's attempts by the span they sit under and their callee: one logical call each.
+type Calls = BTreeMap<(usize, String), (AttemptSite, Vec<usize>)>;
+
+/// The step an attempt belongs to: the `step.id` of the span it sits under (faultline's
+/// logical-call span, or the fallback group's parent), else the callee's name.
+fn attempt_site(trace: &ObservedTrace, site: usize, site_parent: Option<usize>, callee: &str) -> AttemptSite {
+    let s = &trace.spans[site];
+    let fallback = matches!(s.attr("degradation.mode").and_then(Attr::as_str), Some("FALLBACK"));
+    let step_span = if fallback { site_parent.map(|p| &trace.spans[p]).unwrap_or(s) } else { s };
+    let step =
+        step_span.attr("step.id").and_then(Attr::as_str).map(str::to_string).unwrap_or_else(|| callee.to_string());
+    AttemptSite { step, fallback }
+}
+
+fn record_attempt(dep: &mut DependencyObservations, span: &ObservedSpan) {
+    if dep.kind.is_none() {
+        dep.kind = span
+            .attr("dependency.kind")
+            .and_then(Attr::as_str)
+            .map(str::to_string)
+            .or_else(|| span.attr("gen_ai.request.model").map(|_| "model".to_string()));
+    }
+    match ending(span) {
+        Ending::Refused => dep.refused += 1,
+        Ending::Cancelled => dep.cancelled += 1,
+        Ending::TimedOut => dep.timeouts += 1,
+        Ending::Answered(kind) => {
+            dep.answered_ms.push(span.duration_ms());
+            if let Some(kind) = kind {
+                *dep.errors.entry(kind).or_default() += 1;
+            }
+        }
+    }
+    for (key, into) in
+        [("gen_ai.usage.input_tokens", &mut dep.input_tokens), ("gen_ai.usage.output_tokens", &mut dep.output_tokens)]
+    {
+        if let Some(v) = span.attr(key).and_then(Attr::as_f64) {
+            into.push(v);
+        }
+    }
+}
+
+/// One step's calls in one run.
+#[derive(Default)]
+struct StepInRun {
+    primary: Option<String>,
+    fallback: Option<String>,
+    attempts: u32,
+    timed_out_ms: Vec<f64>,
+    gaps_ms: Vec<f64>,
+}
+
+/// Per step of the run: its attempts, timeouts and pauses, and its order against the others.
+fn record_steps(trace: &ObservedTrace, root: usize, calls: &Calls, workflow: &mut WorkflowObservations) {
+    let root_span = &trace.spans[root];
+    // Each step's interval in this run: from its first attempt's start to its last's end.
+    let mut intervals: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut per_step: BTreeMap<String, StepInRun> = BTreeMap::new();
+    for ((_, callee), (site, attempts)) in calls {
+        let entry = per_step.entry(site.step.clone()).or_default();
+        if site.fallback {
+            entry.fallback = Some(callee.clone());
+        } else {
+            entry.primary = Some(callee.clone());
+            entry.attempts += attempts.len() as u32;
+        }
+        let mut ordered: Vec<&ObservedSpan> = attempts.iter().map(|&i| &trace.spans[i]).collect();
+        ordered.sort_by_key(|s| (s.start_ns, s.end_ns));
+        for s in &ordered {
+            if ending(s) == Ending::TimedOut {
+                entry.timed_out_ms.push(s.duration_ms());
+            }
+        }
+        if !site.fallback {
+            for w in ordered.windows(2) {
+                entry.gaps_ms.push(w[1].start_ns.saturating_sub(w[0].end_ns) as f64 / 1e6);
+            }
+        }
+        let first = ordered.first().map_or(0, |s| s.start_ns);
+        let last = ordered.iter().map(|s| s.end_ns).max().unwrap_or(first);
+        let interval = intervals.entry(site.step.clone()).or_insert((first, last));
+        interval.0 = interval.0.min(first);
+        interval.1 = interval.1.max(last);
+    }
+    for (step_id, StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms }) in per_step {
+        let step = workflow.steps.entry(step_id.clone()).or_default();
+        if let Some(p) = primary {
+            step.dependency = p;
+            step.attempts_per_call.push(attempts);
+        } else if step.dependency.is_empty() {
+            // Only the fallback was called (a fallback-first mode): the callee stands for the step.
+            step.dependency = fallback.clone().unwrap_or_default();
+        }
+        step.fallback = step.fallback.take().or(fallback);
+        step.runs += 1;
+        step.timed_out_ms.extend(timed_out_ms);
+        step.gaps_ms.extend(gaps_ms);
+        let (start, _) = intervals[&step_id];
+        step.start_offsets_ms.push(start.saturating_sub(root_span.start_ns) as f64 / 1e6);
+        for (other, &(_, other_end)) in &intervals {
+            if *other == step_id {
+                continue;
+            }
+            let counts = step.after_counts.entry(other.clone()).or_default();
+            counts.1 += 1;
+            counts.0 += usize::from(start >= other_end);
+        }
+    }
+}
+
+/// Steps of a workflow in the order they usually start, each with the steps it waits for:
+/// B waits for A when B started after A ended in at least 98 % of the runs with both, keeping
+/// only the nearest such steps (A is dropped when B waits for C and C for A).
+pub fn step_graph(workflow: &WorkflowObservations) -> Vec<(String, Vec<String>)> {
+    let mut order: Vec<(f64, &String)> = workflow
+        .steps
+        .iter()
+        .map(|(id, s)| {
+            let mut offsets = s.start_offsets_ms.clone();
+            offsets.sort_by(f64::total_cmp);
+            (offsets.get(offsets.len() / 2).copied().unwrap_or(0.0), id)
+        })
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+    let waits = |b: &str, a: &str| {
+        workflow.steps[b]
+            .after_counts
+            .get(a)
+            .is_some_and(|&(after, both)| both > 0 && after as f64 >= 0.98 * both as f64)
+    };
+    let ids: Vec<&String> = order.iter().map(|(_, id)| *id).collect();
+    ids.iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let before: BTreeSet<&String> = ids[..i].iter().copied().filter(|a| waits(b, a)).collect();
+            let nearest: Vec<String> = before
+                .iter()
+                .filter(|a| !before.iter().any(|c| c != *a && waits(c, a)))
+                .map(|a| (*a).clone())
+                .collect();
+            ((*b).clone(), nearest)
+        })
+        .collect()
+}
+
+/// Root runs per second of one workflow: per clock (resource), runs over the time between
+/// the first and the last start scaled by n / (n - 1), summed; divided by the sampling ratio.
+pub fn arrival_rate_per_s(workflow: &WorkflowObservations, sampling_ratio: f64) -> Option<f64> {
+    let (mut runs, mut span_s) = (0usize, 0.0);
+    for starts in workflow.starts_by_resource.values() {
+        let (Some(first), Some(last)) = (starts.iter().min(), starts.iter().max()) else { continue };
+        if starts.len() < 2 || last == first {
+            continue;
+        }
+        let n = starts.len() as f64;
+        runs += starts.len();
+        span_s += (last - first) as f64 / 1e9 * n / (n - 1.0);
+    }
+    (span_s > 0.0).then(|| runs as f64 / span_s / sampling_ratio)
+}

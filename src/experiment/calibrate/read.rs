@@ -1,0 +1,226 @@
+//! Reading OpenTelemetry traces in OTLP/JSON (the Collector's file exporter output: one
+//! `{"resourceSpans": ...}` document per line, or one document) with the official
+//! `opentelemetry-proto` types, into flat spans grouped by trace.
+
+use crate::experiment::command::CommandError;
+use crate::scenario::quote;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+
+/// A trace file larger than this is refused (split it, or sample it).
+pub const MAX_TRACE_FILE_BYTES: u64 = 4 << 30;
+/// One line (one document) of a JSON Lines file.
+pub const MAX_LINE_BYTES: u64 = 256 << 20;
+
+/// An attribute value as calibration reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attr {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl Attr {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Attr::Str(s) => Some(s),
+            Attr::Int(_) | Attr::Float(_) | Attr::Bool(_) => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Attr::Int(i) => Some(*i as f64),
+            Attr::Float(f) => Some(*f),
+            Attr::Str(s) => s.parse().ok(),
+            Attr::Bool(_) => None,
+        }
+    }
+
+    /// The value as text (a status code may come as an integer or a string).
+    pub fn text(&self) -> String {
+        match self {
+            Attr::Str(s) => s.clone(),
+            Attr::Int(i) => i.to_string(),
+            Attr::Float(f) => f.to_string(),
+            Attr::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+/// One span, flattened.
+#[derive(Debug, Clone)]
+pub struct ObservedSpan {
+    pub span_id: Vec<u8>,
+    /// Empty for a root span.
+    pub parent_id: Vec<u8>,
+    pub name: String,
+    /// OTLP's SpanKind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer.
+    pub kind: i32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Status code 2 (ERROR).
+    pub error: bool,
+    pub attributes: BTreeMap<String, Attr>,
+}
+
+impl ObservedSpan {
+    pub fn attr(&self, key: &str) -> Option<&Attr> {
+        self.attributes.get(key)
+    }
+
+    pub fn duration_ms(&self) -> f64 {
+        self.end_ns.saturating_sub(self.start_ns) as f64 / 1e6
+    }
+}
+
+/// The spans of one trace, and the resource that sent them.
+#[derive(Debug, Clone, Default)]
+pub struct ObservedTrace {
+    pub spans: Vec<ObservedSpan>,
+    /// The resource's attributes, as `key=value` text: traces from one resource (one process,
+    /// one simulated replication) share a clock.
+    pub resource: String,
+    /// `faultline.sampling_ratio` on the resource, when a faultline export wrote it.
+    pub sampling_ratio: Option<f64>,
+}
+
+/// Every trace in `paths`, in file order and first-seen order within a file (a trace split
+/// over several documents is joined).
+pub fn read_traces(paths: &[std::path::PathBuf]) -> Result<Vec<ObservedTrace>, CommandError> {
+    let mut traces: Vec<ObservedTrace> = Vec::new();
+    let mut index: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    for path in paths {
+        let shown = quote(&path.display().to_string());
+        let meta = std::fs::metadata(path).map_err(|e| CommandError::Input(format!("cannot read {shown}: {e}")))?;
+        if !meta.is_file() {
+            return Err(CommandError::Input(format!("{shown} is not a regular file")));
+        }
+        if meta.len() > MAX_TRACE_FILE_BYTES {
+            return Err(CommandError::Input(format!(
+                "{shown} holds {} bytes; trace files are limited to {} GiB (split or sample it)",
+                meta.len(),
+                MAX_TRACE_FILE_BYTES >> 30
+            )));
+        }
+        let file = std::fs::File::open(path).map_err(|e| CommandError::Input(format!("cannot read {shown}: {e}")))?;
+        for document in documents(BufReader::new(file)) {
+            let (first_line, text) = document.map_err(|e| CommandError::Input(format!("{shown}: {e}")))?;
+            let request: ExportTraceServiceRequest = serde_json::from_str(&text).map_err(|e| {
+                CommandError::Input(crate::scenario::tame_message(&format!(
+                    "{shown}, line {}: not an OTLP/JSON trace document ({e})",
+                    first_line + e.line().saturating_sub(1)
+                )))
+            })?;
+            add_request(request, &mut traces, &mut index);
+        }
+    }
+    Ok(traces)
+}
+
+/// The file's documents with the line each starts on: one per non-blank line when the first
+/// line is a whole JSON value (JSON Lines), else the whole file as one (pretty-printed) document.
+fn documents(reader: impl BufRead) -> impl Iterator<Item = Result<(usize, String), String>> {
+    let mut lines = reader.lines().enumerate();
+    let mut json_lines: Option<bool> = None;
+    let mut whole: Option<(usize, String)> = None;
+    std::iter::from_fn(move || {
+        loop {
+            let Some((i, line)) = lines.next() else { return whole.take().map(Ok) };
+            let line = match line {
+                Ok(line) => line,
+                Err(e) => return Some(Err(format!("line {}: {e}", i + 1))),
+            };
+            if line.len() as u64 > MAX_LINE_BYTES {
+                return Some(Err(format!("line {}: longer than {} MiB", i + 1, MAX_LINE_BYTES >> 20)));
+            }
+            match json_lines {
+                None if line.trim().is_empty() => {}
+                None => {
+                    let complete = serde_json::from_str::<serde::de::IgnoredAny>(line.trim()).is_ok();
+                    json_lines = Some(complete);
+                    if complete {
+                        return Some(Ok((i + 1, line)));
+                    }
+                    whole = Some((i + 1, format!("{line}\n")));
+                }
+                Some(true) if line.trim().is_empty() => {}
+                Some(true) => return Some(Ok((i + 1, line))),
+                Some(false) => {
+                    let text = &mut whole.get_or_insert_with(|| (i + 1, String::new())).1;
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            }
+        }
+    })
+}
+
+fn add_request(
+    request: ExportTraceServiceRequest,
+    traces: &mut Vec<ObservedTrace>,
+    index: &mut BTreeMap<Vec<u8>, usize>,
+) {
+    for resource_spans in request.resource_spans {
+        let resource_attrs = resource_spans.resource.map(|r| r.attributes).unwrap_or_default();
+        let resource_map = attributes(resource_attrs);
+        let sampling_ratio = resource_map.get("faultline.sampling_ratio").and_then(Attr::as_f64);
+        let resource: String =
+            resource_map.iter().map(|(k, v)| format!("{k}={}", v.text())).collect::<Vec<_>>().join(",");
+        for scope_spans in resource_spans.scope_spans {
+            for span in scope_spans.spans {
+                let slot = *index.entry(span.trace_id.clone()).or_insert_with(|| {
+                    traces.push(ObservedTrace { spans: Vec::new(), resource: resource.clone(), sampling_ratio });
+                    traces.len() - 1
+                });
+                traces[slot].spans.push(ObservedSpan {
+                    span_id: span.span_id,
+                    parent_id: span.parent_span_id,
+                    name: span.name,
+                    kind: span.kind,
+                    start_ns: span.start_time_unix_nano,
+                    end_ns: span.end_time_unix_nano,
+                    error: span.status.is_some_and(|s| s.code == 2),
+                    attributes: attributes(span.attributes),
+                });
+            }
+        }
+    }
+}
+
+fn attributes(list: Vec<KeyValue>) -> BTreeMap<String, Attr> {
+    list.into_iter().filter_map(|kv| Some((kv.key, attr(kv.value?)?))).collect()
+}
+
+fn attr(value: AnyValue) -> Option<Attr> {
+    Some(match value.value? {
+        any_value::Value::StringValue(s) => Attr::Str(s),
+        any_value::Value::IntValue(i) => Attr::Int(i),
+        any_value::Value::DoubleValue(f) => Attr::Float(f),
+        any_value::Value::BoolValue(b) => Attr::Bool(b),
+        // Arrays (finish reasons) and the rest: the first string of an array, else nothing.
+        any_value::Value::ArrayValue(a) => a.values.into_iter().find_map(attr)?,
+        any_value::Value::KvlistValue(_)
+        | any_value::Value::BytesValue(_)
+        | any_value::Value::StringValueStrindex(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_a_pretty_printed_document_both_read() {
+        let lines = "{\"a\":1}\n\n{\"b\":2}\n";
+        let docs: Vec<_> = documents(lines.as_bytes()).map(Result::unwrap).collect();
+        assert_eq!(docs, vec![(1, "{\"a\":1}".to_string()), (3, "{\"b\":2}".to_string())]);
+        let pretty = "{\n  \"a\": 1\n}\n";
+        let docs: Vec<_> = documents(pretty.as_bytes()).map(Result::unwrap).collect();
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].0, 1);
+    }
+}

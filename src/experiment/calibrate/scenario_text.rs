@@ -1,0 +1,367 @@
+//! The calibrated scenario as TOML text, each figure with a comment saying where it came
+//! from, and the report's tables.
+
+use super::choose::{DependencyChoice, Latency};
+use super::fit::{Family, ks_critical, observed_quantile};
+use super::infer::{Observations, StepObservations, WorkflowObservations, arrival_rate_per_s, step_graph};
+use crate::experiment::report::table::render;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The name of the one policy a calibration writes.
+pub const POLICY: &str = "calibrated";
+/// Servers of a calibrated dependency: traces show latency at the observed load, not capacity.
+pub const UNCONSTRAINED_SERVERS: u32 = 10_000;
+
+pub struct Calibrated<'a> {
+    pub observations: &'a Observations,
+    pub choices: &'a [DependencyChoice],
+    /// Dependency -> samples file, relative to the scenario.
+    pub samples_files: &'a BTreeMap<String, String>,
+    pub sources: &'a [String],
+    pub sampling_ratio: Option<f64>,
+    pub stem: String,
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A float as TOML, with enough digits to be read back as the same figure within 1e-9.
+fn num(x: f64) -> String {
+    let text = format!("{x:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    if text.is_empty() || text == "-0" { "0".into() } else { text }
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+impl Calibrated<'_> {
+    pub fn render(&self) -> String {
+        let mut t = String::new();
+        let runs: usize = self.observations.workflows.values().map(|w| w.runs).sum();
+        let _ = writeln!(
+            t,
+            "# Calibrated by `faultline calibrate` from {} run(s) ({} spans) in:",
+            runs, self.observations.spans
+        );
+        for s in self.sources {
+            let _ = writeln!(t, "#   {s}");
+        }
+        t.push_str("# Every figure says where it came from. Traces show latency at the load they saw, not\n");
+        t.push_str("# capacity: dependencies get many servers and no queue; set servers, queue_capacity and\n");
+        t.push_str("# rate limits from what you know. Read the notes at the end.\n\n");
+        self.simulation(&mut t);
+        for c in self.choices {
+            self.dependency(&mut t, c);
+        }
+        for (name, w) in &self.observations.workflows {
+            self.workflow(&mut t, name, w);
+        }
+        self.policy(&mut t);
+        let notes = self.notes();
+        if !notes.is_empty() {
+            t.push_str("\n# Notes: what the traces could not show.\n");
+            for n in notes {
+                let _ = writeln!(t, "# - {n}");
+            }
+        }
+        t
+    }
+
+    fn simulation(&self, t: &mut String) {
+        // The longest stretch one clock (one resource) covered: the scenario simulates as long.
+        let span_s = self
+            .observations
+            .workflows
+            .values()
+            .flat_map(|w| w.starts_by_resource.values())
+            .filter_map(|starts| Some((starts.iter().max()? - starts.iter().min()?) as f64 / 1e9))
+            .fold(0.0, f64::max);
+        let duration_s = span_s.round().max(60.0);
+        let _ = writeln!(t, "[simulation]");
+        let _ = writeln!(t, "duration_s = {}   # the traces cover {span_s:.0} s on one clock", num(duration_s));
+        let _ = writeln!(t, "warmup_s = 0");
+        let _ = writeln!(t, "seed = 1");
+        let _ = writeln!(t, "replications = 10\n");
+    }
+
+    fn dependency(&self, t: &mut String, c: &DependencyChoice) {
+        let obs = &self.observations.dependencies[&c.name];
+        let _ = writeln!(t, "[[dependency]]");
+        let _ = writeln!(t, "name = {}", toml_string(&c.name));
+        if let Some(kind) = &obs.kind
+            && ["model", "retrieval", "mcp_tool", "a2a_agent", "api"].contains(&kind.as_str())
+        {
+            let _ = writeln!(t, "kind = {}", toml_string(kind));
+        }
+        let _ = writeln!(t, "servers = {UNCONSTRAINED_SERVERS}   # not observed: no queueing");
+        let _ = writeln!(t, "{}", self.service_time(c));
+        if !c.error_mix.is_empty() {
+            let fields: Vec<String> =
+                c.error_mix.iter().map(|(k, p, _)| format!("{} = {}", k.metric_name(), num(*p))).collect();
+            let counts: Vec<String> = c.error_mix.iter().map(|(k, _, n)| format!("{n} {}", k.metric_name())).collect();
+            let _ =
+                writeln!(t, "errors = {{ {} }}   # {} of {} attempts", fields.join(", "), counts.join(", "), c.reached);
+        }
+        if c.hang_probability > 0.0 {
+            let _ = writeln!(
+                t,
+                "hang_probability = {}   # {} of {} attempts timed out (their true duration is unknown)",
+                num(c.hang_probability),
+                obs.timeouts,
+                c.reached
+            );
+        }
+        t.push('\n');
+    }
+
+    fn service_time(&self, c: &DependencyChoice) -> String {
+        let n = c.sorted_ms.len();
+        let others = |chosen: &str| -> String {
+            c.candidates
+                .iter()
+                .filter(|f| f.family.name() != chosen)
+                .map(|f| format!("{} {:.4}", f.family.name(), f.ks))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &c.latency {
+            Latency::Fitted(f) => {
+                let spec = match f.family {
+                    Family::LogNormal { mu, sigma } => {
+                        let p50 = mu.exp();
+                        let p95 = (mu + sigma * crate::world::dist::Z95).exp();
+                        format!("{{ p50_ms = {}, p95_ms = {} }}", num(p50), num(p95))
+                    }
+                    Family::Gamma { shape, scale } => {
+                        format!("{{ dist = \"gamma\", shape = {}, scale_ms = {} }}", num(shape), num(scale))
+                    }
+                    Family::Weibull { shape, scale } => {
+                        format!("{{ dist = \"weibull\", shape = {}, scale_ms = {} }}", num(shape), num(scale))
+                    }
+                };
+                format!(
+                    "service_time = {spec}\n# {} fit (maximum likelihood) of {n} answered attempts: KS distance {:.4} (5 % critical {:.4}; {})",
+                    f.family.name(),
+                    f.ks,
+                    ks_critical(n),
+                    others(f.family.name())
+                )
+            }
+            Latency::Empirical { best, .. } => {
+                let file = self.samples_files.get(&c.name).cloned().unwrap_or_default();
+                let why = match best {
+                    Some(b) if n >= super::choose::MIN_FIT_SAMPLES => format!(
+                        "no family fits: the closest, {}, is at KS {:.4} (5 % critical {:.4})",
+                        b.family.name(),
+                        b.ks,
+                        ks_critical(n)
+                    ),
+                    _ => "as observed".into(),
+                };
+                format!(
+                    "service_time = {{ dist = \"empirical\", samples_file = {} }}\n# {n} answered attempts, p50 {:.1} ms, p99 {:.1} ms; {why}",
+                    toml_string(&file),
+                    observed_quantile(&c.sorted_ms, 0.5),
+                    observed_quantile(&c.sorted_ms, 0.99)
+                )
+            }
+            Latency::Unknown => "service_time = { dist = \"constant\", value_ms = 1 }   # never answered".into(),
+        }
+    }
+
+    fn workflow(&self, t: &mut String, name: &str, w: &WorkflowObservations) {
+        let ratio = self.sampling_ratio.or(w.sampling_ratio).unwrap_or(1.0);
+        let rate = arrival_rate_per_s(w, ratio).unwrap_or(1.0);
+        let mut latencies = w.run_latency_ms.clone();
+        latencies.sort_by(f64::total_cmp);
+        let (deadline, deadline_why) = match median(&w.deadlines_ms) {
+            Some(d) => (d, "the runs' run.deadline_ms".to_string()),
+            None => {
+                let p99 = observed_quantile(&latencies, 0.99);
+                (
+                    (10.0 * p99).ceil().max(1.0),
+                    format!("not in the traces: 10 x the observed p99 run latency ({p99:.1} ms)"),
+                )
+            }
+        };
+        let _ = writeln!(t, "[[workflow]]");
+        let _ = writeln!(t, "name = {}", toml_string(name));
+        let _ = writeln!(
+            t,
+            "arrivals = {{ rate_per_s = {} }}   # {} runs{}",
+            num(rate),
+            w.runs,
+            if ratio < 1.0 { format!(", sampled at {ratio:.6} of all runs") } else { String::new() }
+        );
+        let _ = writeln!(t, "deadline_ms = {}   # {deadline_why}", num(deadline));
+        let _ = writeln!(
+            t,
+            "# observed: {:.1} % of runs completed; run latency p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms",
+            100.0 * w.completed as f64 / w.runs.max(1) as f64,
+            observed_quantile(&latencies, 0.5),
+            observed_quantile(&latencies, 0.95),
+            observed_quantile(&latencies, 0.99)
+        );
+        for (id, after) in step_graph(w) {
+            let s = &w.steps[&id];
+            t.push('\n');
+            let _ = writeln!(t, "  [[workflow.step]]");
+            let _ = writeln!(t, "  id = {}", toml_string(&id));
+            let _ = writeln!(
+                t,
+                "  dependency = {}   # called in {} of {} runs",
+                toml_string(&s.dependency),
+                s.runs,
+                w.runs
+            );
+            if !after.is_empty() {
+                let list: Vec<String> = after.iter().map(|a| toml_string(a)).collect();
+                let _ = writeln!(t, "  after = [{}]   # started after these ended in >= 98 % of runs", list.join(", "));
+            }
+            if let Some(f) = &s.fallback
+                && *f != s.dependency
+            {
+                let _ = writeln!(t, "  fallback = {}", toml_string(f));
+            }
+        }
+        t.push('\n');
+    }
+
+    fn policy(&self, t: &mut String) {
+        let steps: Vec<(&String, &StepObservations)> =
+            self.observations.workflows.values().flat_map(|w| w.steps.iter()).collect();
+        let max_attempts =
+            steps.iter().flat_map(|(_, s)| s.attempts_per_call.iter().copied()).max().unwrap_or(1).clamp(1, 20);
+        let gaps: Vec<f64> = steps.iter().flat_map(|(_, s)| s.gaps_ms.iter().copied()).collect();
+        let _ = writeln!(t, "[policy.{POLICY}]");
+        let _ = writeln!(t, "# What the callers did: the most attempts seen in one logical call, the usual pause");
+        let _ = writeln!(t, "# between attempts; per step below, the timeouts seen.");
+        match median(&gaps) {
+            Some(gap) => {
+                let _ = writeln!(
+                    t,
+                    "retry = {{ max_attempts = {max_attempts}, backoff = {{ kind = \"constant\", base_ms = {}, jitter = \"none\" }} }}   # median pause of {} retries",
+                    num(gap.max(0.0)),
+                    gaps.len()
+                );
+            }
+            None => {
+                let _ = writeln!(t, "retry = {{ max_attempts = {max_attempts} }}   # no retry seen");
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (id, s) in steps {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let most = s.attempts_per_call.iter().copied().max().unwrap_or(1).clamp(1, 20);
+            let timeout = median(&s.timed_out_ms);
+            if most == max_attempts && timeout.is_none() {
+                continue;
+            }
+            let _ = writeln!(t, "\n[policy.{POLICY}.steps.{}]", toml_string(id));
+            if most != max_attempts {
+                let _ = writeln!(t, "max_attempts = {most}");
+            }
+            if let Some(ms) = timeout {
+                let _ = writeln!(
+                    t,
+                    "timeout_ms = {}   # median length of {} timed-out attempts",
+                    num(ms.round()),
+                    s.timed_out_ms.len()
+                );
+            }
+        }
+    }
+
+    /// What the traces could not show, for the scenario's last comment and the report.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.choices.iter().flat_map(|c| c.notes.iter().cloned()).collect();
+        let o = self.observations;
+        if o.rootless > 0 {
+            notes.push(format!("{} trace(s) had no root span and were left out", o.rootless));
+        }
+        if o.nested_calls > 0 {
+            notes.push(format!(
+                "{} call(s) below another call (a remote agent's own calls) or status lookups are part of their caller's latency, not steps",
+                o.nested_calls
+            ));
+        }
+        for (name, w) in &o.workflows {
+            if self.sampling_ratio.or(w.sampling_ratio).is_none() {
+                notes.push(format!(
+                    "{name}: the arrival rate assumes the traces hold every run; with head sampling, give --sampling-ratio"
+                ));
+            }
+        }
+        notes.push(
+            "capacity, queues, rate limits, breakers and retry budgets are not visible in traces; faults are folded into the latency and error figures of the whole period".into(),
+        );
+        notes
+    }
+}
+
+/// One row per dependency: what was seen and what the scenario uses.
+pub fn dependency_table(choices: &[DependencyChoice]) -> String {
+    let header: Vec<String> =
+        ["dependency", "answered", "timeouts", "p50 ms", "p95 ms", "p99 ms", "latency", "KS", "errors"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let rows: Vec<Vec<String>> = choices
+        .iter()
+        .map(|c| {
+            let q = |p: f64| {
+                if c.sorted_ms.is_empty() { "-".into() } else { format!("{:.1}", observed_quantile(&c.sorted_ms, p)) }
+            };
+            let (latency, ks) = match &c.latency {
+                Latency::Fitted(f) => (f.family.name().to_string(), format!("{:.4}", f.ks)),
+                Latency::Empirical { best: Some(b), .. } => {
+                    ("empirical".into(), format!("{} {:.4}", b.family.name(), b.ks))
+                }
+                Latency::Empirical { best: None, .. } => ("empirical".into(), "-".into()),
+                Latency::Unknown => ("unknown".into(), "-".into()),
+            };
+            let errors: Vec<String> =
+                c.error_mix.iter().map(|(k, p, _)| format!("{} {:.2}%", k.metric_name(), 100.0 * p)).collect();
+            vec![
+                c.name.clone(),
+                c.sorted_ms.len().to_string(),
+                (c.reached - c.sorted_ms.len()).to_string(),
+                q(0.5),
+                q(0.95),
+                q(0.99),
+                latency,
+                ks,
+                if errors.is_empty() { "none seen".into() } else { errors.join(", ") },
+            ]
+        })
+        .collect();
+    render(&header, &rows)
+}
+
+/// Observed against modelled latency at a few quantiles, per dependency.
+pub fn qq_tables(choices: &[DependencyChoice]) -> String {
+    let mut header = vec!["dependency".to_string(), "".to_string()];
+    header.extend(super::choose::QQ_QUANTILES.iter().map(|p| format!("p{}", 100.0 * p)));
+    let mut rows = Vec::new();
+    for c in choices {
+        let qq = c.qq();
+        if qq.is_empty() {
+            continue;
+        }
+        let mut observed = vec![c.name.clone(), "observed ms".into()];
+        observed.extend(qq.iter().map(|(_, o, _)| format!("{o:.1}")));
+        let mut modelled = vec![String::new(), "modelled ms".into()];
+        modelled.extend(qq.iter().map(|(_, _, m)| format!("{m:.1}")));
+        rows.push(observed);
+        rows.push(modelled);
+    }
+    format!("quantile-quantile:\n{}", render(&header, &rows))
+}
