@@ -524,7 +524,7 @@ mod tests {
                 assert!(arg.get_help().is_some(), "`faultline {name}`: `{}` has no help text", arg.get_id());
             }
         }
-        assert_eq!(commands, 9, "run, sweep, merge, explore, replay, gate, validate, init, completions");
+        assert_eq!(commands, 10, "run, sweep, merge, explore, replay, calibrate, gate, validate, init, completions");
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();
             sub.get_arguments().find(|a| a.get_long() == Some(long)).and_then(|a| a.get_short())

@@ -54,6 +54,12 @@ pub struct StepObservations {
     /// For every other step seen in the same run: runs in which this step started after that
     /// one had ended, and runs with both.
     pub after_counts: BTreeMap<String, (usize, usize)>,
+    /// `step.criticality` as the traces give it (faultline's own traces do).
+    pub criticality: Option<String>,
+    /// `step.effect = write` in the traces.
+    pub write: bool,
+    /// Runs that completed although this step got no good answer: the step is soft.
+    pub failed_in_completed_runs: usize,
 }
 
 /// One workflow: the runs whose root span has its name.
@@ -149,6 +155,11 @@ pub fn failure_kind(text: &str) -> FailureKind {
 struct AttemptSite {
     step: String,
     fallback: bool,
+    /// The step span's start and end, when the traces have one.
+    interval: Option<(u64, u64)>,
+    /// `step.criticality` and `step.effect` of the step span (faultline's traces).
+    criticality: Option<String>,
+    write: bool,
 }
 
 fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: &mut Observations) {
@@ -206,21 +217,35 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
         calls.entry((site_span, name)).or_insert_with(|| (site, Vec::new())).1.push(i);
     }
     let workflow = obs.workflows.get_mut(&workflow_name).expect("added above");
-    record_steps(trace, root, &calls, workflow);
+    record_steps(trace, root, &calls, completed, workflow);
 }
 
 /// A run's attempts by the span they sit under and their callee: one logical call each.
 type Calls = BTreeMap<(usize, String), (AttemptSite, Vec<usize>)>;
 
 /// The step an attempt belongs to: the `step.id` of the span it sits under (faultline's
-/// logical-call span, or the fallback group's parent), else the callee's name.
+/// logical-call span), or of that span's parent when it sits in a fallback group (a span
+/// marked FALLBACK without a step of its own); else the callee's name, the attempts' interval
+/// standing for the step's.
 fn attempt_site(trace: &ObservedTrace, site: usize, site_parent: Option<usize>, callee: &str) -> AttemptSite {
     let s = &trace.spans[site];
-    let fallback = matches!(s.attr("degradation.mode").and_then(Attr::as_str), Some("FALLBACK"));
-    let step_span = if fallback { site_parent.map(|p| &trace.spans[p]).unwrap_or(s) } else { s };
-    let step =
-        step_span.attr("step.id").and_then(Attr::as_str).map(str::to_string).unwrap_or_else(|| callee.to_string());
-    AttemptSite { step, fallback }
+    let has_step = |span: &ObservedSpan| span.attr("step.id").and_then(Attr::as_str).is_some();
+    let fallback = !has_step(s) && matches!(s.attr("degradation.mode").and_then(Attr::as_str), Some("FALLBACK"));
+    let step_index = if fallback { site_parent } else { Some(site) }.filter(|&i| has_step(&trace.spans[i]));
+    match step_index {
+        Some(i) => {
+            let span = &trace.spans[i];
+            let text = |key: &str| span.attr(key).and_then(Attr::as_str).map(str::to_string);
+            AttemptSite {
+                step: text("step.id").unwrap_or_default(),
+                fallback,
+                interval: Some((span.start_ns, span.end_ns)),
+                criticality: text("step.criticality"),
+                write: text("step.effect").as_deref() == Some("write"),
+            }
+        }
+        None => AttemptSite { step: callee.to_string(), fallback, interval: None, criticality: None, write: false },
+    }
 }
 
 fn record_attempt(dep: &mut DependencyObservations, span: &ObservedSpan) {
@@ -259,10 +284,20 @@ struct StepInRun {
     attempts: u32,
     timed_out_ms: Vec<f64>,
     gaps_ms: Vec<f64>,
+    /// Some attempt (at the primary or the fallback) got a good answer.
+    answered_ok: bool,
+    criticality: Option<String>,
+    write: bool,
 }
 
 /// Per step of the run: its attempts, timeouts and pauses, and its order against the others.
-fn record_steps(trace: &ObservedTrace, root: usize, calls: &Calls, workflow: &mut WorkflowObservations) {
+fn record_steps(
+    trace: &ObservedTrace,
+    root: usize,
+    calls: &Calls,
+    completed: bool,
+    workflow: &mut WorkflowObservations,
+) {
     let root_span = &trace.spans[root];
     // Each step's interval in this run: from its first attempt's start to its last's end.
     let mut intervals: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -287,13 +322,18 @@ fn record_steps(trace: &ObservedTrace, root: usize, calls: &Calls, workflow: &mu
                 entry.gaps_ms.push(w[1].start_ns.saturating_sub(w[0].end_ns) as f64 / 1e6);
             }
         }
+        entry.answered_ok |= ordered.iter().any(|s| ending(s) == Ending::Answered(None));
+        entry.criticality = entry.criticality.take().or(site.criticality.clone());
+        entry.write |= site.write;
         let first = ordered.first().map_or(0, |s| s.start_ns);
         let last = ordered.iter().map(|s| s.end_ns).max().unwrap_or(first);
+        let (first, last) = site.interval.unwrap_or((first, last));
         let interval = intervals.entry(site.step.clone()).or_insert((first, last));
         interval.0 = interval.0.min(first);
         interval.1 = interval.1.max(last);
     }
-    for (step_id, StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms }) in per_step {
+    for (step_id, in_run) in per_step {
+        let StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms, answered_ok, criticality, write } = in_run;
         let step = workflow.steps.entry(step_id.clone()).or_default();
         if let Some(p) = primary {
             step.dependency = p;
@@ -303,7 +343,10 @@ fn record_steps(trace: &ObservedTrace, root: usize, calls: &Calls, workflow: &mu
             step.dependency = fallback.clone().unwrap_or_default();
         }
         step.fallback = step.fallback.take().or(fallback);
+        step.criticality = step.criticality.take().or(criticality);
+        step.write |= write;
         step.runs += 1;
+        step.failed_in_completed_runs += usize::from(completed && !answered_ok);
         step.timed_out_ms.extend(timed_out_ms);
         step.gaps_ms.extend(gaps_ms);
         let (start, _) = intervals[&step_id];

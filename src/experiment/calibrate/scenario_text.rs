@@ -229,6 +229,18 @@ impl Calibrated<'_> {
             {
                 let _ = writeln!(t, "  fallback = {}", toml_string(f));
             }
+            match (s.criticality.as_deref(), s.failed_in_completed_runs) {
+                (Some(c), _) if c != "hard" => {
+                    let _ = writeln!(t, "  criticality = {}   # the traces' step.criticality", toml_string(c));
+                }
+                (None, n) if n > 0 => {
+                    let _ = writeln!(t, "  criticality = \"soft\"   # {n} run(s) completed without its answer");
+                }
+                _ => {}
+            }
+            if s.write {
+                let _ = writeln!(t, "  effect = \"write\"   # the traces' step.effect");
+            }
         }
         t.push('\n');
     }
@@ -294,6 +306,14 @@ impl Calibrated<'_> {
             ));
         }
         for (name, w) in &o.workflows {
+            for (id, s) in &w.steps {
+                if (s.runs as f64) < 0.98 * w.runs as f64 {
+                    notes.push(format!(
+                        "{name}: step {id} was called in {} of {} runs (the runtime skipped it in the others: a degradation mode, a cut branch or an earlier failure); the calibrated workflow calls it in every run",
+                        s.runs, w.runs
+                    ));
+                }
+            }
             if self.sampling_ratio.or(w.sampling_ratio).is_none() {
                 notes.push(format!(
                     "{name}: the arrival rate assumes the traces hold every run; with head sampling, give --sampling-ratio"

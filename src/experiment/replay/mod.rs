@@ -162,7 +162,9 @@ pub fn sample_traces(
     seed: u64,
     k: usize,
 ) -> Result<Vec<u8>, CommandError> {
-    let wanted = sampled_runs(&catalogue(model, policy, seed)?, k);
+    let runs = catalogue(model, policy, seed)?;
+    let wanted = sampled_runs(&runs, k);
+    let measured = runs.iter().filter(|r| r.measured).count();
     let (_, tracer) = simulate_following(model, policy, seed, RunTracer::for_runs(&wanted))?;
     let origin = TraceOrigin {
         scenario: &model.name,
@@ -170,6 +172,7 @@ pub fn sample_traces(
         seed: model.world.seed,
         replication,
         replication_seed: seed,
+        sampling_ratio: Some(wanted.len() as f64 / measured.max(1) as f64),
     };
     let mut lines = Vec::new();
     for number in wanted {
@@ -216,6 +219,7 @@ pub fn write_trace(
         seed: model.world.seed,
         replication,
         replication_seed: seed,
+        sampling_ratio: None,
     };
     let document = to_otlp_json(&traced.spans, &origin);
     let mut bytes = serde_json::to_vec_pretty(&document).map_err(|e| CommandError::Io(e.to_string()))?;

@@ -20,6 +20,9 @@ pub struct TraceOrigin<'a> {
     pub seed: u64,
     pub replication: Option<u32>,
     pub replication_seed: u64,
+    /// The share of the replication's measured runs exported (`run --traces`), so that
+    /// `calibrate` can tell the arrival rate from a sample.
+    pub sampling_ratio: Option<f64>,
 }
 
 /// The trace's 16-byte id and each span's 8-byte id, derived from the replication seed and the
@@ -106,6 +109,9 @@ pub fn to_otlp_json(run: &RunSpans, origin: &TraceOrigin) -> Json {
     ];
     if let Some(k) = origin.replication {
         resource.push(("faultline.replication", Value::Int(i64::from(k))));
+    }
+    if let Some(ratio) = origin.sampling_ratio {
+        resource.push(("faultline.sampling_ratio", Value::Float(ratio)));
     }
     json!({
         "resourceSpans": [{
