@@ -282,6 +282,10 @@ pub enum Command {
         /// The share of root runs the traces hold (head sampling), if the traces do not say it.
         #[arg(long, value_name = "SHARE")]
         sampling_ratio: Option<f64>,
+        /// A Prometheus text-format file (repeatable): each `X_bucket{le=...}` latency
+        /// histogram whose callee label names a traced dependency becomes its latency.
+        #[arg(long, value_name = "FILE")]
+        prometheus: Vec<PathBuf>,
     },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
@@ -422,8 +426,8 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             Ok((replay(&opts)?, EXIT_OK))
         }
         Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
-        Command::Calibrate { traces, out, renames, fit, sampling_ratio } => {
-            Ok((calibrate(&CalibrateOptions { traces, out, renames, fit, sampling_ratio })?, EXIT_OK))
+        Command::Calibrate { traces, out, renames, fit, sampling_ratio, prometheus } => {
+            Ok((calibrate(&CalibrateOptions { traces, out, renames, fit, sampling_ratio, prometheus })?, EXIT_OK))
         }
         Command::Gate { scenario, candidate, baseline, baseline_scenario, thresholds_only, common, format, junit } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;

@@ -255,3 +255,47 @@ fn bad_input_is_refused_with_the_file_and_the_line() {
     assert_eq!(scenario["dependency"].as_array().unwrap().len(), 2, "gpt-4o and backend");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_prometheus_histogram_gives_a_traced_dependency_its_latency() {
+    let dir = scratch("prometheus");
+    let metrics = dir.join("metrics.prom");
+    // Two series of vector-db (by status) with the same buckets are added up; a series of a
+    // callee the traces never call is said and left out.
+    std::fs::write(
+        &metrics,
+        "# TYPE http_client_request_duration_seconds histogram\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"200\",le=\"0.05\"} 300\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"200\",le=\"0.1\"} 600\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"200\",le=\"0.25\"} 900\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"200\",le=\"+Inf\"} 1000\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"500\",le=\"0.05\"} 0\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"500\",le=\"0.1\"} 0\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"500\",le=\"0.25\"} 50\n\
+         http_client_request_duration_seconds_bucket{server_address=\"vector-db\",status=\"500\",le=\"+Inf\"} 100\n\
+         http_client_request_duration_seconds_bucket{server_address=\"billing\",le=\"1\"} 5\n\
+         http_client_request_duration_seconds_bucket{server_address=\"billing\",le=\"+Inf\"} 5\n",
+    )
+    .unwrap();
+    let out = dir.join("with-prometheus.toml");
+    let traces = repo("tests/data/otel-python-traces.jsonl");
+    let report = ok(&["calibrate", s(&traces), "--prometheus", s(&metrics), "-o", s(&out)]);
+    assert!(report.contains("`billing` name no callee of the traces"), "{report}");
+    let scenario: toml::Table = toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let service_time = dependency(&scenario, "vector-db")["service_time"].as_table().unwrap();
+    assert_eq!(service_time["dist"].as_str(), Some("histogram"));
+    let floats = |key: &str| -> Vec<f64> {
+        service_time[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap())
+            .collect()
+    };
+    assert_eq!(floats("le_ms"), vec![50.0, 100.0, 250.0], "seconds become milliseconds");
+    assert_eq!(floats("cumulative_counts"), vec![300.0, 600.0, 950.0, 1100.0]);
+    // The other dependencies keep their fits from the traces.
+    assert!(dependency(&scenario, "gpt-4o")["service_time"].as_table().unwrap().get("p50_ms").is_some());
+    ok(&["validate", s(&out)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -35,6 +35,8 @@ pub enum Latency {
     },
     /// Never answered: nothing to draw from.
     Unknown,
+    /// A Prometheus histogram of the callee's latency, given with `--prometheus`.
+    Histogram(super::prometheus::Histogram),
 }
 
 /// What the report and the scenario say of one dependency.
@@ -87,7 +89,7 @@ pub fn choose(name: &str, obs: &DependencyObservations, fit: FitChoice) -> Depen
             tail_quantile_label(n),
             match latency {
                 Latency::Fitted(f) => format!("{} fit extrapolates", f.family.name()),
-                Latency::Empirical { .. } | Latency::Unknown => {
+                Latency::Empirical { .. } | Latency::Unknown | Latency::Histogram(_) => {
                     format!("empirical distribution never goes past the largest value seen ({:.1} ms)", sorted[n - 1])
                 }
             }
@@ -143,6 +145,7 @@ impl DependencyChoice {
                     Latency::Fitted(f) => f.family.quantile(p),
                     Latency::Empirical { sorted_ms, .. } => observed_quantile(sorted_ms, p),
                     Latency::Unknown => f64::NAN,
+                    Latency::Histogram(h) => h.quantile_ms(p),
                 };
                 (p, observed, modelled)
             })

@@ -5,6 +5,7 @@
 pub mod choose;
 pub mod fit;
 pub mod infer;
+pub mod prometheus;
 pub mod read;
 pub mod scenario_text;
 
@@ -27,6 +28,8 @@ pub struct CalibrateOptions {
     pub fit: FitChoice,
     /// The share of root runs the traces hold (head sampling), when they do not say it.
     pub sampling_ratio: Option<f64>,
+    /// Prometheus text-format files whose latency histograms replace the traces' latencies.
+    pub prometheus: Vec<PathBuf>,
 }
 
 pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
@@ -51,8 +54,9 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
             observations.spans
         )));
     }
-    let choices: Vec<DependencyChoice> =
+    let mut choices: Vec<DependencyChoice> =
         observations.dependencies.iter().map(|(name, obs)| choose(name, obs, opts.fit)).collect();
+    let unused = apply_histograms(&mut choices, prometheus::read_histograms(&opts.prometheus)?, &renames);
     let data_folder = data_folder_for(&opts.out);
     let files = write_samples(&opts.out, &data_folder, &choices)?;
     let sources: Vec<String> = opts.traces.iter().map(|p| p.display().to_string()).collect();
@@ -64,10 +68,62 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
         sampling_ratio: opts.sampling_ratio,
         stem: opts.out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "calibrated".into()),
     };
-    let text = calibrated.render();
+    let mut text = calibrated.render();
+    for n in &unused {
+        text.push_str(&format!("# - {n}\n"));
+    }
     check_runs(&opts.out, &text)?;
     write_atomically(&opts.out, text.as_bytes())?;
-    Ok(report(&observations, &choices, &calibrated, &opts.out))
+    let mut printed = report(&observations, &choices, &calibrated, &opts.out);
+    for n in unused {
+        printed.push_str(&format!("note: {n}\n"));
+    }
+    Ok(printed)
+}
+
+/// Gives each dependency a Prometheus histogram of its callee's latency, when one was read:
+/// series of one callee with the same bounds are added up (status or instance labels), else
+/// the one with the most observations is kept. Returns what was not used, to be said.
+fn apply_histograms(
+    choices: &mut [DependencyChoice],
+    histograms: Vec<prometheus::Histogram>,
+    renames: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut by_callee: BTreeMap<String, Vec<prometheus::Histogram>> = BTreeMap::new();
+    for h in histograms {
+        let callee = h.callee();
+        by_callee.entry(renames.get(&callee).cloned().unwrap_or(callee)).or_default().push(h);
+    }
+    let mut notes = Vec::new();
+    for (callee, mut series) in by_callee {
+        let Some(choice) = choices.iter_mut().find(|c| c.name == callee) else {
+            notes.push(format!(
+                "the Prometheus histogram(s) of {} name no callee of the traces; not used",
+                quote(&callee)
+            ));
+            continue;
+        };
+        series.sort_by(|a, b| b.total().total_cmp(&a.total()));
+        let mut merged = series[0].clone();
+        let same_bounds = series.iter().all(|h| h.buckets.iter().map(|b| b.0).eq(merged.buckets.iter().map(|b| b.0)));
+        if same_bounds && series.len() > 1 {
+            for h in &series[1..] {
+                for (slot, b) in merged.buckets.iter_mut().zip(&h.buckets) {
+                    slot.1 += b.1;
+                }
+            }
+            merged.labels.retain(|k, _| prometheus::CALLEE_LABELS.contains(&k.as_str()));
+        } else if series.len() > 1 {
+            notes.push(format!(
+                "{callee}: {} histogram series with different buckets; the one with the most observations is used",
+                series.len()
+            ));
+        }
+        if merged.total() > 0.0 {
+            choice.latency = Latency::Histogram(merged);
+        }
+    }
+    notes
 }
 
 fn parse_renames(args: &[String]) -> Result<BTreeMap<String, String>, CommandError> {

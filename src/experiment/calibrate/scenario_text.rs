@@ -172,6 +172,18 @@ impl Calibrated<'_> {
                 )
             }
             Latency::Unknown => "service_time = { dist = \"constant\", value_ms = 1 }   # never answered".into(),
+            Latency::Histogram(h) => {
+                let (le, counts) = h.as_scenario_buckets();
+                let list = |v: &[f64]| v.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", ");
+                format!(
+                    "service_time = {{ dist = \"histogram\", le_ms = [{}], cumulative_counts = [{}] }}\n# the Prometheus histogram {}{{{}}} ({} observations); the traces' {n} answers are in the report",
+                    list(&le),
+                    list(&counts),
+                    h.metric,
+                    h.labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(","),
+                    h.total()
+                )
+            }
         }
     }
 
@@ -347,6 +359,7 @@ pub fn dependency_table(choices: &[DependencyChoice]) -> String {
                 }
                 Latency::Empirical { best: None, .. } => ("empirical".into(), "-".into()),
                 Latency::Unknown => ("unknown".into(), "-".into()),
+                Latency::Histogram(_) => ("histogram".into(), "-".into()),
             };
             let errors: Vec<String> =
                 c.error_mix.iter().map(|(k, p, _)| format!("{} {:.2}%", k.metric_name(), 100.0 * p)).collect();

@@ -1,0 +1,198 @@
+//! Latency histograms in the Prometheus text format (`X_bucket{le="..."} count` series, as
+//! `/metrics` or `promtool` print them), for dependencies whose latency a team measures there
+//! rather than in traces.
+
+use crate::experiment::command::CommandError;
+use crate::scenario::quote;
+use std::collections::BTreeMap;
+
+/// Label names that name a callee, in the order they are tried (OpenTelemetry's attributes as
+/// the Prometheus exporter spells them, then common conventions).
+pub const CALLEE_LABELS: [&str; 7] =
+    ["gen_ai_request_model", "server_address", "rpc_service", "peer_service", "model", "service", "dependency"];
+
+/// One histogram series: its name without `_bucket`, its labels without `le`, and its buckets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    pub metric: String,
+    pub labels: BTreeMap<String, String>,
+    /// (upper bound in the metric's unit, cumulative count), ascending, +Inf last.
+    pub buckets: Vec<(f64, f64)>,
+}
+
+impl Histogram {
+    /// Milliseconds per unit of the bounds: Prometheus names carry their unit (`_seconds` is
+    /// the convention; `_milliseconds` and `_ms` are common).
+    pub fn ms_per_unit(&self) -> f64 {
+        if self.metric.ends_with("_milliseconds") || self.metric.ends_with("_ms") { 1.0 } else { 1000.0 }
+    }
+
+    /// The callee the series measures: the first naming label present, else the metric name.
+    pub fn callee(&self) -> String {
+        CALLEE_LABELS.iter().find_map(|l| self.labels.get(*l).cloned()).unwrap_or_else(|| self.metric.clone())
+    }
+
+    pub fn total(&self) -> f64 {
+        self.buckets.last().map_or(0.0, |b| b.1)
+    }
+
+    /// The series as `le_ms` (finite bounds > 0) and `cumulative_counts` (one more: the total).
+    pub fn as_scenario_buckets(&self) -> (Vec<f64>, Vec<f64>) {
+        let scale = self.ms_per_unit();
+        let finite: Vec<(f64, f64)> =
+            self.buckets.iter().copied().filter(|(le, _)| le.is_finite() && *le > 0.0).collect();
+        let mut counts: Vec<f64> = finite.iter().map(|b| b.1).collect();
+        counts.push(self.total());
+        (finite.iter().map(|b| b.0 * scale).collect(), counts)
+    }
+
+    /// The quantile p in ms, uniform within a bucket (the scenario's reading of a histogram).
+    pub fn quantile_ms(&self, p: f64) -> f64 {
+        let (le, counts) = self.as_scenario_buckets();
+        let total = self.total();
+        let target = p * total;
+        let mut lower = (0.0, 0.0);
+        for (bound, count) in le.iter().zip(&counts) {
+            if *count >= target {
+                let width = count - lower.1;
+                let share = if width > 0.0 { (target - lower.1) / width } else { 0.0 };
+                return lower.0 + share * (bound - lower.0);
+            }
+            lower = (*bound, *count);
+        }
+        f64::INFINITY
+    }
+}
+
+/// Every `_bucket` series in the files, grouped by name and labels; series of one callee with
+/// the same bounds are added up later by the caller.
+pub fn read_histograms(paths: &[std::path::PathBuf]) -> Result<Vec<Histogram>, CommandError> {
+    let mut series: BTreeMap<(String, Vec<(String, String)>), Vec<(f64, f64)>> = BTreeMap::new();
+    for path in paths {
+        let shown = quote(&path.display().to_string());
+        let text =
+            std::fs::read_to_string(path).map_err(|e| CommandError::Input(format!("cannot read {shown}: {e}")))?;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (name, labels, value) =
+                parse_sample(line).map_err(|m| CommandError::Input(format!("{shown}, line {}: {m}", i + 1)))?;
+            let Some(metric) = name.strip_suffix("_bucket") else { continue };
+            let mut labels = labels;
+            let Some(le) = labels.remove("le") else {
+                return Err(CommandError::Input(format!("{shown}, line {}: a _bucket sample without `le`", i + 1)));
+            };
+            let le: f64 = parse_value(&le).ok_or_else(|| {
+                CommandError::Input(format!("{shown}, line {}: le={} is not a number", i + 1, quote(&le)))
+            })?;
+            series.entry((metric.to_string(), labels.into_iter().collect())).or_default().push((le, value));
+        }
+    }
+    let mut histograms = Vec::new();
+    for ((metric, labels), mut buckets) in series {
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let shown =
+            format!("{metric}{{{}}}", labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(","));
+        if buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
+            return Err(CommandError::Input(format!("histogram {shown} has no le=\"+Inf\" bucket")));
+        }
+        if buckets.windows(2).any(|w| w[1].1 < w[0].1 || w[1].0 == w[0].0) {
+            return Err(CommandError::Input(format!(
+                "histogram {shown}: counts must not decrease as le grows, and each le appears once"
+            )));
+        }
+        histograms.push(Histogram { metric, labels: labels.into_iter().collect(), buckets });
+    }
+    Ok(histograms)
+}
+
+fn parse_value(text: &str) -> Option<f64> {
+    match text {
+        "+Inf" | "Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        other => other.parse().ok(),
+    }
+}
+
+/// `name{a="x",b="y"} value [timestamp]` as (name, labels, value).
+fn parse_sample(line: &str) -> Result<(String, BTreeMap<String, String>, f64), String> {
+    let name_end = line.find(['{', ' ', '\t']).ok_or("a sample needs a name and a value")?;
+    let name = line[..name_end].to_string();
+    let mut rest = &line[name_end..];
+    let mut labels = BTreeMap::new();
+    if let Some(inner) = rest.strip_prefix('{') {
+        let (parsed, after) = parse_labels(inner)?;
+        labels = parsed;
+        rest = after;
+    }
+    let value = rest.split_whitespace().next().ok_or("a sample needs a value")?;
+    let value = parse_value(value).ok_or_else(|| format!("{} is not a number", quote(value)))?;
+    Ok((name, labels, value))
+}
+
+/// The labels up to the closing `}`, and the text after it.
+fn parse_labels(mut s: &str) -> Result<(BTreeMap<String, String>, &str), String> {
+    let mut labels = BTreeMap::new();
+    loop {
+        s = s.trim_start_matches([' ', ',']);
+        if let Some(after) = s.strip_prefix('}') {
+            return Ok((labels, after));
+        }
+        let eq = s.find('=').ok_or("a label needs `=`")?;
+        let key = s[..eq].trim().to_string();
+        let quoted = s[eq + 1..].trim_start().strip_prefix('"').ok_or("label values are quoted")?;
+        let mut value = String::new();
+        let mut chars = quoted.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((i, '"')) => break i,
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, c)) => value.push(c),
+                    None => return Err("an unfinished escape in a label value".into()),
+                },
+                Some((_, c)) => value.push(c),
+                None => return Err("an unclosed label value".into()),
+            }
+        };
+        labels.insert(key, value);
+        s = &quoted[end + 1..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_read_as_the_scenario_takes_them() {
+        let dir = std::env::temp_dir().join(format!("faultline-prom-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("m.prom");
+        std::fs::write(
+            &file,
+            "# HELP gen_ai_client_operation_duration_seconds x\n\
+             gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=\"gpt-4o\",le=\"0.5\"} 10\n\
+             gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=\"gpt-4o\",le=\"+Inf\"} 40\n\
+             gen_ai_client_operation_duration_seconds_bucket{gen_ai_request_model=\"gpt-4o\",le=\"1\"} 30 1700000000000\n\
+             gen_ai_client_operation_duration_seconds_sum{gen_ai_request_model=\"gpt-4o\"} 31.5\n",
+        )
+        .unwrap();
+        let h = read_histograms(&[file]).unwrap();
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].callee(), "gpt-4o");
+        assert_eq!(h[0].as_scenario_buckets(), (vec![500.0, 1000.0], vec![10.0, 30.0, 40.0]));
+        // Half of all observations: 20 of 40, half way through the (500, 1000] bucket.
+        assert_eq!(h[0].quantile_ms(0.5), 750.0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn label_values_unescape() {
+        let (name, labels, value) = parse_sample(r#"x_bucket{a="q\"uote",le="1"} 3"#).unwrap();
+        assert_eq!((name.as_str(), labels["a"].as_str(), value), ("x_bucket", "q\"uote", 3.0));
+        assert!(parse_sample("x_bucket{le=1} 3").is_err());
+    }
+}
