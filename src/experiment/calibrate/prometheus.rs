@@ -64,10 +64,13 @@ impl Histogram {
     }
 }
 
+/// A series: its metric name and its labels without `le`.
+type SeriesKey = (String, Vec<(String, String)>);
+
 /// Every `_bucket` series in the files, grouped by name and labels; series of one callee with
 /// the same bounds are added up later by the caller.
 pub fn read_histograms(paths: &[std::path::PathBuf]) -> Result<Vec<Histogram>, CommandError> {
-    let mut series: BTreeMap<(String, Vec<(String, String)>), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut series: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
     for path in paths {
         let shown = quote(&path.display().to_string());
         let text =
