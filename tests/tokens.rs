@@ -78,6 +78,9 @@ fn latency_is_ttft_plus_prefill_plus_output_times_time_per_token_and_money_is_to
     // The first chunk comes after 400 + 2 x 50 ms, nobody waiting.
     assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
     assert!((m["gen_ai.client.time_to_first_chunk_ms.p95"] - 500.0).abs() <= 0.5, "3 significant figures");
+    // And the last after the whole call: OpenTelemetry's gen_ai.client.operation.duration.
+    assert_eq!(m["gen_ai.client.operation.duration_ms.mean"], 6500.0);
+    assert!((m["gen_ai.client.operation.duration_ms.p95"] - 6500.0).abs() <= 6.5, "3 significant figures");
 }
 
 #[test]

@@ -219,12 +219,13 @@ impl<T: Tracer> Simulation<'_, T> {
         if job.purpose == Purpose::Lookup {
             return;
         }
-        let (t, measured, waited_us) = (job.tokens, job.measured, now - job.arrived_us);
+        let (t, measured, waited_us, service_us) = (job.tokens, job.measured, now - job.arrived_us, job.service_us);
         let first_token_us = match self.first_token_watch.get(id as usize) {
             Some(w) if w.generation == job.generation => w.first_token_us,
             Some(_) | None => 0,
         };
         let first_chunk_us = u32::try_from(waited_us.saturating_add(first_token_us)).unwrap_or(u32::MAX);
+        let operation_us = u32::try_from(waited_us.saturating_add(service_us)).unwrap_or(u32::MAX);
         let dependency = d as u16;
         let served = TokenObservation::Served {
             dependency,
@@ -232,6 +233,7 @@ impl<T: Tracer> Simulation<'_, T> {
             input: t.input,
             output: t.output,
             first_chunk_us,
+            operation_us,
         };
         self.observe(now, measured, Observation::Tokens(served));
         let billed = TokenObservation::Billed { dependency, money: shape.price(t) };

@@ -12,8 +12,9 @@ use hdrhistogram::Histogram;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TokenObservation {
     /// The provider started serving a call. `first_chunk_us` is how long after the attempt
-    /// was sent its first token comes (queueing included; saturates at about 71 minutes).
-    Served { dependency: u16, truncated: bool, input: u32, output: u32, first_chunk_us: u32 },
+    /// was sent its first token comes, `operation_us` its last (queueing included; both
+    /// saturate at about 71 minutes).
+    Served { dependency: u16, truncated: bool, input: u32, output: u32, first_chunk_us: u32, operation_us: u32 },
     /// What the served call costs in money (a separate observation keeps each one small).
     Billed { dependency: u16, money: f64 },
     /// Refused as invalid: the input is larger than the model's context window.
@@ -29,6 +30,9 @@ pub struct TokenStats {
     /// Time to first chunk of served calls, in microseconds (3 significant figures).
     first_chunk_us: Histogram<u64>,
     first_chunk_sum_us: f64,
+    /// Send to last token of served calls (OpenTelemetry's gen_ai.client.operation.duration).
+    operation_us: Histogram<u64>,
+    operation_sum_us: f64,
     input: u64,
     output: u64,
     calls: u64,
@@ -47,6 +51,8 @@ impl TokenStats {
             first_chunk_us: Histogram::new_with_bounds(1, 100_000_000_000, 3)
                 .expect("static histogram bounds are valid"),
             first_chunk_sum_us: 0.0,
+            operation_us: Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("static histogram bounds are valid"),
+            operation_sum_us: 0.0,
             input: 0,
             output: 0,
             calls: 0,
@@ -65,9 +71,11 @@ impl TokenStats {
                 self.money += money;
                 self.by_dependency[dependency as usize].2 += money;
             }
-            TokenObservation::Served { dependency, truncated, input, output, first_chunk_us } => {
+            TokenObservation::Served { dependency, truncated, input, output, first_chunk_us, operation_us } => {
                 self.first_chunk_us.saturating_record(u64::from(first_chunk_us.max(1)));
                 self.first_chunk_sum_us += f64::from(first_chunk_us);
+                self.operation_us.saturating_record(u64::from(operation_us.max(1)));
+                self.operation_sum_us += f64::from(operation_us);
                 self.input += u64::from(input);
                 self.output += u64::from(output);
                 self.calls += 1;
@@ -101,6 +109,12 @@ impl TokenStats {
         m.insert("gen_ai.client.time_to_first_chunk_ms.mean".into(), mean);
         m.insert("gen_ai.client.time_to_first_chunk_ms.p50".into(), quantile(0.50));
         m.insert("gen_ai.client.time_to_first_chunk_ms.p95".into(), quantile(0.95));
+        let operation =
+            |q: f64| if self.calls > 0 { us_to_ms(self.operation_us.value_at_quantile(q)) } else { f64::NAN };
+        let operation_mean = if self.calls > 0 { self.operation_sum_us / calls / 1e3 } else { f64::NAN };
+        m.insert("gen_ai.client.operation.duration_ms.mean".into(), operation_mean);
+        m.insert("gen_ai.client.operation.duration_ms.p50".into(), operation(0.50));
+        m.insert("gen_ai.client.operation.duration_ms.p95".into(), operation(0.95));
         m.insert("context_window_exceeded_total".into(), self.context_window_exceeded as f64);
         m.insert("token_quota_too_large_total".into(), self.larger_than_quota as f64);
         m.insert("first_token_timeout_total".into(), self.first_token_timeouts as f64);
