@@ -97,8 +97,8 @@ Exit 0 when no schedule broke an invariant, 99 when one did (its schedule and th
 written as scenario files that `faultline run` reproduces).";
 
 const CALIBRATE_EXAMPLES: &str = "Examples:
-  faultline run scenarios/meeting-analysis-incident.toml -p resilient --traces 200 -o results/incident
-  faultline calibrate results/incident/resilient/traces.otlp.jsonl -o calibrated.toml
+  faultline run scenarios/mmc.toml --traces 300 -o results/mmc
+  faultline calibrate results/mmc/plain/traces.otlp.jsonl -o calibrated.toml
   faultline calibrate collector-export.jsonl --map gpt-4o-2024-08-06=gpt-4o --sampling-ratio 0.1 -o prod.toml
 
 Reads OTLP/JSON (the OpenTelemetry Collector's file exporter: one document per line, or one

@@ -42,6 +42,14 @@ pub struct RunBudget {
     pub in_flight: u32,
     pub cost_limit: f64,
     pub cost_used: f64,
+    /// Limits in model tokens and money, only when the policy sets one (most runs never pay
+    /// for tracking them).
+    pub tokens_and_money: Option<TokensAndMoney>,
+}
+
+/// What a run may spend and has spent in model tokens and money (unlimited is infinite).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokensAndMoney {
     pub model_token_limit: f64,
     pub model_tokens_used: f64,
     pub money_limit: f64,
@@ -58,10 +66,12 @@ impl RunBudget {
             in_flight: 0,
             cost_limit: limits.cost_units.unwrap_or(f64::INFINITY),
             cost_used: 0.0,
-            model_token_limit: limits.model_tokens.unwrap_or(f64::INFINITY),
-            model_tokens_used: 0.0,
-            money_limit: limits.money.unwrap_or(f64::INFINITY),
-            money_used: 0.0,
+            tokens_and_money: (limits.model_tokens.is_some() || limits.money.is_some()).then(|| TokensAndMoney {
+                model_token_limit: limits.model_tokens.unwrap_or(f64::INFINITY),
+                model_tokens_used: 0.0,
+                money_limit: limits.money.unwrap_or(f64::INFINITY),
+                money_used: 0.0,
+            }),
         }
     }
 
@@ -81,14 +91,15 @@ impl RunBudget {
     /// Whether the budget limits model tokens or money: only then is an attempt's token
     /// spend worked out (drawing its counts costs a little).
     pub fn limits_tokens_or_money(&self) -> bool {
-        self.model_token_limit.is_finite() || self.money_limit.is_finite()
+        self.tokens_and_money.is_some()
     }
 
     fn cost_fits(&self, spend: Spend) -> bool {
-        let fits = |used: f64, more: f64, limit: f64| used + more <= limit + 1e-9 * limit.abs().max(1.0);
-        fits(self.cost_used, spend.cost_units, self.cost_limit)
-            && fits(self.model_tokens_used, spend.model_tokens, self.model_token_limit)
-            && fits(self.money_used, spend.money, self.money_limit)
+        self.cost_used + spend.cost_units <= self.cost_limit + 1e-9
+            && self.tokens_and_money.is_none_or(|t| {
+                t.model_tokens_used + spend.model_tokens <= t.model_token_limit + 1e-6
+                    && t.money_used + spend.money <= t.money_limit + 1e-9 * t.money_limit.max(1.0)
+            })
     }
 
     /// The one place a retry token is spent: a retry takes it when it is decided (so a sibling
@@ -120,8 +131,10 @@ impl RunBudget {
             "costs are never negative"
         );
         self.cost_used += spend.cost_units;
-        self.model_tokens_used += spend.model_tokens;
-        self.money_used += spend.money;
+        if let Some(t) = &mut self.tokens_and_money {
+            t.model_tokens_used += spend.model_tokens;
+            t.money_used += spend.money;
+        }
     }
 }
 

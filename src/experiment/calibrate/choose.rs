@@ -85,7 +85,7 @@ pub fn choose(name: &str, obs: &DependencyObservations, fit: FitChoice) -> Depen
     let reached = obs.reached();
     if n > 0 && n < 1000 {
         notes.push(format!(
-            "{name}: {n} answers show the tail only to about p{}; beyond it the {} ",
+            "{name}: {n} answers show the tail only to about p{}; beyond it the {}",
             tail_quantile_label(n),
             match latency {
                 Latency::Fitted(f) => format!("{} fit extrapolates", f.family.name()),

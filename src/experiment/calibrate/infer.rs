@@ -75,6 +75,9 @@ pub struct WorkflowObservations {
     pub starts_by_resource: BTreeMap<String, Vec<u64>>,
     /// The sampling ratio the traces declare (`faultline.sampling_ratio`), if any.
     pub sampling_ratio: Option<f64>,
+    /// The declared sampling ratio per resource (each replication of a `run --traces` export
+    /// has its own).
+    pub ratio_by_resource: BTreeMap<String, f64>,
 }
 
 /// Everything the traces showed.
@@ -88,6 +91,28 @@ pub struct Observations {
     /// Status lookups (reconciliation) and calls below another call (a remote agent's own
     /// calls), left out of the callers' steps.
     pub nested_calls: usize,
+    /// Names from the traces changed to scenario names (letters, digits, `_`, `-`): the
+    /// scenario's name and the traces' spelling.
+    pub renamed: BTreeMap<String, String>,
+}
+
+/// A name from the traces as a scenario name: letters, digits, `_` and `-` kept, every other
+/// character `-`, at most 100 characters (`world::model::check_name`).
+pub fn scenario_name(raw: &str) -> String {
+    let name: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' })
+        .take(100)
+        .collect();
+    if name.is_empty() { "unnamed".into() } else { name }
+}
+
+fn named(raw: String, renamed: &mut BTreeMap<String, String>) -> String {
+    let name = scenario_name(&raw);
+    if name != raw {
+        renamed.entry(name.clone()).or_insert(raw);
+    }
+    name
 }
 
 /// Reads what the traces show. `rename` maps a callee's name to the dependency it belongs to.
@@ -126,19 +151,35 @@ pub fn ending(span: &ObservedSpan) -> Ending {
         return Ending::Cancelled;
     }
     let error_type = span.attr("error.type").map(Attr::text);
-    let status = span.attr("http.response.status_code").or(span.attr("http.status_code")).map(Attr::text);
-    let class = error_type.or(status.filter(|s| s.starts_with('4') || s.starts_with('5')));
-    match class.as_deref() {
-        Some("timeout") | Some("TIMEOUT") | Some("deadline_exceeded") => Ending::TimedOut,
-        Some(text) => Ending::Answered(Some(failure_kind(text))),
-        None if span.error => Ending::Answered(Some(FailureKind::TransientTransport)),
-        None => Ending::Answered(None),
+    let status = span
+        .attr("http.response.status_code")
+        .or(span.attr("http.status_code"))
+        .map(Attr::text)
+        .filter(|s| s.starts_with('4') || s.starts_with('5'));
+    // A faultline failure kind or a timeout says the most; then the HTTP status; then any
+    // other error.type (an exception's name) as a transport error.
+    let named = error_type.as_deref().and_then(|t| match t {
+        "timeout" | "TIMEOUT" | "deadline_exceeded" | "DEADLINE_EXHAUSTED" | "deadline_exhausted" => {
+            Some(Ending::TimedOut)
+        }
+        // A write whose effect is unknown ended at its caller's timeout.
+        "effect_unknown" | "EFFECT_UNKNOWN" => Some(Ending::TimedOut),
+        "canceled" | "CANCELED" | "cancelled" => Some(Ending::Cancelled),
+        other => FailureKind::parse(other).map(|k| Ending::Answered(Some(k))),
+    });
+    match (named, status, error_type) {
+        (Some(ending), _, _) => ending,
+        (None, Some(code), _) => Ending::Answered(Some(failure_kind(&code))),
+        (None, None, Some(other)) => Ending::Answered(Some(failure_kind(&other))),
+        (None, None, None) if span.error => Ending::Answered(Some(FailureKind::TransientTransport)),
+        (None, None, None) => Ending::Answered(None),
     }
 }
 
-/// A failure kind from an error class: faultline's own names, then HTTP status codes.
+/// A failure kind a dependency can answer with, from an error class: faultline's own names of
+/// those kinds, then HTTP status codes.
 pub fn failure_kind(text: &str) -> FailureKind {
-    if let Some(kind) = FailureKind::parse(text) {
+    if let Some(kind) = FailureKind::parse(text).filter(|k| FailureKind::DRAWN.contains(k)) {
         return kind;
     }
     match text {
@@ -177,11 +218,15 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
         .and_then(Attr::as_str)
         .map(str::to_string)
         .unwrap_or_else(|| root_span.name.strip_prefix("agent.run ").unwrap_or(&root_span.name).to_string());
+    let workflow_name = named(workflow_name, &mut obs.renamed);
     let workflow = obs.workflows.entry(workflow_name.clone()).or_default();
     workflow.runs += 1;
     workflow.run_latency_ms.push(root_span.duration_ms());
     workflow.starts_by_resource.entry(trace.resource.clone()).or_default().push(root_span.start_ns);
     workflow.sampling_ratio = workflow.sampling_ratio.or(trace.sampling_ratio);
+    if let Some(r) = trace.sampling_ratio {
+        workflow.ratio_by_resource.insert(trace.resource.clone(), r);
+    }
     if let Some(d) = root_span.attr("run.deadline_ms").and_then(Attr::as_f64) {
         workflow.deadlines_ms.push(d);
     }
@@ -210,10 +255,11 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
             obs.nested_calls += 1;
             continue;
         }
-        let name = callee(span, rename);
+        let name = named(callee(span, rename), &mut obs.renamed);
         record_attempt(obs.dependencies.entry(name.clone()).or_default(), span);
         let site_span = parent(i).unwrap_or(root);
-        let site = attempt_site(trace, site_span, parent(site_span), &name);
+        let mut site = attempt_site(trace, site_span, parent(site_span), &name);
+        site.step = named(std::mem::take(&mut site.step), &mut obs.renamed);
         calls.entry((site_span, name)).or_insert_with(|| (site, Vec::new())).1.push(i);
     }
     let workflow = obs.workflows.get_mut(&workflow_name).expect("added above");
@@ -397,18 +443,20 @@ pub fn step_graph(workflow: &WorkflowObservations) -> Vec<(String, Vec<String>)>
         .collect()
 }
 
-/// Root runs per second of one workflow: per clock (resource), runs over the time between
-/// the first and the last start scaled by n / (n - 1), summed; divided by the sampling ratio.
-pub fn arrival_rate_per_s(workflow: &WorkflowObservations, sampling_ratio: f64) -> Option<f64> {
-    let (mut runs, mut span_s) = (0usize, 0.0);
-    for starts in workflow.starts_by_resource.values() {
+/// Root runs per second of one workflow: per clock (resource), runs divided by that clock's
+/// sampling ratio (`given`, else the one it declares, else 1), over the time between the
+/// first and the last start scaled by n / (n - 1); summed over clocks.
+pub fn arrival_rate_per_s(workflow: &WorkflowObservations, given: Option<f64>) -> Option<f64> {
+    let (mut runs, mut span_s) = (0.0, 0.0);
+    for (resource, starts) in &workflow.starts_by_resource {
         let (Some(first), Some(last)) = (starts.iter().min(), starts.iter().max()) else { continue };
         if starts.len() < 2 || last == first {
             continue;
         }
         let n = starts.len() as f64;
-        runs += starts.len();
+        let ratio = given.or(workflow.ratio_by_resource.get(resource).copied()).unwrap_or(1.0);
+        runs += n / ratio;
         span_s += (last - first) as f64 / 1e9 * n / (n - 1.0);
     }
-    (span_s > 0.0).then(|| runs as f64 / span_s / sampling_ratio)
+    (span_s > 0.0).then(|| runs / span_s)
 }

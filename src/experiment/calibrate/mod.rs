@@ -68,17 +68,10 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
         sampling_ratio: opts.sampling_ratio,
         stem: opts.out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "calibrated".into()),
     };
-    let mut text = calibrated.render();
-    for n in &unused {
-        text.push_str(&format!("# - {n}\n"));
-    }
+    let text = calibrated.render(&unused);
     check_runs(&opts.out, &text)?;
     write_atomically(&opts.out, text.as_bytes())?;
-    let mut printed = report(&observations, &choices, &calibrated, &opts.out);
-    for n in unused {
-        printed.push_str(&format!("note: {n}\n"));
-    }
-    Ok(printed)
+    Ok(report(&observations, &choices, &calibrated, &unused, &opts.out))
 }
 
 /// Gives each dependency a Prometheus histogram of its callee's latency, when one was read:
@@ -121,6 +114,8 @@ fn apply_histograms(
         }
         if merged.total() > 0.0 {
             choice.latency = Latency::Histogram(merged);
+            // What was said of the traces' own tail no longer describes the latency used.
+            choice.notes.retain(|n| !n.contains("show the tail only"));
         }
     }
     notes
@@ -188,6 +183,7 @@ fn report(
     observations: &Observations,
     choices: &[DependencyChoice],
     calibrated: &scenario_text::Calibrated,
+    more_notes: &[String],
     out: &Path,
 ) -> String {
     let mut text = format!(
@@ -200,7 +196,8 @@ fn report(
     text.push_str(&scenario_text::dependency_table(choices));
     text.push('\n');
     text.push_str(&scenario_text::qq_tables(choices));
-    let notes = calibrated.notes();
+    let mut notes = calibrated.notes();
+    notes.extend(more_notes.iter().cloned());
     if !notes.is_empty() {
         text.push_str("\nwhat the traces could not show:\n");
         for n in notes {

@@ -46,7 +46,8 @@ impl Histogram {
         (finite.iter().map(|b| b.0 * scale).collect(), counts)
     }
 
-    /// The quantile p in ms, uniform within a bucket (the scenario's reading of a histogram).
+    /// The quantile p in ms as the scenario draws it (`world/dist.rs`): uniform within a
+    /// bucket; in the +Inf bucket an exponential tail whose mean is the last finite bucket's width.
     pub fn quantile_ms(&self, p: f64) -> f64 {
         let (le, counts) = self.as_scenario_buckets();
         let total = self.total();
@@ -60,7 +61,13 @@ impl Histogram {
             }
             lower = (*bound, *count);
         }
-        f64::INFINITY
+        let last_width = match le.len() {
+            0 => 0.0,
+            1 => le[0],
+            n => le[n - 1] - le[n - 2],
+        };
+        let q_last = lower.1 / total;
+        lower.0 + last_width * ((1.0 - q_last) / (1.0 - p).max(1e-12)).ln()
     }
 }
 

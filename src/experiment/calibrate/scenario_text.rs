@@ -23,6 +23,10 @@ pub struct Calibrated<'a> {
     pub stem: String,
 }
 
+fn quote_text(s: &str) -> String {
+    crate::scenario::quote(s)
+}
+
 fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
@@ -41,7 +45,8 @@ fn median(values: &[f64]) -> Option<f64> {
 }
 
 impl Calibrated<'_> {
-    pub fn render(&self) -> String {
+    /// The scenario's text; `more_notes` join the notes at its end.
+    pub fn render(&self, more_notes: &[String]) -> String {
         let mut t = String::new();
         let runs: usize = self.observations.workflows.values().map(|w| w.runs).sum();
         let _ = writeln!(
@@ -63,7 +68,8 @@ impl Calibrated<'_> {
             self.workflow(&mut t, name, w);
         }
         self.policy(&mut t);
-        let notes = self.notes();
+        let mut notes = self.notes();
+        notes.extend(more_notes.iter().cloned());
         if !notes.is_empty() {
             t.push_str("\n# Notes: what the traces could not show.\n");
             for n in notes {
@@ -156,6 +162,12 @@ impl Calibrated<'_> {
             Latency::Empirical { best, .. } => {
                 let file = self.samples_files.get(&c.name).cloned().unwrap_or_default();
                 let why = match best {
+                    Some(b) if n >= super::choose::MIN_FIT_SAMPLES && b.ks <= ks_critical(n) => format!(
+                        "kept as observed (--fit empirical); {} would pass at KS {:.4} (5 % critical {:.4})",
+                        b.family.name(),
+                        b.ks,
+                        ks_critical(n)
+                    ),
                     Some(b) if n >= super::choose::MIN_FIT_SAMPLES => format!(
                         "no family fits: the closest, {}, is at KS {:.4} (5 % critical {:.4})",
                         b.family.name(),
@@ -189,7 +201,7 @@ impl Calibrated<'_> {
 
     fn workflow(&self, t: &mut String, name: &str, w: &WorkflowObservations) {
         let ratio = self.sampling_ratio.or(w.sampling_ratio).unwrap_or(1.0);
-        let rate = arrival_rate_per_s(w, ratio).unwrap_or(1.0);
+        let rate = arrival_rate_per_s(w, self.sampling_ratio).unwrap_or(1.0);
         let mut latencies = w.run_latency_ms.clone();
         latencies.sort_by(f64::total_cmp);
         let (deadline, deadline_why) = match median(&w.deadlines_ms) {
@@ -310,6 +322,12 @@ impl Calibrated<'_> {
         let o = self.observations;
         if o.rootless > 0 {
             notes.push(format!("{} trace(s) had no root span and were left out", o.rootless));
+        }
+        for (name, raw) in &o.renamed {
+            notes.push(format!(
+                "{} is named {name} here (scenario names use letters, digits, `_` and `-`)",
+                quote_text(raw)
+            ));
         }
         if o.nested_calls > 0 {
             notes.push(format!(
