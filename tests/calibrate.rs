@@ -192,6 +192,52 @@ fn an_agent_workflow_round_trips_through_its_traces() {
 }
 
 #[test]
+fn a_token_shaped_model_round_trips_with_its_prefill_decoding_speed_and_counts() {
+    let dir = scratch("tokens");
+    let original = dir.join("original");
+    ok(&["run", s(&repo("tests/data/calibrate-tokens.toml")), "--traces", "300", "-o", s(&original)]);
+    let calibrated = dir.join("calibrated.toml");
+    ok(&["calibrate", s(&original.join("plain/traces.otlp.jsonl")), "-o", s(&calibrated)]);
+    let scenario: toml::Table = std::fs::read_to_string(&calibrated).unwrap().parse().unwrap();
+    let tokens = dependency(&scenario, "model")["tokens"].as_table().expect("a token-shaped model").clone();
+    let within = |what: &str, got: f64, want: f64, share: f64| {
+        assert!((got - want).abs() <= share * want, "{what}: {got} against {want} (within {share})")
+    };
+    // 2 400 answers: the decoding speed and the first token's quantiles are recovered within
+    // 10 %. The prefill's effect is small beside the decoding noise (about 100 ms across the
+    // prompts against a spread of +-500 ms), so its estimate's standard error is about 3 ms per
+    // 1 000 tokens: checked within 35 %.
+    let tpot = tokens["time_per_output_token"].as_table().unwrap();
+    within("time per output token p50", float(tpot, "p50_ms"), 7.0, 0.10);
+    within("time per output token p95", float(tpot, "p95_ms"), 10.0, 0.10);
+    let ttft = tokens["time_to_first_token"].as_table().unwrap();
+    within("time to first token p50", float(ttft, "p50_ms"), 400.0, 0.10);
+    within("time to first token p95", float(ttft, "p95_ms"), 900.0, 0.10);
+    within("prefill", float(&tokens, "ttft_ms_per_1k_input_tokens"), 20.0, 0.35);
+    // Each step's own counts, from 1 200 runs: within 5 %.
+    let steps = scenario["workflow"].as_array().unwrap()[0]["step"].as_array().unwrap();
+    for (step, input, output) in
+        [("plan", (4000.0, 9000.0), (60.0, 150.0)), ("write", (8000.0, 15000.0), (300.0, 900.0))]
+    {
+        let t = steps.iter().find(|x| x["id"].as_str() == Some(step)).unwrap().as_table().unwrap();
+        let counts = |key: &str| {
+            let c = t[key].as_table().unwrap();
+            (c["p50"].as_integer().unwrap() as f64, c["p95"].as_integer().unwrap() as f64)
+        };
+        let (p50, p95) = counts("input_tokens");
+        within(&format!("{step} input p50"), p50, input.0, 0.05);
+        within(&format!("{step} input p95"), p95, input.1, 0.05);
+        let (p50, p95) = counts("output_tokens");
+        within(&format!("{step} output p50"), p50, output.0, 0.05);
+        within(&format!("{step} output p95"), p95, output.1, 0.05);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    // And the calibrated model gives the original's run latencies.
+    let rows = round_trip("tokens-again", "tests/data/calibrate-tokens.toml", "plain", "300");
+    assert!(rows.len() >= 6, "{rows:?}");
+}
+
+#[test]
 fn exports_and_calibrations_are_the_same_bytes_every_time() {
     let dir = scratch("bytes");
     let scenario = repo("tests/data/calibrate-roundtrip.toml");

@@ -52,6 +52,8 @@ pub struct DependencyChoice {
     /// Attempts that reached it (answers and timeouts).
     pub reached: usize,
     pub hang_probability: f64,
+    /// The latency split by the calls' tokens, when they explain it.
+    pub tokens: Option<super::tokens::TokenShape>,
     pub notes: Vec<String>,
 }
 
@@ -113,6 +115,16 @@ pub fn choose(name: &str, obs: &DependencyObservations, fit: FitChoice) -> Depen
     let error_mix =
         obs.errors.iter().map(|(&kind, &count)| (kind, count as f64 / reached.max(1) as f64, count)).collect();
     let hang_probability = if n == 0 && reached > 0 { 1.0 } else { obs.timeouts as f64 / reached.max(1) as f64 };
+    let tokens = super::tokens::token_shape(&obs.token_answers);
+    if let Some(shape) = &tokens {
+        notes.push(format!(
+            "{name}: a token-shaped model: its {} answers with token counts split into a first token, {:.2} ms of prefill per 1 000 input tokens and {:.3} ms per output token (least squares, {:.0} % of the latencies' variance); the spreads of both by the method of moments, as lognormals",
+            shape.samples,
+            shape.prefill_ms_per_1k_input_tokens,
+            shape.tpot_ms,
+            100.0 * shape.explained
+        ));
+    }
     DependencyChoice {
         name: name.to_string(),
         latency,
@@ -121,6 +133,7 @@ pub fn choose(name: &str, obs: &DependencyObservations, fit: FitChoice) -> Depen
         error_mix,
         reached,
         hang_probability,
+        tokens,
         notes,
     }
 }

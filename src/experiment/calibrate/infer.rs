@@ -27,6 +27,8 @@ pub struct DependencyObservations {
     pub kind: Option<String>,
     pub input_tokens: Vec<f64>,
     pub output_tokens: Vec<f64>,
+    /// Answered attempts that carry both token counts: (latency ms, input, output).
+    pub token_answers: Vec<super::tokens::TokenAnswer>,
 }
 
 impl DependencyObservations {
@@ -60,6 +62,9 @@ pub struct StepObservations {
     pub write: bool,
     /// Runs that completed although this step got no good answer: the step is soft.
     pub failed_in_completed_runs: usize,
+    /// Per run, the token counts of the step's first attempt at its primary that carried them.
+    pub input_tokens: Vec<f64>,
+    pub output_tokens: Vec<f64>,
 }
 
 /// One workflow: the runs whose root span has its name.
@@ -311,6 +316,9 @@ fn record_attempt(dep: &mut DependencyObservations, span: &ObservedSpan) {
             if let Some(kind) = kind {
                 *dep.errors.entry(kind).or_default() += 1;
             }
+            if let Some((input, output)) = token_counts(span) {
+                dep.token_answers.push((span.duration_ms(), input, output));
+            }
         }
     }
     for (key, into) in
@@ -320,6 +328,12 @@ fn record_attempt(dep: &mut DependencyObservations, span: &ObservedSpan) {
             into.push(v);
         }
     }
+}
+
+/// `gen_ai.usage.input_tokens` and `gen_ai.usage.output_tokens`, when a span has both.
+fn token_counts(span: &ObservedSpan) -> Option<(f64, f64)> {
+    let count = |key: &str| span.attr(key).and_then(Attr::as_f64);
+    Some((count("gen_ai.usage.input_tokens")?, count("gen_ai.usage.output_tokens")?))
 }
 
 /// One step's calls in one run.
@@ -334,6 +348,7 @@ struct StepInRun {
     answered_ok: bool,
     criticality: Option<String>,
     write: bool,
+    tokens: Option<(f64, f64)>,
 }
 
 /// Per step of the run: its attempts, timeouts and pauses, and its order against the others.
@@ -364,6 +379,7 @@ fn record_steps(
             }
         }
         if !site.fallback {
+            entry.tokens = entry.tokens.or(ordered.iter().find_map(|s| token_counts(s)));
             for w in ordered.windows(2) {
                 entry.gaps_ms.push(w[1].start_ns.saturating_sub(w[0].end_ns) as f64 / 1e6);
             }
@@ -379,7 +395,13 @@ fn record_steps(
         interval.1 = interval.1.max(last);
     }
     for (step_id, in_run) in per_step {
-        let StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms, answered_ok, criticality, write } = in_run;
+        let StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms, answered_ok, criticality, write, tokens } =
+            in_run;
+        if let Some((input, output)) = tokens {
+            let step = workflow.steps.entry(step_id.clone()).or_default();
+            step.input_tokens.push(input);
+            step.output_tokens.push(output);
+        }
         let step = workflow.steps.entry(step_id.clone()).or_default();
         if let Some(p) = primary {
             step.dependency = p;

@@ -8,6 +8,7 @@ pub mod infer;
 pub mod prometheus;
 pub mod read;
 pub mod scenario_text;
+pub mod tokens;
 
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::write_atomically;

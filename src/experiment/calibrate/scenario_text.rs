@@ -4,6 +4,7 @@
 use super::choose::{DependencyChoice, Latency};
 use super::fit::{Family, ks_critical, observed_quantile};
 use super::infer::{Observations, StepObservations, WorkflowObservations, arrival_rate_per_s, step_graph};
+use super::tokens::{MIN_TOKEN_SAMPLES, TokenShape, count_spec};
 use crate::experiment::report::table::render;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -106,7 +107,15 @@ impl Calibrated<'_> {
             let _ = writeln!(t, "kind = {}", toml_string(kind));
         }
         let _ = writeln!(t, "servers = {UNCONSTRAINED_SERVERS}   # not observed: no queueing");
-        let _ = writeln!(t, "{}", self.service_time(c));
+        match &c.tokens {
+            // The token table gives every call's service time; the plain fit stays in the report.
+            Some(_) => {
+                let _ = writeln!(t, "# no service_time: [dependency.tokens] below gives every call's");
+            }
+            None => {
+                let _ = writeln!(t, "{}", self.service_time(c));
+            }
+        }
         if !c.error_mix.is_empty() {
             let fields: Vec<String> =
                 c.error_mix.iter().map(|(k, p, _)| format!("{} = {}", k.metric_name(), num(*p))).collect();
@@ -123,6 +132,9 @@ impl Calibrated<'_> {
                 c.reached
             );
         }
+        if let Some(shape) = &c.tokens {
+            token_table(t, shape);
+        }
         t.push('\n');
     }
 
@@ -138,19 +150,7 @@ impl Calibrated<'_> {
         };
         match &c.latency {
             Latency::Fitted(f) => {
-                let spec = match f.family {
-                    Family::LogNormal { mu, sigma } => {
-                        let p50 = mu.exp();
-                        let p95 = (mu + sigma * crate::world::dist::Z95).exp();
-                        format!("{{ p50_ms = {}, p95_ms = {} }}", num(p50), num(p95))
-                    }
-                    Family::Gamma { shape, scale } => {
-                        format!("{{ dist = \"gamma\", shape = {}, scale_ms = {} }}", num(shape), num(scale))
-                    }
-                    Family::Weibull { shape, scale } => {
-                        format!("{{ dist = \"weibull\", shape = {}, scale_ms = {} }}", num(shape), num(scale))
-                    }
-                };
+                let spec = distribution_ms(&f.family);
                 format!(
                     "service_time = {spec}\n# {} fit (maximum likelihood) of {n} answered attempts: KS distance {:.4} (5 % critical {:.4}; {})",
                     f.family.name(),
@@ -265,8 +265,30 @@ impl Calibrated<'_> {
             if s.write {
                 let _ = writeln!(t, "  effect = \"write\"   # the traces' step.effect");
             }
+            self.step_tokens(t, s);
         }
         t.push('\n');
+    }
+
+    /// A step at a token-shaped model gets its own counts when its runs showed enough of them.
+    fn step_tokens(&self, t: &mut String, s: &StepObservations) {
+        let token_shaped = self.choices.iter().any(|c| c.name == s.dependency && c.tokens.is_some());
+        if !token_shaped || s.input_tokens.len() < MIN_TOKEN_SAMPLES {
+            return;
+        }
+        for (key, counts) in [("input_tokens", &s.input_tokens), ("output_tokens", &s.output_tokens)] {
+            let mut sorted: Vec<f64> = counts.iter().map(|c| c.max(1.0)).collect();
+            sorted.sort_by(f64::total_cmp);
+            if let Some(f) = super::fit::fit_all(&sorted).into_iter().min_by(|a, b| a.ks.total_cmp(&b.ks)) {
+                let _ = writeln!(
+                    t,
+                    "  {key} = {}   # {} fit of its first attempt's gen_ai.usage in {} runs",
+                    count_spec(&f),
+                    f.family.name(),
+                    counts.len()
+                );
+            }
+        }
     }
 
     fn policy(&self, t: &mut String) {
@@ -358,6 +380,62 @@ impl Calibrated<'_> {
 }
 
 /// One row per dependency: what was seen and what the scenario uses.
+fn token_table(t: &mut String, shape: &TokenShape) {
+    let _ = writeln!(t, "[dependency.tokens]");
+    let how = match shape.tpot {
+        Some(_) => "by the moments of the latencies less prefill and output",
+        None => "fit of each latency less its prefill and output",
+    };
+    let _ = writeln!(
+        t,
+        "time_to_first_token = {}   # {} {how} (KS {:.4} from those)",
+        distribution_ms(&shape.ttft.family),
+        shape.ttft.family.name(),
+        shape.ttft.ks
+    );
+    let _ = writeln!(
+        t,
+        "ttft_ms_per_1k_input_tokens = {}   # least squares of latency on the tokens, {} answers",
+        num(shape.prefill_ms_per_1k_input_tokens),
+        shape.samples
+    );
+    let tpot = match shape.tpot {
+        Some(family) => distribution_ms(&family),
+        None => format!("{{ dist = \"constant\", value_ms = {} }}", num(shape.tpot_ms)),
+    };
+    let _ = writeln!(
+        t,
+        "time_per_output_token = {tpot}   # mean {} ms by the same fit ({:.0} % of the variance); its spread from the residuals' growth with output²",
+        num(shape.tpot_ms),
+        100.0 * shape.explained
+    );
+    for (key, fitted) in [("input_tokens", &shape.input_tokens), ("output_tokens", &shape.output_tokens)] {
+        if let Some(f) = fitted {
+            let _ = writeln!(
+                t,
+                "{key} = {}   # callers without their own: {} fit of every attempt's",
+                count_spec(f),
+                f.family.name()
+            );
+        }
+    }
+}
+
+/// A latency family in a scenario's words.
+fn distribution_ms(family: &Family) -> String {
+    match *family {
+        Family::LogNormal { mu, sigma } => {
+            format!("{{ p50_ms = {}, p95_ms = {} }}", num(mu.exp()), num((mu + sigma * crate::world::dist::Z95).exp()))
+        }
+        Family::Gamma { shape, scale } => {
+            format!("{{ dist = \"gamma\", shape = {}, scale_ms = {} }}", num(shape), num(scale))
+        }
+        Family::Weibull { shape, scale } => {
+            format!("{{ dist = \"weibull\", shape = {}, scale_ms = {} }}", num(shape), num(scale))
+        }
+    }
+}
+
 pub fn dependency_table(choices: &[DependencyChoice]) -> String {
     let header: Vec<String> =
         ["dependency", "answered", "timeouts", "p50 ms", "p95 ms", "p99 ms", "latency", "KS", "errors"]
