@@ -11,6 +11,7 @@ use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
 use crate::experiment::run::{RunOptions, run, validate};
 use crate::experiment::sweep::shard::{MergeOptions, Shard, merge};
 use crate::experiment::sweep::{SweepOptions, sweep};
+use crate::experiment::tune::{TuneOptions, tune};
 use crate::experiment::{CommandError, OutputFormat};
 use clap::builder::TypedValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -116,6 +117,19 @@ Collector (otlpjsonfile receiver) and from there into Jaeger or any OTLP back en
 
 const MERGE_EXAMPLES: &str = "Example:
   faultline merge shards/shard-*-of-4.jsonl -o results/scenario-sweep";
+
+const TUNE_EXAMPLES: &str = "Candidates race on common random numbers: replication k of every candidate runs on the
+same seed. A candidate leaves the race when another is better or equal on every objective and
+better on one, judged on the 95 % interval of their paired differences, or when an [slo]
+threshold fails even on its favourable bound; the others get twice the replications, up to
+--replications. Writes front.csv, front.json, candidates.csv and front-<candidate>.toml.
+
+Examples:
+  faultline tune scenario.toml -p resilient --space policy.resilient.budget.retry_tokens=0..4 \\
+    --objective max:auto_completion_ratio --objective min:cost_per_success
+  faultline tune scenario.toml -p resilient --space policy.resilient.timeout_ms=2000..10000:1000 \\
+    --space policy.resilient.retry.backoff.base_ms=50.0..500.0 --objective min:run_latency_ms.p95 \\
+    --objective max:auto_completion_ratio --budget 2000 --replications 30";
 
 const GATE_EXAMPLES: &str =
     "The candidate file's seed and replication count (after --seed and --replications) govern both
@@ -287,6 +301,40 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         prometheus: Vec<PathBuf>,
     },
+    /// Find the Pareto front of a policy's parameters: candidates race on common random
+    /// numbers, and those already beaten on every objective get no more replications.
+    #[command(after_help = TUNE_EXAMPLES)]
+    Tune {
+        /// Scenario file (.toml or .json).
+        scenario: PathBuf,
+        /// The policy whose parameters are searched.
+        #[arg(short = 'p', long = "policy", value_name = "NAME")]
+        policy: String,
+        /// PATH=RANGE (repeatable): a,b,c (these values), lo..hi or lo..hi:step (whole
+        /// numbers), 0.5..2.0 (any decimal in the interval).
+        #[arg(long = "space", value_name = "PATH=RANGE", required = true)]
+        space: Vec<String>,
+        /// max:METRIC or min:METRIC (repeatable): any metric of summary.json. The scenario's
+        /// [slo] thresholds are constraints.
+        #[arg(long = "objective", value_name = "max:METRIC|min:METRIC", required = true)]
+        objectives: Vec<String>,
+        /// At most this many simulations; the race stops before a round it cannot pay for.
+        #[arg(long, value_name = "SIMULATIONS")]
+        budget: Option<usize>,
+        /// Candidates for a space larger than that (a Latin hypercube); a smaller discrete
+        /// space is searched whole.
+        #[arg(long, value_name = "N", default_value_t = 64)]
+        candidates: usize,
+        /// Replications of the first round; each later round doubles them, up to
+        /// --replications (default: the scenario's).
+        #[arg(long, value_name = "N", default_value_t = 3)]
+        initial_replications: u32,
+        #[command(flatten)]
+        common: SimulationArgs,
+        /// Output folder, replaced as a whole. Default: results/<scenario>-tune/
+        #[arg(short = 'o', long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
     Merge {
@@ -396,6 +444,35 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
             let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard };
             Ok((sweep(&opts)?, EXIT_OK))
+        }
+        Command::Tune {
+            scenario,
+            policy,
+            space,
+            objectives,
+            budget,
+            candidates,
+            initial_replications,
+            common,
+            out,
+        } => {
+            let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
+            let jobs = worker_count(jobs)?;
+            let opts = TuneOptions {
+                scenario,
+                policy,
+                space,
+                objectives,
+                budget,
+                candidates,
+                initial_replications,
+                seed,
+                replications,
+                sets,
+                jobs,
+                out,
+            };
+            Ok((tune(&opts)?, EXIT_OK))
         }
         Command::Explore { scenario, policy, schedules, seed, max_faults, kinds, keep_faults, batch, out } => {
             let BatchArgs { replications, sets, jobs } = batch;
@@ -528,7 +605,10 @@ mod tests {
                 assert!(arg.get_help().is_some(), "`faultline {name}`: `{}` has no help text", arg.get_id());
             }
         }
-        assert_eq!(commands, 10, "run, sweep, merge, explore, replay, calibrate, gate, validate, init, completions");
+        assert_eq!(
+            commands, 11,
+            "run, sweep, tune, merge, explore, replay, calibrate, gate, validate, init, completions"
+        );
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();
             sub.get_arguments().find(|a| a.get_long() == Some(long)).and_then(|a| a.get_short())

@@ -13,7 +13,8 @@
 //!   key figures, terminal tables, XML escaping);
 //! - the commands: `run` (run and validate), `sweep/` (with checkpoints, shard files and
 //!   merge), `replay/` (spans and OTLP), `gate/` (with JUnit), `explore/` (with the per-run
-//!   checks; it traces what it finds as `replay` does), `init`.
+//!   checks; it traces what it finds as `replay` does), `tune/` (candidates, racing on common
+//!   random numbers, the front), `calibrate/`, `init`.
 
 pub mod batch;
 pub mod calibrate;
@@ -26,5 +27,6 @@ pub mod replay;
 pub mod report;
 pub mod run;
 pub mod sweep;
+pub mod tune;
 
 pub use command::{CommandError, OutputFormat};

@@ -1,0 +1,268 @@
+//! `faultline tune`: the Pareto front of one policy's parameters. Candidates fill the space
+//! (space.rs), race on common random numbers (race.rs: more replications only for those that
+//! may still be on the front), and the front is written with its intervals and one runnable
+//! scenario per point (files.rs).
+
+pub mod files;
+pub mod outcome;
+pub mod race;
+pub mod space;
+
+use crate::engine::Model;
+use crate::experiment::batch::load::{apply_seed, collect_overrides, compile_scenario, select_policies};
+use crate::experiment::batch::slo::{Check, compile_slo_with};
+use crate::experiment::batch::workers::{Task, Workers, replication_seed};
+use crate::experiment::command::CommandError;
+use crate::experiment::output::folder::OutputFolder;
+use crate::scenario::{Source, canonical_path, load_file, parse_override, quote};
+use outcome::{Candidate, Outcome, Round, point_text};
+use race::{Objective, Samples, Status, parse_objective};
+use space::{Dimension, parse_dimension};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    pub scenario: PathBuf,
+    pub policy: String,
+    /// `PATH=RANGE` per dimension.
+    pub space: Vec<String>,
+    /// `max:METRIC` or `min:METRIC`.
+    pub objectives: Vec<String>,
+    /// At most this many simulations in all.
+    pub budget: Option<usize>,
+    /// How many candidates fill a space too large for its whole grid.
+    pub candidates: usize,
+    /// Replications every candidate starts with.
+    pub initial_replications: u32,
+    pub seed: Option<u64>,
+    /// The most replications a candidate gets (default: the scenario's).
+    pub replications: Option<u32>,
+    pub sets: Vec<String>,
+    pub jobs: usize,
+    pub out: Option<PathBuf>,
+}
+
+pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
+    let dimensions: Vec<Dimension> = opts.space.iter().map(|s| parse_dimension(s)).collect::<Result<_, _>>()?;
+    if dimensions.is_empty() {
+        return Err(CommandError::Input("tune needs at least one --space PATH=RANGE".into()));
+    }
+    let objectives: Vec<Objective> = opts.objectives.iter().map(|o| parse_objective(o)).collect::<Result<_, _>>()?;
+    if objectives.is_empty() {
+        return Err(CommandError::Input(
+            "tune needs at least one --objective max:METRIC or min:METRIC, like --objective max:auto_completion_ratio"
+                .into(),
+        ));
+    }
+    if opts.candidates < 2 {
+        return Err(CommandError::Input(format!("argument `--candidates {}`: give at least 2", opts.candidates)));
+    }
+    if opts.initial_replications < 2 {
+        return Err(CommandError::Input(format!(
+            "argument `--initial-replications {}`: give at least 2 (a paired comparison needs two)",
+            opts.initial_replications
+        )));
+    }
+    let source = load_file(&opts.scenario)?;
+    check_paths(&source, &opts.space, &dimensions)?;
+    let base = collect_overrides(&opts.sets, opts.replications)?;
+    let (mut first, scenario) = compile_scenario(&source, &base)?;
+    apply_seed(&mut first, opts.seed, &base);
+    let policy = select_policies(&first, std::slice::from_ref(&opts.policy), "--policy")?[0];
+    check_metrics(&first, &objectives)?;
+    let checks = compile_slo_with(scenario.slo.as_ref(), &first, &source, &base)?.thresholds;
+    let max_replications = first.world.replications;
+    if max_replications < 2 {
+        return Err(CommandError::Input(format!(
+            "{}: a tune needs at least 2 replications per candidate; give --replications N",
+            quote(&opts.scenario.display().to_string())
+        )));
+    }
+    let seed = first.world.seed;
+    let points = space::candidates(&dimensions, opts.candidates, seed);
+    let mut candidates = Vec::with_capacity(points.len());
+    let mut models = Vec::with_capacity(points.len());
+    for values in points {
+        let mut overrides = base.clone();
+        for ((d, v), argument) in dimensions.iter().zip(&values).zip(&opts.space) {
+            let mut o = parse_override(&format!("{}={v}", d.path))?;
+            o.argument = format!("--space {argument}");
+            overrides.push(o);
+        }
+        let (mut model, _) = compile_scenario(&source, &overrides)?;
+        apply_seed(&mut model, opts.seed, &overrides);
+        models.push(model);
+        candidates.push(Candidate { values, overrides, samples: Samples::default() });
+    }
+    let mut workers = Workers::start(opts.jobs, 0, "tuning")?;
+    workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
+    let outcome = race_all(
+        opts,
+        &workers,
+        &models,
+        policy,
+        candidates,
+        RaceSetup {
+            scenario: first.name.clone(),
+            policy: first.policies[policy].name.clone(),
+            seed,
+            dimensions,
+            objectives,
+            checks,
+            max_replications,
+        },
+    )?;
+    workers.finish();
+    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{}-tune", outcome.scenario)));
+    let mut folder = OutputFolder::create(&out_dir)?;
+    files::write_tune_files(&mut folder, &outcome, &source)?;
+    let written = folder.commit("tune", &outcome.scenario)?;
+    let mut text = files::summary(&outcome);
+    text.push_str(&format!(
+        "wrote {}\n",
+        written.iter().map(|f| out_dir.join(f).display().to_string()).collect::<Vec<_>>().join(", ")
+    ));
+    Ok(text)
+}
+
+/// What the race needs besides the candidates.
+struct RaceSetup {
+    scenario: String,
+    policy: String,
+    seed: u64,
+    dimensions: Vec<Dimension>,
+    objectives: Vec<Objective>,
+    checks: Vec<Check>,
+    max_replications: u32,
+}
+
+/// Rounds: every candidate still racing runs up to the round's replications (the first round
+/// `--initial-replications`, then twice as many, up to the most), then the beaten and the
+/// infeasible leave. Stops when the survivors have every replication, or before a round the
+/// budget cannot pay for.
+fn race_all(
+    opts: &TuneOptions,
+    workers: &Workers,
+    models: &[Model],
+    policy: usize,
+    mut candidates: Vec<Candidate>,
+    setup: RaceSetup,
+) -> Result<Outcome, CommandError> {
+    let mut status = vec![Status::Racing; candidates.len()];
+    let mut rounds = Vec::new();
+    let (mut done, mut simulations, mut budget_stopped) = (0u32, 0usize, false);
+    let metrics: Vec<String> = setup
+        .objectives
+        .iter()
+        .map(|o| o.metric.clone())
+        .chain(setup.checks.iter().map(|c| c.metric.clone()))
+        .collect();
+    for c in &mut candidates {
+        c.samples = Samples {
+            objectives: vec![Vec::new(); setup.objectives.len()],
+            constraints: vec![Vec::new(); setup.checks.len()],
+        };
+    }
+    while done < setup.max_replications {
+        let next = if done == 0 { opts.initial_replications } else { done * 2 }.min(setup.max_replications);
+        let racing: Vec<usize> = (0..candidates.len()).filter(|&i| status[i] == Status::Racing).collect();
+        let cost = racing.len() * (next - done) as usize;
+        if opts.budget.is_some_and(|b| simulations + cost > b) {
+            budget_stopped = true;
+            break;
+        }
+        let tasks: Vec<Task> = racing
+            .iter()
+            .flat_map(|&i| {
+                (done..next).map(move |r| Task {
+                    model: i,
+                    policy,
+                    replication: r,
+                    seed: replication_seed(models[i].world.seed, r),
+                })
+            })
+            .collect();
+        workers
+            .set_total(tasks.len() as u64, &format!("tune round {} ({} candidates)", rounds.len() + 1, racing.len()));
+        let describe = |t: &Task| {
+            format!("candidate {} ({}), ", t.model, point_text(&setup.dimensions, &candidates[t.model].values))
+        };
+        let values = workers.simulate(models, &tasks, &describe, &|_, r| {
+            metrics.iter().map(|m| r.metrics.get(m).copied().unwrap_or(f64::NAN)).collect::<Vec<f64>>()
+        })?;
+        for (task, row) in tasks.iter().zip(values) {
+            let s = &mut candidates[task.model].samples;
+            let (objective_values, check_values) = row.split_at(setup.objectives.len());
+            for (k, v) in objective_values.iter().enumerate() {
+                s.objectives[k].push(*v);
+            }
+            for (c, v) in check_values.iter().enumerate() {
+                s.constraints[c].push(*v);
+            }
+        }
+        simulations += tasks.len();
+        done = next;
+        let samples: Vec<Samples> = candidates.iter().map(|c| c.samples.clone()).collect();
+        race::pair_twins(&samples, &mut status);
+        race::eliminate(&samples, &mut status, &setup.objectives, &setup.checks);
+        let left = status.iter().filter(|s| **s == Status::Racing).count();
+        let twins = status.iter().filter(|s| matches!(s, Status::Twin { .. })).count();
+        rounds.push(Round { replications: next, candidates: racing.len(), simulations: tasks.len(), left, twins });
+    }
+    let samples: Vec<Samples> = candidates.iter().map(|c| c.samples.clone()).collect();
+    race::finish(&samples, &mut status, &setup.objectives, &setup.checks);
+    race::settle_twins(&mut status);
+    // A twin on the front shares the figures of the candidate it followed: they matched in
+    // every replication both ran.
+    for i in 0..candidates.len() {
+        if let Status::Twin { of, .. } = status[i] {
+            candidates[i].samples = candidates[of].samples.clone();
+        }
+    }
+    Ok(Outcome {
+        scenario: setup.scenario,
+        policy: setup.policy,
+        seed: setup.seed,
+        dimensions: setup.dimensions,
+        objectives: setup.objectives,
+        checks: setup.checks,
+        candidates,
+        status,
+        rounds,
+        max_replications: setup.max_replications,
+        simulations,
+        budget_stopped,
+    })
+}
+
+/// Each dimension names a field once.
+fn check_paths(source: &Source, arguments: &[String], dimensions: &[Dimension]) -> Result<(), CommandError> {
+    let canonical: Vec<String> = dimensions
+        .iter()
+        .map(|d| canonical_path(source, &d.path.split('.').map(str::to_string).collect::<Vec<_>>()))
+        .collect();
+    if let Some((i, _)) = canonical.iter().enumerate().find(|(i, c)| canonical[..*i].contains(c)) {
+        return Err(CommandError::Input(format!(
+            "argument `--space {}`: the field {} is searched twice",
+            arguments[i], canonical[i]
+        )));
+    }
+    Ok(())
+}
+
+/// Every objective is a metric the scenario reports.
+fn check_metrics(model: &Model, objectives: &[Objective]) -> Result<(), CommandError> {
+    let names = model.metric_names();
+    for o in objectives {
+        if !names.contains(&o.metric) {
+            let hint = names.iter().find(|n| n.contains(o.metric.as_str()) || o.metric.contains(n.as_str()));
+            let hint = hint.map(|h| format!(" (did you mean `{h}`?)")).unwrap_or_default();
+            return Err(CommandError::Input(format!(
+                "argument `--objective {}`: this scenario has no metric {}{hint}; docs/metrics.md lists them",
+                o.label(),
+                quote(&o.metric)
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,166 @@
+//! `faultline tune` from outside: its front is the exhaustive grid's at a fraction of the
+//! simulations, the same bytes for any thread count, runnable scenario files, and clear
+//! refusals.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-tune-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = faultline(args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// The front as (candidate, status) from front.csv.
+fn front(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("front.csv")).unwrap();
+    text.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect()
+}
+
+fn simulations(dir: &Path) -> u64 {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("front.json")).unwrap()).unwrap();
+    doc["simulations"].as_u64().unwrap()
+}
+
+/// A timeout against completion and latency, with retries that overload the backend: 48
+/// candidates (a single attempt makes the backoff irrelevant, so half of those are twins).
+const SPACE: [&str; 17] = [
+    "tune",
+    "scenarios/metastability.toml",
+    "-p",
+    "backoff",
+    "--space",
+    "policy.backoff.timeout_ms=500..3000:500",
+    "--space",
+    "policy.backoff.retry.max_attempts=1..4",
+    "--space",
+    "policy.backoff.retry.backoff.base_ms=100,1000",
+    "--objective",
+    "max:auto_completion_ratio",
+    "--objective",
+    "min:run_latency_ms.p95",
+    "--replications",
+    "30",
+    "--set",
+];
+
+#[test]
+fn racing_finds_the_exhaustive_grids_front_for_a_quarter_of_its_simulations() {
+    let (raced, grid) = (scratch("raced"), scratch("grid"));
+    let short = "simulation.duration_s=180";
+    ok(&[&SPACE[..], &[short, "-o", raced.to_str().unwrap()]].concat());
+    // Every candidate at 30 replications from the start: the exhaustive grid, judged by the
+    // same paired rule.
+    ok(&[&SPACE[..], &[short, "--initial-replications", "30", "-o", grid.to_str().unwrap()]].concat());
+    assert_eq!(simulations(&grid), 48 * 30);
+    let spent = simulations(&raced);
+    assert!(spent * 4 <= 48 * 30, "racing spent {spent} of the grid's {}", 48 * 30);
+    assert_eq!(front(&raced), front(&grid));
+    assert!(front(&grid).len() >= 3, "a real trade-off: {:?}", front(&grid));
+    std::fs::remove_dir_all(&raced).unwrap();
+    std::fs::remove_dir_all(&grid).unwrap();
+}
+
+#[test]
+fn a_tune_is_the_same_bytes_for_any_thread_count_and_its_front_files_run() {
+    let base = [
+        "tune",
+        "scenarios/metastability.toml",
+        "-p",
+        "backoff",
+        "--space",
+        "policy.backoff.timeout_ms=1000..3000:1000",
+        "--space",
+        "policy.backoff.retry.backoff.base_ms=50.0..2000.0",
+        "--candidates",
+        "6",
+        "--objective",
+        "max:auto_completion_ratio",
+        "--objective",
+        "min:run_latency_ms.p95",
+        "--replications",
+        "6",
+        "--set",
+        "simulation.duration_s=200",
+    ];
+    let (one, two) = (scratch("jobs-1"), scratch("jobs-2"));
+    let a = ok(&[&base[..], &["--jobs", "1", "-o", one.to_str().unwrap()]].concat());
+    let b = ok(&[&base[..], &["--jobs", "2", "-o", two.to_str().unwrap()]].concat());
+    let strip = |s: &str, d: &Path| s.replace(d.to_str().unwrap(), "OUT");
+    assert_eq!(strip(&a, &one), strip(&b, &two));
+    for name in ["candidates.csv", "front.csv", "front.json"] {
+        assert_eq!(std::fs::read(one.join(name)).unwrap(), std::fs::read(two.join(name)).unwrap(), "{name}");
+    }
+    // A continuous dimension gives decimals from a Latin hypercube: 6 distinct candidates.
+    let candidates = std::fs::read_to_string(one.join("candidates.csv")).unwrap();
+    assert_eq!(candidates.lines().count(), 1 + 6);
+    // Each front point is a runnable scenario with the candidate's values.
+    let first = front(&one)[0].clone();
+    let file = one.join(format!("front-{first}.toml"));
+    let copy =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(format!("tune-front-{}.toml", std::process::id()));
+    std::fs::copy(&file, &copy).unwrap();
+    let out = scratch("front-run");
+    let run = faultline(&[
+        "run",
+        copy.to_str().unwrap(),
+        "-p",
+        "backoff",
+        "--replications",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    std::fs::remove_file(&copy).unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    for d in [one, two, out] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_with_the_argument_named() {
+    let refused = |extra: &[&str], want: &str| {
+        let args = [&["tune", "scenarios/metastability.toml", "-p", "backoff"][..], extra].concat();
+        let o = faultline(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    let space = ["--space", "policy.backoff.timeout_ms=1000..3000:1000"];
+    refused(&[&space[..], &["--objective", "max:completion"]].concat(), "no metric `completion`");
+    refused(&[&space[..], &["--objective", "best:auto_completion_ratio"]].concat(), "write max:METRIC or min:METRIC");
+    refused(
+        &["--space", "policy.backoff.timeout_ms=3000..1000", "--objective", "max:auto_completion_ratio"],
+        "from a low value",
+    );
+    refused(
+        &["--space", "policy.backoff.nonsense=1,2", "--objective", "max:auto_completion_ratio"],
+        "--space policy.backoff.nonsense=1,2",
+    );
+    refused(
+        &[&space[..], &["--objective", "max:auto_completion_ratio", "--initial-replications", "1"]].concat(),
+        "at least 2",
+    );
+    let o = faultline(&[
+        "tune",
+        "scenarios/metastability.toml",
+        "-p",
+        "nobody",
+        "--space",
+        "policy.backoff.timeout_ms=1,2",
+        "--objective",
+        "max:auto_completion_ratio",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
