@@ -27,13 +27,17 @@ fn front(dir: &Path) -> Vec<String> {
     text.lines().skip(1).map(|l| l.split(',').next().unwrap().to_string()).collect()
 }
 
+fn front_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("front.json")).unwrap()).unwrap()
+}
+
 fn simulations(dir: &Path) -> u64 {
-    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("front.json")).unwrap()).unwrap();
-    doc["simulations"].as_u64().unwrap()
+    front_json(dir)["simulations"].as_u64().unwrap()
 }
 
 /// A timeout against completion and latency, with retries that overload the backend: 48
-/// candidates (a single attempt makes the backoff irrelevant, so half of those are twins).
+/// candidates (a single attempt makes the backoff irrelevant, so 6 of those are twins) and the
+/// file's own values (5 attempts), 49 in all.
 const SPACE: [&str; 17] = [
     "tune",
     "scenarios/metastability.toml",
@@ -62,11 +66,16 @@ fn racing_finds_the_exhaustive_grids_front_for_a_quarter_of_its_simulations() {
     // Every candidate at 30 replications from the start: the exhaustive grid, judged by the
     // same paired rule.
     ok(&[&SPACE[..], &[short, "--initial-replications", "30", "-o", grid.to_str().unwrap()]].concat());
-    assert_eq!(simulations(&grid), 48 * 30);
+    assert_eq!(front_json(&grid)["candidates"], 49);
+    assert_eq!(simulations(&grid), 49 * 30);
     let spent = simulations(&raced);
-    assert!(spent * 4 <= 48 * 30, "racing spent {spent} of the grid's {}", 48 * 30);
+    assert!(spent * 4 <= 49 * 30, "racing spent {spent} of the grid's {}", 49 * 30);
     assert_eq!(front(&raced), front(&grid));
     assert!(front(&grid).len() >= 3, "a real trade-off: {:?}", front(&grid));
+    // The file's own policy (timeout 3 s, 5 attempts) is beaten: the tune says by whom.
+    let current = &front_json(&raced)["current"];
+    assert_eq!(current["candidate"], 48);
+    assert_eq!(current["status"], "beaten", "{current}");
     std::fs::remove_dir_all(&raced).unwrap();
     std::fs::remove_dir_all(&grid).unwrap();
 }
@@ -101,9 +110,12 @@ fn a_tune_is_the_same_bytes_for_any_thread_count_and_its_front_files_run() {
     for name in ["candidates.csv", "front.csv", "front.json"] {
         assert_eq!(std::fs::read(one.join(name)).unwrap(), std::fs::read(two.join(name)).unwrap(), "{name}");
     }
-    // A continuous dimension gives decimals from a Latin hypercube: 6 distinct candidates.
+    // A continuous dimension gives decimals from a Latin hypercube: 6 distinct candidates, and
+    // the file's own values (base_ms 500) as a seventh.
     let candidates = std::fs::read_to_string(one.join("candidates.csv")).unwrap();
-    assert_eq!(candidates.lines().count(), 1 + 6);
+    assert_eq!(candidates.lines().count(), 1 + 7);
+    assert!(candidates.lines().last().unwrap().starts_with("6,true,3000,500,"), "{candidates}");
+    check_report(&one);
     // Each front point is a runnable scenario with the candidate's values.
     let first = front(&one)[0].clone();
     let file = one.join(format!("front-{first}.toml"));
@@ -126,6 +138,31 @@ fn a_tune_is_the_same_bytes_for_any_thread_count_and_its_front_files_run() {
     for d in [one, two, out] {
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// report.html parses as XML and draws what the files say: one chart for two objectives, a
+/// coloured point per front candidate (the current one ringed instead), a grey dot per
+/// candidate that left the race, each kind once more in the legend.
+fn check_report(dir: &Path) {
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&html);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("report.html is not well-formed at byte {}: {e}", reader.buffer_position()),
+        }
+    }
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 1);
+    let doc = front_json(dir);
+    let current = doc["current"]["candidate"].as_u64().unwrap();
+    let front: Vec<u64> = doc["front"].as_array().unwrap().iter().map(|f| f["candidate"].as_u64().unwrap()).collect();
+    let all = doc["candidates"].as_u64().unwrap() as usize;
+    let front_dots = front.iter().filter(|&&c| c != current).count();
+    let left = all - front.len() - usize::from(!front.contains(&current));
+    assert_eq!(html.matches(r#"r="4" fill"#).count(), front_dots + 1, "front points and the legend's");
+    assert_eq!(html.matches(r#"r="7" fill="none""#).count(), 2, "the current values and the legend's");
+    assert_eq!(html.matches(r##"r="2.5" fill="#bbb""##).count(), left + 1, "left the race, and the legend's");
 }
 
 #[test]

@@ -15,7 +15,7 @@ pub use error::{FieldPath, ScenarioError, closest, quote, tame_message, unknown_
 pub use load::{Format, Source, load_file};
 pub use loaded_samples::LoadedSamples;
 pub use locate::{duration_ms, error_at_path, parse_named};
-pub use overrides::{Override, apply_overrides, canonical_path, parse_override};
+pub use overrides::{Override, apply_overrides, canonical_path, parse_override, value_at};
 pub use raw_table::RawTable;
 pub use samples::{parse_source, resolve_samples, sample_files};
 pub use table::read_table;

@@ -187,6 +187,25 @@ pub fn canonical_path(source: &Source, path: &[String]) -> String {
     out.join(".")
 }
 
+/// The value the file itself gives at `path` (elements of arrays by name or position), as an
+/// override would write it; None when the file leaves the field to its default.
+pub fn value_at(source: &Source, path: &[String]) -> Option<String> {
+    let document = parse_document(source).ok()?;
+    let mut node = &document;
+    for segment in path {
+        node = match node {
+            Value::Array(items) => items.get(find_element(items, segment).ok()?)?,
+            Value::Table(t) => t.get(segment)?,
+            _ => return None,
+        };
+    }
+    match node {
+        Value::String(s) => Some(s.clone()),
+        Value::Integer(_) | Value::Float(_) | Value::Boolean(_) => Some(node.to_string()),
+        _ => None,
+    }
+}
+
 fn find_element(items: &[Value], selector: &str) -> Result<usize, String> {
     let by_label = items.iter().position(|item| {
         item.as_table()
@@ -207,6 +226,17 @@ mod tests {
     use super::*;
 
     const BASE: &str = "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"db\"\nservice_time = { p50_ms = 1, p95_ms = 2 }\n\n[policy.p]\n";
+
+    #[test]
+    fn value_at_reads_what_the_file_gives_and_nothing_it_leaves_out() {
+        let source = Source::from_text("b.toml", BASE, Format::Toml);
+        let path = |p: &str| p.split('.').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(value_at(&source, &path("simulation.duration_s")).as_deref(), Some("10"));
+        assert_eq!(value_at(&source, &path("dependency.db.name")).as_deref(), Some("db"));
+        assert_eq!(value_at(&source, &path("dependency.0.service_time.p95_ms")).as_deref(), Some("2"));
+        assert_eq!(value_at(&source, &path("dependency.db.servers")), None);
+        assert_eq!(value_at(&source, &path("policy.p")), None, "a table is no value");
+    }
 
     #[test]
     fn sets_values_by_element_name_and_creates_tables() {

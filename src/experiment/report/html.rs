@@ -3,7 +3,7 @@
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
 use super::digest::{DIGEST_METRICS, SweepPoint};
-use super::svg::{Line, LineChart, Span, bar_chart, heat_map, label, line_chart};
+use super::svg::{Line, LineChart, ScatterPoint, Span, bar_chart, heat_map, label, line_chart, scatter_chart};
 use super::xml::escape;
 use crate::engine::Model;
 use crate::experiment::batch::grid::SweepLayout;
@@ -21,7 +21,7 @@ svg.chart{background:#fff;border:1px solid #e4e4e4}\
 .title{font-size:13px;font-weight:600}.tick{font-size:10px;fill:#444}.legend{font-size:11px}\
 .axis-label{font-size:11px;fill:#444}.cell{font-size:10px}\
 .grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1.6}.band{opacity:0.18}\
-.span{fill:#d62728;opacity:0.07}\
+.span{fill:#d62728;opacity:0.07}.whisker{stroke-width:1.2}\
 table{border-collapse:collapse;font-size:12px}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}\
 td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:12px}";
 
@@ -311,6 +311,80 @@ fn dependencies(body: &mut String, model: &Model, names: &[&str], aggregates: &[
 /// A parameter value as a number for an axis; None when a value is not a number.
 fn numeric(values: &[String]) -> Option<Vec<f64>> {
     values.iter().map(|v| v.replace('_', "").parse::<f64>().ok()).collect()
+}
+
+/// One objective's axis of a tune's report.
+pub struct TuneAxis {
+    pub label: String,
+    /// Per point, in the order of `TuneReport::labels`: (mean, low, high).
+    pub values: Vec<(f64, f64, f64)>,
+}
+
+/// The report of `faultline tune`: the first objective against each other one, every
+/// candidate drawn, the front with its intervals, the scenario's own values ringed; the front
+/// as a table.
+pub struct TuneReport<'a> {
+    pub scenario: &'a str,
+    pub note: &'a str,
+    pub labels: Vec<String>,
+    pub kinds: Vec<super::svg::PointKind>,
+    pub axes: Vec<TuneAxis>,
+    pub table_header: Vec<String>,
+    pub table_rows: Vec<Vec<String>>,
+}
+
+pub fn tune_report(r: &TuneReport) -> String {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>{} tune</h1><p class=\"note\">{} faultline {}.</p>",
+        escape(r.scenario),
+        escape(r.note),
+        VERSION
+    );
+    body.push_str("<h2>The front</h2>");
+    let svgs: Vec<String> = match r.axes.as_slice() {
+        [only] => vec![scatter_chart(&only.label, "candidate", &only.label, &points(r, None, only))],
+        [first, rest @ ..] => rest
+            .iter()
+            .map(|other| {
+                scatter_chart(
+                    &format!("{} against {}", other.label, first.label),
+                    &first.label,
+                    &other.label,
+                    &points(r, Some(first), other),
+                )
+            })
+            .collect(),
+        [] => Vec::new(),
+    };
+    charts(&mut body, &svgs);
+    body.push_str("<table><tr>");
+    for h in &r.table_header {
+        let _ = write!(body, "<th>{}</th>", escape(h));
+    }
+    body.push_str("</tr>");
+    for row in &r.table_rows {
+        body.push_str("<tr>");
+        for c in row {
+            let _ = write!(body, "<td>{}</td>", escape(c));
+        }
+        body.push_str("</tr>");
+    }
+    body.push_str("</table>");
+    page(&format!("faultline: {} tune", r.scenario), &body)
+}
+
+/// The points of one chart: x from `x_axis` (or the candidate's position), y from `y_axis`.
+fn points(r: &TuneReport, x_axis: Option<&TuneAxis>, y_axis: &TuneAxis) -> Vec<ScatterPoint> {
+    (0..r.labels.len())
+        .map(|i| ScatterPoint {
+            label: r.labels[i].clone(),
+            x: x_axis.map_or((i as f64, i as f64, i as f64), |a| a.values[i]),
+            y: y_axis.values[i],
+            kind: r.kinds[i],
+        })
+        .collect()
 }
 
 /// The report of `faultline sweep` (and of `merge`).

@@ -368,3 +368,115 @@ mod tests {
         assert!(chart.contains("<title>&lt;x&gt;</title>") && chart.contains("a&amp;b"), "{chart}");
     }
 }
+
+/// What a point of a scatter chart stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PointKind {
+    /// On the front: drawn in colour with its intervals.
+    Front,
+    /// Left the race: a small grey dot at its last means.
+    Left,
+    /// The scenario's own values: a ring, whatever its status.
+    Current,
+}
+
+/// One point with its 95 % intervals on both axes.
+pub struct ScatterPoint {
+    pub label: String,
+    pub x: (f64, f64, f64),
+    pub y: (f64, f64, f64),
+    pub kind: PointKind,
+}
+
+/// Points with interval whiskers; front points labelled, the current one ringed.
+pub fn scatter_chart(title: &str, x_label: &str, y_label: &str, points: &[ScatterPoint]) -> String {
+    let mut svg = String::new();
+    open(&mut svg, title);
+    let spread = |f: fn(&ScatterPoint) -> (f64, f64, f64)| {
+        bounds(points.iter().flat_map(move |p| {
+            let (m, lo, hi) = f(p);
+            [m, lo, hi]
+        }))
+    };
+    let (Some((x0, x1)), Some((y0, y1))) = (spread(|p| p.x), spread(|p| p.y)) else {
+        svg.push_str(r#"<text x="200" y="130" class="tick">no data</text></svg>"#);
+        return svg;
+    };
+    let pad = |lo: f64, hi: f64| {
+        let d = if hi > lo { 0.05 * (hi - lo) } else { lo.abs().max(1.0) * 0.05 };
+        (lo - d, hi + d)
+    };
+    let ((x0, x1), (y0, y1)) = (pad(x0, x1), pad(y0, y1));
+    let frame = Frame { x0, x1, y0, y1 };
+    axes(&mut svg, &frame, x_label, y_label, &ticks(x0, x1, 6));
+    let mut order: Vec<&ScatterPoint> = points.iter().collect();
+    // Grey first, so the front is drawn over what left the race.
+    order.sort_by_key(|p| match p.kind {
+        PointKind::Left => 0,
+        PointKind::Front => 1,
+        PointKind::Current => 2,
+    });
+    for p in order {
+        let (cx, cy) = (frame.x(p.x.0), frame.y(p.y.0));
+        if !(cx.is_finite() && cy.is_finite()) {
+            continue;
+        }
+        let tip = format!("{}: {} {}, {} {}", p.label, x_label, label(p.x.0), y_label, label(p.y.0));
+        match p.kind {
+            PointKind::Left => {
+                let _ = write!(
+                    svg,
+                    r##"<circle cx="{cx:.1}" cy="{cy:.1}" r="2.5" fill="#bbb"><title>{}</title></circle>"##,
+                    escape(&tip)
+                );
+            }
+            PointKind::Front | PointKind::Current => {
+                let stroke = if p.kind == PointKind::Front { colour(0) } else { colour(1) };
+                for (a, b) in [((p.x.1, p.y.0), (p.x.2, p.y.0)), ((p.x.0, p.y.1), (p.x.0, p.y.2))] {
+                    if [a.0, a.1, b.0, b.1].iter().all(|v| v.is_finite()) {
+                        let _ = write!(
+                            svg,
+                            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{stroke}" class="whisker"/>"#,
+                            frame.x(a.0),
+                            frame.y(a.1),
+                            frame.x(b.0),
+                            frame.y(b.1)
+                        );
+                    }
+                }
+                let shape = match p.kind {
+                    PointKind::Front => format!(r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="4" fill="{stroke}">"#),
+                    _ => format!(
+                        r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="7" fill="none" stroke="{stroke}" stroke-width="2">"#
+                    ),
+                };
+                let _ = write!(
+                    svg,
+                    r#"{shape}<title>{}</title></circle><text x="{:.1}" y="{:.1}" class="tick">{}</text>"#,
+                    escape(&tip),
+                    cx + 6.0,
+                    cy - 6.0,
+                    escape(&p.label)
+                );
+            }
+        }
+    }
+    let _ = write!(
+        svg,
+        r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{}"/><text x="{:.1}" y="{:.1}" class="legend">front (95 % CI)</text><circle cx="{x:.1}" cy="{:.1}" r="7" fill="none" stroke="{}" stroke-width="2"/><text x="{:.1}" y="{:.1}" class="legend">current values</text><circle cx="{x:.1}" cy="{:.1}" r="2.5" fill="#bbb"/><text x="{:.1}" y="{:.1}" class="legend">left the race</text>"##,
+        TOP + 4.0,
+        colour(0),
+        WIDTH - RIGHT + 28.0,
+        TOP + 8.0,
+        TOP + 24.0,
+        colour(1),
+        WIDTH - RIGHT + 28.0,
+        TOP + 28.0,
+        TOP + 44.0,
+        WIDTH - RIGHT + 28.0,
+        TOP + 48.0,
+        x = WIDTH - RIGHT + 16.0,
+    );
+    svg.push_str("</svg>");
+    svg
+}

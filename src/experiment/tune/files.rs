@@ -7,6 +7,8 @@ use super::race::Status;
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::OutputFolder;
 use crate::experiment::output::formats::{VERSION, estimate_cells, estimate_columns};
+use crate::experiment::report::html::{TuneAxis, TuneReport, tune_report};
+use crate::experiment::report::svg::PointKind;
 use crate::experiment::report::table::{half_width, human, render};
 use crate::metrics::stats::{Estimate, estimate};
 use crate::scenario::{Source, apply_overrides};
@@ -38,7 +40,7 @@ fn objective_estimates(outcome: &Outcome, i: usize) -> Vec<Estimate> {
 fn csv_rows(outcome: &Outcome, rows: &[usize]) -> Result<Vec<u8>, CommandError> {
     let io = |e: csv::Error| CommandError::Io(format!("cannot write a tune table: {e}"));
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = vec!["candidate".into()];
+    let mut header: Vec<String> = vec!["candidate".into(), "current".into()];
     header.extend(outcome.dimensions.iter().map(|d| d.path.clone()));
     header.extend(["replications".into(), "status".into(), "reason".into()]);
     for o in &outcome.objectives {
@@ -47,7 +49,7 @@ fn csv_rows(outcome: &Outcome, rows: &[usize]) -> Result<Vec<u8>, CommandError> 
     w.write_record(&header).map_err(io)?;
     for &i in rows {
         let (word, reason) = status_words(outcome, i);
-        let mut record: Vec<String> = vec![i.to_string()];
+        let mut record: Vec<String> = vec![i.to_string(), (i == outcome.current).to_string()];
         record.extend(outcome.candidates[i].values.iter().cloned());
         record.extend([outcome.candidates[i].samples.replications().to_string(), word.to_string(), reason]);
         for e in objective_estimates(outcome, i) {
@@ -101,6 +103,11 @@ fn front_json(outcome: &Outcome) -> Vec<u8> {
         "max_replications": outcome.max_replications,
         "simulations": outcome.simulations,
         "budget_stopped": outcome.budget_stopped,
+        "current": {
+            "candidate": outcome.current,
+            "status": status_words(outcome, outcome.current).0,
+            "reason": status_words(outcome, outcome.current).1,
+        },
         "front": front,
     });
     let mut text = serde_json::to_string_pretty(&doc).expect("a front always serializes");
@@ -118,6 +125,7 @@ pub fn write_tune_files(folder: &mut OutputFolder, outcome: &Outcome, source: &S
     folder.write("candidates.csv", &csv_rows(outcome, &all)?)?;
     folder.write("front.csv", &csv_rows(outcome, &outcome.front())?)?;
     folder.write("front.json", &front_json(outcome))?;
+    folder.write("report.html", report(outcome).as_bytes())?;
     for i in outcome.front() {
         let scenario = apply_overrides(source, &outcome.candidates[i].overrides)?;
         let body = toml::to_string(&scenario)
@@ -132,6 +140,72 @@ pub fn write_tune_files(folder: &mut OutputFolder, outcome: &Outcome, source: &S
         folder.write(&scenario_file_name(i), format!("{header}{body}").as_bytes())?;
     }
     Ok(())
+}
+
+/// report.html: every candidate plotted, the front with its intervals, the current values
+/// ringed, and the front's table.
+fn report(outcome: &Outcome) -> String {
+    let n = outcome.candidates.len();
+    let front = outcome.front();
+    let estimates: Vec<Vec<Estimate>> = (0..n).map(|i| objective_estimates(outcome, i)).collect();
+    let axes = outcome
+        .objectives
+        .iter()
+        .enumerate()
+        .map(|(k, o)| TuneAxis {
+            label: o.label(),
+            values: estimates.iter().map(|e| (e[k].mean, e[k].low, e[k].high)).collect(),
+        })
+        .collect();
+    let kinds = (0..n)
+        .map(|i| match (i == outcome.current, front.contains(&i)) {
+            (true, _) => PointKind::Current,
+            (false, true) => PointKind::Front,
+            (false, false) => PointKind::Left,
+        })
+        .collect();
+    let (table_header, table_rows) = front_table(outcome);
+    let note = format!(
+        "Policy `{}` over {}: {} candidates, {} simulations, up to {} replications each on common random numbers. Grey dots left the race (at their last means), coloured points are the front with their 95 % intervals, the ring is the scenario's own values ({}).",
+        outcome.policy,
+        outcome.dimensions.iter().map(|d| d.path.as_str()).collect::<Vec<_>>().join(", "),
+        n,
+        outcome.simulations,
+        outcome.max_replications,
+        status_words(outcome, outcome.current).0
+    );
+    tune_report(&TuneReport {
+        scenario: &outcome.scenario,
+        note: &note,
+        labels: (0..n).map(|i| format!("#{i}")).collect(),
+        kinds,
+        axes,
+        table_header,
+        table_rows,
+    })
+}
+
+/// The front's rows (and the current values' when they are not on it), as printed.
+fn front_table(outcome: &Outcome) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut header: Vec<String> = vec!["candidate".into()];
+    header.extend(outcome.dimensions.iter().map(|d| d.path.clone()));
+    header.push("replications".into());
+    header.extend(outcome.objectives.iter().map(|o| o.label()));
+    let mut shown = outcome.front();
+    if !shown.contains(&outcome.current) {
+        shown.push(outcome.current);
+    }
+    let rows = shown
+        .into_iter()
+        .map(|i| {
+            let mut row = vec![if i == outcome.current { format!("{i} (current)") } else { i.to_string() }];
+            row.extend(outcome.candidates[i].values.iter().cloned());
+            row.push(outcome.candidates[i].samples.replications().to_string());
+            row.extend(objective_estimates(outcome, i).iter().map(cell));
+            row
+        })
+        .collect();
+    (header, rows)
 }
 
 fn cell(e: &Estimate) -> String {
@@ -175,23 +249,19 @@ pub fn summary(outcome: &Outcome) -> String {
         outcome.max_replications,
         if outcome.budget_stopped { "; the budget stopped the race before its last round" } else { "" }
     ));
-    let mut header: Vec<String> = vec!["candidate".into()];
-    header.extend(outcome.dimensions.iter().map(|d| d.path.clone()));
-    header.push("replications".into());
-    header.extend(outcome.objectives.iter().map(|o| o.label()));
-    let rows: Vec<Vec<String>> = outcome
-        .front()
-        .into_iter()
-        .map(|i| {
-            let mut row = vec![i.to_string()];
-            row.extend(outcome.candidates[i].values.iter().cloned());
-            row.push(outcome.candidates[i].samples.replications().to_string());
-            row.extend(objective_estimates(outcome, i).iter().map(cell));
-            row
-        })
-        .collect();
-    text.push_str(&format!("front: {} candidate(s)\n", rows.len()));
+    let (header, rows) = front_table(outcome);
+    text.push_str(&format!("front: {} candidate(s)\n", outcome.front().len()));
     text.push_str(&render(&header, &rows));
+    let (word, reason) = status_words(outcome, outcome.current);
+    text.push_str(&format!(
+        "\nthe scenario's own values ({}, candidate {}): {}\n",
+        point_text(&outcome.dimensions, &outcome.candidates[outcome.current].values),
+        outcome.current,
+        match word {
+            "front" if reason.is_empty() => "on the front".to_string(),
+            _ => format!("{word}: {reason}"),
+        }
+    ));
     let beaten = outcome.status.iter().filter(|s| matches!(s, Status::Dominated { .. })).count();
     let infeasible = outcome.status.iter().filter(|s| matches!(s, Status::Infeasible { .. })).count();
     text.push_str(&format!(

@@ -14,7 +14,7 @@ use crate::experiment::batch::slo::{Check, compile_slo_with};
 use crate::experiment::batch::workers::{Task, Workers, replication_seed};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::OutputFolder;
-use crate::scenario::{Source, canonical_path, load_file, parse_override, quote};
+use crate::scenario::{Source, canonical_path, load_file, parse_override, quote, value_at};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
 use space::{Dimension, parse_dimension};
@@ -79,9 +79,10 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         )));
     }
     let seed = first.world.seed;
+    let (scenario_name, policy_name) = (first.name.clone(), first.policies[policy].name.clone());
     let points = space::candidates(&dimensions, opts.candidates, seed);
-    let mut candidates = Vec::with_capacity(points.len());
-    let mut models = Vec::with_capacity(points.len());
+    let mut candidates = Vec::with_capacity(points.len() + 1);
+    let mut models = Vec::with_capacity(points.len() + 1);
     for values in points {
         let mut overrides = base.clone();
         for ((d, v), argument) in dimensions.iter().zip(&values).zip(&opts.space) {
@@ -94,6 +95,20 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         models.push(model);
         candidates.push(Candidate { values, overrides, samples: Samples::default() });
     }
+    // The scenario's own values race too, so the front says where today's policy stands.
+    let own: Vec<Option<String>> = dimensions
+        .iter()
+        .map(|d| value_at(&source, &d.path.split('.').map(str::to_string).collect::<Vec<_>>()))
+        .collect();
+    let current = match candidates.iter().position(|c| same_values(&c.values, &own)) {
+        Some(i) => i,
+        None => {
+            let values = own.iter().map(|v| v.clone().unwrap_or_else(|| "(default)".into())).collect();
+            models.push(first);
+            candidates.push(Candidate { values, overrides: base.clone(), samples: Samples::default() });
+            candidates.len() - 1
+        }
+    };
     let mut workers = Workers::start(opts.jobs, 0, "tuning")?;
     workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
     let outcome = race_all(
@@ -103,8 +118,9 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         policy,
         candidates,
         RaceSetup {
-            scenario: first.name.clone(),
-            policy: first.policies[policy].name.clone(),
+            current,
+            scenario: scenario_name,
+            policy: policy_name,
             seed,
             dimensions,
             objectives,
@@ -125,8 +141,20 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     Ok(text)
 }
 
+/// Whether a candidate's values are the file's own (numbers compared as numbers).
+fn same_values(values: &[String], own: &[Option<String>]) -> bool {
+    values.iter().zip(own).all(|(v, o)| match o {
+        None => false,
+        Some(o) => match (v.parse::<f64>(), o.parse::<f64>()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => v == o,
+        },
+    })
+}
+
 /// What the race needs besides the candidates.
 struct RaceSetup {
+    current: usize,
     scenario: String,
     policy: String,
     seed: u64,
@@ -220,6 +248,7 @@ fn race_all(
         }
     }
     Ok(Outcome {
+        current: setup.current,
         scenario: setup.scenario,
         policy: setup.policy,
         seed: setup.seed,

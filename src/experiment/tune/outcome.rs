@@ -15,6 +15,8 @@ pub struct Candidate {
 
 /// Everything a tune found, for the files and the printed summary.
 pub struct Outcome {
+    /// The candidate with the scenario's own values (added when no candidate has them).
+    pub current: usize,
     pub scenario: String,
     pub policy: String,
     pub seed: u64,
