@@ -77,3 +77,8 @@ fn scenario_doc_commands_run_as_written() {
 fn trace_doc_commands_run_as_written() {
     run_all("docs/trace.md");
 }
+
+#[test]
+fn tune_doc_commands_run_as_written() {
+    run_all("docs/tune.md");
+}

@@ -232,13 +232,18 @@ pub fn summary(outcome: &Outcome) -> String {
     );
     for (k, r) in outcome.rounds.iter().enumerate() {
         text.push_str(&format!(
-            "round {}: {} candidates to {} replications, {} simulations; {} left{}\n",
+            "round {}: {} candidate{} to {} replications, {} simulations; {} left{}\n",
             k + 1,
             r.candidates,
+            if r.candidates == 1 { "" } else { "s" },
             r.replications,
             r.simulations,
             r.left,
-            if r.twins > 0 { format!(" (and {} twins of them)", r.twins) } else { String::new() }
+            if r.twins > 0 {
+                format!(" (and {} twin{} of them)", r.twins, if r.twins == 1 { "" } else { "s" })
+            } else {
+                String::new()
+            }
         ));
     }
     let grid = n * outcome.max_replications as usize;
