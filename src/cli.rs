@@ -334,6 +334,10 @@ pub enum Command {
         /// Output folder, replaced as a whole. Default: results/<scenario>-tune/
         #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Continue a killed tune from its last finished round; the files are the
+        /// uninterrupted tune's, byte for byte.
+        #[arg(long)]
+        resume: bool,
     },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
@@ -455,6 +459,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             initial_replications,
             common,
             out,
+            resume,
         } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let jobs = worker_count(jobs)?;
@@ -471,6 +476,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 sets,
                 jobs,
                 out,
+                resume,
             };
             Ok((tune(&opts)?, EXIT_OK))
         }

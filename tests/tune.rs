@@ -201,3 +201,78 @@ fn bad_arguments_are_refused_with_the_argument_named() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Killed once a round is in the checkpoint, a tune resumes from there and writes the
+/// uninterrupted tune's files, byte for byte.
+#[test]
+fn a_killed_tune_resumes_to_the_uninterrupted_bytes() {
+    let dir = scratch("resume");
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "tune",
+            "scenarios/metastability.toml",
+            "-p",
+            "backoff",
+            "--space",
+            "policy.backoff.timeout_ms=500..3000:500",
+            "--space",
+            "policy.backoff.retry.max_attempts=1..4",
+            "--objective",
+            "max:auto_completion_ratio",
+            "--objective",
+            "min:run_latency_ms.p95",
+            "--replications",
+            "12",
+            "--set",
+            "simulation.duration_s=180",
+            "--jobs",
+            "1",
+            "-o",
+            out.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let reference = dir.join("reference");
+    let a: Vec<String> = args(&reference);
+    ok(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = dir.join("out");
+    let checkpoint = dir.join(".out.faultline-checkpoint").join("tune.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args(&out))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !checkpoint.exists() && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let finished = child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    child.wait().unwrap();
+    assert!(!finished && checkpoint.exists(), "the tune finished before a round was checkpointed");
+    let mut resume = args(&out);
+    resume.push("--resume".into());
+    let text = ok(&resume.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(text.starts_with("resumed from the checkpoint at "), "{text}");
+    assert_eq!(files_of(&out), files_of(&reference));
+    assert!(!checkpoint.exists(), "the checkpoint is removed once the files are in place");
+    // Nothing left to resume: the race starts again and says so.
+    let again = ok(&resume.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(again.starts_with("nothing to resume"), "{again}");
+    assert_eq!(files_of(&out), files_of(&reference));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

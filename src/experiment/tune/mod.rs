@@ -3,6 +3,7 @@
 //! may still be on the front), and the front is written with its intervals and one runnable
 //! scenario per point (files.rs).
 
+pub mod checkpoint;
 pub mod files;
 pub mod outcome;
 pub mod race;
@@ -13,8 +14,11 @@ use crate::experiment::batch::load::{apply_seed, collect_overrides, compile_scen
 use crate::experiment::batch::slo::{Check, compile_slo_with};
 use crate::experiment::batch::workers::{Task, Workers, replication_seed};
 use crate::experiment::command::CommandError;
-use crate::experiment::output::folder::OutputFolder;
-use crate::scenario::{Source, canonical_path, load_file, parse_override, quote, value_at};
+use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
+use crate::experiment::output::formats::VERSION;
+use crate::experiment::sweep::checkpoint::build_id;
+use crate::scenario::{Source, canonical_path, load_file, parse_override, parse_source, quote, sample_files, value_at};
+use checkpoint::{Checkpoint, RaceState, TuneKey};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
 use space::{Dimension, parse_dimension};
@@ -40,6 +44,8 @@ pub struct TuneOptions {
     pub sets: Vec<String>,
     pub jobs: usize,
     pub out: Option<PathBuf>,
+    /// Continue a killed tune from its last finished round.
+    pub resume: bool,
 }
 
 pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
@@ -109,6 +115,20 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
             candidates.len() - 1
         }
     };
+    // A foreign --out is refused, and the folder locked, before anything is computed.
+    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{scenario_name}-tune")));
+    let mut folder = OutputFolder::create(&out_dir)?;
+    let checkpoint = Checkpoint::at(&checkpoint_folder(folder.target()));
+    let key = tune_key(opts, &source, &scenario)?;
+    let resumed = if opts.resume { checkpoint.load(&key, candidates.len()) } else { None };
+    let resume_note = match (&resumed, opts.resume) {
+        (Some(state), _) => Some(format!(
+            "resumed from the checkpoint at {} replications ({} simulations kept)",
+            state.done, state.simulations
+        )),
+        (None, true) => Some("nothing to resume (no checkpoint of this tune): the race started again".to_string()),
+        (None, false) => None,
+    };
     let mut workers = Workers::start(opts.jobs, 0, "tuning")?;
     workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
     let outcome = race_all(
@@ -117,6 +137,7 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         &models,
         policy,
         candidates,
+        Progress { checkpoint: &checkpoint, key: &key, resumed },
         RaceSetup {
             current,
             scenario: scenario_name,
@@ -129,11 +150,13 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         },
     )?;
     workers.finish();
-    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{}-tune", outcome.scenario)));
-    let mut folder = OutputFolder::create(&out_dir)?;
     files::write_tune_files(&mut folder, &outcome, &source)?;
     let written = folder.commit("tune", &outcome.scenario)?;
+    checkpoint.remove();
     let mut text = files::summary(&outcome);
+    if let Some(note) = resume_note {
+        text = format!("{note}\n{text}");
+    }
     text.push_str(&format!(
         "wrote {}\n",
         written.iter().map(|f| out_dir.join(f).display().to_string()).collect::<Vec<_>>().join(", ")
@@ -150,6 +173,36 @@ fn same_values(values: &[String], own: &[Option<String>]) -> bool {
             _ => v == o,
         },
     })
+}
+
+/// Everything a tune's results depend on, for its checkpoint.
+fn tune_key(
+    opts: &TuneOptions,
+    source: &Source,
+    scenario: &crate::scenario::Scenario,
+) -> Result<TuneKey, CommandError> {
+    Ok(TuneKey {
+        version: VERSION.to_string(),
+        build: build_id(),
+        scenario: serde_json::to_string(&parse_source(source)?).expect("a scenario always serializes"),
+        policy: opts.policy.clone(),
+        space: opts.space.clone(),
+        objectives: opts.objectives.clone(),
+        sets: opts.sets.clone(),
+        seed: opts.seed,
+        replications: opts.replications,
+        candidates: opts.candidates,
+        initial_replications: opts.initial_replications,
+        budget: opts.budget,
+        files: sample_files(scenario),
+    })
+}
+
+/// Where the race keeps its state between rounds, and the state it resumes from.
+struct Progress<'a> {
+    checkpoint: &'a Checkpoint,
+    key: &'a TuneKey,
+    resumed: Option<RaceState>,
 }
 
 /// What the race needs besides the candidates.
@@ -174,6 +227,7 @@ fn race_all(
     models: &[Model],
     policy: usize,
     mut candidates: Vec<Candidate>,
+    progress: Progress,
     setup: RaceSetup,
 ) -> Result<Outcome, CommandError> {
     let mut status = vec![Status::Racing; candidates.len()];
@@ -190,6 +244,12 @@ fn race_all(
             objectives: vec![Vec::new(); setup.objectives.len()],
             constraints: vec![Vec::new(); setup.checks.len()],
         };
+    }
+    if let Some(state) = progress.resumed {
+        for (c, s) in candidates.iter_mut().zip(state.samples()) {
+            c.samples = s;
+        }
+        (status, rounds, done, simulations) = (state.status(), state.rounds.clone(), state.done, state.simulations);
     }
     while done < setup.max_replications {
         let next = if done == 0 { opts.initial_replications } else { done * 2 }.min(setup.max_replications);
@@ -236,6 +296,8 @@ fn race_all(
         let left = status.iter().filter(|s| **s == Status::Racing).count();
         let twins = status.iter().filter(|s| matches!(s, Status::Twin { .. })).count();
         rounds.push(Round { replications: next, candidates: racing.len(), simulations: tasks.len(), left, twins });
+        let kept: Vec<&Samples> = candidates.iter().map(|c| &c.samples).collect();
+        progress.checkpoint.save(&RaceState::new(progress.key, done, simulations, &rounds, &kept, &status))?;
     }
     let samples: Vec<Samples> = candidates.iter().map(|c| c.samples.clone()).collect();
     race::finish(&samples, &mut status, &setup.objectives, &setup.checks);

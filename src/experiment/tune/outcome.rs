@@ -32,7 +32,7 @@ pub struct Outcome {
 }
 
 /// One round of the race: how many candidates ran to how many replications.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Round {
     pub replications: u32,
     pub candidates: usize,

@@ -67,7 +67,7 @@ impl Samples {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Status {
     Racing,
     /// Candidate `by` was better with confidence after `replications` paired replications.
