@@ -379,6 +379,13 @@ pub enum Command {
         /// Also write the checks as a JUnit XML report (one test case per check) to FILE.
         #[arg(long, value_name = "FILE")]
         junit: Option<PathBuf>,
+        /// A `faultline tune` front.json: the candidate must stay within --front-tolerance of
+        /// one of its points on every objective (judged on its unfavourable 95 % bounds).
+        #[arg(long, value_name = "FILE")]
+        front: Option<PathBuf>,
+        /// How far off the front the candidate may be, in percent of a front point's value.
+        #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
+        front_tolerance: f64,
     },
     /// Load and check a scenario without running it.
     #[command(after_help = VALIDATE_EXAMPLES)]
@@ -512,7 +519,18 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Calibrate { traces, out, renames, fit, sampling_ratio, prometheus } => {
             Ok((calibrate(&CalibrateOptions { traces, out, renames, fit, sampling_ratio, prometheus })?, EXIT_OK))
         }
-        Command::Gate { scenario, candidate, baseline, baseline_scenario, thresholds_only, common, format, junit } => {
+        Command::Gate {
+            scenario,
+            candidate,
+            baseline,
+            baseline_scenario,
+            thresholds_only,
+            common,
+            format,
+            junit,
+            front,
+            front_tolerance,
+        } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let (jobs, format) = (worker_count(jobs)?, format.output());
             let report = gate(&GateOptions {
@@ -527,6 +545,8 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 jobs,
                 format,
                 junit,
+                front,
+                front_tolerance_percent: front_tolerance,
             })?;
             Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
         }

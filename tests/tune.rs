@@ -133,8 +133,31 @@ fn a_tune_is_the_same_bytes_for_any_thread_count_and_its_front_files_run() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    std::fs::remove_file(&copy).unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    // gate --front: the front point itself is on the front; a 500 ms timeout, far below the
+    // searched range's completion, is not (exit 99), and the JUnit report has the check.
+    let front_file = one.join("front.json");
+    let gate = |scenario: &str, extra: &[&str]| {
+        let args = [
+            &["gate", scenario, "--candidate", "backoff", "--front", front_file.to_str().unwrap()][..],
+            &["--replications", "6", "--set", "simulation.duration_s=200"],
+            extra,
+        ]
+        .concat();
+        faultline(&args)
+    };
+    let on = gate(copy.to_str().unwrap(), &["--front-tolerance", "10"]);
+    std::fs::remove_file(&copy).unwrap();
+    assert_eq!(on.status.code(), Some(0), "{}", String::from_utf8_lossy(&on.stdout));
+    let junit = out.join("gate.xml");
+    let off = gate(
+        "scenarios/metastability.toml",
+        &["--set", "policy.backoff.timeout_ms=500", "--front-tolerance", "1", "--junit", junit.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&off.stdout);
+    assert_eq!(off.status.code(), Some(99), "{text}");
+    assert!(text.contains("FAIL") && text.contains("off the front of"), "{text}");
+    assert!(std::fs::read_to_string(&junit).unwrap().contains("off the front of"));
     for d in [one, two, out] {
         std::fs::remove_dir_all(d).unwrap();
     }

@@ -5,6 +5,7 @@
 //! way replication k of both runs on `replication_seed(seed, k)` with the candidate file's
 //! seed and replication count.
 
+pub mod front;
 pub mod junit;
 
 use crate::engine::Model;
@@ -40,6 +41,9 @@ pub struct GateOptions {
     pub format: OutputFormat,
     /// Also write a JUnit XML report here.
     pub junit: Option<PathBuf>,
+    /// A tune's front.json: the candidate must stay within `front_tolerance_percent` of it.
+    pub front: Option<PathBuf>,
+    pub front_tolerance_percent: f64,
 }
 
 pub struct GateReport {
@@ -52,6 +56,8 @@ pub struct GateReport {
 enum Kind {
     Threshold,
     Regression,
+    /// Within a tolerance of a tuned front (`--front`).
+    Front,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -150,6 +156,7 @@ impl Outcome {
         match self.kind {
             Kind::Threshold => format!("{} {}", self.metric, self.expression),
             Kind::Regression => format!("{} (candidate - baseline) {}", self.metric, self.expression),
+            Kind::Front => format!("{} {}", self.metric, self.expression),
         }
     }
 
@@ -198,10 +205,17 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     apply_seed(&mut model, opts.seed, &overrides);
     let checks: SloChecks = compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
-    check_request(opts, &checks, &model, &source)?;
+    let front = opts.front.as_deref().map(front::read_front).transpose()?;
+    check_request(opts, &checks, &model, &source, front.is_some())?;
+    if let Some(f) = &front {
+        check_front_metrics(f, &model, opts)?;
+    }
     let Sides { models, sides, baseline } = choose_sides(opts, model, &checks, &source, &overrides)?;
     let runs = simulate_sides(&models, &sides, opts)?;
-    let outcomes = judge_checks(&checks, &runs);
+    let mut outcomes = judge_checks(&checks, &runs);
+    if let Some(f) = &front {
+        outcomes.push(front_outcome(f, opts, &runs[0]));
+    }
     let model = &models[0];
     let passed = !outcomes.iter().any(|o| o.status == Status::Fail);
     let text = text_report(model, opts, baseline.as_ref(), &outcomes);
@@ -216,8 +230,58 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
 }
 
 /// Refuses a gate that could judge nothing, or would silently skip what the scenario asks for.
-fn check_request(opts: &GateOptions, checks: &SloChecks, model: &Model, source: &Source) -> Result<(), CommandError> {
-    if checks.thresholds.is_empty() && checks.regressions.is_empty() {
+/// The `--front` check as one row: the nearest front point and the candidate's worst shortfall
+/// against it in percent, judged on its unfavourable bounds.
+fn front_outcome(f: &front::Front, opts: &GateOptions, runs: &[MetricMap]) -> Outcome {
+    let d = front::distance(f, runs);
+    let path = opts.front.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+    let pass = d.judged <= opts.front_tolerance_percent / 100.0;
+    let n = runs.len();
+    Outcome {
+        kind: Kind::Front,
+        metric: format!("off the front of {path} (nearest: candidate {})", d.point),
+        expression: format!("<= {}%", opts.front_tolerance_percent),
+        status: if pass { Status::Pass } else { Status::Fail },
+        pass: Some(pass),
+        judged: finite(100.0 * d.judged),
+        judged_on: "unfavourable",
+        judged_bound: "the worst shortfall on the unfavourable 95 % bounds, in %,",
+        limit: finite(opts.front_tolerance_percent),
+        mean: finite(100.0 * d.at_means),
+        ci95_low: None,
+        ci95_high: None,
+        undefined_replications: 0,
+        replications: n,
+        operator: "<=",
+    }
+}
+
+/// Every objective of the front is a metric of the candidate's scenario.
+fn check_front_metrics(f: &front::Front, model: &Model, opts: &GateOptions) -> Result<(), CommandError> {
+    let names = model.metric_names();
+    match f.objectives.iter().find(|(m, _)| !names.contains(m)) {
+        Some((m, _)) => Err(CommandError::Input(format!(
+            "argument `--front {}`: its objective `{m}` is not a metric of this scenario",
+            opts.front.as_deref().map(|p| p.display().to_string()).unwrap_or_default()
+        ))),
+        None if !(opts.front_tolerance_percent >= 0.0 && opts.front_tolerance_percent.is_finite()) => {
+            Err(CommandError::Input(format!(
+                "argument `--front-tolerance {}`: give a percentage of 0 or more",
+                opts.front_tolerance_percent
+            )))
+        }
+        None => Ok(()),
+    }
+}
+
+fn check_request(
+    opts: &GateOptions,
+    checks: &SloChecks,
+    model: &Model,
+    source: &Source,
+    has_front: bool,
+) -> Result<(), CommandError> {
+    if checks.thresholds.is_empty() && checks.regressions.is_empty() && !has_front {
         return Err(CommandError::Input(format!("{}: the scenario has no [slo] checks to gate on", source.path)));
     }
     if model.world.replications < 2 {
@@ -233,7 +297,7 @@ fn check_request(opts: &GateOptions, checks: &SloChecks, model: &Model, source: 
             "argument `--thresholds-only`: cannot be used with `{flag}`, which asks for the regression checks"
         )));
     }
-    if opts.thresholds_only && checks.thresholds.is_empty() {
+    if opts.thresholds_only && checks.thresholds.is_empty() && !has_front {
         return Err(CommandError::Input(format!(
             "argument `--thresholds-only`: {} has no [slo] thresholds, only [slo.regression] limits, so nothing would be judged",
             source.path
@@ -484,6 +548,9 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
         .collect();
     text.push_str(&render(&header, &rows));
     text.push_str("\n`<`/`<=` are judged on the upper 95 % bound, `>`/`>=` on the lower, `==` on both.\n");
+    if outcomes.iter().any(|o| o.kind == Kind::Front) {
+        text.push_str("`off the front`: the candidate's worst shortfall against the nearest front point over the tune's objectives, in % of that point's value, on the candidate's unfavourable 95 % bounds (`mean`: on its means).\n");
+    }
     let (passed, failed, skipped) = counts(outcomes);
     let skipped = if skipped > 0 { format!(", {skipped} skipped") } else { String::new() };
     let verdict = if failed == 0 { "PASS" } else { "FAIL" };
@@ -568,6 +635,7 @@ fn junit_report(
             let kind = match o.kind {
                 Kind::Threshold => "threshold",
                 Kind::Regression => "regression",
+                Kind::Front => "front",
             };
             let result = match o.status {
                 Status::Pass => CaseResult::Passed,
