@@ -338,6 +338,11 @@ pub enum Command {
         /// uninterrupted tune's, byte for byte.
         #[arg(long)]
         resume: bool,
+        /// After the first race, this many generations of new candidates near the front
+        /// (steps in intervals that halve each generation, neighbouring values elsewhere),
+        /// each raced like the first.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        generations: u32,
     },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
@@ -467,6 +472,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             common,
             out,
             resume,
+            generations,
         } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let jobs = worker_count(jobs)?;
@@ -484,6 +490,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 jobs,
                 out,
                 resume,
+                generations,
             };
             Ok((tune(&opts)?, EXIT_OK))
         }

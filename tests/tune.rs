@@ -114,7 +114,7 @@ fn a_tune_is_the_same_bytes_for_any_thread_count_and_its_front_files_run() {
     // the file's own values (base_ms 500) as a seventh.
     let candidates = std::fs::read_to_string(one.join("candidates.csv")).unwrap();
     assert_eq!(candidates.lines().count(), 1 + 7);
-    assert!(candidates.lines().last().unwrap().starts_with("6,true,3000,500,"), "{candidates}");
+    assert!(candidates.lines().last().unwrap().starts_with("6,true,0,3000,500,"), "{candidates}");
     check_report(&one);
     // Each front point is a runnable scenario with the candidate's values.
     let first = front(&one)[0].clone();
@@ -298,4 +298,46 @@ fn a_killed_tune_resumes_to_the_uninterrupted_bytes() {
     assert!(again.starts_with("nothing to resume"), "{again}");
     assert_eq!(files_of(&out), files_of(&reference));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--generations`: children of the front join the race with their generation, stay inside
+/// the interval, and come out the same for any thread count.
+#[test]
+fn generations_add_children_near_the_front() {
+    let base = [
+        "tune",
+        "scenarios/metastability.toml",
+        "-p",
+        "backoff",
+        "--space",
+        "policy.backoff.timeout_ms=500.0..4000.0",
+        "--candidates",
+        "6",
+        "--generations",
+        "2",
+        "--objective",
+        "max:auto_completion_ratio",
+        "--objective",
+        "min:run_latency_ms.p95",
+        "--replications",
+        "6",
+        "--set",
+        "simulation.duration_s=180",
+    ];
+    let (one, two) = (scratch("gen-1"), scratch("gen-2"));
+    ok(&[&base[..], &["--jobs", "1", "-o", one.to_str().unwrap()]].concat());
+    ok(&[&base[..], &["--jobs", "2", "-o", two.to_str().unwrap()]].concat());
+    assert_eq!(files_of(&one), files_of(&two));
+    let csv = std::fs::read_to_string(one.join("candidates.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    for g in ["1", "2"] {
+        let children: Vec<&Vec<&str>> = rows.iter().filter(|r| r[2] == g).collect();
+        assert!(!children.is_empty(), "generation {g}: {csv}");
+        for c in children {
+            let timeout: f64 = c[3].parse().unwrap();
+            assert!((500.0..=4000.0).contains(&timeout), "{c:?}");
+        }
+    }
+    std::fs::remove_dir_all(&one).unwrap();
+    std::fs::remove_dir_all(&two).unwrap();
 }

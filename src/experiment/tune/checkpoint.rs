@@ -26,6 +26,7 @@ pub struct TuneKey {
     pub candidates: usize,
     pub initial_replications: u32,
     pub budget: Option<usize>,
+    pub generations: u32,
     /// Samples files the scenario reads, as `path digest`.
     pub files: Vec<String>,
 }
@@ -33,6 +34,9 @@ pub struct TuneKey {
 /// One candidate's part of the race: values as f64 bits (exact, NaN included) and status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct CandidateState {
+    /// Its values and generation, so a child of a later generation can be made again.
+    values: Vec<String>,
+    generation: u32,
     objectives: Vec<Vec<u64>>,
     constraints: Vec<Vec<u64>>,
     status: Status,
@@ -42,6 +46,7 @@ struct CandidateState {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RaceState {
     key: TuneKey,
+    pub generation: u32,
     pub done: u32,
     pub simulations: usize,
     pub rounds: Vec<Round>,
@@ -57,23 +62,29 @@ fn floats(v: &[Vec<u64>]) -> Vec<Vec<f64>> {
 }
 
 impl RaceState {
+    /// `at` is (generation, replications done in it, simulations so far); `values` each
+    /// candidate's values and generation.
     pub fn new(
         key: &TuneKey,
-        done: u32,
-        simulations: usize,
+        at: (u32, u32, usize),
         rounds: &[Round],
+        values: &[(Vec<String>, u32)],
         samples: &[&Samples],
         status: &[Status],
     ) -> Self {
         RaceState {
             key: key.clone(),
-            done,
-            simulations,
+            generation: at.0,
+            done: at.1,
+            simulations: at.2,
             rounds: rounds.to_vec(),
             candidates: samples
                 .iter()
                 .zip(status)
-                .map(|(s, st)| CandidateState {
+                .zip(values)
+                .map(|((s, st), (v, g))| CandidateState {
+                    values: v.clone(),
+                    generation: *g,
                     objectives: bits(&s.objectives),
                     constraints: bits(&s.constraints),
                     status: st.clone(),
@@ -87,6 +98,14 @@ impl RaceState {
             .iter()
             .map(|c| Samples { objectives: floats(&c.objectives), constraints: floats(&c.constraints) })
             .collect()
+    }
+
+    pub fn values(&self) -> Vec<Vec<String>> {
+        self.candidates.iter().map(|c| c.values.clone()).collect()
+    }
+
+    pub fn generations(&self) -> Vec<u32> {
+        self.candidates.iter().map(|c| c.generation).collect()
     }
 
     pub fn status(&self) -> Vec<Status> {
@@ -108,12 +127,15 @@ impl Checkpoint {
         self.dir.join("tune.json")
     }
 
-    /// The state to resume: a checkpoint of this key with one state per candidate. Anything
-    /// else (none, another key, a damaged file) is no state.
-    pub fn load(&self, key: &TuneKey, candidates: usize) -> Option<RaceState> {
+    /// The state to resume: a checkpoint of this key whose first candidates are `first`
+    /// (children of later generations follow them). Anything else (none, another key, a
+    /// damaged file) is no state.
+    pub fn load(&self, key: &TuneKey, first: &[Vec<String>]) -> Option<RaceState> {
         let bytes = std::fs::read(self.file()).ok()?;
         let state: RaceState = serde_json::from_slice(&bytes).ok()?;
-        (state.key == *key && state.candidates.len() == candidates).then_some(state)
+        let same_start = state.candidates.len() >= first.len()
+            && state.candidates.iter().zip(first).all(|(c, v)| c.values == *v && c.generation == 0);
+        (state.key == *key && same_start).then_some(state)
     }
 
     pub fn save(&self, state: &RaceState) -> Result<(), CommandError> {

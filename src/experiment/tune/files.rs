@@ -40,7 +40,7 @@ fn objective_estimates(outcome: &Outcome, i: usize) -> Vec<Estimate> {
 fn csv_rows(outcome: &Outcome, rows: &[usize]) -> Result<Vec<u8>, CommandError> {
     let io = |e: csv::Error| CommandError::Io(format!("cannot write a tune table: {e}"));
     let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = vec!["candidate".into(), "current".into()];
+    let mut header: Vec<String> = vec!["candidate".into(), "current".into(), "generation".into()];
     header.extend(outcome.dimensions.iter().map(|d| d.path.clone()));
     header.extend(["replications".into(), "status".into(), "reason".into()]);
     for o in &outcome.objectives {
@@ -49,7 +49,8 @@ fn csv_rows(outcome: &Outcome, rows: &[usize]) -> Result<Vec<u8>, CommandError> 
     w.write_record(&header).map_err(io)?;
     for &i in rows {
         let (word, reason) = status_words(outcome, i);
-        let mut record: Vec<String> = vec![i.to_string(), (i == outcome.current).to_string()];
+        let mut record: Vec<String> =
+            vec![i.to_string(), (i == outcome.current).to_string(), outcome.candidates[i].generation.to_string()];
         record.extend(outcome.candidates[i].values.iter().cloned());
         record.extend([outcome.candidates[i].samples.replications().to_string(), word.to_string(), reason]);
         for e in objective_estimates(outcome, i) {
@@ -85,6 +86,7 @@ fn front_json(outcome: &Outcome) -> Vec<u8> {
                 .collect();
             json!({
                 "candidate": i,
+                "generation": outcome.candidates[i].generation,
                 "params": params,
                 "replications": outcome.candidates[i].samples.replications(),
                 "objectives": objectives,
@@ -232,7 +234,12 @@ pub fn summary(outcome: &Outcome) -> String {
     );
     for (k, r) in outcome.rounds.iter().enumerate() {
         text.push_str(&format!(
-            "round {}: {} candidate{} to {} replications, {} simulations; {} left{}\n",
+            "{}round {}: {} candidate{} to {} replications, {} simulations; {} left{}\n",
+            if outcome.rounds.iter().any(|r| r.generation > 0) {
+                format!("generation {}, ", r.generation)
+            } else {
+                String::new()
+            },
             k + 1,
             r.candidates,
             if r.candidates == 1 { "" } else { "s" },

@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod files;
+pub mod generations;
 pub mod outcome;
 pub mod race;
 pub mod space;
@@ -46,6 +47,8 @@ pub struct TuneOptions {
     pub out: Option<PathBuf>,
     /// Continue a killed tune from its last finished round.
     pub resume: bool,
+    /// Generations of new candidates near the front after the first race.
+    pub generations: u32,
 }
 
 pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
@@ -89,7 +92,7 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     let points = space::candidates(&dimensions, opts.candidates, seed);
     let mut candidates = Vec::with_capacity(points.len() + 1);
     let mut models = Vec::with_capacity(points.len() + 1);
-    for values in points {
+    let make = |values: Vec<String>, generation: u32| -> Result<(Candidate, Model), CommandError> {
         let mut overrides = base.clone();
         for ((d, v), argument) in dimensions.iter().zip(&values).zip(&opts.space) {
             let mut o = parse_override(&format!("{}={v}", d.path))?;
@@ -98,8 +101,12 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         }
         let (mut model, _) = compile_scenario(&source, &overrides)?;
         apply_seed(&mut model, opts.seed, &overrides);
+        Ok((Candidate { values, overrides, samples: Samples::default(), generation }, model))
+    };
+    for values in points {
+        let (candidate, model) = make(values, 0)?;
         models.push(model);
-        candidates.push(Candidate { values, overrides, samples: Samples::default() });
+        candidates.push(candidate);
     }
     // The scenario's own values race too, so the front says where today's policy stands.
     let own: Vec<Option<String>> = dimensions
@@ -111,7 +118,7 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         None => {
             let values = own.iter().map(|v| v.clone().unwrap_or_else(|| "(default)".into())).collect();
             models.push(first);
-            candidates.push(Candidate { values, overrides: base.clone(), samples: Samples::default() });
+            candidates.push(Candidate { values, overrides: base.clone(), samples: Samples::default(), generation: 0 });
             candidates.len() - 1
         }
     };
@@ -120,11 +127,12 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     let mut folder = OutputFolder::create(&out_dir)?;
     let checkpoint = Checkpoint::at(&checkpoint_folder(folder.target()));
     let key = tune_key(opts, &source, &scenario)?;
-    let resumed = if opts.resume { checkpoint.load(&key, candidates.len()) } else { None };
+    let first_values: Vec<Vec<String>> = candidates.iter().map(|c| c.values.clone()).collect();
+    let resumed = if opts.resume { checkpoint.load(&key, &first_values) } else { None };
     let resume_note = match (&resumed, opts.resume) {
         (Some(state), _) => Some(format!(
-            "resumed from the checkpoint at {} replications ({} simulations kept)",
-            state.done, state.simulations
+            "resumed from the checkpoint at {} replications of generation {} ({} simulations kept)",
+            state.done, state.generation, state.simulations
         )),
         (None, true) => Some("nothing to resume (no checkpoint of this tune): the race started again".to_string()),
         (None, false) => None,
@@ -134,16 +142,15 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     let outcome = race_all(
         opts,
         &workers,
-        &models,
+        Field { models, candidates, make: &make },
         policy,
-        candidates,
         Progress { checkpoint: &checkpoint, key: &key, resumed },
         RaceSetup {
             current,
             scenario: scenario_name,
             policy: policy_name,
             seed,
-            dimensions,
+            dimensions: dimensions.clone(),
             objectives,
             checks,
             max_replications,
@@ -194,8 +201,16 @@ fn tune_key(
         candidates: opts.candidates,
         initial_replications: opts.initial_replications,
         budget: opts.budget,
+        generations: opts.generations,
         files: sample_files(scenario),
     })
+}
+
+/// The candidates, their models, and how to make one more (a child of a generation).
+struct Field<'a> {
+    models: Vec<Model>,
+    candidates: Vec<Candidate>,
+    make: &'a dyn Fn(Vec<String>, u32) -> Result<(Candidate, Model), CommandError>,
 }
 
 /// Where the race keeps its state between rounds, and the state it resumes from.
@@ -219,85 +234,136 @@ struct RaceSetup {
 
 /// Rounds: every candidate still racing runs up to the round's replications (the first round
 /// `--initial-replications`, then twice as many, up to the most), then the beaten and the
-/// infeasible leave. Stops when the survivors have every replication, or before a round the
-/// budget cannot pay for.
+/// infeasible leave. When the survivors have every replication, each `--generations` adds
+/// children of the front and races them the same way (a candidate that has a round's
+/// replications already runs nothing, and comparisons use the replications both ran). Stops
+/// before a round the budget cannot pay for.
 fn race_all(
     opts: &TuneOptions,
     workers: &Workers,
-    models: &[Model],
+    field: Field,
     policy: usize,
-    mut candidates: Vec<Candidate>,
     progress: Progress,
     setup: RaceSetup,
 ) -> Result<Outcome, CommandError> {
+    let Field { mut models, mut candidates, make } = field;
     let mut status = vec![Status::Racing; candidates.len()];
     let mut rounds = Vec::new();
-    let (mut done, mut simulations, mut budget_stopped) = (0u32, 0usize, false);
+    let (mut generation, mut done, mut simulations, mut budget_stopped) = (0u32, 0u32, 0usize, false);
     let metrics: Vec<String> = setup
         .objectives
         .iter()
         .map(|o| o.metric.clone())
         .chain(setup.checks.iter().map(|c| c.metric.clone()))
         .collect();
+    let empty = Samples {
+        objectives: vec![Vec::new(); setup.objectives.len()],
+        constraints: vec![Vec::new(); setup.checks.len()],
+    };
     for c in &mut candidates {
-        c.samples = Samples {
-            objectives: vec![Vec::new(); setup.objectives.len()],
-            constraints: vec![Vec::new(); setup.checks.len()],
-        };
+        c.samples = empty.clone();
     }
     if let Some(state) = progress.resumed {
+        for (values, g) in state.values().iter().zip(state.generations()).skip(candidates.len()) {
+            let (candidate, model) = make(values.clone(), g)?;
+            models.push(model);
+            candidates.push(candidate);
+        }
         for (c, s) in candidates.iter_mut().zip(state.samples()) {
             c.samples = s;
         }
-        (status, rounds, done, simulations) = (state.status(), state.rounds.clone(), state.done, state.simulations);
+        (status, rounds, generation, done, simulations) =
+            (state.status(), state.rounds.clone(), state.generation, state.done, state.simulations);
     }
-    while done < setup.max_replications {
-        let next = if done == 0 { opts.initial_replications } else { done * 2 }.min(setup.max_replications);
-        let racing: Vec<usize> = (0..candidates.len()).filter(|&i| status[i] == Status::Racing).collect();
-        let cost = racing.len() * (next - done) as usize;
-        if opts.budget.is_some_and(|b| simulations + cost > b) {
-            budget_stopped = true;
+    loop {
+        while done < setup.max_replications {
+            let next = if done == 0 { opts.initial_replications } else { done * 2 }.min(setup.max_replications);
+            let racing: Vec<usize> = (0..candidates.len()).filter(|&i| status[i] == Status::Racing).collect();
+            let from = |i: usize| (candidates[i].samples.replications() as u32).min(next);
+            let cost: usize = racing.iter().map(|&i| (next - from(i)) as usize).sum();
+            if opts.budget.is_some_and(|b| simulations + cost > b) {
+                budget_stopped = true;
+                break;
+            }
+            let seeds: Vec<u64> = models.iter().map(|m| m.world.seed).collect();
+            let tasks: Vec<Task> = racing
+                .iter()
+                .flat_map(|&i| {
+                    let seed = seeds[i];
+                    (from(i)..next).map(move |r| Task {
+                        model: i,
+                        policy,
+                        replication: r,
+                        seed: replication_seed(seed, r),
+                    })
+                })
+                .collect();
+            let running = racing.iter().filter(|&&i| from(i) < next).count();
+            workers.set_total(tasks.len() as u64, &format!("tune round {} ({running} candidates)", rounds.len() + 1));
+            let describe = |t: &Task| {
+                format!("candidate {} ({}), ", t.model, point_text(&setup.dimensions, &candidates[t.model].values))
+            };
+            let values = workers.simulate(&models, &tasks, &describe, &|_, r| {
+                metrics.iter().map(|m| r.metrics.get(m).copied().unwrap_or(f64::NAN)).collect::<Vec<f64>>()
+            })?;
+            for (task, row) in tasks.iter().zip(values) {
+                let s = &mut candidates[task.model].samples;
+                let (objective_values, check_values) = row.split_at(setup.objectives.len());
+                for (k, v) in objective_values.iter().enumerate() {
+                    s.objectives[k].push(*v);
+                }
+                for (c, v) in check_values.iter().enumerate() {
+                    s.constraints[c].push(*v);
+                }
+            }
+            simulations += tasks.len();
+            done = next;
+            let samples: Vec<Samples> = candidates.iter().map(|c| c.samples.clone()).collect();
+            race::pair_twins(&samples, &mut status);
+            race::eliminate(&samples, &mut status, &setup.objectives, &setup.checks);
+            let left = status.iter().filter(|s| **s == Status::Racing).count();
+            let twins = status.iter().filter(|s| matches!(s, Status::Twin { .. })).count();
+            rounds.push(Round {
+                generation,
+                replications: next,
+                candidates: running,
+                simulations: tasks.len(),
+                left,
+                twins,
+            });
+            let kept: Vec<&Samples> = candidates.iter().map(|c| &c.samples).collect();
+            let values: Vec<(Vec<String>, u32)> = candidates.iter().map(|c| (c.values.clone(), c.generation)).collect();
+            progress.checkpoint.save(&RaceState::new(
+                progress.key,
+                (generation, done, simulations),
+                &rounds,
+                &values,
+                &kept,
+                &status,
+            ))?;
+        }
+        if budget_stopped || generation >= opts.generations {
             break;
         }
-        let tasks: Vec<Task> = racing
-            .iter()
-            .flat_map(|&i| {
-                (done..next).map(move |r| Task {
-                    model: i,
-                    policy,
-                    replication: r,
-                    seed: replication_seed(models[i].world.seed, r),
-                })
-            })
+        generation += 1;
+        done = 0;
+        let parents: Vec<Vec<String>> = (0..candidates.len())
+            .filter(|&i| status[i] == Status::Racing)
+            .map(|i| candidates[i].values.clone())
             .collect();
-        workers
-            .set_total(tasks.len() as u64, &format!("tune round {} ({} candidates)", rounds.len() + 1, racing.len()));
-        let describe = |t: &Task| {
-            format!("candidate {} ({}), ", t.model, point_text(&setup.dimensions, &candidates[t.model].values))
-        };
-        let values = workers.simulate(models, &tasks, &describe, &|_, r| {
-            metrics.iter().map(|m| r.metrics.get(m).copied().unwrap_or(f64::NAN)).collect::<Vec<f64>>()
-        })?;
-        for (task, row) in tasks.iter().zip(values) {
-            let s = &mut candidates[task.model].samples;
-            let (objective_values, check_values) = row.split_at(setup.objectives.len());
-            for (k, v) in objective_values.iter().enumerate() {
-                s.objectives[k].push(*v);
-            }
-            for (c, v) in check_values.iter().enumerate() {
-                s.constraints[c].push(*v);
-            }
+        let existing: Vec<Vec<String>> = candidates.iter().map(|c| c.values.clone()).collect();
+        let kids =
+            generations::children(&setup.dimensions, &parents, &existing, opts.candidates, generation, setup.seed);
+        if kids.is_empty() {
+            break;
         }
-        simulations += tasks.len();
-        done = next;
-        let samples: Vec<Samples> = candidates.iter().map(|c| c.samples.clone()).collect();
-        race::pair_twins(&samples, &mut status);
-        race::eliminate(&samples, &mut status, &setup.objectives, &setup.checks);
-        let left = status.iter().filter(|s| **s == Status::Racing).count();
-        let twins = status.iter().filter(|s| matches!(s, Status::Twin { .. })).count();
-        rounds.push(Round { replications: next, candidates: racing.len(), simulations: tasks.len(), left, twins });
-        let kept: Vec<&Samples> = candidates.iter().map(|c| &c.samples).collect();
-        progress.checkpoint.save(&RaceState::new(progress.key, done, simulations, &rounds, &kept, &status))?;
+        for values in kids {
+            let (mut candidate, model) = make(values, generation)?;
+            candidate.samples = empty.clone();
+            models.push(model);
+            candidates.push(candidate);
+            status.push(Status::Racing);
+        }
     }
     let samples: Vec<Samples> = candidates.iter().map(|c| c.samples.clone()).collect();
     race::finish(&samples, &mut status, &setup.objectives, &setup.checks);

@@ -11,6 +11,8 @@ pub struct Candidate {
     pub values: Vec<String>,
     pub overrides: Vec<Override>,
     pub samples: Samples,
+    /// 0 for the first candidates, g for a child of generation g (`--generations`).
+    pub generation: u32,
 }
 
 /// Everything a tune found, for the files and the printed summary.
@@ -34,6 +36,7 @@ pub struct Outcome {
 /// One round of the race: how many candidates ran to how many replications.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Round {
+    pub generation: u32,
     pub replications: u32,
     pub candidates: usize,
     pub simulations: usize,

@@ -49,7 +49,7 @@ impl Dimension {
 
 /// A decimal with six significant digits, as a scenario value (always with a point, so an
 /// integer-looking draw stays a float).
-fn format_decimal(x: f64) -> String {
+pub fn format_decimal(x: f64) -> String {
     let digits = (6 - 1 - x.abs().max(1e-12).log10().floor() as i32).clamp(0, 12) as usize;
     let text = format!("{x:.digits$}");
     let text = if text.contains('.') { text.trim_end_matches('0').to_string() } else { text };
