@@ -410,7 +410,7 @@ fn set_without_equals_is_rejected() {
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "simulation.seed"]);
     let line = assert_input_error(&o, &sb.out(), &["expected path=value"]);
-    assert_starts_with(&line, "error: argument `simulation.seed`: ");
+    assert_starts_with(&line, "error: argument `--set simulation.seed`: ");
 }
 
 #[test]
@@ -419,7 +419,7 @@ fn set_with_empty_segment_is_rejected() {
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "dependency..servers=3"]);
     let line = assert_input_error(&o, &sb.out(), &["empty segment"]);
-    assert_starts_with(&line, "error: argument `dependency..servers=3`: ");
+    assert_starts_with(&line, "error: argument `--set dependency..servers=3`: ");
 }
 
 #[test]
@@ -428,7 +428,7 @@ fn set_with_empty_value_is_rejected() {
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "simulation.seed="]);
     let line = assert_input_error(&o, &sb.out(), &["the value is empty"]);
-    assert_starts_with(&line, "error: argument `simulation.seed=`: simulation.seed: ");
+    assert_starts_with(&line, "error: argument `--set simulation.seed=`: simulation.seed: ");
 }
 
 #[test]
@@ -437,7 +437,7 @@ fn set_to_unknown_dependency_is_rejected() {
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "dependency.nope.servers=3"]);
     let line = assert_input_error(&o, &sb.out(), &["no element named or numbered `nope`"]);
-    assert_starts_with(&line, "error: argument `dependency.nope.servers=3`: dependency.nope.servers: ");
+    assert_starts_with(&line, "error: argument `--set dependency.nope.servers=3`: dependency.nope.servers: ");
 }
 
 #[test]
@@ -446,7 +446,7 @@ fn set_with_wrong_type_names_the_argument() {
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "dependency.db.servers=lots"]);
     let line = assert_input_error(&o, &sb.out(), &["invalid type"]);
-    assert_starts_with(&line, "error: argument `dependency.db.servers=lots`: ");
+    assert_starts_with(&line, "error: argument `--set dependency.db.servers=lots`: ");
     assert!(line.contains("servers"), "{line}");
 }
 
@@ -455,18 +455,27 @@ fn set_unknown_field_names_the_argument() {
     let sb = Sandbox::new("set_unknown_field");
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "simulation.sed=4"]);
-    let line = assert_input_error(&o, &sb.out(), &["unknown field `sed`"]);
-    assert_starts_with(&line, "error: argument `simulation.sed=4`: ");
+    let line = assert_input_error(&o, &sb.out(), &["unknown field `sed`", "did you mean `seed`?"]);
+    assert_starts_with(&line, "error: argument `--set simulation.sed=4`: ");
 }
 
 #[test]
+fn set_with_wrong_type_says_it_in_plain_words() {
+    let sb = Sandbox::new("set_plain_type");
+    let path = sb.write("small.toml", BASE);
+    let o = run(&sb, &path, &sb.out(), &["--set", "simulation.duration_s=abc"]);
+    let line = assert_input_error(&o, &sb.out(), &["expected a number"]);
+    assert!(!line.contains("f64"), "{line}");
+    assert_starts_with(&line, "error: argument `--set simulation.duration_s=abc`: ");
+}
 
+#[test]
 fn set_with_out_of_range_value_names_the_argument() {
     let sb = Sandbox::new("set_out_of_range");
     let path = sb.write("small.toml", BASE);
     let o = run(&sb, &path, &sb.out(), &["--set", "dependency.db.hang_probability=2"]);
     let line = assert_input_error(&o, &sb.out(), &["a probability must be in [0, 1], got 2"]);
-    assert_starts_with(&line, "error: argument `dependency.db.hang_probability=2`: ");
+    assert_starts_with(&line, "error: argument `--set dependency.db.hang_probability=2`: ");
 }
 
 #[test]
@@ -1212,7 +1221,7 @@ fn a_set_to_a_misspelt_policy_is_rejected() {
     assert_input_error(
         &o,
         &sb.out(),
-        &["argument `policy.carefull.timeout_ms=5`", "unknown policy `carefull`; did you mean `careful`?"],
+        &["argument `--set policy.carefull.timeout_ms=5`", "unknown policy `carefull`; did you mean `careful`?"],
     );
     let o = run(&sb, &path, &sb.out(), &["--set", "policy.new={ timeout_ms = 5 }"]);
     assert_input_error(&o, &sb.out(), &["unknown policy `new`"]);
@@ -1245,7 +1254,7 @@ fn an_slo_from_the_command_line_is_checked_and_named() {
             "slo.no_such_metric=[\"< 0\"]".into(),
         ],
     );
-    assert_input_error(&o, &sb.out(), &["argument `slo.no_such_metric=[\"< 0\"]`", "unknown metric"]);
+    assert_input_error(&o, &sb.out(), &["argument `--set slo.no_such_metric=[\"< 0\"]`", "unknown metric"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1482,7 +1491,7 @@ fn gate_across_files_rejects_what_cannot_be_paired() {
     assert_input_error(
         &o,
         &sb.out(),
-        &["argument `policy.careful.timeout_ms=100`", &format!("(in the baseline scenario {})", s(&renamed))],
+        &["argument `--set policy.careful.timeout_ms=100`", &format!("(in the baseline scenario {})", s(&renamed))],
     );
     let o = gate(&["--baseline-scenario", &s(&sb.path("absent.toml"))]);
     assert_input_error(&o, &sb.out(), &["absent.toml", "cannot read the file"]);

@@ -297,7 +297,11 @@ fn integers_beyond_64_signed_bits_are_refused_at_their_position() {
     // An argument is held to the same range; --seed takes every u64.
     let path = sb.write("base.toml", BASE);
     let o = run(&sb, &path, &["--set", "simulation.seed=9223372036854775808"]);
-    input_error(&sb, &o, &["argument `simulation.seed=9223372036854775808`: simulation.seed: ", "is out of range"]);
+    input_error(
+        &sb,
+        &o,
+        &["argument `--set simulation.seed=9223372036854775808`: simulation.seed: ", "is out of range"],
+    );
     let o = run(&sb, &path, &["--seed", "18446744073709551615", "--replications", "1"]);
     success(&sb, &o);
 }

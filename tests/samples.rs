@@ -132,7 +132,8 @@ fn the_file_is_found_beside_the_scenario_and_bad_files_are_named() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("argument `dependency.provider.service_time.samples_file=data/bad.txt`") && err.contains("line 3"),
+        err.contains("argument `--set dependency.provider.service_time.samples_file=data/bad.txt`")
+            && err.contains("line 3"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

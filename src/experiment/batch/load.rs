@@ -65,7 +65,16 @@ fn blame<T>(
 /// `--replications` becomes an override, so it gets the same checks as the file. `--seed` is
 /// applied after compilation (see [`apply_seed`]): TOML integers stop at 2^63 - 1, seeds do not.
 pub fn collect_overrides(sets: &[String], replications: Option<u32>) -> Result<Vec<Override>, ScenarioError> {
-    let mut overrides: Vec<Override> = sets.iter().map(|s| parse_override(s)).collect::<Result<_, _>>()?;
+    // Errors name the flag the value came from: `--set path=value`, as typed.
+    let mut overrides: Vec<Override> = sets
+        .iter()
+        .map(|s| {
+            let mut o = parse_override(s)
+                .map_err(|e| ScenarioError::in_argument(&format!("--set {s}"), &e.field, e.message))?;
+            o.argument = format!("--set {s}");
+            Ok(o)
+        })
+        .collect::<Result<_, ScenarioError>>()?;
     if let Some(n) = replications {
         let mut o = parse_override(&format!("simulation.replications={n}"))?;
         o.argument = format!("--replications {n}");
@@ -76,7 +85,9 @@ pub fn collect_overrides(sets: &[String], replications: Option<u32>) -> Result<V
 
 /// Sets the root seed from `--seed`; returns the arguments to record as provenance.
 pub fn apply_seed(model: &mut Model, seed: Option<u64>, overrides: &[Override]) -> Vec<String> {
-    let mut applied: Vec<String> = overrides.iter().map(|o| o.argument.clone()).collect();
+    // Provenance keeps the `--set` values as typed, without the flag.
+    let mut applied: Vec<String> =
+        overrides.iter().map(|o| o.argument.strip_prefix("--set ").unwrap_or(&o.argument).to_string()).collect();
     if let Some(seed) = seed {
         model.world.seed = seed;
         applied.push(format!("--seed {seed}"));
