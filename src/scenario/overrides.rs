@@ -63,7 +63,7 @@ pub fn apply_overrides(source: &Source, overrides: &[Override]) -> Result<Scenar
         let field = e.path().to_string();
         let culprit =
             overrides.iter().rev().find(|o| normalized(&field).starts_with(&o.path.join("."))).or(overrides.last());
-        let message = super::load::with_suggestion(super::load::first_line(&e.inner().message().to_string()));
+        let message = super::load::with_suggestion(super::load::first_line(e.inner().message()));
         match culprit {
             Some(o) => ScenarioError::in_argument(&o.argument, &field, message),
             None => ScenarioError::in_file(&source.path, None, None, &field, message),
