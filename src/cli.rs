@@ -76,8 +76,10 @@ pub struct BatchArgs {
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
     /// Worker threads. Default: every core.
-    #[arg(short = 'j', long)]
-    jobs: Option<usize>,
+    // Negative numbers are read as numbers, so `--jobs -1` gets the rule it breaks rather than
+    // clap's advice to write `-- -1` (which would make it a positional argument).
+    #[arg(short = 'j', long, allow_negative_numbers = true)]
+    jobs: Option<i64>,
 }
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -428,13 +430,15 @@ fn fit_parser() -> impl TypedValueParser<Value = FitChoice> {
         .map(|word| FitChoice::parse(&word).expect("clap accepts only FitChoice's names"))
 }
 
-fn worker_count(j: Option<usize>) -> Result<usize, CommandError> {
+fn worker_count(j: Option<i64>) -> Result<usize, CommandError> {
     match j {
-        Some(0) => Err(CommandError::Input("argument `--jobs 0`: at least one worker is needed".into())),
-        Some(n) if n > MAX_JOBS => {
+        Some(n) if n < 1 => Err(CommandError::Input(format!(
+            "argument `--jobs {n}`: the number of worker threads is 1 or more (leave --jobs out for one per core)"
+        ))),
+        Some(n) if n as u64 > MAX_JOBS as u64 => {
             Err(CommandError::Input(format!("argument `--jobs {n}`: at most {MAX_JOBS} workers")))
         }
-        Some(n) => Ok(n),
+        Some(n) => Ok(n as usize),
         None => Ok(default_jobs()),
     }
 }

@@ -634,6 +634,10 @@ fn zero_jobs_is_rejected() {
     let path = sb.write("small.toml", BASE);
     let o = faultline(&sb, ["run".to_string(), s(&path), "--out".into(), s(&sb.out()), "--jobs".into(), "0".into()]);
     assert_input_error(&o, &sb.out(), &["argument `--jobs 0`"]);
+    // A negative count gets the rule it breaks, not clap's advice to write `-- -1`.
+    let o = faultline(&sb, ["run".to_string(), s(&path), "--out".into(), s(&sb.out()), "--jobs".into(), "-1".into()]);
+    let line = assert_input_error(&o, &sb.out(), &["argument `--jobs -1`", "1 or more"]);
+    assert!(!line.contains("-- -1"), "{line}");
 }
 
 #[test]
