@@ -4,6 +4,7 @@
 use crate::experiment::batch::workers::{MAX_JOBS, default_jobs};
 use crate::experiment::calibrate::choose::FitChoice;
 use crate::experiment::calibrate::{CalibrateOptions, calibrate};
+use crate::experiment::docs::docs;
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
@@ -394,6 +395,12 @@ pub enum Command {
         #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
         front_tolerance: f64,
     },
+    /// Print the documentation built into this binary: a topic (scenario, metrics, trace,
+    /// tune, calibrate, cluster, references, essay), or the list of topics.
+    Docs {
+        /// The document to print; without it, the list.
+        topic: Option<String>,
+    },
     /// Load and check a scenario without running it.
     #[command(after_help = VALIDATE_EXAMPLES)]
     Validate {
@@ -562,6 +569,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
         }
         Command::Validate { scenario } => Ok((validate(&scenario)?, EXIT_OK)),
+        Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
         Command::Completions { shell } => {
             let mut script = Vec::new();
@@ -643,8 +651,8 @@ mod tests {
             }
         }
         assert_eq!(
-            commands, 11,
-            "run, sweep, tune, merge, explore, replay, calibrate, gate, validate, init, completions"
+            commands, 12,
+            "run, sweep, tune, merge, explore, replay, calibrate, gate, validate, docs, init, completions"
         );
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();

@@ -1663,3 +1663,20 @@ fn replay_without_a_selector_names_both_selectors() {
     );
     assert_eq!(o.status.code(), Some(2), "one selector at a time");
 }
+
+/// `faultline docs TOPIC` prints the documentation the binary was built with, byte for byte,
+/// so the starter file's pointers work without a checkout; a near miss gets a suggestion.
+#[test]
+fn docs_prints_the_built_in_documentation() {
+    for (topic, file) in [("scenario", "docs/scenario.md"), ("metrics", "docs/metrics.md"), ("tune", "docs/tune.md")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["docs", topic]).output().unwrap();
+        assert!(o.status.success());
+        let want = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        assert!(String::from_utf8(o.stdout).unwrap() == want, "`docs {topic}` is not {file}");
+    }
+    let list = Command::new(env!("CARGO_BIN_EXE_faultline")).arg("docs").output().unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).contains("scenario    every field of a scenario file"));
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["docs", "metric"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean `metrics`?"));
+}

@@ -19,6 +19,7 @@
 pub mod batch;
 pub mod calibrate;
 pub mod command;
+pub mod docs;
 pub mod explore;
 pub mod gate;
 pub mod init;
