@@ -149,6 +149,11 @@ Examples:
   # Thresholds only, as a JSON document.
   faultline gate scenario.toml --candidate resilient --thresholds-only --format json";
 
+const DOCS_EXAMPLES: &str = "Examples:
+  faultline docs                      # the topics
+  faultline docs scenario | less      # every field of a scenario file
+  faultline docs metrics > metrics.md";
+
 const VALIDATE_EXAMPLES: &str = "Example:
   faultline validate scenarios/meeting-analysis-incident.toml";
 
@@ -397,6 +402,7 @@ pub enum Command {
     },
     /// Print the documentation built into this binary: a topic (scenario, metrics, trace,
     /// tune, calibrate, cluster, references, essay), or the list of topics.
+    #[command(after_help = DOCS_EXAMPLES)]
     Docs {
         /// The document to print; without it, the list.
         topic: Option<String>,
