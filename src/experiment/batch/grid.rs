@@ -30,6 +30,16 @@ pub fn parse_param(argument: &str) -> Result<Param, ScenarioError> {
 }
 
 /// Every combination, the first parameter varying slowest.
+/// The first of `paths` that names a field an earlier one already names (elements of arrays by
+/// name or position alike), with that field's canonical path.
+pub fn repeated_field(source: &crate::scenario::Source, paths: &[&str]) -> Option<(usize, String)> {
+    let canonical: Vec<String> = paths
+        .iter()
+        .map(|p| crate::scenario::canonical_path(source, &p.split('.').map(str::to_string).collect::<Vec<_>>()))
+        .collect();
+    canonical.iter().enumerate().find(|(i, c)| canonical[..*i].contains(c)).map(|(i, c)| (i, c.clone()))
+}
+
 pub fn grid(params: &[Param]) -> Vec<Vec<String>> {
     params.iter().fold(vec![Vec::new()], |points, p| {
         points

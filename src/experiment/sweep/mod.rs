@@ -6,7 +6,7 @@ pub mod files;
 pub mod shard;
 
 use crate::engine::Model;
-use crate::experiment::batch::grid::{MAX_GRID_POINTS, Param, SweepLayout, grid, parse_param};
+use crate::experiment::batch::grid::{MAX_GRID_POINTS, Param, SweepLayout, grid, parse_param, repeated_field};
 use crate::experiment::batch::load::{apply_seed, collect_overrides, compile_scenario, select_policies};
 use crate::experiment::batch::slo::compile_slo_with;
 use crate::experiment::batch::workers::{Task, Workers, check_batch_size, replication_seed};
@@ -14,7 +14,7 @@ use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{OutputFolder, OutputLock, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::aggregate;
-use crate::scenario::{Override, Source, canonical_path, load_file, parse_override, parse_source, sample_files};
+use crate::scenario::{Override, Source, load_file, parse_override, parse_source, sample_files};
 use checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
 use files::write_sweep_files;
 use rayon::prelude::*;
@@ -79,14 +79,11 @@ fn read_grid(opts: &SweepOptions) -> Result<(Source, Vec<Param>), CommandError> 
     }
     let params: Vec<Param> = opts.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
     let source = load_file(&opts.scenario)?;
-    let canonical: Vec<String> = params
-        .iter()
-        .map(|p| canonical_path(&source, &p.path.split('.').map(str::to_string).collect::<Vec<_>>()))
-        .collect();
-    if let Some((i, _)) = canonical.iter().enumerate().find(|(i, c)| canonical[..*i].contains(c)) {
+    let paths: Vec<&str> = params.iter().map(|p| p.path.as_str()).collect();
+    if let Some((i, field)) = repeated_field(&source, &paths) {
         return Err(CommandError::Input(format!(
-            "argument `--param {}`: the field {} is swept twice",
-            opts.params[i], canonical[i]
+            "argument `--param {}`: the field {field} is swept twice",
+            opts.params[i]
         )));
     }
     let size: usize =

@@ -11,6 +11,7 @@ pub mod race;
 pub mod space;
 
 use crate::engine::Model;
+use crate::experiment::batch::grid::repeated_field;
 use crate::experiment::batch::load::{apply_seed, collect_overrides, compile_scenario, select_policies};
 use crate::experiment::batch::slo::{Check, compile_slo_with};
 use crate::experiment::batch::workers::{Task, Workers, replication_seed};
@@ -18,7 +19,7 @@ use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::experiment::sweep::checkpoint::build_id;
-use crate::scenario::{Source, canonical_path, load_file, parse_override, parse_source, quote, sample_files, value_at};
+use crate::scenario::{Source, load_file, parse_override, parse_source, quote, sample_files, value_at};
 use checkpoint::{Checkpoint, RaceState, TuneKey};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
@@ -394,17 +395,14 @@ fn race_all(
 
 /// Each dimension names a field once.
 fn check_paths(source: &Source, arguments: &[String], dimensions: &[Dimension]) -> Result<(), CommandError> {
-    let canonical: Vec<String> = dimensions
-        .iter()
-        .map(|d| canonical_path(source, &d.path.split('.').map(str::to_string).collect::<Vec<_>>()))
-        .collect();
-    if let Some((i, _)) = canonical.iter().enumerate().find(|(i, c)| canonical[..*i].contains(c)) {
-        return Err(CommandError::Input(format!(
-            "argument `--space {}`: the field {} is searched twice",
-            arguments[i], canonical[i]
-        )));
+    let paths: Vec<&str> = dimensions.iter().map(|d| d.path.as_str()).collect();
+    match repeated_field(source, &paths) {
+        Some((i, field)) => Err(CommandError::Input(format!(
+            "argument `--space {}`: the field {field} is searched twice",
+            arguments[i]
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Every objective is a metric the scenario reports.

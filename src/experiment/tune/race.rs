@@ -4,7 +4,7 @@
 //! one, each judged on the 95 % interval of the paired differences, or when one of the
 //! scenario's `[slo]` thresholds fails even on its favourable bound.
 
-use crate::experiment::batch::slo::{Check, Comparison, judge};
+use crate::experiment::batch::slo::{Check, Comparison, judge_threshold};
 use crate::experiment::command::CommandError;
 use crate::metrics::stats::{Estimate, estimate};
 
@@ -216,8 +216,7 @@ pub fn finish(samples: &[Samples], status: &mut [Status], objectives: &[Objectiv
 }
 
 fn surely_feasible_one(s: &Samples, c: usize, check: &Check) -> bool {
-    let e = estimate(s.constraints[c].iter().copied());
-    judge(check, check.threshold, &e).pass && e.n == s.replications()
+    judge_threshold(check, &s.constraints[c]).0.pass
 }
 
 #[cfg(test)]

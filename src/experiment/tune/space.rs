@@ -2,6 +2,7 @@
 //! candidates that fill it (the whole grid when it is small, else a Latin hypercube drawn from
 //! the tune's seed).
 
+use crate::experiment::batch::grid::{Param, grid};
 use crate::experiment::command::CommandError;
 use crate::sim::rng::{StreamKey, stable_name_id};
 
@@ -123,7 +124,9 @@ pub fn candidates(dimensions: &[Dimension], count: usize, seed: u64) -> Vec<Vec<
     if let Some(values) = &discrete {
         let size = values.iter().try_fold(1usize, |acc, v| acc.checked_mul(v.len()));
         if size.is_some_and(|s| s <= count) {
-            return grid(values);
+            let params: Vec<Param> =
+                dimensions.iter().zip(values).map(|(d, v)| Param { path: d.path.clone(), values: v.clone() }).collect();
+            return grid(&params);
         }
     }
     let key = StreamKey::root(seed).with(stable_name_id("tune.latin_hypercube"));
@@ -144,14 +147,6 @@ pub fn candidates(dimensions: &[Dimension], count: usize, seed: u64) -> Vec<Vec<
         if !out.contains(&point) {
             out.push(point);
         }
-    }
-    out
-}
-
-fn grid(values: &[Vec<String>]) -> Vec<Vec<String>> {
-    let mut out = vec![Vec::new()];
-    for dim in values {
-        out = out.into_iter().flat_map(|p| dim.iter().map(move |v| [p.clone(), vec![v.clone()]].concat())).collect();
     }
     out
 }
