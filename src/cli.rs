@@ -10,6 +10,7 @@ use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
 use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
 use crate::experiment::run::{RunOptions, run, validate};
+use crate::experiment::sweep::files::SweepView;
 use crate::experiment::sweep::shard::{MergeOptions, Shard, merge};
 use crate::experiment::sweep::{SweepOptions, sweep};
 use crate::experiment::tune::{TuneOptions, tune};
@@ -56,6 +57,27 @@ impl Format {
     }
 }
 
+/// What a sweep's table and report show.
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    /// The figures to show in the table and the report, comma-separated metric names (any
+    /// column of sweep.csv without its .ci95_* suffix). Default: completion, past deadline,
+    /// amplification, p95, cost per success and the recovery figures, those zero at every point
+    /// or undefined at every point left out.
+    #[arg(long, value_delimiter = ',', value_name = "METRIC,...")]
+    metrics: Vec<String>,
+    /// Print a two-parameter sweep as a grid per policy: the first --param's values as rows,
+    /// the second's as columns, each cell the figures in order.
+    #[arg(long)]
+    grid: bool,
+}
+
+impl From<ViewArgs> for SweepView {
+    fn from(v: ViewArgs) -> SweepView {
+        SweepView { metrics: v.metrics, grid: v.grid }
+    }
+}
+
 /// Options every simulating command takes.
 #[derive(Args, Debug)]
 pub struct SimulationArgs {
@@ -91,7 +113,13 @@ const RUN_EXAMPLES: &str = "Examples:
 const SWEEP_EXAMPLES: &str = "Examples:
   faultline sweep scenario.toml --param policy.resilient.budget.retry_tokens=0,1,2,4 -p resilient
   faultline sweep scenario.toml --param workflow.support-answer.arrivals.rate_per_s=2,5,10 --resume
-  faultline sweep scenario.toml --param fault.0.duration_s=60,120 --shard 0/4 -o shards";
+  faultline sweep scenario.toml --param fault.0.duration_s=60,120 --shard 0/4 -o shards
+  faultline sweep scenarios/metastability.toml --param fault.0.servers=20,40 --param fault.0.duration_s=5,10 --grid \
+    --metrics recovery_never_total,recovery_time_s
+
+The table shows completion, past deadline, amplification, p95, cost per success and the
+recovery figures, leaving out those zero at every point or undefined at every point; --metrics
+picks others (any column of sweep.csv without its .ci95_* suffix).";
 
 const EXPLORE_EXAMPLES: &str = "Examples:
   faultline explore scenario.toml -p resilient --schedules 500
@@ -221,6 +249,8 @@ pub enum Command {
         /// Writes shard-K-of-N.jsonl into --out; `faultline merge` combines all N.
         #[arg(long, value_name = "K/N")]
         shard: Option<String>,
+        #[command(flatten)]
+        view: ViewArgs,
     },
     /// Try random fault schedules on a policy, check invariants, shrink the first failure.
     #[command(after_help = EXPLORE_EXAMPLES)]
@@ -361,6 +391,8 @@ pub enum Command {
         /// Output folder, replaced as a whole. Default: results/<scenario>-sweep/
         #[arg(short = 'o', long, value_name = "DIR")]
         out: Option<PathBuf>,
+        #[command(flatten)]
+        view: ViewArgs,
     },
     /// Check the scenario's [slo] on a candidate policy, and [slo.regression] against a
     /// baseline policy of the same file or of another file; exit 99 if any check fails.
@@ -471,11 +503,13 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication, traces };
             Ok((run(&opts)?, EXIT_OK))
         }
-        Command::Sweep { scenario, params, policies, common, out, resume, shard } => {
+        Command::Sweep { scenario, params, policies, common, out, resume, shard, view } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let jobs = worker_count(jobs)?;
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
-            let opts = SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard };
+            let view = view.into();
+            let opts =
+                SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard, view };
             Ok((sweep(&opts)?, EXIT_OK))
         }
         Command::Tune {
@@ -539,7 +573,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let opts = ReplayOptions { scenario, policy, seed, sets, replication, replication_seed, select, out };
             Ok((replay(&opts)?, EXIT_OK))
         }
-        Command::Merge { shards, out } => Ok((merge(&MergeOptions { shards, out })?, EXIT_OK)),
+        Command::Merge { shards, out, view } => Ok((merge(&MergeOptions { shards, out, view: view.into() })?, EXIT_OK)),
         Command::Calibrate { traces, out, renames, fit, sampling_ratio, prometheus } => {
             Ok((calibrate(&CalibrateOptions { traces, out, renames, fit, sampling_ratio, prometheus })?, EXIT_OK))
         }

@@ -73,6 +73,57 @@ fn leftovers_beside(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The table below the sweep's first line and above its `wrote` line.
+fn table_of(text: &str) -> String {
+    text.lines().skip(1).take_while(|l| !l.starts_with("wrote ")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn a_two_parameter_sweep_prints_as_a_grid_of_the_chosen_figures_and_merge_prints_the_same() {
+    let dir = scratch("grid");
+    let (whole, shards, merged) = (dir.join("whole"), dir.join("shards"), dir.join("merged"));
+    let view = ["--grid", "--metrics", "auto_completion_ratio,cost_per_success"];
+    let text = run_sweep(&[&["--out", s(&whole)][..], &view].concat());
+    let table = table_of(&text);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[1], "cells: auto_completion_ratio / cost_per_success", "{text}");
+    // Per policy: a title, the header (first parameter, then the second's values), a rule and
+    // one row per value of the first parameter, each cell holding two figures.
+    for policy in ["naive", "resilient"] {
+        let title = format!(
+            "{policy}: rows policy.resilient.budget.retry_tokens, columns workflow.meeting-analysis-draft.arrivals.rate_per_s"
+        );
+        let at = lines.iter().position(|l| *l == title).unwrap_or_else(|| panic!("no grid for {policy}:\n{text}"));
+        let header: Vec<&str> = lines[at + 1].split_whitespace().collect();
+        assert_eq!(header, ["policy.resilient.budget.retry_tokens", "10", "15"], "{text}");
+        for (k, tokens) in ["0", "2", "4"].iter().enumerate() {
+            let row = lines[at + 3 + k];
+            assert!(row.starts_with(tokens), "{row}");
+            assert_eq!(row.matches(" / ").count(), 2, "{row}");
+        }
+    }
+    for k in 0..2 {
+        run_sweep(&["--shard", &format!("{k}/2"), "--out", s(&shards)]);
+    }
+    let (a, b) = (shards.join("shard-0-of-2.jsonl"), shards.join("shard-1-of-2.jsonl"));
+    let merge_text = ok(&[&["merge", s(&a), s(&b), "--out", s(&merged)][..], &view].concat());
+    assert_eq!(table_of(&merge_text).lines().skip(1).collect::<Vec<_>>(), lines[1..].to_vec());
+    assert!(read_all(&whole) == read_all(&merged), "the report follows --metrics alike after a merge");
+
+    // A grid needs two parameters, and a figure must be a metric: both refused before any
+    // simulation, with the argument named and nothing written.
+    let one = ["sweep", SCENARIO, "--param", "policy.resilient.budget.retry_tokens=0,2", "--grid"];
+    let o = faultline(&[&one[..], &["--out", s(&dir.join("one"))]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("argument `--grid`: a grid has the first --param as rows"));
+    let o = faultline(&[&one[..4], &["--metrics", "cost_per_sucess", "--out", s(&dir.join("typo"))]].concat());
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("argument `--metrics cost_per_sucess`: this scenario has no metric `cost_per_sucess` (did you mean `cost_per_success`?)"), "{err}");
+    assert!(!dir.join("one").exists() && !dir.join("typo").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn three_shards_merged_are_the_sweep_byte_for_byte_for_any_jobs() {
     let dir = scratch("shards");

@@ -149,6 +149,14 @@ pub fn unknown_name<'a>(kind: &str, name: &str, known: impl IntoIterator<Item = 
     message
 }
 
+/// ` (did you mean `x`?)` for a metric or other name not among `known`: a known name that
+/// contains it or is contained in it, else the nearest in edit distance; empty when none is near.
+pub fn name_hint(name: &str, known: &[String]) -> String {
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    let near = known.iter().copied().find(|k| k.contains(name) || name.contains(k)).or_else(|| closest(name, &known));
+    near.map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default()
+}
+
 /// The known name nearest to `name` in edit distance, if it is near enough to be a typo.
 pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
     let limit = (name.chars().count() / 3).max(1);

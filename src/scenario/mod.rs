@@ -11,7 +11,7 @@ pub mod samples;
 pub mod table;
 pub mod types;
 
-pub use error::{FieldPath, ScenarioError, closest, quote, tame_message, unknown_name};
+pub use error::{FieldPath, ScenarioError, closest, name_hint, quote, tame_message, unknown_name};
 pub use load::{Format, Source, load_file};
 pub use loaded_samples::LoadedSamples;
 pub use locate::{duration_ms, error_at_path, parse_named};

@@ -5,7 +5,7 @@
 
 use crate::engine::Model;
 use crate::metrics::stats::{Estimate, estimate};
-use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path, quote};
+use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path, name_hint, quote};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Comparison {
@@ -117,8 +117,7 @@ pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<
                 if regression { FieldPath::root().key("slo").key("regression") } else { FieldPath::root().key("slo") };
             let path = base.key(metric);
             if !names.iter().any(|n| n == metric) {
-                let hint = names.iter().find(|n| n.contains(metric.as_str()) || metric.contains(n.as_str()));
-                let hint = hint.map(|h| format!(" (did you mean `{h}`?)")).unwrap_or_default();
+                let hint = name_hint(metric, &names);
                 return Err(error_at_path(
                     source,
                     &path,

@@ -1,70 +1,295 @@
-//! A sweep's key figures: the table the terminal shows after a sweep (its first rows) and the
-//! points report.html plots (all of them).
+//! A sweep's key figures: the table the terminal shows after a sweep (its first rows, or a grid
+//! per policy for two parameters) and the points report.html plots (all of them).
+//!
+//! Which figures: those `--metrics` names, else the default ones the scenario gives a value to.
+//! A default figure that is zero at every point or undefined at every point (no deadlines:
+//! nothing past one; no prices: no cost; no fault: no recovery) answers no question, so it is
+//! left out and the table says so.
 
+use super::svg::label;
 use super::table::{human, render};
 use crate::experiment::batch::grid::SweepLayout;
 use crate::metrics::stats::Aggregate;
 
-/// The key figures shown on the terminal after a sweep, one row per point and policy.
-pub const DIGEST_METRICS: [(&str, &str); 5] = [
+/// The key figures a sweep shows by default, with their column labels.
+pub const DEFAULT_METRICS: [(&str, &str); 8] = [
     ("auto_completion_ratio", "completed"),
     ("deadline_exceeded_ratio", "past deadline"),
     ("retry_amplification_ratio", "amplification"),
     ("run_latency_ms.p95", "p95 ms"),
     ("cost_per_success", "cost/success"),
+    ("recovery_never_total", "never recovered"),
+    ("recovery_time_s", "recovery s"),
+    ("recovery_storm_ratio", "storm ratio"),
 ];
 
 /// Rows shown on the terminal at most; the files hold them all.
 const DIGEST_ROWS: usize = 40;
 
-/// One point and policy's key figures (mean, low, high, in DIGEST_METRICS order), for the report.
+/// The figures a sweep shows: the metrics and their labels, and whether the user chose them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyMetrics {
+    pub metrics: Vec<(String, String)>,
+    pub chosen: bool,
+}
+
+impl KeyMetrics {
+    pub fn defaults() -> KeyMetrics {
+        let metrics = DEFAULT_METRICS.iter().map(|(m, l)| (m.to_string(), l.to_string())).collect();
+        KeyMetrics { metrics, chosen: false }
+    }
+
+    /// The metrics a user named (`--metrics`), each labelled by its own name.
+    pub fn chosen(names: &[String]) -> KeyMetrics {
+        KeyMetrics { metrics: names.iter().map(|m| (m.clone(), m.clone())).collect(), chosen: true }
+    }
+}
+
+/// How the terminal lays the figures out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableLayout {
+    /// One row per point and policy.
+    Rows,
+    /// For two parameters: per policy, the first parameter's values as rows and the second's as
+    /// columns, each cell the figures in order.
+    Grid,
+}
+
+/// One point and policy's figures (mean, low, high), in the order of the shown metrics.
 pub struct SweepPoint {
     pub point: usize,
     pub policy: String,
-    pub figures: [(f64, f64, f64); DIGEST_METRICS.len()],
+    pub values: Vec<String>,
+    pub figures: Vec<(f64, f64, f64)>,
 }
 
-/// The terminal's view of a sweep (the first rows of the key figures) and the report's (all).
+/// The terminal's and the report's view of a sweep.
 pub struct Digest {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-    omitted: usize,
+    params: Vec<String>,
+    key: KeyMetrics,
+    all: Vec<SweepPoint>,
+}
+
+/// The digest's view once every point is in: the metrics shown, those left out, every point.
+pub struct Shown<'a> {
+    pub metrics: Vec<(&'a str, &'a str)>,
+    pub left_out: Vec<&'a str>,
     pub points: Vec<SweepPoint>,
 }
 
 impl Digest {
-    pub fn new(layout: &SweepLayout) -> Digest {
-        let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
-        header.push("policy".into());
-        header.extend(DIGEST_METRICS.iter().map(|(_, label)| label.to_string()));
-        Digest { header, rows: Vec::new(), omitted: 0, points: Vec::new() }
+    pub fn new(layout: &SweepLayout, key: KeyMetrics) -> Digest {
+        Digest { params: layout.params.iter().map(|p| p.path.clone()).collect(), key, all: Vec::new() }
     }
 
     /// Adds one point and policy: its parameter values and its aggregate.
     pub fn add(&mut self, point: usize, values: &[String], policy: &str, aggregate: &Aggregate) {
         let figure =
             |m: &str| aggregate.estimates.get(m).map_or((f64::NAN, f64::NAN, f64::NAN), |e| (e.mean, e.low, e.high));
-        self.points.push(SweepPoint {
+        self.all.push(SweepPoint {
             point,
             policy: policy.to_string(),
-            figures: DIGEST_METRICS.map(|(m, _)| figure(m)),
+            values: values.to_vec(),
+            figures: self.key.metrics.iter().map(|(m, _)| figure(m)).collect(),
         });
-        if self.rows.len() == DIGEST_ROWS {
-            self.omitted += 1;
-            return;
-        }
-        let mut row: Vec<String> = values.to_vec();
-        row.push(policy.to_string());
-        row.extend(DIGEST_METRICS.iter().map(|(m, _)| aggregate.mean(m).map(human).unwrap_or_else(|| "n/a".into())));
-        self.rows.push(row);
     }
 
-    /// The aligned table, with a line saying how many rows only the files hold.
-    pub fn render(&self) -> String {
-        let mut text = render(&self.header, &self.rows);
-        if self.omitted > 0 {
-            text.push_str(&format!("... and {} more row(s) in sweep.csv\n", self.omitted));
+    /// Keeps the metrics to show: all that were chosen, else the defaults that are neither
+    /// undefined at every point nor zero at every point (a mix of 0 and undefined stays: a
+    /// recovery time of 0 beside runs that never recovered says something).
+    pub fn shown(&self) -> Shown<'_> {
+        let informative = |k: usize| {
+            let all = |f: &dyn Fn(f64) -> bool| self.all.iter().all(|p| f(p.figures[k].0));
+            !all(&|v| v.is_nan()) && !all(&|v| v == 0.0)
+        };
+        let keep: Vec<usize> = (0..self.key.metrics.len()).filter(|&k| self.key.chosen || informative(k)).collect();
+        let left_out =
+            (0..self.key.metrics.len()).filter(|k| !keep.contains(k)).map(|k| self.key.metrics[k].1.as_str()).collect();
+        let points = self
+            .all
+            .iter()
+            .map(|p| SweepPoint {
+                point: p.point,
+                policy: p.policy.clone(),
+                values: p.values.clone(),
+                figures: keep.iter().map(|&k| p.figures[k]).collect(),
+            })
+            .collect();
+        let metrics = keep.iter().map(|&k| (self.key.metrics[k].0.as_str(), self.key.metrics[k].1.as_str())).collect();
+        Shown { metrics, left_out, points }
+    }
+
+    /// The terminal's table: rows (the first DIGEST_ROWS) or a grid per policy, with a line
+    /// naming the default figures left out.
+    pub fn render(&self, layout: TableLayout) -> String {
+        let shown = self.shown();
+        let mut text = match layout {
+            TableLayout::Rows => self.rows(&shown),
+            TableLayout::Grid => self.grids(&shown),
+        };
+        if !shown.left_out.is_empty() {
+            text.push_str(&format!(
+                "not shown, zero at every point or undefined at every point: {} (--metrics picks the figures)\n",
+                shown.left_out.join(", ")
+            ));
         }
         text
+    }
+
+    fn rows(&self, shown: &Shown) -> String {
+        let mut header = self.params.clone();
+        header.push("policy".into());
+        header.extend(shown.metrics.iter().map(|(_, label)| label.to_string()));
+        let rows: Vec<Vec<String>> = shown
+            .points
+            .iter()
+            .take(DIGEST_ROWS)
+            .map(|p| {
+                let mut row = p.values.clone();
+                row.push(p.policy.clone());
+                row.extend(p.figures.iter().map(|f| human(f.0)));
+                row
+            })
+            .collect();
+        let mut text = render(&header, &rows);
+        let omitted = shown.points.len().saturating_sub(DIGEST_ROWS);
+        if omitted > 0 {
+            text.push_str(&format!("... and {omitted} more row(s) in sweep.csv\n"));
+        }
+        text
+    }
+
+    /// Per policy, a table whose rows are the first parameter's values and whose columns are the
+    /// second's; a cell holds the figures in the order the first line names.
+    fn grids(&self, shown: &Shown) -> String {
+        let labels: Vec<&str> = shown.metrics.iter().map(|(_, l)| *l).collect();
+        let mut text = format!("cells: {}\n", labels.join(" / "));
+        let mut policies: Vec<&str> = Vec::new();
+        for p in &shown.points {
+            if !policies.contains(&p.policy.as_str()) {
+                policies.push(&p.policy);
+            }
+        }
+        let (mut rows, mut columns): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+        for p in &shown.points {
+            if !rows.contains(&p.values[0].as_str()) {
+                rows.push(&p.values[0]);
+            }
+            if !columns.contains(&p.values[1].as_str()) {
+                columns.push(&p.values[1]);
+            }
+        }
+        for policy in policies {
+            let mut header = vec![self.params[0].clone()];
+            header.extend(columns.iter().map(|c| c.to_string()));
+            let table: Vec<Vec<String>> = rows
+                .iter()
+                .map(|&r| {
+                    let mut line = vec![r.to_string()];
+                    line.extend(columns.iter().map(|&c| {
+                        shown
+                            .points
+                            .iter()
+                            .find(|p| p.policy == policy && p.values[0] == r && p.values[1] == c)
+                            .map(|p| p.figures.iter().map(|f| label(f.0)).collect::<Vec<_>>().join(" / "))
+                            .unwrap_or_default()
+                    }));
+                    line
+                })
+                .collect();
+            text.push_str(&format!("\n{policy}: rows {}, columns {}\n", self.params[0], self.params[1]));
+            text.push_str(&render(&header, &table));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::batch::grid::Param;
+    use crate::metrics::stats::Estimate;
+    use std::collections::BTreeMap;
+
+    fn layout(params: &[(&str, &[&str])]) -> SweepLayout {
+        SweepLayout {
+            scenario: "s".into(),
+            seed: 1,
+            params: params
+                .iter()
+                .map(|(p, v)| Param { path: p.to_string(), values: v.iter().map(|s| s.to_string()).collect() })
+                .collect(),
+            metric_names: vec![],
+            points: params.iter().map(|(_, v)| v.len()).product(),
+        }
+    }
+
+    fn aggregate(figures: &[(&str, f64)]) -> Aggregate {
+        let estimates: BTreeMap<String, Estimate> =
+            figures.iter().map(|(m, v)| (m.to_string(), Estimate { mean: *v, low: *v, high: *v, n: 2 })).collect();
+        Aggregate { replications: 2, estimates }
+    }
+
+    #[test]
+    fn defaults_that_are_zero_or_undefined_everywhere_are_left_out_and_named() {
+        let mut d = Digest::new(&layout(&[("x", &["1", "2"])]), KeyMetrics::defaults());
+        d.add(0, &["1".into()], "p", &aggregate(&[("auto_completion_ratio", 0.5), ("cost_per_success", 0.0)]));
+        d.add(
+            1,
+            &["2".into()],
+            "p",
+            &aggregate(&[("auto_completion_ratio", 1.0), ("recovery_time_s", 12.0), ("cost_per_success", 0.0)]),
+        );
+        let text = d.render(TableLayout::Rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "x  policy  completed  recovery s");
+        assert_eq!(lines[2], "1       p      0.500         n/a");
+        assert_eq!(lines[3], "2       p          1          12");
+        assert_eq!(
+            lines[4],
+            "not shown, zero at every point or undefined at every point: past deadline, amplification, p95 ms, cost/success, never recovered, storm ratio (--metrics picks the figures)"
+        );
+    }
+
+    #[test]
+    fn chosen_metrics_are_all_shown_even_when_zero() {
+        let mut d = Digest::new(&layout(&[("x", &["1"])]), KeyMetrics::chosen(&["cost_per_success".into()]));
+        d.add(0, &["1".into()], "p", &aggregate(&[("cost_per_success", 0.0)]));
+        assert_eq!(
+            d.render(TableLayout::Rows),
+            "x  policy  cost_per_success\n-  ------  ----------------\n1       p                 0\n"
+        );
+    }
+
+    #[test]
+    fn a_grid_puts_the_first_parameter_down_and_the_second_across_per_policy() {
+        let key = KeyMetrics::chosen(&["a".into(), "b".into()]);
+        let mut d = Digest::new(&layout(&[("rows", &["1", "2"]), ("cols", &["5", "10"])]), key);
+        let mut point = 0;
+        for r in ["1", "2"] {
+            for c in ["5", "10"] {
+                for policy in ["p", "q"] {
+                    let a = r.parse::<f64>().unwrap() * 10.0 + c.parse::<f64>().unwrap();
+                    let b = if policy == "p" { 0.25 } else { 0.5 };
+                    d.add(point, &[r.into(), c.into()], policy, &aggregate(&[("a", a), ("b", b)]));
+                }
+                point += 1;
+            }
+        }
+        let text = d.render(TableLayout::Grid);
+        let want = "cells: a / b\n\
+                    \n\
+                    p: rows rows, columns cols\n\
+                    rows          5         10\n\
+                    ----  ---------  ---------\n\
+                    1     15 / 0.25  20 / 0.25\n\
+                    2     25 / 0.25  30 / 0.25\n\
+                    \n\
+                    q: rows rows, columns cols\n\
+                    rows         5        10\n\
+                    ----  --------  --------\n\
+                    1     15 / 0.5  20 / 0.5\n\
+                    2     25 / 0.5  30 / 0.5\n";
+        assert_eq!(text, want);
     }
 }

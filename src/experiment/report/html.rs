@@ -2,11 +2,13 @@
 //! URLs), so a result can be read in any browser, attached to a ticket or archived.
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
-use super::digest::{DIGEST_METRICS, SweepPoint};
-use super::svg::{Line, LineChart, ScatterPoint, Span, bar_chart, heat_map, label, line_chart, scatter_chart};
+use super::digest::{Shown, SweepPoint};
+use super::svg::{
+    HeatMap, Line, LineChart, ScatterPoint, Span, bar_chart, heat_map, label, line_chart, scatter_chart, shared_scale,
+};
 use super::xml::escape;
 use crate::engine::Model;
-use crate::experiment::batch::grid::SweepLayout;
+use crate::experiment::batch::grid::{Param, SweepLayout};
 use crate::experiment::batch::replications::PolicyRuns;
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::Aggregate;
@@ -387,65 +389,104 @@ fn points(r: &TuneReport, x_axis: Option<&TuneAxis>, y_axis: &TuneAxis) -> Vec<S
         .collect()
 }
 
-/// The report of `faultline sweep` (and of `merge`).
-pub fn sweep_report(layout: &SweepLayout, points: &[SweepPoint]) -> String {
+/// The report of `faultline sweep` (and of `merge`): the shown figures against one parameter,
+/// or per figure a heat map per policy on one shared scale for two.
+pub fn sweep_report(layout: &SweepLayout, shown: &Shown) -> String {
     let mut body = String::new();
     let params: Vec<&str> = layout.params.iter().map(|p| p.path.as_str()).collect();
+    let drawn = match layout.params.len() {
+        1 => "Lines are means over replications, bands their 95 % intervals.",
+        2 => {
+            "Each cell is the mean over replications. One colour scale per figure, shared by the policies (legend on the right of each map); white cells are undefined."
+        }
+        _ => "",
+    };
     let _ = write!(
         body,
-        "<h1>{} sweep</h1><p class=\"note\">{} grid point(s) over {}; faultline {}. Lines are means over replications, bands their 95 % intervals.</p>",
+        "<h1>{} sweep</h1><p class=\"note\">{} grid point(s) over {}; faultline {}. {drawn}</p>",
         escape(&layout.scenario),
         layout.points,
         escape(&params.join(" x ")),
         VERSION
     );
+    if !shown.left_out.is_empty() {
+        let _ = write!(
+            body,
+            "<p class=\"note\">Not drawn, zero at every point or undefined at every point: {} (sweep.csv holds them; --metrics picks the figures).</p>",
+            escape(&shown.left_out.join(", "))
+        );
+    }
     let mut policies: Vec<&str> = Vec::new();
-    for p in points {
+    for p in &shown.points {
         if !policies.contains(&p.policy.as_str()) {
             policies.push(&p.policy);
         }
     }
     match layout.params.as_slice() {
-        [param] => {
-            let xs = numeric(&param.values);
-            let mut svgs = Vec::new();
-            for (m, (_, title)) in DIGEST_METRICS.iter().enumerate() {
-                let lines = policies
-                    .iter()
-                    .map(|policy| {
-                        let rows: Vec<&SweepPoint> = points.iter().filter(|p| p.policy == *policy).collect();
-                        let x = |p: &SweepPoint| xs.as_ref().map_or(p.point as f64, |xs| xs[p.point]);
-                        Line {
-                            name: policy.to_string(),
-                            points: rows.iter().map(|p| (x(p), p.figures[m].0)).collect(),
-                            band: Some(rows.iter().map(|p| (p.figures[m].1, p.figures[m].2)).collect()),
-                        }
-                    })
-                    .collect();
-                let x_label = if xs.is_some() { param.path.clone() } else { format!("{} (value number)", param.path) };
-                svgs.push(line_chart(&LineChart { title, x_label: &x_label, y_label: title, lines, spans: vec![] }));
-            }
-            body.push_str("<h2>Key figures against the parameter</h2>");
-            charts(&mut body, &svgs);
-        }
-        [rows, columns] => {
-            for policy in &policies {
-                let mut svgs = Vec::new();
-                for (m, (_, title)) in DIGEST_METRICS.iter().enumerate() {
-                    let mut grid = vec![vec![f64::NAN; columns.values.len()]; rows.values.len()];
-                    for p in points.iter().filter(|p| p.policy == *policy) {
-                        grid[p.point / columns.values.len()][p.point % columns.values.len()] = p.figures[m].0;
-                    }
-                    let title = format!("{title}: {policy}");
-                    svgs.push(heat_map(&title, &rows.path, &rows.values, &columns.path, &columns.values, &grid));
-                }
-                let _ = write!(body, "<h2>Policy {}</h2>", escape(policy));
-                charts(&mut body, &svgs);
-            }
-        }
+        [param] => sweep_lines(&mut body, param, shown, &policies),
+        [rows, columns] => sweep_heat_maps(&mut body, rows, columns, shown, &policies),
         _ => body.push_str(
             "<p class=\"note\">Charts are drawn for sweeps of one parameter (lines) or two (heat maps); sweep.csv holds every point.</p>",
         ),
     }
     page(&format!("faultline: {} sweep", layout.scenario), &body)
+}
+
+/// Each shown figure against the parameter, a line per policy with its 95 % band.
+fn sweep_lines(body: &mut String, param: &Param, shown: &Shown, policies: &[&str]) {
+    let xs = numeric(&param.values);
+    let mut svgs = Vec::new();
+    for (m, (_, title)) in shown.metrics.iter().enumerate() {
+        let lines = policies
+            .iter()
+            .map(|policy| {
+                let rows: Vec<&SweepPoint> = shown.points.iter().filter(|p| p.policy == *policy).collect();
+                let x = |p: &SweepPoint| xs.as_ref().map_or(p.point as f64, |xs| xs[p.point]);
+                Line {
+                    name: policy.to_string(),
+                    points: rows.iter().map(|p| (x(p), p.figures[m].0)).collect(),
+                    band: Some(rows.iter().map(|p| (p.figures[m].1, p.figures[m].2)).collect()),
+                }
+            })
+            .collect();
+        let x_label = if xs.is_some() { param.path.clone() } else { format!("{} (value number)", param.path) };
+        svgs.push(line_chart(&LineChart { title, x_label: &x_label, y_label: title, lines, spans: vec![] }));
+    }
+    body.push_str("<h2>Key figures against the parameter</h2>");
+    charts(body, &svgs);
+}
+
+/// Per shown figure, one heat map per policy side by side, on the figure's shared scale.
+fn sweep_heat_maps(body: &mut String, rows: &Param, columns: &Param, shown: &Shown, policies: &[&str]) {
+    for (m, (metric, title)) in shown.metrics.iter().enumerate() {
+        let grids: Vec<Vec<Vec<f64>>> = policies
+            .iter()
+            .map(|policy| {
+                let mut grid = vec![vec![f64::NAN; columns.values.len()]; rows.values.len()];
+                for p in shown.points.iter().filter(|p| p.policy == *policy) {
+                    grid[p.point / columns.values.len()][p.point % columns.values.len()] = p.figures[m].0;
+                }
+                grid
+            })
+            .collect();
+        let scale = shared_scale(grids.iter().map(|g| g.as_slice())).unwrap_or((f64::NAN, f64::NAN));
+        let svgs: Vec<String> = policies
+            .iter()
+            .zip(&grids)
+            .map(|(policy, grid)| {
+                heat_map(&HeatMap {
+                    title: &format!("{title}: {policy}"),
+                    row_label: &rows.path,
+                    rows: &rows.values,
+                    column_label: &columns.path,
+                    columns: &columns.values,
+                    values: grid,
+                    scale,
+                    metric,
+                })
+            })
+            .collect();
+        let _ = write!(body, "<h2>{} ({})</h2>", escape(title), escape(metric));
+        charts(body, &svgs);
+    }
 }

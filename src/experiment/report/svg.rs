@@ -270,40 +270,68 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(S
     svg
 }
 
-/// A grid of cells coloured from low (light) to high (dark), each labelled with its value.
-pub fn heat_map(
-    title: &str,
-    row_label: &str,
-    rows: &[String],
-    column_label: &str,
-    columns: &[String],
-    values: &[Vec<f64>],
-) -> String {
+/// A heat map: a grid of cells over two parameters, coloured on a scale that the caller shares
+/// between the maps of one metric, so the same colour means the same value on every panel.
+pub struct HeatMap<'a> {
+    pub title: &'a str,
+    pub row_label: &'a str,
+    pub rows: &'a [String],
+    pub column_label: &'a str,
+    pub columns: &'a [String],
+    pub values: &'a [Vec<f64>],
+    /// The value drawn lightest and the one drawn darkest.
+    pub scale: (f64, f64),
+    /// What the legend calls the values.
+    pub metric: &'a str,
+}
+
+/// The range of every finite value of the given grids, for a shared scale.
+pub fn shared_scale<'a>(grids: impl Iterator<Item = &'a [Vec<f64>]>) -> Option<(f64, f64)> {
+    bounds(grids.flat_map(|g| g.iter().flatten().copied()))
+}
+
+const NEUTRAL: &str = "#e8e8e8";
+const MISSING: &str = "#ffffff";
+const NEUTRAL_EDGE: &str = "#999999";
+
+/// The fill of value v on the scale: light blue at the low end, dark navy at the high end; a
+/// neutral grey when the scale is one value (nothing to compare); white when undefined.
+fn heat_colour(v: f64, (low, high): (f64, f64)) -> (String, bool) {
+    if !v.is_finite() {
+        return (MISSING.into(), false);
+    }
+    if high <= low {
+        return (NEUTRAL.into(), false);
+    }
+    let share = ((v - low) / (high - low)).clamp(0.0, 1.0);
+    let mix = |light: f64, dark: f64| (light + (dark - light) * share).round() as u8;
+    (format!("#{:02x}{:02x}{:02x}", mix(239.0, 8.0), mix(243.0, 48.0), mix(255.0, 107.0)), share > 0.55)
+}
+
+/// Each cell is labelled with its value; the legend on the right shows the shared scale (or
+/// says the value is the same everywhere, or that a cell is undefined).
+pub fn heat_map(m: &HeatMap) -> String {
     let mut svg = String::new();
-    open(&mut svg, title);
-    let (low, high) = bounds(values.iter().flatten().copied()).unwrap_or((0.0, 1.0));
+    open(&mut svg, m.title);
     let (w, h) =
-        ((WIDTH - LEFT - RIGHT) / columns.len().max(1) as f64, (HEIGHT - TOP - BOTTOM) / rows.len().max(1) as f64);
-    for (r, row) in rows.iter().enumerate() {
+        ((WIDTH - LEFT - RIGHT) / m.columns.len().max(1) as f64, (HEIGHT - TOP - BOTTOM) / m.rows.len().max(1) as f64);
+    let mut undefined = false;
+    for (r, row) in m.rows.iter().enumerate() {
         let y = TOP + h * r as f64;
-        for (c, column) in columns.iter().enumerate() {
-            let v = values.get(r).and_then(|row| row.get(c)).copied().unwrap_or(f64::NAN);
-            let share = if high > low { (v - low) / (high - low) } else { 0.5 };
-            let fill = if v.is_finite() {
-                // From a light to a dark blue, by share of the range.
-                let mix = |light: f64, dark: f64| (light + (dark - light) * share).round() as u8;
-                format!("#{:02x}{:02x}{:02x}", mix(239.0, 8.0), mix(243.0, 48.0), mix(255.0, 107.0))
-            } else {
-                "#dddddd".into()
-            };
-            let ink = if v.is_finite() && share > 0.55 { "#ffffff" } else { "#000000" };
+        for (c, column) in m.columns.iter().enumerate() {
+            let v = m.values.get(r).and_then(|row| row.get(c)).copied().unwrap_or(f64::NAN);
+            undefined |= !v.is_finite();
+            let (fill, dark) = heat_colour(v, m.scale);
+            let ink = if dark { "#ffffff" } else { "#000000" };
             let _ = write!(
                 svg,
-                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}"><title>{row_label} {} / {column_label} {}: {}</title></rect><text x="{:.1}" y="{:.1}" class="cell" fill="{ink}" text-anchor="middle">{}</text>"#,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{fill}" stroke="{NEUTRAL}" class="heat"><title>{} {} / {} {}: {}</title></rect><text x="{:.1}" y="{:.1}" class="cell" fill="{ink}" text-anchor="middle">{}</text>"#,
                 LEFT + w * c as f64,
                 w - 1.0,
                 h - 1.0,
+                escape(m.row_label),
                 escape(row),
+                escape(m.column_label),
                 escape(column),
                 label(v),
                 LEFT + w * (c as f64 + 0.5),
@@ -319,7 +347,7 @@ pub fn heat_map(
             escape(row)
         );
     }
-    for (c, column) in columns.iter().enumerate() {
+    for (c, column) in m.columns.iter().enumerate() {
         let _ = write!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"#,
@@ -328,17 +356,78 @@ pub fn heat_map(
             escape(column)
         );
     }
+    heat_legend(&mut svg, m, undefined);
     let _ = write!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" class="axis-label" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="axis-label" text-anchor="middle" transform="rotate(-90 14 {:.1})">{}</text></svg>"#,
         (LEFT + WIDTH - RIGHT) / 2.0,
         HEIGHT - 6.0,
-        escape(column_label),
+        escape(m.column_label),
         (TOP + HEIGHT - BOTTOM) / 2.0,
         (TOP + HEIGHT - BOTTOM) / 2.0,
-        escape(row_label)
+        escape(m.row_label)
     );
     svg
+}
+
+/// Steps of the legend's colour bar.
+const LEGEND_STEPS: usize = 8;
+
+/// The scale on the right: the metric's name, a colour bar from the scale's high (top) to its
+/// low (bottom) with both values, or one neutral swatch with the value every cell has.
+fn heat_legend(svg: &mut String, m: &HeatMap, undefined: bool) {
+    let x = WIDTH - RIGHT + 14.0;
+    let _ = write!(
+        svg,
+        r#"<g class="heat-legend"><text x="{x}" y="{:.1}" class="legend">{}</text>"#,
+        TOP + 4.0,
+        escape(m.metric)
+    );
+    let (low, high) = m.scale;
+    let bar_top = TOP + 14.0;
+    let mut bottom = bar_top;
+    if high > low {
+        let step_h = 14.0;
+        for k in 0..LEGEND_STEPS {
+            let v = high - (high - low) * k as f64 / (LEGEND_STEPS - 1) as f64;
+            let (fill, _) = heat_colour(v, m.scale);
+            let _ = write!(
+                svg,
+                r#"<rect x="{x}" y="{:.1}" width="16" height="{step_h}" fill="{fill}"/>"#,
+                bar_top + step_h * k as f64
+            );
+        }
+        bottom = bar_top + step_h * LEGEND_STEPS as f64;
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" class="legend">{} (high)</text><text x="{:.1}" y="{:.1}" class="legend">{} (low)</text>"#,
+            x + 22.0,
+            bar_top + 10.0,
+            label(high),
+            x + 22.0,
+            bottom - 3.0,
+            label(low)
+        );
+    } else if low.is_finite() {
+        let _ = write!(
+            svg,
+            r#"<rect x="{x}" y="{bar_top}" width="16" height="14" fill="{NEUTRAL}"/><text x="{:.1}" y="{:.1}" class="legend">{} everywhere</text>"#,
+            x + 22.0,
+            bar_top + 11.0,
+            label(low)
+        );
+        bottom = bar_top + 14.0;
+    }
+    if undefined {
+        let _ = write!(
+            svg,
+            r#"<rect x="{x}" y="{:.1}" width="16" height="14" fill="{MISSING}" stroke="{NEUTRAL_EDGE}"/><text x="{:.1}" y="{:.1}" class="legend">n/a: undefined</text>"#,
+            bottom + 8.0,
+            x + 22.0,
+            bottom + 19.0
+        );
+    }
+    svg.push_str("</g>");
 }
 
 #[cfg(test)]

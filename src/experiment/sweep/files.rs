@@ -7,19 +7,59 @@ use crate::experiment::batch::grid::{SweepLayout, csv_value, grid, json_value};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::OutputFolder;
 use crate::experiment::output::formats::{VERSION, estimate_cells, estimate_columns, number};
-use crate::experiment::report::digest::Digest;
+use crate::experiment::report::digest::{Digest, KeyMetrics, TableLayout};
 use crate::experiment::report::html::sweep_report;
+use crate::scenario::{name_hint, quote};
 use serde_json::{Map, Value, json};
 use std::io::Write;
+
+/// What the terminal and the report show of a sweep: the figures (`--metrics`, else the
+/// defaults) and whether the table is a grid (`--grid`).
+#[derive(Debug, Clone, Default)]
+pub struct SweepView {
+    pub metrics: Vec<String>,
+    pub grid: bool,
+}
+
+impl SweepView {
+    /// The figures to show, each a metric some point reports; a grid needs two parameters.
+    pub fn key_metrics(&self, layout: &SweepLayout) -> Result<KeyMetrics, CommandError> {
+        if self.grid && layout.params.len() != 2 {
+            return Err(CommandError::Input(format!(
+                "argument `--grid`: a grid has the first --param as rows and the second as columns, and this sweep has {} --param",
+                layout.params.len()
+            )));
+        }
+        if self.metrics.is_empty() {
+            return Ok(KeyMetrics::defaults());
+        }
+        for m in &self.metrics {
+            if !layout.metric_names.contains(m) {
+                return Err(CommandError::Input(format!(
+                    "argument `--metrics {}`: this scenario has no metric {}{}; docs/metrics.md lists them (or sweep.csv's header)",
+                    self.metrics.join(","),
+                    quote(m),
+                    name_hint(m, &layout.metric_names)
+                )));
+            }
+        }
+        Ok(KeyMetrics::chosen(&self.metrics))
+    }
+
+    pub fn layout(&self) -> TableLayout {
+        if self.grid { TableLayout::Grid } else { TableLayout::Rows }
+    }
+}
 
 /// Writes both files into `folder`, asking `record` for each point in grid order; returns the
 /// terminal's digest.
 pub fn write_sweep_files(
     folder: &mut OutputFolder,
     layout: &SweepLayout,
+    key: KeyMetrics,
     record: &mut dyn FnMut(usize) -> Result<PointRecord, CommandError>,
 ) -> Result<Digest, CommandError> {
-    let mut digest = Digest::new(layout);
+    let mut digest = Digest::new(layout, key);
     let io = |file: &str, e: std::io::Error| CommandError::Io(format!("cannot write {file}: {e}"));
     let mut csv = csv::Writer::from_writer(folder.writer("sweep.csv")?);
     let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
@@ -80,6 +120,6 @@ pub fn write_sweep_files(
     }
     json.write_all(b"\n  ]\n}\n").and_then(|_| json.flush()).map_err(|e| io("sweep.json", e))?;
     csv.flush().map_err(|e| io("sweep.csv", e))?;
-    folder.write("report.html", sweep_report(layout, &digest.points).as_bytes())?;
+    folder.write("report.html", sweep_report(layout, &digest.shown()).as_bytes())?;
     Ok(digest)
 }

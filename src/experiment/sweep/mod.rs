@@ -16,7 +16,7 @@ use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::aggregate;
 use crate::scenario::{Override, Source, load_file, parse_override, parse_source, sample_files};
 use checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
-use files::write_sweep_files;
+use files::{SweepView, write_sweep_files};
 use rayon::prelude::*;
 use shard::{Shard, ShardHeader, write_shard};
 use std::path::{Path, PathBuf};
@@ -37,6 +37,7 @@ pub struct SweepOptions {
     pub resume: bool,
     /// Compute one shard and write a shard file instead of the sweep's files.
     pub shard: Option<Shard>,
+    pub view: SweepView,
 }
 
 /// A grid point as planned: its parameter values, its overrides and its replication count.
@@ -247,6 +248,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     let mut workers = Workers::start(opts.jobs, 0, "checking the grid")?;
     let plan = plan(opts, &workers)?;
     workers.fit_guard_windows(plan.guard_window_bytes)?;
+    let key = opts.view.key_metrics(&plan.layout)?;
     let name = plan.layout.scenario.clone();
     let owned: Vec<usize> = (0..plan.points.len()).filter(|&p| opts.shard.is_none_or(|s| s.owns(p))).collect();
     let out_dir = opts.out.clone().unwrap_or_else(|| {
@@ -282,7 +284,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
             (vec![path.display().to_string()], None)
         }
         (None, Some(mut folder)) => {
-            let digest = write_sweep_files(&mut folder, &plan.layout, &mut |p| checkpoint.load(p))?;
+            let digest = write_sweep_files(&mut folder, &plan.layout, key, &mut |p| checkpoint.load(p))?;
             let files = folder.commit("sweep", &name)?;
             (files.iter().map(|f| out_dir.join(f).display().to_string()).collect(), Some(digest))
         }
@@ -319,7 +321,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     });
     if let Some(digest) = digest {
         text.push('\n');
-        text.push_str(&digest.render());
+        text.push_str(&digest.render(opts.view.layout()));
         text.push('\n');
     }
     text.push_str(&format!("wrote {}\n", written.join(", ")));

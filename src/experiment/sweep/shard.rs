@@ -4,7 +4,7 @@
 //! and writes the sweep's files, byte-identical to an unsharded sweep's.
 
 use super::checkpoint::{Checkpoint, PointRecord, SweepKey};
-use super::files::write_sweep_files;
+use super::files::{SweepView, write_sweep_files};
 use crate::experiment::batch::grid::{MAX_GRID_POINTS, SweepLayout};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{AtomicFile, OutputFolder};
@@ -91,6 +91,7 @@ pub fn write_shard(
 pub struct MergeOptions {
     pub shards: Vec<PathBuf>,
     pub out: Option<PathBuf>,
+    pub view: SweepView,
 }
 
 fn bad(path: &Path, line: usize, message: impl std::fmt::Display) -> CommandError {
@@ -284,6 +285,7 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
             first.shards
         )));
     }
+    let key = opts.view.key_metrics(&first.layout)?;
     let name = first.layout.scenario.clone();
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{name}-sweep")));
     let mut folder = OutputFolder::create(&out_dir)?;
@@ -299,7 +301,7 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
         for path in &opts.shards {
             copy_records(path, &checkpoint)?;
         }
-        let digest = write_sweep_files(&mut folder, &first.layout, &mut |p| checkpoint.load(p))?;
+        let digest = write_sweep_files(&mut folder, &first.layout, key, &mut |p| checkpoint.load(p))?;
         folder.commit("sweep", &name).map(|files| (files, digest))
     })();
     checkpoint.remove();
@@ -309,7 +311,7 @@ pub fn merge(opts: &MergeOptions) -> Result<String, CommandError> {
         "{name}: merged {} shard(s), {} grid point(s)\n\n{}\nwrote {}\n",
         first.shards,
         first.layout.points,
-        digest.render(),
+        digest.render(opts.view.layout()),
         written.join(", ")
     ))
 }

@@ -19,7 +19,7 @@ use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::experiment::sweep::checkpoint::build_id;
-use crate::scenario::{Source, load_file, parse_override, parse_source, quote, sample_files, value_at};
+use crate::scenario::{Source, load_file, name_hint, parse_override, parse_source, quote, sample_files, value_at};
 use checkpoint::{Checkpoint, RaceState, TuneKey};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
@@ -410,8 +410,7 @@ fn check_metrics(model: &Model, objectives: &[Objective]) -> Result<(), CommandE
     let names = model.metric_names();
     for o in objectives {
         if !names.contains(&o.metric) {
-            let hint = names.iter().find(|n| n.contains(o.metric.as_str()) || o.metric.contains(n.as_str()));
-            let hint = hint.map(|h| format!(" (did you mean `{h}`?)")).unwrap_or_default();
+            let hint = name_hint(&o.metric, &names);
             return Err(CommandError::Input(format!(
                 "argument `--objective {}`: this scenario has no metric {}{hint}; docs/metrics.md lists them",
                 o.label(),
