@@ -591,6 +591,6 @@ fn a_full_disk_leaves_nothing_beside_the_output() {
     let _ = std::fs::remove_dir_all(&mount_point);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(stderr.contains("no space left on the device (os error 28)"), "{stderr}");
     assert!(left.is_empty(), "left beside the output: {left:?}");
 }

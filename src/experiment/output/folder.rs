@@ -32,6 +32,8 @@ pub struct Manifest {
 /// A folder being written; dropped without [`OutputFolder::commit`], it vanishes.
 pub struct OutputFolder {
     target: PathBuf,
+    /// The destination as the user named it: what messages say, never the staging folder.
+    shown: PathBuf,
     staging: PathBuf,
     files: Vec<String>,
     committed: bool,
@@ -61,10 +63,15 @@ fn same_file(file: &File, path: &Path) -> bool {
 impl OutputLock {
     /// Takes the lock for `target` at once, or says who holds it.
     pub fn take(target: &Path) -> Result<OutputLock, CommandError> {
+        Self::take_for(target, target)
+    }
+
+    /// As [`OutputLock::take`], naming `shown` (the user's words for `target`) in messages.
+    fn take_for(target: &Path, shown: &Path) -> Result<OutputLock, CommandError> {
         use std::os::fd::AsRawFd;
         let path = sibling(target, "lock");
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
+            std::fs::create_dir_all(parent).map_err(|e| beside_error(shown, parent, e))?;
         }
         for _ in 0..10 {
             let file = std::fs::OpenOptions::new()
@@ -72,25 +79,25 @@ impl OutputLock {
                 .truncate(false)
                 .write(true)
                 .open(&path)
-                .map_err(|e| io_error("lock", target, e))?;
+                .map_err(|e| beside_error(shown, path.parent().unwrap_or(Path::new(".")), e))?;
             // SAFETY: flock on a descriptor this function owns; it only changes the lock.
             if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
                 let e = std::io::Error::last_os_error();
                 if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
                     return Err(CommandError::Input(format!(
                         "another faultline process is writing {} (it holds {}); wait for it to finish or choose another output",
-                        target.display(),
+                        shown.display(),
                         path.display()
                     )));
                 }
-                return Err(io_error("lock", target, e));
+                return Err(io_error("lock", shown, e));
             }
             if same_file(&file, &path) {
                 return Ok(OutputLock { file, path });
             }
             // The holder removed the file between our open and our lock: start over.
         }
-        Err(CommandError::Input(format!("cannot lock {}: its lock file keeps changing", target.display())))
+        Err(CommandError::Input(format!("cannot lock {}: its lock file keeps changing", shown.display())))
     }
 }
 
@@ -104,7 +111,48 @@ impl Drop for OutputLock {
 }
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> CommandError {
-    CommandError::Io(format!("cannot {what} {}: {e}", path.display()))
+    CommandError::Io(format!("cannot {what} {}: {}", path.display(), plain_reason(&e)))
+}
+
+/// An output's folder could not be used where faultline writes beside it (its lock and the
+/// staging folder of the new set): names the user's output and the folder that refused.
+fn beside_error(shown: &Path, folder: &Path, e: std::io::Error) -> CommandError {
+    let folder = if folder.as_os_str().is_empty() { Path::new(".") } else { folder };
+    CommandError::Io(format!("cannot write {} ({}: {})", shown.display(), folder.display(), plain_reason(&e)))
+}
+
+/// The system's reason in plain words for the failures a user can act on; the OS message
+/// otherwise. The error number stays, for a search.
+fn plain_reason(e: &std::io::Error) -> String {
+    let words = match e.raw_os_error() {
+        Some(libc::EROFS) => "the file system is mounted read-only",
+        Some(libc::EACCES) | Some(libc::EPERM) => "permission denied",
+        Some(libc::ENOSPC) => "no space left on the device",
+        Some(libc::EDQUOT) => "the disk quota is used up",
+        Some(libc::EBUSY) => "busy: a mount point, or in use by the system",
+        Some(libc::ENOENT) => "no such file or folder",
+        Some(libc::ENOTDIR) => "a part of the path is a file, not a folder",
+        _ => return e.to_string(),
+    };
+    match e.raw_os_error() {
+        Some(n) => format!("{words} (os error {n})"),
+        None => words.to_string(),
+    }
+}
+
+/// True when `target` is a folder another file system is mounted on: it cannot be renamed,
+/// so it cannot be replaced as a whole.
+fn is_mount_point(target: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(target) else { return false };
+    if !meta.is_dir() {
+        return false;
+    }
+    match target.parent().map(std::fs::metadata) {
+        Some(Ok(parent)) => parent.dev() != meta.dev(),
+        Some(Err(_)) => false,
+        None => true,
+    }
 }
 
 /// A name beside `target` that only faultline uses: `.NAME.faultline-KIND[-pid]`.
@@ -123,19 +171,26 @@ impl OutputFolder {
     /// earlier faultline output, so `--out .` can never move a user's files away.
     pub fn create(target: &Path) -> Result<OutputFolder, CommandError> {
         let target = if target.as_os_str().is_empty() { Path::new(".") } else { target };
+        let shown = target.to_path_buf();
         let target = absolute(target)?;
-        // Before anything is read or written: a second process on the same folder stops here.
-        let lock = OutputLock::take(&target)?;
-        check_replaceable(&target)?;
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| io_error("create", parent, e))?;
+        if is_mount_point(&target) {
+            return Err(CommandError::Input(format!(
+                "argument `--out {}`: it is a mount point (another file system is mounted on it); faultline replaces its output folder as a whole, which cannot be done to a mount point, so name a folder inside it, such as {}",
+                shown.display(),
+                shown.join("results").display()
+            )));
         }
+        // Before anything is read or written: a second process on the same folder stops here.
+        let lock = OutputLock::take_for(&target, &shown)?;
+        check_replaceable(&target)?;
+        let parent = target.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(parent).map_err(|e| beside_error(&shown, parent, e))?;
         let staging = sibling(&target, &format!("new-{}", std::process::id()));
         if staging.exists() {
-            std::fs::remove_dir_all(&staging).map_err(|e| io_error("remove", &staging, e))?;
+            std::fs::remove_dir_all(&staging).map_err(|e| beside_error(&shown, parent, e))?;
         }
-        std::fs::create_dir(&staging).map_err(|e| io_error("create", &staging, e))?;
-        Ok(OutputFolder { target, staging, files: Vec::new(), committed: false, _lock: lock })
+        std::fs::create_dir(&staging).map_err(|e| beside_error(&shown, parent, e))?;
+        Ok(OutputFolder { target, shown, staging, files: Vec::new(), committed: false, _lock: lock })
     }
 
     /// The destination, as an absolute path.
@@ -146,10 +201,11 @@ impl OutputFolder {
     /// A buffered writer for a file of the set (folders are created as needed).
     pub fn writer(&mut self, relative: &str) -> Result<BufWriter<File>, CommandError> {
         let path = self.staging.join(relative);
+        let shown = self.shown.join(relative);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+            std::fs::create_dir_all(dir).map_err(|e| io_error("write", &shown, e))?;
         }
-        let file = File::create(&path).map_err(|e| io_error("write", &path, e))?;
+        let file = File::create(&path).map_err(|e| io_error("write", &shown, e))?;
         if !self.files.iter().any(|f| f == relative) {
             self.files.push(relative.to_string());
         }
@@ -157,9 +213,9 @@ impl OutputFolder {
     }
 
     pub fn write(&mut self, relative: &str, bytes: &[u8]) -> Result<(), CommandError> {
-        let path = self.staging.join(relative);
+        let shown = self.shown.join(relative);
         let mut w = self.writer(relative)?;
-        w.write_all(bytes).and_then(|_| w.flush()).map_err(|e| io_error("write", &path, e))
+        w.write_all(bytes).and_then(|_| w.flush()).map_err(|e| io_error("write", &shown, e))
     }
 
     /// Writes the manifest, then puts the set in place of the target in one step. Returns the
@@ -175,14 +231,15 @@ impl OutputFolder {
         let mut text = serde_json::to_string_pretty(&manifest).expect("a manifest always serializes");
         text.push('\n');
         let path = self.staging.join(MANIFEST);
-        std::fs::write(&path, text).map_err(|e| io_error("write", &path, e))?;
+        std::fs::write(&path, text).map_err(|e| io_error("write", &self.shown.join(MANIFEST), e))?;
         // On disk before the swap, so a crash of the machine (not only of the process) after it
         // cannot leave a set whose files are empty.
         for relative in self.files.iter().map(String::as_str).chain([MANIFEST]) {
             let file = self.staging.join(relative);
-            File::open(&file).and_then(|f| f.sync_all()).map_err(|e| io_error("sync", &file, e))?;
+            let shown = self.shown.join(relative);
+            File::open(&file).and_then(|f| f.sync_all()).map_err(|e| io_error("write", &shown, e))?;
         }
-        swap_into_place(&self.staging, &self.target)?;
+        swap_into_place(&self.staging, &self.target).map_err(|e| io_error("replace", &self.shown, e))?;
         sync_folder(self.target.parent());
         self.committed = true;
         remove_leftovers(&self.target);
@@ -247,18 +304,14 @@ fn sync_folder(folder: Option<&Path>) {
     }
 }
 
-fn c_path(path: &Path) -> Result<CString, CommandError> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| CommandError::Input(format!("the path {} contains a NUL byte", path.display())))
-}
-
 /// Exchanges `staging` and `target` atomically (the old set ends up in `staging` and is
 /// removed); a first set is a plain rename. On a file system without RENAME_EXCHANGE the old
 /// set is renamed aside first, which leaves a moment with no set at all.
-fn swap_into_place(staging: &Path, target: &Path) -> Result<(), CommandError> {
+fn swap_into_place(staging: &Path, target: &Path) -> std::io::Result<()> {
     if !target.exists() {
-        return std::fs::rename(staging, target).map_err(|e| io_error("rename into", target, e));
+        return std::fs::rename(staging, target);
     }
+    let c_path = |p: &Path| CString::new(p.as_os_str().as_bytes()).map_err(std::io::Error::other);
     let (from, to) = (c_path(staging)?, c_path(target)?);
     // The system call, not glibc's wrapper: the wrapper appeared in glibc 2.28, and the
     // binary for cluster nodes links against glibc 2.17 (scripts/glibc-floor.sh). A kernel
@@ -282,12 +335,12 @@ fn swap_into_place(staging: &Path, target: &Path) -> Result<(), CommandError> {
     match e.raw_os_error() {
         Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => {
             let aside = sibling(target, &format!("old-{}", std::process::id()));
-            std::fs::rename(target, &aside).map_err(|e| io_error("move aside", target, e))?;
-            std::fs::rename(staging, target).map_err(|e| io_error("rename into", target, e))?;
+            std::fs::rename(target, &aside)?;
+            std::fs::rename(staging, target)?;
             let _ = std::fs::remove_dir_all(&aside);
             Ok(())
         }
-        _ => Err(io_error("replace", target, e)),
+        _ => Err(e),
     }
 }
 
@@ -585,6 +638,55 @@ mod tests {
         assert_eq!(manifest.files, vec!["a/summary.json".to_string()]);
         let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(leftovers, vec![std::ffi::OsString::from("out")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn messages_name_the_users_path_never_the_staging_folder() {
+        let dir = scratch("shown");
+        let shown = dir.join("out");
+        let mut set = OutputFolder::create(&shown).unwrap();
+        // The staging folder vanishes behind the command's back: the failure names what the
+        // user asked for.
+        std::fs::remove_dir_all(&set.staging).unwrap();
+        std::fs::write(&set.staging, b"a file where the staging folder was").unwrap();
+        let Err(CommandError::Io(message)) = set.writer("naive/summary.json") else { panic!("a write must fail") };
+        assert_eq!(
+            message,
+            format!(
+                "cannot write {}: a part of the path is a file, not a folder (os error 20)",
+                shown.join("naive/summary.json").display()
+            )
+        );
+        assert!(!message.contains("faultline-new"), "{message}");
+        std::fs::remove_file(&set.staging).unwrap();
+        drop(set);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_reasons_a_user_can_act_on_are_said_in_plain_words() {
+        let reason = |n| plain_reason(&std::io::Error::from_raw_os_error(n));
+        assert_eq!(reason(libc::EROFS), "the file system is mounted read-only (os error 30)");
+        assert_eq!(reason(libc::EACCES), "permission denied (os error 13)");
+        assert_eq!(reason(libc::ENOSPC), "no space left on the device (os error 28)");
+        assert_eq!(reason(libc::EBUSY), "busy: a mount point, or in use by the system (os error 16)");
+        assert_eq!(reason(libc::EXDEV), std::io::Error::from_raw_os_error(libc::EXDEV).to_string());
+    }
+
+    #[test]
+    fn a_mount_point_is_refused_as_an_output_folder_before_anything_is_written() {
+        assert!(is_mount_point(Path::new("/")));
+        let dir = scratch("mount");
+        assert!(!is_mount_point(&dir), "a plain folder is no mount point");
+        // /proc is a file system of its own on every Linux this runs on.
+        if Path::new("/proc/self").exists() {
+            assert!(is_mount_point(Path::new("/proc")));
+            let Err(CommandError::Input(message)) = OutputFolder::create(Path::new("/proc")) else {
+                panic!("a mount point must be refused")
+            };
+            assert!(message.starts_with("argument `--out /proc`: it is a mount point"), "{message}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
