@@ -1,0 +1,276 @@
+//! README's tables of the incident are generated, not typed: this test builds the essay table
+//! (from the committed reference output, which tests/reference_output.rs keeps equal to what the
+//! binary writes, and from a no-fault run it makes) and the goodput table (from the reference's
+//! timeseries.csv), and requires README to hold them between their markers.
+//! `FAULTLINE_UPDATE_DOCS=1 cargo test --test readme_tables` writes them into README instead.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// One policy's summary.json: means and 95 % intervals.
+struct Summary(Value);
+
+impl Summary {
+    fn read(path: &Path) -> Summary {
+        Summary(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+    }
+
+    /// (mean, low, high) of a metric.
+    fn get(&self, metric: &str) -> (f64, f64, f64) {
+        let mean = self.0["metrics"][metric].as_f64().unwrap_or_else(|| panic!("no metric {metric}"));
+        let ci = &self.0["ci95"][metric];
+        (mean, ci[0].as_f64().unwrap_or(mean), ci[1].as_f64().unwrap_or(mean))
+    }
+}
+
+/// A number with `decimals` places, thousands grouped by a space as README writes them.
+fn number(v: f64, decimals: usize) -> String {
+    let text = format!("{v:.decimals$}");
+    let (whole, fraction) = text.split_once('.').map_or((text.as_str(), None), |(w, f)| (w, Some(f)));
+    let (sign, digits) = whole.strip_prefix('-').map_or(("", whole), |d| ("-", d));
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 && digits.len() >= 4 {
+            grouped.push(' ');
+        }
+        grouped.push(c);
+    }
+    match fraction {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Style {
+    /// A ratio as a percentage with this many decimals.
+    Percent(usize),
+    /// A plain number with this many decimals.
+    Plain(usize),
+}
+
+/// A figure and its 95 % interval; an exact figure (no spread over the replications) is written
+/// alone, and a 0 or 100 % plainly.
+fn figure(s: &Summary, metric: &str, style: Style) -> String {
+    let (mean, low, high) = s.get(metric);
+    let (scale, decimals, unit) = match style {
+        Style::Percent(d) => (100.0, d, " %"),
+        Style::Plain(d) => (1.0, d, ""),
+    };
+    if low == high && (mean == 0.0 || mean == 1.0 && scale == 100.0) {
+        return format!("{}{unit}", number(mean * scale, 0));
+    }
+    let n = |v: f64| number(v * scale, decimals);
+    format!("{}{unit} [{}, {}]", n(mean), n(low), n(high))
+}
+
+fn ratio(a: &Summary, b: &Summary, metric_a: &str, metric_b: &str) -> String {
+    format!("{:.2}", a.get(metric_a).0 / b.get(metric_b).0)
+}
+
+/// The essay's section-27 figures beside ours.
+fn essay_table(naive: &Summary, resilient: &Summary, no_fault: &Summary) -> String {
+    use Style::*;
+    let row = |cells: [String; 6]| {
+        let cells: Vec<String> =
+            cells.iter().map(|c| if c.is_empty() { " ".into() } else { format!(" {c} ") }).collect();
+        format!("|{}|\n", cells.join("|"))
+    };
+    let mut t = String::from(
+        "| | essay naive | ours naive | essay resilient | ours resilient | ours resilient, no fault |\n|---|---|---|---|---|---|\n",
+    );
+    let f = figure;
+    t += &row([
+        "automatic completion".into(),
+        "98.8 %".into(),
+        f(naive, "incident.auto_completion_ratio", Percent(1)),
+        "93.4 %".into(),
+        f(resilient, "incident.auto_completion_ratio", Percent(1)),
+        f(no_fault, "auto_completion_ratio", Percent(2)),
+    ]);
+    t += &row([
+        "safe draft or handoff".into(),
+        String::new(),
+        f(naive, "incident.safe_outcome_ratio", Percent(1)),
+        "99.6 %".into(),
+        f(resilient, "incident.safe_outcome_ratio", Percent(1)),
+        f(no_fault, "safe_outcome_ratio", Percent(1)),
+    ]);
+    t += &row([
+        "retry amplification".into(),
+        "2.9".into(),
+        f(naive, "incident.retry_amplification_ratio", Plain(2)),
+        "1.2".into(),
+        f(resilient, "incident.retry_amplification_ratio", Plain(3)),
+        f(no_fault, "retry_amplification_ratio", Plain(3)),
+    ]);
+    t += &row([
+        "cost per success".into(),
+        String::new(),
+        f(naive, "incident.cost_per_success", Plain(1)),
+        "1.18 x baseline".into(),
+        format!(
+            "{} = {} x no fault",
+            f(resilient, "incident.cost_per_success", Plain(2)),
+            ratio(resilient, no_fault, "incident.cost_per_success", "cost_per_success")
+        ),
+        f(no_fault, "cost_per_success", Plain(1)),
+    ]);
+    t += &row([
+        "cost per success in dollars (whole run)".into(),
+        String::new(),
+        f(naive, "cost_money_per_success", Plain(4)),
+        String::new(),
+        format!(
+            "{} = {} x no fault",
+            f(resilient, "cost_money_per_success", Plain(4)),
+            ratio(resilient, no_fault, "cost_money_per_success", "cost_money_per_success")
+        ),
+        f(no_fault, "cost_money_per_success", Plain(4)),
+    ]);
+    t += &row([
+        "duplicate drafts".into(),
+        "grow".into(),
+        format!("{} a replication", f(naive, "incident.duplicate_effect_run_total", Plain(0))),
+        "0".into(),
+        f(resilient, "incident.duplicate_effect_run_total", Plain(0)),
+        f(no_fault, "duplicate_effect_run_total", Plain(0)),
+    ]);
+    t += &row([
+        "root deadline misses".into(),
+        "14.2 %".into(),
+        f(naive, "incident.deadline_exceeded_ratio", Percent(1)),
+        "3.7 %".into(),
+        f(resilient, "incident.deadline_exceeded_ratio", Percent(1)),
+        f(no_fault, "deadline_exceeded_ratio", Percent(2)),
+    ]);
+    t += &row([
+        "orphan tasks (whole run)".into(),
+        String::new(),
+        format!("{} a replication", f(naive, "orphan_task_total", Plain(0))),
+        String::new(),
+        format!("{}, all tracked", f(resilient, "orphan_task_total", Plain(0))),
+        f(no_fault, "orphan_task_total", Plain(0)),
+    ]);
+    t += &row([
+        "cost after cancel (whole run)".into(),
+        String::new(),
+        f(naive, "cost_after_cancel_units_total", Plain(0)),
+        String::new(),
+        f(resilient, "cost_after_cancel_units_total", Plain(1)),
+        f(no_fault, "cost_after_cancel_units_total", Plain(2)),
+    ]);
+    t
+}
+
+/// timeseries.csv as (header, rows of numbers).
+fn series(path: &Path) -> (Vec<String>, Vec<Vec<f64>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_string).collect();
+    let rows = lines.map(|l| l.split(',').map(|c| c.parse().unwrap_or(f64::NAN)).collect()).collect();
+    (header, rows)
+}
+
+fn column(header: &[String], name: &str) -> usize {
+    header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"))
+}
+
+/// Goodput per minute, every third window, as README shows it.
+fn goodput_table(reference: &Path) -> String {
+    let (h, naive) = series(&reference.join("naive/timeseries.csv"));
+    let (hr, resilient) = series(&reference.join("resilient/timeseries.csv"));
+    let mode = column(&hr, "workflow.meeting-analysis-draft.worst_mode");
+    let queue = column(&h, "dependency.model-primary.queue_depth");
+    let header = ["window (s)", "runs in", "goodput naive", "goodput resilient", "model queue naive", "resilient mode"];
+    let mut rows = Vec::new();
+    for (n, r) in naive.iter().zip(&resilient).step_by(3) {
+        rows.push([
+            format!("{:>4}-{}", n[column(&h, "window_start_s")], n[column(&h, "window_end_s")]),
+            format!("{:.0}", n[column(&h, "arrivals")]),
+            format!("{:.0}", n[column(&h, "goodput")]),
+            format!("{:.0}", r[column(&hr, "goodput")]),
+            format!("{:.0}", n[queue]),
+            format!("{:.0}", r[mode]),
+        ]);
+    }
+    let widths: Vec<usize> =
+        (0..header.len()).map(|c| rows.iter().map(|r| r[c].len()).chain([header[c].len()]).max().unwrap()).collect();
+    let mut t = String::from("```\n");
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (c, cell) in cells.iter().enumerate() {
+            if c == 0 {
+                s += &format!("{cell:<w$}", w = widths[0] + 2);
+            } else {
+                s += &format!("  {cell:>w$}", w = widths[c]);
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    t += &line(header.to_vec());
+    for r in &rows {
+        t += &line(r.iter().map(String::as_str).collect());
+    }
+    t + "```\n"
+}
+
+/// Replaces (or checks) the text between `<!-- NAME -->` and `<!-- /NAME -->`.
+fn between(readme: &str, name: &str) -> (usize, usize) {
+    let open = format!("<!-- generated by tests/readme_tables.rs: {name} -->\n");
+    let close = format!("<!-- /{name} -->");
+    let start = readme.find(&open).unwrap_or_else(|| panic!("README has no marker {open}")) + open.len();
+    let end = readme[start..].find(&close).unwrap_or_else(|| panic!("README has no marker {close}")) + start;
+    (start, end)
+}
+
+#[test]
+fn readme_tables_are_the_reference_output_and_a_no_fault_run() {
+    let reference = Path::new(ROOT).join("reference/meeting-analysis-incident");
+    let dir = std::env::temp_dir().join(format!("faultline-readme-tables-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("run")
+        .arg(Path::new(ROOT).join("scenarios/meeting-analysis-incident.toml"))
+        .args(["--policy", "resilient", "--set", "fault=[]", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let no_fault = Summary::read(&dir.join("resilient/summary.json"));
+    let naive = Summary::read(&reference.join("naive/summary.json"));
+    let resilient = Summary::read(&reference.join("resilient/summary.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    let tables = [("essay", essay_table(&naive, &resilient, &no_fault)), ("goodput", goodput_table(&reference))];
+
+    let path = Path::new(ROOT).join("README.md");
+    let mut readme = std::fs::read_to_string(&path).unwrap();
+    let update = std::env::var_os("FAULTLINE_UPDATE_DOCS").is_some();
+    for (name, table) in &tables {
+        let (start, end) = between(&readme, name);
+        if update {
+            readme.replace_range(start..end, table);
+        } else {
+            assert_eq!(
+                &readme[start..end],
+                table.as_str(),
+                "README's {name} table is not what the reference output gives (FAULTLINE_UPDATE_DOCS=1 rewrites it)"
+            );
+        }
+    }
+    if update {
+        std::fs::write(&path, readme).unwrap();
+    }
+}
+
+#[test]
+fn numbers_are_grouped_as_readme_writes_them() {
+    assert_eq!(number(7123.25, 0), "7 123");
+    assert_eq!(number(85731.64, 0), "85 732");
+    assert_eq!(number(1234.5, 1), "1 234.5");
+    assert_eq!(number(0.0289, 4), "0.0289");
+    assert_eq!(number(-12345.0, 0), "-12 345");
+}
