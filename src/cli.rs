@@ -13,6 +13,7 @@ use crate::experiment::run::{RunOptions, run, validate};
 use crate::experiment::sweep::files::SweepView;
 use crate::experiment::sweep::shard::{MergeOptions, Shard, merge};
 use crate::experiment::sweep::{SweepOptions, sweep};
+use crate::experiment::tune::shards::RoundMode;
 use crate::experiment::tune::{TuneOptions, tune};
 use crate::experiment::{CommandError, OutputFormat};
 use clap::builder::TypedValueParser;
@@ -160,7 +161,13 @@ Examples:
     --objective max:auto_completion_ratio --objective min:cost_per_success
   faultline tune scenario.toml -p resilient --space policy.resilient.timeout_ms=2000..10000:1000 \\
     --space policy.resilient.retry.backoff.base_ms=50.0..500.0 --objective min:run_latency_ms.p95 \\
-    --objective max:auto_completion_ratio --budget 2000 --replications 30";
+    --objective max:auto_completion_ratio --budget 2000 --replications 30
+
+On a cluster, every round is split over N processes (docs/cluster.md): the same arguments with
+--shard K/N for K = 0..N-1 (at once), then with --merge-shards, repeated until the merge writes
+the files:
+  faultline tune scenario.toml -p resilient --space ... --objective ... -o tuned --shard 0/4
+  faultline tune scenario.toml -p resilient --space ... --objective ... -o tuned --merge-shards";
 
 const GATE_EXAMPLES: &str =
     "The candidate file's seed and replication count (after --seed and --replications) govern both
@@ -381,6 +388,14 @@ pub enum Command {
         /// each raced like the first.
         #[arg(long, value_name = "N", default_value_t = 0)]
         generations: u32,
+        /// Compute only shard K of N (numbered from 0) of the next round the merged rounds
+        /// lead to, and write it beside the output folder; --merge-shards combines the N.
+        #[arg(long, value_name = "K/N", conflicts_with = "merge_shards")]
+        shard: Option<String>,
+        /// Put the shard files of the next round into the race, race, and either write the
+        /// tune's files or name the round whose shards come next.
+        #[arg(long)]
+        merge_shards: bool,
     },
     /// Combine the N shard files of a `sweep --shard K/N` into the sweep's files.
     #[command(after_help = MERGE_EXAMPLES)]
@@ -524,9 +539,16 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             out,
             resume,
             generations,
+            shard,
+            merge_shards,
         } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let jobs = worker_count(jobs)?;
+            let rounds = match (shard.as_deref().map(Shard::parse).transpose()?, merge_shards) {
+                (Some(shard), _) => RoundMode::Shard(shard),
+                (None, true) => RoundMode::Merge,
+                (None, false) => RoundMode::Local,
+            };
             let opts = TuneOptions {
                 scenario,
                 policy,
@@ -542,6 +564,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 out,
                 resume,
                 generations,
+                rounds,
             };
             Ok((tune(&opts)?, EXIT_OK))
         }

@@ -194,6 +194,51 @@ fn slurm_array_tasks_a_rerun_shard_and_merge_reproduce_the_single_machine_sweep(
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A stand-in `sbatch --wait --array=0-(N-1) [--cpus-per-task=C] [options] SCRIPT ARGS...`:
+/// runs every array task of SCRIPT in turn with Slurm's variables, fails if one fails.
+const FAKE_SBATCH: &str = r#"#!/usr/bin/env bash
+set -euo pipefail
+array= cpus=1
+while [[ $1 == -* ]]; do
+  case $1 in
+    --array=*) array=${1#--array=} ;;
+    --cpus-per-task=*) cpus=${1#--cpus-per-task=} ;;
+  esac
+  shift
+done
+script=$1; shift
+last=${array#0-}
+for ((k = 0; k <= last; k++)); do
+  SLURM_ARRAY_TASK_ID=$k SLURM_ARRAY_TASK_COUNT=$((last + 1)) SLURM_CPUS_PER_TASK=$cpus bash "$script" "$@"     >> "sbatch-$k.log" 2>&1
+done
+"#;
+
+/// The tune recipe (examples/slurm/tune.sh) with a stand-in sbatch: round after round of
+/// array tasks and merges, it writes the files of the same tune on one machine, byte for byte.
+#[test]
+fn slurm_tune_rounds_of_array_tasks_reproduce_the_single_machine_tune() {
+    let dir = workspace("slurm-tune");
+    let sbatch = dir.join("bin/sbatch");
+    std::fs::write(&sbatch, FAKE_SBATCH).unwrap();
+    std::fs::set_permissions(&sbatch, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let tune = "scenarios/metastability.toml -p backoff --space policy.backoff.timeout_ms=500..3000:500 \
+                --objective max:auto_completion_ratio --objective min:run_latency_ms.p95 --replications 6 \
+                --set simulation.duration_s=180";
+    let recipe = Path::new(ROOT).join("examples/slurm/tune.sh").display().to_string();
+    let env = [("SHARDS", "3".to_string()), ("CPUS_PER_TASK", "2".to_string())];
+    shell("sh", &["-c", &format!("{recipe} {tune} -o sharded > recipe.log")], &dir, &env);
+    shell("sh", &["-c", &format!("faultline tune {tune} -o single > /dev/null")], &dir, &[]);
+    assert!(
+        read_all(&dir.join("sharded")) == read_all(&dir.join("single")),
+        "the Slurm tune differs from one machine's"
+    );
+    let log = std::fs::read_to_string(dir.join("recipe.log")).unwrap();
+    assert!(log.contains("needs its shards") && log.contains("wrote "), "{log}");
+    let task_log = std::fs::read_to_string(dir.join("sbatch-2.log")).unwrap();
+    assert!(task_log.contains("shard 2 of 3"), "{task_log}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The recipe as docs/cluster.md tells a user to run it, on a real single-node Slurm:
 /// tests/slurm/real-slurm.sh. Skipped, loudly, where Slurm is not installed, unless
 /// FAULTLINE_REQUIRE_SLURM=1 (set by .ci/run when it installed the packages).
@@ -213,6 +258,7 @@ fn the_slurm_recipe_runs_on_a_real_slurm() {
     assert!(o.status.success(), "real Slurm:\n{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     eprintln!("real Slurm:\n{stdout}");
     assert!(stdout.contains("rerun of shard 2 merged = one machine"), "{stdout}");
+    assert!(stdout.contains("tune on Slurm = one machine"), "{stdout}");
 }
 
 fn yaml(path: &str) -> serde_yaml::Value {

@@ -341,3 +341,74 @@ fn generations_add_children_near_the_front() {
     std::fs::remove_dir_all(&one).unwrap();
     std::fs::remove_dir_all(&two).unwrap();
 }
+
+/// A tune on a cluster: every round split over 3 processes (`--shard K/3`, in any order, any
+/// thread count), merged (`--merge-shards`) until the merge writes the files: the unsharded
+/// tune's files, byte for byte, generations included. A missing shard and a shard of other
+/// arguments are refused by name.
+#[test]
+fn a_sharded_tune_merged_round_by_round_is_the_unsharded_tune() {
+    let base = [
+        "tune",
+        "scenarios/metastability.toml",
+        "-p",
+        "backoff",
+        "--space",
+        "policy.backoff.timeout_ms=500.0..4000.0",
+        "--candidates",
+        "6",
+        "--generations",
+        "1",
+        "--objective",
+        "max:auto_completion_ratio",
+        "--objective",
+        "min:run_latency_ms.p95",
+        "--replications",
+        "6",
+        "--set",
+        "simulation.duration_s=180",
+    ];
+    let dir = scratch("shards");
+    let (whole, sharded) = (dir.join("whole"), dir.join("sharded"));
+    ok(&[&base[..], &["-o", whole.to_str().unwrap()]].concat());
+    let out = sharded.to_str().unwrap();
+    let shards_dir = dir.join(".sharded.faultline-checkpoint");
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(rounds < 20, "the merge never wrote the files");
+        for (k, jobs) in [(2, "1"), (0, "2"), (1, "1")] {
+            let text = ok(&[&base[..], &["-o", out, "--jobs", jobs, "--shard", &format!("{k}/3")]].concat());
+            assert!(text.contains(&format!("shard {k} of 3")) || text.starts_with("the race needs no more"), "{text}");
+        }
+        if rounds == 1 {
+            // A shard of other arguments (another seed: its first round too) is another tune's.
+            let kept = std::fs::read(shards_dir.join("round-1-shard-1-of-3.json")).unwrap();
+            ok(&[&base[..], &["-o", out, "--seed", "99", "--shard", "1/3"]].concat());
+            let o = faultline(&[&base[..], &["-o", out, "--merge-shards"]].concat());
+            assert_eq!(o.status.code(), Some(2));
+            assert!(String::from_utf8_lossy(&o.stderr).contains("made by another tune"), "{o:?}");
+            std::fs::write(shards_dir.join("round-1-shard-1-of-3.json"), kept).unwrap();
+        }
+        if rounds == 2 {
+            // One shard lost: the merge names it and changes nothing.
+            let lost = shards_dir.join("round-2-shard-1-of-3.json");
+            let kept = std::fs::read(&lost).unwrap();
+            std::fs::remove_file(&lost).unwrap();
+            let o = faultline(&[&base[..], &["-o", out, "--merge-shards"]].concat());
+            assert_eq!(o.status.code(), Some(2));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("round 2 is incomplete: shard(s) 1 of 3 (numbered from 0) are missing"), "{err}");
+            std::fs::write(&lost, kept).unwrap();
+        }
+        let text = ok(&[&base[..], &["-o", out, "--merge-shards"]].concat());
+        if text.contains("wrote ") {
+            break;
+        }
+        assert!(text.contains("needs its shards"), "{text}");
+    }
+    assert!(rounds >= 3, "a tune of 2 generations races more than {rounds} round(s)");
+    assert_eq!(files_of(&sharded), files_of(&whole));
+    assert!(!shards_dir.exists(), "the shard files go with the checkpoint once the files are in place");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

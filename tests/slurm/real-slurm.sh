@@ -5,7 +5,9 @@
 #      the merged folder compared byte for byte with the same sweep on one machine;
 #   2. the same submission with one array task cancelled: the merge job must be cancelled by
 #      Slurm (it would otherwise wait for ever), and `ARRAY=K examples/slurm/submit.sh` must
-#      rerun that shard alone and merge the complete set, again equal to one machine's.
+#      rerun that shard alone and merge the complete set, again equal to one machine's;
+#   3. examples/slurm/tune.sh: a tune whose rounds run as arrays of 3 tasks (sbatch --wait),
+#      each merged, whose files must equal the same tune on one machine.
 # Its own munged, slurmctld and slurmd run on private ports and folders under a temporary
 # folder, and are stopped by PID however the script ends.
 # Usage: tests/slurm/real-slurm.sh PATH/TO/faultline   (exit 77 when Slurm is not installed)
@@ -152,3 +154,14 @@ say "task ${array}_2: $(job_state "${array}_2"); merge $merge: $(job_state "$mer
 [[ $(job_state "$merge") == COMPLETED ]] || { echo "the rerun's merge did not complete"; cat faultline-merge-"$merge".log; exit 1; }
 diff -r results/second-sweep single
 say "rerun of shard 2 merged = one machine (diff -r: no difference)"
+
+# 3. A tune, round by round: arrays with `sbatch --wait`, each followed by the merge.
+unset OUT MERGED PARAMS REPLICATIONS EXTRA_ARGS
+tune=(scenarios/metastability.toml -p backoff --space policy.backoff.timeout_ms=500..3000:500
+  --objective max:auto_completion_ratio --objective min:run_latency_ms.p95 --replications 6
+  --set 'simulation.duration_s = 180')
+faultline tune "${tune[@]}" --jobs 2 -o single-tune >/dev/null
+SHARDS=3 examples/slurm/tune.sh "${tune[@]}" -o results/tune > tune.log
+say "tune: $(grep -c 'needs its shards' tune.log) round(s) merged before the last, then: $(grep -o '^wrote [^,]*' tune.log)"
+diff -r results/tune single-tune
+say "tune on Slurm = one machine (diff -r: no difference)"

@@ -123,6 +123,11 @@ impl Checkpoint {
         Checkpoint { dir: dir.to_path_buf() }
     }
 
+    /// The folder of the checkpoint (and of a sharded tune's shard files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn file(&self) -> PathBuf {
         self.dir.join("tune.json")
     }

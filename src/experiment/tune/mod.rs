@@ -8,6 +8,7 @@ pub mod files;
 pub mod generations;
 pub mod outcome;
 pub mod race;
+pub mod shards;
 pub mod space;
 
 use crate::engine::Model;
@@ -23,6 +24,7 @@ use crate::scenario::{Source, load_file, name_hint, parse_override, parse_source
 use checkpoint::{Checkpoint, RaceState, TuneKey};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
+use shards::{RoundMode, RoundTask};
 use space::{Dimension, parse_dimension};
 use std::path::{Path, PathBuf};
 
@@ -50,6 +52,15 @@ pub struct TuneOptions {
     pub resume: bool,
     /// Generations of new candidates near the front after the first race.
     pub generations: u32,
+    /// Every round here, one shard of the next round, or the next rounds from their shards.
+    pub rounds: RoundMode,
+}
+
+/// How a race ends in one process: with its outcome, or paused for a sharded round.
+enum RaceEnd {
+    Finished(Box<Outcome>),
+    /// What the process did and what comes next.
+    Paused(String),
 }
 
 pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
@@ -123,13 +134,25 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
             candidates.len() - 1
         }
     };
-    // A foreign --out is refused, and the folder locked, before anything is computed.
+    // A foreign --out is refused, and the folder locked, before anything is computed. A shard
+    // takes no lock on the folder (its N processes run at once; each writes its own file): the
+    // merge does.
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(format!("{scenario_name}-tune")));
-    let mut folder = OutputFolder::create(&out_dir)?;
-    let checkpoint = Checkpoint::at(&checkpoint_folder(folder.target()));
+    let mut folder = match opts.rounds {
+        RoundMode::Shard(_) => None,
+        RoundMode::Local | RoundMode::Merge => Some(OutputFolder::create(&out_dir)?),
+    };
+    let target = match &folder {
+        Some(f) => f.target().to_path_buf(),
+        None => std::path::absolute(&out_dir)
+            .map_err(|e| CommandError::Io(format!("cannot resolve {}: {e}", out_dir.display())))?,
+    };
+    let checkpoint = Checkpoint::at(&checkpoint_folder(&target));
     let key = tune_key(opts, &source, &scenario)?;
     let first_values: Vec<Vec<String>> = candidates.iter().map(|c| c.values.clone()).collect();
-    let resumed = if opts.resume { checkpoint.load(&key, &first_values) } else { None };
+    // A sharded tune always continues from the rounds merged so far.
+    let resume = opts.resume || opts.rounds != RoundMode::Local;
+    let resumed = if resume { checkpoint.load(&key, &first_values) } else { None };
     let resume_note = match (&resumed, opts.resume) {
         (Some(state), _) => Some(format!(
             "resumed from the checkpoint at {} replications of generation {} ({} simulations kept)",
@@ -145,7 +168,7 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         &workers,
         Field { models, candidates, make: &make },
         policy,
-        Progress { checkpoint: &checkpoint, key: &key, resumed },
+        Progress { checkpoint: &checkpoint, key: &key, resumed, mode: opts.rounds },
         RaceSetup {
             current,
             scenario: scenario_name,
@@ -158,6 +181,11 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
         },
     )?;
     workers.finish();
+    let (outcome, mut folder) = match (outcome, folder.take()) {
+        (RaceEnd::Finished(outcome), Some(folder)) => (outcome, folder),
+        (RaceEnd::Paused(text), _) => return Ok(text),
+        (RaceEnd::Finished(_), None) => unreachable!("a shard pauses before the race is over"),
+    };
     files::write_tune_files(&mut folder, &outcome, &source)?;
     let written = folder.commit("tune", &outcome.scenario)?;
     checkpoint.remove();
@@ -214,11 +242,13 @@ struct Field<'a> {
     make: &'a dyn Fn(Vec<String>, u32) -> Result<(Candidate, Model), CommandError>,
 }
 
-/// Where the race keeps its state between rounds, and the state it resumes from.
+/// Where the race keeps its state between rounds, the state it resumes from, and how its
+/// rounds are computed.
 struct Progress<'a> {
     checkpoint: &'a Checkpoint,
     key: &'a TuneKey,
     resumed: Option<RaceState>,
+    mode: RoundMode,
 }
 
 /// What the race needs besides the candidates.
@@ -246,7 +276,7 @@ fn race_all(
     policy: usize,
     progress: Progress,
     setup: RaceSetup,
-) -> Result<Outcome, CommandError> {
+) -> Result<RaceEnd, CommandError> {
     let Field { mut models, mut candidates, make } = field;
     let mut status = vec![Status::Racing; candidates.len()];
     let mut rounds = Vec::new();
@@ -300,13 +330,46 @@ fn race_all(
                 })
                 .collect();
             let running = racing.iter().filter(|&&i| from(i) < next).count();
-            workers.set_total(tasks.len() as u64, &format!("tune round {} ({running} candidates)", rounds.len() + 1));
+            let round = rounds.len() + 1;
             let describe = |t: &Task| {
                 format!("candidate {} ({}), ", t.model, point_text(&setup.dimensions, &candidates[t.model].values))
             };
-            let values = workers.simulate(&models, &tasks, &describe, &|_, r| {
-                metrics.iter().map(|m| r.metrics.get(m).copied().unwrap_or(f64::NAN)).collect::<Vec<f64>>()
-            })?;
+            let simulate = |tasks: &[Task]| {
+                workers.set_total(tasks.len() as u64, &format!("tune round {round} ({running} candidates)"));
+                workers.simulate(&models, tasks, &describe, &|_, r| {
+                    metrics.iter().map(|m| r.metrics.get(m).copied().unwrap_or(f64::NAN)).collect::<Vec<f64>>()
+                })
+            };
+            let all: Vec<RoundTask> = tasks.iter().map(|t| (t.model, t.replication)).collect();
+            let values = match progress.mode {
+                _ if tasks.is_empty() => Vec::new(),
+                RoundMode::Local => simulate(&tasks)?,
+                RoundMode::Shard(shard) => {
+                    let mine: Vec<Task> =
+                        tasks.iter().enumerate().filter(|(i, _)| shard.owns(*i)).map(|(_, t)| *t).collect();
+                    let values = simulate(&mine)?;
+                    let dir = progress.checkpoint.dir();
+                    let path = shards::write(dir, progress.key, round, shard, &shards::share(&all, shard), &values)?;
+                    return Ok(RaceEnd::Paused(format!(
+                        "round {round} (generation {generation}, {running} candidates to {next} replications): shard {} of {}, {} of its {} simulations, written to {}\nwhen every shard of round {round} is written, run the same tune with --merge-shards\n",
+                        shard.index,
+                        shard.count,
+                        mine.len(),
+                        tasks.len(),
+                        path.display()
+                    )));
+                }
+                RoundMode::Merge => match shards::gather(progress.checkpoint.dir(), progress.key, round, &all)? {
+                    Some(values) => values,
+                    None => {
+                        return Ok(RaceEnd::Paused(format!(
+                            "round {round} (generation {generation}, {running} candidates to {next} replications, {} simulations) needs its shards: run the same tune with --shard K/N for every K, then --merge-shards again ({} simulations so far)\n",
+                            tasks.len(),
+                            simulations
+                        )));
+                    }
+                },
+            };
             for (task, row) in tasks.iter().zip(values) {
                 let s = &mut candidates[task.model].samples;
                 let (objective_values, check_values) = row.split_at(setup.objectives.len());
@@ -376,7 +439,12 @@ fn race_all(
             candidates[i].samples = candidates[of].samples.clone();
         }
     }
-    Ok(Outcome {
+    if let RoundMode::Shard(_) = progress.mode {
+        return Ok(RaceEnd::Paused(
+            "the race needs no more simulations: run the same tune with --merge-shards to write its files\n".into(),
+        ));
+    }
+    Ok(RaceEnd::Finished(Box::new(Outcome {
         current: setup.current,
         scenario: setup.scenario,
         policy: setup.policy,
@@ -390,7 +458,7 @@ fn race_all(
         max_replications: setup.max_replications,
         simulations,
         budget_stopped,
-    })
+    })))
 }
 
 /// Each dimension names a field once.
