@@ -3,7 +3,8 @@
 //! is another policy of the same file (`--baseline`) or a policy of another file
 //! (`--baseline-scenario`, such as main's version of the scenario in a pull request); either
 //! way replication k of both runs on `replication_seed(seed, k)` with the candidate file's
-//! seed and replication count.
+//! seed and replication count. Intervals are judged and shown clipped to the range of their
+//! metric (`batch/slo.rs`), and the report says which were.
 
 pub mod front;
 pub mod junit;
@@ -18,6 +19,7 @@ use crate::experiment::command::{CommandError, OutputFormat};
 use crate::experiment::output::folder::write_atomically;
 use crate::experiment::report::table::{human, render};
 use crate::metrics::MetricMap;
+use crate::metrics::range::Range;
 use crate::metrics::stats::Estimate;
 use crate::scenario::{FieldPath, Override, ScenarioError, Source, error_at_path};
 use junit::{Case, CaseResult};
@@ -96,8 +98,14 @@ struct Outcome {
     /// The threshold in the metric's unit (a `%` regression limit scaled by the baseline mean).
     limit: Option<f64>,
     mean: Option<f64>,
+    /// The 95 % interval, clipped to the range of the judged quantity.
     ci95_low: Option<f64>,
     ci95_high: Option<f64>,
+    /// The range `[low, high]` (null: no bound) the Student-t interval left and was clipped
+    /// to; null when it lay inside.
+    clipped_to: Option<[Option<f64>; 2]>,
+    #[serde(skip)]
+    clipping: Option<Clipping>,
     /// Replications where the metric (or the difference) is undefined; any makes the check fail.
     undefined_replications: usize,
     #[serde(skip)]
@@ -106,12 +114,24 @@ struct Outcome {
     operator: &'static str,
 }
 
+/// A Student-t interval that left the range of its quantity, as the report's note tells it.
+#[derive(Debug, Clone, Copy)]
+struct Clipping {
+    range: Range,
+    low: f64,
+    high: f64,
+}
+
 fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
 impl Outcome {
+    /// `e` is the Student-t estimate; the outcome shows it clipped to the check's range, as it
+    /// was judged.
     fn judged(kind: Kind, check: &Check, pass: bool, judged: f64, limit: f64, e: &Estimate, n: usize) -> Outcome {
+        let clipping = e.leaves(check.range).then_some(Clipping { range: check.range, low: e.low, high: e.high });
+        let e = e.within(check.range);
         Outcome {
             kind,
             metric: check.metric.clone(),
@@ -125,6 +145,8 @@ impl Outcome {
             mean: finite(e.mean),
             ci95_low: finite(e.low),
             ci95_high: finite(e.high),
+            clipped_to: clipping.map(|c| [finite(c.range.low), finite(c.range.high)]),
+            clipping,
             undefined_replications: n - e.n.min(n),
             replications: n,
             operator: check.comparison.symbol(),
@@ -145,6 +167,8 @@ impl Outcome {
             mean: None,
             ci95_low: None,
             ci95_high: None,
+            clipped_to: None,
+            clipping: None,
             undefined_replications: 0,
             replications: n,
             operator: check.comparison.symbol(),
@@ -153,11 +177,26 @@ impl Outcome {
 
     /// The check as the table and the JUnit test case name it.
     fn label(&self) -> String {
+        format!("{} {}", self.subject(), self.expression)
+    }
+
+    /// What the check judges: the metric, or its paired difference.
+    fn subject(&self) -> String {
         match self.kind {
-            Kind::Threshold => format!("{} {}", self.metric, self.expression),
-            Kind::Regression => format!("{} (candidate - baseline) {}", self.metric, self.expression),
-            Kind::Front => format!("{} {}", self.metric, self.expression),
+            Kind::Threshold | Kind::Front => self.metric.clone(),
+            Kind::Regression => format!("{} (candidate - baseline)", self.metric),
         }
+    }
+
+    /// How the report's note tells a clipped interval:
+    /// `recovery_time_s >= 0 (Student-t: [-20.634, 125.6])`.
+    fn clip_note(&self) -> Option<String> {
+        self.clipping.map(|c| {
+            // `x in [0, 1]` but `x >= 0`.
+            let bounded = c.range.low.is_finite() && c.range.high.is_finite();
+            let range = if bounded { format!("in {}", c.range) } else { c.range.to_string() };
+            format!("{} {range} (Student-t: [{}, {}])", self.subject(), human(c.low), human(c.high))
+        })
     }
 
     fn undefined_note(&self) -> String {
@@ -167,6 +206,7 @@ impl Outcome {
         }
     }
 
+    /// The interval as judged: clipped to the range, which the table marks with `*`.
     fn interval(&self) -> String {
         match (self.ci95_low, self.ci95_high) {
             (Some(low), Some(high)) => format!("[{}, {}]", human(low), human(high)),
@@ -185,10 +225,18 @@ impl Outcome {
             self.operator,
             show(self.limit),
             show(self.mean),
-            self.interval()
+            self.interval_said()
         );
         m.push_str(&self.undefined_note());
         m
+    }
+
+    /// The interval, and what it was clipped to, in a sentence.
+    fn interval_said(&self) -> String {
+        match self.clip_note() {
+            Some(note) => format!("{}, clipped to {note}", self.interval()),
+            None => self.interval(),
+        }
     }
 }
 
@@ -229,7 +277,6 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     Ok(GateReport { text, passed })
 }
 
-/// Refuses a gate that could judge nothing, or would silently skip what the scenario asks for.
 /// The `--front` check as one row: the nearest front point and the candidate's worst shortfall
 /// against it in percent, judged on its unfavourable bounds.
 fn front_outcome(f: &front::Front, opts: &GateOptions, runs: &[MetricMap]) -> Outcome {
@@ -250,6 +297,8 @@ fn front_outcome(f: &front::Front, opts: &GateOptions, runs: &[MetricMap]) -> Ou
         mean: finite(100.0 * d.at_means),
         ci95_low: None,
         ci95_high: None,
+        clipped_to: None,
+        clipping: None,
         undefined_replications: 0,
         replications: n,
         operator: "<=",
@@ -274,6 +323,7 @@ fn check_front_metrics(f: &front::Front, model: &Model, opts: &GateOptions) -> R
     }
 }
 
+/// Refuses a gate that could judge nothing, or would silently skip what the scenario asks for.
 fn check_request(
     opts: &GateOptions,
     checks: &SloChecks,
@@ -542,12 +592,25 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
                 o.judged.map(human).unwrap_or_else(|| "n/a".into()),
                 o.limit.map(|l| format!("{} {}", o.operator, human(l))).unwrap_or_else(|| "n/a".into()),
                 o.mean.map(human).unwrap_or_else(|| "n/a".into()),
-                o.interval(),
+                match o.clipping {
+                    Some(_) => format!("{}*", o.interval()),
+                    None => o.interval(),
+                },
             ],
         })
         .collect();
     text.push_str(&render(&header, &rows));
     text.push_str("\n`<`/`<=` are judged on the upper 95 % bound, `>`/`>=` on the lower, `==` on both.\n");
+    let mut clipped: Vec<String> = Vec::new();
+    for note in outcomes.iter().filter_map(Outcome::clip_note) {
+        if !clipped.contains(&note) {
+            clipped.push(note);
+        }
+    }
+    if !clipped.is_empty() {
+        // Judging the clipped bound changes only checks the range decides alone (batch/slo.rs).
+        text.push_str(&format!("* clipped to the range the value can take: {}.\n", clipped.join("; ")));
+    }
     if outcomes.iter().any(|o| o.kind == Kind::Front) {
         text.push_str("`off the front`: the candidate's worst shortfall against the nearest front point over the tune's objectives, in % of that point's value, on the candidate's unfavourable 95 % bounds (`mean`: on its means).\n");
     }
@@ -648,7 +711,7 @@ fn junit_report(
                         o.judged_on,
                         o.limit.map(human).unwrap_or_else(|| "n/a".into()),
                         o.mean.map(human).unwrap_or_else(|| "n/a".into()),
-                        o.interval(),
+                        o.interval_said(),
                         o.undefined_note()
                     ),
                 },
@@ -661,4 +724,124 @@ fn junit_report(
         .collect();
     let suite = format!("faultline gate {} ({})", model.name, opts.candidate);
     junit::document(&suite, &properties, &cases, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::batch::slo::Comparison;
+
+    fn model() -> Model {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mmc.toml");
+        load_model(&path, &[]).unwrap().model
+    }
+
+    fn opts() -> GateOptions {
+        GateOptions {
+            scenario: PathBuf::from("scenarios/mmc.toml"),
+            candidate: "p".into(),
+            baseline: Some("q".into()),
+            baseline_scenario: None,
+            thresholds_only: false,
+            seed: None,
+            replications: None,
+            sets: Vec::new(),
+            jobs: 1,
+            format: OutputFormat::Text,
+            junit: None,
+            front: None,
+            front_tolerance_percent: 5.0,
+        }
+    }
+
+    fn check(metric: &str, comparison: Comparison, threshold: f64, expression: &str, regression: bool) -> Check {
+        let range = Range::of_metric(metric);
+        Check {
+            metric: metric.into(),
+            comparison,
+            threshold,
+            relative: expression.ends_with('%'),
+            expression: expression.into(),
+            range: if regression { range.difference() } else { range },
+        }
+    }
+
+    fn threshold(metric: &str, comparison: Comparison, limit: f64, expression: &str, values: &[f64]) -> Outcome {
+        let c = check(metric, comparison, limit, expression, false);
+        let (v, e) = judge_threshold(&c, values);
+        Outcome::judged(Kind::Threshold, &c, v.pass, v.judged, c.threshold, &e, values.len())
+    }
+
+    /// The table's lines under its header, split into the header and the row naming `what`.
+    fn row<'a>(text: &'a str, what: &str) -> (&'a str, &'a str) {
+        let header = text.lines().find(|l| l.starts_with("result")).expect("a header");
+        (header, text.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no row `{what}`:\n{text}")))
+    }
+
+    /// A `%` regression limit is printed as the absolute figure it became, in the limit column,
+    /// right-aligned under its header, and JSON and JUnit carry that same figure.
+    #[test]
+    fn a_relative_limit_is_shown_as_the_absolute_figure_it_became() {
+        let c = check("cost_per_success", Comparison::LessOrEqual, 10.0, "<= 10%", true);
+        // Baseline mean 37.13: 10 % of it is 3.713; the candidate costs 4 to 4.2 more.
+        let baseline = [37.0, 37.26];
+        let candidate = [41.0, 41.46];
+        let (v, e) = judge_regression(&c, &candidate, &baseline);
+        let limit = regression_limit(&c, &baseline);
+        assert!((limit - 3.713).abs() < 1e-12, "{limit}");
+        let o = Outcome::judged(Kind::Regression, &c, v.pass, v.judged, limit, &e, 2);
+        let passing = threshold("safe_outcome_ratio", Comparison::Greater, 0.9, "> 0.9", &[0.95, 0.96, 0.955, 0.958]);
+        let baseline_side = Baseline { policy: "q".into(), file: None };
+        let text = text_report(&model(), &opts(), Some(&baseline_side), &[passing, o.clone()]);
+        let (header, line) = row(&text, "cost_per_success");
+        assert!(line.starts_with("FAIL") && line.contains("cost_per_success (candidate - baseline) <= 10%"), "{text}");
+        let end = |s: &str, what: &str| s.find(what).unwrap_or_else(|| panic!("`{what}` not in\n{s}")) + what.len();
+        assert_eq!(end(line, "<= 3.713"), end(header, "limit"), "the limit column is aligned:\n{text}");
+        let (_, other) = row(&text, "safe_outcome_ratio > 0.9");
+        assert_eq!(end(other, "> 0.900"), end(header, "limit"), "{text}");
+        assert!(!text.contains("clipped"), "nothing left its range:\n{text}");
+        let json = serde_json::to_value(&o).unwrap();
+        assert_eq!(json["limit"].as_f64(), Some(limit));
+        assert_eq!(json["expression"], "<= 10%");
+        assert!(o.failure_message().contains("does not meet <= 3.713"), "{}", o.failure_message());
+    }
+
+    /// An interval past its metric's range is judged and shown clipped, marked with `*`, and a
+    /// note gives the range and the Student-t interval; JSON says what it was clipped to.
+    #[test]
+    fn clipped_intervals_are_marked_and_said() {
+        let recovery = threshold("recovery_time_s", Comparison::Less, 150.0, "< 150", &[0.0, 0.0, 0.0, 30.0]);
+        let share = threshold("safe_outcome_ratio", Comparison::Greater, 0.99, "> 0.99", &[1.0, 0.998, 1.0, 0.999]);
+        let inside = threshold("run_latency_ms.p95", Comparison::Less, 100.0, "< 100", &[50.0, 51.0]);
+        let text = text_report(&model(), &opts(), None, &[recovery.clone(), share.clone(), inside.clone()]);
+        let (_, line) = row(&text, "recovery_time_s < 150");
+        assert!(line.ends_with("[0, 31.365]*"), "{text}");
+        let (_, line) = row(&text, "safe_outcome_ratio > 0.99");
+        assert!(line.ends_with(", 1]*"), "{text}");
+        let (_, line) = row(&text, "run_latency_ms.p95");
+        assert!(line.ends_with("[44.147, 56.853]"), "{text}");
+        assert!(
+            text.contains(
+                "* clipped to the range the value can take: recovery_time_s >= 0 (Student-t: [-16.365, 31.365]); \
+                 safe_outcome_ratio in [0, 1] (Student-t: [0.998, 1.001]).\n"
+            ),
+            "{text}"
+        );
+        assert_eq!((recovery.judged, recovery.ci95_low), (recovery.ci95_high, Some(0.0)));
+        let json = |o: &Outcome| serde_json::to_value(o).unwrap();
+        assert_eq!(json(&recovery)["clipped_to"], serde_json::json!([0.0, null]));
+        assert_eq!(json(&share)["clipped_to"], serde_json::json!([0.0, 1.0]));
+        assert_eq!(json(&share)["ci95_high"], 1.0);
+        assert_eq!(json(&inside)["clipped_to"], serde_json::Value::Null);
+        // A failure message tells the clipped interval and where it came from.
+        let short = threshold("recovery_time_s", Comparison::Less, 10.0, "< 10", &[0.0, 0.0, 0.0, 30.0]);
+        assert_eq!(short.status, Status::Fail);
+        assert!(
+            short
+                .failure_message()
+                .ends_with("95% CI [0, 31.365], clipped to recovery_time_s >= 0 (Student-t: [-16.365, 31.365])"),
+            "{}",
+            short.failure_message()
+        );
+    }
 }
