@@ -3,14 +3,16 @@
 //! is another policy of the same file (`--baseline`) or a policy of another file
 //! (`--baseline-scenario`, such as main's version of the scenario in a pull request); either
 //! way replication k of both runs on `replication_seed(seed, k)` with the candidate file's
-//! seed and replication count. Intervals are judged and shown clipped to the range of their
-//! metric (`batch/slo.rs`), and the report says which were.
+//! seed and replication count. `--candidate-set` and `--baseline-set` change one side only, so
+//! the baseline may be the candidate's own policy of the same file with one value changed.
+//! Intervals are judged and shown clipped to the range of their metric (`batch/slo.rs`), and
+//! the report says which were.
 
 pub mod front;
 pub mod junit;
 
 use crate::engine::Model;
-use crate::experiment::batch::load::{Loaded, apply_seed, collect_overrides, load_model, select_policies};
+use crate::experiment::batch::load::{Loaded, apply_seed, collect_flagged_overrides, load_model, select_policies};
 use crate::experiment::batch::slo::{
     Check, SloChecks, compile_slo_with, judge_regression, judge_threshold, regression_limit,
 };
@@ -21,7 +23,7 @@ use crate::experiment::report::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::range::Range;
 use crate::metrics::stats::Estimate;
-use crate::scenario::{FieldPath, Override, ScenarioError, Source, error_at_path};
+use crate::scenario::{FieldPath, Override, Scenario, ScenarioError, Source, error_at_path, parse_override, quote};
 use junit::{Case, CaseResult};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -38,7 +40,12 @@ pub struct GateOptions {
     pub thresholds_only: bool,
     pub seed: Option<u64>,
     pub replications: Option<u32>,
+    /// `--set`: both sides.
     pub sets: Vec<String>,
+    /// `--candidate-set`: the candidate's side only, after `sets`.
+    pub candidate_sets: Vec<String>,
+    /// `--baseline-set`: the baseline's side only, after `sets`.
+    pub baseline_sets: Vec<String>,
     pub jobs: usize,
     pub format: OutputFormat,
     /// Also write a JUnit XML report here.
@@ -249,7 +256,9 @@ struct Baseline {
 }
 
 pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
-    let overrides = collect_overrides(&opts.sets, opts.replications)?;
+    let overrides = Side::Candidate.overrides(opts)?;
+    let baseline_overrides = Side::Baseline.overrides(opts)?;
+    check_side_sets(opts)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     apply_seed(&mut model, opts.seed, &overrides);
     let checks: SloChecks = compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
@@ -258,7 +267,8 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     if let Some(f) = &front {
         check_front_metrics(f, &model, opts)?;
     }
-    let Sides { models, sides, baseline } = choose_sides(opts, model, &checks, &source, &overrides)?;
+    let Sides { models, sides, baseline } =
+        choose_sides(opts, model, &scenario, &checks, &source, &baseline_overrides)?;
     let runs = simulate_sides(&models, &sides, opts)?;
     let mut outcomes = judge_checks(&checks, &runs);
     if let Some(f) = &front {
@@ -377,46 +387,179 @@ struct Sides {
     baseline: Option<Baseline>,
 }
 
-/// The candidate and the baseline, once checked.
+/// The candidate and the baseline, once checked. The baseline gets a model of its own when it
+/// comes from another file, or from this one with the sides' own sets.
 fn choose_sides(
     opts: &GateOptions,
     model: Model,
+    scenario: &Scenario,
     checks: &SloChecks,
     source: &Source,
-    overrides: &[Override],
+    baseline_overrides: &[Override],
 ) -> Result<Sides, CommandError> {
     let candidate = select_policies(&model, std::slice::from_ref(&opts.candidate), "--candidate")?[0];
     let mut models = vec![model];
     let mut sides = vec![(0, candidate)];
-    let baseline = match (&opts.baseline_scenario, &opts.baseline) {
-        (None, None) => None,
-        (None, Some(name)) => {
-            if name == &opts.candidate {
-                return Err(CommandError::Input(format!(
-                    "argument `--baseline {name}`: the baseline must differ from the candidate"
-                )));
-            }
-            sides.push((0, select_policies(&models[0], std::slice::from_ref(name), "--baseline")?[0]));
-            Some(Baseline { policy: name.clone(), file: None })
+    let (policy, other_file) = match (&opts.baseline_scenario, &opts.baseline) {
+        (None, None) => return Ok(Sides { models, sides, baseline: None }),
+        (None, Some(name)) => (name.clone(), None),
+        (Some(path), name) => (name.clone().unwrap_or_else(|| opts.candidate.clone()), Some(path)),
+    };
+    let one_sided = !opts.candidate_sets.is_empty() || !opts.baseline_sets.is_empty();
+    let itself = policy == opts.candidate && other_file.is_none_or(|p| same_file(p, &opts.scenario));
+    if itself && !one_sided {
+        let how = "add --candidate-set PATH=VALUE or --baseline-set PATH=VALUE to change one side";
+        return Err(CommandError::Input(match other_file {
+            None => format!("argument `--baseline {policy}`: the baseline must differ from the candidate; {how}"),
+            Some(path) => format!(
+                "argument `--baseline-scenario {}`: it is the candidate's file and the baseline policy is the candidate, \
+                 so every difference would be 0; pass main's version of the file or --baseline POLICY, or {how}",
+                path.display()
+            ),
+        }));
+    }
+    let (base, base_scenario, file) = match other_file {
+        // Two policies of one model.
+        None if !one_sided => {
+            sides.push((0, select_policies(&models[0], std::slice::from_ref(&policy), "--baseline")?[0]));
+            return Ok(Sides { models, sides, baseline: Some(Baseline { policy, file: None }) });
         }
-        (Some(path), name) => {
-            let policy = name.clone().unwrap_or_else(|| opts.candidate.clone());
-            if name.as_ref().is_none_or(|n| n == &opts.candidate) && same_file(path, &opts.scenario) {
-                return Err(CommandError::Input(format!(
-                    "argument `--baseline-scenario {}`: it is the candidate's file and the baseline policy is the candidate, \
-                     so every difference would be 0; pass main's version of the file or --baseline POLICY",
-                    path.display()
-                )));
-            }
-            let (base, said) = load_baseline(path, &policy, name.is_some(), overrides, &models[0])?;
-            check_baseline_metrics(checks, &base, source, path)?;
-            let index = base.policy_index(&policy).expect("load_baseline checked the policy");
-            models.push(base);
-            sides.push((1, index));
-            Some(Baseline { policy, file: Some((path.display().to_string(), said.0, said.1)) })
+        None => {
+            let own: Vec<String> = opts.baseline_sets.iter().map(|s| format!("--baseline-set {s}")).collect();
+            let (Loaded { model: base, scenario: base_scenario, .. }, _) =
+                load_side(&opts.scenario, baseline_overrides, &own, &models[0], "on the baseline's side")?;
+            select_policies(&base, std::slice::from_ref(&policy), "--baseline")?;
+            check_baseline_metrics(checks, &base, source, "the baseline's side")?;
+            (base, base_scenario, None)
+        }
+        Some(path) => {
+            let (base, base_scenario, said) =
+                load_baseline(path, &policy, opts.baseline.is_some(), baseline_overrides, &models[0])?;
+            check_baseline_metrics(checks, &base, source, &format!("the baseline scenario {}", path.display()))?;
+            (base, base_scenario, Some((path.display().to_string(), said.0, said.1)))
         }
     };
-    Ok(Sides { models, sides, baseline })
+    if itself && same_side(scenario, &base_scenario) {
+        let mut arguments = vec![match other_file {
+            None => format!("`--baseline {policy}`"),
+            Some(path) => format!("`--baseline-scenario {}`", path.display()),
+        }];
+        arguments.extend(opts.candidate_sets.iter().map(|s| quote(&format!("--candidate-set {s}"))));
+        arguments.extend(opts.baseline_sets.iter().map(|s| quote(&format!("--baseline-set {s}"))));
+        return Err(CommandError::Input(format!(
+            "arguments {}: the two sides are the same, policy `{policy}` of {} with the same values, so every \
+             difference would be 0; change a value on one side only",
+            arguments.join(", "),
+            opts.scenario.display()
+        )));
+    }
+    let index = base.policy_index(&policy).expect("the baseline policy was checked");
+    models.push(base);
+    sides.push((1, index));
+    Ok(Sides { models, sides, baseline: Some(Baseline { policy, file }) })
+}
+
+/// Whether the baseline's side would simulate what the candidate's does: the same file with
+/// the same values, set aside what the gate takes from the candidate alone (its seed and
+/// replication count run both sides, its [slo] is the one judged).
+fn same_side(candidate: &Scenario, baseline: &Scenario) -> bool {
+    let key = |s: &Scenario| {
+        let mut s = s.clone();
+        s.simulation.seed = 0;
+        s.simulation.replications = 0;
+        s.slo = None;
+        toml::to_string(&s).ok()
+    };
+    matches!((key(candidate), key(baseline)), (Some(a), Some(b)) if a == b)
+}
+
+/// Which side a `--candidate-set` or `--baseline-set` changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Candidate,
+    Baseline,
+}
+
+impl Side {
+    fn flag(self) -> &'static str {
+        match self {
+            Side::Candidate => "--candidate-set",
+            Side::Baseline => "--baseline-set",
+        }
+    }
+
+    fn sets(self, opts: &GateOptions) -> &[String] {
+        match self {
+            Side::Candidate => &opts.candidate_sets,
+            Side::Baseline => &opts.baseline_sets,
+        }
+    }
+
+    /// The side's overrides: `--set`, then its own sets, then `--replications`.
+    fn overrides(self, opts: &GateOptions) -> Result<Vec<Override>, ScenarioError> {
+        collect_flagged_overrides(&[("--set", &opts.sets), (self.flag(), self.sets(opts))], opts.replications)
+    }
+}
+
+/// A side's own sets change that side alone: its policy or the world it runs in. Refused, so
+/// that no set is silently without effect or reaches the other side: a set of a policy that
+/// side does not run, of the seed or the replication count (the candidate's run both sides,
+/// which keeps them paired), of the baseline's [slo] (the candidate's is judged), and any
+/// `--baseline-set` without a baseline.
+fn check_side_sets(opts: &GateOptions) -> Result<(), CommandError> {
+    let baseline_policy = match (&opts.baseline, &opts.baseline_scenario) {
+        (Some(name), _) => Some(name.as_str()),
+        (None, Some(_)) => Some(opts.candidate.as_str()),
+        (None, None) => None,
+    };
+    for side in [Side::Candidate, Side::Baseline] {
+        let (policy, whose) = match side {
+            Side::Candidate => (Some(opts.candidate.as_str()), "the candidate's"),
+            Side::Baseline => (baseline_policy, "the baseline's"),
+        };
+        for set in side.sets(opts) {
+            let o = parse_override(set)
+                .map_err(|e| ScenarioError::in_argument(&format!("{} {set}", side.flag()), &e.field, e.message))?;
+            let refuse = |why: String| {
+                Err(CommandError::Input(format!("argument {}: {why}", quote(&format!("{} {set}", side.flag())))))
+            };
+            let Some(policy) = policy else {
+                return refuse(
+                    "there is no baseline to change; name one with --baseline POLICY or --baseline-scenario FILE"
+                        .into(),
+                );
+            };
+            let path: Vec<&str> = o.path.iter().map(String::as_str).collect();
+            let sets_key = |key: &str| o.value.as_table().is_some_and(|t| t.contains_key(key));
+            let shared = match path.as_slice() {
+                ["simulation", field, ..] => *field == "seed" || *field == "replications",
+                ["simulation"] => sets_key("seed") || sets_key("replications"),
+                _ => false,
+            };
+            if shared {
+                return refuse(
+                    "the seed and the replication count are both sides' (the candidate's run both, so that replication k \
+                     of each runs on the same seed); use --seed N or --replications N"
+                        .into(),
+                );
+            }
+            if side == Side::Baseline && path.first() == Some(&"slo") {
+                return refuse(
+                    "the checks are the candidate's [slo], the baseline's is ignored; use --set or --candidate-set"
+                        .into(),
+                );
+            }
+            if let ["policy", name, ..] = path.as_slice()
+                && *name != policy
+            {
+                return refuse(format!(
+                    "policy `{name}` is not {whose} policy `{policy}`; a side's own sets change its policy or the world \
+                     (--set changes both sides)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Judges every threshold on the candidate's replications and every regression limit on the
@@ -452,25 +595,42 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Loads the baseline file with the same overrides, checks that it has the baseline policy,
-/// and gives it the candidate's seed and replication count. Returns the model and what the
-/// file itself said (seed, replications).
+/// Loads a side's scenario with its overrides and gives it the candidate's seed and replication
+/// count. An error an argument caused says where (`place`: which file or side), since the
+/// candidate's side took that argument, unless the argument is one of `own` (the side's own
+/// sets name their side). Returns what the file itself said (seed, replications).
+fn load_side(
+    path: &Path,
+    overrides: &[Override],
+    own: &[String],
+    candidate: &Model,
+    place: &str,
+) -> Result<(Loaded, (u64, u32)), CommandError> {
+    let mut loaded = load_model(path, overrides).map_err(|e: ScenarioError| match &e.origin {
+        crate::scenario::error::Origin::Argument(a) if own.contains(a) => e.into(),
+        crate::scenario::error::Origin::Argument(_) => CommandError::Input(format!("{e} ({place})")),
+        // A file error already names its file.
+        crate::scenario::error::Origin::File { .. } => e.into(),
+    })?;
+    let world = &mut loaded.model.world;
+    let said = (world.seed, world.replications);
+    world.seed = candidate.world.seed;
+    world.replications = candidate.world.replications;
+    Ok((loaded, said))
+}
+
+/// Loads the baseline file with the baseline's overrides and checks that it has the baseline
+/// policy. Returns the model, the overridden scenario and what the file itself said (seed,
+/// replications).
 fn load_baseline(
     path: &Path,
     policy: &str,
     named: bool,
     overrides: &[Override],
     candidate: &Model,
-) -> Result<(Model, (u64, u32)), CommandError> {
-    let mut base = load_model(path, overrides)
-        .map_err(|e: ScenarioError| match e.origin {
-            // A file error already names the baseline file; an argument's must say which file.
-            crate::scenario::error::Origin::Argument(_) => {
-                CommandError::Input(format!("{e} (in the baseline scenario {})", path.display()))
-            }
-            crate::scenario::error::Origin::File { .. } => e.into(),
-        })?
-        .model;
+) -> Result<(Model, Scenario, (u64, u32)), CommandError> {
+    let place = format!("in the baseline scenario {}", path.display());
+    let (Loaded { model: base, scenario, .. }, said) = load_side(path, overrides, &[], candidate, &place)?;
     if base.policy_index(policy).is_none() {
         let known: Vec<&str> = base.policies.iter().map(|p| p.name.as_str()).collect();
         let how = if named {
@@ -485,14 +645,12 @@ fn load_baseline(
             known.join(", ")
         )));
     }
-    let said = (base.world.seed, base.world.replications);
-    base.world.seed = candidate.world.seed;
-    base.world.replications = candidate.world.replications;
-    Ok((base, said))
+    Ok((base, scenario, said))
 }
 
-/// Every regression metric must exist in the baseline file too, or there is nothing to pair.
-fn check_baseline_metrics(checks: &SloChecks, base: &Model, source: &Source, path: &Path) -> Result<(), CommandError> {
+/// Every regression metric must exist on the baseline's side too (`whose`: its file, or this
+/// file with `--baseline-set`), or there is nothing to pair.
+fn check_baseline_metrics(checks: &SloChecks, base: &Model, source: &Source, whose: &str) -> Result<(), CommandError> {
     let names = base.metric_names();
     for check in &checks.regressions {
         if !names.contains(&check.metric) {
@@ -501,8 +659,7 @@ fn check_baseline_metrics(checks: &SloChecks, base: &Model, source: &Source, pat
                 source,
                 &field,
                 format!(
-                    "the baseline scenario {} has no metric `{}` to compare with (a dependency, step or workflow renamed?)",
-                    path.display(),
+                    "{whose} has no metric `{}` to compare with (a dependency, step or workflow renamed?)",
                     check.metric
                 ),
             )
@@ -535,8 +692,9 @@ fn simulate_sides(
     let mut workers = Workers::start(opts.jobs, tasks.len() as u64, &models[0].name)?;
     workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
     let describe = |t: &Task| match (t.model, &opts.baseline_scenario) {
-        (1, Some(path)) => format!("baseline scenario {}: ", path.display()),
-        _ => String::new(),
+        (0, _) => String::new(),
+        (_, Some(path)) => format!("baseline scenario {}: ", path.display()),
+        (_, None) => "the baseline's side: ".into(),
     };
     let metrics = workers.simulate(models, &tasks, &describe, &|_, r| r.metrics);
     workers.finish();
@@ -551,13 +709,22 @@ fn counts(outcomes: &[Outcome]) -> (usize, usize, usize) {
 
 fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, outcomes: &[Outcome]) -> String {
     let world = &model.world;
+    let with = |side: Side| {
+        let sets: Vec<String> = side.sets(opts).iter().map(|s| format!("{} {s}", side.flag())).collect();
+        if sets.is_empty() { String::new() } else { format!(" with {}", sets.join(" ")) }
+    };
     let mut text = format!("gate {}: candidate `{}`", model.name, opts.candidate);
     match baseline {
-        Some(Baseline { policy, file: None }) => text.push_str(&format!(", baseline `{policy}`")),
-        Some(Baseline { policy, file: Some((path, ..)) }) => {
-            text.push_str(&format!(" of {}, baseline `{policy}` of {path}", opts.scenario.display()))
+        Some(Baseline { policy, file: None }) => {
+            text.push_str(&format!("{}, baseline `{policy}`{}", with(Side::Candidate), with(Side::Baseline)))
         }
-        None => {}
+        Some(Baseline { policy, file: Some((path, ..)) }) => text.push_str(&format!(
+            " of {}{}, baseline `{policy}` of {path}{}",
+            opts.scenario.display(),
+            with(Side::Candidate),
+            with(Side::Baseline)
+        )),
+        None => text.push_str(&with(Side::Candidate)),
     }
     text.push_str(&format!(", {} replication(s) on shared seeds\n", world.replications));
     if let Some(Baseline { file: Some((path, seed, replications)), .. }) = baseline
@@ -625,6 +792,8 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
 struct JsonSide<'a> {
     scenario: String,
     policy: &'a str,
+    /// The side's own `--candidate-set` or `--baseline-set` values, as given.
+    sets: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -657,10 +826,11 @@ fn json_report(
     let candidate_file = opts.scenario.display().to_string();
     let report = JsonReport {
         scenario: &model.name,
-        candidate: JsonSide { scenario: candidate_file.clone(), policy: &opts.candidate },
+        candidate: JsonSide { scenario: candidate_file.clone(), policy: &opts.candidate, sets: &opts.candidate_sets },
         baseline: baseline.map(|b| JsonSide {
             scenario: b.file.as_ref().map(|f| f.0.clone()).unwrap_or_else(|| candidate_file.clone()),
             policy: &b.policy,
+            sets: &opts.baseline_sets,
         }),
         seed: model.world.seed,
         replications: model.world.replications,
@@ -688,9 +858,11 @@ fn junit_report(
         ("seed", model.world.seed.to_string()),
         ("replications", model.world.replications.to_string()),
     ];
+    properties.extend(opts.candidate_sets.iter().map(|s| ("candidate_set", s.clone())));
     if let Some(b) = baseline {
         properties.push(("baseline", b.policy.clone()));
         properties.push(("baseline_scenario", b.file.as_ref().map(|f| f.0.clone()).unwrap_or(candidate_file)));
+        properties.extend(opts.baseline_sets.iter().map(|s| ("baseline_set", s.clone())));
     }
     let cases: Vec<Case> = outcomes
         .iter()
@@ -746,6 +918,8 @@ mod tests {
             seed: None,
             replications: None,
             sets: Vec::new(),
+            candidate_sets: Vec::new(),
+            baseline_sets: Vec::new(),
             jobs: 1,
             format: OutputFormat::Text,
             junit: None,
