@@ -172,12 +172,17 @@ the files:
 const GATE_EXAMPLES: &str =
     "The candidate file's seed and replication count (after --seed and --replications) govern both
 sides: replication k of the candidate and of the baseline runs on the same derived seed, and
---set applies to both files. [slo] thresholds and [slo.regression] limits come from the
-candidate file; the baseline file's [slo] is ignored.
+--set applies to both files; --candidate-set and --baseline-set apply to one side only.
+[slo] thresholds and [slo.regression] limits come from the candidate file; the baseline
+file's [slo] is ignored. Intervals are judged clipped to their metric's range ([0, 1] for a
+share, 0 or more otherwise), and the report says which were clipped.
 
 Examples:
   # Thresholds on one policy, regression limits against another policy of the same file.
   faultline gate scenario.toml --candidate resilient --baseline naive
+  # One value changed, no copy of the file: 2 retry tokens against the policy as written.
+  faultline gate scenario.toml --candidate resilient --baseline resilient \\
+    --candidate-set policy.resilient.budget.retry_tokens=2
   # A pull request: the PR's file against main's version of it, for CI.
   git show origin/main:scenario.toml > base.toml
   faultline gate scenario.toml --candidate resilient --baseline-scenario base.toml --junit gate.xml
@@ -431,6 +436,13 @@ pub enum Command {
         /// it, a scenario with [slo.regression] needs --baseline or --baseline-scenario.
         #[arg(long, conflicts_with_all = ["baseline", "baseline_scenario"])]
         thresholds_only: bool,
+        /// Override a value on the candidate's side only: path=value (repeatable, after --set).
+        /// With it, the baseline may be the candidate's own policy of the same file.
+        #[arg(long = "candidate-set", value_name = "PATH=VALUE")]
+        candidate_sets: Vec<String>,
+        /// Override a value on the baseline's side only: path=value (repeatable, after --set).
+        #[arg(long = "baseline-set", value_name = "PATH=VALUE")]
+        baseline_sets: Vec<String>,
         #[command(flatten)]
         common: SimulationArgs,
         /// How to print the report: an aligned table, or a JSON document with every check.
@@ -606,6 +618,8 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             baseline,
             baseline_scenario,
             thresholds_only,
+            candidate_sets,
+            baseline_sets,
             common,
             format,
             junit,
@@ -623,6 +637,8 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 seed,
                 replications,
                 sets,
+                candidate_sets,
+                baseline_sets,
                 jobs,
                 format,
                 junit,

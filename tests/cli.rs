@@ -1510,7 +1510,7 @@ fn gate_json_lists_every_check_and_skips_as_null() {
     assert_eq!(o.status.code(), Some(99));
     assert!(o.stdout.ends_with(b"}\n"), "one document and a newline");
     assert_eq!(doc["scenario"], "small");
-    assert_eq!(doc["candidate"], serde_json::json!({"scenario": s(&path), "policy": "careful"}));
+    assert_eq!(doc["candidate"], serde_json::json!({"scenario": s(&path), "policy": "careful", "sets": []}));
     assert_eq!(doc["baseline"], Value::Null);
     assert_eq!(doc["result"], "fail");
     assert_eq!(doc["summary"], serde_json::json!({"total": 3, "passed": 1, "failed": 1, "skipped": 1}));
@@ -1549,6 +1549,169 @@ fn gate_json_lists_every_check_and_skips_as_null() {
     for key in ["pass", "judged", "mean", "ci95_low", "ci95_high", "limit"] {
         assert_eq!(skipped[key], Value::Null, "{key} of a skipped check");
     }
+}
+
+/// The regression checks of a JSON gate report, without the fields that name the sides.
+fn regression_checks(doc: &Value) -> Vec<Value> {
+    doc["checks"].as_array().unwrap().iter().filter(|c| c["kind"] == "regression").cloned().collect()
+}
+
+#[test]
+fn gate_candidate_and_baseline_sets_change_one_side_each() {
+    let sb = Sandbox::new("gate_side_sets");
+    let path = sb.write("small.toml", &format!("{BASE}{PAIRED_SLO}"));
+    let one_attempt = "policy.careful.retry.max_attempts=1";
+    let gate = |extra: &[&str]| {
+        let path = s(&path);
+        gate_json(
+            &sb,
+            &[&["gate", path.as_str(), "--candidate", "careful", "--baseline", "careful"][..], extra].concat(),
+        )
+    };
+    // The candidate without its retry makes fewer attempts than the baseline, in the same runs:
+    // the sets reached the candidate alone (on both sides every difference would be 0, on the
+    // baseline alone the attempts would grow).
+    let (o, fewer) = gate(&["--candidate-set", one_attempt]);
+    assert_success(&o);
+    let checks = regression_checks(&fewer);
+    let attempts = checks.iter().find(|c| c["metric"] == "dependency_attempt_total").unwrap();
+    assert!(attempts["ci95_high"].as_f64().unwrap() < 0.0, "{attempts}");
+    let runs = checks.iter().find(|c| c["metric"] == "logical_run_total").unwrap();
+    assert_eq!((runs["mean"].as_f64(), runs["status"].as_str()), (Some(0.0), Some("pass")), "{runs}");
+    assert_eq!(
+        fewer["candidate"],
+        serde_json::json!({"scenario": s(&path), "policy": "careful", "sets": [one_attempt]})
+    );
+    assert_eq!(fewer["baseline"], serde_json::json!({"scenario": s(&path), "policy": "careful", "sets": []}));
+    // The same change on the baseline's side is a regression: more attempts than the baseline.
+    let (o, more) = gate(&["--baseline-set", one_attempt]);
+    assert_eq!(o.status.code(), Some(99), "{}", stderr(&o));
+    let attempts = regression_checks(&more).into_iter().find(|c| c["metric"] == "dependency_attempt_total").unwrap();
+    assert!(attempts["ci95_low"].as_f64().unwrap() > 0.0, "{attempts}");
+    assert_eq!(attempts["status"], "fail");
+    // One value changed with a set is the same gate as a file with that value changed, gated
+    // against the file as it was.
+    let edited = sb.write(
+        "fewer.toml",
+        &edit(&format!("{BASE}{PAIRED_SLO}"), "retry = { max_attempts = 2 }", "retry = { max_attempts = 1 }"),
+    );
+    let (o, across) =
+        gate_json(&sb, &["gate", &s(&edited), "--candidate", "careful", "--baseline-scenario", &s(&path)]);
+    assert_success(&o);
+    assert_eq!(regression_checks(&across), regression_checks(&fewer));
+    // With another file, each side's sets reach its own file: the candidate's brings it back to
+    // 2 attempts, so both sides are the same policy and every difference is 0.
+    let (o, back) = gate_json(
+        &sb,
+        &[
+            "gate",
+            &s(&edited),
+            "--candidate",
+            "careful",
+            "--baseline-scenario",
+            &s(&path),
+            "--candidate-set",
+            "policy.careful.retry.max_attempts=2",
+        ],
+    );
+    assert_success(&o);
+    for check in regression_checks(&back) {
+        assert_eq!((check["ci95_low"].as_f64(), check["ci95_high"].as_f64()), (Some(0.0), Some(0.0)), "{check}");
+    }
+    // The text names each side's sets.
+    let o = faultline(
+        &sb,
+        [
+            &["gate", &s(&path), "--candidate", "careful", "--baseline", "careful", "--baseline-set", one_attempt][..],
+            &FLAKY[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(99));
+    assert!(
+        stdout(&o).starts_with(&format!(
+            "gate small: candidate `careful`, baseline `careful` with --baseline-set {one_attempt}, 4 replication(s) on shared seeds\n"
+        )),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn gate_side_sets_refuse_what_would_change_nothing_or_both() {
+    let sb = Sandbox::new("gate_side_sets_errors");
+    let path = sb.write("small.toml", &format!("{BASE}{PAIRED_SLO}"));
+    let gate = |extra: &[&str]| {
+        let path = s(&path);
+        faultline(&sb, [&["gate", path.as_str(), "--candidate", "careful"][..], extra].concat())
+    };
+    // The same policy of the same file with the same values on both sides: every difference 0.
+    let o = gate(&[
+        "--baseline",
+        "careful",
+        "--candidate-set",
+        "policy.careful.timeout_ms=300",
+        "--baseline-set",
+        "policy.careful.timeout_ms=300",
+    ]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &[
+            "arguments `--baseline careful`, `--candidate-set policy.careful.timeout_ms=300`, `--baseline-set policy.careful.timeout_ms=300`",
+            "the two sides are the same",
+        ],
+    );
+    // A set to the value the file has changes nothing either, also with the file as its own baseline file.
+    let o = gate(&["--baseline-scenario", &s(&path), "--candidate-set", "policy.careful.timeout_ms=500"]);
+    assert_input_error(&o, &sb.out(), &["the two sides are the same"]);
+    let o = gate(&["--baseline", "careful"]);
+    assert_input_error(&o, &sb.out(), &["argument `--baseline careful`", "must differ", "--candidate-set PATH=VALUE"]);
+    // Errors name the side's flag, in the words --set errors use.
+    let o = gate(&["--baseline", "hasty", "--candidate-set", "dependency.db.servrs=3"]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &["argument `--candidate-set dependency.db.servrs=3`", "did you mean `servers`?"],
+    );
+    let o = gate(&["--baseline", "hasty", "--baseline-set", "dependency.db.servers=lots"]);
+    let line = assert_input_error(
+        &o,
+        &sb.out(),
+        &["argument `--baseline-set dependency.db.servers=lots`", "expected a whole number from 0 to 4294967295"],
+    );
+    assert!(!line.contains("baseline's side"), "the flag says which side: {line}");
+    let o = gate(&[
+        "--baseline",
+        "hasty",
+        "--set",
+        "dependency.db.servers=0",
+        "--candidate-set",
+        "dependency.db.servers=2",
+    ]);
+    assert_input_error(&o, &sb.out(), &["argument `--set dependency.db.servers=0`", "(on the baseline's side)"]);
+    let o = gate(&["--baseline", "hasty", "--candidate-set", "servers"]);
+    assert_input_error(&o, &sb.out(), &["argument `--candidate-set servers`", "expected path=value"]);
+    // A side's own set that would change nothing on that side, or both sides.
+    let o = gate(&["--baseline", "hasty", "--candidate-set", "policy.hasty.timeout_ms=5"]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &[
+            "argument `--candidate-set policy.hasty.timeout_ms=5`",
+            "policy `hasty` is not the candidate's policy `careful`",
+        ],
+    );
+    let o = gate(&["--thresholds-only", "--baseline-set", "policy.careful.timeout_ms=5"]);
+    assert_input_error(&o, &sb.out(), &["argument `--baseline-set policy.careful.timeout_ms=5`", "no baseline"]);
+    let o = gate(&["--baseline", "hasty", "--candidate-set", "simulation.seed=4"]);
+    assert_input_error(&o, &sb.out(), &["argument `--candidate-set simulation.seed=4`", "--seed N"]);
+    let o = gate(&["--baseline", "hasty", "--baseline-set", "slo.logical_run_total=[\"> 1\"]"]);
+    assert_input_error(
+        &o,
+        &sb.out(),
+        &["argument `--baseline-set slo.logical_run_total=[\"> 1\"]`", "the checks are the candidate's"],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 pub mod incident;
 pub mod modes;
 pub mod observation;
+pub mod range;
 pub mod recorder;
 pub mod recovery;
 pub mod stats;

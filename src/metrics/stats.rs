@@ -2,6 +2,7 @@
 //! independent replications or over paired differences (same seeds, two policies).
 
 use super::MetricMap;
+use super::range::Range;
 use std::collections::BTreeMap;
 
 /// Two-sided 97.5 % quantile of Student's t with `df` degrees of freedom.
@@ -29,6 +30,20 @@ pub struct Estimate {
     pub low: f64,
     pub high: f64,
     pub n: usize,
+}
+
+impl Estimate {
+    /// The interval clipped to the values the metric can take. The mean lies in that range, so
+    /// the clipped interval holds the mean whenever the Student-t one does: it is as confident
+    /// and never wider.
+    pub fn within(self, range: Range) -> Estimate {
+        Estimate { low: range.clip(self.low), high: range.clip(self.high), ..self }
+    }
+
+    /// Whether [`Estimate::within`] moves a bound.
+    pub fn leaves(self, range: Range) -> bool {
+        (!self.low.is_nan() && !range.contains(self.low)) || (!self.high.is_nan() && !range.contains(self.high))
+    }
 }
 
 pub fn estimate(values: impl Iterator<Item = f64>) -> Estimate {
@@ -99,5 +114,25 @@ mod tests {
         assert_eq!((same.low, same.mean, same.high), (30_015.5, 30_015.5, 30_015.5));
         let with_nan = estimate([1.0, f64::NAN, 3.0].into_iter());
         assert_eq!((with_nan.mean, with_nan.n), (2.0, 2));
+    }
+
+    #[test]
+    fn an_interval_is_clipped_to_the_metrics_range() {
+        // recovery_time_s over two replications, 0 and 105 s: 52.5 ±667, its lower bound far below 0.
+        let e = estimate([0.0, 105.0].into_iter());
+        assert!(e.low < 0.0 && e.leaves(Range::NON_NEGATIVE));
+        let clipped = e.within(Range::NON_NEGATIVE);
+        assert_eq!((clipped.low, clipped.mean, clipped.high, clipped.n), (0.0, e.mean, e.high, 2));
+        assert!(!clipped.leaves(Range::NON_NEGATIVE));
+        // A share near 1: the upper bound passes 1, the lower stays.
+        let share = estimate([0.999, 1.0, 0.998, 1.0].into_iter());
+        assert!(share.high > 1.0);
+        let clipped = share.within(Range::FRACTION);
+        assert_eq!((clipped.low, clipped.high), (share.low, 1.0));
+        // Inside the range, and unknown, nothing moves.
+        let inside = estimate([0.2, 0.3, 0.25, 0.22].into_iter());
+        assert!(!inside.leaves(Range::NON_NEGATIVE) && inside.within(Range::NON_NEGATIVE) == inside);
+        let single = estimate([2.0].into_iter()).within(Range::FRACTION);
+        assert!(single.low.is_nan() && single.high.is_nan() && single.mean == 2.0);
     }
 }

@@ -65,13 +65,23 @@ fn blame<T>(
 /// `--replications` becomes an override, so it gets the same checks as the file. `--seed` is
 /// applied after compilation (see [`apply_seed`]): TOML integers stop at 2^63 - 1, seeds do not.
 pub fn collect_overrides(sets: &[String], replications: Option<u32>) -> Result<Vec<Override>, ScenarioError> {
+    collect_flagged_overrides(&[("--set", sets)], replications)
+}
+
+/// As [`collect_overrides`] for `path=value` arguments under several flags (`gate`'s `--set`
+/// and `--candidate-set`), applied in the order given, then `--replications`.
+pub fn collect_flagged_overrides(
+    groups: &[(&str, &[String])],
+    replications: Option<u32>,
+) -> Result<Vec<Override>, ScenarioError> {
     // Errors name the flag the value came from: `--set path=value`, as typed.
-    let mut overrides: Vec<Override> = sets
+    let mut overrides: Vec<Override> = groups
         .iter()
-        .map(|s| {
-            let mut o = parse_override(s)
-                .map_err(|e| ScenarioError::in_argument(&format!("--set {s}"), &e.field, e.message))?;
-            o.argument = format!("--set {s}");
+        .flat_map(|&(flag, sets)| sets.iter().map(move |s| (flag, s)))
+        .map(|(flag, s)| {
+            let argument = format!("{flag} {s}");
+            let mut o = parse_override(s).map_err(|e| ScenarioError::in_argument(&argument, &e.field, e.message))?;
+            o.argument = argument;
             Ok(o)
         })
         .collect::<Result<_, ScenarioError>>()?;

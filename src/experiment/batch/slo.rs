@@ -2,8 +2,16 @@
 //! confidence interval that could break it (the upper bound for `<`, the lower for `>`), so a
 //! lucky mean does not pass. Regression limits judge paired differences candidate - baseline;
 //! a `%` suffix makes the limit relative to the baseline mean.
+//!
+//! The interval is clipped to the values the judged quantity can take (a share in [0, 1], a
+//! count or time from 0; a difference of shares in [-1, 1]) before it is judged. The true mean
+//! lies in that range, so the clipped interval is as confident as the Student-t one, and a
+//! verdict changes only where the limit lies at or past the range's edge: there the range alone
+//! decides the check (`safe_outcome_ratio <= 1` holds and `recovery_time_s < 0` fails whatever
+//! the replications say), and the clipped verdict is that one.
 
 use crate::engine::Model;
+use crate::metrics::range::Range;
 use crate::metrics::stats::{Estimate, estimate};
 use crate::scenario::{FieldPath, ScenarioError, Slo, Source, error_at_path, name_hint, quote};
 
@@ -58,6 +66,9 @@ pub struct Check {
     /// The threshold is a percentage of the baseline mean (regression checks only).
     pub relative: bool,
     pub expression: String,
+    /// The values the judged quantity can take: the metric's range for a threshold, the range
+    /// of a difference of two of its values for a regression limit.
+    pub range: Range,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -135,12 +146,14 @@ pub fn compile_slo(slo: Option<&Slo>, model: &Model, source: &Source) -> Result<
                 if relative && !regression {
                     return Err(error_at_path(source, &path.index(i), "a % limit applies only under [slo.regression]"));
                 }
+                let range = Range::of_metric(metric);
                 let check = Check {
                     metric: metric.clone(),
                     comparison,
                     threshold,
                     relative,
                     expression: expression.trim().to_string(),
+                    range: if regression { range.difference() } else { range },
                 };
                 if regression { checks.regressions.push(check) } else { checks.thresholds.push(check) }
             }
@@ -156,9 +169,11 @@ pub struct Verdict {
     pub judged: f64,
 }
 
-/// Judges `estimate` against a check (threshold already scaled if relative). With one
-/// replication the interval is unknown and the mean is judged.
+/// Judges `estimate` against a check (threshold already scaled if relative), on its interval
+/// clipped to the check's range (see the module's note). With one replication the interval is
+/// unknown and the mean is judged.
 pub fn judge(check: &Check, threshold: f64, e: &Estimate) -> Verdict {
+    let e = e.within(check.range);
     let (low, high) = if e.low.is_nan() { (e.mean, e.mean) } else { (e.low, e.high) };
     if e.mean.is_nan() {
         return Verdict { pass: false, judged: f64::NAN };
@@ -209,7 +224,11 @@ mod tests {
 
     fn check(expr: &str) -> Check {
         let (comparison, threshold, relative) = parse_expression(expr).unwrap();
-        Check { metric: "m".into(), comparison, threshold, relative, expression: expr.into() }
+        Check { metric: "m".into(), comparison, threshold, relative, expression: expr.into(), range: Range::ANY }
+    }
+
+    fn check_in(expr: &str, range: Range) -> Check {
+        Check { range, ..check(expr) }
     }
 
     fn est(mean: f64, low: f64, high: f64) -> Estimate {
@@ -268,5 +287,56 @@ mod tests {
         assert!(judge(&check("< 0.05"), 0.05, &single).pass);
         let none = Estimate { mean: f64::NAN, low: f64::NAN, high: f64::NAN, n: 0 };
         assert!(!judge(&check("< 0.05"), 0.05, &none).pass, "no data never passes");
+    }
+
+    /// A bound past the range's edge is judged at the edge: only checks the range decides on
+    /// its own change their verdict, and every other verdict stays.
+    #[test]
+    fn a_clipped_bound_changes_only_what_the_range_decides() {
+        let share = Range::FRACTION;
+        let near_one = est(0.998, 0.995, 1.001);
+        // The range decides: a share is at most 1 and never above it.
+        assert!(!judge(&check("<= 1"), 1.0, &near_one).pass, "unclipped, 1.001 breaks <= 1");
+        let v = judge(&check_in("<= 1", share), 1.0, &near_one);
+        assert!(v.pass && v.judged == 1.0, "{v:?}");
+        assert!(judge(&check_in("!= 1.0005", share), 1.0005, &near_one).pass);
+        // The data decide, as without the range.
+        for (expr, threshold) in [("< 1", 1.0), ("<= 0.999", 0.999), ("> 0.996", 0.996), ("== 1", 1.0), ("!= 1", 1.0)] {
+            let plain = judge(&check(expr), threshold, &near_one).pass;
+            assert_eq!(judge(&check_in(expr, share), threshold, &near_one).pass, plain, "{expr}");
+            assert!(!plain, "{expr}");
+        }
+        assert!(judge(&check_in(">= 0.99", share), 0.99, &near_one).pass);
+        // A recovery time of 52.5 s, [-20.6, 125.6]: at least 0 whatever happens; below 0 never.
+        let recovery = est(52.5, -20.6, 125.6);
+        let time = Range::NON_NEGATIVE;
+        assert!(!judge(&check(">= 0"), 0.0, &recovery).pass);
+        assert!(judge(&check_in(">= 0", time), 0.0, &recovery).pass);
+        assert!(!judge(&check_in("> 0", time), 0.0, &recovery).pass, "0 is not above 0");
+        assert!(!judge(&check_in("< 0", time), 0.0, &recovery).pass);
+        assert!(!judge(&check_in("< 100", time), 100.0, &recovery).pass, "the upper bound is not clipped");
+        // A regression limit is judged on the range of a difference: shares differ by 1 at most.
+        let differences = est(-0.2, -1.3, 0.9);
+        assert!(judge(&check_in(">= -1", share.difference()), -1.0, &differences).pass);
+        assert!(!judge(&check_in(">= -0.5", share.difference()), -0.5, &differences).pass);
+    }
+
+    #[test]
+    fn checks_carry_their_metrics_range() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mmc.toml");
+        let source = crate::scenario::load_file(&path).unwrap();
+        let slo = r#"slo={ safe_outcome_ratio = ["> 0.9"], "run_latency_ms.p95" = ["< 100"], regression = { safe_outcome_ratio = ["<= 0"], cost_units_total = ["<= 0"] } }"#;
+        let overrides = [crate::scenario::parse_override(slo).unwrap()];
+        let (model, scenario) = crate::experiment::batch::load::compile_scenario(&source, &overrides).unwrap();
+        let checks = compile_slo(scenario.slo.as_ref(), &model, &source).unwrap();
+        let ranges = |c: &[Check]| -> Vec<(String, Range)> { c.iter().map(|c| (c.metric.clone(), c.range)).collect() };
+        assert_eq!(
+            ranges(&checks.thresholds),
+            [("run_latency_ms.p95".into(), Range::NON_NEGATIVE), ("safe_outcome_ratio".into(), Range::FRACTION)]
+        );
+        assert_eq!(
+            ranges(&checks.regressions),
+            [("cost_units_total".into(), Range::ANY), ("safe_outcome_ratio".into(), Range { low: -1.0, high: 1.0 })]
+        );
     }
 }

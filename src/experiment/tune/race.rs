@@ -109,11 +109,14 @@ pub fn dominates(b: &Samples, a: &Samples, objectives: &[Objective]) -> bool {
     strictly
 }
 
-/// Whether a threshold could still pass: judged on the favourable side of the interval.
+/// Whether a threshold could still pass: judged on the favourable side of the interval,
+/// clipped to the metric's range as `gate` clips it (a bound past the range's edge proves
+/// nothing the range does not already say).
 pub fn may_pass(check: &Check, e: &Estimate) -> bool {
     if e.mean.is_nan() {
         return false;
     }
+    let e = e.within(check.range);
     let (low, high) = if e.low.is_nan() { (e.mean, e.mean) } else { (e.low, e.high) };
     let t = check.threshold;
     match check.comparison {
@@ -291,6 +294,7 @@ mod tests {
             threshold,
             relative: false,
             expression: format!("{} {threshold}", comparison.symbol()),
+            range: crate::metrics::range::Range::of_metric(metric),
         }
     }
 
