@@ -1,0 +1,109 @@
+//! report.html looked at as a person would: rendered by headless Chromium
+//! (scripts/render-report.sh) into a PNG whose pixels must show what the page promises. The
+//! incident's lines in each policy's colour and its fault window shaded; a two-parameter
+//! sweep's heat maps spanning their shared scale from light to dark. A page that fails to
+//! render (malformed SVG, a style that hides the charts) has none of these colours.
+//! Skipped, loudly, where Chromium is not installed, unless FAULTLINE_REQUIRE_CHROMIUM=1.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn chromium() -> bool {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .any(|c| Command::new("sh").arg("-c").arg(format!("command -v {c}")).output().is_ok_and(|o| o.status.success()))
+}
+
+/// The screenshot's pixels as RGB triples, and its width.
+fn screenshot(report: &Path, png_path: &Path, height: u32) -> (Vec<[u8; 3]>, u32) {
+    let o = Command::new("bash")
+        .arg(Path::new(ROOT).join("scripts/render-report.sh"))
+        .arg(report)
+        .arg(png_path)
+        .arg("1500")
+        .arg(height.to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "render-report.sh: {}", String::from_utf8_lossy(&o.stderr));
+    let decoder = png::Decoder::new(std::fs::File::open(png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    let step = info.color_type.samples();
+    assert!(step >= 3, "an RGB screenshot, got {:?}", info.color_type);
+    let pixels = buffer[..info.buffer_size()].chunks(step).map(|p| [p[0], p[1], p[2]]).collect();
+    (pixels, info.width)
+}
+
+/// Pixels within `tolerance` of `colour` on every channel (anti-aliasing blurs edges).
+fn count(pixels: &[[u8; 3]], colour: [u8; 3], tolerance: u8) -> usize {
+    pixels.iter().filter(|p| p.iter().zip(colour).all(|(a, b)| a.abs_diff(b) <= tolerance)).count()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-screenshot-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn skip() -> bool {
+    if chromium() {
+        return false;
+    }
+    let required = std::env::var("FAULTLINE_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
+    assert!(!required, "FAULTLINE_REQUIRE_CHROMIUM=1 but no Chromium is installed");
+    eprintln!("\n*** NOT RUN: the report screenshot test (no Chromium; apt-get install chromium) ***\n");
+    true
+}
+
+#[test]
+fn the_incident_report_shows_both_policies_lines_and_the_fault_window() {
+    if skip() {
+        return;
+    }
+    let dir = scratch("incident");
+    let report = Path::new(ROOT).join("reference/meeting-analysis-incident/report.html");
+    let (pixels, width) = screenshot(&report, &dir.join("incident.png"), 2300);
+    assert_eq!(width, 1500);
+    // The first two colours of the palette: naive and resilient, in the order the file lists them.
+    let naive = count(&pixels, [0x00, 0x72, 0xB2], 24);
+    let resilient = count(&pixels, [0xD5, 0x5E, 0x00], 24);
+    assert!(naive > 2_000 && resilient > 2_000, "lines and bars: naive {naive} px, resilient {resilient} px");
+    // The fault windows: #d62728 at 7 % over white, once per fault (the incident's four share
+    // one window, so it is stronger): a pale red, whatever the depth.
+    let shaded =
+        pixels.iter().filter(|[r, g, b]| *r >= 230 && g.abs_diff(*b) <= 2 && *r >= g.saturating_add(10)).count();
+    assert!(shaded > 20_000, "the fault window's shading: {shaded} px");
+    // Not a page of one colour: a rendering that failed shows little but white.
+    let white = count(&pixels, [255, 255, 255], 0);
+    assert!(white < pixels.len() * 9 / 10, "{white} of {} pixels are white", pixels.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_sweeps_heat_maps_span_their_shared_scale() {
+    if skip() {
+        return;
+    }
+    let dir = scratch("sweep");
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["sweep", "scenarios/metastability.toml", "--policy", "naive", "--policy", "retry_budget"])
+        .args(["--param", "fault.0.servers=20,60", "--param", "fault.0.duration_s=5,20", "--replications", "2"])
+        .args(["--metrics", "recovery_storm_ratio", "--out"])
+        .arg(dir.join("sweep"))
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (pixels, _) = screenshot(&dir.join("sweep/report.html"), &dir.join("sweep.png"), 700);
+    // The darkest and the lightest end of the scale both appear: the naive policy's storm
+    // (about 5) and the retry budget's calm (about 1) on one scale.
+    let dark = count(&pixels, [8, 48, 107], 6);
+    let light = count(&pixels, [239, 243, 255], 4);
+    assert!(dark > 5_000, "cells at the top of the scale: {dark} px");
+    assert!(light > 5_000, "cells at the bottom of the scale: {light} px");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
