@@ -760,7 +760,7 @@ fn text_report(model: &Model, opts: &GateOptions, baseline: Option<&Baseline>, o
                 o.limit.map(|l| format!("{} {}", o.operator, human(l))).unwrap_or_else(|| "n/a".into()),
                 o.mean.map(human).unwrap_or_else(|| "n/a".into()),
                 match o.clipping {
-                    Some(_) => format!("{}*", o.interval()),
+                    Some(_) => format!("*{}", o.interval()),
                     None => o.interval(),
                 },
             ],
@@ -989,11 +989,13 @@ mod tests {
         let inside = threshold("run_latency_ms.p95", Comparison::Less, 100.0, "< 100", &[50.0, 51.0]);
         let text = text_report(&model(), &opts(), None, &[recovery.clone(), share.clone(), inside.clone()]);
         let (_, line) = row(&text, "recovery_time_s < 150");
-        assert!(line.ends_with("[0, 31.365]*"), "{text}");
-        let (_, line) = row(&text, "safe_outcome_ratio > 0.99");
-        assert!(line.ends_with(", 1]*"), "{text}");
+        assert!(line.ends_with("*[0, 31.365]"), "{text}");
+        let (_, clipped) = row(&text, "safe_outcome_ratio > 0.99");
+        assert!(clipped.ends_with(", 1]") && clipped.contains(" *["), "{text}");
         let (_, line) = row(&text, "run_latency_ms.p95");
         assert!(line.ends_with("[44.147, 56.853]"), "{text}");
+        // The mark sits before the interval, so every interval ends in one column.
+        assert_eq!(line.len(), clipped.len(), "{text}");
         assert!(
             text.contains(
                 "* clipped to the range the value can take: recovery_time_s >= 0 (Student-t: [-16.365, 31.365]); \
