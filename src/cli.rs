@@ -16,6 +16,7 @@ use crate::experiment::sweep::{SweepOptions, sweep};
 use crate::experiment::tune::shards::RoundMode;
 use crate::experiment::tune::{TuneOptions, tune};
 use crate::experiment::{CommandError, OutputFormat};
+use crate::vocab::Refusal;
 use clap::builder::TypedValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
@@ -142,6 +143,7 @@ const REPLAY_EXAMPLES: &str = "Examples:
   faultline replay scenarios/meeting-analysis-incident.toml -p naive --first failed
   faultline replay scenario.toml -p resilient --replication 3 --run 120 -o run-120.otlp.json
   faultline replay scenario.toml -p resilient --replication-seed 1427611187311264851 --first duplicate
+  faultline replay scenarios/meeting-analysis-incident.toml -p resilient --first refused --refused-by circuit_open
 
 Root runs are numbered from 1 in the order they start (a user's resubmission is a new run).
 --first looks among runs started after the warm-up. The trace loads into the OpenTelemetry
@@ -315,6 +317,10 @@ pub enum Command {
         /// The first run after the warm-up that ended this way.
         #[arg(long, value_parser = first_run_parser(), value_name = "WHAT")]
         first: Option<FirstRun>,
+        /// With --first refused: the first run a guard refused an attempt of for this reason
+        /// (the names of refused_total.<reason>).
+        #[arg(long, value_parser = refusal_parser(), value_name = "REASON", requires = "first")]
+        refused_by: Option<Refusal>,
         /// Root seed (default: simulation.seed of the scenario).
         #[arg(long)]
         seed: Option<u64>,
@@ -497,6 +503,11 @@ fn first_run_parser() -> impl TypedValueParser<Value = FirstRun> {
         .map(|word| FirstRun::parse(&word).expect("clap accepts only FirstRun's names"))
 }
 
+fn refusal_parser() -> impl TypedValueParser<Value = Refusal> {
+    clap::builder::PossibleValuesParser::new(Refusal::ALL.map(Refusal::name))
+        .map(|word| Refusal::parse(&word).expect("clap accepts only Refusal's names"))
+}
+
 fn fit_parser() -> impl TypedValueParser<Value = FitChoice> {
     clap::builder::PossibleValuesParser::new(FitChoice::ALL.map(FitChoice::name))
         .map(|word| FitChoice::parse(&word).expect("clap accepts only FitChoice's names"))
@@ -599,11 +610,30 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let report = explore(&opts)?;
             Ok((report.text, if report.violated { EXIT_GATE_FAILED } else { EXIT_OK }))
         }
-        Command::Replay { scenario, policy, replication, replication_seed, run, first, seed, sets, out } => {
-            let select = match (run, first) {
-                (Some(n), _) => RunSelector::Number(n),
-                (None, Some(f)) => RunSelector::First(f),
-                (None, None) => return Err(CommandError::Input("give --run N or --first WHAT".into())),
+        Command::Replay {
+            scenario,
+            policy,
+            replication,
+            replication_seed,
+            run,
+            first,
+            refused_by,
+            seed,
+            sets,
+            out,
+        } => {
+            let select = match (run, first, refused_by) {
+                (Some(n), _, _) => RunSelector::Number(n),
+                (None, Some(FirstRun::Refused), Some(reason)) => RunSelector::FirstRefusedBy(reason),
+                (None, Some(f), Some(reason)) => {
+                    return Err(CommandError::Input(format!(
+                        "argument `--refused-by {}`: it narrows --first refused, and this is --first {}",
+                        reason.name(),
+                        f.name()
+                    )));
+                }
+                (None, Some(f), None) => RunSelector::First(f),
+                (None, None, _) => return Err(CommandError::Input("give --run N or --first WHAT".into())),
             };
             let opts = ReplayOptions { scenario, policy, seed, sets, replication, replication_seed, select, out };
             Ok((replay(&opts)?, EXIT_OK))

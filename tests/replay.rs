@@ -11,6 +11,7 @@ use faultline::experiment::replay::spans::Value;
 use faultline::experiment::replay::{FirstRun, RunSelector, trace_run};
 use faultline::runtime::RunTracer;
 use faultline::scenario::{Override, load_file, parse_override};
+use faultline::vocab::Refusal;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value;
 use opentelemetry_proto::tonic::trace::v1::Span;
@@ -210,13 +211,30 @@ fn selectors_pick_the_first_matching_run_after_the_warm_up() {
     // A run refused by a guard: the resilient policy's breaker opens during the fault.
     let resilient = model.policy_index("resilient").unwrap();
     let (_, catalogue) = simulate_following(&model, resilient, seed, RunTracer::for_runs(&[])).unwrap();
-    let expected = catalogue.runs.iter().find(|r| r.measured && r.refused).expect("the breaker refuses attempts");
+    let expected = catalogue.runs.iter().find(|r| r.measured && r.refused(None)).expect("the breaker refuses attempts");
     let traced = trace_run(&model, resilient, seed, RunSelector::First(FirstRun::Refused)).unwrap();
     assert_eq!(traced.summary.number, expected.number);
     assert!(
         traced.spans.spans.iter().any(|s| s.name.contains("REFUSED") || s.summary.contains("REFUSED")),
         "the refused attempt is in the tree"
     );
+    // By reason: the first run refused for each reason some run was refused for, with that
+    // refusal in its trace; a reason no run met is an error that names those that were.
+    let measured: Vec<_> = catalogue.runs.iter().filter(|r| r.measured).collect();
+    let met: Vec<Refusal> = Refusal::ALL.into_iter().filter(|x| measured.iter().any(|r| r.refused(Some(*x)))).collect();
+    assert!(met.contains(&Refusal::CircuitOpen), "{met:?}");
+    for reason in &met {
+        let expected = measured.iter().find(|r| r.refused(Some(*reason))).unwrap();
+        let traced = trace_run(&model, resilient, seed, RunSelector::FirstRefusedBy(*reason)).unwrap();
+        assert_eq!(traced.summary.number, expected.number, "{}", reason.name());
+        let said = Value::Str(reason.name().into());
+        assert!(traced.spans.spans.iter().any(|s| s.attribute("attempt.refused") == Some(&said)), "{}", reason.name());
+    }
+    let unmet = Refusal::ALL.into_iter().find(|x| !met.contains(x)).expect("some reason is not met");
+    let Err(e) = trace_run(&model, resilient, seed, RunSelector::FirstRefusedBy(unmet)) else {
+        panic!("no run matches")
+    };
+    assert!(e.to_string().contains("guards refused for circuit_open"), "{e}");
     let duplicate = trace_run(&model, naive, seed, RunSelector::First(FirstRun::Duplicate)).unwrap();
     assert_eq!(duplicate.spans.spans[0].attribute("run.duplicate_effect"), Some(&Value::Bool(true)));
     assert!(

@@ -317,8 +317,19 @@ pub struct RunSummary {
     pub outcome: Option<Outcome>,
     pub deadline_exceeded: bool,
     pub duplicate_effect: bool,
-    /// A guard refused one of its attempts (a breaker, bulkhead, budget, shedder, ...).
-    pub refused: bool,
+    /// The reasons guards refused its attempts for, one bit per `Refusal::index` (a breaker,
+    /// bulkhead, budget, shedder, ...); 0 when none was refused.
+    pub refusals: u16,
+}
+
+impl RunSummary {
+    /// Whether a guard refused one of its attempts, for `reason` or (None) for any reason.
+    pub fn refused(&self, reason: Option<Refusal>) -> bool {
+        match reason {
+            Some(r) => self.refusals & (1 << r.index()) != 0,
+            None => self.refusals != 0,
+        }
+    }
 }
 
 /// Records every event of the root runs whose numbers are wanted, and a summary of every run.
@@ -399,7 +410,7 @@ impl Tracer for RunTracer {
             outcome: None,
             deadline_exceeded: false,
             duplicate_effect: false,
-            refused: false,
+            refusals: 0,
         });
         let followed = self.all || self.wanted.binary_search(&number).is_ok();
         *self.slot(slot) = SlotState { summary: Some(summary), followed };
@@ -419,8 +430,9 @@ impl Tracer for RunTracer {
         if let TraceEvent::RunFinalized { duplicate_effect } = event {
             run.duplicate_effect = duplicate_effect;
         }
-        if let TraceEvent::AttemptRefused { .. } = event {
-            run.refused = true;
+        if let TraceEvent::AttemptRefused { reason, .. } = event {
+            const { assert!(Refusal::COUNT <= u16::BITS as usize, "a run's refusals are one u16 of bits") };
+            run.refusals |= 1 << reason.index();
         }
         if state.followed {
             self.events.push((run.number, now, event));

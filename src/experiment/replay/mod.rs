@@ -14,7 +14,7 @@ use crate::experiment::batch::workers::replication_seed;
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::write_atomically;
 use crate::runtime::{RunSummary, RunTracer};
-use crate::vocab::Outcome;
+use crate::vocab::{Outcome, Refusal};
 use otlp::{TraceOrigin, to_otlp_json};
 use spans::{RunSpans, build, render_tree};
 use std::path::{Path, PathBuf};
@@ -26,6 +26,9 @@ pub enum RunSelector {
     Number(u64),
     /// The first root run started after the warm-up that matches.
     First(FirstRun),
+    /// The first root run started after the warm-up that had an attempt refused for this
+    /// reason (`--first refused --refused-by REASON`).
+    FirstRefusedBy(Refusal),
 }
 
 crate::named_enum! {
@@ -71,7 +74,7 @@ impl FirstRun {
             FirstRun::NotSucceeded => outcome != Outcome::Succeeded,
             FirstRun::Duplicate => run.duplicate_effect,
             FirstRun::DeadlineMissed => run.deadline_exceeded,
-            FirstRun::Refused => run.refused,
+            FirstRun::Refused => run.refused(None),
         }
     }
 }
@@ -125,6 +128,31 @@ pub fn trace_run(model: &Model, policy: usize, seed: u64, select: RunSelector) -
                     return Err(CommandError::Input(format!(
                         "argument `--first {}`: none of the {measured} root run(s) started after the warm-up matches",
                         which.name()
+                    )));
+                }
+            }
+        }
+        RunSelector::FirstRefusedBy(reason) => {
+            let runs = catalogue(model, policy, seed)?;
+            match runs.iter().find(|r| r.measured && r.refused(Some(reason))) {
+                Some(r) => r.number,
+                None => {
+                    let measured: Vec<&RunSummary> = runs.iter().filter(|r| r.measured).collect();
+                    let mut reasons: Vec<&str> = Refusal::ALL
+                        .iter()
+                        .filter(|x| measured.iter().any(|r| r.refused(Some(**x))))
+                        .map(|x| x.name())
+                        .collect();
+                    reasons.dedup();
+                    let seen = if reasons.is_empty() {
+                        "no guard refused any".to_string()
+                    } else {
+                        format!("guards refused for {}", reasons.join(", "))
+                    };
+                    return Err(CommandError::Input(format!(
+                        "argument `--refused-by {}`: none of the {} root run(s) started after the warm-up had an attempt refused for it ({seen})",
+                        reason.name(),
+                        measured.len()
                     )));
                 }
             }
@@ -247,6 +275,9 @@ fn report(
     let chosen = match select {
         RunSelector::Number(_) => String::new(),
         RunSelector::First(f) => format!(", the first run after the warm-up that {}", f.phrase()),
+        RunSelector::FirstRefusedBy(r) => {
+            format!(", the first run after the warm-up that had an attempt refused by a guard ({})", r.name())
+        }
     };
     let start_s = traced.summary.start_us as f64 / 1e6;
     let mut text = format!(
