@@ -3,6 +3,7 @@
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
 use super::digest::{Shown, SweepPoint};
+use super::parallel::{ParallelAxis, parallel_chart};
 use super::svg::{
     HeatMap, Line, LineChart, ScatterPoint, Span, bar_chart, heat_map, label, line_chart, scatter_chart, shared_scale,
 };
@@ -318,6 +319,7 @@ fn numeric(values: &[String]) -> Option<Vec<f64>> {
 /// One objective's axis of a tune's report.
 pub struct TuneAxis {
     pub label: String,
+    pub larger_is_better: bool,
     /// Per point, in the order of `TuneReport::labels`: (mean, low, high).
     pub values: Vec<(f64, f64, f64)>,
 }
@@ -345,7 +347,7 @@ pub fn tune_report(r: &TuneReport) -> String {
         VERSION
     );
     body.push_str("<h2>The front</h2>");
-    let svgs: Vec<String> = match r.axes.as_slice() {
+    let mut svgs: Vec<String> = match r.axes.as_slice() {
         [only] => vec![scatter_chart(&only.label, "candidate", &only.label, &points(r, None, only))],
         [first, rest @ ..] => rest
             .iter()
@@ -360,6 +362,19 @@ pub fn tune_report(r: &TuneReport) -> String {
             .collect(),
         [] => Vec::new(),
     };
+    // Three objectives or more: every objective at once, before the pairs.
+    if r.axes.len() >= 3 {
+        let axes: Vec<ParallelAxis> = r
+            .axes
+            .iter()
+            .map(|a| ParallelAxis {
+                label: &a.label,
+                larger_is_better: a.larger_is_better,
+                means: a.values.iter().map(|v| v.0).collect(),
+            })
+            .collect();
+        svgs.insert(0, parallel_chart("Every objective at once (means)", &axes, &r.labels, &r.kinds));
+    }
     charts(&mut body, &svgs);
     body.push_str("<table><tr>");
     for h in &r.table_header {

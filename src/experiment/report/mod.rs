@@ -4,6 +4,7 @@
 
 pub mod digest;
 pub mod html;
+pub mod parallel;
 pub mod svg;
 pub mod table;
 pub mod xml;

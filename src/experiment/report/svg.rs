@@ -6,17 +6,17 @@
 use super::xml::escape;
 use std::fmt::Write;
 
-const WIDTH: f64 = 680.0;
-const HEIGHT: f64 = 260.0;
-const LEFT: f64 = 64.0;
-const RIGHT: f64 = 150.0;
-const TOP: f64 = 28.0;
-const BOTTOM: f64 = 40.0;
+pub(super) const WIDTH: f64 = 680.0;
+pub(super) const HEIGHT: f64 = 260.0;
+pub(super) const LEFT: f64 = 64.0;
+pub(super) const RIGHT: f64 = 150.0;
+pub(super) const TOP: f64 = 28.0;
+pub(super) const BOTTOM: f64 = 40.0;
 
 /// Colour-blind-safe (Okabe-Ito) colours, one per series.
 const PALETTE: [&str; 8] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"];
 
-fn colour(i: usize) -> &'static str {
+pub(super) fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
@@ -91,7 +91,7 @@ impl Frame {
     }
 }
 
-fn open(svg: &mut String, title: &str) {
+pub(super) fn open(svg: &mut String, title: &str) {
     let _ = write!(
         svg,
         r#"<svg class="chart" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" role="img"><title>{}</title><text x="{LEFT}" y="17" class="title">{}</text>"#,
@@ -149,7 +149,7 @@ fn legend(svg: &mut String, names: &[&str]) {
     }
 }
 
-fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+pub(super) fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     values.filter(|v| v.is_finite()).fold(None, |acc, v| match acc {
         None => Some((v, v)),
         Some((lo, hi)) => Some((lo.min(v), hi.max(v))),

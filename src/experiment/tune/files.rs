@@ -156,6 +156,7 @@ fn report(outcome: &Outcome) -> String {
         .enumerate()
         .map(|(k, o)| TuneAxis {
             label: o.label(),
+            larger_is_better: o.larger_is_better(),
             values: estimates.iter().map(|e| (e[k].mean, e[k].low, e[k].high)).collect(),
         })
         .collect();

@@ -28,6 +28,13 @@ impl Objective {
         }
     }
 
+    pub fn larger_is_better(&self) -> bool {
+        match self.direction {
+            Direction::Max => true,
+            Direction::Min => false,
+        }
+    }
+
     /// +1 when larger is better.
     fn sign(&self) -> f64 {
         match self.direction {
