@@ -11,10 +11,44 @@ const MAX_ROWS: u64 = 2_000_000;
 
 pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "deadline_misses", "effect_unknown"];
 
+/// Where each column lies in a row: what writes the series and what reads its sums (the CSV,
+/// the report) share this one arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub dependencies: usize,
+    pub breakers: usize,
+}
+
+impl Layout {
+    /// A dependency's attempts in the window.
+    pub fn attempts(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + dependency
+    }
+
+    /// A dependency's queue depth sampled at the window's end.
+    pub fn queue(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + self.dependencies + dependency
+    }
+
+    /// A dependency's refused attempts in the window, every reason together.
+    pub fn refused(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + 2 * self.dependencies + dependency
+    }
+
+    /// A breaker's worst state in the window.
+    pub fn breaker(&self, breaker: usize) -> usize {
+        FIXED_COLUMNS.len() + 3 * self.dependencies + breaker
+    }
+
+    /// A workflow's most severe mode in the window (a policy with modes only).
+    pub fn mode(&self, workflow: usize) -> usize {
+        FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + workflow
+    }
+}
+
 pub struct TimeSeries {
     pub window_us: Micros,
-    dependencies: usize,
-    breakers: usize,
+    layout: Layout,
     /// Columns per row (see [`TimeSeries::stride`]), kept so a row lookup does not work it out.
     stride: usize,
     /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
@@ -34,8 +68,7 @@ impl TimeSeries {
         // An empty window range: the first lookup takes the slow path.
         TimeSeries {
             window_us,
-            dependencies,
-            breakers,
+            layout: Layout { dependencies, breakers },
             stride,
             values: Vec::new(),
             last_start_us: Micros::MAX,
@@ -101,12 +134,12 @@ impl TimeSeries {
 
     /// The column of a dependency's attempts per window.
     pub fn attempts_column(&self, dependency: usize) -> usize {
-        FIXED_COLUMNS.len() + dependency
+        self.layout.attempts(dependency)
     }
 
     /// The column of a dependency's queue depth sampled at each window's end.
     pub fn queue_column(&self, dependency: usize) -> usize {
-        FIXED_COLUMNS.len() + self.dependencies + dependency
+        self.layout.queue(dependency)
     }
 
     /// Queue depth sampled at the end of the window that `now` closes.
@@ -118,14 +151,14 @@ impl TimeSeries {
 
     #[inline]
     pub fn add_refused(&mut self, now: Micros, dependency: usize) {
-        let offset = FIXED_COLUMNS.len() + 2 * self.dependencies + dependency;
+        let offset = self.layout.refused(dependency);
         self.row_mut(now)[offset] += 1;
     }
 
     /// A breaker entered `state` at `now`: the window keeps the worst state it saw. A breaker
     /// still open at a window's end marks that window too (see [`TimeSeries::carry_breaker`]).
     pub fn mark_breaker(&mut self, now: Micros, breaker: usize, state: BreakerState) {
-        let offset = FIXED_COLUMNS.len() + 3 * self.dependencies + breaker;
+        let offset = self.layout.breaker(breaker);
         let cell = &mut self.row_mut(now)[offset];
         *cell = (*cell).max(severity(state));
     }
@@ -138,7 +171,7 @@ impl TimeSeries {
     /// A workflow entered `mode` at `now` (or holds it at a window's end): the window keeps
     /// the most severe mode it saw.
     pub fn mark_mode(&mut self, now: Micros, workflow: usize, mode: DegradationMode) {
-        let offset = FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + workflow;
+        let offset = self.layout.mode(workflow);
         let cell = &mut self.row_mut(now)[offset];
         *cell = (*cell).max(u64::from(mode.severity()));
     }
@@ -155,7 +188,8 @@ impl TimeSeries {
     /// Attempts per window, summed over every dependency.
     pub fn attempts_per_window(&self) -> Vec<u64> {
         let first = FIXED_COLUMNS.len();
-        (0..self.rows()).map(|row| (first..first + self.dependencies).map(|c| self.value(row, c)).sum()).collect()
+        let dependencies = self.layout.dependencies;
+        (0..self.rows()).map(|row| (first..first + dependencies).map(|c| self.value(row, c)).sum()).collect()
     }
 }
 
