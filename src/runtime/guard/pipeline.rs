@@ -61,6 +61,11 @@ impl PipelineSpec {
         RouteId(self.routes.len() as u32 - 1)
     }
 
+    /// The policy's guards, in pipeline order (by stage, file order within a stage).
+    pub fn guards(&self) -> &[GuardSpec] {
+        &self.guards
+    }
+
     fn members_of(&self, r: usize) -> &[u16] {
         let (a, b) = self.routes[r];
         &self.members[a as usize..b as usize]
