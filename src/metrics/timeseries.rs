@@ -1,5 +1,6 @@
 //! Fixed windows over virtual time: arrivals, completions, goodput, deadline misses, attempts,
-//! sampled queue depth and refusals per dependency, and the worst state of each breaker. Rows
+//! sampled queue depth and refusals per dependency, the worst state of each breaker, the most
+//! severe mode of each workflow, and the sampled level of each bulkhead and retry budget. Rows
 //! are appended as time advances, so memory is one row per window, not per event. The recovery
 //! metrics ([`super::recovery`]) are read from these windows.
 
@@ -17,6 +18,10 @@ pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "dea
 pub struct Layout {
     pub dependencies: usize,
     pub breakers: usize,
+    /// Workflows, when the policy has degradation modes; else 0.
+    pub modes: usize,
+    /// Guards with a level (bulkheads, retry budgets).
+    pub levels: usize,
 }
 
 impl Layout {
@@ -44,6 +49,17 @@ impl Layout {
     pub fn mode(&self, workflow: usize) -> usize {
         FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + workflow
     }
+
+    /// A guard's level sampled at the window's end, last so that the columns before keep
+    /// their places.
+    pub fn level(&self, index: usize) -> usize {
+        FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + self.modes + index
+    }
+
+    /// Columns per row.
+    pub fn stride(&self) -> usize {
+        self.level(self.levels)
+    }
 }
 
 pub struct TimeSeries {
@@ -53,7 +69,8 @@ pub struct TimeSeries {
     stride: usize,
     /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
     /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open), then per
-    /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`).
+    /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`),
+    /// then per guard with a level its level at the window's end ([`Layout`]).
     values: Vec<u64>,
     /// The row last looked up: its window [start, end) and its first index in `values`.
     /// Most lookups fall in the same window as the one before, so they skip the division.
@@ -63,13 +80,12 @@ pub struct TimeSeries {
 }
 
 impl TimeSeries {
-    pub fn new(window_us: Micros, dependencies: usize, breakers: usize, modes: usize) -> Self {
-        let stride = FIXED_COLUMNS.len() + 3 * dependencies + breakers + modes;
+    pub fn new(window_us: Micros, layout: Layout) -> Self {
         // An empty window range: the first lookup takes the slow path.
         TimeSeries {
             window_us,
-            layout: Layout { dependencies, breakers },
-            stride,
+            layout,
+            stride: layout.stride(),
             values: Vec::new(),
             last_start_us: Micros::MAX,
             last_end_us: 0,
@@ -176,6 +192,12 @@ impl TimeSeries {
         *cell = (*cell).max(u64::from(mode.severity()));
     }
 
+    /// A guard's level at the end of the window that `window_end` closes.
+    pub fn sample_level(&mut self, window_end: Micros, index: usize, level: u64) {
+        let offset = self.layout.level(index);
+        self.row_mut(window_end.saturating_sub(1))[offset] = level;
+    }
+
     pub fn value(&self, row: usize, column: usize) -> u64 {
         self.values[row * self.stride + column]
     }
@@ -214,7 +236,7 @@ mod tests {
 
     #[test]
     fn events_land_in_their_window() {
-        let mut ts = TimeSeries::new(1_000, 2, 1, 1);
+        let mut ts = TimeSeries::new(1_000, Layout { dependencies: 2, breakers: 1, modes: 1, levels: 1 });
         ts.add(0, ARRIVALS);
         ts.add(999, ARRIVALS);
         ts.add(1_000, ARRIVALS);
@@ -239,5 +261,7 @@ mod tests {
         ts.mark_mode(1_100, 0, DegradationMode::Constrained);
         ts.mark_mode(1_900, 0, DegradationMode::Recovery);
         assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 7), 2, "constrained outranks the recovery after it");
+        ts.sample_level(2_000, 0, 9);
+        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 8), 9, "a level sits last, at the window it ends");
     }
 }

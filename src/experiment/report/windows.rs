@@ -55,7 +55,13 @@ pub fn window_points(model: &Model, r: &PolicyRuns, value: &dyn Fn(usize) -> f64
     (0..rows).map(|row| (us_to_s((row as u64 + 1).saturating_mul(window_us)), value(row))).collect()
 }
 
-/// Where a policy's columns lie in its time series (breakers are per policy).
+/// Where a policy's columns lie in its time series (breakers, modes and levels are per policy).
 pub fn layout(model: &Model, policy: usize) -> Layout {
-    Layout { dependencies: model.dependency_names.len(), breakers: model.policies[policy].breaker_labels.len() }
+    let p = &model.policies[policy];
+    Layout {
+        dependencies: model.dependency_names.len(),
+        breakers: p.breaker_labels.len(),
+        modes: if p.degradation.is_some() { model.workflows.len() } else { 0 },
+        levels: p.level_labels.len(),
+    }
 }

@@ -222,4 +222,10 @@ impl<'s> Pipeline<'s> {
     pub fn breaker_states(&self) -> impl Iterator<Item = (u16, BreakerState)> + '_ {
         self.guards.iter().filter_map(Guard::breaker_state)
     }
+
+    /// The level of every guard that has one, in pipeline order (the order of the policy's
+    /// `level_labels`), for the time series at a window's end.
+    pub fn levels(&mut self, now: Micros) -> impl Iterator<Item = u64> + '_ {
+        self.guards.iter_mut().filter_map(move |g| g.level(now))
+    }
 }

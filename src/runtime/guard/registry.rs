@@ -83,6 +83,12 @@ macro_rules! guards {
                     $(LiveGuard::$kind(g) => <$live as Guard>::breaker_state(g),)*
                 }
             }
+
+            fn level(&mut self, now: Micros) -> Option<u64> {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::level(g, now),)*
+                }
+            }
         }
     };
 }
@@ -116,6 +122,25 @@ impl GuardSpec {
                 Refusal::Throttled
             }
             GuardSpec::LoadShedder(_) => Refusal::Shed,
+        }
+    }
+
+    /// The time-series column this kind samples at each window's end, as (family, metric):
+    /// `bulkhead.<label>.in_use`, `retry_budget.<label>.level`; None for kinds without a level.
+    /// Exactly these kinds answer `Guard::level`.
+    pub fn level_column(&self) -> Option<(&'static str, &'static str)> {
+        match self {
+            GuardSpec::Bulkhead(_) => Some(("bulkhead", "in_use")),
+            GuardSpec::GrpcRetryThrottle(_)
+            | GuardSpec::FinagleRetryBudget(_)
+            | GuardSpec::EnvoyRetryBudget(_)
+            | GuardSpec::AwsRetryQuota(_) => Some(("retry_budget", "level")),
+            GuardSpec::Resilience4jBreaker(_)
+            | GuardSpec::PollyBreaker(_)
+            | GuardSpec::AdaptiveThrottle(_)
+            | GuardSpec::LoadShedder(_)
+            | GuardSpec::AdmissionControl(_)
+            | GuardSpec::RateLimiter(_) => None,
         }
     }
 
