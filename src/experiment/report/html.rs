@@ -3,7 +3,8 @@
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
 use super::digest::{DIGEST_METRICS, SweepPoint};
-use super::panels::{Drawn, drawn, mechanism_sections, mode_panel};
+use super::drawn::{Drawn, drawn};
+use super::panels::{mechanism_sections, mode_panel};
 use super::svg::{Line, LineChart, ScatterPoint, bar_chart, heat_map, label, line_chart, scatter_chart};
 use super::windows::{X_LABEL, fault_spans, replications, window_lines};
 use super::xml::escape;

@@ -1,111 +1,25 @@
 //! The report's panels on the mechanisms the drawn policies have: circuit breakers (state per
-//! window and transitions), refusals by reason, and queues. A panel is a chart with a note under
-//! it that says exactly what is drawn, from which figures; a family's section appears only when
-//! a drawn policy has its mechanism (or, for refusals, when something was refused).
+//! window and transitions), refusals by reason, queues, and (from `levels`) bulkheads and retry
+//! budgets. A panel is a chart with a note under it that says exactly what is drawn, from which
+//! figures; a family's section appears only when a drawn policy has its mechanism (or, for
+//! refusals, when something was refused).
 
+use super::drawn::{
+    Drawn, MAX_LINES, drawn_lines, measured, over, panel, panel_with, section, shaded, values_table, without,
+};
+use super::levels::level_panels;
 use super::svg::{Line, LineChart, bar_chart, label, level_chart, line_chart};
-use super::windows::{X_LABEL, fault_spans, layout, replications, window_points};
-use super::xml::escape;
+use super::windows::{X_LABEL, fault_spans, window_points};
 use crate::engine::Model;
-use crate::experiment::batch::replications::PolicyRuns;
-use crate::metrics::stats::Aggregate;
-use crate::metrics::timeseries::Layout;
-use crate::runtime::policy::PolicyModel;
 use crate::vocab::Refusal;
 use std::fmt::Write;
 
-/// Lines a chart draws at most: one per colour of the palette.
-const MAX_LINES: usize = 8;
 /// Queue-depth charts drawn at most (the deepest dependencies).
 const QUEUE_CHARTS: usize = 3;
 /// The breaker states as the time series codes them (0, 1, 2).
 const BREAKER_LEVELS: [&str; 3] = ["closed", "half-open", "open"];
 /// The degradation modes by severity, as the time series codes them (0 to 5).
 const MODE_LEVELS: [&str; 6] = ["normal", "recovery", "constrained", "degraded", "handoff", "paused"];
-
-/// One drawn policy with everything its panels read.
-pub struct Drawn<'a> {
-    pub name: &'a str,
-    pub policy: &'a PolicyModel,
-    pub layout: Layout,
-    pub aggregate: &'a Aggregate,
-    pub runs: &'a PolicyRuns,
-}
-
-impl Drawn<'_> {
-    fn mean(&self, metric: &str) -> f64 {
-        self.aggregate.mean(metric).unwrap_or(f64::NAN)
-    }
-
-    /// The mean over replications of one column at one window.
-    fn cell(&self, row: usize, column: usize) -> f64 {
-        self.runs.series.value(row, column) as f64 / replications(self.runs)
-    }
-
-    /// Whether any window of any replication holds a non-zero value in `column`.
-    fn ever(&self, column: usize) -> bool {
-        (0..self.runs.series.rows()).any(|row| self.runs.series.value(row, column) > 0)
-    }
-}
-
-/// The drawn policies, in the order the report shows them.
-pub fn drawn<'a>(
-    model: &'a Model,
-    names: &[&'a str],
-    aggregates: &'a [Aggregate],
-    runs: &'a [PolicyRuns],
-) -> Vec<Drawn<'a>> {
-    names
-        .iter()
-        .zip(aggregates.iter().zip(runs))
-        .filter_map(|(name, (aggregate, runs))| {
-            let p = model.policy_index(name)?;
-            Some(Drawn { name, policy: &model.policies[p], layout: layout(model, p), aggregate, runs })
-        })
-        .collect()
-}
-
-/// A chart with the note that says what it draws.
-fn panel(svg: String, note: &str) -> String {
-    panel_with(svg, "", note)
-}
-
-/// A chart, HTML under it (a table of the values drawn), and the note.
-fn panel_with(svg: String, html: &str, note: &str) -> String {
-    format!("<div class=\"panel\">{svg}{html}<p class=\"note\">{}</p></div>", escape(note))
-}
-
-/// The values of a bar chart as a table (a policy per row), so a bar too short to see still
-/// reads as its number.
-fn values_table(columns: &[String], groups: &[(String, Vec<f64>)]) -> String {
-    let mut t = String::from("<table class=\"values\"><tr><th>policy</th>");
-    for c in columns {
-        let _ = write!(t, "<th>{}</th>", escape(c));
-    }
-    t.push_str("</tr>");
-    for (name, values) in groups {
-        let _ = write!(t, "<tr><td>{}</td>", escape(name));
-        for v in values {
-            let _ = write!(t, "<td>{}</td>", label(*v));
-        }
-        t.push_str("</tr>");
-    }
-    t.push_str("</table>");
-    t
-}
-
-/// A section: its heading, its panels side by side, and a note on what it leaves out.
-fn section(out: &mut String, title: &str, panels: &[String], note: &str) {
-    let _ = write!(out, "<h2>{}</h2><div class=\"charts\">", escape(title));
-    for p in panels {
-        out.push_str(p);
-    }
-    out.push_str("</div>");
-    if !note.is_empty() {
-        let _ = write!(out, "<p class=\"note\">{}</p>", escape(note));
-    }
-    out.push('\n');
-}
 
 /// The sections of every mechanism family some drawn policy has, in a fixed order.
 pub fn mechanism_sections(out: &mut String, model: &Model, drawn: &[Drawn]) {
@@ -115,8 +29,15 @@ pub fn mechanism_sections(out: &mut String, model: &Model, drawn: &[Drawn]) {
     if let Some(panels) = refusals(model, drawn) {
         section(out, "Refusals", &panels, "");
     }
-    let (panels, note) = queues(model, drawn);
-    section(out, "Queues", &panels, &note);
+    let (mut panels, note) = queues(model, drawn);
+    let bulkheads = level_panels(model, drawn, "bulkhead");
+    let title = if bulkheads.is_empty() { "Queues" } else { "Queues and bulkheads" };
+    panels.extend(bulkheads);
+    section(out, title, &panels, &note);
+    let budgets = level_panels(model, drawn, "retry_budget");
+    if !budgets.is_empty() {
+        section(out, "Retry budgets", &budgets, "");
+    }
 }
 
 /// The degradation mode per window, under the goodput plot: per policy with modes (and per
@@ -145,36 +66,13 @@ pub fn mode_panel(model: &Model, drawn: &[Drawn]) -> Option<String> {
         &MODE_LEVELS,
     );
     let note = format!(
-        "One line per policy with runtime_policy rules{}: the most severe mode it was in during each window, at the window's end, mean over {} (between two levels: the replications differed).{} Shaded: fault windows.",
+        "One line per policy with runtime_policy rules{}: the most severe mode it was in during each window, at the window's end, mean over {} (between two levels: the replications differed).{} {}",
         if several { " and workflow" } else { "" },
         over(drawn),
-        without(drawn, |d| d.policy.degradation.is_some(), "rules")
+        without(drawn, |d| d.policy.degradation.is_some(), "rules"),
+        shaded(model)
     );
     Some(panel(chart, &note))
-}
-
-/// " Policies without X: a, b." for the drawn policies that `has` says lack the mechanism.
-fn without(drawn: &[Drawn], has: impl Fn(&Drawn) -> bool, what: &str) -> String {
-    let lacking: Vec<&str> = drawn.iter().filter(|d| !has(d)).map(|d| d.name).collect();
-    match lacking.as_slice() {
-        [] => String::new(),
-        [one] => format!(" Policy {one} has no {what}."),
-        many => format!(" Policies {} have no {what}.", many.join(", ")),
-    }
-}
-
-/// "over 8 replications" for the notes.
-fn over(drawn: &[Drawn]) -> String {
-    let counts: Vec<usize> = drawn.iter().map(|d| d.runs.metrics.len()).collect();
-    match counts.iter().min() {
-        Some(&n) if counts.iter().all(|&c| c == n) => format!("{n} replication{}", if n == 1 { "" } else { "s" }),
-        _ => "each policy's replications".into(),
-    }
-}
-
-/// The measured window, as the summary metrics cover it.
-fn measured(model: &Model) -> String {
-    format!("{}-{} s", label(model.world.warmup_us as f64 / 1e6), label(model.world.duration_us as f64 / 1e6))
 }
 
 /// One breaker of one drawn policy.
@@ -254,9 +152,10 @@ fn breaker_states(model: &Model, drawn: &[Drawn], breakers: &[Breaker], shown: &
     };
     let summaries: Vec<String> = breakers.iter().map(Breaker::summary).collect();
     let note = format!(
-        "{shown}One line per breaker (policy / label): the worst state it was in during each window (open over half-open over closed), at the window's end, mean over {} (between two levels: the replications differed).{} Shaded: fault windows. In the measured window {}, means per replication: {}.",
+        "{shown}One line per breaker (policy / label): the worst state it was in during each window (open over half-open over closed), at the window's end, mean over {} (between two levels: the replications differed).{} {} In the measured window {}, means per replication: {}.",
         over(drawn),
         without(drawn, |d| !d.policy.breaker_labels.is_empty(), "breaker"),
+        shaded(model),
         measured(model),
         summaries.join("; ")
     );
@@ -365,22 +264,11 @@ fn refusals_over_time(model: &Model, drawn: &[Drawn]) -> String {
         spans: fault_spans(model),
     });
     let note = format!(
-        "Attempts refused during each window at any dependency, drawn at the window's end, mean over {}, warm-up and drain included: refused by a guard or the fan-out limits, or dropped from a queue (expired). The time series does not split them by reason, and leaves out queue_full rejections and runs refused at their start (admission, paused). Shaded: fault windows.",
-        over(drawn)
+        "Attempts refused during each window at any dependency, drawn at the window's end, mean over {}, warm-up and drain included: refused by a guard or the fan-out limits, or dropped from a queue (expired). The time series does not split them by reason, and leaves out queue_full rejections and runs refused at their start (admission, paused). {}",
+        over(drawn),
+        shaded(model)
     );
     panel(chart, &note)
-}
-
-/// One line per drawn policy of a per-window value.
-fn drawn_lines(model: &Model, drawn: &[Drawn], value: &dyn Fn(&Drawn, usize) -> f64) -> Vec<Line> {
-    drawn
-        .iter()
-        .map(|d| Line {
-            name: d.name.to_string(),
-            points: window_points(model, d.runs, &|row| value(d, row)),
-            band: None,
-        })
-        .collect()
 }
 
 /// What a shown category holds besides its name says: the reasons the metrics lump together.
@@ -435,10 +323,11 @@ fn queues(model: &Model, drawn: &[Drawn]) -> (Vec<String>, String) {
         });
         let spec = &model.world.dependencies[dep];
         let note = format!(
-            "Attempts waiting (not in service) at {name} at each window's end, mean over {}; {} servers, {} waiting places. Shaded: fault windows.",
+            "Attempts waiting (not in service) at {name} at each window's end, mean over {}; {} servers, {} waiting places. {}",
             over(drawn),
             spec.servers,
-            spec.queue_capacity
+            spec.queue_capacity,
+            shaded(model)
         );
         panels.push(panel(chart, &note));
     }

@@ -197,6 +197,11 @@ fn ticks(chart: &Node) -> Vec<String> {
     chart.class("tick").iter().map(|t| t.text.clone()).collect()
 }
 
+/// The y axis's tick labels, bottom up (they are the ticks anchored at their end).
+fn y_ticks(chart: &Node) -> Vec<String> {
+    chart.class("tick").iter().filter(|t| t.attr("text-anchor") == Some("end")).map(|t| t.text.clone()).collect()
+}
+
 /// Every polyline's points as numbers.
 fn lines(chart: &Node) -> Vec<Vec<(f64, f64)>> {
     chart
@@ -242,8 +247,7 @@ fn breakers_get_their_state_per_window_and_their_transitions() {
     let svg = chart(states);
     // The searches' breaker opened, the model's never did: it comes second, flat at closed.
     assert_eq!(legend(svg), ["guarded / search", "guarded / model"]);
-    let y_ticks: Vec<String> = ticks(svg).into_iter().filter(|t| t.parse::<f64>().is_err()).collect();
-    assert_eq!(y_ticks, ["closed", "half-open", "open"], "the y axis names every state");
+    assert_eq!(y_ticks(svg), ["closed", "half-open", "open"], "the y axis names every state");
     assert!(level_y(svg, "closed") > level_y(svg, "open"));
     let drawn = lines(svg);
     assert_eq!(drawn.len(), 2);
@@ -292,7 +296,74 @@ fn the_mode_timeline_names_its_levels_and_the_policies_without_modes() {
     let modes = panel(&page, "Degradation mode per window").expect("a mode panel");
     let svg = chart(modes);
     assert_eq!(legend(svg), ["resilient"]);
-    let levels: Vec<String> = ticks(svg).into_iter().filter(|t| t.parse::<f64>().is_err()).collect();
-    assert_eq!(levels, ["normal", "recovery", "constrained", "degraded", "handoff", "paused"]);
+    assert_eq!(y_ticks(svg), ["normal", "recovery", "constrained", "degraded", "handoff", "paused"]);
     assert!(note(modes).contains("Policy naive has no rules"), "{}", note(modes));
+}
+
+/// A third policy with a bulkhead and a gRPC retry throttle on the searches.
+const LIMITED: &str = r#"
+[policy.limited]
+timeout_ms = 2000
+retry = { max_attempts = 2 }
+
+[[policy.limited.bulkhead]]
+dependency = "search"
+max_concurrent_calls = 5
+
+[[policy.limited.bulkhead]]
+dependency = "search"
+max_concurrent_calls = 50
+
+[[policy.limited.retry_budget]]
+kind = "grpc"
+dependency = "search"
+max_tokens = 10
+"#;
+
+#[test]
+fn levels_are_columns_named_by_scope_budgets_first_as_the_pipeline_orders_them() {
+    let source = Source::from_text("panels.toml", &format!("{BASE}{LIMITED}"), Format::Toml);
+    let model = compile_with(&source, &[]).unwrap();
+    let p = model.policy_index("limited").unwrap();
+    assert_eq!(
+        model.labels(p).levels,
+        ["retry_budget.search.level", "bulkhead.search.in_use", "bulkhead.search-2.in_use"],
+        "a second instance on the same scope gets -2"
+    );
+    assert!(model.labels(model.policy_index("plain").unwrap()).levels.is_empty());
+}
+
+#[test]
+fn bulkheads_and_retry_budgets_get_a_panel_of_their_level() {
+    let page = parse(&report(&format!("{BASE}{LIMITED}")));
+    let h = headings(&page);
+    assert!(h.contains(&"Queues and bulkheads".to_string()) && h.contains(&"Retry budgets".to_string()), "{h:?}");
+    let bulkheads = panel(&page, "Bulkhead permits in use at window end").expect("a bulkhead panel");
+    let svg = chart(bulkheads);
+    // Both pools hold the same attempts (the small one admits them to the large one), so they
+    // moved alike and keep the pipeline's order.
+    assert_eq!(legend(svg), ["limited / search", "limited / search-2"]);
+    let drawn = lines(svg);
+    assert!(drawn.iter().all(|l| l.len() == WINDOWS), "a point per window");
+    let top: f64 = y_ticks(svg).iter().filter_map(|t| t.parse::<f64>().ok()).fold(0.0, f64::max);
+    assert!((1.0..=5.0).contains(&top), "the axis ends at the largest level, at most the 5 permits: {top}");
+    let text = note(bulkheads);
+    assert!(
+        text.contains("limited / search (5 permits): from ") && text.contains("Policy plain has no bulkhead."),
+        "{text}"
+    );
+    let budget = panel(&page, "gRPC retry throttle tokens at window end").expect("a budget panel");
+    assert_eq!(legend(chart(budget)), ["limited / search"]);
+    assert_eq!(lines(chart(budget))[0].len(), WINDOWS);
+    let text = note(budget);
+    assert!(text.contains("max_tokens 10, retries stop at 5 or fewer"), "{text}");
+    assert!(text.contains("limited / search (max_tokens 10, retries stop at 5 or fewer): from 0 to 10"), "{text}");
+}
+
+#[test]
+fn without_bulkheads_or_budgets_there_are_no_level_panels() {
+    let page = parse(&report(BASE));
+    let h = headings(&page);
+    assert!(h.contains(&"Queues".to_string()) && !h.contains(&"Retry budgets".to_string()), "{h:?}");
+    assert!(panel(&page, "Bulkhead permits in use at window end").is_none());
 }
