@@ -2,7 +2,7 @@
 //! their panels read, a panel (a chart, its values, the note that says what it draws), a
 //! section of panels, and the phrases the notes share.
 
-use super::svg::{Line, label};
+use super::svg::{Line, Palette, label};
 use super::windows::{layout, replications, window_points};
 use super::xml::escape;
 use crate::engine::Model;
@@ -55,6 +55,22 @@ pub fn drawn<'a>(
             Some(Drawn { name, policy: &model.policies[p], layout: layout(model, p), aggregate, runs })
         })
         .collect()
+}
+
+/// The palette slot of each series owned by these policies: its policy's place among the drawn
+/// policies (its colour in the charts of all of them), when no policy owns two series; else
+/// None, and the series take their colours by position (two of one policy must differ).
+pub fn policy_slots(drawn: &[Drawn], owners: &[&str]) -> Option<Vec<usize>> {
+    let slots: Vec<usize> = owners.iter().filter_map(|o| drawn.iter().position(|d| d.name == *o)).collect();
+    let mut distinct = slots.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    (slots.len() == owners.len() && distinct.len() == slots.len()).then_some(slots)
+}
+
+/// The palette of `policy_slots`' answer.
+pub fn palette(slots: &Option<Vec<usize>>) -> Palette<'_> {
+    slots.as_deref().map_or(Palette::ByPosition, Palette::Slots)
 }
 
 /// A chart with the note that says what it draws.

@@ -2,8 +2,8 @@
 //! permits in use, and each retry budget's level, one chart per kind of budget since each
 //! counts in its own unit.
 
-use super::drawn::{Drawn, MAX_LINES, over, panel, shaded, without};
-use super::svg::{Line, LineChart, label, line_chart};
+use super::drawn::{Drawn, MAX_LINES, over, palette, panel, policy_slots, shaded, without};
+use super::svg::{Line, LineChart, label, line_chart_in};
 use super::windows::{X_LABEL, fault_spans, window_points};
 use crate::engine::Model;
 use crate::runtime::guard::GuardSpec;
@@ -160,13 +160,17 @@ fn kind_panel(model: &Model, drawn: &[Drawn], all: &[&Level], family: &str) -> S
     // Stable: among equal swings, policy then pipeline order.
     shown.sort_by(|a, b| b.swing(model).total_cmp(&a.swing(model)));
     shown.truncate(MAX_LINES);
-    let chart = line_chart(&LineChart {
-        title: kind.title,
-        x_label: X_LABEL,
-        y_label: kind.y_label,
-        lines: shown.iter().map(|l| l.line(model)).collect(),
-        spans: fault_spans(model),
-    });
+    let slots = policy_slots(drawn, &shown.iter().map(|l| l.policy.name).collect::<Vec<_>>());
+    let chart = line_chart_in(
+        &LineChart {
+            title: kind.title,
+            x_label: X_LABEL,
+            y_label: kind.y_label,
+            lines: shown.iter().map(|l| l.line(model)).collect(),
+            spans: fault_spans(model),
+        },
+        &palette(&slots),
+    );
     let some = if all.len() > shown.len() {
         format!("The {} of {} that moved most. ", shown.len(), all.len())
     } else {

@@ -5,10 +5,11 @@
 //! refusals, when something was refused).
 
 use super::drawn::{
-    Drawn, MAX_LINES, drawn_lines, measured, over, panel, panel_with, section, shaded, values_table, without,
+    Drawn, MAX_LINES, drawn_lines, measured, over, palette, panel, panel_with, policy_slots, section, shaded,
+    values_table, without,
 };
 use super::levels::level_panels;
-use super::svg::{Line, LineChart, bar_chart, label, level_chart, line_chart};
+use super::svg::{Line, LineChart, bar_chart, bar_chart_in, label, level_chart, line_chart};
 use super::windows::{X_LABEL, fault_spans, window_points};
 use crate::engine::Model;
 use crate::vocab::Refusal;
@@ -45,16 +46,19 @@ pub fn mechanism_sections(out: &mut String, model: &Model, drawn: &[Drawn]) {
 pub fn mode_panel(model: &Model, drawn: &[Drawn]) -> Option<String> {
     let several = model.workflows.len() > 1;
     let mut lines = Vec::new();
+    let mut owners = Vec::new();
     for d in drawn.iter().filter(|d| d.policy.degradation.is_some()) {
         for (w, wf) in model.workflows.iter().enumerate() {
             let points = window_points(model, d.runs, &|row| d.cell(row, d.layout.mode(w)));
             let name = if several { format!("{} / {}", d.name, wf.name) } else { d.name.to_string() };
             lines.push(Line { name, points, band: None });
+            owners.push(d.name);
         }
     }
     if lines.is_empty() {
         return None;
     }
+    let slots = policy_slots(drawn, &owners);
     let chart = level_chart(
         &LineChart {
             title: "Degradation mode per window",
@@ -64,6 +68,7 @@ pub fn mode_panel(model: &Model, drawn: &[Drawn]) -> Option<String> {
             spans: fault_spans(model),
         },
         &MODE_LEVELS,
+        &palette(&slots),
     );
     let note = format!(
         "One line per policy with runtime_policy rules{}: the most severe mode it was in during each window, at the window's end, mean over {} (between two levels: the replications differed).{} {}",
@@ -151,6 +156,7 @@ fn breaker_states(model: &Model, drawn: &[Drawn], breakers: &[Breaker], shown: &
         spans: fault_spans(model),
     };
     let summaries: Vec<String> = breakers.iter().map(Breaker::summary).collect();
+    let slots = policy_slots(drawn, &breakers.iter().map(|b| b.policy.name).collect::<Vec<_>>());
     let note = format!(
         "{shown}One line per breaker (policy / label): the worst state it was in during each window (open over half-open over closed), at the window's end, mean over {} (between two levels: the replications differed).{} {} In the measured window {}, means per replication: {}.",
         over(drawn),
@@ -159,7 +165,7 @@ fn breaker_states(model: &Model, drawn: &[Drawn], breakers: &[Breaker], shown: &
         measured(model),
         summaries.join("; ")
     );
-    panel(level_chart(&chart, &BREAKER_LEVELS), &note)
+    panel(level_chart(&chart, &BREAKER_LEVELS, &palette(&slots)), &note)
 }
 
 /// Bars of each breaker's transitions into each state, from the summary metrics.
@@ -172,7 +178,8 @@ fn breaker_transitions(model: &Model, drawn: &[Drawn], breakers: &[Breaker], sho
             (b.name(), counts.collect())
         })
         .collect();
-    let chart = bar_chart("Circuit breaker transitions", "transitions", &categories, &groups);
+    let slots = policy_slots(drawn, &breakers.iter().map(|b| b.policy.name).collect::<Vec<_>>());
+    let chart = bar_chart_in("Circuit breaker transitions", "transitions", &categories, &groups, &palette(&slots));
     let note = format!(
         "{shown}Transitions into each state in the measured window {} (breaker.<label>.transition_total.<state>), mean over {}: opened counts trips (from closed, or from half-open back to open), half-opened the ends of an open wait, closed the recoveries.",
         measured(model),

@@ -163,12 +163,28 @@ fn legend_lines(name: &str) -> Vec<String> {
     parts.into_iter().map(cut).collect()
 }
 
-fn legend(svg: &mut String, names: &[&str]) {
+/// Which colour each series takes: by its position, or a given palette slot per series (so a
+/// chart of some policies can give each the colour it has in the charts of all of them).
+pub enum Palette<'a> {
+    ByPosition,
+    Slots(&'a [usize]),
+}
+
+impl Palette<'_> {
+    fn of(&self, i: usize) -> &'static str {
+        match self {
+            Palette::ByPosition => colour(i),
+            Palette::Slots(slots) => colour(slots.get(i).copied().unwrap_or(i)),
+        }
+    }
+}
+
+fn legend_in(svg: &mut String, names: &[&str], palette: &Palette) {
     let x = WIDTH - RIGHT + 12.0;
     let mut y = TOP + 8.0;
     for (i, name) in names.iter().enumerate() {
         let lines = legend_lines(name);
-        let _ = write!(svg, r#"<rect x="{x}" y="{:.1}" width="12" height="12" fill="{}"/>"#, y - 10.0, colour(i));
+        let _ = write!(svg, r#"<rect x="{x}" y="{:.1}" width="12" height="12" fill="{}"/>"#, y - 10.0, palette.of(i));
         if let [only] = lines.as_slice()
             && only == name
         {
@@ -201,17 +217,22 @@ enum YAxis<'a> {
 }
 
 pub fn line_chart(chart: &LineChart) -> String {
-    draw_lines(chart, YAxis::Data)
+    draw_lines(chart, YAxis::Data, &Palette::ByPosition)
+}
+
+/// A line chart whose lines take the palette's colours.
+pub fn line_chart_in(chart: &LineChart, palette: &Palette) -> String {
+    draw_lines(chart, YAxis::Data, palette)
 }
 
 /// A line chart whose values are levels named by `levels` (value i is `levels[i]`): the y axis
 /// always spans every level, labelled by name, with a margin so a line at the lowest or the
 /// highest level stays clear of the frame.
-pub fn level_chart(chart: &LineChart, levels: &[&str]) -> String {
-    draw_lines(chart, YAxis::Levels(levels))
+pub fn level_chart(chart: &LineChart, levels: &[&str], palette: &Palette) -> String {
+    draw_lines(chart, YAxis::Levels(levels), palette)
 }
 
-fn draw_lines(chart: &LineChart, y_axis: YAxis) -> String {
+fn draw_lines(chart: &LineChart, y_axis: YAxis, palette: &Palette) -> String {
     let mut svg = String::new();
     open(&mut svg, chart.title);
     let xs = chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
@@ -267,7 +288,7 @@ fn draw_lines(chart: &LineChart, y_axis: YAxis) -> String {
                 r#"<polygon points="{} {}" fill="{}" class="band"/>"#,
                 upper.join(" "),
                 lower.join(" "),
-                colour(i)
+                palette.of(i)
             );
         }
         let points: Vec<String> = line
@@ -276,16 +297,27 @@ fn draw_lines(chart: &LineChart, y_axis: YAxis) -> String {
             .filter(|p| p.1.is_finite())
             .map(|p| format!("{:.1},{:.1}", frame.x(p.0), frame.y(p.1)))
             .collect();
-        let _ = write!(svg, r#"<polyline points="{}" stroke="{}" class="line"/>"#, points.join(" "), colour(i));
+        let _ = write!(svg, r#"<polyline points="{}" stroke="{}" class="line"/>"#, points.join(" "), palette.of(i));
     }
     let names: Vec<&str> = chart.lines.iter().map(|l| l.name.as_str()).collect();
-    legend(&mut svg, &names);
+    legend_in(&mut svg, &names, palette);
     svg.push_str("</svg>");
     svg
 }
 
 /// Bars per category, one bar per group (policy) side by side.
 pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(String, Vec<f64>)]) -> String {
+    bar_chart_in(title, y_label, categories, groups, &Palette::ByPosition)
+}
+
+/// Bars whose groups take the palette's colours.
+pub fn bar_chart_in(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    groups: &[(String, Vec<f64>)],
+    palette: &Palette,
+) -> String {
     let mut svg = String::new();
     open(&mut svg, title);
     let high = bounds(groups.iter().flat_map(|g| g.1.iter().copied())).map_or(1.0, |b| b.1.max(0.0));
@@ -308,7 +340,7 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(S
                 x + slot * 0.1 + bar * g as f64,
                 bar.max(1.0) - 1.0,
                 (base - top).max(0.0),
-                colour(g),
+                palette.of(g),
                 escape(name),
                 escape(category),
                 label(v)
@@ -328,7 +360,7 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(S
         );
     }
     let names: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
-    legend(&mut svg, &names);
+    legend_in(&mut svg, &names, palette);
     svg.push_str("</svg>");
     svg
 }
@@ -430,7 +462,7 @@ mod tests {
         assert_eq!(legend_lines("resilient / model-primary"), vec!["resilient /", "model-primary"]);
         assert_eq!(legend_lines("a-very-long-policy-name-indeed"), vec!["a-very-long-policy\u{2026}"]);
         let mut svg = String::new();
-        legend(&mut svg, &["p", "resilient / model-primary", "q"]);
+        legend_in(&mut svg, &["p", "resilient / model-primary", "q"], &Palette::ByPosition);
         assert!(svg.contains("<title>resilient / model-primary</title>"), "{svg}");
         assert!(
             svg.contains(r#"y="36.0" class="legend">p</text>"#) && svg.contains(r#"y="85.0" class="legend">q</text>"#),

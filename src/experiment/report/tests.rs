@@ -155,7 +155,7 @@ fn parse(html: &str) -> Node {
                 let done = stack.pop().unwrap();
                 stack.last_mut().unwrap().children.push(done);
             }
-            Event::Text(t) => stack.last_mut().unwrap().text.push_str(&&t.xml10_content()),
+            Event::Text(t) => stack.last_mut().unwrap().text.push_str(&t.xml10_content()),
             Event::GeneralRef(r) => {
                 let entity = r.xml10_content().into_owned();
                 let c = match entity.as_str() {
@@ -181,7 +181,7 @@ fn panel<'a>(page: &'a Node, title: &str) -> Option<&'a Node> {
     page.class("panel").into_iter().find(|p| p.class("chart").first().is_some_and(|svg| svg.title() == title))
 }
 
-fn chart<'a>(panel: &'a Node) -> &'a Node {
+fn chart(panel: &Node) -> &Node {
     panel.class("chart")[0]
 }
 
@@ -366,4 +366,21 @@ fn without_bulkheads_or_budgets_there_are_no_level_panels() {
     let h = headings(&page);
     assert!(h.contains(&"Queues".to_string()) && !h.contains(&"Retry budgets".to_string()), "{h:?}");
     assert!(panel(&page, "Bulkhead permits in use at window end").is_none());
+}
+
+#[test]
+fn a_mechanism_line_takes_its_policys_colour_from_the_charts_of_every_policy() {
+    // `zoned` sorts after `plain`, so it is the second policy everywhere.
+    let zoned = "\n[policy.zoned]\ntimeout_ms = 2000\n\n[[policy.zoned.circuit_breaker]]\ndependency = \"search\"\nminimum_number_of_calls = 20\n";
+    let page = parse(&report(&format!("{BASE}{zoned}")));
+    let goodput = page.class("chart").into_iter().find(|c| c.title().starts_with("Goodput per window")).unwrap();
+    let strokes = |svg: &Node| -> Vec<String> {
+        svg.named("polyline").iter().map(|l| l.attr("stroke").unwrap().to_string()).collect()
+    };
+    let everyone = strokes(goodput);
+    let states = chart(panel(&page, "Circuit breaker state per window").unwrap());
+    assert_eq!(legend(states), ["zoned / search"]);
+    assert_eq!(strokes(states), [everyone[1].clone()], "zoned's colour, not the first colour");
+    let swatches: Vec<&str> = states.named("rect").iter().filter_map(|r| r.attr("fill")).collect();
+    assert_eq!(swatches, [everyone[1].as_str()], "the legend says the same");
 }
