@@ -155,6 +155,8 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
 fn level_labels(cx: &Compile<GuardSpec>, order: &[usize]) -> Vec<String> {
     let dependency = |d: usize| cx.world.dependencies[d].name.as_str();
     let mut taken = std::collections::BTreeSet::new();
+    // Per scope the next suffix to try, so thousands of instances on one scope stay linear.
+    let mut next_suffix: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
     let mut labels = Vec::new();
     for &i in order {
         let (_, scope, spec) = &cx.guards[i];
@@ -169,10 +171,15 @@ fn level_labels(cx: &Compile<GuardSpec>, order: &[usize]) -> Vec<String> {
             Scope::Effect(d, Effect::Write) => format!("{}.write", dependency(d)),
         };
         let mut column = format!("{family}.{scope}.{metric}");
-        let mut n = 2;
-        while taken.contains(&column) {
-            column = format!("{family}.{scope}-{n}.{metric}");
-            n += 1;
+        if taken.contains(&column) {
+            let n = next_suffix.entry(column.clone()).or_insert(2);
+            loop {
+                column = format!("{family}.{scope}-{n}.{metric}");
+                *n += 1;
+                if !taken.contains(&column) {
+                    break;
+                }
+            }
         }
         taken.insert(column.clone());
         labels.push(column);
