@@ -156,10 +156,11 @@ pub fn level_panels(model: &Model, drawn: &[Drawn], family: &str) -> Vec<String>
 /// One kind's chart: a line per instance (those that moved most when there are many).
 fn kind_panel(model: &Model, drawn: &[Drawn], all: &[&Level], family: &str) -> String {
     let kind = kind_of(all[0].spec).expect("a level has a kind");
-    let mut shown: Vec<&Level> = all.to_vec();
-    // Stable: among equal swings, policy then pipeline order.
-    shown.sort_by(|a, b| b.swing(model).total_cmp(&a.swing(model)));
-    shown.truncate(MAX_LINES);
+    // Each swing once (a policy may have thousands of instances); stable: among equal swings,
+    // policy then pipeline order.
+    let mut swings: Vec<(f64, &Level)> = all.iter().map(|l| (l.swing(model), *l)).collect();
+    swings.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let shown: Vec<&Level> = swings.into_iter().take(MAX_LINES).map(|(_, l)| l).collect();
     let slots = policy_slots(drawn, &shown.iter().map(|l| l.policy.name).collect::<Vec<_>>());
     let chart = line_chart_in(
         &LineChart {

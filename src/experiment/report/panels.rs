@@ -113,7 +113,7 @@ impl Breaker<'_, '_> {
 
 /// The breakers' state per window and their transitions; None when no drawn policy has one.
 fn breakers(model: &Model, drawn: &[Drawn]) -> Option<Vec<String>> {
-    let mut all: Vec<Breaker> = drawn
+    let all: Vec<Breaker> = drawn
         .iter()
         .flat_map(|d| {
             d.policy.breaker_labels.iter().enumerate().map(move |(b, label)| Breaker {
@@ -127,9 +127,11 @@ fn breakers(model: &Model, drawn: &[Drawn]) -> Option<Vec<String>> {
         return None;
     }
     let total = all.len();
-    // The breakers that opened most, stably (policy order, then file order, among equals).
-    all.sort_by(|a, b| b.metric("transition_total.open").total_cmp(&a.metric("transition_total.open")));
-    all.truncate(MAX_LINES);
+    // The breakers that opened most, stably (policy order, then file order, among equals),
+    // each count looked up once.
+    let mut opened: Vec<(f64, Breaker)> = all.into_iter().map(|b| (b.metric("transition_total.open"), b)).collect();
+    opened.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let all: Vec<Breaker> = opened.into_iter().take(MAX_LINES).map(|(_, b)| b).collect();
     let shown = if total > MAX_LINES {
         format!("The {MAX_LINES} of {total} breakers that opened most. ")
     } else {
