@@ -6,7 +6,7 @@ set -euo pipefail
 report=${1:?report.html to render}
 png=${2:?PNG to write}
 width=${3:-1500}
-height=${4:-2300}
+height=${4:-3400}
 chromium=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [[ -z "$chromium" ]]; then
   echo "no Chromium found; on Debian: apt-get install chromium" >&2

@@ -73,6 +73,7 @@ impl Model {
             dependencies: self.dependency_names.clone(),
             steps: self.step_names.clone(),
             breakers: self.policies[policy].breaker_labels.clone(),
+            levels: self.policies[policy].level_labels.clone(),
             workflows: self.workflows.iter().map(|w| w.name.clone()).collect(),
             workflow_tenants: self.workflows.iter().map(|w| w.tenant.clone()).collect(),
             modes: self.policies[policy].degradation.is_some(),
@@ -124,7 +125,7 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
             .iter()
             .map(|p| {
                 let modes = if p.degradation.is_some() { workflows } else { 0 };
-                (dependency_columns + p.breaker_labels.len() + modes) as u128
+                (dependency_columns + p.breaker_labels.len() + modes + p.level_labels.len()) as u128
             })
             .sum(),
         replications: u128::from(world.replications),
@@ -132,7 +133,8 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
 }
 
 /// The time series of a command: windows (up to duration + drain) x columns (fixed, three per
-/// dependency, one per breaker, for each policy) x replications. A command holds one running sum
+/// dependency, one per breaker, per workflow with modes, one per guard with a level, for each
+/// policy) x replications. A command holds one running sum
 /// per policy and one series per busy worker, but every replication builds and adds its own, so
 /// the product bounds both memory and the work of summing. Each factor has its own bound; their
 /// product has this one, so 1 000 dependencies at 1e6 windows is an input error rather than an

@@ -398,6 +398,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 for (breaker, state) in self.pipeline.breaker_states() {
                     self.recorder.observe(now, true, Observation::BreakerHeld { breaker, state });
                 }
+                // Once per window, never per event: the hot loop does no more work.
+                for (index, level) in self.pipeline.levels(now).enumerate() {
+                    self.recorder.sample_level(now, index, level);
+                }
                 self.recorder.carry_modes(now);
                 if now < self.model.world.duration_us || self.live_runs > 0 {
                     // What holds as the next window opens is part of that window too: a mode

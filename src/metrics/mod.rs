@@ -33,6 +33,8 @@ pub struct Labels {
     pub steps: Vec<String>,
     /// One per circuit-breaker instance, e.g. `model-primary` or `model-primary.read`.
     pub breakers: Vec<String>,
+    /// The column of each guard with a level, e.g. `bulkhead.acme.in_use`.
+    pub levels: Vec<String>,
     pub workflows: Vec<String>,
     /// The tenant of each workflow, if it has one.
     pub workflow_tenants: Vec<Option<String>>,

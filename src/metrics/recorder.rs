@@ -6,7 +6,7 @@ use super::modes::ModeStats;
 use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::tasks::{TaskObservation, TaskStats};
-use super::timeseries::{self, TimeSeries};
+use super::timeseries::{self, Layout, TimeSeries};
 use super::tokens::TokenStats;
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
@@ -280,9 +280,12 @@ impl Recorder {
             breakers: labels.breakers.iter().map(|_| BreakerStats::new()).collect(),
             timeseries: TimeSeries::new(
                 timeseries_window_us,
-                dependencies,
-                labels.breakers.len(),
-                mode_columns(labels),
+                Layout {
+                    dependencies,
+                    breakers: labels.breakers.len(),
+                    modes: mode_columns(labels),
+                    levels: labels.levels.len(),
+                },
             ),
             modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
             incident: fault_span_us.map(IncidentStats::new),
@@ -570,6 +573,12 @@ impl Recorder {
                 self.timeseries.mark_mode(window_start, w, mode);
             }
         }
+    }
+
+    /// The level of guard `index` (in the order of `Labels::levels`) at the end of the window
+    /// that `window_end` closes.
+    pub fn sample_level(&mut self, window_end: Micros, index: usize, level: u64) {
+        self.timeseries.sample_level(window_end, index, level);
     }
 
     /// Marks the last window with the mode each workflow holds at its end (a mode held through

@@ -1,5 +1,6 @@
 //! Fixed windows over virtual time: arrivals, completions, goodput, deadline misses, attempts,
-//! sampled queue depth and refusals per dependency, and the worst state of each breaker. Rows
+//! sampled queue depth and refusals per dependency, the worst state of each breaker, the most
+//! severe mode of each workflow, and the sampled level of each bulkhead and retry budget. Rows
 //! are appended as time advances, so memory is one row per window, not per event. The recovery
 //! metrics ([`super::recovery`]) are read from these windows.
 
@@ -11,15 +12,65 @@ const MAX_ROWS: u64 = 2_000_000;
 
 pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "deadline_misses", "effect_unknown"];
 
+/// Where each column lies in a row: what writes the series and what reads its sums (the CSV,
+/// the report) share this one arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub dependencies: usize,
+    pub breakers: usize,
+    /// Workflows, when the policy has degradation modes; else 0.
+    pub modes: usize,
+    /// Guards with a level (bulkheads, retry budgets).
+    pub levels: usize,
+}
+
+impl Layout {
+    /// A dependency's attempts in the window.
+    pub fn attempts(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + dependency
+    }
+
+    /// A dependency's queue depth sampled at the window's end.
+    pub fn queue(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + self.dependencies + dependency
+    }
+
+    /// A dependency's refused attempts in the window, every reason together.
+    pub fn refused(&self, dependency: usize) -> usize {
+        FIXED_COLUMNS.len() + 2 * self.dependencies + dependency
+    }
+
+    /// A breaker's worst state in the window.
+    pub fn breaker(&self, breaker: usize) -> usize {
+        FIXED_COLUMNS.len() + 3 * self.dependencies + breaker
+    }
+
+    /// A workflow's most severe mode in the window (a policy with modes only).
+    pub fn mode(&self, workflow: usize) -> usize {
+        FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + workflow
+    }
+
+    /// A guard's level sampled at the window's end, last so that the columns before keep
+    /// their places.
+    pub fn level(&self, index: usize) -> usize {
+        FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + self.modes + index
+    }
+
+    /// Columns per row.
+    pub fn stride(&self) -> usize {
+        self.level(self.levels)
+    }
+}
+
 pub struct TimeSeries {
     pub window_us: Micros,
-    dependencies: usize,
-    breakers: usize,
+    layout: Layout,
     /// Columns per row (see [`TimeSeries::stride`]), kept so a row lookup does not work it out.
     stride: usize,
     /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
     /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open), then per
-    /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`).
+    /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`),
+    /// then per guard with a level its level at the window's end ([`Layout`]).
     values: Vec<u64>,
     /// The row last looked up: its window [start, end) and its first index in `values`.
     /// Most lookups fall in the same window as the one before, so they skip the division.
@@ -29,14 +80,12 @@ pub struct TimeSeries {
 }
 
 impl TimeSeries {
-    pub fn new(window_us: Micros, dependencies: usize, breakers: usize, modes: usize) -> Self {
-        let stride = FIXED_COLUMNS.len() + 3 * dependencies + breakers + modes;
+    pub fn new(window_us: Micros, layout: Layout) -> Self {
         // An empty window range: the first lookup takes the slow path.
         TimeSeries {
             window_us,
-            dependencies,
-            breakers,
-            stride,
+            layout,
+            stride: layout.stride(),
             values: Vec::new(),
             last_start_us: Micros::MAX,
             last_end_us: 0,
@@ -101,12 +150,12 @@ impl TimeSeries {
 
     /// The column of a dependency's attempts per window.
     pub fn attempts_column(&self, dependency: usize) -> usize {
-        FIXED_COLUMNS.len() + dependency
+        self.layout.attempts(dependency)
     }
 
     /// The column of a dependency's queue depth sampled at each window's end.
     pub fn queue_column(&self, dependency: usize) -> usize {
-        FIXED_COLUMNS.len() + self.dependencies + dependency
+        self.layout.queue(dependency)
     }
 
     /// Queue depth sampled at the end of the window that `now` closes.
@@ -118,14 +167,14 @@ impl TimeSeries {
 
     #[inline]
     pub fn add_refused(&mut self, now: Micros, dependency: usize) {
-        let offset = FIXED_COLUMNS.len() + 2 * self.dependencies + dependency;
+        let offset = self.layout.refused(dependency);
         self.row_mut(now)[offset] += 1;
     }
 
     /// A breaker entered `state` at `now`: the window keeps the worst state it saw. A breaker
     /// still open at a window's end marks that window too (see [`TimeSeries::carry_breaker`]).
     pub fn mark_breaker(&mut self, now: Micros, breaker: usize, state: BreakerState) {
-        let offset = FIXED_COLUMNS.len() + 3 * self.dependencies + breaker;
+        let offset = self.layout.breaker(breaker);
         let cell = &mut self.row_mut(now)[offset];
         *cell = (*cell).max(severity(state));
     }
@@ -138,9 +187,15 @@ impl TimeSeries {
     /// A workflow entered `mode` at `now` (or holds it at a window's end): the window keeps
     /// the most severe mode it saw.
     pub fn mark_mode(&mut self, now: Micros, workflow: usize, mode: DegradationMode) {
-        let offset = FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + workflow;
+        let offset = self.layout.mode(workflow);
         let cell = &mut self.row_mut(now)[offset];
         *cell = (*cell).max(u64::from(mode.severity()));
+    }
+
+    /// A guard's level at the end of the window that `window_end` closes.
+    pub fn sample_level(&mut self, window_end: Micros, index: usize, level: u64) {
+        let offset = self.layout.level(index);
+        self.row_mut(window_end.saturating_sub(1))[offset] = level;
     }
 
     pub fn value(&self, row: usize, column: usize) -> u64 {
@@ -155,7 +210,8 @@ impl TimeSeries {
     /// Attempts per window, summed over every dependency.
     pub fn attempts_per_window(&self) -> Vec<u64> {
         let first = FIXED_COLUMNS.len();
-        (0..self.rows()).map(|row| (first..first + self.dependencies).map(|c| self.value(row, c)).sum()).collect()
+        let dependencies = self.layout.dependencies;
+        (0..self.rows()).map(|row| (first..first + dependencies).map(|c| self.value(row, c)).sum()).collect()
     }
 }
 
@@ -180,7 +236,7 @@ mod tests {
 
     #[test]
     fn events_land_in_their_window() {
-        let mut ts = TimeSeries::new(1_000, 2, 1, 1);
+        let mut ts = TimeSeries::new(1_000, Layout { dependencies: 2, breakers: 1, modes: 1, levels: 1 });
         ts.add(0, ARRIVALS);
         ts.add(999, ARRIVALS);
         ts.add(1_000, ARRIVALS);
@@ -205,5 +261,7 @@ mod tests {
         ts.mark_mode(1_100, 0, DegradationMode::Constrained);
         ts.mark_mode(1_900, 0, DegradationMode::Recovery);
         assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 7), 2, "constrained outranks the recovery after it");
+        ts.sample_level(2_000, 0, 9);
+        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 8), 9, "a level sits last, at the window it ends");
     }
 }

@@ -32,6 +32,8 @@ pub struct Mechanisms {
     pub breaker_labels: Vec<String>,
     /// The dependency each breaker label guards.
     pub breaker_dependencies: Vec<usize>,
+    /// The time-series column of each guard with a level, in pipeline order.
+    pub level_labels: Vec<String>,
     /// `routes[w][s]`.
     pub routes: Vec<Vec<StepRoutes>>,
     /// What the guards' sliding windows take in one simulation, in bytes.
@@ -111,6 +113,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         pipeline.add_guard(cx.guards[i].2);
     }
     let scopes: Vec<Scope> = order.iter().map(|&i| cx.guards[i].1).collect();
+    let level_labels = level_labels(&cx, &order);
     let mut routes = Vec::with_capacity(workflows.len());
     for (w, wf) in workflows.iter().enumerate() {
         let tenant = wf.tenant.as_ref().and_then(|t| cx.tenants.iter().position(|n| n == t));
@@ -138,7 +141,48 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         pipeline,
         breaker_labels: cx.breaker_labels,
         breaker_dependencies: cx.breaker_dependencies,
+        level_labels,
         routes,
         window_bytes: cx.window_bytes,
     }
+}
+
+/// The time-series column of every guard with a level, in pipeline order:
+/// `<family>.<scope>.<metric>` (`bulkhead.acme.in_use`, `retry_budget.search.level`), the scope
+/// named by what the instance covers: a dependency (with `.read` or `.write` for a pool of one
+/// effect, or the operation class), a workflow, a tenant, or `global`. A column already taken
+/// (two entries covering the same scope) gets `-2` on its scope, then `-3` and so on.
+fn level_labels(cx: &Compile<GuardSpec>, order: &[usize]) -> Vec<String> {
+    let dependency = |d: usize| cx.world.dependencies[d].name.as_str();
+    let mut taken = std::collections::BTreeSet::new();
+    // Per scope the next suffix to try, so thousands of instances on one scope stay linear.
+    let mut next_suffix: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+    let mut labels = Vec::new();
+    for &i in order {
+        let (_, scope, spec) = &cx.guards[i];
+        let Some((family, metric)) = spec.level_column() else { continue };
+        let scope = match *scope {
+            Scope::Global => "global".to_string(),
+            Scope::Dependency(d) => dependency(d).to_string(),
+            Scope::Operation(d, class) => format!("{}.{}", dependency(d), class.name()),
+            Scope::Workflow(w) => cx.workflows[w].name.clone(),
+            Scope::Tenant(t) => cx.tenants[t].clone(),
+            Scope::Effect(d, Effect::Read) => format!("{}.read", dependency(d)),
+            Scope::Effect(d, Effect::Write) => format!("{}.write", dependency(d)),
+        };
+        let mut column = format!("{family}.{scope}.{metric}");
+        if taken.contains(&column) {
+            let n = next_suffix.entry(column.clone()).or_insert(2);
+            loop {
+                column = format!("{family}.{scope}-{n}.{metric}");
+                *n += 1;
+                if !taken.contains(&column) {
+                    break;
+                }
+            }
+        }
+        taken.insert(column.clone());
+        labels.push(column);
+    }
+    labels
 }

@@ -38,6 +38,9 @@ pub struct PolicyModel {
     pub steps: Vec<Vec<StepPolicy>>,
     /// One label per circuit-breaker instance, in instance order.
     pub breaker_labels: Vec<String>,
+    /// The time-series column of each guard with a level (bulkheads, retry budgets), in
+    /// pipeline order: `bulkhead.<scope>.in_use`, `retry_budget.<scope>.level`.
+    pub level_labels: Vec<String>,
     pub hedging: Option<Hedging>,
     pub admission: Option<AdmissionRule>,
     pub fan_out: FanOutLimits,
@@ -179,6 +182,7 @@ fn compile_policy(
         key_per_attempt,
         steps,
         breaker_labels: mechanisms.breaker_labels,
+        level_labels: mechanisms.level_labels,
         guard_window_bytes: mechanisms.window_bytes,
         hedging,
         admission: compile_admission(source, &path.key("admission"), p.admission.as_ref())?,

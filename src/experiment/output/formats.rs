@@ -58,6 +58,7 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replicati
     if labels.modes {
         header.extend(labels.workflows.iter().map(|w| format!("workflow.{w}.worst_mode")));
     }
+    header.extend(labels.levels.iter().cloned());
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header).expect("writing to memory cannot fail");
     let columns = header.len() - 2;

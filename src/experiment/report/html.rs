@@ -3,10 +3,13 @@
 //! The page is well-formed XML as well as HTML, which the tests check with an XML parser.
 
 use super::digest::{Shown, SweepPoint};
+use super::drawn::{Drawn, drawn};
+use super::panels::{mechanism_sections, mode_panel};
 use super::parallel::{ParallelAxis, parallel_chart};
 use super::svg::{
-    HeatMap, Line, LineChart, ScatterPoint, Span, bar_chart, heat_map, label, line_chart, scatter_chart, shared_scale,
+    HeatMap, Line, LineChart, ScatterPoint, bar_chart, heat_map, label, line_chart, scatter_chart, shared_scale,
 };
+use super::windows::{X_LABEL, fault_spans, replications, window_lines};
 use super::xml::escape;
 use crate::engine::Model;
 use crate::experiment::batch::grid::{Param, SweepLayout};
@@ -14,7 +17,6 @@ use crate::experiment::batch::replications::PolicyRuns;
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::Aggregate;
 use crate::metrics::timeseries::FIXED_COLUMNS;
-use crate::sim::us_to_s;
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1500px}\
@@ -23,8 +25,9 @@ h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ccc
 svg.chart{background:#fff;border:1px solid #e4e4e4}\
 .title{font-size:13px;font-weight:600}.tick{font-size:10px;fill:#444}.legend{font-size:11px}\
 .axis-label{font-size:11px;fill:#444}.cell{font-size:10px}\
+.panel{width:680px}.panel .note{margin:4px 2px 8px}table.values{margin-top:6px}\
 .grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1.6}.band{opacity:0.18}\
-.span{fill:#d62728;opacity:0.07}.whisker{stroke-width:1.2}\
+.span{fill:#d62728;fill-opacity:0.08;stroke:#d62728;stroke-opacity:0.4}.whisker{stroke-width:1.2}\
 table{border-collapse:collapse;font-size:12px}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}\
 td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:12px}";
 
@@ -44,8 +47,6 @@ const SUMMARY: [&str; 12] = [
     "recovery_storm_ratio",
 ];
 
-/// Queue-depth charts drawn at most (the deepest dependencies).
-const QUEUE_CHARTS: usize = 3;
 /// Dependencies in the per-dependency bar charts at most (the busiest).
 const DEPENDENCY_BARS: usize = 16;
 
@@ -76,47 +77,6 @@ fn mean(aggregate: &Aggregate, metric: &str) -> f64 {
     aggregate.mean(metric).unwrap_or(f64::NAN)
 }
 
-/// The faults as shaded spans, in seconds.
-fn fault_spans(model: &Model) -> Vec<Span> {
-    model
-        .world
-        .faults
-        .iter()
-        .map(|f| Span {
-            from: f.start_us as f64 / 1e6,
-            to: f.end_us as f64 / 1e6,
-            name: format!("fault: {} on {}", f.kind.name(), model.dependency_names[f.target]),
-        })
-        .collect()
-}
-
-/// One line per policy of a per-window value.
-fn window_lines(
-    model: &Model,
-    names: &[&str],
-    runs: &[PolicyRuns],
-    value: &dyn Fn(&PolicyRuns, usize) -> f64,
-) -> Vec<Line> {
-    names
-        .iter()
-        .zip(runs)
-        .map(|(name, r)| Line {
-            name: name.to_string(),
-            points: window_points(model, r, &|row| value(r, row)),
-            band: None,
-        })
-        .collect()
-}
-
-/// One point per window at the window's end (the value measures the window just closed), for
-/// the windows that start before the simulated duration: the drain after it has no arrivals and
-/// would draw a collapse that never happened.
-fn window_points(model: &Model, r: &PolicyRuns, value: &dyn Fn(usize) -> f64) -> Vec<(f64, f64)> {
-    let window_us = model.world.window_us;
-    let rows = (model.world.duration_us.div_ceil(window_us) as usize).min(r.series.rows());
-    (0..rows).map(|row| (us_to_s((row as u64 + 1).saturating_mul(window_us)), value(row))).collect()
-}
-
 /// The report of `faultline run`: a summary table, then charts over time, of latency and
 /// outcomes, and of the busiest dependencies, policies side by side.
 pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs: &[PolicyRuns]) -> String {
@@ -133,7 +93,9 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
     );
     body.push('\n');
     summary_table(&mut body, names, aggregates);
-    over_time(&mut body, model, names, runs);
+    let drawn = drawn(model, names, aggregates, runs);
+    over_time(&mut body, model, names, runs, &drawn);
+    mechanism_sections(&mut body, model, &drawn);
     latency_and_outcomes(&mut body, names, aggregates);
     dependencies(&mut body, model, names, aggregates);
     page(&format!("faultline: {}", model.name), &body)
@@ -156,23 +118,23 @@ fn summary_table(body: &mut String, names: &[&str], aggregates: &[Aggregate]) {
     body.push_str("</table>\n");
 }
 
-/// Goodput, attempts and the deepest queues per window, the faults shaded.
-fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRuns]) {
+/// Goodput, the degradation modes and attempts per window, the faults shaded.
+fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRuns], drawn: &[Drawn]) {
     let dependencies = model.dependency_names.len();
-    let n = |r: &PolicyRuns| r.metrics.len().max(1) as f64;
+    let n = replications;
     let goodput = FIXED_COLUMNS.iter().position(|c| *c == "goodput").expect("goodput is a fixed column");
     let spans = || fault_spans(model);
     let mut over_time = vec![
         line_chart(&LineChart {
             title: "Goodput per window (successful root runs)",
-            x_label: "virtual time at the window's end (s)",
+            x_label: X_LABEL,
             y_label: "runs",
             lines: window_lines(model, names, runs, &|r, row| r.series.value(row, goodput) as f64 / n(r)),
             spans: spans(),
         }),
         line_chart(&LineChart {
             title: "Attempts per window, all dependencies",
-            x_label: "virtual time at the window's end (s)",
+            x_label: X_LABEL,
             y_label: "attempts",
             lines: window_lines(model, names, runs, &|r, row| {
                 (0..dependencies).map(|d| r.series.value(row, FIXED_COLUMNS.len() + d) as f64).sum::<f64>() / n(r)
@@ -180,62 +142,11 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
             spans: spans(),
         }),
     ];
-    if let Some(modes) = mode_timeline(model, names, runs) {
+    if let Some(modes) = mode_panel(model, drawn) {
         over_time.insert(1, modes);
-    }
-    // The deepest queues, by their largest window-end depth under any policy.
-    let queue_column = |d: usize| FIXED_COLUMNS.len() + dependencies + d;
-    let depth = |d: usize| {
-        runs.iter()
-            .flat_map(|r| (0..r.series.rows()).map(move |row| r.series.value(row, queue_column(d))))
-            .max()
-            .unwrap_or(0)
-    };
-    let mut deepest: Vec<usize> = (0..dependencies).filter(|&d| depth(d) > 0).collect();
-    deepest.sort_by_key(|&d| std::cmp::Reverse(depth(d)));
-    for &d in deepest.iter().take(QUEUE_CHARTS) {
-        let title = format!("Queue depth at window end: {}", model.dependency_names[d]);
-        over_time.push(line_chart(&LineChart {
-            title: &title,
-            x_label: "virtual time at the window's end (s)",
-            y_label: "waiting attempts",
-            lines: window_lines(model, names, runs, &|r, row| r.series.value(row, queue_column(d)) as f64 / n(r)),
-            spans: spans(),
-        }));
     }
     body.push_str("<h2>Over time</h2>");
     charts(body, &over_time);
-}
-
-/// The degradation mode under the goodput plot: per policy with modes (and per workflow), the
-/// most severe mode each window held, averaged over replications; None when no policy has modes.
-fn mode_timeline(model: &Model, names: &[&str], runs: &[PolicyRuns]) -> Option<String> {
-    let dependencies = model.dependency_names.len();
-    let several = model.workflows.len() > 1;
-    let mut lines = Vec::new();
-    for (name, r) in names.iter().zip(runs) {
-        let p = model.policy_index(name)?;
-        if model.policies[p].degradation.is_none() {
-            continue;
-        }
-        let first = FIXED_COLUMNS.len() + 3 * dependencies + model.policies[p].breaker_labels.len();
-        let n = r.metrics.len().max(1) as f64;
-        for (w, wf) in model.workflows.iter().enumerate() {
-            let points = window_points(model, r, &|row| r.series.value(row, first + w) as f64 / n);
-            let name = if several { format!("{name} / {}", wf.name) } else { name.to_string() };
-            lines.push(Line { name, points, band: None });
-        }
-    }
-    if lines.is_empty() {
-        return None;
-    }
-    Some(line_chart(&LineChart {
-        title: "Degradation mode per window (0 normal, 1 recovery, 2 constrained, 3 degraded, 4 handoff, 5 paused)",
-        x_label: "virtual time at the window's end (s)",
-        y_label: "most severe mode, mean",
-        lines,
-        spans: fault_spans(model),
-    }))
 }
 
 /// One bar group per policy: its mean of each metric.

@@ -100,16 +100,26 @@ pub(super) fn open(svg: &mut String, title: &str) {
     );
 }
 
+/// Round y ticks over the frame, labelled with their values.
+fn value_ticks(f: &Frame) -> Vec<(f64, String)> {
+    ticks(f.y0, f.y1, 5).into_iter().map(|t| (t, label(t))).collect()
+}
+
 fn axes(svg: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f64]) {
+    axes_with(svg, f, x_label, y_label, x_ticks, &value_ticks(f));
+}
+
+/// The axes with y ticks given as (value, label): numbers, or the names of a chart's levels.
+fn axes_with(svg: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f64], y_ticks: &[(f64, String)]) {
     let (left, right, bottom, top) = (LEFT, WIDTH - RIGHT, HEIGHT - BOTTOM, TOP);
-    for t in ticks(f.y0, f.y1, 5) {
-        let y = f.y(t);
+    for (t, text) in y_ticks {
+        let y = f.y(*t);
         let _ = write!(
             svg,
             r#"<line x1="{left}" y1="{y:.1}" x2="{right}" y2="{y:.1}" class="grid"/><text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#,
             left - 4.0,
             y + 4.0,
-            label(t)
+            escape(text)
         );
     }
     for &t in x_ticks {
@@ -133,19 +143,62 @@ fn axes(svg: &mut String, f: &Frame, x_label: &str, y_label: &str, x_ticks: &[f6
     );
 }
 
-fn legend(svg: &mut String, names: &[&str]) {
+/// Characters of a legend line that fit right of the plot at the legend's font size.
+const LEGEND_CHARS: usize = 19;
+
+/// A legend entry's lines: the name, or a long "a / b" on two lines; a line still too long ends
+/// in an ellipsis (the whole name is then the entry's tooltip).
+fn legend_lines(name: &str) -> Vec<String> {
+    let parts: Vec<String> = match name.split_once(" / ") {
+        Some((a, b)) if name.chars().count() > LEGEND_CHARS => vec![format!("{a} /"), b.to_string()],
+        _ => vec![name.to_string()],
+    };
+    let cut = |line: String| {
+        if line.chars().count() <= LEGEND_CHARS {
+            line
+        } else {
+            format!("{}\u{2026}", line.chars().take(LEGEND_CHARS - 1).collect::<String>())
+        }
+    };
+    parts.into_iter().map(cut).collect()
+}
+
+/// Which colour each series takes: by its position, or a given palette slot per series (so a
+/// chart of some policies can give each the colour it has in the charts of all of them).
+pub enum Palette<'a> {
+    ByPosition,
+    Slots(&'a [usize]),
+}
+
+impl Palette<'_> {
+    fn of(&self, i: usize) -> &'static str {
+        match self {
+            Palette::ByPosition => colour(i),
+            Palette::Slots(slots) => colour(slots.get(i).copied().unwrap_or(i)),
+        }
+    }
+}
+
+fn legend_in(svg: &mut String, names: &[&str], palette: &Palette) {
+    let x = WIDTH - RIGHT + 12.0;
+    let mut y = TOP + 8.0;
     for (i, name) in names.iter().enumerate() {
-        let y = TOP + 8.0 + 18.0 * i as f64;
-        let x = WIDTH - RIGHT + 12.0;
-        let _ = write!(
-            svg,
-            r#"<rect x="{x}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}" class="legend">{}</text>"#,
-            y - 10.0,
-            colour(i),
-            x + 18.0,
-            y,
-            escape(name)
-        );
+        let lines = legend_lines(name);
+        let _ = write!(svg, r#"<rect x="{x}" y="{:.1}" width="12" height="12" fill="{}"/>"#, y - 10.0, palette.of(i));
+        if let [only] = lines.as_slice()
+            && only == name
+        {
+            let _ = write!(svg, r#"<text x="{:.1}" y="{y:.1}" class="legend">{}</text>"#, x + 18.0, escape(name));
+        } else {
+            let _ =
+                write!(svg, r#"<text x="{:.1}" y="{y:.1}" class="legend"><title>{}</title>"#, x + 18.0, escape(name));
+            for (k, line) in lines.iter().enumerate() {
+                let dy = if k == 0 { 0.0 } else { 13.0 };
+                let _ = write!(svg, r#"<tspan x="{:.1}" dy="{dy}">{}</tspan>"#, x + 18.0, escape(line));
+            }
+            svg.push_str("</text>");
+        }
+        y += 18.0 + 13.0 * (lines.len() - 1) as f64;
     }
 }
 
@@ -156,7 +209,30 @@ pub(super) fn bounds(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     })
 }
 
+/// The y axis of a line chart: from the data (from 0, or below when a value is), or fixed at
+/// named levels 0, 1, 2, ... (a state or a mode), so a series that never moves still reads.
+enum YAxis<'a> {
+    Data,
+    Levels(&'a [&'a str]),
+}
+
 pub fn line_chart(chart: &LineChart) -> String {
+    draw_lines(chart, YAxis::Data, &Palette::ByPosition)
+}
+
+/// A line chart whose lines take the palette's colours.
+pub fn line_chart_in(chart: &LineChart, palette: &Palette) -> String {
+    draw_lines(chart, YAxis::Data, palette)
+}
+
+/// A line chart whose values are levels named by `levels` (value i is `levels[i]`): the y axis
+/// always spans every level, labelled by name, with a margin so a line at the lowest or the
+/// highest level stays clear of the frame.
+pub fn level_chart(chart: &LineChart, levels: &[&str], palette: &Palette) -> String {
+    draw_lines(chart, YAxis::Levels(levels), palette)
+}
+
+fn draw_lines(chart: &LineChart, y_axis: YAxis, palette: &Palette) -> String {
     let mut svg = String::new();
     open(&mut svg, chart.title);
     let xs = chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
@@ -168,12 +244,20 @@ pub fn line_chart(chart: &LineChart) -> String {
         svg.push_str(r#"<text x="200" y="130" class="tick">no data</text></svg>"#);
         return svg;
     };
-    let y_low = bounds(chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1))).map_or(0.0, |b| b.0.min(0.0));
-    let frame = Frame {
-        x0,
-        x1: if x1 > x0 { x1 } else { x0 + 1.0 },
-        y0: y_low,
-        y1: if y1 > y_low { y1 * 1.05 } else { y_low + 1.0 },
+    let x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+    let (frame, y_ticks) = match y_axis {
+        YAxis::Data => {
+            let y_low =
+                bounds(chart.lines.iter().flat_map(|l| l.points.iter().map(|p| p.1))).map_or(0.0, |b| b.0.min(0.0));
+            let frame = Frame { x0, x1, y0: y_low, y1: if y1 > y_low { y1 * 1.05 } else { y_low + 1.0 } };
+            let y_ticks = value_ticks(&frame);
+            (frame, y_ticks)
+        }
+        YAxis::Levels(levels) => {
+            let top = levels.len().saturating_sub(1).max(1) as f64;
+            let frame = Frame { x0, x1, y0: -0.08 * top, y1: 1.08 * top };
+            (frame, levels.iter().enumerate().map(|(i, name)| (i as f64, name.to_string())).collect())
+        }
     };
     for span in &chart.spans {
         let (a, b) = (frame.x(span.from.max(frame.x0)), frame.x(span.to.min(frame.x1)));
@@ -187,7 +271,7 @@ pub fn line_chart(chart: &LineChart) -> String {
             );
         }
     }
-    axes(&mut svg, &frame, chart.x_label, chart.y_label, &ticks(frame.x0, frame.x1, 8));
+    axes_with(&mut svg, &frame, chart.x_label, chart.y_label, &ticks(frame.x0, frame.x1, 8), &y_ticks);
     for (i, line) in chart.lines.iter().enumerate() {
         if let Some(band) = &line.band {
             let upper: Vec<String> =
@@ -204,7 +288,7 @@ pub fn line_chart(chart: &LineChart) -> String {
                 r#"<polygon points="{} {}" fill="{}" class="band"/>"#,
                 upper.join(" "),
                 lower.join(" "),
-                colour(i)
+                palette.of(i)
             );
         }
         let points: Vec<String> = line
@@ -213,16 +297,27 @@ pub fn line_chart(chart: &LineChart) -> String {
             .filter(|p| p.1.is_finite())
             .map(|p| format!("{:.1},{:.1}", frame.x(p.0), frame.y(p.1)))
             .collect();
-        let _ = write!(svg, r#"<polyline points="{}" stroke="{}" class="line"/>"#, points.join(" "), colour(i));
+        let _ = write!(svg, r#"<polyline points="{}" stroke="{}" class="line"/>"#, points.join(" "), palette.of(i));
     }
     let names: Vec<&str> = chart.lines.iter().map(|l| l.name.as_str()).collect();
-    legend(&mut svg, &names);
+    legend_in(&mut svg, &names, palette);
     svg.push_str("</svg>");
     svg
 }
 
 /// Bars per category, one bar per group (policy) side by side.
 pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(String, Vec<f64>)]) -> String {
+    bar_chart_in(title, y_label, categories, groups, &Palette::ByPosition)
+}
+
+/// Bars whose groups take the palette's colours.
+pub fn bar_chart_in(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    groups: &[(String, Vec<f64>)],
+    palette: &Palette,
+) -> String {
     let mut svg = String::new();
     open(&mut svg, title);
     let high = bounds(groups.iter().flat_map(|g| g.1.iter().copied())).map_or(1.0, |b| b.1.max(0.0));
@@ -245,7 +340,7 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(S
                 x + slot * 0.1 + bar * g as f64,
                 bar.max(1.0) - 1.0,
                 (base - top).max(0.0),
-                colour(g),
+                palette.of(g),
                 escape(name),
                 escape(category),
                 label(v)
@@ -265,7 +360,7 @@ pub fn bar_chart(title: &str, y_label: &str, categories: &[String], groups: &[(S
         );
     }
     let names: Vec<&str> = groups.iter().map(|g| g.0.as_str()).collect();
-    legend(&mut svg, &names);
+    legend_in(&mut svg, &names, palette);
     svg.push_str("</svg>");
     svg
 }
@@ -448,6 +543,20 @@ mod tests {
         assert_eq!(label(2.25), "2.25");
         assert_eq!(label(1.5e7), "1.50e7");
         assert_eq!(label(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn long_legend_names_wrap_at_the_slash_and_end_in_an_ellipsis() {
+        assert_eq!(legend_lines("resilient"), vec!["resilient"]);
+        assert_eq!(legend_lines("resilient / model-primary"), vec!["resilient /", "model-primary"]);
+        assert_eq!(legend_lines("a-very-long-policy-name-indeed"), vec!["a-very-long-policy\u{2026}"]);
+        let mut svg = String::new();
+        legend_in(&mut svg, &["p", "resilient / model-primary", "q"], &Palette::ByPosition);
+        assert!(svg.contains("<title>resilient / model-primary</title>"), "{svg}");
+        assert!(
+            svg.contains(r#"y="36.0" class="legend">p</text>"#) && svg.contains(r#"y="85.0" class="legend">q</text>"#),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -271,6 +271,11 @@ impl GuardConfig for BulkheadConfig {
 }
 
 impl Guard for Bulkhead {
+    /// Permits held (waiters not counted).
+    fn level(&mut self, _now: Micros) -> Option<u64> {
+        Some(u64::from(self.in_use))
+    }
+
     fn admit(&mut self, now: Micros, ask: &Ask, seat: Seat, _out: &mut impl Effects) -> Verdict {
         let control = ask.info.control;
         match self.try_acquire(now, control) {

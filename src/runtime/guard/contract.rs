@@ -164,6 +164,13 @@ pub trait Guard {
     fn breaker_state(&self) -> Option<(u16, BreakerState)> {
         None
     }
+
+    /// The level the time series samples at each window's end, for the guards whose spec says
+    /// they have one (`GuardSpec::level_column`): a bulkhead's permits in use, a retry budget's
+    /// balance. Reading it changes nothing the guard will decide.
+    fn level(&mut self, _now: Micros) -> Option<u64> {
+        None
+    }
 }
 
 /// A compiled configuration that can build its live guard (one per simulation).

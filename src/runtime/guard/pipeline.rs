@@ -61,6 +61,11 @@ impl PipelineSpec {
         RouteId(self.routes.len() as u32 - 1)
     }
 
+    /// The policy's guards, in pipeline order (by stage, file order within a stage).
+    pub fn guards(&self) -> &[GuardSpec] {
+        &self.guards
+    }
+
     fn members_of(&self, r: usize) -> &[u16] {
         let (a, b) = self.routes[r];
         &self.members[a as usize..b as usize]
@@ -216,5 +221,11 @@ impl<'s> Pipeline<'s> {
     /// Every breaker's current state, by label index (for time-series windows).
     pub fn breaker_states(&self) -> impl Iterator<Item = (u16, BreakerState)> + '_ {
         self.guards.iter().filter_map(Guard::breaker_state)
+    }
+
+    /// The level of every guard that has one, in pipeline order (the order of the policy's
+    /// `level_labels`), for the time series at a window's end.
+    pub fn levels(&mut self, now: Micros) -> impl Iterator<Item = u64> + '_ {
+        self.guards.iter_mut().filter_map(move |g| g.level(now))
     }
 }

@@ -11,7 +11,7 @@ use super::{
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
 use crate::sim::Micros;
-use crate::vocab::BreakerState;
+use crate::vocab::{BreakerState, Refusal};
 
 /// One line per mechanism, the only place that lists them. Generates the
 /// compiled configuration enum (`GuardSpec`), the live guard enum (`LiveGuard`) and their
@@ -83,6 +83,12 @@ macro_rules! guards {
                     $(LiveGuard::$kind(g) => <$live as Guard>::breaker_state(g),)*
                 }
             }
+
+            fn level(&mut self, now: Micros) -> Option<u64> {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::level(g, now),)*
+                }
+            }
         }
     };
 }
@@ -99,6 +105,61 @@ guards! {
     LoadShedder: load_shedder::ShedderSpec => load_shedder::ShedderSpec,
     AdmissionControl: admission_control::AdmissionControlConfig => admission_control::AdmissionControl,
     RateLimiter: rate_limiter::RateLimiterConfig => rate_limiter::RateLimiter,
+}
+
+impl GuardSpec {
+    /// The one reason this kind of guard refuses with (`refused_total.<reason>`), so a report
+    /// can say which reasons a policy can give without running it.
+    pub fn refusal(&self) -> Refusal {
+        match self {
+            GuardSpec::Resilience4jBreaker(_) | GuardSpec::PollyBreaker(_) => Refusal::CircuitOpen,
+            GuardSpec::Bulkhead(_) => Refusal::Bulkhead,
+            GuardSpec::GrpcRetryThrottle(_)
+            | GuardSpec::FinagleRetryBudget(_)
+            | GuardSpec::EnvoyRetryBudget(_)
+            | GuardSpec::AwsRetryQuota(_) => Refusal::RetryBudget,
+            GuardSpec::AdaptiveThrottle(_) | GuardSpec::AdmissionControl(_) | GuardSpec::RateLimiter(_) => {
+                Refusal::Throttled
+            }
+            GuardSpec::LoadShedder(_) => Refusal::Shed,
+        }
+    }
+
+    /// The time-series column this kind samples at each window's end, as (family, metric):
+    /// `bulkhead.<label>.in_use`, `retry_budget.<label>.level`; None for kinds without a level.
+    /// Exactly these kinds answer `Guard::level`.
+    pub fn level_column(&self) -> Option<(&'static str, &'static str)> {
+        match self {
+            GuardSpec::Bulkhead(_) => Some(("bulkhead", "in_use")),
+            GuardSpec::GrpcRetryThrottle(_)
+            | GuardSpec::FinagleRetryBudget(_)
+            | GuardSpec::EnvoyRetryBudget(_)
+            | GuardSpec::AwsRetryQuota(_) => Some(("retry_budget", "level")),
+            GuardSpec::Resilience4jBreaker(_)
+            | GuardSpec::PollyBreaker(_)
+            | GuardSpec::AdaptiveThrottle(_)
+            | GuardSpec::LoadShedder(_)
+            | GuardSpec::AdmissionControl(_)
+            | GuardSpec::RateLimiter(_) => None,
+        }
+    }
+
+    /// The file's name for this kind, as the report's notes spell it.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            GuardSpec::Resilience4jBreaker(_) => "resilience4j circuit breaker",
+            GuardSpec::PollyBreaker(_) => "polly circuit breaker",
+            GuardSpec::Bulkhead(_) => "bulkhead",
+            GuardSpec::GrpcRetryThrottle(_) => "grpc retry budget",
+            GuardSpec::FinagleRetryBudget(_) => "finagle retry budget",
+            GuardSpec::EnvoyRetryBudget(_) => "envoy retry budget",
+            GuardSpec::AwsRetryQuota(_) => "aws retry quota",
+            GuardSpec::AdaptiveThrottle(_) => "adaptive_throttling",
+            GuardSpec::LoadShedder(_) => "priority load shedding",
+            GuardSpec::AdmissionControl(_) => "admission_control",
+            GuardSpec::RateLimiter(_) => "rate_limiter",
+        }
+    }
 }
 
 /// Reads one table of a mechanism array and adds its guards.

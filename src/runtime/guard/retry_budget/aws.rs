@@ -137,6 +137,11 @@ impl RetryBudgetMachine for AwsRetryQuota {
     fn on_attempt_end(&mut self, _now: Micros, attempt: Attempt, end: AttemptEnd) {
         AwsRetryQuota::on_attempt_end(self, attempt, end);
     }
+
+    /// Quota tokens available (a retry takes `retry_cost`, after a timeout `timeout_retry_cost`).
+    fn level(&mut self, _now: Micros) -> u64 {
+        u64::from(self.available)
+    }
 }
 
 impl GuardConfig for AwsRetryQuotaConfig {

@@ -108,6 +108,11 @@ impl RetryBudgetMachine for EnvoyRetryBudget {
     fn on_attempt_end(&mut self, _now: Micros, attempt: Attempt, _end: AttemptEnd) {
         self.on_end(attempt.is_retry());
     }
+
+    /// Retries that could start now: the limit on concurrent retries less those in flight.
+    fn level(&mut self, _now: Micros) -> u64 {
+        self.max_retries().saturating_sub(self.active_retries)
+    }
 }
 
 impl GuardConfig for EnvoyRetryBudgetConfig {

@@ -135,4 +135,19 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn levels_read_what_each_kind_holds() {
+        // Fresh: gRPC's 10 tokens, Finagle's reserve of 10 retries/s over 10 s, Envoy's floor
+        // of 3 concurrent retries, the AWS quota's 500 tokens.
+        let fresh = all_defaults().map(|mut b| b.machine().level(0));
+        assert_eq!(fresh, [10, 100, 3, 500]);
+        // After calls that all fail, each has let through what it could and holds nothing
+        // more, except Envoy, whose limit is on retries in flight (none are now).
+        let spent = all_defaults().map(|mut b| {
+            retries_through(&mut b, 1_000);
+            b.machine().level(1_000_000)
+        });
+        assert_eq!(spent, [0, 0, 3, 0]);
+    }
 }

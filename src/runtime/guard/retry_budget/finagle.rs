@@ -126,6 +126,12 @@ impl RetryBudgetMachine for FinagleRetryBudget {
     }
 
     fn on_attempt_end(&mut self, _now: Micros, _attempt: Attempt, _end: AttemptEnd) {}
+
+    /// Retries the balance allows now; a balance owing withdrawals reads 0. The ring's totals
+    /// depend only on the events' times, so reading at a window's end decides nothing.
+    fn level(&mut self, now: Micros) -> u64 {
+        self.balance(now).max(0) as u64
+    }
 }
 
 impl GuardConfig for FinagleRetryBudgetConfig {

@@ -140,6 +140,11 @@ impl RetryBudgetMachine for GrpcRetryThrottle {
     fn on_attempt_end(&mut self, _now: Micros, _attempt: Attempt, end: AttemptEnd) {
         GrpcRetryThrottle::on_attempt_end(self, end);
     }
+
+    /// Whole tokens, rounded down (retries stop at half of `max_tokens` or fewer).
+    fn level(&mut self, _now: Micros) -> u64 {
+        self.milli_tokens / MILLI
+    }
 }
 
 impl GuardConfig for GrpcRetryThrottleConfig {

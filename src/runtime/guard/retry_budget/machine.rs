@@ -44,6 +44,8 @@ pub trait RetryBudgetMachine {
     fn spend_retry(&mut self, now: Micros, after: Option<FailureKind>) -> Option<RetryCharge>;
     fn on_attempt_start(&mut self, now: Micros, attempt: Attempt);
     fn on_attempt_end(&mut self, now: Micros, attempt: Attempt, end: AttemptEnd);
+    /// What the budget holds now, in its own unit, for the time series (whole, never negative).
+    fn level(&mut self, now: Micros) -> u64;
 }
 
 /// A retry budget of any kind as a guard.
@@ -71,6 +73,10 @@ impl<M: RetryBudgetMachine> Guard for Budget<M> {
         };
         self.0.on_attempt_start(now, attempt);
         charge
+    }
+
+    fn level(&mut self, now: Micros) -> Option<u64> {
+        Some(self.0.level(now))
     }
 
     fn end(&mut self, now: Micros, parting: Parting, _out: &mut impl Effects) {

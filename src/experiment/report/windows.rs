@@ -1,0 +1,67 @@
+//! What every chart over time shares: the faults as shaded spans, and one point per window at
+//! the window's end, per policy, from the time series' sums.
+
+use super::svg::{Line, Span};
+use crate::engine::Model;
+use crate::experiment::batch::replications::PolicyRuns;
+use crate::metrics::timeseries::Layout;
+use crate::sim::us_to_s;
+
+pub const X_LABEL: &str = "virtual time at the window's end (s)";
+
+/// The faults as shaded spans, in seconds.
+pub fn fault_spans(model: &Model) -> Vec<Span> {
+    model
+        .world
+        .faults
+        .iter()
+        .map(|f| Span {
+            from: f.start_us as f64 / 1e6,
+            to: f.end_us as f64 / 1e6,
+            name: format!("fault: {} on {}", f.kind.name(), model.dependency_names[f.target]),
+        })
+        .collect()
+}
+
+/// Replications a policy's sums add up (at least 1, so a mean never divides by zero).
+pub fn replications(r: &PolicyRuns) -> f64 {
+    r.metrics.len().max(1) as f64
+}
+
+/// One line per policy of a per-window value.
+pub fn window_lines(
+    model: &Model,
+    names: &[&str],
+    runs: &[PolicyRuns],
+    value: &dyn Fn(&PolicyRuns, usize) -> f64,
+) -> Vec<Line> {
+    names
+        .iter()
+        .zip(runs)
+        .map(|(name, r)| Line {
+            name: name.to_string(),
+            points: window_points(model, r, &|row| value(r, row)),
+            band: None,
+        })
+        .collect()
+}
+
+/// One point per window at the window's end (the value measures the window just closed), for
+/// the windows that start before the simulated duration: the drain after it has no arrivals and
+/// would draw a collapse that never happened.
+pub fn window_points(model: &Model, r: &PolicyRuns, value: &dyn Fn(usize) -> f64) -> Vec<(f64, f64)> {
+    let window_us = model.world.window_us;
+    let rows = (model.world.duration_us.div_ceil(window_us) as usize).min(r.series.rows());
+    (0..rows).map(|row| (us_to_s((row as u64 + 1).saturating_mul(window_us)), value(row))).collect()
+}
+
+/// Where a policy's columns lie in its time series (breakers, modes and levels are per policy).
+pub fn layout(model: &Model, policy: usize) -> Layout {
+    let p = &model.policies[policy];
+    Layout {
+        dependencies: model.dependency_names.len(),
+        breakers: p.breaker_labels.len(),
+        modes: if p.degradation.is_some() { model.workflows.len() } else { 0 },
+        levels: p.level_labels.len(),
+    }
+}
