@@ -28,7 +28,7 @@ svg.chart{background:#fff;border:1px solid #e4e4e4}\
 .panel{width:680px}.panel .note{margin:4px 2px 8px}table.values{margin-top:6px}\
 .grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1.6}.band{opacity:0.18}\
 .span{fill:#d62728;fill-opacity:0.08;stroke:#d62728;stroke-opacity:0.4}.whisker{stroke-width:1.2}\
-table{border-collapse:collapse;font-size:12px}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}\
+table{border-collapse:collapse;font-size:12px;display:block;max-width:100%;overflow-x:auto}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}\
 td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:12px}";
 
 /// Metrics in the report's summary table, in this order.
