@@ -1843,3 +1843,35 @@ fn docs_prints_the_built_in_documentation() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("did you mean `metrics`?"));
 }
+
+/// A --junit path that cannot be written stops the gate before its simulations (here hours of
+/// them: the gate would otherwise run for as long), names the path, and leaves nothing.
+#[test]
+fn gate_refuses_an_unwritable_junit_path_before_simulating() {
+    let sb = Sandbox::new("gate-junit-early");
+    std::fs::write(sb.path("not-a-folder"), "a file").unwrap();
+    let junit = sb.path("not-a-folder").join("gate.xml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["gate", concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/meeting-analysis-incident.toml")])
+        .args(["--candidate", "resilient", "--baseline", "naive", "--set", "simulation.duration_s=1000000"])
+        .arg("--junit")
+        .arg(&junit)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the gate simulated before it found that --junit cannot be written");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("cannot write {}", junit.display())), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let left: Vec<_> = std::fs::read_dir(&sb.dir).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}

@@ -18,7 +18,7 @@ use crate::experiment::batch::slo::{
 };
 use crate::experiment::batch::workers::{Task, Workers, check_batch_size, replication_seed};
 use crate::experiment::command::{CommandError, OutputFormat};
-use crate::experiment::output::folder::write_atomically;
+use crate::experiment::output::folder::AtomicFile;
 use crate::experiment::report::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::range::Range;
@@ -269,6 +269,9 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     }
     let Sides { models, sides, baseline } =
         choose_sides(opts, model, &scenario, &checks, &source, &baseline_overrides)?;
+    // Opened before the simulations, so a --junit path that cannot be written stops the gate
+    // at once; dropped unwritten (an error below), it leaves nothing.
+    let junit = opts.junit.as_deref().map(AtomicFile::create).transpose()?;
     let runs = simulate_sides(&models, &sides, opts)?;
     let mut outcomes = judge_checks(&checks, &runs);
     if let Some(f) = &front {
@@ -277,8 +280,8 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     let model = &models[0];
     let passed = !outcomes.iter().any(|o| o.status == Status::Fail);
     let text = text_report(model, opts, baseline.as_ref(), &outcomes);
-    if let Some(path) = &opts.junit {
-        write_atomically(path, junit_report(model, opts, baseline.as_ref(), &outcomes, &text).as_bytes())?;
+    if let Some(file) = junit {
+        file.write_whole(junit_report(model, opts, baseline.as_ref(), &outcomes, &text).as_bytes())?;
     }
     let text = match opts.format {
         OutputFormat::Text => text,

@@ -397,7 +397,7 @@ fn destination(path: &Path) -> Result<Destination, CommandError> {
     for _ in 0..40 {
         let meta = match std::fs::symlink_metadata(&current) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::Replace(current)),
-            Err(e) => return Err(io_error("inspect", path, e)),
+            Err(e) => return Err(io_error("write", path, e)),
             Ok(meta) => meta,
         };
         let kind = meta.file_type();
@@ -508,9 +508,17 @@ impl Drop for AtomicFile {
 
 /// Writes `bytes` to `path` atomically and durably (see [`AtomicFile`]).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
-    let mut file = AtomicFile::create(path)?;
-    file.write_all(bytes).map_err(|e| io_error("write", path, e))?;
-    file.commit()
+    AtomicFile::create(path)?.write_whole(bytes)
+}
+
+impl AtomicFile {
+    /// Writes `bytes` as the whole file and puts it in place: for a file opened before a long
+    /// computation, so that a path that cannot be written is said before the work, not after.
+    pub fn write_whole(mut self, bytes: &[u8]) -> Result<(), CommandError> {
+        let shown = self.shown.clone();
+        self.write_all(bytes).map_err(|e| io_error("write", &shown, e))?;
+        self.commit()
+    }
 }
 
 /// Writes `bytes` to `path` atomically but without waiting for the disk: for checkpoints.
