@@ -5,7 +5,7 @@
 //! that cover it: by stage (retry budgets and throttles, shedders, breakers, bulkheads), file
 //! order within a stage.
 
-use super::guard::compile::{AttemptShape, Compile, Scope};
+use super::guard::compile::{AttemptShape, Compile, Scope, UniqueLabels};
 use super::guard::pipeline::PipelineSpec;
 use super::guard::{GuardSpec, Kinds, kinds_of};
 use super::step_policy::{StepPolicy, StepRoutes};
@@ -154,9 +154,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
 /// (two entries covering the same scope) gets `-2` on its scope, then `-3` and so on.
 fn level_labels(cx: &Compile<GuardSpec>, order: &[usize]) -> Vec<String> {
     let dependency = |d: usize| cx.world.dependencies[d].name.as_str();
-    let mut taken = std::collections::BTreeSet::new();
-    // Per scope the next suffix to try, so thousands of instances on one scope stay linear.
-    let mut next_suffix: std::collections::BTreeMap<String, u32> = std::collections::BTreeMap::new();
+    let mut taken = UniqueLabels::default();
     let mut labels = Vec::new();
     for &i in order {
         let (_, scope, spec) = &cx.guards[i];
@@ -170,19 +168,7 @@ fn level_labels(cx: &Compile<GuardSpec>, order: &[usize]) -> Vec<String> {
             Scope::Effect(d, Effect::Read) => format!("{}.read", dependency(d)),
             Scope::Effect(d, Effect::Write) => format!("{}.write", dependency(d)),
         };
-        let mut column = format!("{family}.{scope}.{metric}");
-        if taken.contains(&column) {
-            let n = next_suffix.entry(column.clone()).or_insert(2);
-            loop {
-                column = format!("{family}.{scope}-{n}.{metric}");
-                *n += 1;
-                if !taken.contains(&column) {
-                    break;
-                }
-            }
-        }
-        taken.insert(column.clone());
-        labels.push(column);
+        labels.push(taken.unique(&format!("{family}.{scope}.{metric}"), |n| format!("{family}.{scope}-{n}.{metric}")));
     }
     labels
 }

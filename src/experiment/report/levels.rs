@@ -74,59 +74,61 @@ struct Kind {
     title: &'static str,
     y_label: &'static str,
     what: &'static str,
-    /// The configured bound of one instance, in words.
-    bound: fn(&GuardSpec) -> Option<String>,
 }
 
-fn kind_of(spec: &GuardSpec) -> Option<Kind> {
+/// The kind of a guard with a level, and the configured bound of that instance in words; None
+/// for a guard without a level.
+fn kind_of(spec: &GuardSpec) -> Option<(Kind, Option<String>)> {
     Some(match spec {
-        GuardSpec::Bulkhead(_) => Kind {
-            title: "Bulkhead permits in use at window end",
-            y_label: "permits held",
-            what: "Permits each bulkhead held at each window's end (attempts waiting for one not counted)",
-            bound: |g| match g {
-                GuardSpec::Bulkhead(c) => Some(format!("{} permits", c.max_concurrent_calls)),
-                _ => None,
+        GuardSpec::Bulkhead(c) => (
+            Kind {
+                title: "Bulkhead permits in use at window end",
+                y_label: "permits held",
+                what: "Permits each bulkhead held at each window's end (attempts waiting for one not counted)",
             },
-        },
-        GuardSpec::GrpcRetryThrottle(_) => Kind {
-            title: "gRPC retry throttle tokens at window end",
-            y_label: "tokens",
-            what: "Tokens in each gRPC retry throttle at each window's end, rounded down; retries and hedges are refused while it holds half of max_tokens or fewer",
-            bound: |g| match g {
-                GuardSpec::GrpcRetryThrottle(c) => Some(format!(
-                    "max_tokens {}, retries stop at {} or fewer",
-                    c.max_tokens,
-                    label(c.max_tokens as f64 / 2.0)
-                )),
-                _ => None,
+            Some(format!("{} permits", c.max_concurrent_calls)),
+        ),
+        GuardSpec::GrpcRetryThrottle(c) => (
+            Kind {
+                title: "gRPC retry throttle tokens at window end",
+                y_label: "tokens",
+                what: "Tokens in each gRPC retry throttle at each window's end, rounded down; retries and hedges are refused while it holds half of max_tokens or fewer",
             },
-        },
-        GuardSpec::FinagleRetryBudget(_) => Kind {
-            title: "Finagle retry budget balance at window end",
-            y_label: "retries allowed",
-            what: "Retries each Finagle budget would allow at each window's end (its balance: the reserve plus a share of recent requests, less recent retries; a balance owing reads 0)",
-            bound: |_| None,
-        },
-        GuardSpec::EnvoyRetryBudget(_) => Kind {
-            title: "Envoy retry budget: free retry slots at window end",
-            y_label: "retries that could start",
-            what: "Retries each Envoy budget would let start at each window's end: its limit on concurrent retries (budget_percent of the attempts in flight, at least min_retry_concurrency) less the retries in flight",
-            bound: |_| None,
-        },
-        GuardSpec::AwsRetryQuota(_) => Kind {
-            title: "AWS retry quota at window end",
-            y_label: "quota tokens",
-            what: "Tokens in each AWS retry quota at each window's end; a retry takes retry_cost (timeout_retry_cost after a timeout) and is refused when fewer are left",
-            bound: |g| match g {
-                GuardSpec::AwsRetryQuota(c) => Some(format!(
-                    "{} tokens at most, a retry costs {} ({} after a timeout)",
-                    c.initial_retry_tokens, c.retry_cost, c.timeout_retry_cost
-                )),
-                _ => None,
+            Some(format!("max_tokens {}, retries stop at {} or fewer", c.max_tokens, label(c.max_tokens as f64 / 2.0))),
+        ),
+        GuardSpec::FinagleRetryBudget(_) => (
+            Kind {
+                title: "Finagle retry budget balance at window end",
+                y_label: "retries allowed",
+                what: "Retries each Finagle budget would allow at each window's end (its balance: the reserve plus a share of recent requests, less recent retries; a balance owing reads 0)",
             },
-        },
-        _ => return None,
+            None,
+        ),
+        GuardSpec::EnvoyRetryBudget(_) => (
+            Kind {
+                title: "Envoy retry budget: free retry slots at window end",
+                y_label: "retries that could start",
+                what: "Retries each Envoy budget would let start at each window's end: its limit on concurrent retries (budget_percent of the attempts in flight, at least min_retry_concurrency) less the retries in flight",
+            },
+            None,
+        ),
+        GuardSpec::AwsRetryQuota(c) => (
+            Kind {
+                title: "AWS retry quota at window end",
+                y_label: "quota tokens",
+                what: "Tokens in each AWS retry quota at each window's end; a retry takes retry_cost (timeout_retry_cost after a timeout) and is refused when fewer are left",
+            },
+            Some(format!(
+                "{} tokens at most, a retry costs {} ({} after a timeout)",
+                c.initial_retry_tokens, c.retry_cost, c.timeout_retry_cost
+            )),
+        ),
+        GuardSpec::Resilience4jBreaker(_)
+        | GuardSpec::PollyBreaker(_)
+        | GuardSpec::AdaptiveThrottle(_)
+        | GuardSpec::LoadShedder(_)
+        | GuardSpec::AdmissionControl(_)
+        | GuardSpec::RateLimiter(_) => return None,
     })
 }
 
@@ -137,7 +139,7 @@ pub fn level_panels(model: &Model, drawn: &[Drawn], family: &str) -> Vec<String>
         levels(drawn).into_iter().filter(|l| l.spec.level_column().is_some_and(|(f, _)| f == family)).collect();
     let mut kinds: Vec<&'static str> = Vec::new();
     for l in &all {
-        if let Some(k) = kind_of(l.spec)
+        if let Some((k, _)) = kind_of(l.spec)
             && !kinds.contains(&k.title)
         {
             kinds.push(k.title);
@@ -147,7 +149,7 @@ pub fn level_panels(model: &Model, drawn: &[Drawn], family: &str) -> Vec<String>
         .iter()
         .map(|title| {
             let of_kind: Vec<&Level> =
-                all.iter().filter(|l| kind_of(l.spec).is_some_and(|k| k.title == *title)).collect();
+                all.iter().filter(|l| kind_of(l.spec).is_some_and(|(k, _)| k.title == *title)).collect();
             kind_panel(model, drawn, &of_kind, family)
         })
         .collect()
@@ -155,7 +157,7 @@ pub fn level_panels(model: &Model, drawn: &[Drawn], family: &str) -> Vec<String>
 
 /// One kind's chart: a line per instance (those that moved most when there are many).
 fn kind_panel(model: &Model, drawn: &[Drawn], all: &[&Level], family: &str) -> String {
-    let kind = kind_of(all[0].spec).expect("a level has a kind");
+    let (kind, _) = kind_of(all[0].spec).expect("a level has a kind");
     // Each swing once (a policy may have thousands of instances); stable: among equal swings,
     // policy then pipeline order.
     let mut swings: Vec<(f64, &Level)> = all.iter().map(|l| (l.swing(model), *l)).collect();
@@ -177,8 +179,9 @@ fn kind_panel(model: &Model, drawn: &[Drawn], all: &[&Level], family: &str) -> S
     } else {
         String::new()
     };
-    let each: Vec<String> = shown.iter().map(|l| describe(model, l, &kind)).collect();
-    let has = |d: &Drawn| d.policy.pipeline.guards().iter().any(|g| kind_of(g).is_some_and(|k| k.title == kind.title));
+    let each: Vec<String> = shown.iter().map(|l| describe(model, l)).collect();
+    let has =
+        |d: &Drawn| d.policy.pipeline.guards().iter().any(|g| kind_of(g).is_some_and(|(k, _)| k.title == kind.title));
     let note = format!(
         "{some}{}, mean over {}; one line per instance (policy / scope).{} {} {}.{}",
         kind.what,
@@ -205,8 +208,8 @@ fn unlevelled(drawn: &[Drawn]) -> &'static str {
 
 /// One instance in words: its bound, and its one value when its line never moves (a line
 /// hidden under another still reads here), else its range.
-fn describe(model: &Model, l: &Level, kind: &Kind) -> String {
-    let bound = (kind.bound)(l.spec).map(|b| format!(" ({b})")).unwrap_or_default();
+fn describe(model: &Model, l: &Level) -> String {
+    let bound = kind_of(l.spec).and_then(|(_, b)| b).map(|b| format!(" ({b})")).unwrap_or_default();
     match l.constant(model) {
         Some(v) => format!("{}{bound}: {} at every window's end", l.name(), label(v)),
         None => {

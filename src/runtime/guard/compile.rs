@@ -107,6 +107,33 @@ crate::named_enum! {
 }
 
 /// A policy's mechanisms being compiled: the guard instances so far, with their stage and scope.
+/// Names made unique as they are handed out: a name already taken gets the first free suffix
+/// 2, 3, ... (placed where `suffixed` puts it). Per base name the next suffix to try is kept,
+/// so thousands of instances on one name are named in log time (a scan per suffix was cubic).
+#[derive(Debug, Default)]
+pub struct UniqueLabels {
+    taken: std::collections::BTreeSet<String>,
+    next_suffix: std::collections::BTreeMap<String, u32>,
+}
+
+impl UniqueLabels {
+    pub fn unique(&mut self, base: &str, suffixed: impl Fn(u32) -> String) -> String {
+        let mut unique = base.to_string();
+        if self.taken.contains(&unique) {
+            let n = self.next_suffix.entry(base.to_string()).or_insert(2);
+            loop {
+                unique = suffixed(*n);
+                *n += 1;
+                if !self.taken.contains(&unique) {
+                    break;
+                }
+            }
+        }
+        self.taken.insert(unique.clone());
+        unique
+    }
+}
+
 pub struct Compile<'a, G> {
     pub source: &'a Source,
     pub world: &'a World,
@@ -117,10 +144,8 @@ pub struct Compile<'a, G> {
     pub breaker_labels: Vec<String>,
     /// The dependency each breaker label guards, by label index.
     pub breaker_dependencies: Vec<usize>,
-    /// Labels taken, and per base label the next suffix to try: a unique label in log time, so
-    /// thousands of breakers on one dependency compile in moments (a scan per suffix was cubic).
-    taken_labels: std::collections::BTreeSet<String>,
-    next_suffix: std::collections::BTreeMap<String, u32>,
+    /// The breaker labels taken.
+    labels: UniqueLabels,
     /// Bytes the guards' sliding windows take in one simulation, and the field of the entry
     /// that takes the most (for the message when the sum is over the bound).
     pub window_bytes: u64,
@@ -140,8 +165,7 @@ impl<'a, G> Compile<'a, G> {
             guards: Vec::new(),
             breaker_labels: Vec::new(),
             breaker_dependencies: Vec::new(),
-            taken_labels: std::collections::BTreeSet::new(),
-            next_suffix: std::collections::BTreeMap::new(),
+            labels: UniqueLabels::default(),
             window_bytes: 0,
             largest_window: None,
         }
@@ -223,18 +247,7 @@ impl<'a, G> Compile<'a, G> {
     /// Two entries may cover the same circuit; their labels must still be unique: the second
     /// gets `-2`, the third `-3`, the first suffix still free.
     fn unique_label(&mut self, label: String) -> u16 {
-        let mut unique = label.clone();
-        if self.taken_labels.contains(&unique) {
-            let n = self.next_suffix.entry(label.clone()).or_insert(2);
-            loop {
-                unique = format!("{label}-{n}");
-                *n += 1;
-                if !self.taken_labels.contains(&unique) {
-                    break;
-                }
-            }
-        }
-        self.taken_labels.insert(unique.clone());
+        let unique = self.labels.unique(&label, |n| format!("{label}-{n}"));
         self.breaker_labels.push(unique);
         (self.breaker_labels.len() - 1) as u16
     }
