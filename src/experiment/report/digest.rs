@@ -8,7 +8,7 @@
 
 use super::svg::label;
 use super::table::{human, render};
-use crate::experiment::batch::grid::SweepLayout;
+use crate::experiment::batch::grid::{Param, SweepLayout};
 use crate::metrics::stats::Aggregate;
 
 /// The key figures a sweep shows by default, with their column labels.
@@ -65,7 +65,7 @@ pub struct SweepPoint {
 
 /// The terminal's and the report's view of a sweep.
 pub struct Digest {
-    params: Vec<String>,
+    params: Vec<Param>,
     key: KeyMetrics,
     all: Vec<SweepPoint>,
 }
@@ -79,7 +79,7 @@ pub struct Shown<'a> {
 
 impl Digest {
     pub fn new(layout: &SweepLayout, key: KeyMetrics) -> Digest {
-        Digest { params: layout.params.iter().map(|p| p.path.clone()).collect(), key, all: Vec::new() }
+        Digest { params: layout.params.clone(), key, all: Vec::new() }
     }
 
     /// Adds one point and policy: its parameter values and its aggregate.
@@ -137,7 +137,7 @@ impl Digest {
     }
 
     fn rows(&self, shown: &Shown) -> String {
-        let mut header = self.params.clone();
+        let mut header: Vec<String> = self.params.iter().map(|p| p.path.clone()).collect();
         header.push("policy".into());
         header.extend(shown.metrics.iter().map(|(_, label)| label.to_string()));
         let rows: Vec<Vec<String>> = shown
@@ -160,47 +160,42 @@ impl Digest {
     }
 
     /// Per policy, a table whose rows are the first parameter's values and whose columns are the
-    /// second's; a cell holds the figures in the order the first line names.
+    /// second's; a cell holds the figures in the order the first line names. Points are in grid
+    /// order, so point `r x columns + c` is row r, column c.
     fn grids(&self, shown: &Shown) -> String {
         let labels: Vec<&str> = shown.metrics.iter().map(|(_, l)| *l).collect();
         let mut text = format!("cells: {}\n", labels.join(" / "));
+        let (rows, columns) = (&self.params[0], &self.params[1]);
+        for policy in shown.policies() {
+            let mut cells = vec![String::new(); rows.values.len() * columns.values.len()];
+            for p in shown.points.iter().filter(|p| p.policy == policy) {
+                cells[p.point] = p.figures.iter().map(|f| label(f.0)).collect::<Vec<_>>().join(" / ");
+            }
+            let mut header = vec![rows.path.clone()];
+            header.extend(columns.values.iter().cloned());
+            let table: Vec<Vec<String>> = rows
+                .values
+                .iter()
+                .zip(cells.chunks(columns.values.len()))
+                .map(|(r, line)| std::iter::once(r.clone()).chain(line.iter().cloned()).collect())
+                .collect();
+            text.push_str(&format!("\n{policy}: rows {}, columns {}\n", rows.path, columns.path));
+            text.push_str(&render(&header, &table));
+        }
+        text
+    }
+}
+
+impl Shown<'_> {
+    /// The policies, in the order their points came.
+    pub fn policies(&self) -> Vec<&str> {
         let mut policies: Vec<&str> = Vec::new();
-        for p in &shown.points {
+        for p in &self.points {
             if !policies.contains(&p.policy.as_str()) {
                 policies.push(&p.policy);
             }
         }
-        let (mut rows, mut columns): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
-        for p in &shown.points {
-            if !rows.contains(&p.values[0].as_str()) {
-                rows.push(&p.values[0]);
-            }
-            if !columns.contains(&p.values[1].as_str()) {
-                columns.push(&p.values[1]);
-            }
-        }
-        for policy in policies {
-            let mut header = vec![self.params[0].clone()];
-            header.extend(columns.iter().map(|c| c.to_string()));
-            let table: Vec<Vec<String>> = rows
-                .iter()
-                .map(|&r| {
-                    let mut line = vec![r.to_string()];
-                    line.extend(columns.iter().map(|&c| {
-                        shown
-                            .points
-                            .iter()
-                            .find(|p| p.policy == policy && p.values[0] == r && p.values[1] == c)
-                            .map(|p| p.figures.iter().map(|f| label(f.0)).collect::<Vec<_>>().join(" / "))
-                            .unwrap_or_default()
-                    }));
-                    line
-                })
-                .collect();
-            text.push_str(&format!("\n{policy}: rows {}, columns {}\n", self.params[0], self.params[1]));
-            text.push_str(&render(&header, &table));
-        }
-        text
+        policies
     }
 }
 

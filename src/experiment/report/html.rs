@@ -342,12 +342,7 @@ pub fn sweep_report(layout: &SweepLayout, shown: &Shown) -> String {
             escape(&shown.left_out.join(", "))
         );
     }
-    let mut policies: Vec<&str> = Vec::new();
-    for p in &shown.points {
-        if !policies.contains(&p.policy.as_str()) {
-            policies.push(&p.policy);
-        }
-    }
+    let policies = shown.policies();
     match layout.params.as_slice() {
         [param] => sweep_lines(&mut body, param, shown, &policies),
         [rows, columns] => sweep_heat_maps(&mut body, rows, columns, shown, &policies),
