@@ -9,7 +9,7 @@ use super::stations::NewAttempt;
 use super::tasks::CLIENT_HANDLE;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
-use crate::runtime::degradation::{ModeController, RunMode};
+use crate::runtime::degradation::{EndedRun, ModeController, RunEnd, RunMode};
 use crate::runtime::guard::Loads;
 use crate::runtime::run::{NORMAL_RUN, split_waiter_token};
 use crate::runtime::{
@@ -17,7 +17,7 @@ use crate::runtime::{
     Tracer,
 };
 use crate::sim::Micros;
-use crate::vocab::{DegradationMode, Outcome};
+use crate::vocab::Outcome;
 use crate::world::LedgerEntry;
 
 impl<T: Tracer> Simulation<'_, T> {
@@ -73,6 +73,9 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         self.live_runs += 1;
         self.observe(now, measured, Observation::RunStarted { workflow: workflow as u16 });
+        if mode.canary || mode.probe {
+            self.observe(now, measured, Observation::ModeRun { canary: mode.canary, probe: mode.probe });
+        }
         self.drive(now, id, |m, cx, out| m.start(cx, out));
     }
 
@@ -103,9 +106,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &mut self.runs[r];
         let w = slot.machine.workflow as usize;
         let policy = self.policy;
-        let canary = slot.machine.mode.canary;
-        let pauses = |mode: DegradationMode| policy.modes[mode.index()].pause_writes;
-        let writes_paused = self.modes.as_ref().is_some_and(|m| m.writes_paused(pauses, w, canary));
+        let writes_paused = self.modes.as_ref().is_some_and(|m| policy.modes[m.pausing_mode(w).index()].pause_writes);
         let mut cx = RunContext {
             now,
             workflow: &model.workflows[w],
@@ -278,7 +279,17 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &self.runs[r];
         let workflow = slot.machine.workflow;
         if let Some(modes) = &mut self.modes {
-            modes.run_ended(workflow as usize, slot.machine.mode, outcome, slot.machine.left_effect_unknown());
+            let machine = &slot.machine;
+            let end =
+                RunEnd { outcome, deadline_exceeded, full_quality: machine.full_quality(), duplicate_effect: false };
+            let run = EndedRun {
+                workflow: workflow as usize,
+                mode: machine.mode,
+                end,
+                effect_unknown: machine.left_effect_unknown(),
+            };
+            let wf = &model.workflows[workflow as usize];
+            modes.run_ended(run, |d| machine.answered_at(wf, d));
         }
         let workload = &model.world.workloads[workflow as usize];
         if let Some(resubmit) = &workload.resubmit
@@ -309,7 +320,11 @@ impl<T: Tracer> Simulation<'_, T> {
         let (measured, outcome, duplicate_effect) = (slot.measured, slot.machine.outcome, slot.duplicate);
         let start_us = slot.machine.start_us;
         if let Some(modes) = &mut self.modes {
-            modes.run_finalized(slot.machine.workflow as usize, outcome, duplicate_effect);
+            let machine = &slot.machine;
+            let deadline_exceeded = false; // only the safe-outcome SLI counts here, and it does not read it
+            let end = RunEnd { outcome, deadline_exceeded, full_quality: machine.full_quality(), duplicate_effect };
+            let wf = &self.model.workflows[machine.workflow as usize];
+            modes.run_finalized(machine.workflow as usize, end, |d| machine.answered_at(wf, d));
         }
         self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect, start_us });
         if T::ON {

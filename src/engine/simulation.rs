@@ -5,7 +5,7 @@ use super::arena::Arena;
 use super::event::Event;
 use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::{MetricMap, Observation, Recorder, TimeSeries};
-use crate::runtime::degradation::{ModeController, Transition};
+use crate::runtime::degradation::{BudgetReading, ModeController, Transition};
 use crate::runtime::guard::pipeline::Pipeline;
 use crate::runtime::{AttemptTrace, Command, DrawRecorder, NoTrace, PolicyModel, Purpose, RunMachine, Tracer};
 use crate::sim::{EventQueue, Micros, StreamKey};
@@ -239,6 +239,7 @@ pub(super) struct ModeScratch {
     breakers: Vec<(u16, BreakerState)>,
     depths: Vec<u32>,
     transitions: Vec<(usize, Transition)>,
+    readings: Vec<(usize, BudgetReading)>,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
@@ -448,9 +449,29 @@ impl<T: Tracer> Simulation<'_, T> {
         scratch.depths.clear();
         scratch.depths.extend(self.stations.iter().map(|s| s.queued));
         scratch.transitions.clear();
-        modes.evaluate(now, &scratch.breakers, &scratch.depths, &self.recorder.refused_all, &mut scratch.transitions);
+        scratch.readings.clear();
+        modes.evaluate(
+            now,
+            &scratch.breakers,
+            &scratch.depths,
+            &self.recorder.refused_all,
+            &mut scratch.transitions,
+            &mut scratch.readings,
+        );
+        for &(workflow, reading) in &scratch.readings {
+            let o = Observation::BudgetRead {
+                workflow: workflow as u16,
+                state: reading.state,
+                ticket: reading.ticket,
+                spent: reading.spent as f32,
+                long_burn: reading.long_burn as f32,
+                short_burn: reading.short_burn as f32,
+            };
+            self.recorder.observe(now, true, o);
+        }
         for &(workflow, t) in &scratch.transitions {
-            let o = Observation::ModeTransition { workflow: workflow as u16, from: t.from, to: t.to, flap: t.flap };
+            let (from, to, flap, failed_canary) = (t.from, t.to, t.flap, t.failed_canary);
+            let o = Observation::ModeTransition { workflow: workflow as u16, from, to, flap, failed_canary };
             self.recorder.observe(now, true, o);
             if T::ON {
                 let acting = if t.to == DegradationMode::Recovery { t.from } else { t.to };

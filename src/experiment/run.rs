@@ -308,8 +308,16 @@ pub fn validate(path: &Path) -> Result<String, CommandError> {
     let Loaded { model, scenario, source } = load_model(path, &[])?;
     let slo = compile_slo(scenario.slo.as_ref(), &model, &source)?;
     let policies: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
+    // Warnings name a rule that compiles but may not do what it seems to; they do not fail.
+    let warnings: String = model
+        .policies
+        .iter()
+        .filter_map(|p| p.degradation.as_ref())
+        .flat_map(|d| &d.warnings)
+        .map(|w| format!("warning: {w}\n"))
+        .collect();
     Ok(format!(
-        "{}: ok ({} dependencies, {} workflows, {} faults, policies: {}, {} SLO checks, {} regression checks)\n",
+        "{warnings}{}: ok ({} dependencies, {} workflows, {} faults, policies: {}, {} SLO checks, {} regression checks)\n",
         source.path,
         model.world.dependencies.len(),
         model.workflows.len(),

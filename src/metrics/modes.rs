@@ -3,9 +3,31 @@
 
 use super::MetricMap;
 use crate::sim::Micros;
-use crate::vocab::{DegradationMode, Outcome};
+use crate::vocab::{BudgetState, DegradationMode, Outcome};
 
 const MODES: usize = DegradationMode::COUNT;
+
+/// One evaluation's reading of a workflow's error budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetRead {
+    pub state: BudgetState,
+    pub ticket: bool,
+    pub spent: f32,
+    pub long_burn: f32,
+    pub short_burn: f32,
+}
+
+/// The error budgets' readings over the measured window, summed over workflows.
+#[derive(Debug, Clone, Default)]
+pub struct BudgetStats {
+    /// Per workflow: when its budget was last read.
+    last_read_us: Vec<Option<Micros>>,
+    pub time_us: [Micros; BudgetState::COUNT],
+    pub ticket_us: Micros,
+    pub spent_max: f64,
+    pub long_burn_max: f64,
+    pub short_burn_max: f64,
+}
 
 pub struct ModeStats {
     /// Per workflow: the mode it is in and since when.
@@ -17,6 +39,11 @@ pub struct ModeStats {
     /// Runs that arrived after the warm-up, by the mode they started in.
     pub runs: [u64; MODES],
     pub outcomes: [[u64; Outcome::COUNT]; MODES],
+    pub budget: BudgetStats,
+    /// Measured runs started as canary runs and as probe runs; canary stages failed.
+    pub canary_runs: u64,
+    pub probe_runs: u64,
+    pub failed_canaries: u64,
 }
 
 impl ModeStats {
@@ -28,7 +55,30 @@ impl ModeStats {
             flaps: 0,
             runs: [0; MODES],
             outcomes: [[0; Outcome::COUNT]; MODES],
+            budget: BudgetStats { last_read_us: vec![None; workflows], ..BudgetStats::default() },
+            canary_runs: 0,
+            probe_runs: 0,
+            failed_canaries: 0,
         }
+    }
+
+    /// A budget reading at `now` stands for the interval since the workflow's last one: that
+    /// span, clipped to the measured window, is credited to its state.
+    pub fn budget_read(&mut self, workflow: usize, now: Micros, window: (Micros, Micros), read: BudgetRead) {
+        let b = &mut self.budget;
+        let since = b.last_read_us[workflow].unwrap_or(0);
+        b.last_read_us[workflow] = Some(now);
+        let (start, end) = (since.max(window.0), now.min(window.1));
+        if end <= start {
+            return;
+        }
+        b.time_us[read.state.index()] += end - start;
+        if read.ticket {
+            b.ticket_us += end - start;
+        }
+        b.spent_max = b.spent_max.max(f64::from(read.spent));
+        b.long_burn_max = b.long_burn_max.max(f64::from(read.long_burn));
+        b.short_burn_max = b.short_burn_max.max(f64::from(read.short_burn));
     }
 
     /// Credits the time since the workflow's last change, clipped to `window`, to its mode.
@@ -86,6 +136,17 @@ impl ModeStats {
         m.insert("degradation_transition_total".into(), total as f64);
         let hours = (window.1 - window.0) as f64 / 3.6e9;
         m.insert("degradation_flaps_per_hour".into(), if hours > 0.0 { self.flaps as f64 / hours } else { f64::NAN });
+        m.insert("degradation_canary_run_total".into(), self.canary_runs as f64);
+        m.insert("degradation_canary_stage_failed_total".into(), self.failed_canaries as f64);
+        m.insert("degradation_probe_run_total".into(), self.probe_runs as f64);
+        let b = &self.budget;
+        for state in BudgetState::ALL {
+            m.insert(format!("error_budget_time_s.{}", state.name()), b.time_us[state.index()] as f64 / 1e6);
+        }
+        m.insert("error_budget_ticket_time_s".into(), b.ticket_us as f64 / 1e6);
+        m.insert("error_budget_spent_max".into(), b.spent_max);
+        m.insert("error_budget_burn_rate_max.long".into(), b.long_burn_max);
+        m.insert("error_budget_burn_rate_max.short".into(), b.short_burn_max);
         for mode in DegradationMode::ALL {
             let i = mode.index();
             m.insert(format!("degradation_mode_time_s.{}", mode.name()), self.time_us[i] as f64 / 1e6);

@@ -5,7 +5,9 @@
 use super::tasks::TaskObservation;
 use super::tokens::TokenObservation;
 use crate::sim::Micros;
-use crate::vocab::{BreakerState, BudgetKind, DegradationMode, EvidenceLevel, FailureKind, Outcome, Refusal};
+use crate::vocab::{
+    BreakerState, BudgetKind, BudgetState, DegradationMode, EvidenceLevel, FailureKind, Outcome, Refusal,
+};
 
 /// Something that happened at a moment of virtual time. Small and `Copy`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,6 +47,23 @@ pub enum Observation {
         from: DegradationMode,
         to: DegradationMode,
         flap: bool,
+        /// A canary stage failed (the move back from RECOVERY to the mode it left).
+        failed_canary: bool,
+    },
+    /// A run started as a canary run of a recovery or as a probe run of a half-open breaker.
+    ModeRun {
+        canary: bool,
+        probe: bool,
+    },
+    /// A workflow's error budget was read at an evaluation: its state, whether a ticket rule
+    /// fires, the share of the period's budget spent and the first rule's two burn rates.
+    BudgetRead {
+        workflow: u16,
+        state: BudgetState,
+        ticket: bool,
+        spent: f32,
+        long_burn: f32,
+        short_burn: f32,
     },
     /// A fallback's contract refused the step (its context does not fit the fallback's window).
     FallbackRefused,

@@ -472,11 +472,26 @@ impl Recorder {
                 self.timeseries.sample_queue(now, dependency as usize, depth)
             }
             Observation::BreakerHeld { breaker, state } => self.timeseries.carry_breaker(now, breaker as usize, state),
-            Observation::ModeTransition { workflow, from, to, flap } => {
+            Observation::ModeTransition { workflow, from, to, flap, failed_canary } => {
                 self.timeseries.mark_mode(now, workflow as usize, to);
                 if let Some(modes) = &mut self.modes {
                     debug_assert_eq!(modes.modes().nth(workflow as usize), Some(from), "a workflow's modes chain");
                     modes.transition(workflow as usize, now, self.window, to, flap);
+                    modes.failed_canaries += u64::from(failed_canary && (self.window.0..self.window.1).contains(&now));
+                }
+            }
+            Observation::ModeRun { canary, probe } => {
+                if let Some(modes) = &mut self.modes
+                    && measured
+                {
+                    modes.canary_runs += u64::from(canary);
+                    modes.probe_runs += u64::from(probe);
+                }
+            }
+            Observation::BudgetRead { workflow, state, ticket, spent, long_burn, short_burn } => {
+                if let Some(modes) = &mut self.modes {
+                    let read = super::modes::BudgetRead { state, ticket, spent, long_burn, short_burn };
+                    modes.budget_read(workflow as usize, now, self.window, read);
                 }
             }
             Observation::BreakerTransition { breaker, from, to } => {

@@ -140,6 +140,8 @@ pub struct RunMachine {
     treatment: Treatment,
     /// The worst evidence its retrieval steps used.
     evidence: EvidenceLevel,
+    /// The run was handed off because the mode paused its write.
+    write_paused: bool,
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
@@ -163,6 +165,7 @@ impl RunMachine {
             mode: NORMAL_RUN,
             treatment: Treatment::PLAIN,
             evidence: EvidenceLevel::Live,
+            write_paused: false,
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
@@ -193,6 +196,7 @@ impl RunMachine {
         self.time_ran_out = false;
         self.mode = mode;
         self.evidence = EvidenceLevel::Live;
+        self.write_paused = false;
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
@@ -237,6 +241,28 @@ impl RunMachine {
     /// Whether the run left a write whose effect it does not know (an integrity signal).
     pub fn left_effect_unknown(&self) -> bool {
         self.outcome == Outcome::Handoff && self.steps.iter().any(|st| st.effect_unknown)
+    }
+
+    /// Whether the run's answer was of full quality: nothing left out, no fallback. A run handed
+    /// off only because its write was paused counts when everything before the write was.
+    pub fn full_quality(&self) -> bool {
+        self.degraded == 0
+            && (self.outcome == Outcome::Succeeded || (self.outcome == Outcome::Handoff && self.write_paused))
+    }
+
+    /// How its logical calls at dependency `d` went: None if it made none, else whether each
+    /// that it made got its answer from `d` itself (not a fallback, not given up).
+    pub fn answered_at(&self, workflow: &WorkflowModel, d: usize) -> Option<bool> {
+        let mut called = false;
+        let mut answered = true;
+        for (st, step) in self.steps.iter().zip(&workflow.steps) {
+            if step.dependency != d || st.primary_attempts == 0 {
+                continue;
+            }
+            called = true;
+            answered &= st.phase == StepPhase::Done && !st.on_fallback;
+        }
+        called.then_some(answered)
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -486,6 +512,7 @@ impl RunMachine {
             // The mode stops automatic writes: a human gets the run with its evidence.
             self.unsent(kind);
             out.observe(Observation::WritePaused);
+            self.write_paused = true;
             return self.hand_off(cx, out, s);
         }
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else {
@@ -1042,7 +1069,7 @@ impl RunMachine {
 
 /// How a run of a policy without degradation modes is treated.
 pub const NORMAL_RUN: RunMode =
-    RunMode { label: DegradationMode::Normal, overrides: DegradationMode::Normal, canary: false };
+    RunMode { label: DegradationMode::Normal, overrides: DegradationMode::Normal, canary: false, probe: false };
 
 /// A mechanism refused an attempt of step `s` before it reached `dependency`: counted, and
 /// traced with what the attempt was (`parked`: the serial of one that waited at a bulkhead).

@@ -225,8 +225,8 @@ pub trait Tracer {
     fn record(&mut self, slot: u32, now: Micros, event: TraceEvent);
     /// An attempt was created with these intrinsic draws (called only when `DRAWS`).
     fn attempt_drawn(&mut self, _attempt: AttemptTrace) {}
-    /// A workflow's degradation mode changed to `mode`; `acting` is the mode whose overrides
-    /// now apply to work in flight off the canary (the mode left, during a recovery).
+    /// A workflow's degradation mode changed to `mode`; `acting` is the mode whose paused writes
+    /// now apply to every run of the workflow (the mode left, during a recovery).
     fn mode_changed(&mut self, _now: Micros, _workflow: u16, _mode: DegradationMode, _acting: DegradationMode) {}
 }
 

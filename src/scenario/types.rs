@@ -721,12 +721,21 @@ pub struct ErrorBudgetSpec {
     /// The share of good root runs the SLO promises (default 0.99).
     #[serde(default)]
     pub objective: Option<f64>,
-    /// auto_completion (default) or safe_outcome: which runs are good.
+    /// auto_completion (default), full_quality, on_time or safe_outcome: which runs are good.
     #[serde(default)]
     pub sli: Option<String>,
-    /// Multiwindow, multi-burn-rate rules (the SRE workbook's, scaled by the user).
+    /// The rolling SLO period the budget is spent over (default 86 400: one day).
     #[serde(default)]
-    pub burn_rate: Vec<BurnRateSpec>,
+    pub period_s: Option<f64>,
+    /// Runs a window (or the period) needs before it is judged (default 100).
+    #[serde(default)]
+    pub min_runs: Option<u32>,
+    /// excluded (default), bad or good: how runs refused by the policy itself count.
+    #[serde(default)]
+    pub refused_runs: Option<String>,
+    /// Multiwindow, multi-burn-rate rules (default: the SRE workbook's three, scaled to the period).
+    #[serde(default)]
+    pub burn_rate: Option<Vec<BurnRateSpec>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -737,6 +746,9 @@ pub struct BurnRateSpec {
     pub short_window_s: f64,
     /// The budget's burn rate both windows must reach.
     pub burn_rate: f64,
+    /// page (default: the budget is at risk) or ticket (reported only).
+    #[serde(default)]
+    pub severity: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -747,6 +759,10 @@ pub struct RecoverySpec {
     /// the canary starts (default 3).
     #[serde(default)]
     pub probe_evaluations: Option<u32>,
+    /// Share of new runs sent on the normal policy while a watched breaker is half-open in a
+    /// degraded mode, so that it gets trial calls (default 0.05).
+    #[serde(default)]
+    pub probe_share: Option<f64>,
     /// Shares of new runs on the normal policy, stage by stage (default [0.05, 0.25, 1.0]).
     #[serde(default)]
     pub canary_stages: Option<Vec<f64>>,
@@ -756,9 +772,31 @@ pub struct RecoverySpec {
     /// Canary runs a stage needs before it is judged (default 20).
     #[serde(default)]
     pub min_canary_runs: Option<u32>,
-    /// The canary's auto completion ratio must stay at least this (default 0.95).
+    /// The canary's full-quality success ratio must stay at least this (default 0.95).
     #[serde(default)]
-    pub canary_min_completion: Option<f64>,
+    pub canary_min_success: Option<f64>,
+    /// The canary's deadline-miss ratio may exceed the other runs' by at most this (default 0.05).
+    #[serde(default)]
+    pub canary_max_deadline_miss_increase: Option<f64>,
+    /// A stage that has not got min_canary_runs within this long fails (default 600 000, Flagger's).
+    #[serde(default)]
+    pub progress_deadline_ms: Option<f64>,
+    /// Each failed recovery in a row multiplies the next dwell by this (default 2).
+    #[serde(default)]
+    pub backoff_multiplier: Option<f64>,
+    /// The longest dwell the back-off reaches (default 1 800 000).
+    #[serde(default)]
+    pub max_dwell_ms: Option<f64>,
+    /// healthy, at_risk, exhausted or integrity_incident: while the budget is at least this, no
+    /// new canary run starts (default: never).
+    #[serde(default)]
+    pub stop_canary_when_budget: Option<String>,
+    /// automatic (default) or manual: a human approves the return to normal.
+    #[serde(default)]
+    pub promotion: Option<String>,
+    /// How long the human's approval takes (default 300 000).
+    #[serde(default)]
+    pub approval_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -778,6 +816,10 @@ pub struct RuntimeRule {
     /// The least time in the mode before leaving it (default 60 000).
     #[serde(default)]
     pub min_dwell_ms: Option<f64>,
+    /// `when` must hold this long, at every evaluation, before the rule latches (Prometheus's
+    /// `for:`; default 0).
+    #[serde(default)]
+    pub for_ms: Option<f64>,
     #[serde(default)]
     pub actions: ModeActions,
 }
@@ -839,6 +881,12 @@ pub struct ModeActions {
     /// New runs are refused (status lookups and reconciliation of runs in flight go on).
     #[serde(default)]
     pub refuse_new_runs: Option<bool>,
+    /// Replaces the run's concurrency tokens.
+    #[serde(default)]
+    pub concurrency_tokens_per_run: Option<u32>,
+    /// Replaces the run's cost budget.
+    #[serde(default)]
+    pub cost_units_per_run: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

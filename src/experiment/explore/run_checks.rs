@@ -49,7 +49,6 @@ struct LiveRun {
     measured: bool,
     retries: u32,
     retry_token_limit: u32,
-    canary: bool,
     /// A step was omitted or answered by its fallback: what a degraded result must show.
     lacks_something: bool,
     steps: Vec<StepCount>,
@@ -61,17 +60,16 @@ pub struct RunChecks<'m> {
     /// The number of the latest run started.
     started: u64,
     runs: Vec<LiveRun>,
-    /// Per workflow: its mode pauses writes now (for runs off a recovery's canary), and it is
-    /// recovering (a canary run is on the normal policy).
+    /// Per workflow: the mode it is in (or, recovering, the mode it left) pauses writes now,
+    /// for every run, canary runs included.
     writes_paused: Vec<bool>,
-    recovering: Vec<bool>,
     pub breach: Option<RunBreach>,
 }
 
 impl<'m> RunChecks<'m> {
     pub fn new(model: &'m Model, policy: usize) -> RunChecks<'m> {
-        let (writes_paused, recovering) = (vec![false; model.workflows.len()], vec![false; model.workflows.len()]);
-        RunChecks { model, policy, started: 0, runs: Vec::new(), writes_paused, recovering, breach: None }
+        let writes_paused = vec![false; model.workflows.len()];
+        RunChecks { model, policy, started: 0, runs: Vec::new(), writes_paused, breach: None }
     }
 
     /// The names of the invariants checked, for the report.
@@ -117,7 +115,7 @@ impl<'m> RunChecks<'m> {
         if purpose != Purpose::Lookup && kind.is_repeat() {
             run.retries += 1;
         }
-        let paused = self.writes_paused[run.workflow] && !(run.canary && self.recovering[run.workflow]);
+        let paused = self.writes_paused[run.workflow];
         if matches!(purpose, Purpose::Write { .. }) && paused {
             let (number, id) = (run.number, &model.workflows[run.workflow].steps[step as usize].id);
             let detail = format!("run {number}: step {id} sent a write while its workflow's mode paused writes");
@@ -168,10 +166,9 @@ impl Tracer for RunChecks<'_> {
         SlotSink { tracer: self, slot }
     }
 
-    fn mode_changed(&mut self, _: Micros, workflow: u16, mode: DegradationMode, acting: DegradationMode) {
+    fn mode_changed(&mut self, _: Micros, workflow: u16, _mode: DegradationMode, acting: DegradationMode) {
         let w = workflow as usize;
         self.writes_paused[w] = self.model.policies[self.policy].modes[acting.index()].pause_writes;
-        self.recovering[w] = mode == DegradationMode::Recovery;
     }
 
     fn run_started(&mut self, slot: u32, _: Micros, start: RunStart) {
@@ -187,7 +184,6 @@ impl Tracer for RunChecks<'_> {
         run.measured = start.measured;
         run.retries = 0;
         run.retry_token_limit = start.retry_token_limit;
-        run.canary = start.canary;
         run.lacks_something = false;
         run.steps.clear();
         run.steps.resize(self.model.workflows[workflow].steps.len(), StepCount::default());

@@ -1,8 +1,8 @@
 //! Reads a policy's `[policy.X.degradation]` table and its `[[policy.X.runtime_policy]]`
 //! rules into a [`Degradation`], every value checked and every error located.
 
-use super::config::{BreakerCheck, Condition, Degradation, FallbackMode, ModeOverrides, RecoveryPlan, Rule};
-use super::error_budget::{BurnRule, ErrorBudget, Sli};
+use super::config::{BreakerCheck, Condition, Degradation, FallbackMode, ModeOverrides, Promotion, RecoveryPlan, Rule};
+use super::error_budget::{BurnRule, ErrorBudget, RefusedRuns, Severity, Sli};
 use super::machine::MAX_RULES;
 use crate::runtime::guard::compile::Compile;
 use crate::runtime::workflow::WorkflowModel;
@@ -74,9 +74,16 @@ pub fn compile_degradation(
     let mut rules = Vec::new();
     let mut limits_set = [LimitsSet::default(); DegradationMode::COUNT];
     let mut watched = vec![Vec::new(); workflows.len()];
+    let mut budget_dependencies = Vec::new();
     for (i, r) in policy.runtime_policy.iter().enumerate() {
         let rp = rules_path.index(i);
-        let rule = compile_rule(&cx, &rp, r)?;
+        let mut rule = compile_rule(&cx, &rp, r, interval_us)?;
+        for condition in std::iter::once(&mut rule.enter).chain(rule.exit.as_mut()) {
+            assign_budget_slot(condition, &mut budget_dependencies);
+        }
+        if let Some(exit) = &rule.exit {
+            check_exit_apart(&cx, &rp, &rule.enter, exit)?;
+        }
         let reads_budget = [(Some(rule.enter), "when"), (rule.exit, "exit")]
             .into_iter()
             .find(|(c, _)| c.is_some_and(|c| c.budget_at_least.is_some() || c.budget_at_most.is_some()));
@@ -84,9 +91,18 @@ pub fn compile_degradation(
             let message = "completion_budget needs [policy.<name>.degradation.error_budget]";
             return Err(cx.err(&rp.key(field).key("completion_budget"), message));
         }
-        for d in [rule.enter.dependency, rule.exit.and_then(|e| e.dependency)].into_iter().flatten() {
-            for (w, list) in watched.iter_mut().enumerate() {
-                if rule.workflow.is_none_or(|x| x == w) && !list.contains(&d) {
+        for (w, list) in watched.iter_mut().enumerate() {
+            if rule.workflow.is_some_and(|x| x != w) {
+                continue;
+            }
+            // A rule on a dependency watches its breakers; one on the workflow's own signals
+            // (its budget, refusals) watches every dependency the workflow calls.
+            let named: Vec<usize> =
+                [rule.enter.dependency, rule.exit.and_then(|e| e.dependency)].into_iter().flatten().collect();
+            let all_called = workflows[w].steps.iter().flat_map(|s| std::iter::once(s.dependency).chain(s.fallback));
+            let deps: Vec<usize> = if named.is_empty() { all_called.collect() } else { named };
+            for d in deps {
+                if !list.contains(&d) {
                     list.push(d);
                 }
             }
@@ -95,6 +111,8 @@ pub fn compile_degradation(
         apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()], set)?;
         rules.push(rule);
     }
+    inherit_milder_modes(&mut overrides);
+    let warnings = starved_signals(&cx, &rules_path, &rules, &overrides, &recovery);
     let degradation = Degradation {
         interval_us,
         flap_window_us,
@@ -103,7 +121,9 @@ pub fn compile_degradation(
         error_budget,
         recovery,
         watched,
+        budget_dependencies,
         breaker_dependencies: Vec::new(),
+        warnings,
     };
     Ok((Some(degradation), overrides))
 }
@@ -119,36 +139,50 @@ fn compile_error_budget(
         return Err(cx.err(&path.key("objective"), format!("must be in (0, 1), got {objective}")));
     }
     let sli = parse_named(cx.source, &path.key("sli"), b.sli.as_deref(), Sli::AutoCompletion)?;
-    if b.burn_rate.is_empty() {
-        let message = "at least one rule, e.g. { long_window_s = 3600, short_window_s = 300, burn_rate = 14.4 } (the SRE workbook's page)";
-        return Err(cx.err(&path.key("burn_rate"), message));
-    }
-    let mut rules = Vec::new();
-    for (i, r) in b.burn_rate.iter().enumerate() {
-        let rp = path.key("burn_rate").index(i);
-        let intervals = |field: &str, seconds: f64| -> Result<usize, ScenarioError> {
-            let us = duration_ms(cx.source, &rp.key(field), seconds * 1e3)?;
-            let n = us / interval_us;
-            if us == 0 || us % interval_us != 0 || n > MAX_WINDOW_INTERVALS {
-                let message = format!(
-                    "must be a positive multiple of evaluation_interval_ms ({} s), at most {MAX_WINDOW_INTERVALS} of them, got {seconds}",
-                    interval_us as f64 / 1e6
-                );
-                return Err(cx.err(&rp.key(field), message));
+    let refused = parse_named(cx.source, &path.key("refused_runs"), b.refused_runs.as_deref(), RefusedRuns::Excluded)?;
+    let period_s = b.period_s.unwrap_or(86_400.0);
+    let period_intervals = whole_intervals(cx, &path.key("period_s"), period_s, interval_us)?;
+    let min_runs = b.min_runs.unwrap_or(100);
+    let rules = match &b.burn_rate {
+        None => ErrorBudget::workbook_rules(period_intervals),
+        Some(list) if list.is_empty() => {
+            let message = "at least one rule, e.g. { long_window_s = 3600, short_window_s = 300, burn_rate = 14.4 } (the SRE workbook's page), or leave burn_rate out for the workbook's three rules scaled to period_s";
+            return Err(cx.err(&path.key("burn_rate"), message));
+        }
+        Some(list) => {
+            let mut rules = Vec::new();
+            for (i, r) in list.iter().enumerate() {
+                let rp = path.key("burn_rate").index(i);
+                let long_intervals = whole_intervals(cx, &rp.key("long_window_s"), r.long_window_s, interval_us)?;
+                let short_intervals = whole_intervals(cx, &rp.key("short_window_s"), r.short_window_s, interval_us)?;
+                if short_intervals > long_intervals {
+                    return Err(cx.err(&rp.key("short_window_s"), "must not be longer than long_window_s"));
+                }
+                if !(r.burn_rate.is_finite() && r.burn_rate > 0.0) {
+                    let message = format!("must be a finite number > 0, got {}", r.burn_rate);
+                    return Err(cx.err(&rp.key("burn_rate"), message));
+                }
+                let severity = parse_named(cx.source, &rp.key("severity"), r.severity.as_deref(), Severity::Page)?;
+                rules.push(BurnRule { long_intervals, short_intervals, burn_rate: r.burn_rate, severity });
             }
-            Ok(n as usize)
-        };
-        let long_intervals = intervals("long_window_s", r.long_window_s)?;
-        let short_intervals = intervals("short_window_s", r.short_window_s)?;
-        if short_intervals > long_intervals {
-            return Err(cx.err(&rp.key("short_window_s"), "must not be longer than long_window_s"));
+            rules
         }
-        if !(r.burn_rate.is_finite() && r.burn_rate > 0.0) {
-            return Err(cx.err(&rp.key("burn_rate"), format!("must be a finite number > 0, got {}", r.burn_rate)));
-        }
-        rules.push(BurnRule { long_intervals, short_intervals, burn_rate: r.burn_rate });
+    };
+    Ok(ErrorBudget { objective, sli, period_intervals, min_runs, refused, rules })
+}
+
+/// A span given in seconds as a whole number of evaluation intervals.
+fn whole_intervals(cx: &Cx, path: &FieldPath, seconds: f64, interval_us: Micros) -> Result<usize, ScenarioError> {
+    let us = duration_ms(cx.source, path, seconds * 1e3)?;
+    let n = us / interval_us;
+    if us == 0 || us % interval_us != 0 || n > MAX_WINDOW_INTERVALS {
+        let message = format!(
+            "must be a positive multiple of evaluation_interval_ms ({} s), at most {MAX_WINDOW_INTERVALS} of them, got {seconds}",
+            interval_us as f64 / 1e6
+        );
+        return Err(cx.err(path, message));
     }
-    Ok(ErrorBudget { objective, sli, rules })
+    Ok(n as usize)
 }
 
 fn compile_recovery(
@@ -172,18 +206,54 @@ fn compile_recovery(
     if stages.last() != Some(&1.0) {
         return Err(cx.err(&sp, "the last stage must be 1.0: every run back on the normal policy"));
     }
-    let canary_min_completion = r.canary_min_completion.unwrap_or(defaults.canary_min_completion);
-    check_share(cx, &path.key("canary_min_completion"), canary_min_completion, false)?;
+    let share = |field: &str, value: Option<f64>, default: f64| -> Result<f64, ScenarioError> {
+        check_share(cx, &path.key(field), value.unwrap_or(default), false)
+    };
+    let min_canary_runs = r.min_canary_runs.unwrap_or(defaults.min_canary_runs);
+    if min_canary_runs == 0 {
+        return Err(
+            cx.err(&path.key("min_canary_runs"), "must be at least 1: a stage with no canary run shows nothing")
+        );
+    }
+    let backoff_multiplier = r.backoff_multiplier.unwrap_or(defaults.backoff_multiplier);
+    if !(backoff_multiplier.is_finite() && backoff_multiplier >= 1.0) {
+        let message = format!("must be a finite number >= 1, got {backoff_multiplier}");
+        return Err(cx.err(&path.key("backoff_multiplier"), message));
+    }
+    let stop_canary_when_budget = r
+        .stop_canary_when_budget
+        .as_deref()
+        .map(|b| parse_named(cx.source, &path.key("stop_canary_when_budget"), Some(b), BudgetState::AtRisk))
+        .transpose()?;
+    let ms_or =
+        |field: &str, value: Option<f64>, default: Micros| ms(cx, &path.key(field), value, default as f64 / 1e3);
     Ok(RecoveryPlan {
         probe_evaluations: r.probe_evaluations.unwrap_or(defaults.probe_evaluations),
+        probe_share: share("probe_share", r.probe_share, defaults.probe_share)?,
         canary_stages: stages,
-        stage_us: ms(cx, &path.key("stage_ms"), r.stage_ms, defaults.stage_us as f64 / 1e3)?,
-        min_canary_runs: r.min_canary_runs.unwrap_or(defaults.min_canary_runs),
-        canary_min_completion,
+        stage_us: ms_or("stage_ms", r.stage_ms, defaults.stage_us)?,
+        min_canary_runs,
+        canary_min_success: share("canary_min_success", r.canary_min_success, defaults.canary_min_success)?,
+        canary_max_deadline_miss_increase: share(
+            "canary_max_deadline_miss_increase",
+            r.canary_max_deadline_miss_increase,
+            defaults.canary_max_deadline_miss_increase,
+        )?,
+        progress_deadline_us: ms_or("progress_deadline_ms", r.progress_deadline_ms, defaults.progress_deadline_us)?,
+        backoff_multiplier,
+        max_dwell_us: ms_or("max_dwell_ms", r.max_dwell_ms, defaults.max_dwell_us)?,
+        stop_canary_when_budget,
+        promotion: parse_named(cx.source, &path.key("promotion"), r.promotion.as_deref(), Promotion::Automatic)?,
+        approval_us: ms_or("approval_ms", r.approval_ms, defaults.approval_us)?,
     })
 }
 
-fn compile_rule(cx: &Cx, path: &FieldPath, r: &crate::scenario::RuntimeRule) -> Result<Rule, ScenarioError> {
+fn compile_rule(
+    cx: &Cx,
+    path: &FieldPath,
+    r: &crate::scenario::RuntimeRule,
+    interval_us: Micros,
+) -> Result<Rule, ScenarioError> {
     let mode = parse_named(cx.source, &path.key("mode"), Some(&r.mode), DegradationMode::Constrained)?;
     if !mode.is_degraded() {
         let message = format!(
@@ -200,7 +270,10 @@ fn compile_rule(cx: &Cx, path: &FieldPath, r: &crate::scenario::RuntimeRule) -> 
     };
     let enter = compile_condition(cx, &path.key("when"), &r.when, false)?;
     let exit = r.exit.as_ref().map(|e| compile_condition(cx, &path.key("exit"), e, true)).transpose()?;
-    Ok(Rule { mode, workflow, enter, exit, min_dwell_us: ms(cx, &path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)? })
+    let min_dwell_us = ms(cx, &path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)?;
+    let for_us = ms(cx, &path.key("for_ms"), r.for_ms, 0.0)?;
+    let for_evaluations = u32::try_from(for_us.div_ceil(interval_us)).unwrap_or(u32::MAX).max(1);
+    Ok(Rule { mode, workflow, enter, exit, min_dwell_us, for_evaluations })
 }
 
 /// `exit`: the condition to leave a mode, where `completion_budget` means "back to this state
@@ -249,6 +322,7 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition, exit: bool) -
     let condition = Condition {
         dependency,
         breaker,
+        budget_slot: 0,
         budget_at_least,
         budget_at_most,
         queue_depth_above: c.queue_depth_above,
@@ -264,11 +338,193 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition, exit: bool) -
     Ok(condition)
 }
 
+/// A budget condition that names a dependency reads that dependency's own budget.
+fn assign_budget_slot(condition: &mut Condition, budget_dependencies: &mut Vec<usize>) {
+    let reads_budget = condition.budget_at_least.is_some() || condition.budget_at_most.is_some();
+    let Some(d) = condition.dependency.filter(|_| reads_budget) else { return };
+    let k = budget_dependencies.iter().position(|&x| x == d).unwrap_or_else(|| {
+        budget_dependencies.push(d);
+        budget_dependencies.len() - 1
+    });
+    condition.budget_slot = k + 1;
+}
+
+/// An exit that can hold while its `when` holds would latch and unlatch the rule at every
+/// evaluation: for each signal both name, the exit's region must lie outside the entry's.
+fn check_exit_apart(cx: &Cx, path: &FieldPath, enter: &Condition, exit: &Condition) -> Result<(), ScenarioError> {
+    let overlap = |field: &str, why: String| -> Result<(), ScenarioError> {
+        let message =
+            format!("overlaps when: {why}, where both hold the rule would enter and leave at every evaluation");
+        Err(cx.err(&path.key("exit").key(field), message))
+    };
+    let same_dependency = enter.dependency == exit.dependency;
+    if let (Some(a), Some(b), true) = (enter.breaker, exit.breaker, same_dependency) {
+        let disjoint = matches!(
+            (a, b),
+            (BreakerCheck::Open | BreakerCheck::NotClosed, BreakerCheck::Closed)
+                | (BreakerCheck::Closed, BreakerCheck::Open | BreakerCheck::NotClosed)
+        );
+        if !disjoint {
+            return overlap("breaker", format!("breakers {} hold both", breaker_name(a).max(breaker_name(b))));
+        }
+    }
+    if same_dependency {
+        let (ea, eb, xa, xb) =
+            (enter.queue_depth_above, enter.queue_depth_below, exit.queue_depth_above, exit.queue_depth_below);
+        if let (Some(above), Some(below)) = (ea, xb)
+            && below > above.saturating_add(1)
+        {
+            return overlap(
+                "queue_depth_below",
+                format!("a depth between {above} and {below} is above one and below the other"),
+            );
+        }
+        if let (Some(below), Some(above)) = (eb, xa)
+            && above.saturating_add(1) < below
+        {
+            return overlap(
+                "queue_depth_above",
+                format!("a depth between {above} and {below} is above one and below the other"),
+            );
+        }
+        if (ea.is_some() && xa.is_some()) || (eb.is_some() && xb.is_some()) {
+            return overlap("queue_depth_above", "both bound the depth on the same side".into());
+        }
+    }
+    if let (Some(reason), true) = (enter.refusal, enter.refusal == exit.refusal) {
+        let name = reason.name();
+        match (enter.refused_per_s_above, enter.refused_per_s_below, exit.refused_per_s_above, exit.refused_per_s_below)
+        {
+            (Some(above), _, _, Some(below)) if below > above => {
+                return overlap(
+                    "refused_per_s_below",
+                    format!("a rate of {name} refusals between {above} and {below}"),
+                );
+            }
+            (_, Some(below), Some(above), _) if above < below => {
+                return overlap(
+                    "refused_per_s_above",
+                    format!("a rate of {name} refusals between {above} and {below}"),
+                );
+            }
+            (Some(_), _, Some(_), _) | (_, Some(_), _, Some(_)) => {
+                return overlap("refused_per_s_above", "both bound the rate on the same side".into());
+            }
+            _ => {}
+        }
+    }
+    if let (Some(at_least), Some(at_most)) = (enter.budget_at_least, exit.budget_at_most)
+        && enter.budget_slot == exit.budget_slot
+        && at_most >= at_least
+    {
+        return overlap(
+            "completion_budget",
+            format!("a budget {} is at least {} and at most {}", at_least.name(), at_least.name(), at_most.name()),
+        );
+    }
+    Ok(())
+}
+
+fn breaker_name(check: BreakerCheck) -> &'static str {
+    match check {
+        BreakerCheck::Open => "open",
+        BreakerCheck::NotClosed => "half-open or open",
+        BreakerCheck::Closed => "closed",
+    }
+}
+
+/// The degraded modes, mildest first.
+const DEGRADED_BY_SEVERITY: [DegradationMode; 4] =
+    [DegradationMode::Constrained, DegradationMode::Degraded, DegradationMode::Handoff, DegradationMode::Paused];
+
+/// A more severe mode is at least as strict as every milder one: escalating never gives back
+/// retry tokens, branches, omissions or pauses that a milder mode took.
+fn inherit_milder_modes(overrides: &mut [ModeOverrides]) {
+    for pair in DEGRADED_BY_SEVERITY.windows(2) {
+        let milder = overrides[pair[0].index()].clone();
+        let o = &mut overrides[pair[1].index()];
+        let min_u32 = |a: Option<u32>, b: Option<u32>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let min_f64 = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        o.budget.retry_tokens = min_u32(o.budget.retry_tokens, milder.budget.retry_tokens);
+        o.budget.concurrency_tokens = min_u32(o.budget.concurrency_tokens, milder.budget.concurrency_tokens);
+        o.budget.cost_units = min_f64(o.budget.cost_units, milder.budget.cost_units);
+        o.fan_out.max_branches = min_u32(o.fan_out.max_branches, milder.fan_out.max_branches);
+        o.hedging &= milder.hedging;
+        if o.fallback == FallbackMode::Normal {
+            o.fallback = milder.fallback;
+        }
+        for (mine, theirs) in o.omit.iter_mut().zip(&milder.omit) {
+            mine.iter_mut().zip(theirs).for_each(|(a, b)| *a |= *b);
+        }
+        for (mine, theirs) in o.fallback_first.iter_mut().zip(&milder.fallback_first) {
+            mine.iter_mut().zip(theirs).for_each(|(a, b)| *a |= *b);
+        }
+        o.pause_writes |= milder.pause_writes;
+        o.refuse_new_runs |= milder.refuse_new_runs;
+        o.per_step |= milder.per_step;
+    }
+}
+
+/// Rules that wait for a breaker their own mode keeps from getting calls: with no probe runs,
+/// a half-open breaker that gets no call never closes and the mode never ends.
+fn starved_signals(
+    cx: &Cx,
+    rules_path: &FieldPath,
+    rules: &[Rule],
+    overrides: &[ModeOverrides],
+    recovery: &RecoveryPlan,
+) -> Vec<ScenarioError> {
+    let mut warnings = Vec::new();
+    if recovery.probe_share > 0.0 {
+        return warnings;
+    }
+    for (i, rule) in rules.iter().enumerate() {
+        let o = &overrides[rule.mode.index()];
+        for (field, c) in [("when", Some(&rule.enter)), ("exit", rule.exit.as_ref())] {
+            let Some((d, _)) = c.and_then(|c| c.dependency.zip(c.breaker)) else { continue };
+            for (w, wf) in cx.workflows.iter().enumerate() {
+                if rule.workflow.is_some_and(|x| x != w) {
+                    continue;
+                }
+                let calls = wf.steps.iter().enumerate().filter(|(_, s)| s.dependency == d);
+                let mut calls = calls.peekable();
+                if calls.peek().is_none() {
+                    continue;
+                }
+                let stopped = o.refuse_new_runs
+                    || calls.all(|(s, step)| {
+                        let first = o.fallback_first[w][s] || o.fallback == FallbackMode::FallbackFirst;
+                        o.omit[w][s] || (first && step.fallback.is_some())
+                    });
+                if stopped {
+                    let message = format!(
+                        "mode {} sends no call to {} in workflow {} (its steps are omitted, go to their fallback first, or new runs are refused), so a half-open breaker there gets no trial call and never closes; with degradation.recovery.probe_share = 0 no probe run is sent and the workflow stays in {}",
+                        rule.mode.name(),
+                        quote(&cx.world.dependencies[d].name),
+                        quote(&wf.name),
+                        rule.mode.name()
+                    );
+                    warnings.push(cx.err(&rules_path.index(i).key(field).key("breaker"), message));
+                }
+            }
+        }
+    }
+    warnings
+}
+
 /// Which of a mode's limits some rule has set already.
 #[derive(Debug, Clone, Copy, Default)]
 struct LimitsSet {
     retry_tokens: bool,
     max_fanout: bool,
+    concurrency_tokens: bool,
+    cost_units: bool,
 }
 
 /// Folds one rule's actions into its mode's overrides. The first rule to set a limit replaces
@@ -295,6 +551,23 @@ fn apply_actions(
         }
         o.fan_out.max_branches = Some(strictest(o.fan_out.max_branches, n, set.max_fanout));
         set.max_fanout = true;
+    }
+    if let Some(tokens) = a.concurrency_tokens_per_run {
+        if tokens == 0 {
+            return Err(cx.err(&path.key("concurrency_tokens_per_run"), "must be at least 1"));
+        }
+        o.budget.concurrency_tokens = Some(strictest(o.budget.concurrency_tokens, tokens, set.concurrency_tokens));
+        set.concurrency_tokens = true;
+    }
+    if let Some(cost) = a.cost_units_per_run {
+        if !(cost.is_finite() && cost > 0.0) {
+            return Err(cx.err(&path.key("cost_units_per_run"), format!("must be a finite number > 0, got {cost}")));
+        }
+        o.budget.cost_units = Some(match o.budget.cost_units {
+            Some(c) if set.cost_units => c.min(cost),
+            Some(_) | None => cost,
+        });
+        set.cost_units = true;
     }
     if a.disable_hedging == Some(true) {
         o.hedging = false;

@@ -36,6 +36,9 @@ crate::named_enum! {
 pub struct Condition {
     pub dependency: Option<usize>,
     pub breaker: Option<BreakerCheck>,
+    /// Which of the workflow's budgets the budget conditions read: 0 the workflow's own, k + 1
+    /// the one attributed to `Degradation::budget_dependencies[k]`.
+    pub budget_slot: usize,
     pub budget_at_least: Option<BudgetState>,
     /// In an exit condition: the budget is back to this state or better.
     pub budget_at_most: Option<BudgetState>,
@@ -56,6 +59,8 @@ pub struct Rule {
     /// None: leave when `enter` no longer holds.
     pub exit: Option<Condition>,
     pub min_dwell_us: Micros,
+    /// Evaluations in a row `enter` must hold before the rule latches (1: at once).
+    pub for_evaluations: u32,
 }
 
 /// What a mode changes in the runs that start in it.
@@ -101,25 +106,58 @@ impl ModeOverrides {
     }
 }
 
+crate::named_enum! {
+    /// Who lets a workflow back to normal after the canary's last stage.
+    pub enum Promotion {
+        /// The last stage passing is enough.
+        Automatic => "automatic",
+        /// A human approves it, `approval_ms` after the last stage passed.
+        Manual => "manual",
+    }
+}
+
 /// The staged return to normal operation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecoveryPlan {
     pub probe_evaluations: u32,
+    /// Share of new runs sent on the normal policy while a watched breaker is half-open.
+    pub probe_share: f64,
     /// Shares of new runs on the normal policy; the last is 1.
     pub canary_stages: Vec<f64>,
     pub stage_us: Micros,
+    /// At least 1: a stage with no canary run never passes.
     pub min_canary_runs: u32,
-    pub canary_min_completion: f64,
+    /// The least share of a stage's canary runs answered at full quality, in time.
+    pub canary_min_success: f64,
+    /// How much more often than the other runs of the stage a canary run may miss its deadline.
+    pub canary_max_deadline_miss_increase: f64,
+    /// A stage short of `min_canary_runs` this long after it began fails.
+    pub progress_deadline_us: Micros,
+    /// The dwell after k failed recoveries in a row is `min_dwell x backoff_multiplier^k`.
+    pub backoff_multiplier: f64,
+    pub max_dwell_us: Micros,
+    /// While the budget is at least this bad, the canary takes no new run.
+    pub stop_canary_when_budget: Option<BudgetState>,
+    pub promotion: Promotion,
+    pub approval_us: Micros,
 }
 
 impl Default for RecoveryPlan {
     fn default() -> Self {
         RecoveryPlan {
             probe_evaluations: 3,
+            probe_share: 0.05,
             canary_stages: vec![0.05, 0.25, 1.0],
             stage_us: 60_000_000,
             min_canary_runs: 20,
-            canary_min_completion: 0.95,
+            canary_min_success: 0.95,
+            canary_max_deadline_miss_increase: 0.05,
+            progress_deadline_us: 600_000_000,
+            backoff_multiplier: 2.0,
+            max_dwell_us: 1_800_000_000,
+            stop_canary_when_budget: None,
+            promotion: Promotion::Automatic,
+            approval_us: 300_000_000,
         }
     }
 }
@@ -137,14 +175,27 @@ pub struct Degradation {
     pub recovery: RecoveryPlan,
     /// Per workflow: the dependencies its rules watch (the breakers probed before a return).
     pub watched: Vec<Vec<usize>>,
+    /// The dependencies a budget rule names: each has a budget of its own per workflow.
+    pub budget_dependencies: Vec<usize>,
     /// The dependency each breaker guards, by breaker label index.
     pub breaker_dependencies: Vec<usize>,
+    /// What `validate` warns of: rules that compile but may not do what they seem to.
+    pub warnings: Vec<crate::scenario::ScenarioError>,
 }
 
 impl Degradation {
     /// The least time a workflow stays in `mode` before it may leave it.
     pub fn min_dwell_us(&self, mode: DegradationMode) -> Micros {
         self.rules.iter().filter(|r| r.mode == mode).map(|r| r.min_dwell_us).max().unwrap_or(0)
+    }
+
+    /// The dwell after `failed_recoveries` failed canaries in a row: backed off, capped (never
+    /// below the mode's own dwell).
+    pub fn backed_off_dwell_us(&self, mode: DegradationMode, failed_recoveries: u32) -> Micros {
+        let base = self.min_dwell_us(mode);
+        let factor = self.recovery.backoff_multiplier.powi(failed_recoveries.min(64) as i32);
+        let backed = (base as f64 * factor).min(self.recovery.max_dwell_us as f64) as Micros;
+        backed.max(base)
     }
 }
 

@@ -1,34 +1,50 @@
-//! The modes of one replication: a machine and an error budget per workflow, fed by the
-//! engine at run ends and at every evaluation. Engine-free: the engine hands it the
-//! signals it samples (breakers, queues, refusals) and carries out nothing for it; runs read
-//! their treatment from it as they start.
+//! The modes of one replication: a machine and error budgets per workflow, fed by the engine at
+//! run ends and at every evaluation. Engine-free: the engine hands it the signals it samples
+//! (breakers, queues, refusals) and carries out nothing for it; runs read their treatment from
+//! it as they start.
 
 use super::config::Degradation;
-use super::error_budget::{BudgetWindows, Sli};
-use super::machine::{ModeMachine, RunMode, Signals, Transition};
+use super::error_budget::{BudgetReading, BudgetWindows, RunEnd};
+use super::machine::{ModeMachine, RunMode, RunVerdict, Signals, Transition};
 use crate::sim::{Micros, us_as_f64};
-use crate::vocab::{BreakerState, BudgetState, DegradationMode, Outcome, Refusal};
+use crate::vocab::{BreakerState, BudgetState, DegradationMode, Refusal};
 
 pub struct ModeController<'c> {
     cfg: &'c Degradation,
     machines: Vec<ModeMachine>,
-    budgets: Vec<BudgetWindows>,
+    /// Per workflow: its own budget, then one per budget dependency (empty without a budget).
+    budgets: Vec<Vec<BudgetWindows>>,
     /// Refusals counted up to the last evaluation, by reason.
     last_refused: [u64; Refusal::COUNT],
+    /// The budgets' states of the workflow being evaluated (reused).
+    states: Vec<BudgetState>,
+}
+
+/// How a run that ended went, for the canary and the budgets.
+#[derive(Debug, Clone, Copy)]
+pub struct EndedRun {
+    pub workflow: usize,
+    pub mode: RunMode,
+    pub end: RunEnd,
+    /// It left a write whose effect it does not know (an integrity signal).
+    pub effect_unknown: bool,
 }
 
 impl<'c> ModeController<'c> {
     pub fn new(cfg: &'c Degradation, workflows: usize) -> Self {
-        let longest = cfg
-            .error_budget
-            .as_ref()
-            .map(|b| b.rules.iter().map(|r| r.long_intervals.max(r.short_intervals)).max().unwrap_or(1))
-            .unwrap_or(1);
+        let slots = 1 + cfg.budget_dependencies.len();
+        let budgets = (0..workflows)
+            .map(|_| match &cfg.error_budget {
+                Some(b) => (0..slots).map(|_| BudgetWindows::new(b)).collect(),
+                None => Vec::new(),
+            })
+            .collect();
         ModeController {
             cfg,
-            machines: (0..workflows).map(ModeMachine::new).collect(),
-            budgets: (0..workflows).map(|_| BudgetWindows::new(longest)).collect(),
+            machines: (0..workflows).map(|w| ModeMachine::new(w, cfg.rules.len())).collect(),
+            budgets,
             last_refused: [0; Refusal::COUNT],
+            states: vec![BudgetState::Healthy; slots],
         }
     }
 
@@ -45,38 +61,53 @@ impl<'c> ModeController<'c> {
         self.machines[workflow].run_mode(self.cfg, u)
     }
 
-    /// A run's writes go to a human now: the workflow's acting mode for it pauses them.
-    pub fn writes_paused(&self, pauses: impl Fn(DegradationMode) -> bool, workflow: usize, canary: bool) -> bool {
-        pauses(self.machines[workflow].acting_mode(canary))
+    /// The mode whose `pause_writes` holds now for every run of `workflow`.
+    pub fn pausing_mode(&self, workflow: usize) -> DegradationMode {
+        self.machines[workflow].pausing_mode()
     }
 
-    /// A run ended: the auto-completion SLI, the canary's judgement and unknown write effects.
-    pub fn run_ended(&mut self, workflow: usize, mode: RunMode, outcome: Outcome, effect_unknown: bool) {
-        if mode.canary {
-            self.machines[workflow].canary_ended(outcome.is_success());
+    /// A run ended: the canary's judgement, the budgets' SLIs (all but safe outcome) and
+    /// unknown write effects. `answered_at(d)` says how its calls at dependency `d` went.
+    pub fn run_ended(&mut self, run: EndedRun, answered_at: impl Fn(usize) -> Option<bool>) {
+        if run.mode.label == DegradationMode::Recovery && !run.mode.probe {
+            let verdict =
+                RunVerdict { full_quality: run.end.full_quality, deadline_exceeded: run.end.deadline_exceeded };
+            self.machines[run.workflow].run_ended(run.mode.canary, verdict);
         }
-        let budget = &mut self.budgets[workflow];
-        if self.cfg.error_budget.as_ref().is_some_and(|b| b.sli == Sli::AutoCompletion) {
-            budget.count_run(!outcome.is_success());
+        if self.cfg.error_budget.as_ref().is_some_and(|b| !b.counts_at_finalize()) {
+            self.count(run.workflow, run.end, &answered_at);
         }
-        if effect_unknown {
-            budget.count_integrity();
+        if run.effect_unknown {
+            self.budgets[run.workflow].iter_mut().for_each(BudgetWindows::count_integrity);
         }
     }
 
     /// A run's last attempt left its station: the safe-outcome SLI and duplicate effects.
-    pub fn run_finalized(&mut self, workflow: usize, outcome: Outcome, duplicate_effect: bool) {
-        let budget = &mut self.budgets[workflow];
-        if self.cfg.error_budget.as_ref().is_some_and(|b| b.sli == Sli::SafeOutcome) {
-            budget.count_run(!outcome.is_safe() || duplicate_effect);
+    pub fn run_finalized(&mut self, workflow: usize, end: RunEnd, answered_at: impl Fn(usize) -> Option<bool>) {
+        if self.cfg.error_budget.as_ref().is_some_and(|b| b.counts_at_finalize()) {
+            self.count(workflow, end, &answered_at);
         }
-        if duplicate_effect {
-            budget.count_integrity();
+        if end.duplicate_effect {
+            self.budgets[workflow].iter_mut().for_each(BudgetWindows::count_integrity);
+        }
+    }
+
+    /// Counts a run in the workflow's budget and, where it called a budget dependency, in that
+    /// dependency's: bad there only when the dependency did not answer it.
+    fn count(&mut self, workflow: usize, end: RunEnd, answered_at: &impl Fn(usize) -> Option<bool>) {
+        let Some(budget) = &self.cfg.error_budget else { return };
+        let Some(bad) = budget.is_bad(end) else { return };
+        let slots = &mut self.budgets[workflow];
+        slots[0].count_run(bad);
+        for (k, &d) in self.cfg.budget_dependencies.iter().enumerate() {
+            if let Some(answered) = answered_at(d) {
+                slots[k + 1].count_run(bad && !answered);
+            }
         }
     }
 
     /// One evaluation: every workflow's machine reads the signals; `transitions` gets
-    /// (workflow, transition) for each one that moved.
+    /// (workflow, transition) for each one that moved, `readings` each workflow's own budget.
     pub fn evaluate(
         &mut self,
         now: Micros,
@@ -84,8 +115,10 @@ impl<'c> ModeController<'c> {
         queue_depths: &[u32],
         refused_total: &[u64; Refusal::COUNT],
         transitions: &mut Vec<(usize, Transition)>,
+        readings: &mut Vec<(usize, BudgetReading)>,
     ) {
-        let seconds = us_as_f64(self.cfg.interval_us);
+        // Micros to seconds: a rate per second, as the rules' fields say.
+        let seconds = us_as_f64(self.cfg.interval_us) / 1e6;
         let mut refused_per_s = [0.0; Refusal::COUNT];
         for r in 0..Refusal::COUNT {
             debug_assert!(refused_total[r] >= self.last_refused[r], "refusal counts never go down");
@@ -93,11 +126,16 @@ impl<'c> ModeController<'c> {
         }
         self.last_refused = *refused_total;
         for w in 0..self.machines.len() {
-            let budget = match &self.cfg.error_budget {
-                Some(b) => self.budgets[w].close_interval(b),
-                None => BudgetState::Healthy,
-            };
-            let signals = Signals { now, breakers, queue_depths, refused_per_s: &refused_per_s, budget };
+            if let Some(b) = &self.cfg.error_budget {
+                for (slot, windows) in self.budgets[w].iter_mut().enumerate() {
+                    let reading = windows.close_interval(b);
+                    self.states[slot] = reading.state;
+                    if slot == 0 {
+                        readings.push((w, reading));
+                    }
+                }
+            }
+            let signals = Signals { now, breakers, queue_depths, refused_per_s: &refused_per_s, budgets: &self.states };
             if let Some(t) = self.machines[w].evaluate(self.cfg, &signals) {
                 transitions.push((w, t));
             }

@@ -12,5 +12,6 @@ pub mod machine;
 
 pub use compile::compile_degradation;
 pub use config::{Degradation, FallbackMode, ModeOverrides, Treatment};
-pub use controller::ModeController;
+pub use controller::{EndedRun, ModeController};
+pub use error_budget::{BudgetReading, RunEnd};
 pub use machine::{RunMode, Transition};

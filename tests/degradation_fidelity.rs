@@ -1,0 +1,320 @@
+//! Issue 29's defects, each reproduced from outside: a scenario run whose figures would differ
+//! if the behaviour docs/scenario.md 8.16 states were false. The scenario is small (one
+//! workflow: a soft search, a model with a cheaper fallback, a write) and each test names the
+//! figure before and after the fix in its comments.
+
+mod common;
+
+use common::*;
+use faultline::engine::simulate;
+use faultline::metrics::MetricMap;
+use faultline::vocab::DegradationMode;
+
+/// A model whose fault `fault` (a `[[fault]]` body aimed at "model" or "search") runs
+/// [100 s, 200 s); a slow-call breaker on the model; `policy` completes `[policy.p]`.
+fn scenario(fault: &str, policy: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 400
+warmup_s = 20
+seed = 11
+replications = 1
+
+[[dependency]]
+name = "model"
+servers = 40
+service_time = {{ dist = "constant", value_ms = 200 }}
+
+[[dependency]]
+name = "search"
+servers = 40
+service_time = {{ dist = "constant", value_ms = 50 }}
+
+[[dependency]]
+name = "backup"
+servers = 40
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+[[dependency]]
+name = "tickets"
+servers = 40
+service_time = {{ dist = "constant", value_ms = 50 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 20 }}
+deadline_ms = 10000
+
+  [[workflow.step]]
+  id = "enrich"
+  dependency = "search"
+  criticality = "soft"
+
+  [[workflow.step]]
+  id = "answer"
+  dependency = "model"
+  fallback = "backup"
+
+  [[workflow.step]]
+  id = "save"
+  after = ["answer", "enrich"]
+  dependency = "tickets"
+  effect = "write"
+  idempotency = "key"
+
+[[fault]]
+start_s = 100
+duration_s = 100
+{fault}
+
+[policy.p]
+timeout_ms = 5000
+
+[[policy.p.circuit_breaker]]
+dependency = "model"
+slow_call_duration_threshold_ms = 1000
+slow_call_rate_threshold = 50
+sliding_window_type = "time_based"
+sliding_window_size = 10
+minimum_number_of_calls = 20
+wait_duration_in_open_state_ms = 30000
+automatic_transition_from_open_to_half_open_enabled = true
+
+{policy}
+"#
+    )
+}
+
+const SLOW_MODEL: &str =
+    "kind = \"latency\"\ntarget = \"model\"\nservice_time = { dist = \"constant\", value_ms = 2000 }";
+const FAILING_MODEL: &str = "kind = \"errors\"\ntarget = \"model\"\nerrors = { overloaded = 1.0 }";
+const FAILING_SEARCH: &str = "kind = \"errors\"\ntarget = \"search\"\nerrors = { overloaded = 1.0 }";
+
+fn degradation(recovery: &str) -> String {
+    format!(
+        "[policy.p.degradation]\nevaluation_interval_ms = 1000\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10{recovery} }}\n"
+    )
+}
+
+fn run(text: &str) -> MetricMap {
+    simulate(&model(text), 0, 5).unwrap_or_else(|e| panic!("{e}")).metrics
+}
+
+/// The mode and budget figures of a run, for a failure's message.
+fn modes(m: &MetricMap) -> String {
+    let shown = m.iter().filter(|(k, v)| {
+        **v != 0.0 && (k.starts_with("degradation") || k.starts_with("error_budget") || k.starts_with("mode."))
+    });
+    shown.map(|(k, v)| format!("{k} = {v}\n")).collect()
+}
+
+fn get(m: &MetricMap, name: &str) -> f64 {
+    *m.get(name).unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+fn validate(text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("faultline-fidelity-{}-{}", std::process::id(), text.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, text).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_faultline")).args(["validate"]).arg(&path).output().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Item 1. Before: of the runs that started in RECOVERY after a handoff mode paused writes,
+/// 218 succeeded with their write sent. A canary run is on the normal policy but its writes
+/// stay paused until the workflow is back to normal.
+#[test]
+fn paused_writes_stay_paused_for_canary_runs_through_the_recovery() {
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"handoff\"\nwhen = { dependency = \"model\", breaker = \"open\" }\nactions = { pause_writes = true }\n";
+    let m = run(&scenario(SLOW_MODEL, &format!("{}{rule}", degradation(""))));
+    let started_in_recovery = get(&m, "mode.recovery.logical_run_total");
+    let handed_off = get(&m, "mode.recovery.outcome_total.handoff");
+    let succeeded = get(&m, "mode.recovery.outcome_total.succeeded");
+    assert!(get(&m, "degradation_canary_run_total") > 20.0, "{m:?}");
+    // Only runs whose write came after the return to normal (the last ~0.4 s of the recovery
+    // at 20 runs a second) can have written.
+    assert!(succeeded <= 20.0, "{succeeded} runs that started in recovery wrote");
+    assert!(handed_off >= 0.9 * started_in_recovery, "{handed_off} of {started_in_recovery}");
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "judged on what came before the write");
+}
+
+/// Items 2 and 3. A CONSTRAINED mode that sends the model nothing (fallback first): before,
+/// the half-open breaker passed the probes (item 2) or, on `not_closed`, the rule never let go
+/// (item 3: 293 s of CONSTRAINED for a fault that ended at 200 s). Probe runs send a share of
+/// new runs to the model while its breaker is half-open; without them the workflow stays
+/// constrained and `validate` says why.
+#[test]
+fn a_mode_that_starves_its_breaker_returns_through_probe_runs_and_is_warned_of_without_them() {
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"not_closed\" }\nmin_dwell_ms = 20000\nactions = { fallback_mode = \"fallback_first\" }\n";
+    let with_probes = scenario(SLOW_MODEL, &format!("{}{rule}", degradation("")));
+    let m = run(&with_probes);
+    assert!(get(&m, "degradation_probe_run_total") > 0.0);
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "{m:?}");
+    let constrained = get(&m, "degradation_mode_time_s.constrained");
+    assert!(constrained < 160.0, "the fault is 100 s, the breaker's open state 30 s: {constrained}");
+    assert!(!validate(&with_probes).contains("warning"));
+
+    let without = scenario(SLOW_MODEL, &format!("{}{rule}", degradation(", probe_share = 0")));
+    let m = run(&without);
+    assert_eq!(get(&m, "degradation_probe_run_total"), 0.0);
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 0.0, "no call closes the breaker");
+    assert!(get(&m, "degradation_mode_time_s.constrained") > 250.0);
+    let out = validate(&without);
+    assert!(out.contains("warning: test.toml") || out.contains("warning: "), "{out}");
+    assert!(out.contains("runtime_policy[0].when.breaker") && out.contains("probe_share = 0"), "{out}");
+}
+
+/// Item 2 alone: the probes need the watched breaker closed. A rule on `open` lets go as soon
+/// as the breaker is half-open; before, RECOVERY's probes passed then and the canary began on a
+/// breaker still judging its trial calls.
+#[test]
+fn probes_wait_for_the_watched_breaker_to_close() {
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"open\" }\nmin_dwell_ms = 0\n";
+    let m = run(&scenario(SLOW_MODEL, &format!("{}{rule}", degradation(""))));
+    // Each half-open period of the fault fails its trials and reopens the breaker: with probes
+    // that wait for CLOSED, no canary run starts before the fault is over.
+    let canary = get(&m, "degradation_canary_run_total");
+    let recovery_runs = get(&m, "mode.recovery.logical_run_total");
+    assert!(canary > 0.0 && canary < recovery_runs, "{canary} canary runs of {recovery_runs}");
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0);
+}
+
+/// Item 4. A canary whose runs all fall back to the cheaper model must not pass: before, 6
+/// canary stages passed on fallback answers during an outage. Here search's breaker moves the
+/// workflow to CONSTRAINED and closes when search comes back at 200 s, while every model call
+/// keeps failing to the end (the model has no breaker of the rule's: its own refusals only
+/// send the runs to the fallback).
+#[test]
+fn a_canary_stage_fails_on_fallback_answers() {
+    let breaker = "[[policy.p.circuit_breaker]]\ndependency = \"search\"\nfailure_rate_threshold = 50\nsliding_window_type = \"time_based\"\nsliding_window_size = 10\nminimum_number_of_calls = 20\nwait_duration_in_open_state_ms = 10000\nautomatic_transition_from_open_to_half_open_enabled = true\n";
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"search\", breaker = \"not_closed\" }\nmin_dwell_ms = 5000\n";
+    let outage = "[[fault]]\nkind = \"errors\"\ntarget = \"model\"\nstart_s = 100\nduration_s = 300\nerrors = { overloaded = 1.0 }\n";
+    let text = scenario(FAILING_SEARCH, &format!("{}{breaker}{rule}", degradation("")))
+        .replace("[policy.p]\n", &format!("{outage}\n[policy.p]\n"));
+    let m = run(&text);
+    assert!(get(&m, "degradation_canary_run_total") >= 10.0, "{}", modes(&m));
+    assert!(get(&m, "degradation_canary_stage_failed_total") >= 1.0, "{}", modes(&m));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 0.0, "the model never answered: {}", modes(&m));
+}
+
+/// A canary whose runs answer at full quality passes: the same scenario with the model healthy.
+#[test]
+fn a_healthy_canary_passes_every_stage() {
+    let breaker = "[[policy.p.circuit_breaker]]\ndependency = \"search\"\nfailure_rate_threshold = 50\nsliding_window_type = \"time_based\"\nsliding_window_size = 10\nminimum_number_of_calls = 20\nwait_duration_in_open_state_ms = 10000\nautomatic_transition_from_open_to_half_open_enabled = true\n";
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"search\", breaker = \"not_closed\" }\nmin_dwell_ms = 5000\n";
+    let m = run(&scenario(FAILING_SEARCH, &format!("{}{breaker}{rule}", degradation(""))));
+    assert_eq!(get(&m, "degradation_canary_stage_failed_total"), 0.0, "{}", modes(&m));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&m));
+}
+
+/// The refusal-rate signal is per second, as its field says: before, the rate was divided by
+/// the interval in microseconds and no refusal rule could fire (the model's breaker refuses
+/// 20 runs a second, each attempt of their answer step, while open; never 200).
+#[test]
+fn a_refusal_rate_rule_fires_at_its_rate_per_second() {
+    let rule = |above: u32| {
+        format!(
+            "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ refusal = \"circuit_open\", refused_per_s_above = {above} }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let fires = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(10))));
+    assert!(get(&fires, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&fires));
+    let quiet = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(200))));
+    assert_eq!(get(&quiet, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&quiet));
+}
+
+/// Item 5. PAUSED that refuses new runs on an auto-completion budget: before, the refused runs
+/// counted as bad, the budget could only worsen, and the workflow stayed PAUSED. By default a
+/// run the policy refused is no event of the SLI; `refused_runs = "bad"` keeps the old count.
+#[test]
+fn runs_refused_by_paused_do_not_hold_the_budget_at_risk() {
+    let policy = |refused: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, refused_runs = \"{refused}\", burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"paused\"\nwhen = {{ completion_budget = \"at_risk\" }}\nmin_dwell_ms = 10000\nactions = {{ refuse_new_runs = true }}\n"
+        )
+    };
+    let excluded = run(&scenario(FAILING_MODEL, &policy("excluded")));
+    assert!(get(&excluded, "degradation_transition_total.normal.paused") >= 1.0, "{excluded:?}");
+    assert_eq!(get(&excluded, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&excluded));
+    let paused_s = get(&excluded, "degradation_mode_time_s.paused");
+    assert!(paused_s < 200.0, "{paused_s}");
+    let bad = run(&scenario(FAILING_MODEL, &policy("bad")));
+    assert_eq!(get(&bad, "degradation_transition_total.recovery.normal"), 0.0, "its own refusals keep it paused");
+    assert!(get(&bad, "degradation_mode_time_s.paused") > paused_s + 100.0);
+}
+
+/// Item 6. A swing between two degraded modes is a flap: before, 426 CONSTRAINED <-> DEGRADED
+/// moves gave 0 flaps per hour.
+#[test]
+fn a_swing_between_two_degraded_modes_counts_as_flaps() {
+    let rules = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"not_closed\" }\nmin_dwell_ms = 0\n[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { dependency = \"model\", breaker = \"open\" }\nmin_dwell_ms = 0\n";
+    let m = run(&scenario(SLOW_MODEL, &format!("{}{rules}", degradation(""))));
+    let up = get(&m, "degradation_transition_total.constrained.degraded");
+    let down = get(&m, "degradation_transition_total.degraded.constrained");
+    assert!(up >= 2.0 && down >= 1.0, "the breaker reopens after failed half-open trials: {up} up, {down} down");
+    let hours = (400.0 - 20.0) / 3600.0;
+    assert!(get(&m, "degradation_flaps_per_hour") * hours >= up - 1.0, "{m:?}");
+}
+
+/// Item 7. A more severe mode is at least as strict as every milder one: before, DEGRADED gave
+/// back the retry tokens CONSTRAINED removed.
+#[test]
+fn a_more_severe_mode_keeps_the_stricter_settings_of_the_milder_ones() {
+    let rules = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"not_closed\" }\nactions = { retry_tokens_per_run = 0, disable_hedging = true, omit_steps = [\"enrich\"] }\n[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { dependency = \"model\", queue_depth_above = 5 }\nactions = { fallback_mode = \"fallback_first\" }\n";
+    let m = model(&scenario(SLOW_MODEL, &format!("{}{rules}", degradation(""))));
+    let p = &m.policies[0];
+    let degraded = &p.modes[DegradationMode::Degraded.index()];
+    assert_eq!(degraded.budget.retry_tokens, Some(0));
+    assert!(!degraded.hedging && degraded.omit[0][0]);
+    let constrained = &p.modes[DegradationMode::Constrained.index()];
+    assert_eq!(
+        constrained.fallback,
+        faultline::runtime::degradation::FallbackMode::Normal,
+        "milder modes keep their own"
+    );
+}
+
+/// Item 8. A budget rule that names a dependency reads that dependency's budget: before, a rule
+/// on search's budget fired on the model's errors.
+#[test]
+fn a_budget_rule_on_a_dependency_fires_on_that_dependency_only() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = { objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }] }\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { completion_budget = \"at_risk\", dependency = \"search\" }\nactions = { omit_steps = [\"enrich\"] }\n";
+    let model_fault = run(&scenario(FAILING_MODEL, policy));
+    assert!(get(&model_fault, "error_budget_time_s.at_risk") > 0.0, "the workflow's own budget burns");
+    assert_eq!(get(&model_fault, "degradation_transition_total.normal.constrained"), 0.0, "search answered every run");
+    let search_fault = run(&scenario(FAILING_SEARCH, policy));
+    assert!(get(&search_fault, "degradation_transition_total.normal.constrained") >= 1.0, "{search_fault:?}");
+}
+
+/// Item 9. The budget is judged over a rolling period with a minimum of runs: before, 25 bad
+/// runs in the first 5 s marked the period's budget exhausted (DEGRADED for 125 s).
+#[test]
+fn a_burst_at_the_start_does_not_exhaust_the_period_s_budget() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 5000\nerror_budget = { objective = 0.99, sli = \"full_quality\" }\n[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { completion_budget = \"exhausted\" }\nactions = { omit_soft_steps = true }\n";
+    let text =
+        scenario(FAILING_SEARCH, policy).replace("start_s = 100\nduration_s = 100", "start_s = 0\nduration_s = 5");
+    let m = run(&text);
+    assert_eq!(get(&m, "degradation_transition_total.normal.degraded"), 0.0, "{m:?}");
+    assert_eq!(get(&m, "error_budget_time_s.exhausted"), 0.0);
+    // The workbook's default rules (one day scaled: 120 s / 10 s at 14.4) page on it.
+    let spent = get(&m, "error_budget_spent_max");
+    assert!(spent > 0.0 && spent < 0.2, "{spent}");
+}
+
+/// The budget's figures are there to see why a rule fired.
+#[test]
+fn the_budget_s_state_and_burn_rates_are_reported() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = { objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }] }\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { completion_budget = \"at_risk\" }\n";
+    let m = run(&scenario(FAILING_SEARCH, policy));
+    let states: f64 = ["healthy", "at_risk", "exhausted", "integrity_incident"]
+        .iter()
+        .map(|s| get(&m, &format!("error_budget_time_s.{s}")))
+        .sum();
+    assert!((states - 380.0).abs() <= 1.0, "every measured second is in one state: {states}");
+    assert!(get(&m, "error_budget_burn_rate_max.short") >= 90.0, "every run bad: burn 100");
+    assert!(get(&m, "error_budget_burn_rate_max.long") >= 10.0);
+}
