@@ -266,6 +266,46 @@ fn readme_tables_are_the_reference_output_and_a_no_fault_run() {
     }
 }
 
+/// docs/scenario.md 8.16's figures of the incident's modes, from the reference output.
+fn modes_paragraph(resilient: &Summary) -> String {
+    let m = |name: &str| resilient.get(name).0;
+    let measured = m("degradation_mode_time_s.normal")
+        + m("degradation_mode_time_s.recovery")
+        + m("degradation_mode_time_s.constrained")
+        + m("degradation_mode_time_s.degraded")
+        + m("degradation_mode_time_s.handoff")
+        + m("degradation_mode_time_s.paused");
+    format!(
+        "The workflow spends {} s of the measured {} s in CONSTRAINED (the model's breaker is open {} s\nand half-open {} s in all) and {} s in RECOVERY; {} runs a replication are probe runs of the\nhalf-open breaker and {} canary runs; {} canary stages a replication fail, {} returns a\nreplication go from RECOVERY back to CONSTRAINED, and `degradation_flaps_per_hour` is {}.\n",
+        number(m("degradation_mode_time_s.constrained"), 1),
+        number(measured, 0),
+        number(m("breaker.model-primary.time_in_state_s.open"), 1),
+        number(m("breaker.model-primary.time_in_state_s.half_open"), 1),
+        number(m("degradation_mode_time_s.recovery"), 1),
+        number(m("degradation_probe_run_total"), 1),
+        number(m("degradation_canary_run_total"), 1),
+        number(m("degradation_canary_stage_failed_total"), 2),
+        number(m("degradation_transition_total.recovery.constrained"), 2),
+        number(m("degradation_flaps_per_hour"), 2),
+    )
+}
+
+#[test]
+fn scenario_md_mode_figures_are_the_reference_output() {
+    let reference = Path::new(ROOT).join("reference/meeting-analysis-incident");
+    let resilient = Summary::read(&reference.join("resilient/summary.json"));
+    let paragraph = modes_paragraph(&resilient);
+    let path = Path::new(ROOT).join("docs/scenario.md");
+    let mut doc = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = between(&doc, "modes");
+    if std::env::var_os("FAULTLINE_UPDATE_DOCS").is_some() {
+        doc.replace_range(start..end, &paragraph);
+        std::fs::write(&path, doc).unwrap();
+    } else {
+        assert_eq!(&doc[start..end], paragraph, "scenario.md 8.16's figures (FAULTLINE_UPDATE_DOCS=1 rewrites them)");
+    }
+}
+
 #[test]
 fn numbers_are_grouped_as_readme_writes_them() {
     assert_eq!(number(7123.25, 0), "7 123");
