@@ -318,3 +318,162 @@ fn the_budget_s_state_and_burn_rates_are_reported() {
     assert!(get(&m, "error_budget_burn_rate_max.short") >= 90.0, "every run bad: burn 100");
     assert!(get(&m, "error_budget_burn_rate_max.long") >= 10.0);
 }
+
+/// Review H1: with resilience4j's default (no automatic OPEN -> HALF_OPEN), the breaker leaves
+/// OPEN only on a call after its wait. A mode that sends the model nothing stayed CONSTRAINED to
+/// the end (293 s, 0 probe runs); probe runs now go while such a breaker is open too.
+#[test]
+fn probe_runs_also_wake_a_breaker_that_half_opens_only_on_a_call() {
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"not_closed\" }\nmin_dwell_ms = 20000\nactions = { fallback_mode = \"fallback_first\" }\n";
+    let text = scenario(SLOW_MODEL, &format!("{}{rule}", degradation(""))).replace(
+        "automatic_transition_from_open_to_half_open_enabled = true",
+        "automatic_transition_from_open_to_half_open_enabled = false",
+    );
+    let m = run(&text);
+    assert!(get(&m, "degradation_probe_run_total") > 0.0, "{}", modes(&m));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&m));
+}
+
+/// Review H2: a budget rule on the full-quality SLI whose mode omits a step held itself in place
+/// (DEGRADED for 292 s after a 30 s outage): the runs the mode degraded on purpose counted as
+/// bad. They are no event of the SLI now.
+#[test]
+fn a_full_quality_budget_does_not_count_the_mode_s_own_omissions() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = { objective = 0.99, sli = \"full_quality\", min_runs = 20, burn_rate = [{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }] }\nrecovery = { probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }\n[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { completion_budget = \"at_risk\" }\nexit = { completion_budget = \"healthy\" }\nmin_dwell_ms = 5000\nactions = { omit_soft_steps = true }\n";
+    let text = scenario(FAILING_MODEL, policy)
+        .replace("duration_s = 100\nkind = \"errors\"", "duration_s = 30\nkind = \"errors\"");
+    let m = run(&text);
+    let degraded = get(&m, "degradation_mode_time_s.degraded");
+    assert!(degraded < 120.0, "{}", modes(&m));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&m));
+}
+
+/// Review H3: a call its own breaker refused is a call the dependency did not answer. The
+/// per-dependency budget did not see them (DEGRADED 7 s while the breaker was open 210 s).
+#[test]
+fn a_dependency_s_budget_counts_the_calls_its_breaker_refused() {
+    let policy = |dependency: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = {{ completion_budget = \"at_risk\"{dependency} }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let text = |p: &str| {
+        scenario(FAILING_MODEL, p).replace("duration_s = 100\nkind = \"errors\"", "duration_s = 200\nkind = \"errors\"")
+    };
+    let model_budget = run(&text(&policy(", dependency = \"model\"")));
+    let own_budget = run(&text(&policy("")));
+    let (a, b) =
+        (get(&model_budget, "degradation_mode_time_s.degraded"), get(&own_budget, "degradation_mode_time_s.degraded"));
+    assert!(a > 150.0 && (a - b).abs() < 30.0, "model's budget {a} s, the workflow's {b} s");
+}
+
+/// Review M1: `stop_canary_when_budget` holds the stage (its clock stopped) instead of failing
+/// it at its progress deadline; and it needs an error budget.
+#[test]
+fn a_stopped_canary_waits_instead_of_failing() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = { objective = 0.99, sli = \"auto_completion\", period_s = 3600, min_runs = 20, burn_rate = [{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }] }\nrecovery = { probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10, stop_canary_when_budget = \"at_risk\", progress_deadline_ms = 30000 }\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"not_closed\" }\nmin_dwell_ms = 20000\n";
+    let m = run(&scenario(SLOW_MODEL, policy));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&m));
+    let err = faultline_error(&scenario(SLOW_MODEL, &policy.replace("error_budget = { objective = 0.99, sli = \"auto_completion\", period_s = 3600, min_runs = 20, burn_rate = [{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }] }\n", "")));
+    assert!(err.contains("stop_canary_when_budget needs"), "{err}");
+}
+
+fn faultline_error(text: &str) -> String {
+    let source = faultline::scenario::Source::from_text("test.toml", text, faultline::scenario::Format::Toml);
+    let scenario = faultline::scenario::parse_source(&source).unwrap_or_else(|e| panic!("{e}"));
+    match faultline::engine::Model::compile(&scenario, &source) {
+        Ok(_) => panic!("compiled"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Review M2: `for_ms` as Prometheus's `for:`: a condition must hold for one more evaluation
+/// than `for / interval`; `for_ms = 1000` at 1 s intervals was the same as 0.
+#[test]
+fn for_ms_holds_back_the_rule_as_prometheus_for_does() {
+    let rule = |for_ms: u32| {
+        format!(
+            "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ dependency = \"model\", breaker = \"open\" }}\nfor_ms = {for_ms}\nmin_dwell_ms = 0\n"
+        )
+    };
+    let at_once = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(0))));
+    let one_s = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(1000))));
+    let long = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(40000))));
+    let constrained = |m: &MetricMap| get(m, "degradation_mode_time_s.constrained");
+    assert!(constrained(&one_s) < constrained(&at_once), "{} {}", constrained(&one_s), constrained(&at_once));
+    assert_eq!(constrained(&long), 0.0, "the breaker is never open 40 s in a row (30 s waits)");
+}
+
+/// Review M3: while a manual promotion waits, the last stage is still judged: a write outage
+/// during the wait sends the workflow back (before: promoted with 1 898 runs failed meanwhile).
+#[test]
+fn a_manual_promotion_is_judged_while_it_waits() {
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"not_closed\" }\nmin_dwell_ms = 20000\n";
+    let manual = degradation(", promotion = \"manual\", approval_ms = 120000");
+    let healthy = run(&scenario(SLOW_MODEL, &format!("{manual}{rule}")));
+    assert_eq!(get(&healthy, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&healthy));
+    let recovery_s = get(&healthy, "degradation_mode_time_s.recovery");
+    assert!(recovery_s >= 120.0, "the approval takes 120 s: {recovery_s}");
+    let outage = "[[fault]]\nkind = \"errors\"\ntarget = \"tickets\"\nstart_s = 260\nduration_s = 140\nerrors = { overloaded = 1.0 }\n";
+    let text =
+        scenario(SLOW_MODEL, &format!("{manual}{rule}")).replace("[policy.p]\n", &format!("{outage}\n[policy.p]\n"));
+    let broken = run(&text);
+    assert!(get(&broken, "degradation_canary_stage_failed_total") >= 1.0, "{}", modes(&broken));
+    assert_eq!(get(&broken, "degradation_transition_total.recovery.normal"), 0.0, "{}", modes(&broken));
+}
+
+/// Review M4: an exit is refused only when every signal it shares with `when` overlaps; with no
+/// shared signal `validate` warns.
+#[test]
+fn an_exit_is_refused_only_when_it_cannot_be_told_apart_from_when() {
+    let rule = |when: &str, exit: &str| {
+        format!(
+            "{}[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {when}\nexit = {exit}\n",
+            degradation("")
+        )
+    };
+    // Disjoint on the breaker, overlapping on the queue: fine.
+    model(&scenario(
+        SLOW_MODEL,
+        &rule(
+            "{ dependency = \"model\", breaker = \"not_closed\", queue_depth_above = 100 }",
+            "{ dependency = \"model\", breaker = \"closed\", queue_depth_below = 200 }",
+        ),
+    ));
+    let err = faultline_error(&scenario(
+        SLOW_MODEL,
+        &rule(
+            "{ dependency = \"model\", queue_depth_above = 100 }",
+            "{ dependency = \"model\", queue_depth_below = 150 }",
+        ),
+    ));
+    assert!(err.contains("exit.queue_depth_below") && err.contains("overlaps when"), "{err}");
+    let out = validate(&scenario(
+        SLOW_MODEL,
+        &rule("{ dependency = \"model\", breaker = \"open\" }", "{ dependency = \"model\", queue_depth_below = 5 }"),
+    ));
+    assert!(out.contains("warning: ") && out.contains("shares no signal with when"), "{out}");
+}
+
+/// Review M5: a failed canary stage is a flap, however long the recovery took.
+#[test]
+fn every_failed_canary_stage_is_a_flap() {
+    let breaker = "[[policy.p.circuit_breaker]]\ndependency = \"search\"\nfailure_rate_threshold = 50\nsliding_window_type = \"time_based\"\nsliding_window_size = 10\nminimum_number_of_calls = 20\nwait_duration_in_open_state_ms = 10000\nautomatic_transition_from_open_to_half_open_enabled = true\n";
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"search\", breaker = \"not_closed\" }\nmin_dwell_ms = 5000\n";
+    let outage = "[[fault]]\nkind = \"errors\"\ntarget = \"model\"\nstart_s = 100\nduration_s = 300\nerrors = { overloaded = 1.0 }\n";
+    let text = scenario(FAILING_SEARCH, &format!("{}{breaker}{rule}", degradation("")))
+        .replace("[policy.p]\n", &format!("{outage}\n[policy.p]\n"))
+        .replace("[policy.p.degradation]\n", "[policy.p.degradation]\nflap_window_ms = 0\n");
+    let m = run(&text);
+    let failed = get(&m, "degradation_canary_stage_failed_total");
+    let flaps = get(&m, "degradation_flaps_per_hour") * (380.0 / 3600.0);
+    assert!(failed >= 1.0 && (flaps - failed).abs() < 1e-9, "{failed} failed stages, {flaps} flaps");
+}
+
+/// Review L1: the default one-day period need not be a multiple of the interval.
+#[test]
+fn the_default_period_fits_any_interval() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 7000\nerror_budget = { objective = 0.99 }\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { completion_budget = \"at_risk\" }\n";
+    let m = run(&scenario(FAILING_SEARCH, policy));
+    assert!(get(&m, "error_budget_time_s.healthy") > 0.0);
+}

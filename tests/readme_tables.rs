@@ -227,6 +227,24 @@ fn between(readme: &str, name: &str) -> (usize, usize) {
     (start, end)
 }
 
+/// The incident's resilient policy with one `--set`, its summary.
+fn resilient_with(set: &str) -> Summary {
+    let tag = set.bytes().fold(0u64, |h, b| h.wrapping_mul(131).wrapping_add(u64::from(b)));
+    let dir = std::env::temp_dir().join(format!("faultline-readme-attr-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("run")
+        .arg(Path::new(ROOT).join("scenarios/meeting-analysis-incident.toml"))
+        .args(["--policy", "resilient", "--set", set, "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{set}: {}", String::from_utf8_lossy(&o.stderr));
+    let summary = Summary::read(&dir.join("resilient/summary.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    summary
+}
+
 #[test]
 fn readme_tables_are_the_reference_output_and_a_no_fault_run() {
     let reference = Path::new(ROOT).join("reference/meeting-analysis-incident");
@@ -244,7 +262,17 @@ fn readme_tables_are_the_reference_output_and_a_no_fault_run() {
     let naive = Summary::read(&reference.join("naive/summary.json"));
     let resilient = Summary::read(&reference.join("resilient/summary.json"));
     std::fs::remove_dir_all(&dir).unwrap();
-    let tables = [("essay", essay_table(&naive, &resilient, &no_fault)), ("goodput", goodput_table(&reference))];
+    let variants: Vec<(&str, Summary)> = ATTRIBUTION_VARIANTS
+        .iter()
+        .map(|(label, actions)| {
+            (*label, resilient_with(&format!("policy.resilient.runtime_policy.0.actions={actions}")))
+        })
+        .collect();
+    let tables = [
+        ("essay", essay_table(&naive, &resilient, &no_fault)),
+        ("goodput", goodput_table(&reference)),
+        ("attribution", attribution_table(&naive, &resilient, &variants)),
+    ];
 
     let path = Path::new(ROOT).join("README.md");
     let mut readme = std::fs::read_to_string(&path).unwrap();
@@ -264,6 +292,56 @@ fn readme_tables_are_the_reference_output_and_a_no_fault_run() {
     if update {
         std::fs::write(&path, readme).unwrap();
     }
+}
+
+/// The resilient policy's CONSTRAINED actions one at a time: (label, the rule's `actions`).
+const ATTRIBUTION_VARIANTS: [(&str, &str); 6] = [
+    ("no action", "{}"),
+    ("`retry_tokens_per_run = 1` only", "{ retry_tokens_per_run = 1 }"),
+    ("`max_fanout = 2` only", "{ max_fanout = 2 }"),
+    ("`disable_hedging` only", "{ disable_hedging = true }"),
+    ("`omit_steps` only", r#"{ omit_steps = ["specialist", "related_ticket_search"] }"#),
+    ("`fallback_first_steps` only", r#"{ fallback_first_steps = ["policy_rag"] }"#),
+];
+
+/// Which mechanism makes each section-27 figure: the incident's figures (runs started during
+/// the fault) for the naive policy, the resilient one as written, and the resilient one with
+/// CONSTRAINED's actions taken one at a time.
+fn attribution_table(naive: &Summary, resilient: &Summary, variants: &[(&str, Summary)]) -> String {
+    let metrics: [(&str, &str, Style); 7] = [
+        ("completion", "incident.auto_completion_ratio", Style::Percent(1)),
+        ("full quality", "incident.full_quality_completion_ratio", Style::Percent(1)),
+        ("safe outcome", "incident.safe_outcome_ratio", Style::Percent(1)),
+        ("amplification", "incident.retry_amplification_ratio", Style::Plain(3)),
+        ("cost / success", "incident.cost_per_success", Style::Plain(2)),
+        ("cost / full-quality success", "incident.cost_per_full_quality_success", Style::Plain(0)),
+        ("deadline misses", "incident.deadline_exceeded_ratio", Style::Percent(1)),
+    ];
+    let mut t = String::from("| during the incident |");
+    for (label, _, _) in &metrics {
+        t += &format!(" {label} |");
+    }
+    t += "\n|---|";
+    t += &"---|".repeat(metrics.len());
+    t += "\n";
+    let mut row = |label: &str, s: &Summary| {
+        t += &format!("| {label} |");
+        for (_, metric, style) in &metrics {
+            let (mean, _, _) = s.get(metric);
+            let cell = match style {
+                Style::Percent(d) => format!("{} %", number(mean * 100.0, *d)),
+                Style::Plain(d) => number(mean, *d),
+            };
+            t += &format!(" {cell} |");
+        }
+        t += "\n";
+    };
+    row("naive", naive);
+    row("resilient, as written", resilient);
+    for (label, s) in variants {
+        row(&format!("resilient, CONSTRAINED with {label}"), s);
+    }
+    t
 }
 
 /// docs/scenario.md 8.16's figures of the incident's modes, from the reference output.

@@ -280,8 +280,13 @@ impl<T: Tracer> Simulation<'_, T> {
         let workflow = slot.machine.workflow;
         if let Some(modes) = &mut self.modes {
             let machine = &slot.machine;
-            let end =
-                RunEnd { outcome, deadline_exceeded, full_quality: machine.full_quality(), duplicate_effect: false };
+            let end = RunEnd {
+                outcome,
+                deadline_exceeded,
+                full_quality: machine.full_quality(),
+                degraded_by_mode_only: machine.degraded_by_mode_only(),
+                duplicate_effect: false,
+            };
             let run = EndedRun {
                 workflow: workflow as usize,
                 mode: machine.mode,
@@ -322,7 +327,13 @@ impl<T: Tracer> Simulation<'_, T> {
         if let Some(modes) = &mut self.modes {
             let machine = &slot.machine;
             let deadline_exceeded = false; // only the safe-outcome SLI counts here, and it does not read it
-            let end = RunEnd { outcome, deadline_exceeded, full_quality: machine.full_quality(), duplicate_effect };
+            let end = RunEnd {
+                outcome,
+                deadline_exceeded,
+                full_quality: machine.full_quality(),
+                degraded_by_mode_only: machine.degraded_by_mode_only(),
+                duplicate_effect,
+            };
             let wf = &self.model.workflows[machine.workflow as usize];
             modes.run_finalized(machine.workflow as usize, end, |d| machine.answered_at(wf, d));
         }

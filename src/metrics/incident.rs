@@ -73,6 +73,7 @@ impl IncidentStats {
         m.insert("incident.dependency_attempt_total".into(), self.attempts as f64);
         m.insert("incident.retry_amplification_ratio".into(), ratio(self.attempts as f64, self.logical_calls as f64));
         m.insert("incident.cost_per_success".into(), ratio(self.cost_units, successes as f64));
+        m.insert("incident.cost_per_full_quality_success".into(), ratio(self.cost_units, full));
     }
 }
 

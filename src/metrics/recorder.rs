@@ -677,6 +677,9 @@ impl Recorder {
         put("reconciled_total".into(), r.reconciled as f64);
         put("cost_units_total".into(), r.cost_units);
         put("cost_per_success".into(), ratio(r.cost_units, successes));
+        // The essay's "cost per success" compares like with like only at full quality: a run
+        // that fell back to a cheaper model costs less and answers worse.
+        put("cost_per_full_quality_success".into(), ratio(r.cost_units, r.outcomes[Outcome::Succeeded.index()] as f64));
         put("resubmitted_run_total".into(), r.resubmitted as f64);
         put("fallback_used_total".into(), r.fallback_used as f64);
         put("omitted_step_total".into(), r.omitted_steps as f64);

@@ -32,6 +32,8 @@ pub struct Mechanisms {
     pub breaker_labels: Vec<String>,
     /// The dependency each breaker label guards.
     pub breaker_dependencies: Vec<usize>,
+    /// Whether each breaker half-opens only on a call (no timer of its own).
+    pub breaker_half_opens_on_call: Vec<bool>,
     /// The time-series column of each guard with a level, in pipeline order.
     pub level_labels: Vec<String>,
     /// `routes[w][s]`.
@@ -141,6 +143,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         pipeline,
         breaker_labels: cx.breaker_labels,
         breaker_dependencies: cx.breaker_dependencies,
+        breaker_half_opens_on_call: cx.breaker_half_opens_on_call,
         level_labels,
         routes,
         window_bytes: cx.window_bytes,

@@ -174,6 +174,7 @@ fn compile_policy(
     let (mut degradation, modes) = compile_degradation(source, path, p, world, workflows, &normal)?;
     if let Some(d) = &mut degradation {
         d.breaker_dependencies = mechanisms.breaker_dependencies.clone();
+        d.breaker_half_opens_on_call = mechanisms.breaker_half_opens_on_call.clone();
     }
     Ok(PolicyModel {
         name: name.to_string(),

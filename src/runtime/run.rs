@@ -131,6 +131,9 @@ pub struct RunMachine {
     steps_open: u32,
     /// What the result lacks (bits of [`DegradedReason`]); empty: full quality.
     degraded: u8,
+    /// Those of `degraded` the run's mode did not choose (a failure, not an omission or a
+    /// fallback the mode asked for).
+    own_degraded: u8,
     /// The step that ended the run (failed or handed off) had run out of time: no result by
     /// the deadline.
     time_ran_out: bool,
@@ -161,6 +164,7 @@ impl RunMachine {
             waiting: VecDeque::new(),
             steps_open: 0,
             degraded: 0,
+            own_degraded: 0,
             time_ran_out: false,
             mode: NORMAL_RUN,
             treatment: Treatment::PLAIN,
@@ -193,6 +197,7 @@ impl RunMachine {
         self.waiting.clear();
         self.steps_open = model.steps.len() as u32;
         self.degraded = 0;
+        self.own_degraded = 0;
         self.time_ran_out = false;
         self.mode = mode;
         self.evidence = EvidenceLevel::Live;
@@ -256,13 +261,21 @@ impl RunMachine {
         let mut called = false;
         let mut answered = true;
         for (st, step) in self.steps.iter().zip(&workflow.steps) {
-            if step.dependency != d || st.primary_attempts == 0 {
+            // A call its guards refused counts (the dependency did not answer it); one still in
+            // flight when another step ended the run says nothing of the dependency.
+            if step.dependency != d || !st.tried_primary || st.phase == StepPhase::Abandoned {
                 continue;
             }
             called = true;
             answered &= st.phase == StepPhase::Done && !st.on_fallback;
         }
         called.then_some(answered)
+    }
+
+    /// Whether all the result lacks is what its mode chose (steps omitted or sent to their
+    /// fallback first): the full-quality SLI does not hold the mode's own choice against it.
+    pub fn degraded_by_mode_only(&self) -> bool {
+        self.degraded != 0 && self.own_degraded == 0
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -498,6 +511,7 @@ impl RunMachine {
             || self.overrides(cx).fallback_first[cx.workflow_index][s as usize];
         if first && cx.step(s).1.fallback.is_some() && self.fallback_admits(cx, out, s) {
             self.steps[s as usize].on_fallback = true;
+            self.steps[s as usize].fallback_first = true;
             out.trace(TraceEvent::FallbackStarted { step: s });
         }
     }
@@ -508,6 +522,7 @@ impl RunMachine {
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st.on_fallback);
         let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
+        self.steps[s as usize].tried_primary |= !st.on_fallback;
         if step.effect == Effect::Write && cx.writes_paused {
             // The mode stops automatic writes: a human gets the run with its evidence.
             self.unsent(kind);
@@ -930,6 +945,9 @@ impl RunMachine {
         out.trace(TraceEvent::StepEnded { step: s, end });
         if via_fallback {
             self.degraded |= DegradedReason::FallbackUsed.bit();
+            if !self.steps[s as usize].fallback_first {
+                self.own_degraded |= DegradedReason::FallbackUsed.bit();
+            }
             out.observe(Observation::FallbackUsed { step: cx.step_offset + u32::from(s) });
         }
         self.release_step(cx, out, s);
@@ -959,6 +977,7 @@ impl RunMachine {
             let st = &mut self.steps[s as usize];
             st.phase = StepPhase::Omitted;
             self.degraded |= DegradedReason::StepOmitted.bit();
+            self.own_degraded |= DegradedReason::StepOmitted.bit();
             out.observe(Observation::StepOmitted { step: cx.step_offset + u32::from(s), by_mode: false });
             out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
             self.release_step(cx, out, s);

@@ -42,6 +42,10 @@ pub struct StepState {
     /// its random stream.
     pub serial: u32,
     pub on_fallback: bool,
+    /// The run's mode sent it to its fallback first (not a failure of its dependency).
+    pub fallback_first: bool,
+    /// An attempt at its primary dependency was tried (sent, or refused by a guard).
+    pub tried_primary: bool,
     pub looking_up: bool,
     /// Status lookups sent for this step; bounded by the step's max_attempts.
     pub lookups: u32,
@@ -72,6 +76,8 @@ impl StepState {
             fallback_attempts: 0,
             serial: 0,
             on_fallback: false,
+            fallback_first: false,
+            tried_primary: false,
             looking_up: false,
             lookups: 0,
             effect_unknown: false,

@@ -25,6 +25,12 @@ fn ms(cx: &Cx, path: &FieldPath, value: Option<f64>, default_ms: f64) -> Result<
     cx.duration(path, value, crate::sim::ms_to_us(default_ms))
 }
 
+/// A duration in ms that must be more than 0.
+fn positive_ms(cx: &Cx, path: &FieldPath, value: Option<f64>, default_us: Micros) -> Result<Micros, ScenarioError> {
+    let us = ms(cx, path, value, default_us as f64 / 1e3)?;
+    if us == 0 { Err(cx.err(path, "must be more than 0")) } else { Ok(us) }
+}
+
 /// A share in [0, 1], or (0, 1] when `open_low`.
 fn check_share(cx: &Cx, path: &FieldPath, value: f64, open_low: bool) -> Result<f64, ScenarioError> {
     let ok = value.is_finite() && value <= 1.0 && if open_low { value > 0.0 } else { value >= 0.0 };
@@ -71,18 +77,25 @@ pub fn compile_degradation(
         None => None,
     };
     let recovery = compile_recovery(&cx, &dp.key("recovery"), spec.recovery.as_ref())?;
+    if recovery.stop_canary_when_budget.is_some() && error_budget.is_none() {
+        let message = "stop_canary_when_budget needs [policy.<name>.degradation.error_budget]";
+        return Err(cx.err(&dp.key("recovery").key("stop_canary_when_budget"), message));
+    }
     let mut rules = Vec::new();
     let mut limits_set = [LimitsSet::default(); DegradationMode::COUNT];
     let mut watched = vec![Vec::new(); workflows.len()];
     let mut budget_dependencies = Vec::new();
+    let mut exit_warnings = Vec::new();
     for (i, r) in policy.runtime_policy.iter().enumerate() {
         let rp = rules_path.index(i);
         let mut rule = compile_rule(&cx, &rp, r, interval_us)?;
         for condition in std::iter::once(&mut rule.enter).chain(rule.exit.as_mut()) {
             assign_budget_slot(condition, &mut budget_dependencies);
         }
-        if let Some(exit) = &rule.exit {
-            check_exit_apart(&cx, &rp, &rule.enter, exit)?;
+        if let Some(exit) = &rule.exit
+            && let Some(warning) = check_exit_apart(&cx, &rp, &rule.enter, exit)?
+        {
+            exit_warnings.push(warning);
         }
         let reads_budget = [(Some(rule.enter), "when"), (rule.exit, "exit")]
             .into_iter()
@@ -112,7 +125,8 @@ pub fn compile_degradation(
         rules.push(rule);
     }
     inherit_milder_modes(&mut overrides);
-    let warnings = starved_signals(&cx, &rules_path, &rules, &overrides, &recovery);
+    let mut warnings = exit_warnings;
+    warnings.extend(starved_signals(&cx, &rules_path, &rules, &overrides, &recovery));
     let degradation = Degradation {
         interval_us,
         flap_window_us,
@@ -123,6 +137,7 @@ pub fn compile_degradation(
         watched,
         budget_dependencies,
         breaker_dependencies: Vec::new(),
+        breaker_half_opens_on_call: Vec::new(),
         warnings,
     };
     Ok((Some(degradation), overrides))
@@ -140,8 +155,13 @@ fn compile_error_budget(
     }
     let sli = parse_named(cx.source, &path.key("sli"), b.sli.as_deref(), Sli::AutoCompletion)?;
     let refused = parse_named(cx.source, &path.key("refused_runs"), b.refused_runs.as_deref(), RefusedRuns::Excluded)?;
-    let period_s = b.period_s.unwrap_or(86_400.0);
-    let period_intervals = whole_intervals(cx, &path.key("period_s"), period_s, interval_us)?;
+    let period_intervals = match b.period_s {
+        Some(period_s) => whole_intervals(cx, &path.key("period_s"), period_s, interval_us)?,
+        // The default day, in whole intervals (rounded up: an interval need not divide it).
+        None => {
+            usize::try_from((86_400_000_000 as Micros).div_ceil(interval_us).min(MAX_WINDOW_INTERVALS)).unwrap_or(1)
+        }
+    };
     let min_runs = b.min_runs.unwrap_or(100);
     let rules = match &b.burn_rate {
         None => ErrorBudget::workbook_rules(period_intervals),
@@ -225,6 +245,10 @@ fn compile_recovery(
         .as_deref()
         .map(|b| parse_named(cx.source, &path.key("stop_canary_when_budget"), Some(b), BudgetState::AtRisk))
         .transpose()?;
+    if stop_canary_when_budget == Some(BudgetState::Healthy) {
+        let message = "healthy always holds, so the canary would never run: at_risk, exhausted or integrity_incident";
+        return Err(cx.err(&path.key("stop_canary_when_budget"), message));
+    }
     let ms_or =
         |field: &str, value: Option<f64>, default: Micros| ms(cx, &path.key(field), value, default as f64 / 1e3);
     Ok(RecoveryPlan {
@@ -239,7 +263,12 @@ fn compile_recovery(
             r.canary_max_deadline_miss_increase,
             defaults.canary_max_deadline_miss_increase,
         )?,
-        progress_deadline_us: ms_or("progress_deadline_ms", r.progress_deadline_ms, defaults.progress_deadline_us)?,
+        progress_deadline_us: positive_ms(
+            cx,
+            &path.key("progress_deadline_ms"),
+            r.progress_deadline_ms,
+            defaults.progress_deadline_us,
+        )?,
         backoff_multiplier,
         max_dwell_us: ms_or("max_dwell_ms", r.max_dwell_ms, defaults.max_dwell_us)?,
         stop_canary_when_budget,
@@ -272,7 +301,10 @@ fn compile_rule(
     let exit = r.exit.as_ref().map(|e| compile_condition(cx, &path.key("exit"), e, true)).transpose()?;
     let min_dwell_us = ms(cx, &path.key("min_dwell_ms"), r.min_dwell_ms, 60_000.0)?;
     let for_us = ms(cx, &path.key("for_ms"), r.for_ms, 0.0)?;
-    let for_evaluations = u32::try_from(for_us.div_ceil(interval_us)).unwrap_or(u32::MAX).max(1);
+    // Prometheus's `for:`: pending at the first evaluation that holds, firing once it has held
+    // for the whole duration, one evaluation later than `for / interval` of them.
+    let for_evaluations =
+        if for_us == 0 { 1 } else { u32::try_from(for_us.div_ceil(interval_us) + 1).unwrap_or(u32::MAX) };
     Ok(Rule { mode, workflow, enter, exit, min_dwell_us, for_evaluations })
 }
 
@@ -350,13 +382,17 @@ fn assign_budget_slot(condition: &mut Condition, budget_dependencies: &mut Vec<u
 }
 
 /// An exit that can hold while its `when` holds would latch and unlatch the rule at every
-/// evaluation: for each signal both name, the exit's region must lie outside the entry's.
-fn check_exit_apart(cx: &Cx, path: &FieldPath, enter: &Condition, exit: &Condition) -> Result<(), ScenarioError> {
-    let overlap = |field: &str, why: String| -> Result<(), ScenarioError> {
-        let message =
-            format!("overlaps when: {why}, where both hold the rule would enter and leave at every evaluation");
-        Err(cx.err(&path.key("exit").key(field), message))
-    };
+/// evaluation. The two cannot both hold when some signal they share has disjoint regions; when
+/// every shared signal overlaps, the rule is refused; when they share none, nothing can be
+/// proved and `validate` warns.
+fn check_exit_apart(
+    cx: &Cx,
+    path: &FieldPath,
+    enter: &Condition,
+    exit: &Condition,
+) -> Result<Option<ScenarioError>, ScenarioError> {
+    // (field, None when disjoint, Some(why) when the two regions meet), per shared signal.
+    let mut shared: Vec<(&str, Option<String>)> = Vec::new();
     let same_dependency = enter.dependency == exit.dependency;
     if let (Some(a), Some(b), true) = (enter.breaker, exit.breaker, same_dependency) {
         let disjoint = matches!(
@@ -364,65 +400,49 @@ fn check_exit_apart(cx: &Cx, path: &FieldPath, enter: &Condition, exit: &Conditi
             (BreakerCheck::Open | BreakerCheck::NotClosed, BreakerCheck::Closed)
                 | (BreakerCheck::Closed, BreakerCheck::Open | BreakerCheck::NotClosed)
         );
-        if !disjoint {
-            return overlap("breaker", format!("breakers {} hold both", breaker_name(a).max(breaker_name(b))));
-        }
+        shared.push(("breaker", (!disjoint).then(|| format!("a breaker {} satisfies both", breaker_name(a)))));
     }
     if same_dependency {
-        let (ea, eb, xa, xb) =
-            (enter.queue_depth_above, enter.queue_depth_below, exit.queue_depth_above, exit.queue_depth_below);
-        if let (Some(above), Some(below)) = (ea, xb)
-            && below > above.saturating_add(1)
-        {
-            return overlap(
-                "queue_depth_below",
-                format!("a depth between {above} and {below} is above one and below the other"),
-            );
-        }
-        if let (Some(below), Some(above)) = (eb, xa)
-            && above.saturating_add(1) < below
-        {
-            return overlap(
-                "queue_depth_above",
-                format!("a depth between {above} and {below} is above one and below the other"),
-            );
-        }
-        if (ea.is_some() && xa.is_some()) || (eb.is_some() && xb.is_some()) {
-            return overlap("queue_depth_above", "both bound the depth on the same side".into());
+        let bounds = [enter.queue_depth_above, enter.queue_depth_below, exit.queue_depth_above, exit.queue_depth_below];
+        if bounds[..2].iter().any(Option::is_some) && bounds[2..].iter().any(Option::is_some) {
+            let (lo_in, hi_in) = (bounds[0].map_or(0, |a| u64::from(a) + 1), bounds[1].map_or(u64::MAX, u64::from));
+            let (lo_out, hi_out) = (bounds[2].map_or(0, |a| u64::from(a) + 1), bounds[3].map_or(u64::MAX, u64::from));
+            // Depths in [lo, hi): both hold where the two ranges meet.
+            let meet = lo_in.max(lo_out) < hi_in.min(hi_out);
+            shared
+                .push(("queue_depth_below", meet.then(|| format!("a depth of {} satisfies both", lo_in.max(lo_out)))));
         }
     }
     if let (Some(reason), true) = (enter.refusal, enter.refusal == exit.refusal) {
-        let name = reason.name();
-        match (enter.refused_per_s_above, enter.refused_per_s_below, exit.refused_per_s_above, exit.refused_per_s_below)
-        {
-            (Some(above), _, _, Some(below)) if below > above => {
-                return overlap(
-                    "refused_per_s_below",
-                    format!("a rate of {name} refusals between {above} and {below}"),
-                );
-            }
-            (_, Some(below), Some(above), _) if above < below => {
-                return overlap(
-                    "refused_per_s_above",
-                    format!("a rate of {name} refusals between {above} and {below}"),
-                );
-            }
-            (Some(_), _, Some(_), _) | (_, Some(_), _, Some(_)) => {
-                return overlap("refused_per_s_above", "both bound the rate on the same side".into());
-            }
-            _ => {}
-        }
+        let (lo_in, hi_in) = (
+            enter.refused_per_s_above.unwrap_or(f64::NEG_INFINITY),
+            enter.refused_per_s_below.unwrap_or(f64::INFINITY),
+        );
+        let (lo_out, hi_out) =
+            (exit.refused_per_s_above.unwrap_or(f64::NEG_INFINITY), exit.refused_per_s_below.unwrap_or(f64::INFINITY));
+        // Rates in (lo, hi): open intervals meet when the larger low is below the smaller high.
+        let meet = lo_in.max(lo_out) < hi_in.min(hi_out);
+        shared.push((
+            "refused_per_s_below",
+            meet.then(|| format!("a rate of {} refusals satisfies both", reason.name())),
+        ));
     }
     if let (Some(at_least), Some(at_most)) = (enter.budget_at_least, exit.budget_at_most)
         && enter.budget_slot == exit.budget_slot
-        && at_most >= at_least
     {
-        return overlap(
-            "completion_budget",
-            format!("a budget {} is at least {} and at most {}", at_least.name(), at_least.name(), at_most.name()),
-        );
+        let meet = at_most >= at_least;
+        shared.push(("completion_budget", meet.then(|| format!("a budget {} satisfies both", at_least.name()))));
     }
-    Ok(())
+    if shared.iter().any(|(_, why)| why.is_none()) {
+        return Ok(None);
+    }
+    if let Some((field, Some(why))) = shared.first() {
+        let message =
+            format!("overlaps when: {why}, and where both hold the rule would enter and leave at every evaluation");
+        return Err(cx.err(&path.key("exit").key(field), message));
+    }
+    let message = "shares no signal with when, so nothing keeps both from holding at once (the rule would then enter and leave at every evaluation): name one of when's signals in exit with the other side of its threshold";
+    Ok(Some(cx.err(&path.key("exit"), message)))
 }
 
 fn breaker_name(check: BreakerCheck) -> &'static str {

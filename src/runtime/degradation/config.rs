@@ -179,6 +179,8 @@ pub struct Degradation {
     pub budget_dependencies: Vec<usize>,
     /// The dependency each breaker guards, by breaker label index.
     pub breaker_dependencies: Vec<usize>,
+    /// Whether each breaker leaves OPEN only on a call after its wait, by label index.
+    pub breaker_half_opens_on_call: Vec<bool>,
     /// What `validate` warns of: rules that compile but may not do what they seem to.
     pub warnings: Vec<crate::scenario::ScenarioError>,
 }

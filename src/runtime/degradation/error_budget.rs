@@ -71,6 +71,8 @@ pub struct RunEnd {
     pub deadline_exceeded: bool,
     /// Nothing left out, no fallback.
     pub full_quality: bool,
+    /// All it lacks is what its mode chose (omitted steps, fallbacks first).
+    pub degraded_by_mode_only: bool,
     /// Counted when its last attempt left its station (the safe-outcome SLI).
     pub duplicate_effect: bool,
 }
@@ -85,6 +87,11 @@ impl ErrorBudget {
                 RefusedRuns::Bad => Some(true),
                 RefusedRuns::Good => Some(false),
             };
+        }
+        if self.sli == Sli::FullQuality && run.outcome == Outcome::Degraded && run.degraded_by_mode_only {
+            // The mode's own choice is no event of the SLI: counted bad, a mode that omits a
+            // step would hold its own rule latched (every run it starts is degraded).
+            return None;
         }
         let good = match self.sli {
             Sli::AutoCompletion => run.outcome.is_success(),
@@ -420,6 +427,7 @@ mod tests {
             outcome: Outcome::Rejected,
             deadline_exceeded: false,
             full_quality: false,
+            degraded_by_mode_only: false,
             duplicate_effect: false,
         };
         assert_eq!(b.is_bad(refused), None);
@@ -431,12 +439,14 @@ mod tests {
             outcome: Outcome::Succeeded,
             deadline_exceeded: true,
             full_quality: true,
+            degraded_by_mode_only: false,
             duplicate_effect: false,
         };
         let fallback = RunEnd {
             outcome: Outcome::Degraded,
             deadline_exceeded: false,
             full_quality: false,
+            degraded_by_mode_only: false,
             duplicate_effect: false,
         };
         let bad = |sli| ErrorBudget { sli, ..budget() };
@@ -444,5 +454,8 @@ mod tests {
         assert_eq!(bad(Sli::OnTime).is_bad(late), Some(true));
         assert_eq!(bad(Sli::AutoCompletion).is_bad(fallback), Some(false));
         assert_eq!(bad(Sli::FullQuality).is_bad(fallback), Some(true));
+        let by_mode = RunEnd { degraded_by_mode_only: true, ..fallback };
+        assert_eq!(bad(Sli::FullQuality).is_bad(by_mode), None, "the mode's own omission is no event");
+        assert_eq!(bad(Sli::AutoCompletion).is_bad(by_mode), Some(false));
     }
 }

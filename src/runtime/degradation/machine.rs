@@ -93,10 +93,12 @@ enum Phase {
     Steady,
     /// The trigger has been clear for `clear` evaluations.
     Probing { clear: u32 },
-    /// Canary stage `stage` since `since_us`.
+    /// Canary stage `stage` since `since_us` (moved forward while the canary is stopped, so a
+    /// stopped stage's clock does not run).
     Canary { stage: usize, since_us: Micros, tally: StageTally },
-    /// Every stage passed; a human approves the return at `at_us`.
-    Approval { at_us: Micros },
+    /// Every stage passed; a human approves the return at `at_us`. The last stage is still
+    /// judged meanwhile, as Flagger goes on running its checks while promotion waits.
+    Approval { at_us: Micros, tally: StageTally },
 }
 
 /// A change of mode.
@@ -147,7 +149,8 @@ pub struct ModeMachine {
     relieved_us: Option<Micros>,
     /// Canaries failed in a row since the workflow was last normal.
     failed_recoveries: u32,
-    /// Some watched breaker was half-open at the last evaluation.
+    /// Some watched breaker wanted trial calls at the last evaluation (half-open, or open
+    /// and leaving OPEN only on a call).
     half_open: bool,
     /// The canary takes no new run (the budget is too bad).
     canary_stopped: bool,
@@ -208,7 +211,7 @@ impl ModeMachine {
     /// A run that started in the current recovery ended: a canary run counts for its stage, the
     /// others are what it is compared with.
     pub fn run_ended(&mut self, canary: bool, verdict: RunVerdict) {
-        if let Phase::Canary { tally, .. } = &mut self.phase {
+        if let Phase::Canary { tally, .. } | Phase::Approval { tally, .. } = &mut self.phase {
             let late = u32::from(verdict.deadline_exceeded);
             if canary {
                 tally.runs += 1;
@@ -231,10 +234,22 @@ impl ModeMachine {
                 .filter(|(b, _)| watched.contains(&cfg.breaker_dependencies[*b as usize]))
                 .map(|(_, s)| *s)
         };
-        self.half_open = watched_states().any(|s| s == BreakerState::HalfOpen);
+        // A breaker needs trial calls while half-open, and one without a timer of its own
+        // (resilience4j without automatic transition, Polly) needs a call to leave OPEN at all.
+        self.half_open = sig.breakers.iter().any(|&(b, s)| {
+            watched.contains(&cfg.breaker_dependencies[b as usize])
+                && match s {
+                    BreakerState::HalfOpen => true,
+                    BreakerState::Open => cfg.breaker_half_opens_on_call[b as usize],
+                    BreakerState::Closed => false,
+                }
+        });
         let all_closed = watched_states().all(|s| s == BreakerState::Closed);
         self.canary_stopped =
             cfg.recovery.stop_canary_when_budget.is_some_and(|worst| sig.budgets.iter().any(|&b| b >= worst));
+        if let (true, Phase::Canary { since_us, .. }) = (self.canary_stopped, &mut self.phase) {
+            *since_us = since_us.saturating_add(cfg.interval_us).min(sig.now);
+        }
         let target = self.target(cfg);
         let now = sig.now;
         let to = match self.mode {
@@ -329,12 +344,19 @@ impl ModeMachine {
                 StageVerdict::Passed => match plan.promotion {
                     Promotion::Automatic => Some(DegradationMode::Normal),
                     Promotion::Manual => {
-                        self.phase = Phase::Approval { at_us: now.saturating_add(plan.approval_us) };
+                        self.phase = Phase::Approval { at_us: now.saturating_add(plan.approval_us), tally };
                         None
                     }
                 },
             },
-            Phase::Approval { at_us } => (now >= at_us).then_some(DegradationMode::Normal),
+            Phase::Approval { at_us, tally } => {
+                if judge_stage(cfg, 0, tally) == StageVerdict::Failed {
+                    self.failed_recoveries = self.failed_recoveries.saturating_add(1);
+                    self.canary_failed = true;
+                    return Some(self.back_to);
+                }
+                (now >= at_us).then_some(DegradationMode::Normal)
+            }
         }
     }
 
@@ -342,7 +364,9 @@ impl ModeMachine {
         let from = self.mode;
         debug_assert_ne!(from, to, "a transition changes the mode");
         let escalation = to.severity() > from.severity();
-        let flap = escalation && self.relieved_us.is_some_and(|t| now.saturating_sub(t) < cfg.flap_window_us);
+        let soon = self.relieved_us.is_some_and(|t| now.saturating_sub(t) < cfg.flap_window_us);
+        // A failed canary stage is a flap however long the recovery took.
+        let flap = escalation && (soon || self.canary_failed);
         if !escalation {
             self.relieved_us = Some(now);
         }
@@ -434,6 +458,7 @@ mod tests {
             watched: vec![vec![MODEL]],
             budget_dependencies: Vec::new(),
             breaker_dependencies: vec![MODEL],
+            breaker_half_opens_on_call: vec![false],
             warnings: Vec::new(),
         }
     }

@@ -649,7 +649,10 @@ pub fn compile<G: From<Resilience4jSpec>>(
     };
     cx.check(path, config.check())?;
     let before = cx.guards.len();
-    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), |label| Resilience4jSpec { config, label }.into())?;
+    let on_call = !config.automatic_transition_from_open_to_half_open_enabled;
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), on_call, |label| {
+        Resilience4jSpec { config, label }.into()
+    })?;
     // Each instance holds a window of sliding_window_size calls or seconds.
     let instances = (cx.guards.len() - before) as u64;
     let per_instance = u64::from(config.sliding_window_size.max(1)) * std::mem::size_of::<Tally>() as u64;

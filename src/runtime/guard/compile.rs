@@ -144,6 +144,9 @@ pub struct Compile<'a, G> {
     pub breaker_labels: Vec<String>,
     /// The dependency each breaker label guards, by label index.
     pub breaker_dependencies: Vec<usize>,
+    /// Whether each breaker leaves OPEN only when a call arrives after its wait (no timer of
+    /// its own): a mode that stops calling the dependency must send it probe runs while open.
+    pub breaker_half_opens_on_call: Vec<bool>,
     /// The breaker labels taken.
     labels: UniqueLabels,
     /// Bytes the guards' sliding windows take in one simulation, and the field of the entry
@@ -165,6 +168,7 @@ impl<'a, G> Compile<'a, G> {
             guards: Vec::new(),
             breaker_labels: Vec::new(),
             breaker_dependencies: Vec::new(),
+            breaker_half_opens_on_call: Vec::new(),
             labels: UniqueLabels::default(),
             window_bytes: 0,
             largest_window: None,
@@ -191,6 +195,7 @@ impl<'a, G> Compile<'a, G> {
         path: &FieldPath,
         dependency: &Option<String>,
         circuit_key: Option<&str>,
+        half_opens_on_call: bool,
         make: impl Fn(u16) -> G,
     ) -> Result<(), ScenarioError> {
         let circuit_key = self.named(&path.key("circuit_key"), circuit_key, CircuitKey::Dependency)?;
@@ -201,12 +206,14 @@ impl<'a, G> Compile<'a, G> {
                     for class in OperationClass::ALL {
                         let label = self.unique_label(format!("{name}.{}", class.name()));
                         self.breaker_dependencies.push(d);
+                        self.breaker_half_opens_on_call.push(half_opens_on_call);
                         self.guards.push((Stage::Breaker, Scope::Operation(d, class), make(label)));
                     }
                 }
                 CircuitKey::Dependency => {
                     let label = self.unique_label(name);
                     self.breaker_dependencies.push(d);
+                    self.breaker_half_opens_on_call.push(half_opens_on_call);
                     self.guards.push((Stage::Breaker, Scope::Dependency(d), make(label)));
                 }
             }

@@ -418,7 +418,8 @@ pub fn compile<G: From<PollySpec>>(cx: &mut Compile<G>, path: &FieldPath, raw: &
         ignored: cx.ignored(&path.key("ignore"), t.ignore.as_deref())?,
     };
     cx.check(path, options.check())?;
-    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), |label| PollySpec { options, label }.into())
+    // Polly v8 moves to half-open on the first call after the break duration.
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), true, |label| PollySpec { options, label }.into())
 }
 
 #[cfg(test)]
