@@ -45,6 +45,16 @@ fn median(values: &[f64]) -> Option<f64> {
     v.get(v.len() / 2).copied()
 }
 
+/// The longest stretch of run starts one clock (one resource) covered, in s.
+pub fn covered_s(observations: &Observations) -> f64 {
+    observations
+        .workflows
+        .values()
+        .flat_map(|w| w.starts_by_resource.values())
+        .filter_map(|starts| Some((starts.iter().max()? - starts.iter().min()?) as f64 / 1e9))
+        .fold(0.0, f64::max)
+}
+
 impl Calibrated<'_> {
     /// The scenario's text; `more_notes` join the notes at its end.
     pub fn render(&self, more_notes: &[String]) -> String {
@@ -80,16 +90,23 @@ impl Calibrated<'_> {
         t
     }
 
+    /// The longest stretch of run starts one clock (one resource) covered, in s.
+    pub fn covered_s(&self) -> f64 {
+        covered_s(self.observations)
+    }
+
+    /// What the scenario simulates: as long as the traces cover, at least a minute.
+    pub fn duration_s(&self) -> f64 {
+        self.covered_s().round().max(60.0)
+    }
+
+    /// A workflow's arrival rate as written.
+    pub fn rate_per_s(&self, w: &WorkflowObservations) -> f64 {
+        arrival_rate_per_s(w, self.sampling_ratio).unwrap_or(1.0)
+    }
+
     fn simulation(&self, t: &mut String) {
-        // The longest stretch one clock (one resource) covered: the scenario simulates as long.
-        let span_s = self
-            .observations
-            .workflows
-            .values()
-            .flat_map(|w| w.starts_by_resource.values())
-            .filter_map(|starts| Some((starts.iter().max()? - starts.iter().min()?) as f64 / 1e9))
-            .fold(0.0, f64::max);
-        let duration_s = span_s.round().max(60.0);
+        let (span_s, duration_s) = (self.covered_s(), self.duration_s());
         let _ = writeln!(t, "[simulation]");
         let _ = writeln!(t, "duration_s = {}   # the traces cover {span_s:.0} s on one clock", num(duration_s));
         let _ = writeln!(t, "warmup_s = 0");
@@ -201,7 +218,7 @@ impl Calibrated<'_> {
 
     fn workflow(&self, t: &mut String, name: &str, w: &WorkflowObservations) {
         let ratio = self.sampling_ratio.or(w.sampling_ratio).unwrap_or(1.0);
-        let rate = arrival_rate_per_s(w, self.sampling_ratio).unwrap_or(1.0);
+        let rate = self.rate_per_s(w);
         let mut latencies = w.run_latency_ms.clone();
         latencies.sort_by(f64::total_cmp);
         let (deadline, deadline_why) = match median(&w.deadlines_ms) {
@@ -344,6 +361,14 @@ impl Calibrated<'_> {
         let o = self.observations;
         if o.rootless > 0 {
             notes.push(format!("{} trace(s) had no root span and were left out", o.rootless));
+        }
+        if let Some((trace, spans)) = &o.cyclic.first {
+            notes.push(format!(
+                "{} span(s) in {} trace(s) sit on or below a cycle of parents (a span its own parent, or spans each other's) and were left out; the first: trace {trace}, span(s) {}",
+                o.cyclic.spans,
+                o.cyclic.traces,
+                spans.join(", ")
+            ));
         }
         for (name, raw) in &o.renamed {
             notes.push(format!(
