@@ -41,6 +41,12 @@ pub fn parse_source_with(source: &Source, files: &BTreeMap<String, Vec<u8>>) -> 
         files.iter().map(|(name, bytes)| (folder.join(name).display().to_string(), bytes)).collect();
     let mut scenario = parse_fields(source)?;
     resolve_samples_with(&mut scenario, source, &mut |full| match by_full.get(full) {
+        // The bound the file will be read under.
+        Some(bytes) if bytes.len() as u64 > MAX_SAMPLES_FILE_BYTES => Err(format!(
+            "the samples file {}: {}",
+            quote(full),
+            super::input_file::InputRefusal::TooLarge { size: Some(bytes.len() as u64), kind: SAMPLES_FILES }
+        )),
         Some(bytes) => samples_from_bytes(full, bytes),
         None => Err(format!("the samples file {} is not among the files given", quote(full))),
     })?;

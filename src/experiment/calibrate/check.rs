@@ -6,7 +6,8 @@ use super::infer::Observations;
 use super::scenario_text::{Calibrated, covered_s};
 use crate::experiment::command::CommandError;
 use crate::scenario::quote;
-use crate::world::model::{MAX_EXPECTED_ARRIVALS, MAX_SIMULATED_S};
+use crate::runtime::workflow::MAX_STEPS;
+use crate::world::model::{MAX_DEPENDENCIES, MAX_EXPECTED_ARRIVALS, MAX_SIMULATED_S, MAX_WORKFLOWS};
 use std::path::PathBuf;
 
 /// What a calibration is made from, as the user gave it (to name it in refusals).
@@ -51,6 +52,32 @@ pub fn leave_out_stepless(observations: &mut Observations, inputs: &Inputs) -> R
     Ok(notes)
 }
 
+/// The scenario's counts must stay within a scenario's bounds: callees (dependencies),
+/// workflows and the steps of one workflow.
+pub fn counts(observations: &Observations, inputs: &Inputs) -> Result<(), CommandError> {
+    let refuse = |what: String| Err(CommandError::Input(format!("{}: {what}", inputs.shown())));
+    if observations.dependencies.len() > MAX_DEPENDENCIES {
+        return refuse(format!(
+            "the runs call {} callees, and a scenario holds at most {MAX_DEPENDENCIES} dependencies; merge callees with --map",
+            observations.dependencies.len()
+        ));
+    }
+    if observations.workflows.len() > MAX_WORKFLOWS {
+        return refuse(format!(
+            "the root spans name {} workflows, and a scenario holds at most {MAX_WORKFLOWS}; calibrate fewer kinds of request at a time",
+            observations.workflows.len()
+        ));
+    }
+    if let Some((name, w)) = observations.workflows.iter().find(|(_, w)| w.steps.len() > MAX_STEPS) {
+        return refuse(format!(
+            "the runs of workflow {} make {} different steps (step.id, or callees), and a workflow holds at most {MAX_STEPS}",
+            quote(name),
+            w.steps.len()
+        ));
+    }
+    Ok(())
+}
+
 /// The runs' starts on one clock must fit in a simulation.
 pub fn simulated_period(observations: &Observations, inputs: &Inputs) -> Result<(), CommandError> {
     let covered = covered_s(observations);
@@ -80,10 +107,14 @@ pub fn arrivals(calibrated: &Calibrated, inputs: &Inputs) -> Result<(), CommandE
         return Ok(());
     }
     let runs: usize = rates.iter().map(|r| r.1).sum();
-    let scale = format!(
-        "{runs} run(s) in {} stand for {rate:.3e} runs a second, about {expected:.3e} arrivals in the {duration_s:.0} s the scenario simulates; faultline simulates at most {MAX_EXPECTED_ARRIVALS:.0e} arrivals a replication",
-        inputs.shown()
-    );
+    let scale = if rate.is_finite() {
+        format!(
+            "{runs} run(s) in {} stand for {rate:.3e} runs a second, about {expected:.3e} arrivals in the {duration_s:.0} s the scenario simulates; faultline simulates at most {MAX_EXPECTED_ARRIVALS:.0e} arrivals a replication",
+            inputs.shown()
+        )
+    } else {
+        format!("{runs} run(s) in {} stand for an infinite rate of runs", inputs.shown())
+    };
     let declared = rates.iter().find_map(|r| r.2);
     Err(CommandError::Input(match (inputs.sampling_ratio, declared) {
         (Some(ratio), _) => format!(

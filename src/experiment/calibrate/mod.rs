@@ -89,12 +89,13 @@ pub fn make(
         )));
     }
     let stepless = check::leave_out_stepless(&mut observations, inputs)?;
+    check::counts(&observations, inputs)?;
     check::simulated_period(&observations, inputs)?;
     let mut choices: Vec<DependencyChoice> =
         observations.dependencies.iter().map(|(name, obs)| choose(name, obs, fit)).collect();
     let mut unused = apply_histograms(&mut choices, histograms, renames);
     unused.extend(stepless);
-    let samples = samples_files(&data_folder_for(out), &choices);
+    let samples = samples_files(&data_folder_for(out), &mut choices);
     let sources: Vec<String> = inputs.traces.iter().map(|p| p.display().to_string()).collect();
     let files: BTreeMap<String, String> = samples.iter().map(|(dep, (path, _))| (dep.clone(), path.clone())).collect();
     let calibrated = scenario_text::Calibrated {
@@ -135,6 +136,18 @@ fn apply_histograms(
             ));
             continue;
         };
+        // A series with no finite bound above 0 (only the +Inf bucket) says nothing of the latency.
+        let (series, boundless): (Vec<_>, Vec<_>) =
+            series.into_iter().partition(|h| !h.as_scenario_buckets().0.is_empty());
+        if !boundless.is_empty() {
+            notes.push(format!(
+                "{callee}: {} histogram series without a finite bucket bound above 0 (only le=\"+Inf\") left out",
+                boundless.len()
+            ));
+        }
+        if series.is_empty() {
+            continue;
+        }
         let (merged, added, left_out) = add_up_by_bounds(series);
         if !left_out.is_empty() {
             notes.push(format!(
@@ -144,7 +157,9 @@ fn apply_histograms(
                 merged.total()
             ));
         }
-        if merged.total() > 0.0 {
+        if !merged.total().is_finite() {
+            notes.push(format!("{callee}: the histogram's counts add up past the largest number; not used"));
+        } else if merged.total() > 0.0 {
             choice.latency = Latency::Histogram(merged);
             // What was said of the traces' own tail no longer describes the latency used.
             choice.notes.retain(|n| !n.contains("show the tail only"));
@@ -202,10 +217,25 @@ fn file_name_for(dependency: &str) -> String {
 /// The samples file of every dependency kept as observed: dependency -> (path relative to the
 /// scenario, bytes). A file's name holds a digest of its bytes, so a new calibration never
 /// overwrites a file the scenario it replaces still reads.
-fn samples_files(folder: &str, choices: &[DependencyChoice]) -> BTreeMap<String, (String, Vec<u8>)> {
+/// A dependency's samples file holds at most this many values (evenly spaced in the sorted
+/// answers beyond it): about 10 MB, well inside a samples file's bound.
+pub const MAX_WRITTEN_SAMPLES: usize = 1_000_000;
+
+fn samples_files(folder: &str, choices: &mut [DependencyChoice]) -> BTreeMap<String, (String, Vec<u8>)> {
     let mut files = BTreeMap::new();
     for c in choices {
         let Latency::Empirical { sorted_ms, .. } = &c.latency else { continue };
+        let n = sorted_ms.len();
+        let kept: Vec<f64> = if n > MAX_WRITTEN_SAMPLES {
+            c.notes.push(format!(
+                "{}: {n} answered attempts; its samples file keeps {MAX_WRITTEN_SAMPLES} of them, evenly spaced in order",
+                c.name
+            ));
+            (0..MAX_WRITTEN_SAMPLES).map(|i| sorted_ms[i * n / MAX_WRITTEN_SAMPLES]).collect()
+        } else {
+            sorted_ms.clone()
+        };
+        let sorted_ms = &kept;
         let mut text =
             format!("# {}: answered attempt durations in ms, from faultline calibrate\nlatency_ms\n", c.name);
         for v in sorted_ms {

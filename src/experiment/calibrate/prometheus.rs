@@ -37,14 +37,27 @@ impl Histogram {
         self.buckets.last().map_or(0.0, |b| b.1)
     }
 
-    /// The series as `le_ms` (finite bounds > 0) and `cumulative_counts` (one more: the total).
+    /// The series as `le_ms` and `cumulative_counts` (one more: the total): the bounds that are
+    /// finite and > 0 in ms, strictly ascending (two bounds that are one in ms keep the larger
+    /// count).
     pub fn as_scenario_buckets(&self) -> (Vec<f64>, Vec<f64>) {
         let scale = self.ms_per_unit();
-        let finite: Vec<(f64, f64)> =
-            self.buckets.iter().copied().filter(|(le, _)| le.is_finite() && *le > 0.0).collect();
-        let mut counts: Vec<f64> = finite.iter().map(|b| b.1).collect();
+        let mut le: Vec<f64> = Vec::new();
+        let mut counts: Vec<f64> = Vec::new();
+        for &(bound, count) in &self.buckets {
+            let ms = bound * scale;
+            if !(ms.is_finite() && ms > 0.0) {
+                continue;
+            }
+            if le.last() == Some(&ms) {
+                *counts.last_mut().expect("a count per bound") = count;
+            } else {
+                le.push(ms);
+                counts.push(count);
+            }
+        }
         counts.push(self.total());
-        (finite.iter().map(|b| b.0 * scale).collect(), counts)
+        (le, counts)
     }
 
     /// The quantile p in ms as the scenario draws it (`world/dist.rs`): uniform within a
@@ -138,8 +151,10 @@ fn histograms(series: BTreeMap<SeriesKey, Vec<(f64, f64)>>) -> Result<Vec<Histog
     let mut histograms = Vec::new();
     for ((metric, labels), mut buckets) in series {
         buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let shown =
-            format!("{metric}{{{}}}", labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(","));
+        let shown = quote(&format!(
+            "{metric}{{{}}}",
+            labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(",")
+        ));
         if buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
             return Err(CommandError::Input(format!("histogram {shown} has no le=\"+Inf\" bucket")));
         }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// Everything a tune's results depend on; a checkpoint of another key is not resumed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TuneKey {
     pub version: String,
     /// A hash of the running executable (the same bytes only from the same binary).
@@ -35,6 +36,7 @@ pub struct TuneKey {
 
 /// One candidate's part of the race: values as f64 bits (exact, NaN included) and status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CandidateState {
     /// Its values and generation, so a child of a later generation can be made again.
     values: Vec<String>,
@@ -48,6 +50,7 @@ struct CandidateState {
 /// tune that made it and a checksum of its content, so a checkpoint of another tune or one
 /// changed by a single digit is never resumed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RaceState {
     key: TuneKey,
     pub generation: u32,

@@ -30,6 +30,7 @@ pub type RoundTask = (usize, u32);
 
 /// What one process computed of one round.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ShardFile {
     format: String,
     /// The tune's key: a shard of another tune (scenario, arguments, build) is refused.
@@ -108,12 +109,21 @@ fn read_shard(bytes: &[u8], key: &TuneKey, round: usize) -> Result<ShardFile, St
     Ok(file)
 }
 
-/// What merge takes of one shard file's bytes, for the fuzzer: Ok((tasks, values)) when they
-/// are a sealed shard of round `round` of the tune of `key`.
-pub fn read_shard_values(bytes: &[u8], key: &TuneKey, round: usize) -> Result<(Vec<RoundTask>, Vec<Vec<f64>>), String> {
+/// What merge takes of one shard file: which shard of how many, its simulations and their
+/// values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardValues {
+    pub shard: Shard,
+    pub tasks: Vec<RoundTask>,
+    pub values: Vec<Vec<f64>>,
+}
+
+/// A shard file's bytes as merge takes them (the fuzzer's entry): Ok when they are a sealed
+/// shard of round `round` of the tune of `key`.
+pub fn read_shard_values(bytes: &[u8], key: &TuneKey, round: usize) -> Result<ShardValues, String> {
     let file = read_shard(bytes, key, round)?;
     let values = file.values.iter().map(|v| v.iter().map(|x| f64::from_bits(*x)).collect()).collect();
-    Ok((file.tasks, values))
+    Ok(ShardValues { shard: Shard { index: file.shard, count: file.shards }, tasks: file.tasks, values })
 }
 
 /// A sealed shard file's bytes, as `write` writes them (for the fuzzer's seeds and checks).
