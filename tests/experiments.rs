@@ -225,7 +225,7 @@ fn merge_refuses_incomplete_repeated_and_inconsistent_sets() {
             f.write_all(&block).unwrap();
         }
     }
-    refused(&[&endless, &one], "a line longer than 64 MiB");
+    refused(&[&endless, &one], "a line longer than 67108864 bytes (64 MiB)");
     std::fs::remove_file(&endless).unwrap();
     ok(&["merge", s(&zero), s(&one), "--out", s(&out)]);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -49,6 +49,30 @@ fn no_wall_clock_os_randomness_or_hash_iteration_in_src() {
     assert!(hits.is_empty(), "forbidden in simulation code:\n{}", hits.join("\n"));
 }
 
+/// Every file a command reads goes through the one reading rule, `scenario/input_file.rs`
+/// (regular files only, a stated bound, refused at once otherwise): no other code in src/
+/// opens a file for reading. `output/folder.rs` opens the files it wrote to sync them. Test
+/// modules (after `#[cfg(test)]`) may read what they like.
+#[test]
+fn every_file_a_command_reads_goes_through_the_reading_rule() {
+    let forbidden = ["fs::read(", "fs::read_to_string(", "File::open(", ".read(true)"];
+    let allowed = [Path::new("src/scenario/input_file.rs"), Path::new("src/experiment/output/folder.rs")];
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let mut hits = Vec::new();
+    for file in files.iter().filter(|f| !allowed.contains(&f.as_path())) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = code_only(&text);
+        let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            if forbidden.iter().any(|w| line.contains(w)) {
+                hits.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "files read around scenario::input_file (open_input, read_input):\n{}", hits.join("\n"));
+}
+
 /// Layers in rank order (ARCHITECTURE.md): a file may name only modules of lower or equal rank.
 /// src/main.rs and src/lib.rs sit outside the layers.
 const LAYERS: [&str; 9] = ["sim", "vocab", "scenario", "world", "metrics", "runtime", "engine", "experiment", "cli"];

@@ -196,8 +196,10 @@ fn escape_controls(text: &str) -> String {
 /// double-quote-delimited span longer than [`QUOTE_CHARS`] cut as `quote` cuts it and the
 /// whole kept to `max_chars` characters.
 fn tame(text: &str, max_chars: usize) -> String {
-    if text.chars().nth(max_chars).is_none() {
-        return escape_controls(text);
+    // Measured once escaped: a control character takes up to 8 characters as `\u{..}`.
+    let escaped = escape_controls(text);
+    if escaped.chars().nth(max_chars).is_none() {
+        return escaped;
     }
     let budget = 4 * max_chars;
     let mut out = String::new();

@@ -2,14 +2,16 @@
 //! every error carrying the file, line, column and field path.
 
 use super::error::{FieldPath, ScenarioError, line_column, quote};
+use super::input_file::{InputKind, read_input};
 use super::types::Scenario;
-use std::io::Read;
 use std::path::Path;
 
 /// Scenario files larger than this are refused before parsing: parsed documents take tens of
 /// times their size in memory (a 180 MB file of nested arrays took 8.8 GB), and no real
 /// scenario comes near it.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Scenario files under the reading rule (`input_file.rs`).
+pub const SCENARIO_FILES: InputKind = InputKind { plural: "scenario files", max_bytes: MAX_FILE_BYTES, advice: "" };
 /// Arrays and tables (counted as `[` and `{` bytes) in one file. A parsed value costs a
 /// hundred bytes or more, so 16 MiB of `[],` would take over a gigabyte; the largest scenario
 /// the other limits allow has a few hundred thousand.
@@ -67,7 +69,8 @@ pub fn load_file(path: &Path) -> Result<Source, ScenarioError> {
         Some("json") => Format::Json,
         _ => return Err(ScenarioError::in_file(&display, None, None, "", "scenario files must end in .toml or .json")),
     };
-    let bytes = read_limited(path, MAX_FILE_BYTES).map_err(|m| ScenarioError::in_file(&display, None, None, "", m))?;
+    let bytes = read_input(path, SCENARIO_FILES)
+        .map_err(|m| ScenarioError::in_file(&display, None, None, "", m.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let (line, column) = line_column(std::str::from_utf8(valid).unwrap_or_default(), valid.len());
@@ -124,26 +127,6 @@ fn check_openers(source: &Source) -> Result<(), ScenarioError> {
             ),
         )),
     }
-}
-
-/// The file's text, refused when it holds more than `limit` bytes. The size is checked before
-/// reading, and the read stops one byte past the limit, so a file that grows meanwhile or a
-/// special file without a size is refused the same way.
-fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    let too_large = |size: String| {
-        format!("the file {size} bytes; scenario files are limited to {limit} bytes ({} MiB)", limit >> 20)
-    };
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read the file: {e}"))?;
-    let size = file.metadata().map_err(|e| format!("cannot read the file: {e}"))?.len();
-    if size > limit {
-        return Err(too_large(format!("is {size}")));
-    }
-    let mut bytes = Vec::with_capacity(size as usize);
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the file: {e}"))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(format!("holds more than {limit}")));
-    }
-    Ok(bytes)
 }
 
 /// The file as a scenario, before the samples files it names are read (the public

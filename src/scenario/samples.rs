@@ -4,17 +4,20 @@
 //! their digests are part of a sweep's identity (see [`sample_files`]).
 
 use super::error::{FieldPath, ScenarioError, quote};
+use super::input_file::{InputKind, read_input};
 use super::load::{Source, parse_fields};
 use super::loaded_samples::LoadedSamples;
 use super::locate::error_at_path;
 use super::types::{Scenario, ServiceTime, TokenCount};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 /// A samples file larger than this is refused: 64 MiB holds about eight million values, more
 /// than any latency distribution needs (subsample a larger trace export).
 pub const MAX_SAMPLES_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Samples files under the reading rule (`input_file.rs`).
+pub const SAMPLES_FILES: InputKind =
+    InputKind { plural: "samples files", max_bytes: MAX_SAMPLES_FILE_BYTES, advice: "subsample it" };
 /// Values in one samples file or inline list.
 pub const MAX_SAMPLES: usize = 8_000_000;
 
@@ -27,6 +30,36 @@ pub fn parse_source(source: &Source) -> Result<Scenario, ScenarioError> {
 
 /// Reads every `samples_file` the scenario names, relative to the scenario file's folder.
 pub fn resolve_samples(scenario: &mut Scenario, source: &Source) -> Result<(), ScenarioError> {
+    resolve_samples_with(scenario, source, &mut |full| read_samples_file(full))
+}
+
+/// The file as a scenario whose samples files are not on disk yet: `files` holds each one's
+/// bytes by its path as the scenario names it (relative to the scenario's folder).
+pub fn parse_source_with(source: &Source, files: &BTreeMap<String, Vec<u8>>) -> Result<Scenario, ScenarioError> {
+    let folder = Path::new(&source.path).parent().map(Path::to_path_buf).unwrap_or_default();
+    let by_full: BTreeMap<String, &Vec<u8>> =
+        files.iter().map(|(name, bytes)| (folder.join(name).display().to_string(), bytes)).collect();
+    let mut scenario = parse_fields(source)?;
+    resolve_samples_with(&mut scenario, source, &mut |full| match by_full.get(full) {
+        // The bound the file will be read under.
+        Some(bytes) if bytes.len() as u64 > MAX_SAMPLES_FILE_BYTES => Err(format!(
+            "the samples file {}: {}",
+            quote(full),
+            super::input_file::InputRefusal::TooLarge { size: Some(bytes.len() as u64), kind: SAMPLES_FILES }
+        )),
+        Some(bytes) => samples_from_bytes(full, bytes),
+        None => Err(format!("the samples file {} is not among the files given", quote(full))),
+    })?;
+    Ok(scenario)
+}
+
+/// Every `samples_file` the scenario names, each read once by `read` (given its path joined to
+/// the scenario's folder).
+fn resolve_samples_with(
+    scenario: &mut Scenario,
+    source: &Source,
+    read_file: &mut dyn FnMut(&str) -> Result<LoadedSamples, String>,
+) -> Result<(), ScenarioError> {
     let folder = Path::new(&source.path).parent().map(Path::to_path_buf).unwrap_or_default();
     let mut cache: BTreeMap<String, LoadedSamples> = BTreeMap::new();
     let mut read = |path: &FieldPath, name: &str| -> Result<LoadedSamples, ScenarioError> {
@@ -34,7 +67,7 @@ pub fn resolve_samples(scenario: &mut Scenario, source: &Source) -> Result<(), S
         if let Some(hit) = cache.get(&full) {
             return Ok(hit.clone());
         }
-        let loaded = read_samples_file(&full).map_err(|m| error_at_path(source, path, m))?;
+        let loaded = read_file(&full).map_err(|m| error_at_path(source, path, m))?;
         cache.insert(full, loaded.clone());
         Ok(loaded)
     };
@@ -125,25 +158,17 @@ fn for_each_distribution(scenario: &mut Scenario, visit: &mut Visit) -> Result<(
 /// Reads one samples file: one number per line; blank lines and `#` comments skipped, and a
 /// first line that is not a number taken for a column header.
 pub fn read_samples_file(path: &str) -> Result<LoadedSamples, String> {
-    let cannot = |e: std::io::Error| format!("cannot read the samples file {}: {e}", quote(path));
-    // Checked before opening: opening a FIFO would wait for a writer.
-    if !std::fs::metadata(path).map_err(cannot)?.is_file() {
-        return Err(format!("the samples file {} is not a regular file", quote(path)));
-    }
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SAMPLES_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
-    if bytes.len() as u64 > MAX_SAMPLES_FILE_BYTES {
-        return Err(format!(
-            "the samples file {} holds more than {} MiB; subsample it",
-            quote(path),
-            MAX_SAMPLES_FILE_BYTES >> 20
-        ));
-    }
+    let bytes = read_input(std::path::Path::new(path), SAMPLES_FILES)
+        .map_err(|refusal| format!("the samples file {}: {refusal}", quote(path)))?;
+    samples_from_bytes(path, &bytes)
+}
+
+/// A samples file's bytes as its values; `path` names it in errors and in the result.
+pub fn samples_from_bytes(path: &str, bytes: &[u8]) -> Result<LoadedSamples, String> {
     let text =
         std::str::from_utf8(&bytes).map_err(|_| format!("the samples file {} is not UTF-8 text", quote(path)))?;
     let values = parse_samples(text).map_err(|(line, m)| format!("{}, line {line}: {m}", quote(path)))?;
-    Ok(LoadedSamples { values: values.into(), digest: fnv_hex(&bytes), path: path.to_string() })
+    Ok(LoadedSamples { values: values.into(), digest: fnv_hex(bytes), path: path.to_string() })
 }
 
 /// The values of a samples file's text, or the line (from 1) and what is wrong with it.
@@ -180,7 +205,7 @@ fn parse_samples(text: &str) -> Result<Vec<f64>, (usize, String)> {
     Ok(values)
 }
 
-fn fnv_hex(bytes: &[u8]) -> String {
+pub fn fnv_hex(bytes: &[u8]) -> String {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
     for &b in bytes {
         h ^= u64::from(b);

@@ -85,6 +85,15 @@ pub struct WorkflowObservations {
     pub ratio_by_resource: BTreeMap<String, f64>,
 }
 
+/// The spans left out for a cycle of parents: how many, in how many traces, and the first
+/// cycle's spans (trace id, span ids, hex) to name them.
+#[derive(Debug, Clone, Default)]
+pub struct CyclicSpans {
+    pub spans: usize,
+    pub traces: usize,
+    pub first: Option<(String, Vec<String>)>,
+}
+
 /// Everything the traces showed.
 #[derive(Debug, Clone, Default)]
 pub struct Observations {
@@ -93,6 +102,9 @@ pub struct Observations {
     pub spans: usize,
     /// Traces without a root span, skipped.
     pub rootless: usize,
+    /// Spans whose chain of parents goes round a cycle (a span its own parent, two spans each
+    /// other's) instead of ending at the root, and the spans below them: left out.
+    pub cyclic: CyclicSpans,
     /// Status lookups (reconciliation) and calls below another call (a remote agent's own
     /// calls), left out of the callers' steps.
     pub nested_calls: usize,
@@ -125,9 +137,68 @@ pub fn observe(traces: &[ObservedTrace], rename: &BTreeMap<String, String>) -> O
     let mut obs = Observations::default();
     for trace in traces {
         obs.spans += trace.spans.len();
-        observe_trace(trace, rename, &mut obs);
+        let on_cycles = on_cycles(trace);
+        if on_cycles.iter().any(|&c| c) {
+            let acyclic = leave_out_cycles(trace, &on_cycles, &mut obs.cyclic);
+            observe_trace(&acyclic, rename, &mut obs);
+        } else {
+            observe_trace(trace, rename, &mut obs);
+        }
     }
     obs
+}
+
+/// Per span, whether its chain of parents never reaches a span without a parent in the trace:
+/// it is on a cycle or below one. Each span is walked once (linear in the spans).
+pub fn on_cycles(trace: &ObservedTrace) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Unseen,
+        OnPath,
+        Rooted,
+        Cyclic,
+    }
+    let by_id: BTreeMap<&[u8], usize> =
+        trace.spans.iter().enumerate().map(|(i, s)| (s.span_id.as_slice(), i)).collect();
+    let mut marks = vec![Mark::Unseen; trace.spans.len()];
+    let mut path = Vec::new();
+    for start in 0..trace.spans.len() {
+        let mut at = Some(start);
+        let end = loop {
+            match at {
+                None => break Mark::Rooted,
+                Some(i) => match marks[i] {
+                    Mark::Unseen => {
+                        marks[i] = Mark::OnPath;
+                        path.push(i);
+                        at = by_id.get(trace.spans[i].parent_id.as_slice()).copied();
+                    }
+                    Mark::OnPath => break Mark::Cyclic,
+                    done @ (Mark::Rooted | Mark::Cyclic) => break done,
+                },
+            }
+        };
+        for i in path.drain(..) {
+            marks[i] = end;
+        }
+    }
+    marks.into_iter().map(|m| m == Mark::Cyclic).collect()
+}
+
+/// The trace without the spans on or below a cycle, which are counted (and the first cycle
+/// named) in `cyclic`.
+fn leave_out_cycles(trace: &ObservedTrace, on_cycles: &[bool], cyclic: &mut CyclicSpans) -> ObservedTrace {
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let left_out: Vec<&ObservedSpan> = trace.spans.iter().zip(on_cycles).filter(|(_, c)| **c).map(|(s, _)| s).collect();
+    cyclic.spans += left_out.len();
+    cyclic.traces += 1;
+    if cyclic.first.is_none() {
+        cyclic.first = Some((hex(&trace.trace_id), left_out.iter().take(4).map(|s| hex(&s.span_id)).collect()));
+    }
+    ObservedTrace {
+        spans: trace.spans.iter().zip(on_cycles).filter(|(_, c)| !**c).map(|(s, _)| s.clone()).collect(),
+        ..trace.clone()
+    }
 }
 
 /// The callee an attempt span calls, after `rename`.

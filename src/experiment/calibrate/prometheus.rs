@@ -3,7 +3,8 @@
 //! rather than in traces.
 
 use crate::experiment::command::CommandError;
-use crate::scenario::quote;
+use crate::scenario::input_file::next_line;
+use crate::scenario::{InputKind, open_input, quote};
 use std::collections::BTreeMap;
 
 /// Label names that name a callee, in the order they are tried (OpenTelemetry's attributes as
@@ -36,14 +37,27 @@ impl Histogram {
         self.buckets.last().map_or(0.0, |b| b.1)
     }
 
-    /// The series as `le_ms` (finite bounds > 0) and `cumulative_counts` (one more: the total).
+    /// The series as `le_ms` and `cumulative_counts` (one more: the total): the bounds that are
+    /// finite and > 0 in ms, strictly ascending (two bounds that are one in ms keep the larger
+    /// count).
     pub fn as_scenario_buckets(&self) -> (Vec<f64>, Vec<f64>) {
         let scale = self.ms_per_unit();
-        let finite: Vec<(f64, f64)> =
-            self.buckets.iter().copied().filter(|(le, _)| le.is_finite() && *le > 0.0).collect();
-        let mut counts: Vec<f64> = finite.iter().map(|b| b.1).collect();
+        let mut le: Vec<f64> = Vec::new();
+        let mut counts: Vec<f64> = Vec::new();
+        for &(bound, count) in &self.buckets {
+            let ms = bound * scale;
+            if !(ms.is_finite() && ms > 0.0) {
+                continue;
+            }
+            if le.last() == Some(&ms) {
+                *counts.last_mut().expect("a count per bound") = count;
+            } else {
+                le.push(ms);
+                counts.push(count);
+            }
+        }
         counts.push(self.total());
-        (finite.iter().map(|b| b.0 * scale).collect(), counts)
+        (le, counts)
     }
 
     /// The quantile p in ms as the scenario draws it (`world/dist.rs`): uniform within a
@@ -74,39 +88,81 @@ impl Histogram {
 /// A series: its metric name and its labels without `le`.
 type SeriesKey = (String, Vec<(String, String)>);
 
+/// A Prometheus text file larger than this is refused unread (a scrape of a whole server is a
+/// few MiB; a histogram needs a few lines).
+pub const PROMETHEUS_FILES: InputKind =
+    InputKind { plural: "Prometheus text files", max_bytes: 256 << 20, advice: "keep the histograms' `_bucket` lines" };
+/// One line of a Prometheus text file.
+pub const MAX_LINE_BYTES: u64 = 1 << 20;
+
 /// Every `_bucket` series in the files, grouped by name and labels; series of one callee with
 /// the same bounds are added up later by the caller.
 pub fn read_histograms(paths: &[std::path::PathBuf]) -> Result<Vec<Histogram>, CommandError> {
     let mut series: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
     for path in paths {
         let shown = quote(&path.display().to_string());
-        let text =
-            std::fs::read_to_string(path).map_err(|e| CommandError::Input(format!("cannot read {shown}: {e}")))?;
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (name, labels, value) =
-                parse_sample(line).map_err(|m| CommandError::Input(format!("{shown}, line {}: {m}", i + 1)))?;
-            let Some(metric) = name.strip_suffix("_bucket") else { continue };
-            let mut labels = labels;
-            let Some(le) = labels.remove("le") else {
-                return Err(CommandError::Input(format!("{shown}, line {}: a _bucket sample without `le`", i + 1)));
-            };
-            let le: f64 = parse_value(&le).ok_or_else(|| {
-                CommandError::Input(format!("{shown}, line {}: le={} is not a number", i + 1, quote(&le)))
-            })?;
-            series.entry((metric.to_string(), labels.into_iter().collect())).or_default().push((le, value));
-        }
+        let file = open_input(path, PROMETHEUS_FILES).map_err(|r| CommandError::Input(format!("{shown}: {r}")))?;
+        read_series(&shown, std::io::BufReader::new(file), &mut series)?;
     }
+    histograms(series)
+}
+
+/// The histograms of one Prometheus text, from memory; `shown` names it in errors.
+pub fn histograms_from(shown: &str, bytes: &[u8]) -> Result<Vec<Histogram>, CommandError> {
+    let mut series = BTreeMap::new();
+    read_series(shown, bytes, &mut series)?;
+    histograms(series)
+}
+
+/// Reads the `_bucket` samples of one file, line by line (no line longer than
+/// [`MAX_LINE_BYTES`]), into `series`.
+fn read_series(
+    shown: &str,
+    mut reader: impl std::io::BufRead,
+    series: &mut BTreeMap<SeriesKey, Vec<(f64, f64)>>,
+) -> Result<(), CommandError> {
+    let mut i = 0;
+    while let Some(raw) = next_line(&mut reader, MAX_LINE_BYTES) {
+        i += 1;
+        let raw =
+            raw.map_err(|e| CommandError::Input(format!("{shown}, line {i}: {e}: not a Prometheus text file")))?;
+        let line = std::str::from_utf8(&raw)
+            .map_err(|_| CommandError::Input(format!("{shown}, line {i}: not UTF-8 text")))?
+            .trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, labels, value) =
+            parse_sample(line).map_err(|m| CommandError::Input(format!("{shown}, line {i}: {m}")))?;
+        let Some(metric) = name.strip_suffix("_bucket") else { continue };
+        let mut labels = labels;
+        let Some(le) = labels.remove("le") else {
+            return Err(CommandError::Input(format!("{shown}, line {i}: a _bucket sample without `le`")));
+        };
+        let le: f64 = parse_value(&le)
+            .ok_or_else(|| CommandError::Input(format!("{shown}, line {i}: le={} is not a number", quote(&le))))?;
+        series.entry((metric.to_string(), labels.into_iter().collect())).or_default().push((le, value));
+    }
+    Ok(())
+}
+
+/// The series read, each checked as a histogram.
+fn histograms(series: BTreeMap<SeriesKey, Vec<(f64, f64)>>) -> Result<Vec<Histogram>, CommandError> {
     let mut histograms = Vec::new();
     for ((metric, labels), mut buckets) in series {
         buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let shown =
-            format!("{metric}{{{}}}", labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(","));
+        let shown = quote(&format!(
+            "{metric}{{{}}}",
+            labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(",")
+        ));
         if buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
             return Err(CommandError::Input(format!("histogram {shown} has no le=\"+Inf\" bucket")));
+        }
+        if let Some((le, count)) = buckets.iter().find(|(le, count)| le.is_nan() || !count.is_finite() || *count < 0.0)
+        {
+            return Err(CommandError::Input(format!(
+                "histogram {shown}: the bucket le={le} holds {count}; a bucket's count is a number of observations, 0 or more"
+            )));
         }
         if buckets.windows(2).any(|w| w[1].1 < w[0].1 || w[1].0 == w[0].0) {
             return Err(CommandError::Input(format!(

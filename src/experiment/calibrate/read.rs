@@ -3,7 +3,8 @@
 //! `opentelemetry-proto` types, into flat spans grouped by trace.
 
 use crate::experiment::command::CommandError;
-use crate::scenario::quote;
+use crate::scenario::input_file::next_line;
+use crate::scenario::{InputKind, open_input, quote};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use std::collections::BTreeMap;
@@ -80,6 +81,8 @@ impl ObservedSpan {
 /// The spans of one trace, and the resource that sent them.
 #[derive(Debug, Clone, Default)]
 pub struct ObservedTrace {
+    /// Its trace id (to name it in notes).
+    pub trace_id: Vec<u8>,
     pub spans: Vec<ObservedSpan>,
     /// The resource's attributes, as `key=value` text: traces from one resource (one process,
     /// one simulated replication) share a clock.
@@ -88,26 +91,33 @@ pub struct ObservedTrace {
     pub sampling_ratio: Option<f64>,
 }
 
+/// Trace files under the reading rule (`scenario/input_file.rs`).
+pub const TRACE_FILES: InputKind =
+    InputKind { plural: "trace files", max_bytes: MAX_TRACE_FILE_BYTES, advice: "split or sample it" };
+
 /// Every trace in `paths`, in file order and first-seen order within a file (a trace split
 /// over several documents is joined).
 pub fn read_traces(paths: &[std::path::PathBuf]) -> Result<Vec<ObservedTrace>, CommandError> {
-    let mut traces: Vec<ObservedTrace> = Vec::new();
-    let mut index: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    let mut set = TraceSet::default();
     for path in paths {
         let shown = quote(&path.display().to_string());
-        let meta = std::fs::metadata(path).map_err(|e| CommandError::Input(format!("cannot read {shown}: {e}")))?;
-        if !meta.is_file() {
-            return Err(CommandError::Input(format!("{shown} is not a regular file")));
-        }
-        if meta.len() > MAX_TRACE_FILE_BYTES {
-            return Err(CommandError::Input(format!(
-                "{shown} holds {} bytes; trace files are limited to {} GiB (split or sample it)",
-                meta.len(),
-                MAX_TRACE_FILE_BYTES >> 30
-            )));
-        }
-        let file = std::fs::File::open(path).map_err(|e| CommandError::Input(format!("cannot read {shown}: {e}")))?;
-        for document in documents(BufReader::new(file)) {
+        let file = open_input(path, TRACE_FILES).map_err(|r| CommandError::Input(format!("{shown}: {r}")))?;
+        set.read(&shown, BufReader::new(file))?;
+    }
+    Ok(set.traces)
+}
+
+/// Traces as they are read, joined by trace id across documents and files.
+#[derive(Default)]
+pub struct TraceSet {
+    pub traces: Vec<ObservedTrace>,
+    index: BTreeMap<Vec<u8>, usize>,
+}
+
+impl TraceSet {
+    /// Adds the documents of one file; `shown` names it in errors.
+    pub fn read(&mut self, shown: &str, reader: impl BufRead) -> Result<(), CommandError> {
+        for document in documents(reader) {
             let (first_line, text) = document.map_err(|e| CommandError::Input(format!("{shown}: {e}")))?;
             let request: ExportTraceServiceRequest = serde_json::from_str(&text).map_err(|e| {
                 CommandError::Input(crate::scenario::tame_message(&format!(
@@ -115,16 +125,28 @@ pub fn read_traces(paths: &[std::path::PathBuf]) -> Result<Vec<ObservedTrace>, C
                     first_line + e.line().saturating_sub(1)
                 )))
             })?;
-            add_request(request, &mut traces, &mut index);
+            add_request(request, &mut self.traces, &mut self.index);
         }
+        Ok(())
     }
-    Ok(traces)
+}
+
+/// Line `number` (from 1) as text, at most [`MAX_LINE_BYTES`] read: None at the end.
+fn bounded_line(reader: &mut impl BufRead, number: usize) -> Option<Result<String, String>> {
+    Some(match next_line(reader, MAX_LINE_BYTES)? {
+        Ok(raw) => String::from_utf8(raw).map_err(|_| format!("line {number}: not UTF-8 text")),
+        Err(e) => Err(format!("line {number}: {e}")),
+    })
 }
 
 /// The file's documents with the line each starts on: one per non-blank line when the first
 /// line is a whole JSON value (JSON Lines), else the whole file as one (pretty-printed) document.
-fn documents(reader: impl BufRead) -> impl Iterator<Item = Result<(usize, String), String>> {
-    let mut lines = reader.lines().enumerate();
+fn documents(mut reader: impl BufRead) -> impl Iterator<Item = Result<(usize, String), String>> {
+    let mut number = 0;
+    let mut lines = std::iter::from_fn(move || {
+        number += 1;
+        bounded_line(&mut reader, number).map(|line| (number - 1, line))
+    });
     let mut json_lines: Option<bool> = None;
     let mut whole: Option<(usize, String)> = None;
     std::iter::from_fn(move || {
@@ -132,11 +154,8 @@ fn documents(reader: impl BufRead) -> impl Iterator<Item = Result<(usize, String
             let Some((i, line)) = lines.next() else { return whole.take().map(Ok) };
             let line = match line {
                 Ok(line) => line,
-                Err(e) => return Some(Err(format!("line {}: {e}", i + 1))),
+                Err(e) => return Some(Err(e)),
             };
-            if line.len() as u64 > MAX_LINE_BYTES {
-                return Some(Err(format!("line {}: longer than {} MiB", i + 1, MAX_LINE_BYTES >> 20)));
-            }
             match json_lines {
                 None if line.trim().is_empty() => {}
                 None => {
@@ -173,7 +192,12 @@ fn add_request(
         for scope_spans in resource_spans.scope_spans {
             for span in scope_spans.spans {
                 let slot = *index.entry(span.trace_id.clone()).or_insert_with(|| {
-                    traces.push(ObservedTrace { spans: Vec::new(), resource: resource.clone(), sampling_ratio });
+                    traces.push(ObservedTrace {
+                        trace_id: span.trace_id.clone(),
+                        spans: Vec::new(),
+                        resource: resource.clone(),
+                        sampling_ratio,
+                    });
                     traces.len() - 1
                 });
                 traces[slot].spans.push(ObservedSpan {

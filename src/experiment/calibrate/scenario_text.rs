@@ -6,6 +6,7 @@ use super::fit::{Family, ks_critical, observed_quantile};
 use super::infer::{Observations, StepObservations, WorkflowObservations, arrival_rate_per_s, step_graph};
 use super::tokens::{MIN_TOKEN_SAMPLES, TokenShape, count_spec};
 use crate::experiment::report::table::render;
+use crate::world::model::MAX_SIMULATED_S;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -45,6 +46,16 @@ fn median(values: &[f64]) -> Option<f64> {
     v.get(v.len() / 2).copied()
 }
 
+/// The longest stretch of run starts one clock (one resource) covered, in s.
+pub fn covered_s(observations: &Observations) -> f64 {
+    observations
+        .workflows
+        .values()
+        .flat_map(|w| w.starts_by_resource.values())
+        .filter_map(|starts| Some((starts.iter().max()? - starts.iter().min()?) as f64 / 1e9))
+        .fold(0.0, f64::max)
+}
+
 impl Calibrated<'_> {
     /// The scenario's text; `more_notes` join the notes at its end.
     pub fn render(&self, more_notes: &[String]) -> String {
@@ -80,20 +91,43 @@ impl Calibrated<'_> {
         t
     }
 
+    /// The longest stretch of run starts one clock (one resource) covered, in s.
+    pub fn covered_s(&self) -> f64 {
+        covered_s(self.observations)
+    }
+
+    /// What the scenario simulates: as long as the traces cover, at least a minute.
+    pub fn duration_s(&self) -> f64 {
+        self.covered_s().round().max(60.0)
+    }
+
+    /// A workflow's arrival rate as written.
+    pub fn rate_per_s(&self, w: &WorkflowObservations) -> f64 {
+        arrival_rate_per_s(w, self.sampling_ratio).unwrap_or(1.0)
+    }
+
+    /// The time-series window: 60 s, or wider when the period over 60 s windows would pass the
+    /// bound on windows or on the time series' cells (one policy, three columns a dependency,
+    /// ten replications).
+    fn window_s(&self, duration_s: f64) -> f64 {
+        let columns = (crate::metrics::timeseries::FIXED_COLUMNS.len() + 3 * self.choices.len()) as f64;
+        let by_cells = crate::world::model::MAX_TIMESERIES_CELLS as f64 / (columns * 10.0);
+        let windows = crate::world::model::MAX_WINDOWS.min(by_cells) - 1.0;
+        ((duration_s + 3_600.0) / windows).ceil().max(60.0)
+    }
+
     fn simulation(&self, t: &mut String) {
-        // The longest stretch one clock (one resource) covered: the scenario simulates as long.
-        let span_s = self
-            .observations
-            .workflows
-            .values()
-            .flat_map(|w| w.starts_by_resource.values())
-            .filter_map(|starts| Some((starts.iter().max()? - starts.iter().min()?) as f64 / 1e9))
-            .fold(0.0, f64::max);
-        let duration_s = span_s.round().max(60.0);
+        let (span_s, duration_s) = (self.covered_s(), self.duration_s());
         let _ = writeln!(t, "[simulation]");
         let _ = writeln!(t, "duration_s = {}   # the traces cover {span_s:.0} s on one clock", num(duration_s));
         let _ = writeln!(t, "warmup_s = 0");
         let _ = writeln!(t, "seed = 1");
+        // The default 60 s windows over the default 3600 s drain, within both bounds on windows:
+        // a period of weeks or years needs wider ones.
+        let window_s = self.window_s(duration_s);
+        if window_s > 60.0 {
+            let _ = writeln!(t, "timeseries_window_s = {window_s}   # wider than 60 s: so long a period in fewer windows");
+        }
         let _ = writeln!(t, "replications = 10\n");
     }
 
@@ -186,7 +220,8 @@ impl Calibrated<'_> {
             Latency::Unknown => "service_time = { dist = \"constant\", value_ms = 1 }   # never answered".into(),
             Latency::Histogram(h) => {
                 let (le, counts) = h.as_scenario_buckets();
-                let list = |v: &[f64]| v.iter().map(|x| num(*x)).collect::<Vec<_>>().join(", ");
+                // Every digit: rounded bounds could meet, or fall to 0.
+                let list = |v: &[f64]| v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ");
                 format!(
                     "service_time = {{ dist = \"histogram\", le_ms = [{}], cumulative_counts = [{}] }}\n# the Prometheus histogram {}{{{}}} ({} observations); the traces' {n} answers are in the report",
                     list(&le),
@@ -201,16 +236,18 @@ impl Calibrated<'_> {
 
     fn workflow(&self, t: &mut String, name: &str, w: &WorkflowObservations) {
         let ratio = self.sampling_ratio.or(w.sampling_ratio).unwrap_or(1.0);
-        let rate = arrival_rate_per_s(w, self.sampling_ratio).unwrap_or(1.0);
+        let rate = self.rate_per_s(w);
         let mut latencies = w.run_latency_ms.clone();
         latencies.sort_by(f64::total_cmp);
-        let (deadline, deadline_why) = match median(&w.deadlines_ms) {
+        // A deadline the scenario takes: at least a microsecond, at most a simulation's 10 years.
+        let usable = |d: &f64| d.is_finite() && (0.001..=MAX_SIMULATED_S * 1e3).contains(d);
+        let (deadline, deadline_why) = match median(&w.deadlines_ms).filter(usable) {
             Some(d) => (d, "the runs' run.deadline_ms".to_string()),
             None => {
                 let p99 = observed_quantile(&latencies, 0.99);
                 (
                     (10.0 * p99).ceil().max(1.0),
-                    format!("not in the traces: 10 x the observed p99 run latency ({p99:.1} ms)"),
+                    format!("not in the traces (or not a usable one): 10 x the observed p99 run latency ({p99:.1} ms)"),
                 )
             }
         };
@@ -344,6 +381,14 @@ impl Calibrated<'_> {
         let o = self.observations;
         if o.rootless > 0 {
             notes.push(format!("{} trace(s) had no root span and were left out", o.rootless));
+        }
+        if let Some((trace, spans)) = &o.cyclic.first {
+            notes.push(format!(
+                "{} span(s) in {} trace(s) sit on or below a cycle of parents (a span its own parent, or spans each other's) and were left out; the first: trace {trace}, span(s) {}",
+                o.cyclic.spans,
+                o.cyclic.traces,
+                spans.join(", ")
+            ));
         }
         for (name, raw) in &o.renamed {
             notes.push(format!(

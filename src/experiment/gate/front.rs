@@ -6,6 +6,7 @@
 use crate::experiment::command::CommandError;
 use crate::metrics::MetricMap;
 use crate::metrics::stats::estimate;
+use crate::scenario::{InputKind, read_input};
 use std::path::Path;
 
 /// The front of a tune, as front.json gives it.
@@ -24,9 +25,12 @@ pub struct Distance {
     pub at_means: f64,
 }
 
+/// A tune's front.json under the reading rule: a front of ten thousand points is a few MiB.
+pub const FRONT_FILES: InputKind = InputKind { plural: "front files", max_bytes: 64 << 20, advice: "" };
+
 pub fn read_front(path: &Path) -> Result<Front, CommandError> {
     let bad = |why: String| CommandError::Input(format!("argument `--front {}`: {why}", path.display()));
-    let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let bytes = read_input(path, FRONT_FILES).map_err(|r| bad(r.to_string()))?;
     let doc: serde_json::Value =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a tune's front.json: {e}")))?;
     let objectives: Vec<(String, bool)> = doc["objectives"]

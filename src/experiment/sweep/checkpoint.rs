@@ -6,7 +6,7 @@
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{write_atomically, write_atomically_unsynced};
 use crate::metrics::stats::{Aggregate, Estimate};
-use crate::scenario::tame_message;
+use crate::scenario::{InputKind, read_input, tame_message};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -77,7 +77,7 @@ pub struct PointRecord {
 }
 
 /// FNV-1a, 64 bits, as 16 hex digits: a checksum against damage, not against an adversary.
-fn fnv_hex(bytes: &[u8]) -> String {
+pub fn fnv_hex(bytes: &[u8]) -> String {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
     for &b in bytes {
         h ^= u64::from(b);
@@ -186,6 +186,9 @@ pub struct Checkpoint {
 }
 
 const KEY_FILE: &str = "key.json";
+/// A checkpoint's key and points under the reading rule: a key holds the scenario (at most
+/// 16 MiB as a file), a point a few KB per policy.
+pub const CHECKPOINT_FILES: InputKind = InputKind { plural: "checkpoint files", max_bytes: 256 << 20, advice: "" };
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> CommandError {
     CommandError::Io(format!("cannot {what} {}: {e}", path.display()))
@@ -203,7 +206,7 @@ impl Checkpoint {
     ) -> Result<(Checkpoint, Resumed, Vec<bool>), CommandError> {
         let key_path = dir.join(KEY_FILE);
         let stored: Option<SweepKey> =
-            std::fs::read(&key_path).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
+            read_input(&key_path, CHECKPOINT_FILES).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok());
         let checkpoint = Checkpoint { dir: dir.to_path_buf(), sweep: key.digest() };
         let mut done = vec![false; wanted.len()];
         let resumed = match (resume, &stored) {
@@ -250,7 +253,8 @@ impl Checkpoint {
 
     pub fn load(&self, point: usize) -> Result<PointRecord, CommandError> {
         let path = self.point_path(point);
-        let bytes = std::fs::read(&path).map_err(|e| io_error("read", &path, e))?;
+        let bytes = read_input(&path, CHECKPOINT_FILES)
+            .map_err(|refusal| CommandError::Io(format!("cannot read {}: {refusal}", path.display())))?;
         PointRecord::read(&bytes, point, &self.sweep)
             .map_err(|why| CommandError::Io(format!("{}: {why}", path.display())))
     }

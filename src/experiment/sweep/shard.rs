@@ -8,9 +8,10 @@ use super::files::{SweepView, write_sweep_files};
 use crate::experiment::batch::grid::{MAX_GRID_POINTS, SweepLayout};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{AtomicFile, OutputFolder};
-use crate::scenario::tame_message;
+use crate::scenario::input_file::{InputFile, LineRefusal, next_line};
+use crate::scenario::{InputKind, open_input, tame_message};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 /// Which part of a sweep one process computes: points `index`, `index + count`, ... of the
@@ -113,37 +114,26 @@ impl<R: BufRead> Iterator for BoundedLines<R> {
     type Item = std::io::Result<String>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut line = Vec::new();
-        let read = std::io::Read::by_ref(&mut self.reader).take(MAX_SHARD_LINE_BYTES + 1).read_until(b'\n', &mut line);
-        match read {
-            Err(e) => Some(Err(e)),
-            Ok(0) => None,
-            Ok(_) if line.len() as u64 > MAX_SHARD_LINE_BYTES => Some(Err(std::io::Error::new(
+        Some(match next_line(&mut self.reader, MAX_SHARD_LINE_BYTES)? {
+            Ok(line) => String::from_utf8(line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+            Err(LineRefusal::Io(e)) => Err(e),
+            Err(too_long @ LineRefusal::TooLong { .. }) => Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("a line longer than {} MiB: not a faultline shard file", MAX_SHARD_LINE_BYTES >> 20),
-            ))),
-            Ok(_) => {
-                if line.last() == Some(&b'\n') {
-                    line.pop();
-                }
-                Some(String::from_utf8(line).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
-            }
-        }
+                format!("a line {too_long}: not a faultline shard file"),
+            )),
+        })
     }
 }
 
-fn open_shard(path: &Path) -> Result<ShardReader<'_, BufReader<std::fs::File>>, CommandError> {
-    let cannot = |e: std::io::Error| CommandError::Input(format!("cannot read {}: {e}", path.display()));
-    // A shard is a file merge reads to its end: a device or a pipe (/dev/zero) would never end.
-    let meta = std::fs::metadata(path).map_err(cannot)?;
-    if !meta.is_file() {
-        let what = if meta.is_dir() { "a folder" } else { "not a regular file (a device, a pipe or a socket)" };
-        return Err(CommandError::Input(format!(
-            "cannot read {}: it is {what}; merge reads shard files",
-            path.display()
-        )));
-    }
-    let file = std::fs::File::open(path).map_err(cannot)?;
+/// Sweep shard files under the reading rule (`scenario/input_file.rs`): merge reads a shard
+/// to its end, so a device or a pipe (/dev/zero) would never end; a real shard holds one record
+/// per point, at most a few GiB for the largest grids.
+pub const SHARD_FILES: InputKind = InputKind { plural: "shard files", max_bytes: 16 << 30, advice: "" };
+
+fn open_shard(path: &Path) -> Result<ShardReader<'_, BufReader<InputFile>>, CommandError> {
+    let file = open_input(path, SHARD_FILES).map_err(|refusal| {
+        CommandError::Input(format!("cannot read {}: {refusal}; merge reads shard files", path.display()))
+    })?;
     ShardReader::new(path, BufReader::new(file))
 }
 

@@ -6,11 +6,14 @@ use super::outcome::Round;
 use super::race::{Samples, Status};
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::write_atomically;
+use crate::experiment::sweep::checkpoint::fnv_hex;
+use crate::scenario::{InputKind, InputRefusal, read_input, tame_message};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Everything a tune's results depend on; a checkpoint of another key is not resumed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TuneKey {
     pub version: String,
     /// A hash of the running executable (the same bytes only from the same binary).
@@ -33,6 +36,7 @@ pub struct TuneKey {
 
 /// One candidate's part of the race: values as f64 bits (exact, NaN included) and status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct CandidateState {
     /// Its values and generation, so a child of a later generation can be made again.
     values: Vec<String>,
@@ -42,8 +46,11 @@ struct CandidateState {
     status: Status,
 }
 
-/// The race after its last finished round.
+/// The race after its last finished round, sealed like a sweep's points: the digest of the
+/// tune that made it and a checksum of its content, so a checkpoint of another tune or one
+/// changed by a single digit is never resumed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RaceState {
     key: TuneKey,
     pub generation: u32,
@@ -51,7 +58,37 @@ pub struct RaceState {
     pub simulations: usize,
     pub rounds: Vec<Round>,
     candidates: Vec<CandidateState>,
+    /// [`TuneKey::digest`] of the tune that made it (empty until sealed).
+    #[serde(default)]
+    tune: String,
+    /// FNV-1a of the state serialized with an empty checksum (empty until sealed).
+    #[serde(default)]
+    checksum: String,
 }
+
+impl TuneKey {
+    /// The tune's identity in 16 hex digits: its checkpoint and every shard carry it.
+    pub fn digest(&self) -> String {
+        fnv_hex(&serde_json::to_vec(self).expect("a key always serializes"))
+    }
+}
+
+/// What `--resume` found beside the output.
+#[derive(Debug)]
+pub enum Loaded {
+    /// This tune's state, verified.
+    State(Box<RaceState>),
+    /// No checkpoint.
+    Nothing,
+    /// A checkpoint of another tune (another scenario, other arguments, another build).
+    OtherTune,
+    /// A checkpoint that cannot be trusted: why, and the simulations it claimed, when it said.
+    Damaged { why: String, simulations: Option<usize> },
+}
+
+/// Tune checkpoints under the reading rule: the values of every candidate and replication, a
+/// few MiB for thousands of candidates.
+pub const CHECKPOINT_FILES: InputKind = InputKind { plural: "tune checkpoints", max_bytes: 1 << 30, advice: "" };
 
 fn bits(v: &[Vec<f64>]) -> Vec<Vec<u64>> {
     v.iter().map(|r| r.iter().map(|x| x.to_bits()).collect()).collect()
@@ -90,7 +127,66 @@ impl RaceState {
                     status: st.clone(),
                 })
                 .collect(),
+            tune: String::new(),
+            checksum: String::new(),
         }
+    }
+
+    fn content_checksum(&self) -> String {
+        let unsealed = RaceState { checksum: String::new(), ..self.clone() };
+        fnv_hex(&serde_json::to_vec(&unsealed).expect("a race state always serializes"))
+    }
+
+    /// The state sealed for the tune whose key is `key`.
+    pub fn sealed(&self, key: &TuneKey) -> RaceState {
+        let mut state = RaceState { tune: key.digest(), checksum: String::new(), ..self.clone() };
+        state.checksum = state.content_checksum();
+        state
+    }
+
+    /// A checkpoint's bytes read back for the tune of `key` whose first candidates are `first`
+    /// (children of later generations follow them).
+    pub fn read(bytes: &[u8], key: &TuneKey, first: &[Vec<String>]) -> Loaded {
+        let state: RaceState = match serde_json::from_slice(bytes) {
+            Ok(state) => state,
+            Err(e) => {
+                let why = tame_message(&format!("it is not a tune checkpoint ({e})"));
+                return Loaded::Damaged { why, simulations: None };
+            }
+        };
+        if state.checksum != state.content_checksum() {
+            let why = "its content does not match its checksum (it was changed or damaged)".to_string();
+            return Loaded::Damaged { why, simulations: Some(state.simulations) };
+        }
+        let same_start = state.candidates.len() >= first.len()
+            && state.candidates.iter().zip(first).all(|(c, v)| c.values == *v && c.generation == 0);
+        if state.tune != key.digest() || state.key != *key || !same_start {
+            return Loaded::OtherTune;
+        }
+        if !state.fits(key) {
+            let why =
+                "its candidates' figures do not fit together (a sealed file written by something else)".to_string();
+            return Loaded::Damaged { why, simulations: Some(state.simulations) };
+        }
+        Loaded::State(Box::new(state))
+    }
+
+    /// Every candidate has a row per objective of the key and the same number of constraint
+    /// rows, each row of a candidate as long as its others, and every candidate a status names
+    /// exists: what the race indexes without checking.
+    fn fits(&self, key: &TuneKey) -> bool {
+        let n = self.candidates.len();
+        let constraints = self.candidates.first().map_or(0, |c| c.constraints.len());
+        self.candidates.iter().all(|c| {
+            let reps = c.objectives.first().map_or(0, Vec::len);
+            c.objectives.len() == key.objectives.len()
+                && c.constraints.len() == constraints
+                && c.objectives.iter().chain(&c.constraints).all(|row| row.len() == reps)
+                && match &c.status {
+                    Status::Racing | Status::Infeasible { .. } => true,
+                    Status::Dominated { by: other, .. } | Status::Twin { of: other, .. } => *other < n,
+                }
+        })
     }
 
     pub fn samples(&self) -> Vec<Samples> {
@@ -133,20 +229,24 @@ impl Checkpoint {
     }
 
     /// The state to resume: a checkpoint of this key whose first candidates are `first`
-    /// (children of later generations follow them). Anything else (none, another key, a
-    /// damaged file) is no state.
-    pub fn load(&self, key: &TuneKey, first: &[Vec<String>]) -> Option<RaceState> {
-        let bytes = std::fs::read(self.file()).ok()?;
-        let state: RaceState = serde_json::from_slice(&bytes).ok()?;
-        let same_start = state.candidates.len() >= first.len()
-            && state.candidates.iter().zip(first).all(|(c, v)| c.values == *v && c.generation == 0);
-        (state.key == *key && same_start).then_some(state)
+    /// (children of later generations follow them), or what was found instead.
+    pub fn load(&self, key: &TuneKey, first: &[Vec<String>]) -> Loaded {
+        match read_input(&self.file(), CHECKPOINT_FILES) {
+            Ok(bytes) => RaceState::read(&bytes, key, first),
+            Err(InputRefusal::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Loaded::Nothing,
+            Err(refusal) => Loaded::Damaged { why: refusal.to_string(), simulations: None },
+        }
+    }
+
+    /// The checkpoint file's path.
+    pub fn path(&self) -> PathBuf {
+        self.file()
     }
 
     pub fn save(&self, state: &RaceState) -> Result<(), CommandError> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| CommandError::Io(format!("cannot create {}: {e}", self.dir.display())))?;
-        let text = serde_json::to_vec(state).expect("a race state always serializes");
+        let text = serde_json::to_vec(&state.sealed(&state.key)).expect("a race state always serializes");
         write_atomically(&self.file(), &text)
     }
 

@@ -21,7 +21,7 @@ use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::experiment::sweep::checkpoint::build_id;
 use crate::scenario::{Source, load_file, name_hint, parse_override, parse_source, quote, sample_files, value_at};
-use checkpoint::{Checkpoint, RaceState, TuneKey};
+use checkpoint::{Checkpoint, Loaded, RaceState, TuneKey};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
 use shards::{RoundMode, RoundTask};
@@ -152,14 +152,33 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     let first_values: Vec<Vec<String>> = candidates.iter().map(|c| c.values.clone()).collect();
     // A sharded tune always continues from the rounds merged so far.
     let resume = opts.resume || opts.rounds != RoundMode::Local;
-    let resumed = if resume { checkpoint.load(&key, &first_values) } else { None };
-    let resume_note = match (&resumed, opts.resume) {
-        (Some(state), _) => Some(format!(
-            "resumed from the checkpoint at {} replications of generation {} ({} simulations kept)",
-            state.done, state.generation, state.simulations
-        )),
-        (None, true) => Some("nothing to resume (no checkpoint of this tune): the race started again".to_string()),
-        (None, false) => None,
+    let loaded = if resume { checkpoint.load(&key, &first_values) } else { Loaded::Nothing };
+    let shown = checkpoint.path().display().to_string();
+    let (resumed, resume_note) = match loaded {
+        Loaded::State(state) => {
+            let note = format!(
+                "resumed from the checkpoint at {} replications of generation {} ({} simulations kept)",
+                state.done, state.generation, state.simulations
+            );
+            (Some(*state), Some(note))
+        }
+        Loaded::Damaged { why, simulations } => {
+            let lost = match simulations {
+                Some(n) => format!("its {n} simulations are computed again"),
+                None => "what it held is computed again".to_string(),
+            };
+            (None, Some(format!("the checkpoint {shown} is not resumed: {why}; {lost}, the race started again")))
+        }
+        Loaded::OtherTune if opts.resume => (
+            None,
+            Some(format!(
+                "nothing to resume (the checkpoint {shown} is another tune's: another scenario, other arguments or another build): the race started again"
+            )),
+        ),
+        Loaded::Nothing if opts.resume => {
+            (None, Some("nothing to resume (no checkpoint of this tune): the race started again".to_string()))
+        }
+        Loaded::OtherTune | Loaded::Nothing => (None, None),
     };
     let mut workers = Workers::start(opts.jobs, 0, "tuning")?;
     workers.fit_guard_windows(models.iter().map(Model::guard_window_bytes).max().unwrap_or(0))?;
@@ -183,7 +202,12 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     workers.finish();
     let (outcome, mut folder) = match (outcome, folder.take()) {
         (RaceEnd::Finished(outcome), Some(folder)) => (outcome, folder),
-        (RaceEnd::Paused(text), _) => return Ok(text),
+        (RaceEnd::Paused(text), _) => {
+            return Ok(match resume_note.filter(|n| !n.starts_with("resumed ") && !n.starts_with("nothing ")) {
+                Some(note) => format!("{note}\n{text}"),
+                None => text,
+            });
+        }
         (RaceEnd::Finished(_), None) => unreachable!("a shard pauses before the race is over"),
     };
     files::write_tune_files(&mut folder, &outcome, &source)?;

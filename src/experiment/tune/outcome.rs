@@ -35,6 +35,7 @@ pub struct Outcome {
 
 /// One round of the race: how many candidates ran to how many replications.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Round {
     pub generation: u32,
     pub replications: u32,

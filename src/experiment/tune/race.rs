@@ -75,6 +75,7 @@ impl Samples {
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub enum Status {
     Racing,
     /// Candidate `by` was better with confidence after `replications` paired replications.

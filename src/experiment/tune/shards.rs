@@ -8,7 +8,9 @@
 use super::checkpoint::TuneKey;
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::write_atomically;
+use crate::experiment::sweep::checkpoint::fnv_hex;
 use crate::experiment::sweep::shard::Shard;
+use crate::scenario::{InputKind, read_input, tame_message};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -27,7 +29,8 @@ pub enum RoundMode {
 pub type RoundTask = (usize, u32);
 
 /// What one process computed of one round.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ShardFile {
     format: String,
     /// The tune's key: a shard of another tune (scenario, arguments, build) is refused.
@@ -38,7 +41,29 @@ struct ShardFile {
     tasks: Vec<RoundTask>,
     /// Per task, the metrics' values as f64 bits (exact, NaN included).
     values: Vec<Vec<u64>>,
+    /// [`TuneKey::digest`] of the tune that made it (empty until sealed).
+    #[serde(default)]
+    tune: String,
+    /// FNV-1a of the file serialized with an empty checksum (empty until sealed).
+    #[serde(default)]
+    checksum: String,
 }
+
+impl ShardFile {
+    fn content_checksum(&self) -> String {
+        let unsealed = ShardFile { checksum: String::new(), ..self.clone() };
+        fnv_hex(&serde_json::to_vec(&unsealed).expect("a shard always serializes"))
+    }
+
+    fn sealed(mut self) -> ShardFile {
+        self.tune = self.key.digest();
+        self.checksum = self.content_checksum();
+        self
+    }
+}
+
+/// Tune shard files under the reading rule: one round's values of one process.
+pub const SHARD_FILES: InputKind = InputKind { plural: "tune shard files", max_bytes: 1 << 30, advice: "" };
 
 const FORMAT: &str = "faultline-tune-shard";
 
@@ -60,6 +85,49 @@ pub fn write(
     tasks: &[RoundTask],
     values: &[Vec<f64>],
 ) -> Result<PathBuf, CommandError> {
+    std::fs::create_dir_all(dir).map_err(|e| CommandError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    let path = dir.join(file_name(round, shard));
+    write_atomically(&path, &shard_bytes(key, round, shard, tasks, values))?;
+    Ok(path)
+}
+
+/// A shard file's bytes read back as a shard of round `round` of the tune of `key`, or why not.
+fn read_shard(bytes: &[u8], key: &TuneKey, round: usize) -> Result<ShardFile, String> {
+    let file: ShardFile =
+        serde_json::from_slice(bytes).map_err(|e| tame_message(&format!("not a tune shard file ({e})")))?;
+    if file.checksum != file.content_checksum() {
+        return Err("its content does not match its checksum (it was changed or damaged)".into());
+    }
+    if file.format != FORMAT || file.round != round {
+        return Err(format!("not a shard of round {round}"));
+    }
+    if file.tune != key.digest() || file.key != *key {
+        return Err(
+            "made by another tune (another scenario, other arguments or another build); every shard and the merge take the same arguments".into(),
+        );
+    }
+    Ok(file)
+}
+
+/// What merge takes of one shard file: which shard of how many, its simulations and their
+/// values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardValues {
+    pub shard: Shard,
+    pub tasks: Vec<RoundTask>,
+    pub values: Vec<Vec<f64>>,
+}
+
+/// A shard file's bytes as merge takes them (the fuzzer's entry): Ok when they are a sealed
+/// shard of round `round` of the tune of `key`.
+pub fn read_shard_values(bytes: &[u8], key: &TuneKey, round: usize) -> Result<ShardValues, String> {
+    let file = read_shard(bytes, key, round)?;
+    let values = file.values.iter().map(|v| v.iter().map(|x| f64::from_bits(*x)).collect()).collect();
+    Ok(ShardValues { shard: Shard { index: file.shard, count: file.shards }, tasks: file.tasks, values })
+}
+
+/// A sealed shard file's bytes, as `write` writes them (for the fuzzer's seeds and checks).
+pub fn shard_bytes(key: &TuneKey, round: usize, shard: Shard, tasks: &[RoundTask], values: &[Vec<f64>]) -> Vec<u8> {
     let file = ShardFile {
         format: FORMAT.into(),
         key: key.clone(),
@@ -68,11 +136,11 @@ pub fn write(
         shards: shard.count,
         tasks: tasks.to_vec(),
         values: values.iter().map(|v| v.iter().map(|x| x.to_bits()).collect()).collect(),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| CommandError::Io(format!("cannot create {}: {e}", dir.display())))?;
-    let path = dir.join(file_name(round, shard));
-    write_atomically(&path, &serde_json::to_vec(&file).expect("a shard always serializes"))?;
-    Ok(path)
+        tune: String::new(),
+        checksum: String::new(),
+    }
+    .sealed();
+    serde_json::to_vec(&file).expect("a shard always serializes")
 }
 
 /// The values of round `round` (one row per task of `all`, in order) from its shard files in
@@ -98,24 +166,26 @@ pub fn gather(
         return Ok(None);
     }
     paths.sort();
-    let bad = |path: &Path, why: String| CommandError::Input(format!("{}: {why}", path.display()));
     let mut files = Vec::with_capacity(paths.len());
+    let mut refused = Vec::new();
     for path in &paths {
-        let bytes =
-            std::fs::read(path).map_err(|e| CommandError::Io(format!("cannot read {}: {e}", path.display())))?;
-        let file: ShardFile = serde_json::from_slice(&bytes)
-            .map_err(|e| bad(path, format!("not a tune shard file ({e}); remove it and run its shard again")))?;
-        if file.format != FORMAT || file.round != round {
-            return Err(bad(path, "not a shard of this round; remove it and run its shard again".into()));
+        match read_input(path, SHARD_FILES) {
+            Err(refusal) => refused.push(format!("{}: {refusal}", path.display())),
+            Ok(bytes) => match read_shard(&bytes, key, round) {
+                Ok(file) => files.push((path, file)),
+                Err(why) => refused.push(format!("{}: {why}", path.display())),
+            },
         }
-        if file.key != *key {
-            return Err(bad(
-                path,
-                "made by another tune (another scenario, other arguments or another build); every shard and the merge take the same arguments".into(),
-            ));
-        }
-        files.push((path, file));
     }
+    if !refused.is_empty() {
+        return Err(CommandError::Input(format!(
+            "{} of the {} shard files of round {round} are refused, nothing is merged: {}; remove them and run their shards again",
+            refused.len(),
+            paths.len(),
+            refused.join("; ")
+        )));
+    }
+    let bad = |path: &Path, why: String| CommandError::Input(format!("{}: {why}", path.display()));
     let shards = files[0].1.shards;
     if let Some((path, f)) = files.iter().find(|(_, f)| f.shards != shards) {
         return Err(bad(path, format!("a shard of {} where {} is a shard of {shards}", f.shards, paths[0].display())));

@@ -1,0 +1,470 @@
+//! Issue 36, from outside: calibrate never hangs on a cycle of parents and never refuses its own
+//! output (it checks everything before it writes, and writes its scenario and samples as one
+//! set); Prometheus series of one callee add up whatever other series there are; devices, FIFOs
+//! and oversized files are refused at once by every reader; tune's shards and checkpoints are
+//! sealed, so a changed digit is refused or computed again, never taken in.
+//!
+//! A command that could hang runs under a deadline: past it the process is killed and the test
+//! fails, so a regression fails CI instead of hanging it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-robust-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The binary under test: this build's, or FAULTLINE_BIN (to show an older build's behaviour).
+fn bin() -> String {
+    std::env::var("FAULTLINE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_faultline").to_string())
+}
+
+/// Runs faultline with `args`, killed after `limit`: Err(elapsed) when it had to be killed.
+fn within(limit: Duration, args: &[&str]) -> Result<(Output, Duration), Duration> {
+    let started = Instant::now();
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return Ok((child.wait_with_output().unwrap(), started.elapsed()));
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs faultline and requires it to end within `limit`.
+fn run(limit: Duration, args: &[&str]) -> Output {
+    match within(limit, args) {
+        Ok((o, _)) => o,
+        Err(t) => panic!("{args:?} still ran after {t:?}: killed"),
+    }
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(Duration::from_secs(300), args);
+    assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Exit 2 with one `error:` line that holds every fragment; returns it.
+fn refused(o: &Output, fragments: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(2), "expected exit 2: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    for f in fragments {
+        assert!(lines[0].contains(f), "expected {f:?} in {}", lines[0]);
+    }
+    lines[0].to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// OTLP traces, written by hand
+// ---------------------------------------------------------------------------------------------
+
+/// One span: (span id, parent id or "", name, kind, start ms, end ms, attributes as JSON).
+struct Span<'a>(&'a str, &'a str, &'a str, u8, u64, u64, &'a str);
+
+fn document(trace: &str, spans: &[Span]) -> String {
+    let spans: Vec<String> = spans
+        .iter()
+        .map(|Span(id, parent, name, kind, start, end, attributes)| {
+            let parent = if parent.is_empty() { String::new() } else { format!(",\"parentSpanId\":\"{parent}\"") };
+            format!(
+                "{{\"traceId\":\"{trace}\",\"spanId\":\"{id}\"{parent},\"name\":\"{name}\",\"kind\":{kind},\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\",\"attributes\":[{attributes}]}}",
+                start * 1_000_000,
+                end * 1_000_000
+            )
+        })
+        .collect();
+    format!(
+        "{{\"resourceSpans\":[{{\"resource\":{{\"attributes\":[]}},\"scopeSpans\":[{{\"spans\":[{}]}}]}}]}}\n",
+        spans.join(",")
+    )
+}
+
+const DB: &str = "{\"key\":\"server.address\",\"value\":{\"stringValue\":\"db\"}}";
+
+/// `runs` whole runs: a root span calling `db` once, a second apart.
+fn good_runs(runs: u64) -> String {
+    (0..runs)
+        .map(|i| {
+            let trace = format!("{:032x}", 0xa000 + i);
+            let t = 1_000 * i;
+            document(
+                &trace,
+                &[
+                    Span("00000000000000a1", "", "agent.run wf", 2, t, t + 50, ""),
+                    Span("00000000000000a2", "00000000000000a1", "GET /x", 3, t + 5, t + 40, DB),
+                ],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_cycle_of_parents_is_left_out_with_a_note_and_never_hangs() {
+    let dir = scratch("cycle");
+    let t = |i: u64| format!("{:032x}", 0xc000 + i);
+    let mut text = good_runs(40);
+    // A span that is its own parent, beside a root.
+    text.push_str(&document(
+        &t(1),
+        &[
+            Span("00000000000000b1", "", "agent.run wf", 2, 0, 50, ""),
+            Span("00000000000000b2", "00000000000000b2", "GET /x", 3, 5, 40, DB),
+        ],
+    ));
+    // Two spans each other's parent, and a client span below them.
+    text.push_str(&document(
+        &t(2),
+        &[
+            Span("00000000000000c1", "", "agent.run wf", 2, 0, 50, ""),
+            Span("00000000000000c2", "00000000000000c3", "step", 1, 5, 40, ""),
+            Span("00000000000000c3", "00000000000000c2", "GET /x", 3, 5, 40, DB),
+            Span("00000000000000c4", "00000000000000c3", "GET /y", 3, 6, 30, DB),
+        ],
+    ));
+    let traces = dir.join("cycles.jsonl");
+    std::fs::write(&traces, text).unwrap();
+    let out = dir.join("cycle.toml");
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "-o", s(&out)]);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        report.contains("4 span(s) in 2 trace(s) sit on or below a cycle of parents"),
+        "the note counts the spans left out: {report}"
+    );
+    assert!(report.contains("00000000000000b2"), "the note names a span of the cycle: {report}");
+    // The runs themselves still count: 42 root spans, the cycles' spans no attempt.
+    assert!(report.contains("of 42 run(s)"), "{report}");
+    let db_row: Vec<&str> = report.lines().find(|l| l.starts_with("db ")).unwrap().split_whitespace().collect();
+    assert_eq!(db_row[1], "40", "40 answered attempts at db, none from a cycle: {report}");
+    ok(&["validate", s(&out)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// calibrate refuses nothing of its own, and replaces nothing it then refuses
+// ---------------------------------------------------------------------------------------------
+
+/// Every file under `dir` with its bytes.
+fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push((p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_calibration_that_cannot_run_is_refused_in_the_users_words_and_replaces_nothing() {
+    let dir = scratch("self-refusal");
+    let out = dir.join("prod.toml");
+    // An earlier calibration with its samples files.
+    let python = repo("tests/data/otel-python-traces.jsonl");
+    ok(&["calibrate", s(&python), "--fit", "empirical", "-o", s(&out)]);
+    let before = files_under(&dir);
+    assert!(
+        before.iter().any(|(p, _)| p.starts_with("prod-data/")),
+        "{:?}",
+        before.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+
+    // A trace whose root is itself a client call: a workflow without a step.
+    let client_root = dir.join("client-root.jsonl");
+    let text: String = (0..5)
+        .map(|i| {
+            document(
+                &format!("{:032x}", 0xd000 + i),
+                &[Span("00000000000000d1", "", "chat gpt-4o", 3, 1000 * i, 1000 * i + 80, "")],
+            )
+        })
+        .collect();
+    std::fs::write(&client_root, text).unwrap();
+    let o = run(Duration::from_secs(30), &["calibrate", s(&client_root), "-o", s(&out)]);
+    let line = refused(&o, &["client-root.jsonl", "no step"]);
+    assert!(!line.contains("prod.toml"), "the refusal names the input, not the output: {line}");
+    assert_eq!(files_under(&dir).len(), before.len() + 1, "only the trace file was added");
+    assert!(
+        files_under(&dir).iter().filter(|(p, _)| p != "client-root.jsonl").eq(before.iter()),
+        "the earlier calibration is untouched"
+    );
+
+    // Sampling ratios that would need more arrivals than a simulation takes, or an infinite rate.
+    for ratio in ["1e-12", "1e-300", "5e-324"] {
+        let o = run(
+            Duration::from_secs(30),
+            &["calibrate", s(&python), "--fit", "empirical", "--sampling-ratio", ratio, "-o", s(&out)],
+        );
+        let line = refused(&o, &[&format!("--sampling-ratio {ratio}"), "run(s) in", "give the share"]);
+        assert!(line.contains("arrivals a replication") || line.contains("an infinite rate"), "{line}");
+        assert!(!line.contains("prod.toml"), "{line}");
+        assert!(
+            files_under(&dir).iter().filter(|(p, _)| p != "client-root.jsonl").eq(before.iter()),
+            "{ratio}: the earlier calibration is untouched"
+        );
+    }
+
+    // A new calibration replaces the set: the old samples files it no longer names are gone,
+    // and every samples file the scenario names is there.
+    ok(&["calibrate", s(&python), "--fit", "lognormal", "-o", s(&out)]);
+    let after = files_under(&dir);
+    assert!(
+        !after.iter().any(|(p, _)| p.starts_with("prod-data/")),
+        "a fit needs no samples file: {:?}",
+        after.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    ok(&["validate", s(&out)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prometheus series add up
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn series_with_the_same_bounds_add_up_when_a_third_has_other_bounds() {
+    let dir = scratch("prometheus");
+    let metrics = dir.join("metrics.prom");
+    let series = |status: &str, bounds: &[(&str, u64)]| -> String {
+        bounds
+            .iter()
+            .map(|(le, n)| {
+                format!("http_client_request_duration_seconds_bucket{{server_address=\"db\",status=\"{status}\",le=\"{le}\"}} {n}\n")
+            })
+            .collect()
+    };
+    let text = [
+        series("200", &[("0.01", 300), ("0.05", 900), ("+Inf", 1000)]),
+        series("500", &[("0.01", 10), ("0.05", 90), ("+Inf", 100)]),
+        // Another instance's exporter with other buckets, 50 observations.
+        series("429", &[("0.02", 20), ("0.1", 45), ("+Inf", 50)]),
+    ]
+    .concat();
+    std::fs::write(&metrics, text).unwrap();
+    let traces = dir.join("traces.jsonl");
+    std::fs::write(&traces, good_runs(40)).unwrap();
+    let out = dir.join("p.toml");
+    let report = ok(&["calibrate", s(&traces), "--prometheus", s(&metrics), "-o", s(&out)]);
+    let scenario: toml::Table = toml::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let db = scenario["dependency"].as_array().unwrap()[0].as_table().unwrap();
+    let service_time = db["service_time"].as_table().unwrap();
+    let counts: Vec<f64> = service_time["cumulative_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap())
+        .collect();
+    assert_eq!(counts, vec![310.0, 990.0, 1100.0], "the two series of the same bounds are added up: {service_time:?}");
+    assert!(report.contains("db: 1 histogram series with other buckets (50 observations) left out"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Devices, FIFOs and oversized files, refused at once by every reader
+// ---------------------------------------------------------------------------------------------
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+}
+
+/// A tune's front.json, written by a small tune.
+fn small_front(dir: &Path) -> PathBuf {
+    let out = dir.join("tuned");
+    ok(&tune_args(&["-o", s(&out)]));
+    out.join("front.json")
+}
+
+#[test]
+fn devices_fifos_and_oversized_files_are_refused_at_once_by_every_reader() {
+    let dir = scratch("devices");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let huge = dir.join("huge.prom");
+    // 300 MB, sparse: nothing is written, and nothing may be read.
+    std::fs::File::create(&huge).unwrap().set_len(300_000_000).unwrap();
+    let traces = dir.join("traces.jsonl");
+    std::fs::write(&traces, good_runs(40)).unwrap();
+    let out = dir.join("x.toml");
+    let at_once = Duration::from_secs(5);
+    // As Prometheus text, then as a trace file (whose bound is 4 GiB: the 300 MB of zeros are
+    // one line past the line bound).
+    let kinds: [(&Path, &str, &str); 3] = [
+        (Path::new("/dev/zero"), "not a regular file", "not a regular file"),
+        (&fifo, "not a regular file", "not a regular file"),
+        (
+            &huge,
+            "holds 300000000 bytes; Prometheus text files are limited to 268435456 bytes (256 MiB)",
+            "line 1: longer than 268435456 bytes (256 MiB)",
+        ),
+    ];
+    for (path, as_prometheus, as_traces) in kinds {
+        let o = run(at_once, &["calibrate", s(&traces), "--prometheus", s(path), "-o", s(&out)]);
+        refused(&o, &[s(path), as_prometheus]);
+        let o = run(at_once, &["calibrate", s(path), "-o", s(&out)]);
+        refused(&o, &[s(path), as_traces]);
+    }
+    for (path, why) in [(Path::new("/dev/zero"), "not a regular file"), (&fifo, "not a regular file")] {
+        let o = run(at_once, &["validate", s(path)]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(why) || err.contains("must end in"), "{err}");
+    }
+    assert!(!out.exists());
+
+    let front = small_front(&dir);
+    let big_front = dir.join("big.json");
+    std::fs::File::create(&big_front).unwrap().set_len(300_000_000).unwrap();
+    let gate = |front: &Path| {
+        run(
+            at_once,
+            &[
+                "gate",
+                "scenarios/mmc.toml",
+                "--candidate",
+                "plain",
+                "--front",
+                s(front),
+                "--replications",
+                "2",
+                "--set",
+                "simulation.duration_s=20",
+                "--set",
+                "simulation.warmup_s=0",
+            ],
+        )
+    };
+    for (path, why) in [
+        (Path::new("/dev/zero"), "not a regular file"),
+        (&fifo, "not a regular file"),
+        (&big_front, "front files are limited to 67108864 bytes (64 MiB)"),
+    ] {
+        refused(&gate(path), &[s(path), why]);
+    }
+    let o = gate(&front);
+    assert!(matches!(o.status.code(), Some(0 | 99)), "a real front reads: {}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// tune's shards and checkpoints are sealed
+// ---------------------------------------------------------------------------------------------
+
+/// A small tune: 4 candidates of the M/M/c station's servers, 2 then 4 replications.
+const TUNE: [&str; 21] = [
+    "tune",
+    "scenarios/mmc.toml",
+    "-p",
+    "plain",
+    "--space",
+    "dependency.station.servers=10..13",
+    "--objective",
+    "max:auto_completion_ratio",
+    "--objective",
+    "min:run_latency_ms.p95",
+    "--replications",
+    "4",
+    "--initial-replications",
+    "2",
+    "--set",
+    "simulation.duration_s=20",
+    "--set",
+    "simulation.warmup_s=0",
+    "--jobs",
+    "1",
+    "--seed",
+];
+
+fn tune_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [&TUNE[..], &["7"], extra].concat()
+}
+
+fn tune_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files_under(dir).into_iter().filter(|(p, _)| p != "report.html").collect()
+}
+
+/// Changes one digit inside the first `"values":[[` (or `"objectives":[[`) list of a JSON file.
+fn change_a_digit(path: &Path, after: &str) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = bytes
+        .windows(after.len())
+        .position(|w| w == after.as_bytes())
+        .unwrap_or_else(|| panic!("{after} in {}", path.display()))
+        + after.len();
+    let digit = (at..bytes.len()).find(|&i| bytes[i].is_ascii_digit() && bytes[i + 1].is_ascii_digit()).unwrap() + 1;
+    bytes[digit] = if bytes[digit] == b'3' { b'4' } else { b'3' };
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_tune_shard_with_one_digit_changed_is_refused_by_name() {
+    let dir = scratch("tune-shard");
+    let out = dir.join("sharded");
+    for k in ["0/2", "1/2"] {
+        ok(&tune_args(&["-o", s(&out), "--shard", k]));
+    }
+    let shard = dir.join(".sharded.faultline-checkpoint/round-1-shard-1-of-2.json");
+    change_a_digit(&shard, "\"values\":[[");
+    let o = run(Duration::from_secs(120), &tune_args(&["-o", s(&out), "--merge-shards"]));
+    refused(&o, &["round-1-shard-1-of-2.json", "checksum", "1 of the 2 shard files of round 1"]);
+    assert!(!out.exists(), "nothing is written from a damaged shard");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_tune_checkpoint_with_one_digit_changed_is_computed_again_and_said() {
+    let dir = scratch("tune-checkpoint");
+    let reference = dir.join("reference");
+    ok(&tune_args(&["-o", s(&reference)]));
+    // A checkpoint after round 1, left by a sharded tune's merge.
+    let out = dir.join("out");
+    for k in ["0/2", "1/2"] {
+        ok(&tune_args(&["-o", s(&out), "--shard", k]));
+    }
+    let paused = ok(&tune_args(&["-o", s(&out), "--merge-shards"]));
+    assert!(paused.contains("needs its shards"), "{paused}");
+    let checkpoint = dir.join(".out.faultline-checkpoint/tune.json");
+    change_a_digit(&checkpoint, "\"objectives\":[[");
+    let text = ok(&tune_args(&["-o", s(&out), "--resume"]));
+    assert!(
+        text.contains("does not match its checksum") && text.contains("8 simulations are computed again"),
+        "the damage and the simulations it costs are said: {text}"
+    );
+    assert_eq!(tune_files(&out), tune_files(&reference), "the files are the uninterrupted tune's");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
