@@ -630,16 +630,20 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let front = self.tasks[t].front as usize;
         let task_model = self.task_model(front);
-        let mut behaviour = (task_model.cancel, task_model.late_cancel_us);
+        let dependency = (task_model.cancel, task_model.late_cancel_us);
+        // A cancel fault in force overrides the dependency's own behaviour; between two faults
+        // in force at once, ignoring wins over stopping late.
+        let mut fault = None;
         let key = self.tasks[t].key.with(TAG_TASK_FAULT).with(u64::MAX);
         for effect in self.faults_applying(front, now, key) {
             match *effect {
-                FaultEffect::IgnoredCancel => behaviour = (CancelBehaviour::Ignore, 0),
-                FaultEffect::LateCancel { delay_us } if behaviour.0 != CancelBehaviour::Ignore => {
-                    behaviour = (CancelBehaviour::Late, delay_us)
+                FaultEffect::IgnoredCancel => fault = Some((CancelBehaviour::Ignore, 0)),
+                FaultEffect::LateCancel { delay_us } => {
+                    if !matches!(fault, Some((CancelBehaviour::Ignore, _))) {
+                        fault = Some((CancelBehaviour::Late, delay_us));
+                    }
                 }
-                FaultEffect::LateCancel { .. }
-                | FaultEffect::StuckTask
+                FaultEffect::StuckTask
                 | FaultEffect::InputRequired
                 | FaultEffect::LateResult { .. }
                 | FaultEffect::LostHandle
@@ -652,7 +656,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::LostResponse => {}
             }
         }
-        match behaviour {
+        match fault.unwrap_or(dependency) {
             (CancelBehaviour::Honor, _) => self.stop_task(now, t),
             (CancelBehaviour::Late, delay_us) => {
                 self.observe(now, measured, Observation::Task(TaskObservation::CancelLate));

@@ -1,0 +1,88 @@
+//! The task lifecycles against the letter of their specifications (A2A 1.0, MCP 2025-11-25 and
+//! the 2026-07-28 tasks extension) and against what docs/scenario.md 4.5 and 8.17 say, each
+//! claim shown by a scenario run whose figures would differ if the claim were false: closed
+//! forms where the scenario has one, otherwise a figure that is zero on one side of the claim.
+
+mod common;
+use common::{assert_in_ci, metric, model, replicate};
+use faultline::metrics::MetricMap;
+use faultline::metrics::stats::estimate;
+
+/// One agent: creates at `agent` (8 servers), work at `agent_runner` (exponential work of mean
+/// `work_ms`, enough workers that nobody waits), one step per run at 2 runs a second for
+/// 2000 s (100 s of warm-up); `task` is the inside of the task table after the runner,
+/// `extra` is appended (faults), `policy` is `[policy.p]`'s body.
+fn scenario(task: &str, work_ms: f64, extra: &str, policy: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 2000
+warmup_s = 100
+seed = 5
+replications = 8
+
+[[dependency]]
+name = "agent"
+kind = "a2a_agent"
+servers = 8
+service_time = {{ dist = "exponential", mean_ms = 20 }}
+status_lookup_time = {{ dist = "exponential", mean_ms = 5 }}
+task = {{ runner = "agent_runner"{task} }}
+
+[[dependency]]
+name = "agent_runner"
+servers = 2000
+service_time = {{ dist = "exponential", mean_ms = {work_ms} }}
+
+[[workflow]]
+name = "research"
+arrivals = {{ rate_per_s = 2 }}
+deadline_ms = 3600000
+
+  [[workflow.step]]
+  id = "delegate"
+  dependency = "agent"
+{extra}
+[policy.p]
+{policy}
+"#
+    )
+}
+
+fn run(task: &str, work_ms: f64, extra: &str, policy: &str) -> Vec<MetricMap> {
+    replicate(&model(&scenario(task, work_ms, extra, policy)), 0)
+}
+
+/// The per-replication ratio of two metrics, as an estimate over the replications.
+fn per(reps: &[MetricMap], a: &str, b: &str) -> faultline::metrics::stats::Estimate {
+    estimate(reps.iter().map(|r| r[a] / r[b]))
+}
+
+const ABANDON_AT_10_S: &str = "timeout_ms = 10000\nretry = { max_attempts = 1 }";
+
+/// A fault in force for the whole run at the agent, the drain after it included.
+fn fault_all_run(kind: &str, fields: &str) -> String {
+    format!("\n[[fault]]\nkind = \"{kind}\"\ntarget = \"agent\"\nstart_s = 0\nduration_s = 100000\n{fields}\n")
+}
+
+#[test]
+fn a_late_cancel_fault_overrides_a_dependency_that_ignores_cancels() {
+    // scenario.md 4.5: "A cancel fault in force overrides it". The dependency ignores every
+    // cancel; a late_cancel fault in force for the whole run makes every cancel late instead,
+    // so a task works on after its cancel for E[min(W, 5 s)] = 20 (1 - e^-1/4) at 1 unit/s.
+    let task = ", poll_interval_ms = 2000, cost_per_s = 1, cancel = \"ignore\"";
+    let reps = run(task, 20000.0, &fault_all_run("late_cancel", "latency_ms = 5000"), ABANDON_AT_10_S);
+    for r in &reps {
+        assert_eq!(r["cancel_ignored_total"], 0.0, "the fault overrides the dependency's ignore");
+        assert!(r["cancel_late_total"] > 100.0, "{}", r["cancel_late_total"]);
+        assert_eq!(r["orphan_escalated_total"], 0.0);
+    }
+    let e = per(&reps, "cost_after_cancel_units_total", "cancel_late_total");
+    assert_in_ci("cost after a late cancel", &e, 20.0 * (1.0 - (-0.25f64).exp()), 1);
+    // The same fault with an ignored_cancel fault in force too: ignoring wins among faults.
+    let both = fault_all_run("late_cancel", "latency_ms = 5000") + &fault_all_run("ignored_cancel", "");
+    for r in run(task.replace("\"ignore\"", "\"honor\"").as_str(), 20000.0, &both, ABANDON_AT_10_S) {
+        assert_eq!(r["cancel_late_total"], 0.0);
+        assert!(r["cancel_ignored_total"] > 100.0);
+    }
+}
