@@ -86,3 +86,43 @@ fn a_late_cancel_fault_overrides_a_dependency_that_ignores_cancels() {
         assert!(r["cancel_ignored_total"] > 100.0);
     }
 }
+
+/// E[polls] for exponential work of mean `mu` polled after iid waits T: the work outlives k
+/// waits with probability phi^k, phi = E[exp(-T / mu)], so E[polls] = 1 / (1 - phi).
+fn polls_closed_form(phi: f64) -> f64 {
+    1.0 / (1.0 - phi)
+}
+
+#[test]
+fn a_jittered_poll_never_comes_sooner_than_the_servers_interval() {
+    // scenario.md 8.17: a client that honours the advertised interval polls no faster. The
+    // server advertises 2 s; jitter spreads the wait above it: uniform on [2, 4) s (full) or
+    // [2, 3) s (equal), so phi = mu / (b - a) (exp(-a / mu) - exp(-b / mu)) with mu = 20 s.
+    let task = ", poll_interval_ms = 2000";
+    let forever = "timeout_ms = 3000000";
+    let uniform = |a: f64, b: f64| 20.0 / (b - a) * ((-a / 20.0f64).exp() - (-b / 20.0f64).exp());
+    let none = run(task, 20000.0, "", forever);
+    assert_in_ci("polls, no jitter", &metric(&none, "task_polls_per_task"), polls_closed_form((-0.1f64).exp()), 3);
+    let full = run(task, 20000.0, "", &format!("{forever}\ntask_client = {{ jitter = \"full\" }}"));
+    assert_in_ci("polls, full jitter", &metric(&full, "task_polls_per_task"), polls_closed_form(uniform(2.0, 4.0)), 3);
+    let equal = run(task, 20000.0, "", &format!("{forever}\ntask_client = {{ jitter = \"equal\" }}"));
+    assert_in_ci(
+        "polls, equal jitter",
+        &metric(&equal, "task_polls_per_task"),
+        polls_closed_form(uniform(2.0, 3.0)),
+        3,
+    );
+    // Not honouring the interval, full jitter polls below the client's own 1 s: uniform on [0, 1).
+    let eager = run(
+        task,
+        20000.0,
+        "",
+        &format!("{forever}\ntask_client = {{ jitter = \"full\", honor_poll_interval = false }}"),
+    );
+    assert_in_ci(
+        "polls, eager full jitter",
+        &metric(&eager, "task_polls_per_task"),
+        polls_closed_form(uniform(0.0, 1.0)),
+        1,
+    );
+}

@@ -366,14 +366,15 @@ impl TaskClient {
         debug_assert!(self.waits(), "{what} reached a client in {:?}", self.phase);
     }
 
-    /// The wait before the next poll: the server's interval when it gives one and the client
-    /// honours it (never shorter than the client's own), else the client's, jittered.
+    /// The wait before the next poll. When the server advertises an interval and the client
+    /// honours it, the larger of the two is a floor: the jitter adds to it instead of taking
+    /// from it, so a poll never comes sooner than the server asked. Otherwise the client's
+    /// own interval, jittered.
     fn poll_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
-        let base = match self.server_poll_us {
-            Some(server) if cfg.honor_poll_interval => server.max(cfg.poll_interval_us),
-            Some(_) | None => cfg.poll_interval_us,
-        };
-        jittered(base, cfg.jitter, u)
+        match self.server_poll_us {
+            Some(server) if cfg.honor_poll_interval => jittered_above(server.max(cfg.poll_interval_us), cfg.jitter, u),
+            Some(_) | None => jittered(cfg.poll_interval_us, cfg.jitter, u),
+        }
     }
 
     fn retry_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
@@ -394,6 +395,12 @@ pub fn jittered(wait: Micros, jitter: Jitter, u: f64) -> Micros {
         Jitter::Equal => w / 2.0 + u * w / 2.0,
     };
     (value as Micros).max(1)
+}
+
+/// `wait` with `jitter` applied upwards: `wait` plus what `jittered` would take from it, so
+/// never less than `wait` (full: in (d, 2d], equal: in (d, 1.5d]).
+pub fn jittered_above(wait: Micros, jitter: Jitter, u: f64) -> Micros {
+    wait.saturating_add(wait - jittered(wait, jitter, u).min(wait))
 }
 
 #[cfg(test)]
@@ -536,5 +543,32 @@ mod tests {
             assert!((500..=1000).contains(&jittered(1000, Jitter::Equal, u)));
         }
         assert_eq!(jittered(1000, Jitter::Full, 0.0), 1, "never zero");
+    }
+
+    #[test]
+    fn an_honoured_server_interval_is_a_floor_that_jitter_spreads_above() {
+        for jitter in Jitter::ALL {
+            let cfg = TaskClientConfig { jitter, ..poller() };
+            for i in 0..100 {
+                let u = f64::from(i) / 100.0;
+                let (mut c, _) = TaskClient::new(Some(2_000_000), true);
+                let ClientAction::RequestAfter(TaskCall::Get, wait) = c.on_handle(&cfg, u) else { panic!() };
+                let top = match jitter {
+                    Jitter::None => 2_000_000,
+                    Jitter::Full => 4_000_000,
+                    Jitter::Equal => 3_000_000,
+                };
+                assert!((2_000_000..=top).contains(&wait), "{jitter:?} {u}: {wait}");
+            }
+        }
+        assert_eq!(jittered_above(1000, Jitter::Full, 0.25), 1750);
+        assert_eq!(jittered_above(1000, Jitter::Equal, 0.5), 1250);
+        // Without an advertised interval (or not honouring it) the client's own is jittered down.
+        let full = TaskClientConfig { jitter: Jitter::Full, ..poller() };
+        let (mut c, _) = TaskClient::new(None, true);
+        assert_eq!(c.on_handle(&full, 0.25), ClientAction::RequestAfter(TaskCall::Get, 250_000));
+        let eager = TaskClientConfig { honor_poll_interval: false, ..full };
+        let (mut c, _) = TaskClient::new(Some(2_000_000), true);
+        assert_eq!(c.on_handle(&eager, 0.25), ClientAction::RequestAfter(TaskCall::Get, 250_000));
     }
 }
