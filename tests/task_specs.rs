@@ -126,3 +126,26 @@ fn a_jittered_poll_never_comes_sooner_than_the_servers_interval() {
         1,
     );
 }
+
+#[test]
+fn cost_after_cancel_counts_only_after_a_cancel_and_cost_after_the_caller_left_counts_all() {
+    // A client that walks away sends no cancel: nothing is spent after a cancel, while each
+    // orphan works on for the remaining work, E[W - 10 | W > 10] = 20 s at 1 unit a second.
+    let task = ", poll_interval_ms = 2000, cost_per_s = 1";
+    let walk_away =
+        run(task, 20000.0, "", &format!("{ABANDON_AT_10_S}\ntask_client = {{ cancel_on_abandon = false }}"));
+    for r in &walk_away {
+        assert_eq!(r["cancel_requested_total"], 0.0);
+        assert_eq!(r["cost_after_cancel_units_total"], 0.0, "no cancel was sent");
+        assert!(r["orphan_task_total"] > 100.0);
+    }
+    let e = per(&walk_away, "cost_after_caller_left_units_total", "orphan_task_total");
+    assert_in_ci("running cost after the caller left, per orphan", &e, 20.0, 2);
+    // The same tasks with a cancel the agent ignores: the same spending, now after a cancel.
+    let ignored = run(&format!("{task}, cancel = \"ignore\""), 20000.0, "", ABANDON_AT_10_S);
+    for r in &ignored {
+        assert_eq!(r["cost_after_cancel_units_total"], r["cost_after_caller_left_units_total"]);
+    }
+    let e = per(&ignored, "cost_after_cancel_units_total", "cancel_ignored_total");
+    assert_in_ci("running cost after an ignored cancel, per cancel", &e, 20.0, 2);
+}

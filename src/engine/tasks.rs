@@ -14,7 +14,7 @@ use super::simulation::{Caller, Job, Simulation};
 use super::stations::NewAttempt;
 use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::Observation;
-use crate::metrics::tasks::TaskObservation;
+use crate::metrics::tasks::{Spent, TaskObservation};
 use crate::runtime::task_client::{ClientAction, TaskAnswer, TaskClient, TaskClientConfig};
 use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
@@ -247,10 +247,7 @@ impl<T: Tracer> Simulation<'_, T> {
             // The user is needed: the step hears it now; the task is left, cancelled or not.
             let cfg = *self.client_config();
             let action = self.clients[c].machine.abandon(&cfg);
-            self.mark_caller_left(now, client.task);
-            if action == ClientAction::Request(TaskCall::Cancel) {
-                self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
-            }
+            self.caller_left(now, c, action);
             self.client_act(now, c, action);
         } else {
             self.leave_task(now, c, false);
@@ -293,10 +290,7 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let cfg = *self.client_config();
         let action = self.clients[c].machine.abandon(&cfg);
-        self.mark_caller_left(now, client.task);
-        if action == ClientAction::Request(TaskCall::Cancel) {
-            self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
-        }
+        self.caller_left(now, c, action);
         self.client_act(now, c, action);
         if timed_out {
             self.observe(now, client.measured, Observation::TimedOut { dependency: client.front });
@@ -322,12 +316,20 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    fn mark_caller_left(&mut self, now: Micros, task: Option<(u32, u32)>) {
-        if let Some((t, generation)) = task
+    /// The step stopped waiting for client `c`, whose machine answered `action`: its task's
+    /// caller has left, and a cancel is on its way when the action is one.
+    fn caller_left(&mut self, now: Micros, c: u32, action: ClientAction) {
+        let client = self.clients[c];
+        let cancel = action == ClientAction::Request(TaskCall::Cancel);
+        if cancel {
+            self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
+        }
+        if let Some((t, generation)) = client.task
             && self.tasks[t].generation == generation
             && self.tasks[t].left_at.is_none()
         {
             self.tasks[t].left_at = Some(now);
+            self.tasks[t].cancel_sent = cancel;
         }
     }
 
@@ -547,8 +549,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     if task.generation == generation && cost_units > 0.0 {
                         // Counted in cost_units_total as it was sent; here it is the task's,
                         // and spent for nobody once its caller left.
-                        let after_caller_left = task.left_at.is_some();
-                        let o = TaskObservation::CallCost { units: cost_units, after_caller_left };
+                        let o = TaskObservation::CallCost { units: cost_units, spent: task.spent_after_left() };
                         self.observe(now, task.measured, Observation::Task(o));
                     }
                     return;
@@ -736,10 +737,10 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let after = task.left_at.map_or(0, |at| to.saturating_sub(at.max(from)));
         let before = to.saturating_sub(from) - after;
-        for (us, after_caller_left) in [(before, false), (after, true)] {
+        for (us, spent) in [(before, Spent::ForCaller), (after, task.spent_after_left())] {
             if us > 0 {
                 let units = cost_per_s * us as f64 / 1e6;
-                self.observe(to, task.measured, Observation::Task(TaskObservation::Cost { units, after_caller_left }));
+                self.observe(to, task.measured, Observation::Task(TaskObservation::Cost { units, spent }));
             }
         }
     }
