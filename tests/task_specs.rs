@@ -149,3 +149,25 @@ fn cost_after_cancel_counts_only_after_a_cancel_and_cost_after_the_caller_left_c
     let e = per(&ignored, "cost_after_cancel_units_total", "cancel_ignored_total");
     assert_in_ci("running cost after an ignored cancel, per cancel", &e, 20.0, 2);
 }
+
+#[test]
+fn a_success_the_step_never_heard_of_is_a_late_result_and_its_work_is_wasted() {
+    // scenario.md 8.17: a cancel whose answer shows `completed` found a task that "had already
+    // succeeded: a late result". The server asks for a poll a minute, so no step ever hears of
+    // its task before its 10 s timeout; each task that succeeded by then (work exponential,
+    // mean 5 s: 1 - e^-2 of them) is found completed by the cancel, the rest are cancelled.
+    let task = ", poll_interval_ms = 60000";
+    let reps = run(task, 5000.0, "", ABANDON_AT_10_S);
+    let e = per(&reps, "late_result_total", "task_created_total");
+    assert_in_ci("late results per task", &e, 1.0 - (-2.0f64).exp(), 1);
+    for r in &reps {
+        assert_eq!(r["outcome_total.succeeded"], 0.0, "no step hears of its task");
+        assert!(r["cancel_observed_total.completed"] > 1000.0);
+        // Every service at the runner was for nobody: the cancelled works' and the completed ones'.
+        assert!(
+            r["dependency.agent_runner.wasted_service_ratio"] > 0.9999,
+            "{}",
+            r["dependency.agent_runner.wasted_service_ratio"]
+        );
+    }
+}

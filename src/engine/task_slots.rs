@@ -88,6 +88,8 @@ pub(super) struct RemoteTask {
     pub publish_delay_us: Micros,
     /// The root run's deadline, when the client passes it on.
     pub deadline_at: Option<Micros>,
+    /// Its work's service at the runner while its caller still waited.
+    pub served_us: Micros,
     /// Its client sent a cancel as its caller left (cost from then on is after a cancel).
     pub cancel_sent: bool,
     /// On the runtime's orphan queue.
@@ -125,6 +127,7 @@ impl RemoteTask {
             error: None,
             publish_delay_us: 0,
             deadline_at: None,
+            served_us: 0,
             cancel_sent: false,
             tracked_orphan: false,
             orphan: false,

@@ -330,6 +330,26 @@ impl<T: Tracer> Simulation<'_, T> {
         {
             self.tasks[t].left_at = Some(now);
             self.tasks[t].cancel_sent = cancel;
+            if self.tasks[t].lifecycle.state == TaskState::Succeeded {
+                self.unheard_success(now, t);
+            }
+        }
+    }
+
+    /// Task `t` succeeded, and its caller left before hearing of it (a poll not yet due, a
+    /// lost handle): the result reaches nobody, a late result, and its work was for nobody.
+    fn unheard_success(&mut self, now: Micros, t: u32) {
+        let task = self.tasks[t];
+        let runner = self.task_model(task.front as usize).runner as u16;
+        self.observe(now, task.measured, Observation::Task(TaskObservation::LateResult(task.late)));
+        let wasted = TaskObservation::WorkWasted { runner, busy_us: task.served_us };
+        self.observe(now, task.measured, Observation::Task(wasted));
+    }
+
+    /// Task `t`'s work was served for `busy_us` while its caller still waited.
+    pub(super) fn task_work_served(&mut self, t: u32, generation: u32, busy_us: Micros) {
+        if self.tasks[t].generation == generation {
+            self.tasks[t].served_us += busy_us;
         }
     }
 

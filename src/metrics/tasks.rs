@@ -64,8 +64,15 @@ pub enum TaskObservation {
     },
     /// An orphan outlived the orphan queue's ttl still running.
     OrphanEscalated,
-    /// A task succeeded after its caller left.
+    /// A task succeeded after its caller left, or its caller left without hearing of its
+    /// success: the result reaches nobody.
     LateResult(LateResult),
+    /// The service `busy_us` of a task's work at `runner`, counted as used for the caller when
+    /// the work ended, turned out wasted: its caller left without hearing of the success.
+    WorkWasted {
+        runner: u16,
+        busy_us: Micros,
+    },
     /// An outage broke a client's open subscription.
     StreamBroken,
     /// A create request's reply (the task handle) was lost.
@@ -166,6 +173,8 @@ impl TaskStats {
             }
             TaskObservation::OrphanEscalated => self.orphans_escalated += 1,
             TaskObservation::LateResult(effect) => self.late_results[effect.index()] += 1,
+            // Folded into the runner's wasted service by the recorder.
+            TaskObservation::WorkWasted { .. } => {}
             TaskObservation::StreamBroken => self.streams_broken += 1,
             TaskObservation::LostHandle => self.lost_handles += 1,
             TaskObservation::Expired => self.expired += 1,
