@@ -171,3 +171,19 @@ fn a_success_the_step_never_heard_of_is_a_late_result_and_its_work_is_wasted() {
         );
     }
 }
+
+#[test]
+fn a_refused_cancel_leaves_the_task_on_the_orphan_queue_whatever_its_true_state() {
+    // scenario.md 8.17: a cancel request refused leaves the task's fate unknown, and the task
+    // goes on the orphan queue. The agent is down from 500 s to 600 s, so every cancel of a task
+    // made in the 10 s before (2 a second: 20 a replication) is refused; most of those tasks
+    // (1 - e^-2) had already succeeded, which their client cannot know.
+    let task = ", poll_interval_ms = 60000";
+    let down = "\n[[fault]]\nkind = \"down\"\ntarget = \"agent\"\nstart_s = 500\nduration_s = 100\n";
+    let reps = run(task, 5000.0, down, ABANDON_AT_10_S);
+    assert_in_ci("tracked orphans", &metric(&reps, "orphan_tracked_total"), 20.0, 2);
+    assert_in_ci("unknown cancels", &metric(&reps, "cancel_observed_total.unknown"), 20.0, 2);
+    for r in &reps {
+        assert_eq!(r["cancel_observed_total.still_running"], 0.0, "every answered cancel is honoured");
+    }
+}

@@ -176,7 +176,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 };
                 self.clients[c].machine = machine;
                 self.observe(now, client.measured, Observation::Task(TaskObservation::CancelObserved(seen)));
-                self.leave_task(now, c, true);
+                self.leave_task(now, c, seen.goes_on_orphan_queue());
                 return;
             }
             TaskCall::Create => match result {
@@ -353,14 +353,16 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    /// The client lets go of its task: a task still running becomes an orphan (on the orphan
-    /// queue when `tracked`: the runtime's cancel found it running), an ended one is freed.
+    /// The client lets go of its task (on the orphan queue when `tracked`: what its cancel
+    /// learned leaves the task possibly working), then is freed if it has nothing left to do.
     fn leave_task(&mut self, now: Micros, c: u32, tracked: bool) {
         self.let_go_of_task(now, c, tracked);
         self.release_client_if_done(c);
     }
 
-    /// Client `c` stops holding its task: an ended task is freed, a running one is an orphan.
+    /// Client `c` stops holding its task: the orphan queue takes it when `tracked`, whatever
+    /// its true state (the client cannot read it); a task still working is an orphan, an ended
+    /// one is freed.
     fn let_go_of_task(&mut self, now: Micros, c: u32, tracked: bool) {
         if let Some((t, generation)) = self.clients[c].task.take()
             && self.tasks[t].generation == generation
@@ -368,25 +370,37 @@ impl<T: Tracer> Simulation<'_, T> {
             let task = &mut self.tasks[t];
             task.client = None;
             task.left_at.get_or_insert(now);
-            if task.lifecycle.state.is_terminal() {
+            if tracked {
+                self.track_orphan(now, t);
+            }
+            if self.tasks[t].lifecycle.state.is_terminal() {
                 self.free_task(t);
             } else {
-                self.orphan(now, t, tracked);
+                self.orphan(now, t);
             }
         }
     }
 
-    fn orphan(&mut self, now: Micros, t: u32, tracked: bool) {
+    /// Task `t` works on for nobody (counted once).
+    fn orphan(&mut self, now: Micros, t: u32) {
         let task = &mut self.tasks[t];
         if task.orphan {
             return;
         }
         task.orphan = true;
-        task.tracked_orphan = tracked;
-        let (measured, generation) = (task.measured, task.generation);
-        self.observe(now, measured, Observation::Task(TaskObservation::Orphaned { tracked }));
+        let measured = task.measured;
+        self.observe(now, measured, Observation::Task(TaskObservation::Orphaned));
+    }
+
+    /// The runtime puts task `t` on its orphan queue; one still working then is escalated if it
+    /// still works `orphan_ttl_ms` later.
+    fn track_orphan(&mut self, now: Micros, t: u32) {
+        let task = &mut self.tasks[t];
+        task.tracked_orphan = true;
+        let (measured, generation, live) = (task.measured, task.generation, !task.lifecycle.state.is_terminal());
+        self.observe(now, measured, Observation::Task(TaskObservation::OrphanTracked));
         let ttl = self.client_config().orphan_ttl_us;
-        if tracked && now.saturating_add(ttl) <= self.stop_at {
+        if live && now.saturating_add(ttl) <= self.stop_at {
             let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::OrphanTtl };
             self.queue.schedule(now + ttl, wake);
         }
@@ -467,7 +481,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 let previous = self.clients[c].task.replace((t, task_generation));
                 debug_assert!(previous.is_none(), "one create per client");
             }
-            None => self.orphan(now, t, false),
+            None => self.orphan(now, t),
         }
         if let Some(ttl) = ttl_us
             && now.saturating_add(ttl) <= self.stop_at

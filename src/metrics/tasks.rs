@@ -56,12 +56,11 @@ pub enum TaskObservation {
     /// The remote side will stop, later.
     CancelLate,
     CancelObserved(CancelObserved),
-    /// A task still running when the last client that cared stopped waiting; `tracked` when
-    /// the runtime knows (its cancel found the task still running) and keeps it on its orphan
-    /// queue.
-    Orphaned {
-        tracked: bool,
-    },
+    /// A task still running when the last client that cared stopped waiting (its true state).
+    Orphaned,
+    /// A task the runtime put on its orphan queue: its cancel's answer showed it still working,
+    /// or showed nothing (what the client knows, whatever the task's true state).
+    OrphanTracked,
     /// An orphan outlived the orphan queue's ttl still running.
     OrphanEscalated,
     /// A task succeeded after its caller left, or its caller left without hearing of its
@@ -119,7 +118,7 @@ pub struct TaskStats {
     cancel_requested: u64,
     cancel_ignored: u64,
     cancel_late: u64,
-    cancel_observed: [u64; 4],
+    cancel_observed: [u64; CancelObserved::ALL.len()],
     orphans: u64,
     orphans_tracked: u64,
     orphans_escalated: u64,
@@ -164,13 +163,11 @@ impl TaskStats {
             TaskObservation::CancelIgnored => self.cancel_ignored += 1,
             TaskObservation::CancelLate => self.cancel_late += 1,
             TaskObservation::CancelObserved(seen) => {
-                let i = CancelObserved::ALL.iter().position(|c| *c == seen).unwrap_or(3);
+                let i = CancelObserved::ALL.iter().position(|c| *c == seen).unwrap_or(4);
                 self.cancel_observed[i] += 1;
             }
-            TaskObservation::Orphaned { tracked } => {
-                self.orphans += 1;
-                self.orphans_tracked += u64::from(tracked);
-            }
+            TaskObservation::Orphaned => self.orphans += 1,
+            TaskObservation::OrphanTracked => self.orphans_tracked += 1,
             TaskObservation::OrphanEscalated => self.orphans_escalated += 1,
             TaskObservation::LateResult(effect) => self.late_results[effect.index()] += 1,
             // Folded into the runner's wasted service by the recorder.

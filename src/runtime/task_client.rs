@@ -354,7 +354,7 @@ impl TaskClient {
     pub fn on_cancel_failed(&mut self) -> CancelObserved {
         debug_assert_eq!(self.phase, ClientPhase::CancelRequested, "a cancel answer needs a cancel");
         self.phase = ClientPhase::Done;
-        CancelObserved::StillRunning
+        CancelObserved::Unknown
     }
 
     fn answer(&mut self, answer: TaskAnswer) -> ClientAction {
@@ -507,6 +507,21 @@ mod tests {
         assert_eq!(c.phase, ClientPhase::Subscribed);
         assert_eq!(c.on_stream_broken(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Subscribe, 1_000_000));
         assert_eq!(c.phase, ClientPhase::Subscribing);
+    }
+
+    #[test]
+    fn a_failed_cancel_request_leaves_the_fate_unknown_and_the_task_on_the_orphan_queue() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        let seen = c.on_cancel_failed();
+        assert_eq!(seen, CancelObserved::Unknown);
+        assert!(seen.goes_on_orphan_queue());
+        assert!(CancelObserved::StillRunning.goes_on_orphan_queue());
+        for known in [CancelObserved::Canceled, CancelObserved::Completed, CancelObserved::Failed] {
+            assert!(!known.goes_on_orphan_queue(), "{known:?}");
+        }
     }
 
     #[test]
