@@ -187,3 +187,63 @@ fn a_refused_cancel_leaves_the_task_on_the_orphan_queue_whatever_its_true_state(
         assert_eq!(r["cancel_observed_total.still_running"], 0.0, "every answered cancel is honoured");
     }
 }
+
+#[test]
+fn mcp_2025_11_25_cancels_at_once_and_the_task_stays_cancelled_while_its_work_goes_on() {
+    // MCP 2025-11-25: the receiver moves the task to `cancelled` before it answers, and the task
+    // stays `cancelled` even if execution continues. The agent ignores the cancel (its work goes
+    // on): every cancel of a live task is answered `cancelled`, none `still_running`; no task
+    // that was cancelled ever completes (no late result from them), while the work spends on
+    // for nobody E[W - 10 | W > 10] = 20 s at 1 unit a second, untracked.
+    let task = ", protocol = \"mcp-2025-11-25\", poll_interval_ms = 2000, cost_per_s = 1, cancel = \"ignore\"";
+    let reps = run(task, 20000.0, "", ABANDON_AT_10_S);
+    for r in &reps {
+        assert_eq!(r["cancel_observed_total.still_running"], 0.0);
+        assert!(r["cancel_observed_total.canceled"] > 1000.0);
+        assert_eq!(r["task_ended_total.canceled"], r["cancel_observed_total.canceled"]);
+        assert_eq!(r["late_result_total"], r["cancel_observed_total.completed"], "only tasks already done were late");
+        assert_eq!(r["orphan_tracked_total"], 0.0, "the client believes them cancelled");
+        assert_eq!(r["task_running_at_end_total"], 0.0, "a cancelled task has ended, whatever its work does");
+    }
+    let e = per(&reps, "cost_after_cancel_units_total", "cancel_observed_total.canceled");
+    assert_in_ci("work after a cancelled MCP task", &e, 20.0, 3);
+    let e = per(&reps, "orphan_task_total", "cancel_observed_total.canceled");
+    assert_in_ci("orphans per cancelled task (their work goes on)", &e, 1.0, 3);
+    // `mcp` is this revision.
+    let alias = run(&task.replace("mcp-2025-11-25", "mcp"), 20000.0, "", ABANDON_AT_10_S);
+    for (a, b) in alias.iter().zip(&reps) {
+        assert_eq!(common::metric_bits(a), common::metric_bits(b));
+    }
+}
+
+#[test]
+fn mcp_2025_11_25_refuses_to_cancel_an_ended_task_and_the_client_reads_it_with_tasks_get() {
+    // "Receivers MUST reject cancellation requests for tasks already in a terminal status with
+    // -32602": the cancel changes nothing, and the client's tasks/get shows how it ended. No
+    // poll comes before the 10 s timeout; 1 - e^-2 of the tasks (5 s work) have completed.
+    let task = ", protocol = \"mcp-2025-11-25\", poll_interval_ms = 60000";
+    let reps = run(task, 5000.0, "", ABANDON_AT_10_S);
+    let e = per(&reps, "task_request_total.get", "task_created_total");
+    assert_in_ci("gets after a refused cancel, per task", &e, 1.0 - (-2.0f64).exp(), 2);
+    let e = per(&reps, "cancel_observed_total.completed", "task_created_total");
+    assert_in_ci("cancels that found the task completed", &e, 1.0 - (-2.0f64).exp(), 2);
+}
+
+#[test]
+fn mcp_2026_07_28_acknowledges_a_cancel_so_the_client_knows_nothing_and_tracks_the_task() {
+    // The extension's tasks/cancel answers an empty acknowledgement; the cancel is cooperative
+    // and eventually consistent. An agent that honours it still cancels the task, but no
+    // client learns so: every cancel's outcome is unknown and its task goes on the orphan queue.
+    let task = ", protocol = \"mcp-2026-07-28\", poll_interval_ms = 2000";
+    let reps = run(task, 20000.0, "", ABANDON_AT_10_S);
+    for r in &reps {
+        assert!(r["cancel_requested_total"] > 1000.0);
+        assert_eq!(r["cancel_observed_total.unknown"], r["cancel_requested_total"]);
+        assert_eq!(r["orphan_tracked_total"], r["cancel_requested_total"]);
+        assert_eq!(r["task_request_total.get"] / r["task_created_total"], r["task_polls_per_task"]);
+    }
+    // What the agent did is no less real: a task still working at its cancel ends cancelled,
+    // e^-1/2 of them (20 s work, 10 s timeout; polls every 2 s see most of the others end).
+    let e = per(&reps, "task_ended_total.canceled", "task_created_total");
+    assert!((e.mean - (-0.5f64).exp()).abs() < 0.1, "{e:?}");
+}

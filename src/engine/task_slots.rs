@@ -90,6 +90,9 @@ pub(super) struct RemoteTask {
     pub deadline_at: Option<Micros>,
     /// Its work's service at the runner while its caller still waited.
     pub served_us: Micros,
+    /// Since when its work goes on after the task ended (`cancelled` by an MCP 2025-11-25
+    /// server while the work continues): its running cost from then on.
+    pub unowned_work_since: Option<Micros>,
     /// Its client sent a cancel as its caller left (cost from then on is after a cancel).
     pub cancel_sent: bool,
     /// On the runtime's orphan queue.
@@ -99,6 +102,11 @@ pub(super) struct RemoteTask {
 }
 
 impl RemoteTask {
+    /// Its work still goes on, or it has not ended.
+    pub fn still_works(&self) -> bool {
+        !self.lifecycle.state.is_terminal() || self.work.is_some()
+    }
+
     /// For whom what it spends after its caller left is spent.
     pub fn spent_after_left(&self) -> Spent {
         match (self.left_at, self.cancel_sent) {
@@ -128,6 +136,7 @@ impl RemoteTask {
             publish_delay_us: 0,
             deadline_at: None,
             served_us: 0,
+            unowned_work_since: None,
             cancel_sent: false,
             tracked_orphan: false,
             orphan: false,

@@ -15,13 +15,17 @@ use super::stations::NewAttempt;
 use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::Observation;
 use crate::metrics::tasks::{Spent, TaskObservation};
-use crate::runtime::task_client::{ClientAction, TaskAnswer, TaskClient, TaskClientConfig};
+use crate::runtime::task_client::{
+    CancelObserved, CancelStep, ClientAction, ClientPhase, TaskAnswer, TaskClient, TaskClientConfig,
+};
 use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
 use crate::world::task::TaskModel;
-use crate::world::task::{CancelBehaviour, Lifecycle, TaskCall, TaskEvent, TaskState, WaitFor};
+use crate::world::task::{
+    CancelAnswer, CancelBehaviour, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState, WaitFor, WorkOnCancel,
+};
 
 /// A handle with this bit names a task client (`(client << 32) | generation`).
 pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
@@ -114,6 +118,8 @@ impl<T: Tracer> Simulation<'_, T> {
 
     fn client_request(&mut self, now: Micros, c: u32, call: TaskCall) {
         let timeout_us = self.client_config().request_timeout_us;
+        let run = &self.runs[self.clients[c].run];
+        let run_open = run.generation == self.clients[c].run_gen && !run.finalized;
         let client = &mut self.clients[c];
         client.requests += 1;
         client.in_flight = call;
@@ -131,7 +137,9 @@ impl<T: Tracer> Simulation<'_, T> {
             measured: client.measured,
             key: client.key.with(TAG_CLIENT_REQUEST).with(u64::from(client.requests)),
             timeout_us: Some(timeout_us),
-            owned: true,
+            // A request made after its run was finalized (the get after a refused cancel) keeps
+            // no run open, as a task's work does not.
+            owned: run_open,
             stuck: false,
             counted: call == TaskCall::Create,
             tokens: None,
@@ -166,17 +174,26 @@ impl<T: Tracer> Simulation<'_, T> {
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
         let mut machine = client.machine;
+        if machine.phase == ClientPhase::CancelChecking {
+            let state = ok.then(|| self.task_state(client.task));
+            let seen = machine.on_cancel_checked(state);
+            self.clients[c].machine = machine;
+            self.cancel_observed(now, c, seen);
+            return;
+        }
         let action = match client.in_flight {
             TaskCall::Cancel => {
-                let seen = if ok {
-                    let state = self.cancel_task(now, client.task, client.measured);
-                    machine.on_cancel_answered(state)
+                let step = if ok {
+                    let answer = self.cancel_task(now, client.task, client.measured);
+                    machine.on_cancel_answered(answer)
                 } else {
-                    machine.on_cancel_failed()
+                    CancelStep::Observed(machine.on_cancel_failed())
                 };
                 self.clients[c].machine = machine;
-                self.observe(now, client.measured, Observation::Task(TaskObservation::CancelObserved(seen)));
-                self.leave_task(now, c, seen.goes_on_orphan_queue());
+                match step {
+                    CancelStep::Observed(seen) => self.cancel_observed(now, c, seen),
+                    CancelStep::Check(call) => self.client_request(now, c, call),
+                }
                 return;
             }
             TaskCall::Create => match result {
@@ -203,6 +220,14 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         self.clients[c].machine = machine;
         self.client_act(now, c, action);
+    }
+
+    /// What client `c` learned from its cancel: it lets go of the task, onto the orphan queue
+    /// when that leaves the task possibly working.
+    fn cancel_observed(&mut self, now: Micros, c: u32, seen: CancelObserved) {
+        let measured = self.clients[c].measured;
+        self.observe(now, measured, Observation::Task(TaskObservation::CancelObserved(seen)));
+        self.leave_task(now, c, seen.goes_on_orphan_queue());
     }
 
     /// The state the server reports for the client's task.
@@ -373,11 +398,10 @@ impl<T: Tracer> Simulation<'_, T> {
             if tracked {
                 self.track_orphan(now, t);
             }
-            if self.tasks[t].lifecycle.state.is_terminal() {
-                self.free_task(t);
-            } else {
+            if self.tasks[t].still_works() {
                 self.orphan(now, t);
             }
+            self.free_task_if_done(t);
         }
     }
 
@@ -413,7 +437,9 @@ impl<T: Tracer> Simulation<'_, T> {
         if client.attached || client.request.is_some() || client.machine.waits() {
             return;
         }
-        if client.task.is_some() && client.machine.phase == crate::runtime::task_client::ClientPhase::CancelRequested {
+        if client.task.is_some()
+            && matches!(client.machine.phase, ClientPhase::CancelRequested | ClientPhase::CancelChecking)
+        {
             return;
         }
         let now = self.queue.now();
@@ -564,8 +590,26 @@ impl<T: Tracer> Simulation<'_, T> {
     #[cold]
     #[inline(never)]
     pub(super) fn task_work_started(&mut self, now: Micros, t: u32, generation: u32) {
-        if self.tasks[t].generation == generation && self.tasks[t].lifecycle.state == TaskState::Pending {
-            self.task_transition(now, t, TaskEvent::Start);
+        if self.tasks[t].generation != generation {
+            return;
+        }
+        match self.tasks[t].lifecycle.state {
+            TaskState::Pending => self.task_transition(now, t, TaskEvent::Start),
+            // Cancelled while it waited, and its work taken up all the same (MCP 2025-11-25).
+            TaskState::Succeeded | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
+                self.tasks[t].unowned_work_since = Some(now)
+            }
+            TaskState::Running | TaskState::Waiting(_) => {}
+        }
+    }
+
+    /// The work of an ended task (`cancelled` while it goes on) stops or ends at `now`: its
+    /// running cost since the task ended is counted, for nobody.
+    fn end_unowned_work(&mut self, now: Micros, t: u32) {
+        if let Some(since) = self.tasks[t].unowned_work_since.take() {
+            let task = self.tasks[t];
+            let cost_per_s = self.task_model(task.front as usize).cost_per_s;
+            self.observe_running_cost(&task, cost_per_s, since, now);
         }
     }
 
@@ -601,6 +645,14 @@ impl<T: Tracer> Simulation<'_, T> {
         if self.tasks[t].generation != generation {
             return;
         }
+        if self.tasks[t].lifecycle.state.is_terminal() {
+            // The work of a task already `cancelled` (MCP 2025-11-25) ends; its result or
+            // error changes nothing.
+            self.end_unowned_work(now, t);
+            self.tasks[t].work = None;
+            self.free_task_if_done(t);
+            return;
+        }
         self.tasks[t].work = None;
         match result {
             AttemptResult::Ok | AttemptResult::NotFound => {
@@ -633,7 +685,15 @@ impl<T: Tracer> Simulation<'_, T> {
     #[inline(never)]
     pub(super) fn on_task_wake(&mut self, now: Micros, t: u32, generation: u32, cause: TaskWakeCause) {
         let task = self.tasks[t];
-        if task.generation != generation || task.lifecycle.state.is_terminal() {
+        if task.generation != generation {
+            return;
+        }
+        if task.lifecycle.state.is_terminal() {
+            // An MCP 2025-11-25 task is `cancelled` at once while its work may stop later.
+            if cause == TaskWakeCause::LateCancel {
+                self.stop_work(now, t);
+                self.free_task_if_done(t);
+            }
             return;
         }
         match cause {
@@ -653,19 +713,20 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    /// The cancel reached the remote side: it stops the task, later, or never (by the task
-    /// dependency's `cancel` and any cancel fault). Returns the state the answer shows.
-    fn cancel_task(&mut self, now: Micros, task: Option<(u32, u32)>, measured: bool) -> TaskState {
-        let Some((t, generation)) = task else { return TaskState::Failed };
+    /// The cancel reached the remote side, which handles it as its protocol says
+    /// (`TaskProtocol::cancel`) with the behaviour of the task dependency's `cancel` or of a
+    /// cancel fault: the task may end `canceled` now or later, its work stop now, later or never.
+    /// Returns the answer.
+    fn cancel_task(&mut self, now: Micros, task: Option<(u32, u32)>, measured: bool) -> CancelAnswer {
+        let Some((t, generation)) = task else { return CancelAnswer::Error(ProtocolError::TaskNotFound) };
         if self.tasks[t].generation != generation {
-            return TaskState::Failed;
-        }
-        if self.tasks[t].lifecycle.state.is_terminal() {
-            return self.tasks[t].lifecycle.state;
+            return CancelAnswer::Error(ProtocolError::TaskNotFound);
         }
         let front = self.tasks[t].front as usize;
         let task_model = self.task_model(front);
+        let protocol = task_model.protocol;
         let dependency = (task_model.cancel, task_model.late_cancel_us);
+        let state = self.tasks[t].lifecycle.state;
         // A cancel fault in force overrides the dependency's own behaviour; between two faults
         // in force at once, ignoring wins over stopping late.
         let mut fault = None;
@@ -691,20 +752,35 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::LostResponse => {}
             }
         }
-        match fault.unwrap_or(dependency) {
-            (CancelBehaviour::Honor, _) => self.stop_task(now, t),
-            (CancelBehaviour::Late, delay_us) => {
-                self.observe(now, measured, Observation::Task(TaskObservation::CancelLate));
+        let (behaviour, late_us) = fault.unwrap_or(dependency);
+        let handling = protocol.cancel(state, behaviour, late_us);
+        if !state.is_terminal() {
+            match behaviour {
+                CancelBehaviour::Honor => {}
+                CancelBehaviour::Late => self.observe(now, measured, Observation::Task(TaskObservation::CancelLate)),
+                CancelBehaviour::Ignore => {
+                    self.observe(now, measured, Observation::Task(TaskObservation::CancelIgnored))
+                }
+            }
+        }
+        match handling.work {
+            WorkOnCancel::Untouched => {}
+            WorkOnCancel::Stop => self.stop_work(now, t),
+            WorkOnCancel::StopAfter(delay_us) => {
                 if now.saturating_add(delay_us) <= self.stop_at {
                     let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::LateCancel };
                     self.queue.schedule(now + delay_us, wake);
                 }
             }
-            (CancelBehaviour::Ignore, _) => {
-                self.observe(now, measured, Observation::Task(TaskObservation::CancelIgnored))
-            }
         }
-        self.tasks[t].lifecycle.state
+        if handling.canceled_now {
+            if self.tasks[t].work.is_some() && self.tasks[t].lifecycle.state == TaskState::Running {
+                // The task is `cancelled`, its work goes on: its running cost with it.
+                self.tasks[t].unowned_work_since = Some(now);
+            }
+            self.task_transition(now, t, TaskEvent::Cancel);
+        }
+        handling.answer
     }
 
     /// Cancels the task now: its work leaves the runner, and it ends CANCELED (what it
@@ -715,6 +791,7 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     fn stop_work(&mut self, now: Micros, t: u32) {
+        self.end_unowned_work(now, t);
         if let Some((job, generation)) = self.tasks[t].work.take()
             && self.jobs[job].generation == generation
         {
@@ -759,7 +836,10 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         match task.client {
             Some((c, generation)) if self.clients[c].generation == generation => self.notify_subscriber(now, c, state),
-            Some(_) | None => self.free_task(t),
+            Some(_) | None => {
+                self.tasks[t].client = None;
+                self.free_task_if_done(t);
+            }
         }
     }
 
@@ -799,13 +879,21 @@ impl<T: Tracer> Simulation<'_, T> {
     /// A subscribed client hears of the end at once; a polling one at its next poll.
     fn notify_subscriber(&mut self, now: Micros, c: u32, state: TaskState) {
         let client = self.clients[c];
-        if client.machine.phase != crate::runtime::task_client::ClientPhase::Subscribed {
+        if client.machine.phase != ClientPhase::Subscribed {
             return;
         }
         let cfg = *self.client_config();
         let u = self.client_draw(c);
         let action = self.clients[c].machine.on_state(&cfg, state, u);
         self.client_act(now, c, action);
+    }
+
+    /// Frees task `t` once it has ended, its work is over and no client holds it.
+    fn free_task_if_done(&mut self, t: u32) {
+        let task = &self.tasks[t];
+        if task.lifecycle.state.is_terminal() && task.work.is_none() && task.client.is_none() {
+            self.free_task(t);
+        }
     }
 
     fn free_task(&mut self, t: u32) {
@@ -823,7 +911,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let cfg = *self.client_config();
         for c in 0..self.clients.slots.len() as u32 {
             let client = &self.clients[c];
-            let open = client.machine.phase == crate::runtime::task_client::ClientPhase::Subscribed;
+            let open = client.machine.phase == ClientPhase::Subscribed;
             if !open || client.front as usize != front || !client.attached {
                 continue;
             }
@@ -865,8 +953,10 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         for t in 0..self.tasks.slots.len() as u32 {
+            // A freed slot holds an ended task with no work: every live one is not ended, or
+            // still has its work (a `cancelled` MCP task whose work goes on).
+            self.end_unowned_work(end, t);
             let task = self.tasks[t];
-            // A freed slot holds an ended task: every live one is not ended.
             if task.lifecycle.state.is_terminal() {
                 continue;
             }

@@ -13,7 +13,7 @@ use crate::scenario::{FieldPath, ScenarioError, Source, TaskClientSpec, duration
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 pub use crate::world::task::CancelObserved;
-use crate::world::task::{TaskCall, TaskState, WaitFor};
+use crate::world::task::{CancelAnswer, ProtocolError, TaskCall, TaskState, WaitFor};
 
 crate::named_enum! {
     /// How the client learns a task's state.
@@ -165,6 +165,8 @@ pub enum ClientPhase {
     Interrupted,
     /// CANCEL_REQUESTED: the cancel is dispatched, its answer not yet in.
     CancelRequested,
+    /// The cancel was refused because the task had ended: a get is out to learn how.
+    CancelChecking,
     /// The caller stopped waiting and no cancel was sent (or could be): nothing more to do.
     Detached,
     /// The step got its answer, or the cancel's outcome was observed.
@@ -182,6 +184,15 @@ pub enum ClientAction {
     Answer(TaskAnswer),
     /// Nothing until the next input (a stream is open, or the client is done).
     Wait,
+}
+
+/// What a cancel's answer leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelStep {
+    /// The client knows what it will know.
+    Observed(CancelObserved),
+    /// It makes this request to learn more (a get after a refused cancel).
+    Check(TaskCall),
 }
 
 /// What the step that waits is told.
@@ -225,9 +236,11 @@ impl TaskClient {
             | ClientPhase::Polling
             | ClientPhase::Subscribing
             | ClientPhase::Subscribed => true,
-            ClientPhase::Interrupted | ClientPhase::CancelRequested | ClientPhase::Detached | ClientPhase::Done => {
-                false
-            }
+            ClientPhase::Interrupted
+            | ClientPhase::CancelRequested
+            | ClientPhase::CancelChecking
+            | ClientPhase::Detached
+            | ClientPhase::Done => false,
         }
     }
 
@@ -294,6 +307,7 @@ impl TaskClient {
                 | ClientPhase::Finding
                 | ClientPhase::Interrupted
                 | ClientPhase::CancelRequested
+                | ClientPhase::CancelChecking
                 | ClientPhase::Detached
                 | ClientPhase::Done => unreachable!("assert_waits let only tracking phases through"),
             },
@@ -314,6 +328,7 @@ impl TaskClient {
             ClientPhase::Creating
             | ClientPhase::Interrupted
             | ClientPhase::CancelRequested
+            | ClientPhase::CancelChecking
             | ClientPhase::Detached
             | ClientPhase::Done => unreachable!("create failures and cancels have their own inputs"),
         };
@@ -343,11 +358,31 @@ impl TaskClient {
         }
     }
 
-    /// The cancel's answer showed the task in `state`.
-    pub fn on_cancel_answered(&mut self, state: TaskState) -> CancelObserved {
+    /// The cancel was answered: with the task (its state as the cancel left it), with a bare
+    /// acknowledgement (nothing learned), or with an error. An error that says the task had
+    /// ended (A2A TaskNotCancelableError, MCP -32602) is followed by a get to learn how.
+    pub fn on_cancel_answered(&mut self, answer: CancelAnswer) -> CancelStep {
         debug_assert_eq!(self.phase, ClientPhase::CancelRequested, "a cancel answer needs a cancel");
+        let seen = match answer {
+            CancelAnswer::Task(state) => CancelObserved::of(state),
+            CancelAnswer::Error(ProtocolError::TaskNotCancelable) => {
+                self.phase = ClientPhase::CancelChecking;
+                return CancelStep::Check(TaskCall::Get);
+            }
+            CancelAnswer::Acknowledged
+            | CancelAnswer::Error(ProtocolError::TaskNotFound | ProtocolError::UnsupportedOperation) => {
+                CancelObserved::Unknown
+            }
+        };
         self.phase = ClientPhase::Done;
-        CancelObserved::of(state)
+        CancelStep::Observed(seen)
+    }
+
+    /// The get after a refused cancel answered with the task's state (None: it failed).
+    pub fn on_cancel_checked(&mut self, state: Option<TaskState>) -> CancelObserved {
+        debug_assert_eq!(self.phase, ClientPhase::CancelChecking, "a check needs a refused cancel");
+        self.phase = ClientPhase::Done;
+        state.map_or(CancelObserved::Unknown, CancelObserved::of)
     }
 
     /// The cancel request itself failed: the task's fate is unknown, so it is an orphan.
@@ -510,6 +545,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cancel_refused_for_an_ended_task_is_checked_with_a_get_and_an_acknowledgement_says_nothing() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        let refused = CancelAnswer::Error(ProtocolError::TaskNotCancelable);
+        assert_eq!(c.on_cancel_answered(refused), CancelStep::Check(TaskCall::Get));
+        assert_eq!(c.phase, ClientPhase::CancelChecking);
+        assert!(!c.waits());
+        assert_eq!(c.on_cancel_checked(Some(TaskState::Succeeded)), CancelObserved::Completed);
+        assert_eq!(c.phase, ClientPhase::Done);
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        c.on_cancel_answered(refused);
+        assert_eq!(c.on_cancel_checked(None), CancelObserved::Unknown, "the get failed");
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        assert_eq!(c.on_cancel_answered(CancelAnswer::Acknowledged), CancelStep::Observed(CancelObserved::Unknown));
+    }
+
+    #[test]
     fn a_failed_cancel_request_leaves_the_fate_unknown_and_the_task_on_the_orphan_queue() {
         let cfg = poller();
         let (mut c, _) = TaskClient::new(None, true);
@@ -534,7 +592,10 @@ mod tests {
         c.on_handle(&cfg, 0.0);
         assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel));
         assert_eq!(c.phase, ClientPhase::CancelRequested);
-        assert_eq!(c.on_cancel_answered(TaskState::Running), CancelObserved::StillRunning);
+        assert_eq!(
+            c.on_cancel_answered(CancelAnswer::Task(TaskState::Running)),
+            CancelStep::Observed(CancelObserved::StillRunning)
+        );
         let quiet = TaskClientConfig { cancel_on_abandon: false, ..cfg };
         let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&quiet, 0.0);

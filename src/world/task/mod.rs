@@ -8,7 +8,7 @@ pub mod lifecycle;
 pub mod protocol;
 
 pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
-pub use protocol::{TaskCall, TaskProtocol};
+pub use protocol::{CancelAnswer, CancelHandling, MCP_ALIAS, ProtocolError, TaskCall, TaskProtocol, WorkOnCancel};
 
 use crate::sim::Micros;
 
