@@ -247,3 +247,18 @@ fn mcp_2026_07_28_acknowledges_a_cancel_so_the_client_knows_nothing_and_tracks_t
     let e = per(&reps, "task_ended_total.canceled", "task_created_total");
     assert!((e.mean - (-0.5f64).exp()).abs() < 0.1, "{e:?}");
 }
+
+#[test]
+fn a2a_refuses_to_subscribe_to_an_ended_task_and_the_client_gets_it() {
+    // A2A SubscribeToTask on a task in a terminal state answers UnsupportedOperationError; the
+    // client then reads it with GetTask. The work (exponential, mean 20 ms) starts as the create
+    // is served, the subscription is served in an exponential 5 ms: the work ends first with
+    // probability 5 / (5 + 20), and then one GetTask follows.
+    let reps = run("", 20.0, "", "timeout_ms = 3000000\ntask_client = { observe = \"subscribe\" }");
+    let e = per(&reps, "task_request_total.get", "task_created_total");
+    assert_in_ci("gets after a refused subscription, per task", &e, 0.2, 1);
+    for r in &reps {
+        assert_eq!(r["task_request_total.subscribe"], r["task_created_total"]);
+        assert_eq!(r["task_ended_total.succeeded"], r["task_created_total"]);
+    }
+}

@@ -208,7 +208,17 @@ impl<T: Tracer> Simulation<'_, T> {
                 let u = self.client_draw(c);
                 machine.on_found(&cfg, client.task.is_some(), u)
             }
-            TaskCall::Get | TaskCall::Subscribe if ok => {
+            TaskCall::Subscribe if ok => {
+                let state = self.task_state(client.task);
+                match self.task_model(client.front as usize).protocol.subscribe(state) {
+                    Ok(state) => {
+                        let u = self.client_draw(c);
+                        machine.on_state(&cfg, state, u)
+                    }
+                    Err(_) => machine.on_subscribe_refused(),
+                }
+            }
+            TaskCall::Get if ok => {
                 let u = self.client_draw(c);
                 let state = self.task_state(client.task);
                 machine.on_state(&cfg, state, u)

@@ -314,6 +314,16 @@ impl TaskClient {
         }
     }
 
+    /// The subscription was refused because the task had ended (A2A UnsupportedOperationError):
+    /// the client reads the task with a get at once.
+    pub fn on_subscribe_refused(&mut self) -> ClientAction {
+        self.assert_waits("a refused subscription");
+        debug_assert_eq!(self.phase, ClientPhase::Subscribing, "only a subscription is refused so");
+        self.failures = 0;
+        self.phase = ClientPhase::Polling;
+        ClientAction::Request(TaskCall::Get)
+    }
+
     /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause.
     pub fn on_request_failed(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
         self.assert_waits("a failed request");
@@ -531,6 +541,19 @@ mod tests {
         let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
         let (mut c, _) = TaskClient::new(None, false);
         assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+    }
+
+    #[test]
+    fn a_subscription_refused_for_an_ended_task_is_followed_by_a_get() {
+        let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
+        let (mut c, _) = TaskClient::new(None, true);
+        assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::Request(TaskCall::Subscribe));
+        assert_eq!(c.on_subscribe_refused(), ClientAction::Request(TaskCall::Get));
+        assert_eq!(c.phase, ClientPhase::Polling);
+        assert_eq!(
+            c.on_state(&cfg, TaskState::Succeeded, 0.0),
+            ClientAction::Answer(TaskAnswer::Ended(TaskState::Succeeded))
+        );
     }
 
     #[test]
