@@ -156,12 +156,12 @@ fn essay_table(naive: &Summary, resilient: &Summary, no_fault: &Summary) -> Stri
         f(no_fault, "orphan_task_total", Plain(0)),
     ]);
     t += &row([
-        "cost after cancel (whole run)".into(),
+        "cost after the caller left (whole run)".into(),
         String::new(),
-        f(naive, "cost_after_cancel_units_total", Plain(0)),
+        f(naive, "cost_after_caller_left_units_total", Plain(0)),
         String::new(),
-        f(resilient, "cost_after_cancel_units_total", Plain(1)),
-        f(no_fault, "cost_after_cancel_units_total", Plain(2)),
+        f(resilient, "cost_after_caller_left_units_total", Plain(1)),
+        f(no_fault, "cost_after_caller_left_units_total", Plain(2)),
     ]);
     t
 }

@@ -504,6 +504,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let job = self.jobs[id];
         let d = job.station as usize;
         let wasted = !job.attached || self.task_caller_left(job.caller);
+        if let (Caller::Task { task, generation }, false) = (job.caller, wasted) {
+            self.task_work_served(task, generation, now - job.started_us);
+        }
         let used = Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted };
         self.observe(now, job.measured, used);
         let mut job = job;

@@ -1,6 +1,7 @@
 //! The state the engine keeps for long-running tasks: a step attempt's task client and a
 //! remote task. Plain data in arenas; `tasks.rs` drives them.
 
+use crate::metrics::tasks::Spent;
 use crate::runtime::Purpose;
 use crate::runtime::task_client::TaskClient;
 use crate::sim::{Micros, StreamKey};
@@ -87,6 +88,13 @@ pub(super) struct RemoteTask {
     pub publish_delay_us: Micros,
     /// The root run's deadline, when the client passes it on.
     pub deadline_at: Option<Micros>,
+    /// Its work's service at the runner while its caller still waited.
+    pub served_us: Micros,
+    /// Since when its work goes on after the task ended (`cancelled` by an MCP 2025-11-25
+    /// server while the work continues): its running cost from then on.
+    pub unowned_work_since: Option<Micros>,
+    /// Its client sent a cancel as its caller left (cost from then on is after a cancel).
+    pub cancel_sent: bool,
     /// On the runtime's orphan queue.
     pub tracked_orphan: bool,
     pub orphan: bool,
@@ -94,6 +102,20 @@ pub(super) struct RemoteTask {
 }
 
 impl RemoteTask {
+    /// Its work still goes on, or it has not ended.
+    pub fn still_works(&self) -> bool {
+        !self.lifecycle.state.is_terminal() || self.work.is_some()
+    }
+
+    /// For whom what it spends after its caller left is spent.
+    pub fn spent_after_left(&self) -> Spent {
+        match (self.left_at, self.cancel_sent) {
+            (None, _) => Spent::ForCaller,
+            (Some(_), false) => Spent::AfterCallerLeft,
+            (Some(_), true) => Spent::AfterCancel,
+        }
+    }
+
     pub fn vacant() -> RemoteTask {
         RemoteTask {
             generation: 0,
@@ -113,6 +135,9 @@ impl RemoteTask {
             error: None,
             publish_delay_us: 0,
             deadline_at: None,
+            served_us: 0,
+            unowned_work_since: None,
+            cancel_sent: false,
             tracked_orphan: false,
             orphan: false,
             key: StreamKey::root(0),

@@ -14,14 +14,18 @@ use super::simulation::{Caller, Job, Simulation};
 use super::stations::NewAttempt;
 use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::Observation;
-use crate::metrics::tasks::TaskObservation;
-use crate::runtime::task_client::{ClientAction, TaskAnswer, TaskClient, TaskClientConfig};
+use crate::metrics::tasks::{Spent, TaskObservation};
+use crate::runtime::task_client::{
+    CancelObserved, CancelStep, ClientAction, ClientPhase, TaskAnswer, TaskClient, TaskClientConfig,
+};
 use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
 use crate::world::task::TaskModel;
-use crate::world::task::{CancelBehaviour, Lifecycle, TaskCall, TaskEvent, TaskState, WaitFor};
+use crate::world::task::{
+    CancelAnswer, CancelBehaviour, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState, WaitFor, WorkOnCancel,
+};
 
 /// A handle with this bit names a task client (`(client << 32) | generation`).
 pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
@@ -114,6 +118,8 @@ impl<T: Tracer> Simulation<'_, T> {
 
     fn client_request(&mut self, now: Micros, c: u32, call: TaskCall) {
         let timeout_us = self.client_config().request_timeout_us;
+        let run = &self.runs[self.clients[c].run];
+        let run_open = run.generation == self.clients[c].run_gen && !run.finalized;
         let client = &mut self.clients[c];
         client.requests += 1;
         client.in_flight = call;
@@ -131,7 +137,9 @@ impl<T: Tracer> Simulation<'_, T> {
             measured: client.measured,
             key: client.key.with(TAG_CLIENT_REQUEST).with(u64::from(client.requests)),
             timeout_us: Some(timeout_us),
-            owned: true,
+            // A request made after its run was finalized (the get after a refused cancel) keeps
+            // no run open, as a task's work does not.
+            owned: run_open,
             stuck: false,
             counted: call == TaskCall::Create,
             tokens: None,
@@ -166,17 +174,26 @@ impl<T: Tracer> Simulation<'_, T> {
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
         let mut machine = client.machine;
+        if machine.phase == ClientPhase::CancelChecking {
+            let state = ok.then(|| self.task_state(client.task));
+            let seen = machine.on_cancel_checked(state);
+            self.clients[c].machine = machine;
+            self.cancel_observed(now, c, seen);
+            return;
+        }
         let action = match client.in_flight {
             TaskCall::Cancel => {
-                let seen = if ok {
-                    let state = self.cancel_task(now, client.task, client.measured);
-                    machine.on_cancel_answered(state)
+                let step = if ok {
+                    let answer = self.cancel_task(now, client.task, client.measured);
+                    machine.on_cancel_answered(answer)
                 } else {
-                    machine.on_cancel_failed()
+                    CancelStep::Observed(machine.on_cancel_failed())
                 };
                 self.clients[c].machine = machine;
-                self.observe(now, client.measured, Observation::Task(TaskObservation::CancelObserved(seen)));
-                self.leave_task(now, c, true);
+                match step {
+                    CancelStep::Observed(seen) => self.cancel_observed(now, c, seen),
+                    CancelStep::Check(call) => self.client_request(now, c, call),
+                }
                 return;
             }
             TaskCall::Create => match result {
@@ -191,7 +208,17 @@ impl<T: Tracer> Simulation<'_, T> {
                 let u = self.client_draw(c);
                 machine.on_found(&cfg, client.task.is_some(), u)
             }
-            TaskCall::Get | TaskCall::Subscribe if ok => {
+            TaskCall::Subscribe if ok => {
+                let state = self.task_state(client.task);
+                match self.task_model(client.front as usize).protocol.subscribe(state) {
+                    Ok(state) => {
+                        let u = self.client_draw(c);
+                        machine.on_state(&cfg, state, u)
+                    }
+                    Err(_) => machine.on_subscribe_refused(),
+                }
+            }
+            TaskCall::Get if ok => {
                 let u = self.client_draw(c);
                 let state = self.task_state(client.task);
                 machine.on_state(&cfg, state, u)
@@ -203,6 +230,14 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         self.clients[c].machine = machine;
         self.client_act(now, c, action);
+    }
+
+    /// What client `c` learned from its cancel: it lets go of the task, onto the orphan queue
+    /// when that leaves the task possibly working.
+    fn cancel_observed(&mut self, now: Micros, c: u32, seen: CancelObserved) {
+        let measured = self.clients[c].measured;
+        self.observe(now, measured, Observation::Task(TaskObservation::CancelObserved(seen)));
+        self.leave_task(now, c, seen.goes_on_orphan_queue());
     }
 
     /// The state the server reports for the client's task.
@@ -247,10 +282,7 @@ impl<T: Tracer> Simulation<'_, T> {
             // The user is needed: the step hears it now; the task is left, cancelled or not.
             let cfg = *self.client_config();
             let action = self.clients[c].machine.abandon(&cfg);
-            self.mark_caller_left(now, client.task);
-            if action == ClientAction::Request(TaskCall::Cancel) {
-                self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
-            }
+            self.caller_left(now, c, action);
             self.client_act(now, c, action);
         } else {
             self.leave_task(now, c, false);
@@ -293,10 +325,7 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let cfg = *self.client_config();
         let action = self.clients[c].machine.abandon(&cfg);
-        self.mark_caller_left(now, client.task);
-        if action == ClientAction::Request(TaskCall::Cancel) {
-            self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
-        }
+        self.caller_left(now, c, action);
         self.client_act(now, c, action);
         if timed_out {
             self.observe(now, client.measured, Observation::TimedOut { dependency: client.front });
@@ -322,23 +351,53 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    fn mark_caller_left(&mut self, now: Micros, task: Option<(u32, u32)>) {
-        if let Some((t, generation)) = task
+    /// The step stopped waiting for client `c`, whose machine answered `action`: its task's
+    /// caller has left, and a cancel is on its way when the action is one.
+    fn caller_left(&mut self, now: Micros, c: u32, action: ClientAction) {
+        let client = self.clients[c];
+        let cancel = action == ClientAction::Request(TaskCall::Cancel);
+        if cancel {
+            self.observe(now, client.measured, Observation::Task(TaskObservation::CancelRequested));
+        }
+        if let Some((t, generation)) = client.task
             && self.tasks[t].generation == generation
             && self.tasks[t].left_at.is_none()
         {
             self.tasks[t].left_at = Some(now);
+            self.tasks[t].cancel_sent = cancel;
+            if self.tasks[t].lifecycle.state == TaskState::Succeeded {
+                self.unheard_success(now, t);
+            }
         }
     }
 
-    /// The client lets go of its task: a task still running becomes an orphan (on the orphan
-    /// queue when `tracked`: the runtime's cancel found it running), an ended one is freed.
+    /// Task `t` succeeded, and its caller left before hearing of it (a poll not yet due, a
+    /// lost handle): the result reaches nobody, a late result, and its work was for nobody.
+    fn unheard_success(&mut self, now: Micros, t: u32) {
+        let task = self.tasks[t];
+        let runner = self.task_model(task.front as usize).runner as u16;
+        self.observe(now, task.measured, Observation::Task(TaskObservation::LateResult(task.late)));
+        let wasted = TaskObservation::WorkWasted { runner, busy_us: task.served_us };
+        self.observe(now, task.measured, Observation::Task(wasted));
+    }
+
+    /// Task `t`'s work was served for `busy_us` while its caller still waited.
+    pub(super) fn task_work_served(&mut self, t: u32, generation: u32, busy_us: Micros) {
+        if self.tasks[t].generation == generation {
+            self.tasks[t].served_us += busy_us;
+        }
+    }
+
+    /// The client lets go of its task (on the orphan queue when `tracked`: what its cancel
+    /// learned leaves the task possibly working), then is freed if it has nothing left to do.
     fn leave_task(&mut self, now: Micros, c: u32, tracked: bool) {
         self.let_go_of_task(now, c, tracked);
         self.release_client_if_done(c);
     }
 
-    /// Client `c` stops holding its task: an ended task is freed, a running one is an orphan.
+    /// Client `c` stops holding its task: the orphan queue takes it when `tracked`, whatever
+    /// its true state (the client cannot read it); a task still working is an orphan, an ended
+    /// one is freed.
     fn let_go_of_task(&mut self, now: Micros, c: u32, tracked: bool) {
         if let Some((t, generation)) = self.clients[c].task.take()
             && self.tasks[t].generation == generation
@@ -346,25 +405,36 @@ impl<T: Tracer> Simulation<'_, T> {
             let task = &mut self.tasks[t];
             task.client = None;
             task.left_at.get_or_insert(now);
-            if task.lifecycle.state.is_terminal() {
-                self.free_task(t);
-            } else {
-                self.orphan(now, t, tracked);
+            if tracked {
+                self.track_orphan(now, t);
             }
+            if self.tasks[t].still_works() {
+                self.orphan(now, t);
+            }
+            self.free_task_if_done(t);
         }
     }
 
-    fn orphan(&mut self, now: Micros, t: u32, tracked: bool) {
+    /// Task `t` works on for nobody (counted once).
+    fn orphan(&mut self, now: Micros, t: u32) {
         let task = &mut self.tasks[t];
         if task.orphan {
             return;
         }
         task.orphan = true;
-        task.tracked_orphan = tracked;
-        let (measured, generation) = (task.measured, task.generation);
-        self.observe(now, measured, Observation::Task(TaskObservation::Orphaned { tracked }));
+        let measured = task.measured;
+        self.observe(now, measured, Observation::Task(TaskObservation::Orphaned));
+    }
+
+    /// The runtime puts task `t` on its orphan queue; one still working then is escalated if it
+    /// still works `orphan_ttl_ms` later.
+    fn track_orphan(&mut self, now: Micros, t: u32) {
+        let task = &mut self.tasks[t];
+        task.tracked_orphan = true;
+        let (measured, generation, live) = (task.measured, task.generation, !task.lifecycle.state.is_terminal());
+        self.observe(now, measured, Observation::Task(TaskObservation::OrphanTracked));
         let ttl = self.client_config().orphan_ttl_us;
-        if tracked && now.saturating_add(ttl) <= self.stop_at {
+        if live && now.saturating_add(ttl) <= self.stop_at {
             let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::OrphanTtl };
             self.queue.schedule(now + ttl, wake);
         }
@@ -377,7 +447,9 @@ impl<T: Tracer> Simulation<'_, T> {
         if client.attached || client.request.is_some() || client.machine.waits() {
             return;
         }
-        if client.task.is_some() && client.machine.phase == crate::runtime::task_client::ClientPhase::CancelRequested {
+        if client.task.is_some()
+            && matches!(client.machine.phase, ClientPhase::CancelRequested | ClientPhase::CancelChecking)
+        {
             return;
         }
         let now = self.queue.now();
@@ -445,7 +517,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 let previous = self.clients[c].task.replace((t, task_generation));
                 debug_assert!(previous.is_none(), "one create per client");
             }
-            None => self.orphan(now, t, false),
+            None => self.orphan(now, t),
         }
         if let Some(ttl) = ttl_us
             && now.saturating_add(ttl) <= self.stop_at
@@ -528,8 +600,26 @@ impl<T: Tracer> Simulation<'_, T> {
     #[cold]
     #[inline(never)]
     pub(super) fn task_work_started(&mut self, now: Micros, t: u32, generation: u32) {
-        if self.tasks[t].generation == generation && self.tasks[t].lifecycle.state == TaskState::Pending {
-            self.task_transition(now, t, TaskEvent::Start);
+        if self.tasks[t].generation != generation {
+            return;
+        }
+        match self.tasks[t].lifecycle.state {
+            TaskState::Pending => self.task_transition(now, t, TaskEvent::Start),
+            // Cancelled while it waited, and its work taken up all the same (MCP 2025-11-25).
+            TaskState::Succeeded | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
+                self.tasks[t].unowned_work_since = Some(now)
+            }
+            TaskState::Running | TaskState::Waiting(_) => {}
+        }
+    }
+
+    /// The work of an ended task (`cancelled` while it goes on) stops or ends at `now`: its
+    /// running cost since the task ended is counted, for nobody.
+    fn end_unowned_work(&mut self, now: Micros, t: u32) {
+        if let Some(since) = self.tasks[t].unowned_work_since.take() {
+            let task = self.tasks[t];
+            let cost_per_s = self.task_model(task.front as usize).cost_per_s;
+            self.observe_running_cost(&task, cost_per_s, since, now);
         }
     }
 
@@ -547,8 +637,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     if task.generation == generation && cost_units > 0.0 {
                         // Counted in cost_units_total as it was sent; here it is the task's,
                         // and spent for nobody once its caller left.
-                        let after_caller_left = task.left_at.is_some();
-                        let o = TaskObservation::CallCost { units: cost_units, after_caller_left };
+                        let o = TaskObservation::CallCost { units: cost_units, spent: task.spent_after_left() };
                         self.observe(now, task.measured, Observation::Task(o));
                     }
                     return;
@@ -564,6 +653,14 @@ impl<T: Tracer> Simulation<'_, T> {
     #[inline(never)]
     pub(super) fn on_task_work_done(&mut self, now: Micros, t: u32, generation: u32, result: AttemptResult) {
         if self.tasks[t].generation != generation {
+            return;
+        }
+        if self.tasks[t].lifecycle.state.is_terminal() {
+            // The work of a task already `cancelled` (MCP 2025-11-25) ends; its result or
+            // error changes nothing.
+            self.end_unowned_work(now, t);
+            self.tasks[t].work = None;
+            self.free_task_if_done(t);
             return;
         }
         self.tasks[t].work = None;
@@ -598,7 +695,15 @@ impl<T: Tracer> Simulation<'_, T> {
     #[inline(never)]
     pub(super) fn on_task_wake(&mut self, now: Micros, t: u32, generation: u32, cause: TaskWakeCause) {
         let task = self.tasks[t];
-        if task.generation != generation || task.lifecycle.state.is_terminal() {
+        if task.generation != generation {
+            return;
+        }
+        if task.lifecycle.state.is_terminal() {
+            // An MCP 2025-11-25 task is `cancelled` at once while its work may stop later.
+            if cause == TaskWakeCause::LateCancel {
+                self.stop_work(now, t);
+                self.free_task_if_done(t);
+            }
             return;
         }
         match cause {
@@ -618,28 +723,33 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    /// The cancel reached the remote side: it stops the task, later, or never (by the task
-    /// dependency's `cancel` and any cancel fault). Returns the state the answer shows.
-    fn cancel_task(&mut self, now: Micros, task: Option<(u32, u32)>, measured: bool) -> TaskState {
-        let Some((t, generation)) = task else { return TaskState::Failed };
+    /// The cancel reached the remote side, which handles it as its protocol says
+    /// (`TaskProtocol::cancel`) with the behaviour of the task dependency's `cancel` or of a
+    /// cancel fault: the task may end `canceled` now or later, its work stop now, later or never.
+    /// Returns the answer.
+    fn cancel_task(&mut self, now: Micros, task: Option<(u32, u32)>, measured: bool) -> CancelAnswer {
+        let Some((t, generation)) = task else { return CancelAnswer::Error(ProtocolError::TaskNotFound) };
         if self.tasks[t].generation != generation {
-            return TaskState::Failed;
-        }
-        if self.tasks[t].lifecycle.state.is_terminal() {
-            return self.tasks[t].lifecycle.state;
+            return CancelAnswer::Error(ProtocolError::TaskNotFound);
         }
         let front = self.tasks[t].front as usize;
         let task_model = self.task_model(front);
-        let mut behaviour = (task_model.cancel, task_model.late_cancel_us);
+        let protocol = task_model.protocol;
+        let dependency = (task_model.cancel, task_model.late_cancel_us);
+        let state = self.tasks[t].lifecycle.state;
+        // A cancel fault in force overrides the dependency's own behaviour; between two faults
+        // in force at once, ignoring wins over stopping late.
+        let mut fault = None;
         let key = self.tasks[t].key.with(TAG_TASK_FAULT).with(u64::MAX);
         for effect in self.faults_applying(front, now, key) {
             match *effect {
-                FaultEffect::IgnoredCancel => behaviour = (CancelBehaviour::Ignore, 0),
-                FaultEffect::LateCancel { delay_us } if behaviour.0 != CancelBehaviour::Ignore => {
-                    behaviour = (CancelBehaviour::Late, delay_us)
+                FaultEffect::IgnoredCancel => fault = Some((CancelBehaviour::Ignore, 0)),
+                FaultEffect::LateCancel { delay_us } => {
+                    if !matches!(fault, Some((CancelBehaviour::Ignore, _))) {
+                        fault = Some((CancelBehaviour::Late, delay_us));
+                    }
                 }
-                FaultEffect::LateCancel { .. }
-                | FaultEffect::StuckTask
+                FaultEffect::StuckTask
                 | FaultEffect::InputRequired
                 | FaultEffect::LateResult { .. }
                 | FaultEffect::LostHandle
@@ -652,20 +762,35 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::LostResponse => {}
             }
         }
-        match behaviour {
-            (CancelBehaviour::Honor, _) => self.stop_task(now, t),
-            (CancelBehaviour::Late, delay_us) => {
-                self.observe(now, measured, Observation::Task(TaskObservation::CancelLate));
+        let (behaviour, late_us) = fault.unwrap_or(dependency);
+        let handling = protocol.cancel(state, behaviour, late_us);
+        if !state.is_terminal() {
+            match behaviour {
+                CancelBehaviour::Honor => {}
+                CancelBehaviour::Late => self.observe(now, measured, Observation::Task(TaskObservation::CancelLate)),
+                CancelBehaviour::Ignore => {
+                    self.observe(now, measured, Observation::Task(TaskObservation::CancelIgnored))
+                }
+            }
+        }
+        match handling.work {
+            WorkOnCancel::Untouched => {}
+            WorkOnCancel::Stop => self.stop_work(now, t),
+            WorkOnCancel::StopAfter(delay_us) => {
                 if now.saturating_add(delay_us) <= self.stop_at {
                     let wake = Event::TaskWake { task: t, generation, cause: TaskWakeCause::LateCancel };
                     self.queue.schedule(now + delay_us, wake);
                 }
             }
-            (CancelBehaviour::Ignore, _) => {
-                self.observe(now, measured, Observation::Task(TaskObservation::CancelIgnored))
-            }
         }
-        self.tasks[t].lifecycle.state
+        if handling.canceled_now {
+            if self.tasks[t].work.is_some() && self.tasks[t].lifecycle.state == TaskState::Running {
+                // The task is `cancelled`, its work goes on: its running cost with it.
+                self.tasks[t].unowned_work_since = Some(now);
+            }
+            self.task_transition(now, t, TaskEvent::Cancel);
+        }
+        handling.answer
     }
 
     /// Cancels the task now: its work leaves the runner, and it ends CANCELED (what it
@@ -676,6 +801,7 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     fn stop_work(&mut self, now: Micros, t: u32) {
+        self.end_unowned_work(now, t);
         if let Some((job, generation)) = self.tasks[t].work.take()
             && self.jobs[job].generation == generation
         {
@@ -720,7 +846,10 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         match task.client {
             Some((c, generation)) if self.clients[c].generation == generation => self.notify_subscriber(now, c, state),
-            Some(_) | None => self.free_task(t),
+            Some(_) | None => {
+                self.tasks[t].client = None;
+                self.free_task_if_done(t);
+            }
         }
     }
 
@@ -732,10 +861,10 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let after = task.left_at.map_or(0, |at| to.saturating_sub(at.max(from)));
         let before = to.saturating_sub(from) - after;
-        for (us, after_caller_left) in [(before, false), (after, true)] {
+        for (us, spent) in [(before, Spent::ForCaller), (after, task.spent_after_left())] {
             if us > 0 {
                 let units = cost_per_s * us as f64 / 1e6;
-                self.observe(to, task.measured, Observation::Task(TaskObservation::Cost { units, after_caller_left }));
+                self.observe(to, task.measured, Observation::Task(TaskObservation::Cost { units, spent }));
             }
         }
     }
@@ -760,13 +889,21 @@ impl<T: Tracer> Simulation<'_, T> {
     /// A subscribed client hears of the end at once; a polling one at its next poll.
     fn notify_subscriber(&mut self, now: Micros, c: u32, state: TaskState) {
         let client = self.clients[c];
-        if client.machine.phase != crate::runtime::task_client::ClientPhase::Subscribed {
+        if client.machine.phase != ClientPhase::Subscribed {
             return;
         }
         let cfg = *self.client_config();
         let u = self.client_draw(c);
         let action = self.clients[c].machine.on_state(&cfg, state, u);
         self.client_act(now, c, action);
+    }
+
+    /// Frees task `t` once it has ended, its work is over and no client holds it.
+    fn free_task_if_done(&mut self, t: u32) {
+        let task = &self.tasks[t];
+        if task.lifecycle.state.is_terminal() && task.work.is_none() && task.client.is_none() {
+            self.free_task(t);
+        }
     }
 
     fn free_task(&mut self, t: u32) {
@@ -784,7 +921,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let cfg = *self.client_config();
         for c in 0..self.clients.slots.len() as u32 {
             let client = &self.clients[c];
-            let open = client.machine.phase == crate::runtime::task_client::ClientPhase::Subscribed;
+            let open = client.machine.phase == ClientPhase::Subscribed;
             if !open || client.front as usize != front || !client.attached {
                 continue;
             }
@@ -826,8 +963,10 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         for t in 0..self.tasks.slots.len() as u32 {
+            // A freed slot holds an ended task with no work: every live one is not ended, or
+            // still has its work (a `cancelled` MCP task whose work goes on).
+            self.end_unowned_work(end, t);
             let task = self.tasks[t];
-            // A freed slot holds an ended task: every live one is not ended.
             if task.lifecycle.state.is_terminal() {
                 continue;
             }

@@ -64,11 +64,12 @@ const HEADLINE: [&str; 23] = [
 ];
 
 /// Long-running tasks' rows, when some policy produced them.
-const TASK_ROWS: [&str; 7] = [
+const TASK_ROWS: [&str; 8] = [
     "task_created_total",
     "task_duplicate_total",
     "orphan_task_total",
     "cancel_ignored_total",
+    "cost_after_caller_left_units_total",
     "cost_after_cancel_units_total",
     "late_result_total",
     "task_running_at_end_total",

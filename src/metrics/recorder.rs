@@ -453,6 +453,11 @@ impl Recorder {
                         incident.cost_units += units;
                     }
                 }
+                if let TaskObservation::WorkWasted { runner, busy_us } = t
+                    && measured
+                {
+                    self.dependencies[runner as usize].wasted_us += us_as_f64(busy_us);
+                }
                 if let (Some(tasks), true) = (&mut self.tasks, measured) {
                     tasks.observe(t);
                 }

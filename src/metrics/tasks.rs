@@ -1,11 +1,23 @@
 //! Long-running remote tasks (docs/metrics.md section 2.15): requests by call, tasks created
 //! and duplicated, how they ended, time in each live state, cancels and what they found,
-//! orphans, late results by effect, and the cost tasks spent after their caller left.
+//! orphans, late results by effect, and the cost tasks spent after their caller left and
+//! after a cancel was sent.
 //! Present when some dependency runs tasks.
 
 use super::MetricMap;
 use crate::sim::Micros;
 use crate::world::task::{CancelObserved, LateResult, TaskCall, TaskState};
+
+/// For whom a task's cost was spent, by when it was spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spent {
+    /// While its step still waited for it.
+    ForCaller,
+    /// After its step stopped waiting, and no cancel was sent (the client walked away).
+    AfterCallerLeft,
+    /// After its client sent a cancel (which it sends as the step stops waiting).
+    AfterCancel,
+}
 
 /// One thing about a task or its client.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,17 +39,16 @@ pub enum TaskObservation {
     Ended {
         state: TaskState,
     },
-    /// Cost a task accrued while it ran; `after_caller_left` for the part after its caller
-    /// stopped waiting (reported apart).
+    /// Cost a task accrued while it ran; `spent` says for whom.
     Cost {
         units: f64,
-        after_caller_left: bool,
+        spent: Spent,
     },
     /// Cost of a task's work attempt and its own calls (already in cost_units_total as they
-    /// were sent); `after_caller_left` for the part sent after its caller stopped waiting.
+    /// were sent); `spent` says for whom.
     CallCost {
         units: f64,
-        after_caller_left: bool,
+        spent: Spent,
     },
     CancelRequested,
     /// The remote side accepted a cancel and kept working.
@@ -45,16 +56,22 @@ pub enum TaskObservation {
     /// The remote side will stop, later.
     CancelLate,
     CancelObserved(CancelObserved),
-    /// A task still running when the last client that cared stopped waiting; `tracked` when
-    /// the runtime knows (its cancel found the task still running) and keeps it on its orphan
-    /// queue.
-    Orphaned {
-        tracked: bool,
-    },
+    /// A task still running when the last client that cared stopped waiting (its true state).
+    Orphaned,
+    /// A task the runtime put on its orphan queue: its cancel's answer showed it still working,
+    /// or showed nothing (what the client knows, whatever the task's true state).
+    OrphanTracked,
     /// An orphan outlived the orphan queue's ttl still running.
     OrphanEscalated,
-    /// A task succeeded after its caller left.
+    /// A task succeeded after its caller left, or its caller left without hearing of its
+    /// success: the result reaches nobody.
     LateResult(LateResult),
+    /// The service `busy_us` of a task's work at `runner`, counted as used for the caller when
+    /// the work ended, turned out wasted: its caller left without hearing of the success.
+    WorkWasted {
+        runner: u16,
+        busy_us: Micros,
+    },
     /// An outage broke a client's open subscription.
     StreamBroken,
     /// A create request's reply (the task handle) was lost.
@@ -97,10 +114,11 @@ pub struct TaskStats {
     state_time_us: [u128; 4],
     cost_units: f64,
     cost_after_caller_left: f64,
+    cost_after_cancel: f64,
     cancel_requested: u64,
     cancel_ignored: u64,
     cancel_late: u64,
-    cancel_observed: [u64; 4],
+    cancel_observed: [u64; CancelObserved::ALL.len()],
     orphans: u64,
     orphans_tracked: u64,
     orphans_escalated: u64,
@@ -129,32 +147,31 @@ impl TaskStats {
                     self.ended[i] += 1;
                 }
             }
-            TaskObservation::Cost { units, after_caller_left } => {
+            TaskObservation::Cost { units, spent } | TaskObservation::CallCost { units, spent } => {
                 debug_assert!(units >= 0.0, "cost never goes below zero");
                 self.cost_units += units;
-                if after_caller_left {
-                    self.cost_after_caller_left += units;
-                }
-            }
-            TaskObservation::CallCost { units, after_caller_left } => {
-                self.cost_units += units;
-                if after_caller_left {
-                    self.cost_after_caller_left += units;
+                match spent {
+                    Spent::ForCaller => {}
+                    Spent::AfterCallerLeft => self.cost_after_caller_left += units,
+                    Spent::AfterCancel => {
+                        self.cost_after_caller_left += units;
+                        self.cost_after_cancel += units;
+                    }
                 }
             }
             TaskObservation::CancelRequested => self.cancel_requested += 1,
             TaskObservation::CancelIgnored => self.cancel_ignored += 1,
             TaskObservation::CancelLate => self.cancel_late += 1,
             TaskObservation::CancelObserved(seen) => {
-                let i = CancelObserved::ALL.iter().position(|c| *c == seen).unwrap_or(3);
+                let i = CancelObserved::ALL.iter().position(|c| *c == seen).unwrap_or(4);
                 self.cancel_observed[i] += 1;
             }
-            TaskObservation::Orphaned { tracked } => {
-                self.orphans += 1;
-                self.orphans_tracked += u64::from(tracked);
-            }
+            TaskObservation::Orphaned => self.orphans += 1,
+            TaskObservation::OrphanTracked => self.orphans_tracked += 1,
             TaskObservation::OrphanEscalated => self.orphans_escalated += 1,
             TaskObservation::LateResult(effect) => self.late_results[effect.index()] += 1,
+            // Folded into the runner's wasted service by the recorder.
+            TaskObservation::WorkWasted { .. } => {}
             TaskObservation::StreamBroken => self.streams_broken += 1,
             TaskObservation::LostHandle => self.lost_handles += 1,
             TaskObservation::Expired => self.expired += 1,
@@ -178,7 +195,8 @@ impl TaskStats {
             m.insert(format!("task_state_time_s.{}", state.name()), ratio(self.state_time_us[i] as f64 / 1e6, created));
         }
         m.insert("task_cost_units_total".into(), self.cost_units);
-        m.insert("cost_after_cancel_units_total".into(), self.cost_after_caller_left);
+        m.insert("cost_after_caller_left_units_total".into(), self.cost_after_caller_left);
+        m.insert("cost_after_cancel_units_total".into(), self.cost_after_cancel);
         m.insert("cancel_requested_total".into(), self.cancel_requested as f64);
         m.insert("cancel_ignored_total".into(), self.cancel_ignored as f64);
         m.insert("cancel_late_total".into(), self.cancel_late as f64);

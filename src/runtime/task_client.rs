@@ -13,7 +13,7 @@ use crate::scenario::{FieldPath, ScenarioError, Source, TaskClientSpec, duration
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 pub use crate::world::task::CancelObserved;
-use crate::world::task::{TaskCall, TaskState, WaitFor};
+use crate::world::task::{CancelAnswer, ProtocolError, TaskCall, TaskState, WaitFor};
 
 crate::named_enum! {
     /// How the client learns a task's state.
@@ -165,6 +165,8 @@ pub enum ClientPhase {
     Interrupted,
     /// CANCEL_REQUESTED: the cancel is dispatched, its answer not yet in.
     CancelRequested,
+    /// The cancel was refused because the task had ended: a get is out to learn how.
+    CancelChecking,
     /// The caller stopped waiting and no cancel was sent (or could be): nothing more to do.
     Detached,
     /// The step got its answer, or the cancel's outcome was observed.
@@ -182,6 +184,15 @@ pub enum ClientAction {
     Answer(TaskAnswer),
     /// Nothing until the next input (a stream is open, or the client is done).
     Wait,
+}
+
+/// What a cancel's answer leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelStep {
+    /// The client knows what it will know.
+    Observed(CancelObserved),
+    /// It makes this request to learn more (a get after a refused cancel).
+    Check(TaskCall),
 }
 
 /// What the step that waits is told.
@@ -225,9 +236,11 @@ impl TaskClient {
             | ClientPhase::Polling
             | ClientPhase::Subscribing
             | ClientPhase::Subscribed => true,
-            ClientPhase::Interrupted | ClientPhase::CancelRequested | ClientPhase::Detached | ClientPhase::Done => {
-                false
-            }
+            ClientPhase::Interrupted
+            | ClientPhase::CancelRequested
+            | ClientPhase::CancelChecking
+            | ClientPhase::Detached
+            | ClientPhase::Done => false,
         }
     }
 
@@ -294,10 +307,21 @@ impl TaskClient {
                 | ClientPhase::Finding
                 | ClientPhase::Interrupted
                 | ClientPhase::CancelRequested
+                | ClientPhase::CancelChecking
                 | ClientPhase::Detached
                 | ClientPhase::Done => unreachable!("assert_waits let only tracking phases through"),
             },
         }
+    }
+
+    /// The subscription was refused because the task had ended (A2A UnsupportedOperationError):
+    /// the client reads the task with a get at once.
+    pub fn on_subscribe_refused(&mut self) -> ClientAction {
+        self.assert_waits("a refused subscription");
+        debug_assert_eq!(self.phase, ClientPhase::Subscribing, "only a subscription is refused so");
+        self.failures = 0;
+        self.phase = ClientPhase::Polling;
+        ClientAction::Request(TaskCall::Get)
     }
 
     /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause.
@@ -314,6 +338,7 @@ impl TaskClient {
             ClientPhase::Creating
             | ClientPhase::Interrupted
             | ClientPhase::CancelRequested
+            | ClientPhase::CancelChecking
             | ClientPhase::Detached
             | ClientPhase::Done => unreachable!("create failures and cancels have their own inputs"),
         };
@@ -343,18 +368,38 @@ impl TaskClient {
         }
     }
 
-    /// The cancel's answer showed the task in `state`.
-    pub fn on_cancel_answered(&mut self, state: TaskState) -> CancelObserved {
+    /// The cancel was answered: with the task (its state as the cancel left it), with a bare
+    /// acknowledgement (nothing learned), or with an error. An error that says the task had
+    /// ended (A2A TaskNotCancelableError, MCP -32602) is followed by a get to learn how.
+    pub fn on_cancel_answered(&mut self, answer: CancelAnswer) -> CancelStep {
         debug_assert_eq!(self.phase, ClientPhase::CancelRequested, "a cancel answer needs a cancel");
+        let seen = match answer {
+            CancelAnswer::Task(state) => CancelObserved::of(state),
+            CancelAnswer::Error(ProtocolError::TaskNotCancelable) => {
+                self.phase = ClientPhase::CancelChecking;
+                return CancelStep::Check(TaskCall::Get);
+            }
+            CancelAnswer::Acknowledged
+            | CancelAnswer::Error(ProtocolError::TaskNotFound | ProtocolError::UnsupportedOperation) => {
+                CancelObserved::Unknown
+            }
+        };
         self.phase = ClientPhase::Done;
-        CancelObserved::of(state)
+        CancelStep::Observed(seen)
+    }
+
+    /// The get after a refused cancel answered with the task's state (None: it failed).
+    pub fn on_cancel_checked(&mut self, state: Option<TaskState>) -> CancelObserved {
+        debug_assert_eq!(self.phase, ClientPhase::CancelChecking, "a check needs a refused cancel");
+        self.phase = ClientPhase::Done;
+        state.map_or(CancelObserved::Unknown, CancelObserved::of)
     }
 
     /// The cancel request itself failed: the task's fate is unknown, so it is an orphan.
     pub fn on_cancel_failed(&mut self) -> CancelObserved {
         debug_assert_eq!(self.phase, ClientPhase::CancelRequested, "a cancel answer needs a cancel");
         self.phase = ClientPhase::Done;
-        CancelObserved::StillRunning
+        CancelObserved::Unknown
     }
 
     fn answer(&mut self, answer: TaskAnswer) -> ClientAction {
@@ -366,14 +411,15 @@ impl TaskClient {
         debug_assert!(self.waits(), "{what} reached a client in {:?}", self.phase);
     }
 
-    /// The wait before the next poll: the server's interval when it gives one and the client
-    /// honours it (never shorter than the client's own), else the client's, jittered.
+    /// The wait before the next poll. When the server advertises an interval and the client
+    /// honours it, the larger of the two is a floor: the jitter adds to it instead of taking
+    /// from it, so a poll never comes sooner than the server asked. Otherwise the client's
+    /// own interval, jittered.
     fn poll_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
-        let base = match self.server_poll_us {
-            Some(server) if cfg.honor_poll_interval => server.max(cfg.poll_interval_us),
-            Some(_) | None => cfg.poll_interval_us,
-        };
-        jittered(base, cfg.jitter, u)
+        match self.server_poll_us {
+            Some(server) if cfg.honor_poll_interval => jittered_above(server.max(cfg.poll_interval_us), cfg.jitter, u),
+            Some(_) | None => jittered(cfg.poll_interval_us, cfg.jitter, u),
+        }
     }
 
     fn retry_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
@@ -394,6 +440,12 @@ pub fn jittered(wait: Micros, jitter: Jitter, u: f64) -> Micros {
         Jitter::Equal => w / 2.0 + u * w / 2.0,
     };
     (value as Micros).max(1)
+}
+
+/// `wait` with `jitter` applied upwards: `wait` plus what `jittered` would take from it, so
+/// never less than `wait` (full: in (d, 2d], equal: in (d, 1.5d]).
+pub fn jittered_above(wait: Micros, jitter: Jitter, u: f64) -> Micros {
+    wait.saturating_add(wait - jittered(wait, jitter, u).min(wait))
 }
 
 #[cfg(test)]
@@ -492,6 +544,19 @@ mod tests {
     }
 
     #[test]
+    fn a_subscription_refused_for_an_ended_task_is_followed_by_a_get() {
+        let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
+        let (mut c, _) = TaskClient::new(None, true);
+        assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::Request(TaskCall::Subscribe));
+        assert_eq!(c.on_subscribe_refused(), ClientAction::Request(TaskCall::Get));
+        assert_eq!(c.phase, ClientPhase::Polling);
+        assert_eq!(
+            c.on_state(&cfg, TaskState::Succeeded, 0.0),
+            ClientAction::Answer(TaskAnswer::Ended(TaskState::Succeeded))
+        );
+    }
+
+    #[test]
     fn a_broken_stream_is_resubscribed_after_the_retry_pause() {
         let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
         let (mut c, _) = TaskClient::new(None, true);
@@ -500,6 +565,44 @@ mod tests {
         assert_eq!(c.phase, ClientPhase::Subscribed);
         assert_eq!(c.on_stream_broken(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Subscribe, 1_000_000));
         assert_eq!(c.phase, ClientPhase::Subscribing);
+    }
+
+    #[test]
+    fn a_cancel_refused_for_an_ended_task_is_checked_with_a_get_and_an_acknowledgement_says_nothing() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        let refused = CancelAnswer::Error(ProtocolError::TaskNotCancelable);
+        assert_eq!(c.on_cancel_answered(refused), CancelStep::Check(TaskCall::Get));
+        assert_eq!(c.phase, ClientPhase::CancelChecking);
+        assert!(!c.waits());
+        assert_eq!(c.on_cancel_checked(Some(TaskState::Succeeded)), CancelObserved::Completed);
+        assert_eq!(c.phase, ClientPhase::Done);
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        c.on_cancel_answered(refused);
+        assert_eq!(c.on_cancel_checked(None), CancelObserved::Unknown, "the get failed");
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        assert_eq!(c.on_cancel_answered(CancelAnswer::Acknowledged), CancelStep::Observed(CancelObserved::Unknown));
+    }
+
+    #[test]
+    fn a_failed_cancel_request_leaves_the_fate_unknown_and_the_task_on_the_orphan_queue() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.abandon(&cfg);
+        let seen = c.on_cancel_failed();
+        assert_eq!(seen, CancelObserved::Unknown);
+        assert!(seen.goes_on_orphan_queue());
+        assert!(CancelObserved::StillRunning.goes_on_orphan_queue());
+        for known in [CancelObserved::Canceled, CancelObserved::Completed, CancelObserved::Failed] {
+            assert!(!known.goes_on_orphan_queue(), "{known:?}");
+        }
     }
 
     #[test]
@@ -512,7 +615,10 @@ mod tests {
         c.on_handle(&cfg, 0.0);
         assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel));
         assert_eq!(c.phase, ClientPhase::CancelRequested);
-        assert_eq!(c.on_cancel_answered(TaskState::Running), CancelObserved::StillRunning);
+        assert_eq!(
+            c.on_cancel_answered(CancelAnswer::Task(TaskState::Running)),
+            CancelStep::Observed(CancelObserved::StillRunning)
+        );
         let quiet = TaskClientConfig { cancel_on_abandon: false, ..cfg };
         let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&quiet, 0.0);
@@ -536,5 +642,32 @@ mod tests {
             assert!((500..=1000).contains(&jittered(1000, Jitter::Equal, u)));
         }
         assert_eq!(jittered(1000, Jitter::Full, 0.0), 1, "never zero");
+    }
+
+    #[test]
+    fn an_honoured_server_interval_is_a_floor_that_jitter_spreads_above() {
+        for jitter in Jitter::ALL {
+            let cfg = TaskClientConfig { jitter, ..poller() };
+            for i in 0..100 {
+                let u = f64::from(i) / 100.0;
+                let (mut c, _) = TaskClient::new(Some(2_000_000), true);
+                let ClientAction::RequestAfter(TaskCall::Get, wait) = c.on_handle(&cfg, u) else { panic!() };
+                let top = match jitter {
+                    Jitter::None => 2_000_000,
+                    Jitter::Full => 4_000_000,
+                    Jitter::Equal => 3_000_000,
+                };
+                assert!((2_000_000..=top).contains(&wait), "{jitter:?} {u}: {wait}");
+            }
+        }
+        assert_eq!(jittered_above(1000, Jitter::Full, 0.25), 1750);
+        assert_eq!(jittered_above(1000, Jitter::Equal, 0.5), 1250);
+        // Without an advertised interval (or not honouring it) the client's own is jittered down.
+        let full = TaskClientConfig { jitter: Jitter::Full, ..poller() };
+        let (mut c, _) = TaskClient::new(None, true);
+        assert_eq!(c.on_handle(&full, 0.25), ClientAction::RequestAfter(TaskCall::Get, 250_000));
+        let eager = TaskClientConfig { honor_poll_interval: false, ..full };
+        let (mut c, _) = TaskClient::new(Some(2_000_000), true);
+        assert_eq!(c.on_handle(&eager, 0.25), ClientAction::RequestAfter(TaskCall::Get, 250_000));
     }
 }

@@ -415,13 +415,23 @@ fn compile_task(
         (CancelBehaviour::Late, Some(_)) | (CancelBehaviour::Honor | CancelBehaviour::Ignore, None) => {}
     }
     Ok(TaskModel {
-        protocol: c.named(&path.key("protocol"), t.protocol.as_deref(), TaskProtocol::A2a)?,
+        protocol: compile_protocol(c, &path.key("protocol"), t.protocol.as_deref())?,
         runner,
         poll_interval_us: optional_ms("poll_interval_ms", t.poll_interval_ms)?,
         ttl_us: optional_ms("ttl_ms", t.ttl_ms)?,
         cancel,
         late_cancel_us: late_cancel_us.unwrap_or(0),
         cost_per_s: c.non_negative(&path.key("cost_per_s"), t.cost_per_s)?,
+    })
+}
+
+/// A task dependency's `protocol`: a revision's name, or the alias `mcp` (MCP 2025-11-25).
+fn compile_protocol(c: &Checker, path: &FieldPath, text: Option<&str>) -> Result<TaskProtocol, ScenarioError> {
+    let Some(text) = text else { return Ok(TaskProtocol::A2a) };
+    TaskProtocol::parse_with_alias(text).ok_or_else(|| {
+        let choices = TaskProtocol::ALL.map(TaskProtocol::name).join(", ");
+        let (alias, meaning) = crate::world::task::MCP_ALIAS;
+        c.err(path, format!("unknown value {}; expected one of {choices} ({alias} is {meaning})", quote(text)))
     })
 }
 

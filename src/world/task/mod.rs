@@ -8,7 +8,7 @@ pub mod lifecycle;
 pub mod protocol;
 
 pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
-pub use protocol::{TaskCall, TaskProtocol};
+pub use protocol::{CancelAnswer, CancelHandling, MCP_ALIAS, ProtocolError, TaskCall, TaskProtocol, WorkOnCancel};
 
 use crate::sim::Micros;
 
@@ -55,18 +55,28 @@ pub struct TaskModel {
     pub cost_per_s: f64,
 }
 
-/// The task state the cancel's answer showed (the essay's four branches).
+/// What the client learned of its task from its cancel (the essay's four branches, and the
+/// fifth it cannot avoid: no answer that shows a state).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelObserved {
     Canceled,
     Completed,
     Failed,
+    /// The answer showed the task still working (the cancel was ignored, or takes effect later).
     StillRunning,
+    /// No answer showed the task's state: the cancel request was refused or timed out, or the
+    /// protocol answers a cancel with a bare acknowledgement (MCP 2026-07-28).
+    Unknown,
 }
 
 impl CancelObserved {
-    pub const ALL: [CancelObserved; 4] =
-        [CancelObserved::Canceled, CancelObserved::Completed, CancelObserved::Failed, CancelObserved::StillRunning];
+    pub const ALL: [CancelObserved; 5] = [
+        CancelObserved::Canceled,
+        CancelObserved::Completed,
+        CancelObserved::Failed,
+        CancelObserved::StillRunning,
+        CancelObserved::Unknown,
+    ];
 
     pub const fn name(self) -> &'static str {
         match self {
@@ -74,6 +84,16 @@ impl CancelObserved {
             CancelObserved::Completed => "completed",
             CancelObserved::Failed => "failed",
             CancelObserved::StillRunning => "still_running",
+            CancelObserved::Unknown => "unknown",
+        }
+    }
+
+    /// The client keeps the task on its orphan queue: as far as it knows, the task may still
+    /// work (its true state is not the client's to read).
+    pub const fn goes_on_orphan_queue(self) -> bool {
+        match self {
+            CancelObserved::StillRunning | CancelObserved::Unknown => true,
+            CancelObserved::Canceled | CancelObserved::Completed | CancelObserved::Failed => false,
         }
     }
 

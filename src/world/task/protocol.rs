@@ -1,16 +1,71 @@
-//! The public names of task states and calls, per protocol (ANCHORS.md section 8), apart from
-//! the normalised states the runtime reasons with. Each mapping is total: every normalised
-//! state has a name in each protocol, and where a protocol lacks a state the nearest one it has
-//! is used and listed as a departure in docs/references.md.
+//! The public face of a task, per protocol and revision (ANCHORS.md section 8): the names of
+//! its states and calls, the errors a server answers with, and what a server does with a cancel
+//! it receives, apart from the normalised states the runtime reasons with. Each mapping is
+//! total: every normalised state has a name in each protocol, and where a protocol lacks a state
+//! the nearest one it has is used and listed as a departure in docs/references.md. Where a
+//! protocol lacks a call, `has` says so and the scenario's checks keep the client from making it.
 
+use super::CancelBehaviour;
 use super::lifecycle::{TaskState, WaitFor};
+use crate::sim::Micros;
 
 crate::named_enum! {
-    /// Which specification a task dependency speaks.
+    /// Which specification, at which revision, a task dependency speaks.
     pub enum TaskProtocol {
+        /// A2A 1.0 (a2a.proto, specification.md).
         A2a => "a2a",
-        Mcp => "mcp",
+        /// MCP 2025-11-25, the tasks utility (experimental).
+        Mcp20251125 => "mcp-2025-11-25",
+        /// MCP 2026-07-28, the tasks extension `io.modelcontextprotocol/tasks`.
+        Mcp20260728 => "mcp-2026-07-28",
     }
+}
+
+/// `protocol = "mcp"` in a file is this revision (the first MCP revision with tasks, the one
+/// faultline named `mcp` before revisions were told apart).
+pub const MCP_ALIAS: (&str, TaskProtocol) = ("mcp", TaskProtocol::Mcp20251125);
+
+/// The protocol errors a task server answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolError {
+    /// No such task (never made, or purged).
+    TaskNotFound,
+    /// A cancel of a task that has ended.
+    TaskNotCancelable,
+    /// A subscription to a task that has ended (A2A).
+    UnsupportedOperation,
+}
+
+/// What a server answers a cancel with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelAnswer {
+    /// The task as the cancel left it (A2A's Task, MCP 2025-11-25's task).
+    Task(TaskState),
+    /// An empty result (MCP 2026-07-28): nothing about the task.
+    Acknowledged,
+    Error(ProtocolError),
+}
+
+/// What becomes of a task's work when a cancel is received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkOnCancel {
+    /// Nothing changes (an ended task, or a cancel ignored while the state is kept).
+    Untouched,
+    /// The work leaves the runner now.
+    Stop,
+    /// The work leaves the runner this long after the cancel.
+    StopAfter(Micros),
+}
+
+/// A cancel received, as the protocol's server handles it: whether the task's state becomes
+/// `canceled` now, what happens to its work, and the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CancelHandling {
+    pub canceled_now: bool,
+    pub work: WorkOnCancel,
+    /// With `WorkOnCancel::StopAfter`: the state becomes `canceled` then, too (unless it is
+    /// already).
+    pub answer: CancelAnswer,
 }
 
 /// The calls a client makes about a task.
@@ -20,7 +75,8 @@ pub enum TaskCall {
     Create,
     /// Reads its state (A2A GetTask, MCP tasks/get).
     Get,
-    /// Finds a task by the client's message id when the handle was lost (A2A ListTasks).
+    /// Finds a task by the client's own tag when the handle was lost (A2A ListTasks filtered by
+    /// the context id the client chose; MCP has no such lookup).
     Find,
     /// Opens a stream of its updates (A2A SubscribeToTask; MCP has no subscription to a task,
     /// so an MCP client polls).
@@ -30,6 +86,18 @@ pub enum TaskCall {
 }
 
 impl TaskProtocol {
+    /// Reads a file's `protocol`: a revision's name, or the alias `mcp`.
+    pub fn parse_with_alias(text: &str) -> Option<TaskProtocol> {
+        if text == MCP_ALIAS.0 { Some(MCP_ALIAS.1) } else { TaskProtocol::parse(text) }
+    }
+
+    pub const fn is_mcp(self) -> bool {
+        match self {
+            TaskProtocol::A2a => false,
+            TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => true,
+        }
+    }
+
     /// The state's name on the wire.
     pub const fn state_name(self, state: TaskState) -> &'static str {
         match self {
@@ -45,8 +113,8 @@ impl TaskProtocol {
             },
             // MCP creates a task already `working`, has one interrupted status, spells
             // `cancelled` with two l's, and has no rejected task (a refused tools/call is an
-            // error, no task): the nearest is `failed`.
-            TaskProtocol::Mcp => match state {
+            // error, no task): the nearest is `failed`. Both revisions have the same statuses.
+            TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => match state {
                 TaskState::Pending | TaskState::Running => "working",
                 TaskState::Waiting(WaitFor::Input | WaitFor::Auth) => "input_required",
                 TaskState::Succeeded => "completed",
@@ -56,7 +124,16 @@ impl TaskProtocol {
         }
     }
 
-    /// The call's method name on the wire.
+    /// Whether the protocol has this call.
+    pub const fn has(self, call: TaskCall) -> bool {
+        match call {
+            TaskCall::Create | TaskCall::Get | TaskCall::Cancel => true,
+            TaskCall::Find | TaskCall::Subscribe => !self.is_mcp(),
+        }
+    }
+
+    /// The call's method name on the wire; `has` says whether the protocol has the call at all
+    /// (an MCP client told to subscribe polls with tasks/get).
     pub const fn call_name(self, call: TaskCall) -> &'static str {
         match self {
             TaskProtocol::A2a => match call {
@@ -66,9 +143,11 @@ impl TaskProtocol {
                 TaskCall::Subscribe => "SubscribeToTask",
                 TaskCall::Cancel => "CancelTask",
             },
-            TaskProtocol::Mcp => match call {
+            TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => match call {
                 TaskCall::Create => "tools/call",
                 TaskCall::Get | TaskCall::Subscribe => "tasks/get",
+                // 2025-11-25's tasks/list takes only a cursor (no lookup by request id), and
+                // 2026-07-28 has none: the checks keep an MCP client from looking a task up.
                 TaskCall::Find => "tasks/list",
                 TaskCall::Cancel => "tasks/cancel",
             },
@@ -77,10 +156,73 @@ impl TaskProtocol {
 
     /// Whether the protocol can stream a task's updates (MCP clients poll).
     pub const fn can_subscribe(self) -> bool {
+        self.has(TaskCall::Subscribe)
+    }
+
+    /// Whether a client can find a task it lost the handle of by a tag of its own.
+    pub const fn can_find(self) -> bool {
+        self.has(TaskCall::Find)
+    }
+
+    /// The error's JSON-RPC code and its name in the specification.
+    pub const fn error(self, error: ProtocolError) -> (i32, &'static str) {
         match self {
-            TaskProtocol::A2a => true,
-            TaskProtocol::Mcp => false,
+            TaskProtocol::A2a => match error {
+                ProtocolError::TaskNotFound => (-32001, "TaskNotFoundError"),
+                ProtocolError::TaskNotCancelable => (-32002, "TaskNotCancelableError"),
+                ProtocolError::UnsupportedOperation => (-32004, "UnsupportedOperationError"),
+            },
+            // MCP answers an unknown task and a cancel of an ended one with Invalid params.
+            TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => match error {
+                ProtocolError::TaskNotFound | ProtocolError::TaskNotCancelable => (-32602, "Invalid params"),
+                ProtocolError::UnsupportedOperation => (-32601, "Method not found"),
+            },
         }
+    }
+
+    /// How the server handles a cancel of a task in `state`, whose work the remote side treats
+    /// by `behaviour` (the dependency's `cancel`, or a cancel fault, with the delay of `late`).
+    ///
+    /// A2A: an ended task is TaskNotCancelableError; a live one is stopped (at once, later or
+    /// never) and the answer shows the task as it then is. MCP 2025-11-25: an ended task is
+    /// -32602; a live one is `cancelled` before the answer and stays so whether its work stops,
+    /// stops later or goes on. MCP 2026-07-28: an empty acknowledgement, whatever the state; the
+    /// cancel is cooperative and eventually consistent (stopped at once, later or never).
+    pub const fn cancel(self, state: TaskState, behaviour: CancelBehaviour, late_us: Micros) -> CancelHandling {
+        let work = match behaviour {
+            CancelBehaviour::Honor => WorkOnCancel::Stop,
+            CancelBehaviour::Late => WorkOnCancel::StopAfter(late_us),
+            CancelBehaviour::Ignore => WorkOnCancel::Untouched,
+        };
+        let untouched = WorkOnCancel::Untouched;
+        let honoured = matches!(behaviour, CancelBehaviour::Honor);
+        match (self, state.is_terminal()) {
+            (TaskProtocol::A2a | TaskProtocol::Mcp20251125, true) => CancelHandling {
+                canceled_now: false,
+                work: untouched,
+                answer: CancelAnswer::Error(ProtocolError::TaskNotCancelable),
+            },
+            (TaskProtocol::Mcp20260728, true) => {
+                CancelHandling { canceled_now: false, work: untouched, answer: CancelAnswer::Acknowledged }
+            }
+            (TaskProtocol::A2a, false) => CancelHandling {
+                canceled_now: honoured,
+                work,
+                answer: CancelAnswer::Task(if honoured { TaskState::Canceled } else { state }),
+            },
+            (TaskProtocol::Mcp20251125, false) => {
+                CancelHandling { canceled_now: true, work, answer: CancelAnswer::Task(TaskState::Canceled) }
+            }
+            (TaskProtocol::Mcp20260728, false) => {
+                CancelHandling { canceled_now: honoured, work, answer: CancelAnswer::Acknowledged }
+            }
+        }
+    }
+
+    /// How the server answers a subscription to a task in `state`: A2A refuses an ended task
+    /// (UnsupportedOperationError); otherwise the stream opens with the task's state.
+    pub const fn subscribe(self, state: TaskState) -> Result<TaskState, ProtocolError> {
+        if state.is_terminal() { Err(ProtocolError::UnsupportedOperation) } else { Ok(state) }
     }
 }
 
@@ -122,15 +264,114 @@ mod tests {
     fn mcp_names_are_only_its_five_statuses() {
         let mcp = ["working", "input_required", "completed", "failed", "cancelled"];
         for state in ALL {
-            assert!(mcp.contains(&TaskProtocol::Mcp.state_name(state)), "{state:?}");
+            assert!(mcp.contains(&TaskProtocol::Mcp20251125.state_name(state)), "{state:?}");
         }
     }
 
     #[test]
     fn terminal_states_keep_terminal_names() {
         for state in ALL.into_iter().filter(|s| s.is_terminal()) {
-            assert!(!matches!(TaskProtocol::Mcp.state_name(state), "working" | "input_required"));
+            assert!(!matches!(TaskProtocol::Mcp20251125.state_name(state), "working" | "input_required"));
             assert!(!matches!(TaskProtocol::A2a.state_name(state), "TASK_STATE_WORKING" | "TASK_STATE_SUBMITTED"));
+        }
+    }
+
+    const LIVE: [TaskState; 4] =
+        [TaskState::Pending, TaskState::Running, TaskState::Waiting(WaitFor::Input), TaskState::Waiting(WaitFor::Auth)];
+    const ENDED: [TaskState; 4] = [TaskState::Succeeded, TaskState::Failed, TaskState::Canceled, TaskState::Rejected];
+    const BEHAVIOURS: [CancelBehaviour; 3] = [CancelBehaviour::Honor, CancelBehaviour::Late, CancelBehaviour::Ignore];
+
+    #[test]
+    fn the_mcp_alias_is_the_2025_11_25_revision_and_every_revision_parses() {
+        assert_eq!(TaskProtocol::parse_with_alias("mcp"), Some(TaskProtocol::Mcp20251125));
+        for p in TaskProtocol::ALL {
+            assert_eq!(TaskProtocol::parse_with_alias(p.name()), Some(p));
+        }
+        assert_eq!(TaskProtocol::parse_with_alias("mcp-2025-06-18"), None, "no tasks before 2025-11-25");
+    }
+
+    #[test]
+    fn a2a_cancel_of_an_ended_task_is_task_not_cancelable_and_changes_nothing() {
+        for state in ENDED {
+            for b in BEHAVIOURS {
+                let h = TaskProtocol::A2a.cancel(state, b, 5);
+                assert_eq!(h.answer, CancelAnswer::Error(ProtocolError::TaskNotCancelable));
+                assert!(!h.canceled_now);
+                assert_eq!(h.work, WorkOnCancel::Untouched);
+            }
+        }
+        assert_eq!(TaskProtocol::A2a.error(ProtocolError::TaskNotCancelable), (-32002, "TaskNotCancelableError"));
+        assert_eq!(TaskProtocol::A2a.error(ProtocolError::UnsupportedOperation), (-32004, "UnsupportedOperationError"));
+        assert_eq!(TaskProtocol::A2a.error(ProtocolError::TaskNotFound), (-32001, "TaskNotFoundError"));
+    }
+
+    #[test]
+    fn a2a_cancel_of_a_live_task_shows_it_as_the_cancel_left_it() {
+        for state in LIVE {
+            let honour = TaskProtocol::A2a.cancel(state, CancelBehaviour::Honor, 0);
+            assert_eq!((honour.canceled_now, honour.work), (true, WorkOnCancel::Stop));
+            assert_eq!(honour.answer, CancelAnswer::Task(TaskState::Canceled));
+            let late = TaskProtocol::A2a.cancel(state, CancelBehaviour::Late, 7);
+            assert_eq!((late.canceled_now, late.work), (false, WorkOnCancel::StopAfter(7)));
+            assert_eq!(late.answer, CancelAnswer::Task(state), "still working, for now");
+            let ignored = TaskProtocol::A2a.cancel(state, CancelBehaviour::Ignore, 0);
+            assert_eq!((ignored.canceled_now, ignored.work), (false, WorkOnCancel::Untouched));
+            assert_eq!(ignored.answer, CancelAnswer::Task(state));
+        }
+    }
+
+    #[test]
+    fn mcp_2025_11_25_cancels_a_live_task_before_it_answers_whatever_the_work_does() {
+        // "MUST transition the task to cancelled status before sending the response", and "MUST
+        // remain in cancelled status even if execution continues".
+        for state in LIVE {
+            for (b, work) in [
+                (CancelBehaviour::Honor, WorkOnCancel::Stop),
+                (CancelBehaviour::Late, WorkOnCancel::StopAfter(9)),
+                (CancelBehaviour::Ignore, WorkOnCancel::Untouched),
+            ] {
+                let h = TaskProtocol::Mcp20251125.cancel(state, b, 9);
+                assert_eq!(
+                    h,
+                    CancelHandling { canceled_now: true, work, answer: CancelAnswer::Task(TaskState::Canceled) }
+                );
+            }
+        }
+        // "MUST reject cancellation requests for tasks already in a terminal status ... -32602".
+        for state in ENDED {
+            let h = TaskProtocol::Mcp20251125.cancel(state, CancelBehaviour::Honor, 0);
+            assert_eq!(h.answer, CancelAnswer::Error(ProtocolError::TaskNotCancelable));
+            assert!(!h.canceled_now);
+        }
+        assert_eq!(TaskProtocol::Mcp20251125.error(ProtocolError::TaskNotCancelable).0, -32602);
+        assert_eq!(TaskProtocol::Mcp20251125.error(ProtocolError::TaskNotFound).0, -32602);
+    }
+
+    #[test]
+    fn mcp_2026_07_28_acknowledges_every_cancel_and_applies_it_cooperatively() {
+        for state in LIVE.into_iter().chain(ENDED) {
+            for b in BEHAVIOURS {
+                let h = TaskProtocol::Mcp20260728.cancel(state, b, 3);
+                assert_eq!(h.answer, CancelAnswer::Acknowledged, "{state:?} {b:?}");
+                assert_eq!(h.canceled_now, !state.is_terminal() && b == CancelBehaviour::Honor);
+            }
+        }
+        let late = TaskProtocol::Mcp20260728.cancel(TaskState::Running, CancelBehaviour::Late, 3);
+        assert_eq!(late.work, WorkOnCancel::StopAfter(3));
+    }
+
+    #[test]
+    fn only_a2a_subscribes_and_finds_and_it_refuses_a_subscription_to_an_ended_task() {
+        assert!(TaskProtocol::A2a.can_subscribe() && TaskProtocol::A2a.can_find());
+        for p in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+            assert!(!p.can_subscribe() && !p.can_find(), "{p:?}");
+            assert!(p.has(TaskCall::Get) && p.has(TaskCall::Cancel) && p.has(TaskCall::Create));
+        }
+        for state in ENDED {
+            assert_eq!(TaskProtocol::A2a.subscribe(state), Err(ProtocolError::UnsupportedOperation));
+        }
+        for state in LIVE {
+            assert_eq!(TaskProtocol::A2a.subscribe(state), Ok(state));
         }
     }
 }

@@ -1,0 +1,264 @@
+//! The task lifecycles against the letter of their specifications (A2A 1.0, MCP 2025-11-25 and
+//! the 2026-07-28 tasks extension) and against what docs/scenario.md 4.5 and 8.17 say, each
+//! claim shown by a scenario run whose figures would differ if the claim were false: closed
+//! forms where the scenario has one, otherwise a figure that is zero on one side of the claim.
+
+mod common;
+use common::{assert_in_ci, metric, model, replicate};
+use faultline::metrics::MetricMap;
+use faultline::metrics::stats::estimate;
+
+/// One agent: creates at `agent` (8 servers), work at `agent_runner` (exponential work of mean
+/// `work_ms`, enough workers that nobody waits), one step per run at 2 runs a second for
+/// 2000 s (100 s of warm-up); `task` is the inside of the task table after the runner,
+/// `extra` is appended (faults), `policy` is `[policy.p]`'s body.
+fn scenario(task: &str, work_ms: f64, extra: &str, policy: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 2000
+warmup_s = 100
+seed = 5
+replications = 8
+
+[[dependency]]
+name = "agent"
+kind = "a2a_agent"
+servers = 8
+service_time = {{ dist = "exponential", mean_ms = 20 }}
+status_lookup_time = {{ dist = "exponential", mean_ms = 5 }}
+task = {{ runner = "agent_runner"{task} }}
+
+[[dependency]]
+name = "agent_runner"
+servers = 2000
+service_time = {{ dist = "exponential", mean_ms = {work_ms} }}
+
+[[workflow]]
+name = "research"
+arrivals = {{ rate_per_s = 2 }}
+deadline_ms = 3600000
+
+  [[workflow.step]]
+  id = "delegate"
+  dependency = "agent"
+{extra}
+[policy.p]
+{policy}
+"#
+    )
+}
+
+fn run(task: &str, work_ms: f64, extra: &str, policy: &str) -> Vec<MetricMap> {
+    replicate(&model(&scenario(task, work_ms, extra, policy)), 0)
+}
+
+/// The per-replication ratio of two metrics, as an estimate over the replications.
+fn per(reps: &[MetricMap], a: &str, b: &str) -> faultline::metrics::stats::Estimate {
+    estimate(reps.iter().map(|r| r[a] / r[b]))
+}
+
+const ABANDON_AT_10_S: &str = "timeout_ms = 10000\nretry = { max_attempts = 1 }";
+
+/// A fault in force for the whole run at the agent, the drain after it included.
+fn fault_all_run(kind: &str, fields: &str) -> String {
+    format!("\n[[fault]]\nkind = \"{kind}\"\ntarget = \"agent\"\nstart_s = 0\nduration_s = 100000\n{fields}\n")
+}
+
+#[test]
+fn a_late_cancel_fault_overrides_a_dependency_that_ignores_cancels() {
+    // scenario.md 4.5: "A cancel fault in force overrides it". The dependency ignores every
+    // cancel; a late_cancel fault in force for the whole run makes every cancel late instead,
+    // so a task works on after its cancel for E[min(W, 5 s)] = 20 (1 - e^-1/4) at 1 unit/s.
+    let task = ", poll_interval_ms = 2000, cost_per_s = 1, cancel = \"ignore\"";
+    let reps = run(task, 20000.0, &fault_all_run("late_cancel", "latency_ms = 5000"), ABANDON_AT_10_S);
+    for r in &reps {
+        assert_eq!(r["cancel_ignored_total"], 0.0, "the fault overrides the dependency's ignore");
+        assert!(r["cancel_late_total"] > 100.0, "{}", r["cancel_late_total"]);
+        assert_eq!(r["orphan_escalated_total"], 0.0);
+    }
+    let e = per(&reps, "cost_after_cancel_units_total", "cancel_late_total");
+    assert_in_ci("cost after a late cancel", &e, 20.0 * (1.0 - (-0.25f64).exp()), 1);
+    // The same fault with an ignored_cancel fault in force too: ignoring wins among faults.
+    let both = fault_all_run("late_cancel", "latency_ms = 5000") + &fault_all_run("ignored_cancel", "");
+    for r in run(task.replace("\"ignore\"", "\"honor\"").as_str(), 20000.0, &both, ABANDON_AT_10_S) {
+        assert_eq!(r["cancel_late_total"], 0.0);
+        assert!(r["cancel_ignored_total"] > 100.0);
+    }
+}
+
+/// E[polls] for exponential work of mean `mu` polled after iid waits T: the work outlives k
+/// waits with probability phi^k, phi = E[exp(-T / mu)], so E[polls] = 1 / (1 - phi).
+fn polls_closed_form(phi: f64) -> f64 {
+    1.0 / (1.0 - phi)
+}
+
+#[test]
+fn a_jittered_poll_never_comes_sooner_than_the_servers_interval() {
+    // scenario.md 8.17: a client that honours the advertised interval polls no faster. The
+    // server advertises 2 s; jitter spreads the wait above it: uniform on [2, 4) s (full) or
+    // [2, 3) s (equal), so phi = mu / (b - a) (exp(-a / mu) - exp(-b / mu)) with mu = 20 s.
+    let task = ", poll_interval_ms = 2000";
+    let forever = "timeout_ms = 3000000";
+    let uniform = |a: f64, b: f64| 20.0 / (b - a) * ((-a / 20.0f64).exp() - (-b / 20.0f64).exp());
+    let none = run(task, 20000.0, "", forever);
+    assert_in_ci("polls, no jitter", &metric(&none, "task_polls_per_task"), polls_closed_form((-0.1f64).exp()), 3);
+    let full = run(task, 20000.0, "", &format!("{forever}\ntask_client = {{ jitter = \"full\" }}"));
+    assert_in_ci("polls, full jitter", &metric(&full, "task_polls_per_task"), polls_closed_form(uniform(2.0, 4.0)), 3);
+    let equal = run(task, 20000.0, "", &format!("{forever}\ntask_client = {{ jitter = \"equal\" }}"));
+    assert_in_ci(
+        "polls, equal jitter",
+        &metric(&equal, "task_polls_per_task"),
+        polls_closed_form(uniform(2.0, 3.0)),
+        3,
+    );
+    // Not honouring the interval, full jitter polls below the client's own 1 s: uniform on [0, 1).
+    let eager = run(
+        task,
+        20000.0,
+        "",
+        &format!("{forever}\ntask_client = {{ jitter = \"full\", honor_poll_interval = false }}"),
+    );
+    assert_in_ci(
+        "polls, eager full jitter",
+        &metric(&eager, "task_polls_per_task"),
+        polls_closed_form(uniform(0.0, 1.0)),
+        1,
+    );
+}
+
+#[test]
+fn cost_after_cancel_counts_only_after_a_cancel_and_cost_after_the_caller_left_counts_all() {
+    // A client that walks away sends no cancel: nothing is spent after a cancel, while each
+    // orphan works on for the remaining work, E[W - 10 | W > 10] = 20 s at 1 unit a second.
+    let task = ", poll_interval_ms = 2000, cost_per_s = 1";
+    let walk_away =
+        run(task, 20000.0, "", &format!("{ABANDON_AT_10_S}\ntask_client = {{ cancel_on_abandon = false }}"));
+    for r in &walk_away {
+        assert_eq!(r["cancel_requested_total"], 0.0);
+        assert_eq!(r["cost_after_cancel_units_total"], 0.0, "no cancel was sent");
+        assert!(r["orphan_task_total"] > 100.0);
+    }
+    let e = per(&walk_away, "cost_after_caller_left_units_total", "orphan_task_total");
+    assert_in_ci("running cost after the caller left, per orphan", &e, 20.0, 2);
+    // The same tasks with a cancel the agent ignores: the same spending, now after a cancel.
+    let ignored = run(&format!("{task}, cancel = \"ignore\""), 20000.0, "", ABANDON_AT_10_S);
+    for r in &ignored {
+        assert_eq!(r["cost_after_cancel_units_total"], r["cost_after_caller_left_units_total"]);
+    }
+    let e = per(&ignored, "cost_after_cancel_units_total", "cancel_ignored_total");
+    assert_in_ci("running cost after an ignored cancel, per cancel", &e, 20.0, 2);
+}
+
+#[test]
+fn a_success_the_step_never_heard_of_is_a_late_result_and_its_work_is_wasted() {
+    // scenario.md 8.17: a cancel whose answer shows `completed` found a task that "had already
+    // succeeded: a late result". The server asks for a poll a minute, so no step ever hears of
+    // its task before its 10 s timeout; each task that succeeded by then (work exponential,
+    // mean 5 s: 1 - e^-2 of them) is found completed by the cancel, the rest are cancelled.
+    let task = ", poll_interval_ms = 60000";
+    let reps = run(task, 5000.0, "", ABANDON_AT_10_S);
+    let e = per(&reps, "late_result_total", "task_created_total");
+    assert_in_ci("late results per task", &e, 1.0 - (-2.0f64).exp(), 1);
+    for r in &reps {
+        assert_eq!(r["outcome_total.succeeded"], 0.0, "no step hears of its task");
+        assert!(r["cancel_observed_total.completed"] > 1000.0);
+        // Every service at the runner was for nobody: the cancelled works' and the completed ones'.
+        assert!(
+            r["dependency.agent_runner.wasted_service_ratio"] > 0.9999,
+            "{}",
+            r["dependency.agent_runner.wasted_service_ratio"]
+        );
+    }
+}
+
+#[test]
+fn a_refused_cancel_leaves_the_task_on_the_orphan_queue_whatever_its_true_state() {
+    // scenario.md 8.17: a cancel request refused leaves the task's fate unknown, and the task
+    // goes on the orphan queue. The agent is down from 500 s to 600 s, so every cancel of a task
+    // made in the 10 s before (2 a second: 20 a replication) is refused; most of those tasks
+    // (1 - e^-2) had already succeeded, which their client cannot know.
+    let task = ", poll_interval_ms = 60000";
+    let down = "\n[[fault]]\nkind = \"down\"\ntarget = \"agent\"\nstart_s = 500\nduration_s = 100\n";
+    let reps = run(task, 5000.0, down, ABANDON_AT_10_S);
+    assert_in_ci("tracked orphans", &metric(&reps, "orphan_tracked_total"), 20.0, 2);
+    assert_in_ci("unknown cancels", &metric(&reps, "cancel_observed_total.unknown"), 20.0, 2);
+    for r in &reps {
+        assert_eq!(r["cancel_observed_total.still_running"], 0.0, "every answered cancel is honoured");
+    }
+}
+
+#[test]
+fn mcp_2025_11_25_cancels_at_once_and_the_task_stays_cancelled_while_its_work_goes_on() {
+    // MCP 2025-11-25: the receiver moves the task to `cancelled` before it answers, and the task
+    // stays `cancelled` even if execution continues. The agent ignores the cancel (its work goes
+    // on): every cancel of a live task is answered `cancelled`, none `still_running`; no task
+    // that was cancelled ever completes (no late result from them), while the work spends on
+    // for nobody E[W - 10 | W > 10] = 20 s at 1 unit a second, untracked.
+    let task = ", protocol = \"mcp-2025-11-25\", poll_interval_ms = 2000, cost_per_s = 1, cancel = \"ignore\"";
+    let reps = run(task, 20000.0, "", ABANDON_AT_10_S);
+    for r in &reps {
+        assert_eq!(r["cancel_observed_total.still_running"], 0.0);
+        assert!(r["cancel_observed_total.canceled"] > 1000.0);
+        assert_eq!(r["task_ended_total.canceled"], r["cancel_observed_total.canceled"]);
+        assert_eq!(r["late_result_total"], r["cancel_observed_total.completed"], "only tasks already done were late");
+        assert_eq!(r["orphan_tracked_total"], 0.0, "the client believes them cancelled");
+        assert_eq!(r["task_running_at_end_total"], 0.0, "a cancelled task has ended, whatever its work does");
+    }
+    let e = per(&reps, "cost_after_cancel_units_total", "cancel_observed_total.canceled");
+    assert_in_ci("work after a cancelled MCP task", &e, 20.0, 3);
+    let e = per(&reps, "orphan_task_total", "cancel_observed_total.canceled");
+    assert_in_ci("orphans per cancelled task (their work goes on)", &e, 1.0, 3);
+    // `mcp` is this revision.
+    let alias = run(&task.replace("mcp-2025-11-25", "mcp"), 20000.0, "", ABANDON_AT_10_S);
+    for (a, b) in alias.iter().zip(&reps) {
+        assert_eq!(common::metric_bits(a), common::metric_bits(b));
+    }
+}
+
+#[test]
+fn mcp_2025_11_25_refuses_to_cancel_an_ended_task_and_the_client_reads_it_with_tasks_get() {
+    // "Receivers MUST reject cancellation requests for tasks already in a terminal status with
+    // -32602": the cancel changes nothing, and the client's tasks/get shows how it ended. No
+    // poll comes before the 10 s timeout; 1 - e^-2 of the tasks (5 s work) have completed.
+    let task = ", protocol = \"mcp-2025-11-25\", poll_interval_ms = 60000";
+    let reps = run(task, 5000.0, "", ABANDON_AT_10_S);
+    let e = per(&reps, "task_request_total.get", "task_created_total");
+    assert_in_ci("gets after a refused cancel, per task", &e, 1.0 - (-2.0f64).exp(), 2);
+    let e = per(&reps, "cancel_observed_total.completed", "task_created_total");
+    assert_in_ci("cancels that found the task completed", &e, 1.0 - (-2.0f64).exp(), 2);
+}
+
+#[test]
+fn mcp_2026_07_28_acknowledges_a_cancel_so_the_client_knows_nothing_and_tracks_the_task() {
+    // The extension's tasks/cancel answers an empty acknowledgement; the cancel is cooperative
+    // and eventually consistent. An agent that honours it still cancels the task, but no
+    // client learns so: every cancel's outcome is unknown and its task goes on the orphan queue.
+    let task = ", protocol = \"mcp-2026-07-28\", poll_interval_ms = 2000";
+    let reps = run(task, 20000.0, "", ABANDON_AT_10_S);
+    for r in &reps {
+        assert!(r["cancel_requested_total"] > 1000.0);
+        assert_eq!(r["cancel_observed_total.unknown"], r["cancel_requested_total"]);
+        assert_eq!(r["orphan_tracked_total"], r["cancel_requested_total"]);
+        assert_eq!(r["task_request_total.get"] / r["task_created_total"], r["task_polls_per_task"]);
+    }
+    // What the agent did is no less real: a task still working at its cancel ends cancelled,
+    // e^-1/2 of them (20 s work, 10 s timeout; polls every 2 s see most of the others end).
+    let e = per(&reps, "task_ended_total.canceled", "task_created_total");
+    assert!((e.mean - (-0.5f64).exp()).abs() < 0.1, "{e:?}");
+}
+
+#[test]
+fn a2a_refuses_to_subscribe_to_an_ended_task_and_the_client_gets_it() {
+    // A2A SubscribeToTask on a task in a terminal state answers UnsupportedOperationError; the
+    // client then reads it with GetTask. The work (exponential, mean 20 ms) starts as the create
+    // is served, the subscription is served in an exponential 5 ms: the work ends first with
+    // probability 5 / (5 + 20), and then one GetTask follows.
+    let reps = run("", 20.0, "", "timeout_ms = 3000000\ntask_client = { observe = \"subscribe\" }");
+    let e = per(&reps, "task_request_total.get", "task_created_total");
+    assert_in_ci("gets after a refused subscription, per task", &e, 0.2, 1);
+    for r in &reps {
+        assert_eq!(r["task_request_total.subscribe"], r["task_created_total"]);
+        assert_eq!(r["task_ended_total.succeeded"], r["task_created_total"]);
+    }
+}
