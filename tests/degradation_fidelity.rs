@@ -97,8 +97,12 @@ fn degradation(recovery: &str) -> String {
     )
 }
 
+/// One replication's metrics; the mode figures are printed (`--nocapture` shows them) for the
+/// closing notes' before-and-after figures.
 fn run(text: &str) -> MetricMap {
-    simulate(&model(text), 0, 5).unwrap_or_else(|e| panic!("{e}")).metrics
+    let m = simulate(&model(text), 0, 5).unwrap_or_else(|e| panic!("{e}")).metrics;
+    eprintln!("figures: {}", modes(&m).replace('\n', "; "));
+    m
 }
 
 /// The mode and budget figures of a run, for a failure's message.

@@ -384,6 +384,43 @@ fn scenario_md_mode_figures_are_the_reference_output() {
     }
 }
 
+/// docs/scenario.md 8.17's figures of the incident's task clients, from the reference output.
+fn tasks_paragraph(naive: &Summary, resilient: &Summary) -> String {
+    let (n, r) = (|name: &str| naive.get(name).0, |name: &str| resilient.get(name).0);
+    format!(
+        "On the incident (`scenarios/meeting-analysis-incident.toml`, 8 replications, whole runs), whose\nspecialist agent ignores 30 % of the cancels it gets during the fault, the naive client (above)\nleaves {} orphan tasks a replication, which spend {} cost units after their caller left\n(mostly the worker's own model retries; it sends no cancel, so its `cost_after_cancel_units_total`\nis {}); the resilient one (`propagate_deadline = true`, every other field its default) sends {}\ncancels, whose answers show {} tasks `canceled`, {} `completed` (each a late result), {} `failed`,\n{} `still_running` and {} `unknown`: {} orphans, {} of them on its orphan queue, and they spend\n{} units after the cancel.\n",
+        number(n("orphan_task_total"), 1),
+        number(n("cost_after_caller_left_units_total"), 1),
+        number(n("cost_after_cancel_units_total"), 0),
+        number(r("cancel_requested_total"), 1),
+        number(r("cancel_observed_total.canceled"), 1),
+        number(r("cancel_observed_total.completed"), 1),
+        number(r("cancel_observed_total.failed"), 1),
+        number(r("cancel_observed_total.still_running"), 1),
+        number(r("cancel_observed_total.unknown"), 1),
+        number(r("orphan_task_total"), 1),
+        number(r("orphan_tracked_total"), 1),
+        number(r("cost_after_cancel_units_total"), 1),
+    )
+}
+
+#[test]
+fn scenario_md_task_figures_are_the_reference_output() {
+    let reference = Path::new(ROOT).join("reference/meeting-analysis-incident");
+    let naive = Summary::read(&reference.join("naive/summary.json"));
+    let resilient = Summary::read(&reference.join("resilient/summary.json"));
+    let paragraph = tasks_paragraph(&naive, &resilient);
+    let path = Path::new(ROOT).join("docs/scenario.md");
+    let mut doc = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = between(&doc, "tasks");
+    if std::env::var_os("FAULTLINE_UPDATE_DOCS").is_some() {
+        doc.replace_range(start..end, &paragraph);
+        std::fs::write(&path, doc).unwrap();
+    } else {
+        assert_eq!(&doc[start..end], paragraph, "scenario.md 8.17's figures (FAULTLINE_UPDATE_DOCS=1 rewrites them)");
+    }
+}
+
 #[test]
 fn numbers_are_grouped_as_readme_writes_them() {
     assert_eq!(number(7123.25, 0), "7 123");
