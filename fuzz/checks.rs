@@ -383,7 +383,8 @@ pub fn tune_checkpoint(bytes: &[u8]) -> bool {
             let Loaded::State(back) = RaceState::read(&sealed, &key, &first) else {
                 panic!("a sealed checkpoint does not read back")
             };
-            let samples = |s: &RaceState| -> Vec<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
+            type SampleBits = (Vec<Vec<u64>>, Vec<Vec<u64>>);
+            let samples = |s: &RaceState| -> Vec<SampleBits> {
                 s.samples().iter().map(|x| (bits(&x.objectives), bits(&x.constraints))).collect()
             };
             assert_eq!(samples(&back), samples(&state));
