@@ -23,16 +23,16 @@
 use faultline::engine::{Model, SimError, simulate};
 use faultline::experiment::batch::compile_scenario;
 use faultline::experiment::batch::replications::SeriesSum;
+use faultline::experiment::batch::slo::compile_slo;
 use faultline::experiment::calibrate::choose::FitChoice;
 use faultline::experiment::calibrate::read::{ObservedTrace, TraceSet};
 use faultline::experiment::calibrate::{Inputs, make, prometheus};
 use faultline::experiment::command::CommandError;
-use faultline::experiment::tune::checkpoint::{Loaded, RaceState, TuneKey};
-use faultline::experiment::tune::shards::{read_shard_values, shard_bytes};
-use faultline::experiment::batch::slo::compile_slo;
 use faultline::experiment::output::formats::{summary_json, timeseries_csv};
 use faultline::experiment::sweep::checkpoint::{PointRecord, SweepKey};
 use faultline::experiment::sweep::shard::ShardReader;
+use faultline::experiment::tune::checkpoint::{Loaded, RaceState, TuneKey};
+use faultline::experiment::tune::shards::{read_shard_values, shard_bytes};
 use faultline::metrics::stats::aggregate;
 use faultline::scenario::{Format, Source, apply_overrides, canonical_path, parse_override, parse_source};
 use std::collections::BTreeMap;
@@ -339,7 +339,10 @@ fn another(key: &TuneKey) -> TuneKey {
     TuneKey { seed: Some(key.seed.map_or(1, |s| s ^ 1)), ..key.clone() }
 }
 
-fn bits(values: &[Vec<f64>]) -> Vec<Vec<u64>> {
+/// Values as their bits, so a read back is compared exactly (NaN included).
+type Bits = Vec<Vec<u64>>;
+
+fn bits(values: &[Vec<f64>]) -> Bits {
     values.iter().map(|r| r.iter().map(|x| x.to_bits()).collect()).collect()
 }
 
@@ -383,7 +386,7 @@ pub fn tune_checkpoint(bytes: &[u8]) -> bool {
             let Loaded::State(back) = RaceState::read(&sealed, &key, &first) else {
                 panic!("a sealed checkpoint does not read back")
             };
-            let samples = |s: &RaceState| -> Vec<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
+            let samples = |s: &RaceState| -> Vec<(Bits, Bits)> {
                 s.samples().iter().map(|x| (bits(&x.objectives), bits(&x.constraints))).collect()
             };
             assert_eq!(samples(&back), samples(&state));
