@@ -339,7 +339,10 @@ fn another(key: &TuneKey) -> TuneKey {
     TuneKey { seed: Some(key.seed.map_or(1, |s| s ^ 1)), ..key.clone() }
 }
 
-fn bits(values: &[Vec<f64>]) -> Vec<Vec<u64>> {
+/// Values as their bits, so a read back is compared exactly (NaN included).
+type Bits = Vec<Vec<u64>>;
+
+fn bits(values: &[Vec<f64>]) -> Bits {
     values.iter().map(|r| r.iter().map(|x| x.to_bits()).collect()).collect()
 }
 
@@ -383,8 +386,7 @@ pub fn tune_checkpoint(bytes: &[u8]) -> bool {
             let Loaded::State(back) = RaceState::read(&sealed, &key, &first) else {
                 panic!("a sealed checkpoint does not read back")
             };
-            type SampleBits = (Vec<Vec<u64>>, Vec<Vec<u64>>);
-            let samples = |s: &RaceState| -> Vec<SampleBits> {
+            let samples = |s: &RaceState| -> Vec<(Bits, Bits)> {
                 s.samples().iter().map(|x| (bits(&x.objectives), bits(&x.constraints))).collect()
             };
             assert_eq!(samples(&back), samples(&state));

@@ -264,3 +264,51 @@ fn the_new_targets_findings_stay_fixed() {
     checks::prometheus_text(&read("prometheus-control-characters"));
     checks::tune_readers(&read("tune_readers-control-characters"));
 }
+
+/// The otlp target's finding of the 1 000 000-execution campaign (`otlp-criticality`): a step
+/// span whose `step.criticality` was neither "hard" nor "soft" (here empty; "#ard" in the
+/// input found) was written into the scenario as it stood, and calibrate refused its own
+/// scenario. Such a value is now ignored with a note naming it.
+#[test]
+fn an_unknown_step_criticality_is_ignored_with_a_note() {
+    let found = std::fs::read("tests/data/fuzz-findings/otlp-criticality").unwrap();
+    checks::otlp(&found);
+    use faultline::experiment::calibrate::choose::FitChoice;
+    let report = checks::otlp_with(&found, FitChoice::Auto, None).expect("the finding calibrates");
+    assert!(
+        report.contains("step ke: step.criticality `` is neither \"hard\" nor \"soft\" and was ignored"),
+        "{report}"
+    );
+    // From outside: the same trace with a known value writes it, with another calibrates
+    // without it (exit 0), and the scenario written loads.
+    let dir = std::env::temp_dir().join(format!("faultline-fuzz-criticality-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = String::from_utf8(found).unwrap();
+    for given in ["soft", "#ard"] {
+        let file = dir.join(format!("{}.jsonl", given.len()));
+        let marked = text.replace("\"stringValue\":\"\"}}]", &format!("\"stringValue\":\"{given}\"}}}}]"));
+        assert_ne!(marked, text);
+        std::fs::write(&file, marked).unwrap();
+        let out = dir.join(format!("{}.toml", given.len()));
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .arg("calibrate")
+            .arg(&file)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{given}: {said}");
+        let scenario = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(
+            scenario.contains("criticality = \"soft\"   # the traces' step.criticality"),
+            given == "soft",
+            "{scenario}"
+        );
+        assert_eq!(said.contains("`#ard` is neither"), given == "#ard", "{said}");
+        let check = Command::new(env!("CARGO_BIN_EXE_faultline")).arg("validate").arg(&out).output().unwrap();
+        assert!(check.status.success(), "{given}: {}", String::from_utf8_lossy(&check.stderr));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -25,6 +25,11 @@ pub struct Calibrated<'a> {
     pub stem: String,
 }
 
+/// The step's `step.criticality` when it is one a scenario knows ("hard" or "soft").
+fn given_criticality(s: &StepObservations) -> Option<&str> {
+    s.criticality.as_deref().filter(|c| matches!(*c, "hard" | "soft"))
+}
+
 fn quote_text(s: &str) -> String {
     crate::scenario::quote(s)
 }
@@ -291,9 +296,11 @@ impl Calibrated<'_> {
             {
                 let _ = writeln!(t, "  fallback = {}", toml_string(f));
             }
-            match (s.criticality.as_deref(), s.failed_in_completed_runs) {
-                (Some(c), _) if c != "hard" => {
-                    let _ = writeln!(t, "  criticality = {}   # the traces' step.criticality", toml_string(c));
+            // A value the scenario does not know is ignored (with a note), as if the traces
+            // said nothing: writing it would give a scenario that does not load.
+            match (given_criticality(s), s.failed_in_completed_runs) {
+                (Some("soft"), _) => {
+                    let _ = writeln!(t, "  criticality = \"soft\"   # the traces' step.criticality");
                 }
                 (None, n) if n > 0 => {
                     let _ = writeln!(t, "  criticality = \"soft\"   # {n} run(s) completed without its answer");
@@ -396,6 +403,16 @@ impl Calibrated<'_> {
                 "{} is named {name} here (scenario names use letters, digits, `_` and `-`)",
                 quote_text(raw)
             ));
+        }
+        for (name, w) in &o.workflows {
+            for (id, s) in &w.steps {
+                if let Some(c) = s.criticality.as_deref().filter(|_| given_criticality(s).is_none()) {
+                    notes.push(format!(
+                        "{name}: step {id}: step.criticality {} is neither \"hard\" nor \"soft\" and was ignored",
+                        quote_text(c)
+                    ));
+                }
+            }
         }
         if o.nested_calls > 0 {
             notes.push(format!(
