@@ -262,3 +262,40 @@ fn a2a_refuses_to_subscribe_to_an_ended_task_and_the_client_gets_it() {
         assert_eq!(r["task_ended_total.succeeded"], r["task_created_total"]);
     }
 }
+
+#[test]
+fn an_mcp_client_cannot_find_a_lost_task_so_the_step_s_retry_sends_it_again() {
+    // MCP's tasks/list takes only a cursor (2025-11-25) and is gone in 2026-07-28: a client that
+    // lost a create's reply cannot look the task up by its message id. With the default
+    // `on_send_timeout = "find"`, an A2A client finds every lost task (no duplicate); an MCP
+    // client reports the timeout and the step's retry makes a second task, as with `resend`.
+    let fault =
+        "\n[[fault]]\nkind = \"lost_handle\"\ntarget = \"agent\"\nstart_s = 500\nduration_s = 500\ntoxicity = 0.2\n";
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 3 }\ntask_client = { request_timeout_ms = 1000 }";
+    let a2a = run("", 2000.0, fault, policy);
+    for protocol in ["mcp-2025-11-25", "mcp-2026-07-28"] {
+        let mcp = run(&format!(", protocol = \"{protocol}\""), 2000.0, fault, policy);
+        let mean = |reps: &[MetricMap], name: &str| reps.iter().map(|r| r[name]).sum::<f64>() / reps.len() as f64;
+        eprintln!(
+            "{protocol}: {} lost handles, {} duplicates, {} finds; a2a: {} lost handles, {} duplicates, {} finds",
+            mean(&mcp, "task_lost_handle_total"),
+            mean(&mcp, "task_duplicate_total"),
+            mean(&mcp, "task_request_total.find"),
+            mean(&a2a, "task_lost_handle_total"),
+            mean(&a2a, "task_duplicate_total"),
+            mean(&a2a, "task_request_total.find")
+        );
+        for (a, m) in a2a.iter().zip(&mcp) {
+            assert!(a["task_lost_handle_total"] > 50.0 && m["task_lost_handle_total"] > 50.0);
+            assert_eq!(a["task_duplicate_total"], 0.0, "an A2A client finds the task it lost");
+            assert!(a["task_request_total.find"] >= a["task_lost_handle_total"]);
+            assert_eq!(m["task_request_total.find"], 0.0, "{protocol} has no lookup by message id");
+            assert!(
+                m["task_duplicate_total"] >= 0.5 * m["task_lost_handle_total"],
+                "{protocol}: {} duplicates for {} lost handles",
+                m["task_duplicate_total"],
+                m["task_lost_handle_total"]
+            );
+        }
+    }
+}

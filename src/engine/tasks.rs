@@ -63,7 +63,7 @@ impl<T: Tracer> Simulation<'_, T> {
         timeout_us: Option<Micros>,
     ) -> u64 {
         let task = self.task_model(front);
-        let (machine, first) = TaskClient::new(task.poll_interval_us, task.protocol.can_subscribe());
+        let (machine, first) = TaskClient::for_protocol(task.poll_interval_us, task.protocol);
         let slot = &self.runs[r];
         let (run_gen, measured, deadline_at) = (slot.generation, slot.measured, slot.machine.budget.deadline_at);
         let c = self.clients.alloc(ClientSlot::vacant);

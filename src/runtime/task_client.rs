@@ -13,7 +13,7 @@ use crate::scenario::{FieldPath, ScenarioError, Source, TaskClientSpec, duration
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 pub use crate::world::task::CancelObserved;
-use crate::world::task::{CancelAnswer, ProtocolError, TaskCall, TaskState, WaitFor};
+use crate::world::task::{CancelAnswer, ProtocolError, TaskCall, TaskProtocol, TaskState, WaitFor};
 
 crate::named_enum! {
     /// How the client learns a task's state.
@@ -218,14 +218,31 @@ pub struct TaskClient {
     pub server_poll_us: Option<Micros>,
     /// The protocol can stream a task's updates (A2A); otherwise a subscriber polls (MCP).
     pub can_subscribe: bool,
+    /// The protocol can look a task up by the client's own message id (A2A ListTasks);
+    /// otherwise (MCP: tasks/list takes only a cursor, and 2026-07-28 has none) a client told
+    /// to find a lost task reports the timeout and the step's retry sends the message again.
+    pub can_find: bool,
 }
 
 impl TaskClient {
     /// A client whose create request is being sent.
     pub fn new(server_poll_us: Option<Micros>, can_subscribe: bool) -> (TaskClient, ClientAction) {
-        let client =
-            TaskClient { phase: ClientPhase::Creating, has_handle: false, failures: 0, server_poll_us, can_subscribe };
+        let client = TaskClient {
+            phase: ClientPhase::Creating,
+            has_handle: false,
+            failures: 0,
+            server_poll_us,
+            can_subscribe,
+            can_find: true,
+        };
         (client, ClientAction::Request(TaskCall::Create))
+    }
+
+    /// A client of `protocol`, with what that protocol lets a client do.
+    pub fn for_protocol(server_poll_us: Option<Micros>, protocol: TaskProtocol) -> (TaskClient, ClientAction) {
+        let (mut client, first) = TaskClient::new(server_poll_us, protocol.can_subscribe());
+        client.can_find = protocol.can_find();
+        (client, first)
     }
 
     /// Whether the step still waits for this client's answer.
@@ -264,12 +281,12 @@ impl TaskClient {
     /// The create request timed out: the task may exist.
     pub fn on_create_timed_out(&mut self, cfg: &TaskClientConfig) -> ClientAction {
         self.assert_waits("a create timeout");
-        match cfg.on_send_timeout {
-            OnSendTimeout::Find => {
+        match (cfg.on_send_timeout, self.can_find) {
+            (OnSendTimeout::Find, true) => {
                 self.phase = ClientPhase::Finding;
                 ClientAction::Request(TaskCall::Find)
             }
-            OnSendTimeout::Resend => self.answer(TaskAnswer::TimedOut),
+            (OnSendTimeout::Find, false) | (OnSendTimeout::Resend, _) => self.answer(TaskAnswer::TimedOut),
         }
     }
 
@@ -541,6 +558,18 @@ mod tests {
         let cfg = TaskClientConfig { observe: Observe::Subscribe, ..poller() };
         let (mut c, _) = TaskClient::new(None, false);
         assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+    }
+
+    #[test]
+    fn an_mcp_client_cannot_find_a_lost_task_and_reports_the_timeout() {
+        let cfg = poller();
+        assert_eq!(cfg.on_send_timeout, OnSendTimeout::Find);
+        let (mut a2a, _) = TaskClient::for_protocol(None, TaskProtocol::A2a);
+        assert_eq!(a2a.on_create_timed_out(&cfg), ClientAction::Request(TaskCall::Find));
+        for protocol in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+            let (mut mcp, _) = TaskClient::for_protocol(None, protocol);
+            assert_eq!(mcp.on_create_timed_out(&cfg), ClientAction::Answer(TaskAnswer::TimedOut), "{protocol:?}");
+        }
     }
 
     #[test]
