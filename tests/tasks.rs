@@ -1,7 +1,7 @@
 //! Long-running remote tasks, observed from outside: polls against the closed form of a
 //! geometric number of polls, what a cancel that is honoured, late or ignored leaves behind
 //! (orphans, cost after the caller left, late results), a lost task handle found by its message
-//! id instead of sent again, stuck and interrupted tasks, the storm scenario, and the checks on
+//! id instead of sent again, stuck and interrupted tasks, the two storm scenarios, and the checks on
 //! the file's task tables.
 
 mod common;
@@ -177,22 +177,73 @@ duration_s = 100
     }
 }
 
-#[test]
-fn the_storm_scenario_shows_synchronised_clients_arriving_in_step() {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
+/// A shipped storm scenario's policies, each replicated: (name, replications).
+fn storm(file: &str) -> Vec<(String, Vec<faultline::metrics::MetricMap>)> {
+    let text = std::fs::read_to_string(format!("{}/scenarios/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let m = model(&text);
-    let names: Vec<&str> = m.policies.iter().map(|p| p.name.as_str()).collect();
-    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let sync = replicate(&m, at("synchronised"));
-    let jitter = replicate(&m, at("jittered"));
-    let peak = |reps: &[faultline::metrics::MetricMap]| metric(reps, "dependency.research_agent.recovery_peak_ratio");
-    let (s, j) = (peak(&sync), peak(&jitter));
-    assert!(s.low > 3.0 * j.high, "synchronised {:?} against jittered {:?}", s, j);
-    let drain =
-        |reps: &[faultline::metrics::MetricMap]| metric(reps, "dependency.research_agent.recovery_drain_s").mean;
-    assert!(drain(&sync) > 2.0 * drain(&jitter));
-    assert!(metric(&sync, "task_duplicate_total").mean > metric(&jitter, "task_duplicate_total").mean);
+    (0..m.policies.len()).map(|p| (m.policies[p].name.clone(), replicate(&m, p))).collect()
+}
+
+fn policy<'a>(
+    runs: &'a [(String, Vec<faultline::metrics::MetricMap>)],
+    name: &str,
+) -> &'a [faultline::metrics::MetricMap] {
+    &runs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no policy {name}")).1
+}
+
+const AGENT: &str = "dependency.research_agent.";
+
+#[test]
+fn the_subscribe_storm_puts_clients_in_step_and_jitter_alone_spreads_them() {
+    let runs = storm("a2a-subscribe-storm.toml");
+    let (sync, jitter, resend) = (policy(&runs, "synchronised"), policy(&runs, "jittered"), policy(&runs, "resend"));
+    let m = |reps, name: &str| metric(reps, &format!("{AGENT}{name}"));
+    // Jitter is the one difference between synchronised and jittered: it takes the peak after
+    // the outage down more than threefold, and the queue's drain with it.
+    let (s, j) = (m(sync, "recovery_peak_ratio"), m(jitter, "recovery_peak_ratio"));
+    assert!(s.low > 3.0 * j.high, "after the outage: synchronised {s:?} against jittered {j:?}");
+    let (s, j) = (m(sync, "recovery_drain_s"), m(jitter, "recovery_drain_s"));
+    assert!(s.low > j.high && s.mean > 2.0 * j.mean, "drain: synchronised {s:?} against jittered {j:?}");
+    // Inside the outage it does not: a full-jitter wait after the break is drawn from [0, 1 s),
+    // so every first resubscription lands in the break's own second.
+    let (s, j) = (m(sync, "fault_peak_ratio"), m(jitter, "fault_peak_ratio"));
+    assert!(j.low > s.high, "inside the outage: jittered {j:?} against synchronised {s:?}");
+    assert!(s.low > 10.0, "the synchronised clients' retries inside the outage are a burst too: {s:?}");
+    // Resending is the one difference between synchronised and resend: the same peaks, and the
+    // duplicates and orphans are resend's alone.
+    for name in ["recovery_peak_ratio", "fault_peak_ratio"] {
+        assert_eq!(m(resend, name).mean, m(sync, name).mean, "{name}: the same requests until a create times out");
+    }
+    for name in ["task_duplicate_total", "orphan_task_total"] {
+        let (r, s) = (metric(resend, name), metric(sync, name));
+        assert!(r.low > 10.0 * s.high.max(0.1), "{name}: resend {r:?} against synchronised {s:?}");
+    }
+    assert!(metric(sync, "task_request_total.find").mean > 0.0, "the synchronised creates that time out are found");
+    assert_eq!(metric(resend, "task_request_total.find").mean, 0.0);
+}
+
+#[test]
+fn the_poll_storm_is_not_in_step_so_jitter_does_not_lower_its_peak() {
+    let polls = storm("a2a-poll-storm.toml");
+    let subs = storm("a2a-subscribe-storm.toml");
+    let m = |reps, name: &str| metric(reps, &format!("{AGENT}{name}"));
+    let (sync, jitter, resend) = (policy(&polls, "synchronised"), policy(&polls, "jittered"), policy(&polls, "resend"));
+    // The two files differ only in how the clients follow their tasks: synchronised pollers
+    // come back at a tenth of the synchronised subscribers' peak, or less.
+    let (p, s) = (m(sync, "recovery_peak_ratio"), m(policy(&subs, "synchronised"), "recovery_peak_ratio"));
+    assert!(p.high < 2.0 && s.low > 10.0 * p.high, "pollers {p:?} against subscribers {s:?}");
+    assert!(metric(sync, "task_request_total.get").mean > 10.0 * metric(sync, "task_request_total.subscribe").mean);
+    // Jitter has nothing to spread: it does not lower the pollers' peak after the outage, and
+    // full jitter's shorter retry pauses raise the one inside it.
+    let (s, j) = (m(sync, "recovery_peak_ratio"), m(jitter, "recovery_peak_ratio"));
+    assert!(j.high > s.mean, "jittered {j:?} against synchronised {s:?}");
+    let (s, j) = (m(sync, "fault_peak_ratio"), m(jitter, "fault_peak_ratio"));
+    assert!(j.low > s.high, "inside the outage: jittered {j:?} against synchronised {s:?}");
+    // No create times out, so resending changes nothing.
+    assert!(metric(sync, "task_duplicate_total").mean < 1.0);
+    assert_eq!(metric(resend, "task_duplicate_total").mean, metric(sync, "task_duplicate_total").mean);
+    assert_eq!(metric(resend, "task_request_total.find").mean, 0.0);
+    assert_eq!(metric(sync, "task_request_total.find").mean, 0.0);
 }
 
 fn error_of(text: &str) -> String {
@@ -237,7 +288,7 @@ fn task_tables_are_checked_with_located_errors() {
 #[test]
 fn tasks_replay_bit_for_bit_and_share_their_work_draws_across_policies() {
     let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-subscribe-storm.toml")).unwrap();
     let m = model(&text);
     let first = replicate(&m, 0);
     let again = replicate(&m, 0);
