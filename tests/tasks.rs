@@ -75,6 +75,66 @@ fn a_client_that_does_not_honour_the_servers_interval_polls_at_its_own() {
 }
 
 #[test]
+fn polls_that_back_off_while_the_task_works_follow_the_closed_form() {
+    // Google's long-running operations client: 5 s, x1.5, capped at 45 s (above the server's
+    // 2 s, so its floor never acts). Polls at t_1, t_2, ... with t_0 = 0 and t_{k+1} = t_k +
+    // min(5 x 1.5^k, 45) s see the end of an exponential work W at the first t_k >= W:
+    // E = sum_k P(W > t_k) = sum_k exp(-t_k / mu).
+    let lro = "task_client = { poll_interval_ms = 5000, poll_multiplier = 1.5, poll_max_interval_ms = 45000 }";
+    let reps = one_policy("", &format!("timeout_ms = 3000000\n{lro}"));
+    let (mut t, mut theory) = (0.0f64, 0.0);
+    for k in 0..200 {
+        theory += (-t / 20.0).exp();
+        t += (5.0 * 1.5f64.powi(k)).min(45.0);
+    }
+    assert!((theory - 2.79).abs() < 0.01, "{theory}");
+    assert_in_ci("task_polls_per_task with backoff", &metric(&reps, "task_polls_per_task"), theory, 2);
+    // Without the backoff the same 5 s polls make 1 / (1 - exp(-5 / 20)) = 4.52 a task.
+    let fixed = one_policy("", "timeout_ms = 3000000\ntask_client = { poll_interval_ms = 5000 }");
+    let fixed_theory = 1.0 / (1.0 - (-5.0f64 / 20.0).exp());
+    assert_in_ci("task_polls_per_task at 5 s", &metric(&fixed, "task_polls_per_task"), fixed_theory, 2);
+}
+
+#[test]
+fn a_poll_refused_with_a_retry_after_is_made_again_no_sooner() {
+    // The agent advertises Retry-After 10 s on its 429s; a rate limit of one request a
+    // minute holds it for 200 s. The clients' own retry pause is 1 s: without Retry-After each
+    // client waiting out the limit polls every second, honouring it every 10 s.
+    let limited = scenario(
+        r#"
+[[fault]]
+kind = "rate_limit"
+target = "agent"
+start_s = 500
+duration_s = 200
+per_s = 0.016
+burst = 1
+"#,
+    )
+    .replace(
+        "cost_per_s = 1 }",
+        "cost_per_s = 1 }\nrate_limit = { per_s = 100000, burst = 100000, retry_after_ms = 10000 }",
+    );
+    let run = |client: &str, text: &str| {
+        let m = model(&format!("{text}\n[policy.p]\ntimeout_ms = 3000000\ntask_client = {{ {client} }}\n"));
+        metric(&replicate(&m, 0), "task_request_total.get").mean
+    };
+    // About 40 tasks work at any time (2 a second, 20 s each), and their clients wait out the
+    // limit (few polls get through): 40 x 200 s of it is 8 000 gets a second apart, 800 ten
+    // seconds apart, against 4 000 at the server's 2 s without the limit.
+    let calm = run("honor_retry_after = true", &scenario(""));
+    let honoured = run("honor_retry_after = true", &limited);
+    let deaf = run("honor_retry_after = false", &limited);
+    eprintln!("gets: no limit {calm}, honoured {honoured}, not honoured {deaf}");
+    assert!(
+        honoured < calm - 2_000.0,
+        "honouring clients poll slower than the server's 2 s: {honoured} against {calm}"
+    );
+    assert!(deaf > calm + 2_000.0, "the others poll every second: {deaf} against {calm}");
+    assert!(deaf - honoured > 0.8 * 40.0 * 200.0 * 0.9, "{deaf} - {honoured}");
+}
+
+#[test]
 fn an_ignored_cancel_leaves_an_orphan_that_spends_its_remaining_work_for_nobody() {
     // A 10 s timeout abandons every task that has not been seen to end; the work is
     // memoryless, so an ignored task works on for mu = 20 s on average, at 1 unit per second.
