@@ -17,7 +17,7 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Tag -> (output folder key, policy).
-const TAGS: [(&str, &str, &str); 11] = [
+const TAGS: [(&str, &str, &str); 15] = [
     ("MA-R", "MA", "resilient"),
     ("MA-N", "MA", "naive"),
     ("MMC", "MMC", "plain"),
@@ -27,19 +27,24 @@ const TAGS: [(&str, &str, &str); 11] = [
     ("META", "META", "naive"),
     ("MA8-N", "MA8", "naive"),
     ("MA8-R", "MA8", "resilient"),
-    ("ST-S", "ST", "synchronised"),
-    ("ST-J", "ST", "jittered"),
+    ("SS-S", "SS", "synchronised"),
+    ("SS-J", "SS", "jittered"),
+    ("SS-R", "SS", "resend"),
+    ("PS-S", "PS", "synchronised"),
+    ("PS-J", "PS", "jittered"),
+    ("PS-R", "PS", "resend"),
 ];
 
 /// Output folder key -> the command's arguments after `faultline run` (MA8 is the committed
 /// reference output, checked against the binary by tests/reference_output.rs).
-const RUNS: [(&str, &str, &str); 6] = [
+const RUNS: [(&str, &str, &str); 7] = [
     ("MA", "scenarios/meeting-analysis-incident.toml", "2"),
     ("MMC", "scenarios/mmc.toml", "2"),
     ("MMCK", "scenarios/mmck.toml", "2"),
     ("NT", "scenarios/noisy-tenant.toml", "2"),
     ("META", "scenarios/metastability.toml", "2"),
-    ("ST", "scenarios/a2a-recovery-storm.toml", ""),
+    ("SS", "scenarios/a2a-subscribe-storm.toml", ""),
+    ("PS", "scenarios/a2a-poll-storm.toml", ""),
 ];
 
 /// Every policy's summary means: (folder key, policy) -> metric -> mean.

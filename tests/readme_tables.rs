@@ -2,6 +2,8 @@
 //! (from the committed reference output, which tests/reference_output.rs keeps equal to what the
 //! binary writes, and from a no-fault run it makes) and the goodput table (from the reference's
 //! timeseries.csv), and requires README to hold them between their markers.
+//! The storm table runs both storm scenarios (scenarios/a2a-subscribe-storm.toml and
+//! scenarios/a2a-poll-storm.toml) and shows each policy's figures side by side.
 //! `FAULTLINE_UPDATE_DOCS=1 cargo test --test readme_tables` writes them into README instead.
 
 use serde_json::Value;
@@ -418,6 +420,80 @@ fn scenario_md_task_figures_are_the_reference_output() {
         std::fs::write(&path, doc).unwrap();
     } else {
         assert_eq!(&doc[start..end], paragraph, "scenario.md 8.17's figures (FAULTLINE_UPDATE_DOCS=1 rewrites them)");
+    }
+}
+
+/// Each storm scenario's policies and the one setting each differs in from `synchronised`.
+const STORMS: [(&str, &str); 2] = [("subscribe", "a2a-subscribe-storm"), ("poll", "a2a-poll-storm")];
+const STORM_POLICIES: [(&str, &str); 3] = [
+    ("synchronised", "(no jitter, `find`)"),
+    ("jittered", "`jitter = \"full\"`"),
+    ("resend", "`on_send_timeout = \"resend\"`"),
+];
+
+/// Runs one storm scenario, every policy; its summaries by policy.
+fn storm_run(file: &str) -> Vec<(String, Summary)> {
+    let dir = std::env::temp_dir().join(format!("faultline-readme-{file}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("run")
+        .arg(Path::new(ROOT).join(format!("scenarios/{file}.toml")))
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
+    let out =
+        STORM_POLICIES.iter().map(|(p, _)| (p.to_string(), Summary::read(&dir.join(p).join("summary.json")))).collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    out
+}
+
+/// Both storms' policies side by side: the peaks after and inside the outage, the queue's
+/// drain, duplicates and orphans, and the requests the clients made.
+fn storm_table(storms: &[(&str, Vec<(String, Summary)>)]) -> String {
+    use Style::Plain;
+    let agent = |m: &str| format!("dependency.research_agent.{m}");
+    let columns: [(&str, String, Style); 6] = [
+        ("peak after the outage", agent("recovery_peak_ratio"), Plain(2)),
+        ("peak inside the outage", agent("fault_peak_ratio"), Plain(2)),
+        ("queue drain (s)", agent("recovery_drain_s"), Plain(1)),
+        ("duplicate tasks", "task_duplicate_total".into(), Plain(2)),
+        ("orphan tasks", "orphan_task_total".into(), Plain(2)),
+        ("get, subscribe, find, cancel requests", agent("control_request_total"), Plain(0)),
+    ];
+    let mut t = String::from("| storm | policy | differs from `synchronised` in |");
+    for (label, _, _) in &columns {
+        t += &format!(" {label} |");
+    }
+    t += "\n|---|---|---|";
+    t += &"---|".repeat(columns.len());
+    t += "\n";
+    for (storm, policies) in storms {
+        for ((policy, s), (_, differs)) in policies.iter().zip(STORM_POLICIES) {
+            t += &format!("| {storm} | `{policy}` | {differs} |");
+            for (_, metric, style) in &columns {
+                t += &format!(" {} |", figure(s, metric, *style));
+            }
+            t += "\n";
+        }
+    }
+    t
+}
+
+#[test]
+fn readme_storm_table_is_what_both_storm_scenarios_give() {
+    let storms: Vec<(&str, Vec<(String, Summary)>)> =
+        STORMS.iter().map(|(storm, file)| (*storm, storm_run(file))).collect();
+    let table = storm_table(&storms);
+    let path = Path::new(ROOT).join("README.md");
+    let mut readme = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = between(&readme, "storms");
+    if std::env::var_os("FAULTLINE_UPDATE_DOCS").is_some() {
+        readme.replace_range(start..end, &table);
+        std::fs::write(&path, readme).unwrap();
+    } else {
+        assert_eq!(&readme[start..end], table, "README's storm table (FAULTLINE_UPDATE_DOCS=1 rewrites it)");
     }
 }
 

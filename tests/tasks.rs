@@ -1,7 +1,7 @@
 //! Long-running remote tasks, observed from outside: polls against the closed form of a
 //! geometric number of polls, what a cancel that is honoured, late or ignored leaves behind
 //! (orphans, cost after the caller left, late results), a lost task handle found by its message
-//! id instead of sent again, stuck and interrupted tasks, the storm scenario, and the checks on
+//! id instead of sent again, stuck and interrupted tasks, the two storm scenarios, and the checks on
 //! the file's task tables.
 
 mod common;
@@ -72,6 +72,66 @@ fn a_client_that_does_not_honour_the_servers_interval_polls_at_its_own() {
         one_policy("", "timeout_ms = 3000000\ntask_client = { poll_interval_ms = 500, honor_poll_interval = false }");
     let theory = 1.0 / (1.0 - (-0.5f64 / 20.0).exp());
     assert_in_ci("task_polls_per_task at 0.5 s", &metric(&reps, "task_polls_per_task"), theory, 1);
+}
+
+#[test]
+fn polls_that_back_off_while_the_task_works_follow_the_closed_form() {
+    // Google's long-running operations client: 5 s, x1.5, capped at 45 s (above the server's
+    // 2 s, so its floor never acts). Polls at t_1, t_2, ... with t_0 = 0 and t_{k+1} = t_k +
+    // min(5 x 1.5^k, 45) s see the end of an exponential work W at the first t_k >= W:
+    // E = sum_k P(W > t_k) = sum_k exp(-t_k / mu).
+    let lro = "task_client = { poll_interval_ms = 5000, poll_multiplier = 1.5, poll_max_interval_ms = 45000 }";
+    let reps = one_policy("", &format!("timeout_ms = 3000000\n{lro}"));
+    let (mut t, mut theory) = (0.0f64, 0.0);
+    for k in 0..200 {
+        theory += (-t / 20.0).exp();
+        t += (5.0 * 1.5f64.powi(k)).min(45.0);
+    }
+    assert!((theory - 2.79).abs() < 0.01, "{theory}");
+    assert_in_ci("task_polls_per_task with backoff", &metric(&reps, "task_polls_per_task"), theory, 2);
+    // Without the backoff the same 5 s polls make 1 / (1 - exp(-5 / 20)) = 4.52 a task.
+    let fixed = one_policy("", "timeout_ms = 3000000\ntask_client = { poll_interval_ms = 5000 }");
+    let fixed_theory = 1.0 / (1.0 - (-5.0f64 / 20.0).exp());
+    assert_in_ci("task_polls_per_task at 5 s", &metric(&fixed, "task_polls_per_task"), fixed_theory, 2);
+}
+
+#[test]
+fn a_poll_refused_with_a_retry_after_is_made_again_no_sooner() {
+    // The agent advertises Retry-After 10 s on its 429s; a rate limit of one request a
+    // minute holds it for 200 s. The clients' own retry pause is 1 s: without Retry-After each
+    // client waiting out the limit polls every second, honouring it every 10 s.
+    let limited = scenario(
+        r#"
+[[fault]]
+kind = "rate_limit"
+target = "agent"
+start_s = 500
+duration_s = 200
+per_s = 0.016
+burst = 1
+"#,
+    )
+    .replace(
+        "cost_per_s = 1 }",
+        "cost_per_s = 1 }\nrate_limit = { per_s = 100000, burst = 100000, retry_after_ms = 10000 }",
+    );
+    let run = |client: &str, text: &str| {
+        let m = model(&format!("{text}\n[policy.p]\ntimeout_ms = 3000000\ntask_client = {{ {client} }}\n"));
+        metric(&replicate(&m, 0), "task_request_total.get").mean
+    };
+    // About 40 tasks work at any time (2 a second, 20 s each), and their clients wait out the
+    // limit (few polls get through): 40 x 200 s of it is 8 000 gets a second apart, 800 ten
+    // seconds apart, against 4 000 at the server's 2 s without the limit.
+    let calm = run("honor_retry_after = true", &scenario(""));
+    let honoured = run("honor_retry_after = true", &limited);
+    let deaf = run("honor_retry_after = false", &limited);
+    eprintln!("gets: no limit {calm}, honoured {honoured}, not honoured {deaf}");
+    assert!(
+        honoured < calm - 2_000.0,
+        "honouring clients poll slower than the server's 2 s: {honoured} against {calm}"
+    );
+    assert!(deaf > calm + 2_000.0, "the others poll every second: {deaf} against {calm}");
+    assert!(deaf - honoured > 0.8 * 40.0 * 200.0 * 0.9, "{deaf} - {honoured}");
 }
 
 #[test]
@@ -177,22 +237,73 @@ duration_s = 100
     }
 }
 
-#[test]
-fn the_storm_scenario_shows_synchronised_clients_arriving_in_step() {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
+/// A shipped storm scenario's policies, each replicated: (name, replications).
+fn storm(file: &str) -> Vec<(String, Vec<faultline::metrics::MetricMap>)> {
+    let text = std::fs::read_to_string(format!("{}/scenarios/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let m = model(&text);
-    let names: Vec<&str> = m.policies.iter().map(|p| p.name.as_str()).collect();
-    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
-    let sync = replicate(&m, at("synchronised"));
-    let jitter = replicate(&m, at("jittered"));
-    let peak = |reps: &[faultline::metrics::MetricMap]| metric(reps, "dependency.research_agent.recovery_peak_ratio");
-    let (s, j) = (peak(&sync), peak(&jitter));
-    assert!(s.low > 3.0 * j.high, "synchronised {:?} against jittered {:?}", s, j);
-    let drain =
-        |reps: &[faultline::metrics::MetricMap]| metric(reps, "dependency.research_agent.recovery_drain_s").mean;
-    assert!(drain(&sync) > 2.0 * drain(&jitter));
-    assert!(metric(&sync, "task_duplicate_total").mean > metric(&jitter, "task_duplicate_total").mean);
+    (0..m.policies.len()).map(|p| (m.policies[p].name.clone(), replicate(&m, p))).collect()
+}
+
+fn policy<'a>(
+    runs: &'a [(String, Vec<faultline::metrics::MetricMap>)],
+    name: &str,
+) -> &'a [faultline::metrics::MetricMap] {
+    &runs.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no policy {name}")).1
+}
+
+const AGENT: &str = "dependency.research_agent.";
+
+#[test]
+fn the_subscribe_storm_puts_clients_in_step_and_jitter_alone_spreads_them() {
+    let runs = storm("a2a-subscribe-storm.toml");
+    let (sync, jitter, resend) = (policy(&runs, "synchronised"), policy(&runs, "jittered"), policy(&runs, "resend"));
+    let m = |reps, name: &str| metric(reps, &format!("{AGENT}{name}"));
+    // Jitter is the one difference between synchronised and jittered: it takes the peak after
+    // the outage down more than threefold, and the queue's drain with it.
+    let (s, j) = (m(sync, "recovery_peak_ratio"), m(jitter, "recovery_peak_ratio"));
+    assert!(s.low > 3.0 * j.high, "after the outage: synchronised {s:?} against jittered {j:?}");
+    let (s, j) = (m(sync, "recovery_drain_s"), m(jitter, "recovery_drain_s"));
+    assert!(s.low > j.high && s.mean > 2.0 * j.mean, "drain: synchronised {s:?} against jittered {j:?}");
+    // Inside the outage it does not: a full-jitter wait after the break is drawn from [0, 1 s),
+    // so every first resubscription lands in the break's own second.
+    let (s, j) = (m(sync, "fault_peak_ratio"), m(jitter, "fault_peak_ratio"));
+    assert!(j.low > s.high, "inside the outage: jittered {j:?} against synchronised {s:?}");
+    assert!(s.low > 10.0, "the synchronised clients' retries inside the outage are a burst too: {s:?}");
+    // Resending is the one difference between synchronised and resend: the same peaks, and the
+    // duplicates and orphans are resend's alone.
+    for name in ["recovery_peak_ratio", "fault_peak_ratio"] {
+        assert_eq!(m(resend, name).mean, m(sync, name).mean, "{name}: the same requests until a create times out");
+    }
+    for name in ["task_duplicate_total", "orphan_task_total"] {
+        let (r, s) = (metric(resend, name), metric(sync, name));
+        assert!(r.low > 10.0 * s.high.max(0.1), "{name}: resend {r:?} against synchronised {s:?}");
+    }
+    assert!(metric(sync, "task_request_total.find").mean > 0.0, "the synchronised creates that time out are found");
+    assert_eq!(metric(resend, "task_request_total.find").mean, 0.0);
+}
+
+#[test]
+fn the_poll_storm_is_not_in_step_so_jitter_does_not_lower_its_peak() {
+    let polls = storm("a2a-poll-storm.toml");
+    let subs = storm("a2a-subscribe-storm.toml");
+    let m = |reps, name: &str| metric(reps, &format!("{AGENT}{name}"));
+    let (sync, jitter, resend) = (policy(&polls, "synchronised"), policy(&polls, "jittered"), policy(&polls, "resend"));
+    // The two files differ only in how the clients follow their tasks: synchronised pollers
+    // come back at a tenth of the synchronised subscribers' peak, or less.
+    let (p, s) = (m(sync, "recovery_peak_ratio"), m(policy(&subs, "synchronised"), "recovery_peak_ratio"));
+    assert!(p.high < 2.0 && s.low > 10.0 * p.high, "pollers {p:?} against subscribers {s:?}");
+    assert!(metric(sync, "task_request_total.get").mean > 10.0 * metric(sync, "task_request_total.subscribe").mean);
+    // Jitter has nothing to spread: it does not lower the pollers' peak after the outage, and
+    // full jitter's shorter retry pauses raise the one inside it.
+    let (s, j) = (m(sync, "recovery_peak_ratio"), m(jitter, "recovery_peak_ratio"));
+    assert!(j.high > s.mean, "jittered {j:?} against synchronised {s:?}");
+    let (s, j) = (m(sync, "fault_peak_ratio"), m(jitter, "fault_peak_ratio"));
+    assert!(j.low > s.high, "inside the outage: jittered {j:?} against synchronised {s:?}");
+    // No create times out, so resending changes nothing.
+    assert!(metric(sync, "task_duplicate_total").mean < 1.0);
+    assert_eq!(metric(resend, "task_duplicate_total").mean, metric(sync, "task_duplicate_total").mean);
+    assert_eq!(metric(resend, "task_request_total.find").mean, 0.0);
+    assert_eq!(metric(sync, "task_request_total.find").mean, 0.0);
 }
 
 fn error_of(text: &str) -> String {
@@ -237,7 +348,7 @@ fn task_tables_are_checked_with_located_errors() {
 #[test]
 fn tasks_replay_bit_for_bit_and_share_their_work_draws_across_policies() {
     let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-recovery-storm.toml")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/a2a-subscribe-storm.toml")).unwrap();
     let m = model(&text);
     let first = replicate(&m, 0);
     let again = replicate(&m, 0);

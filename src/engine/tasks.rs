@@ -225,7 +225,15 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             TaskCall::Find | TaskCall::Get | TaskCall::Subscribe => {
                 let u = self.client_draw(c);
-                machine.on_request_failed(&cfg, u)
+                // A rate limit's 429 says when to come back (Retry-After).
+                let retry_after_us = match result {
+                    AttemptResult::Failed { kind: FailureKind::RateLimited, retry_after_us } => retry_after_us,
+                    AttemptResult::Failed { .. }
+                    | AttemptResult::Ok
+                    | AttemptResult::NotFound
+                    | AttemptResult::TimedOut => None,
+                };
+                machine.on_request_failed(&cfg, u, retry_after_us)
             }
         };
         self.clients[c].machine = machine;

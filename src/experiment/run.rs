@@ -85,7 +85,8 @@ fn mechanism_rows(aggregates: &[Aggregate]) -> Vec<String> {
             || name.starts_with("recovery_")
             || (name.starts_with("breaker.") && name.contains(".transition_total.open"))
             || TASK_ROWS.contains(&name)
-            || (name.starts_with("dependency.") && name.ends_with(".recovery_peak_ratio"))
+            || (name.starts_with("dependency.")
+                && (name.ends_with(".recovery_peak_ratio") || name.ends_with(".fault_peak_ratio")))
     };
     let produced = |name: &str| {
         aggregates.iter().any(|a| a.estimates.get(name).is_some_and(|e| e.mean != 0.0 && !e.mean.is_nan()))

@@ -99,6 +99,7 @@ mod tests {
             "recovery_storm_ratio",
             "recovery_goodput_floor_ratio",
             "dependency.research_agent.recovery_peak_ratio",
+            "dependency.research_agent.fault_peak_ratio",
             "dependency.model-primary.utilization",
             "recovery_time_s",
             "run_latency_ms.p95",

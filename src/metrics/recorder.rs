@@ -736,7 +736,8 @@ impl Recorder {
     }
 
     /// Per task dependency, the storm its clients make as it comes back from a fault: peak
-    /// requests per window over the pre-fault mean, and how long its queue took to drain.
+    /// requests per window over the pre-fault mean, after the fault and inside it, and how long
+    /// its queue took to drain.
     fn put_task_recovery(&self, labels: &Labels, m: &mut MetricMap) {
         let span = Span {
             window_us: self.timeseries.window_us,
@@ -749,6 +750,7 @@ impl Recorder {
             let requests = self.timeseries.fixed_column(self.timeseries.attempts_column(d));
             let depth = self.timeseries.fixed_column(self.timeseries.queue_column(d));
             m.insert(format!("dependency.{name}.recovery_peak_ratio"), recovery::storm_ratio(&requests, &span));
+            m.insert(format!("dependency.{name}.fault_peak_ratio"), recovery::fault_peak_ratio(&requests, &span));
             m.insert(format!("dependency.{name}.recovery_drain_s"), recovery::drain_time_s(&depth, &span));
         }
     }

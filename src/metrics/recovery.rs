@@ -123,6 +123,25 @@ pub fn storm_ratio(attempts: &[u64], span: &Span) -> f64 {
     peak / baseline
 }
 
+/// `fault_peak_ratio` from requests per window: the peak of the whole windows inside the fault
+/// span [first start, last end) over the mean per pre-fault window, the burst that the
+/// post-fault figures cannot see (clients whose retries land while the dependency is still
+/// down). Undefined without a fault, without a whole pre-fault window or a whole window inside
+/// the fault span, or with no request before the fault.
+pub fn fault_peak_ratio(attempts: &[u64], span: &Span) -> f64 {
+    let Some((fault_start_us, fault_end_us)) = span.fault_us else { return f64::NAN };
+    let before = whole_windows(span.window_us, span.warmup_us, fault_start_us);
+    let during = whole_windows(span.window_us, fault_start_us, fault_end_us);
+    if before.is_empty() || during.is_empty() {
+        return f64::NAN;
+    }
+    let baseline = mean(attempts, before);
+    if baseline <= 0.0 {
+        return f64::NAN;
+    }
+    during.map(|k| at(attempts, k)).fold(0.0, f64::max) / baseline
+}
+
 /// Seconds from the last fault's end to the first window-end sample from which a queue stays
 /// at or below its deepest pre-fault sample: 0 when it never rose above it after the fault,
 /// NaN when it never came back (or without pre-fault and post-fault windows).
@@ -268,6 +287,25 @@ mod tests {
         let zero = [0; 10];
         let r = recovery(&zero, &zero, &span());
         assert!(r.time_s.is_nan() && r.never_total.is_nan() && r.storm_ratio.is_nan());
+    }
+
+    #[test]
+    fn the_fault_peak_sees_the_burst_that_the_recovery_peak_misses() {
+        // Window 4 ([40, 50)) is the fault's: a burst of 600 against a baseline of 100 while
+        // the post-fault peak is 200.
+        let attempts = [0, 0, 100, 100, 600, 200, 100, 100, 100, 100];
+        assert_eq!(storm_ratio(&attempts, &span()), 2.0);
+        assert_eq!(fault_peak_ratio(&attempts, &span()), 6.0);
+        // Only whole windows inside the fault: [37 s, 52 s) holds window 4 alone.
+        let s = Span { fault_us: Some((37 * S, 52 * S)), ..span() };
+        assert_eq!(fault_peak_ratio(&[0, 0, 100, 900, 600, 700], &s), 6.0);
+        // A fault shorter than a window has none; nor has a run without a fault.
+        assert!(fault_peak_ratio(&attempts, &Span { fault_us: Some((41 * S, 49 * S)), ..span() }).is_nan());
+        assert!(fault_peak_ratio(&attempts, &Span { fault_us: None, ..span() }).is_nan());
+        // A fault that outlasts the run still has its peak (the post-fault figures have none).
+        let late = Span { fault_us: Some((40 * S, 200 * S)), ..span() };
+        assert_eq!(fault_peak_ratio(&attempts, &late), 6.0);
+        assert!(storm_ratio(&attempts, &late).is_nan());
     }
 
     #[test]

@@ -55,6 +55,14 @@ pub struct TaskClientConfig {
     /// `honor_poll_interval` is false.
     pub poll_interval_us: Micros,
     pub honor_poll_interval: bool,
+    /// While the task works, each poll wait is the previous one times this, up to
+    /// `poll_max_interval_us` (Google's long-running operations: 5 s, x1.5, 45 s). 1: a fixed
+    /// interval.
+    pub poll_multiplier: f64,
+    pub poll_max_interval_us: Option<Micros>,
+    /// A poll, subscription or lookup refused with a Retry-After (a rate limit's 429) is made
+    /// again no sooner than it says.
+    pub honor_retry_after: bool,
     pub jitter: Jitter,
     /// The wait after a failed request (a poll, a subscription, a lookup), then multiplied by
     /// `retry_multiplier` after each further failure, up to `retry_max_interval_us`.
@@ -78,6 +86,9 @@ impl Default for TaskClientConfig {
             observe: Observe::Poll,
             poll_interval_us: 1_000_000,
             honor_poll_interval: true,
+            poll_multiplier: 1.0,
+            poll_max_interval_us: None,
+            honor_retry_after: true,
             jitter: Jitter::None,
             retry_interval_us: 1_000_000,
             retry_multiplier: 1.0,
@@ -98,6 +109,12 @@ impl TaskClientConfig {
         }
         if self.retry_max_interval_us < self.retry_interval_us {
             return Err(("retry_max_interval_ms", "must be at least retry_interval_ms".into()));
+        }
+        if !(self.poll_multiplier.is_finite() && self.poll_multiplier >= 1.0) {
+            return Err(("poll_multiplier", format!("must be at least 1, got {}", self.poll_multiplier)));
+        }
+        if self.poll_max_interval_us.is_some_and(|max| max < self.poll_interval_us) {
+            return Err(("poll_max_interval_ms", "must be at least poll_interval_ms".into()));
         }
         for (field, value) in [
             ("poll_interval_ms", self.poll_interval_us),
@@ -128,6 +145,12 @@ pub fn compile_task_client(
         observe: parse_named(source, &path.key("observe"), t.observe.as_deref(), d.observe)?,
         poll_interval_us: ms("poll_interval_ms", t.poll_interval_ms, d.poll_interval_us)?,
         honor_poll_interval: t.honor_poll_interval.unwrap_or(d.honor_poll_interval),
+        poll_multiplier: t.poll_multiplier.unwrap_or(d.poll_multiplier),
+        poll_max_interval_us: match t.poll_max_interval_ms {
+            Some(v) => Some(duration_ms(source, &path.key("poll_max_interval_ms"), v)?),
+            None => d.poll_max_interval_us,
+        },
+        honor_retry_after: t.honor_retry_after.unwrap_or(d.honor_retry_after),
         jitter: parse_named(source, &path.key("jitter"), t.jitter.as_deref(), d.jitter)?,
         retry_interval_us: ms("retry_interval_ms", t.retry_interval_ms, d.retry_interval_us)?,
         retry_multiplier: t.retry_multiplier.unwrap_or(d.retry_multiplier),
@@ -214,6 +237,8 @@ pub struct TaskClient {
     pub has_handle: bool,
     /// Failed requests in a row (for the retry pause).
     pub failures: u32,
+    /// Poll waits since the handle arrived (for the poll backoff).
+    pub polls: u32,
     /// The server's advertised poll interval (MCP pollIntervalMs), if any.
     pub server_poll_us: Option<Micros>,
     /// The protocol can stream a task's updates (A2A); otherwise a subscriber polls (MCP).
@@ -231,6 +256,7 @@ impl TaskClient {
             phase: ClientPhase::Creating,
             has_handle: false,
             failures: 0,
+            polls: 0,
             server_poll_us,
             can_subscribe,
             can_find: true,
@@ -341,8 +367,14 @@ impl TaskClient {
         ClientAction::Request(TaskCall::Get)
     }
 
-    /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause.
-    pub fn on_request_failed(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
+    /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause,
+    /// no shorter than the refusal's `retry_after_us` when the client honours it.
+    pub fn on_request_failed(
+        &mut self,
+        cfg: &TaskClientConfig,
+        u: f64,
+        retry_after_us: Option<Micros>,
+    ) -> ClientAction {
         self.assert_waits("a failed request");
         self.failures = self.failures.saturating_add(1);
         let call = match self.phase {
@@ -359,13 +391,15 @@ impl TaskClient {
             | ClientPhase::Detached
             | ClientPhase::Done => unreachable!("create failures and cancels have their own inputs"),
         };
-        ClientAction::RequestAfter(call, self.retry_wait(cfg, u))
+        let wait = self.retry_wait(cfg, u);
+        let floor = retry_after_us.filter(|_| cfg.honor_retry_after).unwrap_or(0);
+        ClientAction::RequestAfter(call, wait.max(floor))
     }
 
     /// The stream broke (an outage closed the connection); the task goes on regardless.
     pub fn on_stream_broken(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
         debug_assert_eq!(self.phase, ClientPhase::Subscribed, "only an open stream breaks");
-        self.on_request_failed(cfg, u)
+        self.on_request_failed(cfg, u, None)
     }
 
     /// The caller stopped waiting (its timeout, its run's end, its deadline). Returns the
@@ -428,14 +462,19 @@ impl TaskClient {
         debug_assert!(self.waits(), "{what} reached a client in {:?}", self.phase);
     }
 
-    /// The wait before the next poll. When the server advertises an interval and the client
-    /// honours it, the larger of the two is a floor: the jitter adds to it instead of taking
-    /// from it, so a poll never comes sooner than the server asked. Otherwise the client's
-    /// own interval, jittered.
-    fn poll_wait(&self, cfg: &TaskClientConfig, u: f64) -> Micros {
+    /// The wait before the next poll: the client's own interval, backed off by
+    /// `poll_multiplier` for each poll already made, up to `poll_max_interval_us`. When the
+    /// server advertises an interval and the client honours it, the larger of the two is a
+    /// floor: the jitter adds to it instead of taking from it, so a poll never comes sooner
+    /// than the server asked. Otherwise the client's own, jittered.
+    fn poll_wait(&mut self, cfg: &TaskClientConfig, u: f64) -> Micros {
+        let growth = cfg.poll_multiplier.powi(self.polls.min(1024) as i32);
+        let cap = cfg.poll_max_interval_us.map_or(f64::INFINITY, |c| c as f64);
+        let own = (cfg.poll_interval_us as f64 * growth).min(cap).min(Micros::MAX as f64 / 4.0) as Micros;
+        self.polls = self.polls.saturating_add(1);
         match self.server_poll_us {
-            Some(server) if cfg.honor_poll_interval => jittered_above(server.max(cfg.poll_interval_us), cfg.jitter, u),
-            Some(_) | None => jittered(cfg.poll_interval_us, cfg.jitter, u),
+            Some(server) if cfg.honor_poll_interval => jittered_above(server.max(own), cfg.jitter, u),
+            Some(_) | None => jittered(own, cfg.jitter, u),
         }
     }
 
@@ -542,7 +581,7 @@ mod tests {
         let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&cfg, 0.0);
         let waits: Vec<_> = (0..5)
-            .map(|_| match c.on_request_failed(&cfg, 0.0) {
+            .map(|_| match c.on_request_failed(&cfg, 0.0, None) {
                 ClientAction::RequestAfter(TaskCall::Get, w) => w,
                 other => panic!("{other:?}"),
             })
@@ -550,7 +589,65 @@ mod tests {
         assert_eq!(waits, [1_000, 2_000, 4_000, 5_000, 5_000]);
         // A success resets the count.
         c.on_state(&cfg, TaskState::Running, 0.0);
-        assert_eq!(c.on_request_failed(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000));
+        assert_eq!(c.on_request_failed(&cfg, 0.0, None), ClientAction::RequestAfter(TaskCall::Get, 1_000));
+    }
+
+    #[test]
+    fn polls_back_off_while_the_task_works_as_long_running_operations_clients_do() {
+        // Google's LRO client: 5 s, x1.5, capped at 45 s.
+        let lro = TaskClientConfig {
+            poll_interval_us: 5_000_000,
+            poll_multiplier: 1.5,
+            poll_max_interval_us: Some(45_000_000),
+            ..poller()
+        };
+        let (mut c, _) = TaskClient::new(None, true);
+        let mut waits = vec![c.on_handle(&lro, 0.0)];
+        for _ in 0..7 {
+            waits.push(c.on_state(&lro, TaskState::Running, 0.0));
+        }
+        let waits: Vec<Micros> = waits
+            .into_iter()
+            .map(|a| match a {
+                ClientAction::RequestAfter(TaskCall::Get, w) => w / 1000,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(waits, [5_000, 7_500, 11_250, 16_875, 25_312, 37_968, 45_000, 45_000]);
+        // A failed poll does not move the backoff; the server's interval stays a floor.
+        let (mut c, _) = TaskClient::new(Some(9_000_000), true);
+        assert_eq!(c.on_handle(&lro, 0.0), ClientAction::RequestAfter(TaskCall::Get, 9_000_000));
+        c.on_request_failed(&lro, 0.0, None);
+        assert_eq!(c.on_state(&lro, TaskState::Running, 0.0), ClientAction::RequestAfter(TaskCall::Get, 9_000_000));
+        assert_eq!(c.on_state(&lro, TaskState::Running, 0.0), ClientAction::RequestAfter(TaskCall::Get, 11_250_000));
+        let bad = TaskClientConfig { poll_multiplier: 0.5, ..poller() };
+        assert_eq!(bad.check().unwrap_err().0, "poll_multiplier");
+        let bad = TaskClientConfig { poll_max_interval_us: Some(10), ..poller() };
+        assert_eq!(bad.check().unwrap_err().0, "poll_max_interval_ms");
+    }
+
+    #[test]
+    fn a_retry_after_is_a_floor_on_the_retry_pause_when_honoured() {
+        let cfg = poller();
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        assert_eq!(
+            c.on_request_failed(&cfg, 0.0, Some(7_000_000)),
+            ClientAction::RequestAfter(TaskCall::Get, 7_000_000)
+        );
+        assert_eq!(c.on_request_failed(&cfg, 0.0, Some(10)), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+        let deaf = TaskClientConfig { honor_retry_after: false, ..cfg };
+        assert_eq!(
+            c.on_request_failed(&deaf, 0.0, Some(7_000_000)),
+            ClientAction::RequestAfter(TaskCall::Get, 1_000_000)
+        );
+        let sub = TaskClientConfig { observe: Observe::Subscribe, ..cfg };
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&sub, 0.0);
+        assert_eq!(
+            c.on_request_failed(&sub, 0.0, Some(7_000_000)),
+            ClientAction::RequestAfter(TaskCall::Subscribe, 7_000_000)
+        );
     }
 
     #[test]

@@ -929,6 +929,15 @@ pub struct TaskClientSpec {
     /// Poll no faster than the server's advertised interval (default true).
     #[serde(default)]
     pub honor_poll_interval: Option<bool>,
+    /// While the task works, each poll wait is the previous one times this (default 1: a
+    /// fixed interval), up to poll_max_interval_ms (default none).
+    #[serde(default)]
+    pub poll_multiplier: Option<f64>,
+    #[serde(default)]
+    pub poll_max_interval_ms: Option<f64>,
+    /// Wait at least a refusal's Retry-After before the request is made again (default true).
+    #[serde(default)]
+    pub honor_retry_after: Option<bool>,
     /// none (default), full or equal: randomises every wait.
     #[serde(default)]
     pub jitter: Option<String>,
