@@ -215,9 +215,10 @@ fn the_tune_readers_target_takes_real_files_and_refuses_every_single_byte_change
     assert!(checks::tune_checkpoint(&checkpoint), "a real checkpoint is resumed");
     checks::tune_readers(&[&[0u8][..], &shard].concat());
     checks::tune_readers(&[&[1u8][..], &checkpoint].concat());
-    for (name, file, read) in
-        [("shard", &shard, checks::tune_shard as fn(&[u8]) -> bool), ("checkpoint", &checkpoint, checks::tune_checkpoint)]
-    {
+    for (name, file, read) in [
+        ("shard", &shard, checks::tune_shard as fn(&[u8]) -> bool),
+        ("checkpoint", &checkpoint, checks::tune_checkpoint),
+    ] {
         let mut changed = 0;
         for at in (0..file.len()).step_by(3) {
             let mut copy = file.clone();

@@ -239,7 +239,8 @@ pub(super) struct ModeScratch {
     breakers: Vec<(u16, BreakerState)>,
     depths: Vec<u32>,
     transitions: Vec<(usize, Transition)>,
-    readings: Vec<(usize, BudgetReading)>,
+    readings: Vec<(usize, usize, BudgetReading)>,
+    burns: Vec<f64>,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
@@ -450,6 +451,7 @@ impl<T: Tracer> Simulation<'_, T> {
         scratch.depths.extend(self.stations.iter().map(|s| s.queued));
         scratch.transitions.clear();
         scratch.readings.clear();
+        scratch.burns.clear();
         modes.evaluate(
             now,
             &scratch.breakers,
@@ -457,8 +459,19 @@ impl<T: Tracer> Simulation<'_, T> {
             &self.recorder.refused_all,
             &mut scratch.transitions,
             &mut scratch.readings,
+            &mut scratch.burns,
         );
-        for &(workflow, reading) in &scratch.readings {
+        // Every budget's reading goes to the time series (workflow by workflow, its slots in
+        // order: the order of its columns); the workflows' own budgets make the metrics too.
+        let per_reading = scratch.burns.len().checked_div(scratch.readings.len()).unwrap_or(0);
+        for (group, &(_, _, reading)) in scratch.readings.iter().enumerate() {
+            let burns = &scratch.burns[group * per_reading..(group + 1) * per_reading];
+            self.recorder.budget_series(now, group, reading.state, reading.spent, burns);
+        }
+        for &(workflow, slot, reading) in &scratch.readings {
+            if slot != 0 {
+                continue;
+            }
             let o = Observation::BudgetRead {
                 workflow: workflow as u16,
                 state: reading.state,

@@ -5,8 +5,8 @@
 use super::infer::Observations;
 use super::scenario_text::{Calibrated, covered_s};
 use crate::experiment::command::CommandError;
-use crate::scenario::quote;
 use crate::runtime::workflow::MAX_STEPS;
+use crate::scenario::quote;
 use crate::world::model::{MAX_DEPENDENCIES, MAX_EXPECTED_ARRIVALS, MAX_SIMULATED_S, MAX_WORKFLOWS};
 use std::path::PathBuf;
 

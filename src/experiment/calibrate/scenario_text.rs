@@ -126,7 +126,8 @@ impl Calibrated<'_> {
         // a period of weeks or years needs wider ones.
         let window_s = self.window_s(duration_s);
         if window_s > 60.0 {
-            let _ = writeln!(t, "timeseries_window_s = {window_s}   # wider than 60 s: so long a period in fewer windows");
+            let _ =
+                writeln!(t, "timeseries_window_s = {window_s}   # wider than 60 s: so long a period in fewer windows");
         }
         let _ = writeln!(t, "replications = 10\n");
     }

@@ -186,6 +186,16 @@ pub struct Degradation {
 }
 
 impl Degradation {
+    /// Error budgets per workflow: its own and one per budget dependency (0 without a budget).
+    pub fn budget_groups_per_workflow(&self) -> usize {
+        if self.error_budget.is_some() { 1 + self.budget_dependencies.len() } else { 0 }
+    }
+
+    /// Time-series columns per error budget: state, spent share, two burn rates per rule.
+    pub fn budget_width(&self) -> usize {
+        self.error_budget.as_ref().map_or(0, |b| 2 + 2 * b.rules.len())
+    }
+
     /// The least time a workflow stays in `mode` before it may leave it.
     pub fn min_dwell_us(&self, mode: DegradationMode) -> Micros {
         self.rules.iter().filter(|r| r.mode == mode).map(|r| r.min_dwell_us).max().unwrap_or(0)
