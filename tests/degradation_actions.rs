@@ -200,3 +200,73 @@ fn a_policy_without_an_error_budget_has_no_budget_column() {
     let (header, _) = timeseries("plain", &scenario(SLOW_MODEL, ""));
     assert_eq!(header.last().map(String::as_str), Some("breaker.model.worst_state"));
 }
+
+/// The scenario with a second write: `log` writes to `crm` after the answer, before `save`
+/// writes to `tickets`.
+fn two_writes(fault: &str, policy: &str) -> String {
+    scenario(fault, policy)
+        .replace(
+            "[[dependency]]\nname = \"tickets\"",
+            "[[dependency]]\nname = \"crm\"\nservers = 40\nservice_time = { dist = \"constant\", value_ms = 50 }\n\n[[dependency]]\nname = \"tickets\"",
+        )
+        .replace(
+            "  [[workflow.step]]\n  id = \"save\"\n  after = [\"answer\", \"enrich\"]",
+            "  [[workflow.step]]\n  id = \"log\"\n  after = [\"answer\"]\n  dependency = \"crm\"\n  effect = \"write\"\n  idempotency = \"key\"\n\n  [[workflow.step]]\n  id = \"save\"\n  after = [\"answer\", \"enrich\", \"log\"]",
+        )
+}
+
+/// HANDOFF while the model's breaker is open, pausing `pause`.
+fn handoff(pause: &str) -> String {
+    format!(
+        "[policy.p.degradation]\nevaluation_interval_ms = 1000\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"handoff\"\nwhen = {{ dependency = \"model\", breaker = \"not_closed\" }}\nactions = {{ {pause} }}\n"
+    )
+}
+
+/// Item 2: a mode pauses the writes of one capability and the others go on (the essay's
+/// section 24, "the affected write capability paused"). Before, `pause_writes` stopped every
+/// write of the workflow: with it, the CRM log gets no write while the mode holds; with
+/// `pause_writes_to = ["tickets"]` the log's writes go on as without a pause, and the tickets'
+/// stop as with `pause_writes`.
+#[test]
+fn a_mode_pauses_the_writes_of_the_dependencies_it_names_only() {
+    let all = run(&two_writes(SLOW_MODEL, &handoff("pause_writes = true")));
+    let tickets_only = run(&two_writes(SLOW_MODEL, &handoff("pause_writes_to = [\"tickets\"]")));
+    let none = run(&two_writes(SLOW_MODEL, &handoff("disable_hedging = true")));
+    let crm = |m: &MetricMap| get(m, "dependency.crm.attempt_total");
+    let tickets = |m: &MetricMap| get(m, "dependency.tickets.attempt_total");
+    let handoff_s = get(&all, "degradation_mode_time_s.handoff");
+    assert!(handoff_s > 30.0, "{}", modes(&all));
+    assert_eq!(get(&tickets_only, "degradation_mode_time_s.handoff"), handoff_s, "the same signal, the same mode");
+    // 20 runs a second: every run of the mode writes neither (all) or only its log.
+    assert!(crm(&none) - crm(&all) > 10.0 * handoff_s, "{} against {}", crm(&all), crm(&none));
+    assert_eq!(crm(&tickets_only), crm(&none), "the log's writes are not paused");
+    assert!(tickets(&none) - tickets(&tickets_only) > 10.0 * handoff_s, "{}", modes(&tickets_only));
+    assert!((tickets(&tickets_only) - tickets(&all)).abs() <= 0.01 * tickets(&all), "the tickets' writes stop in both");
+    let paused = |m: &MetricMap| get(m, "write_paused_total");
+    assert!(paused(&tickets_only) > 10.0 * handoff_s && paused(&none) == 0.0, "{}", modes(&tickets_only));
+    assert_eq!(
+        get(&tickets_only, "mode.handoff.outcome_total.handoff"),
+        get(&all, "mode.handoff.outcome_total.handoff")
+    );
+}
+
+/// The dependencies named must take a write: a pause of a read-only one stops nothing.
+#[test]
+fn pause_writes_to_names_a_dependency_that_takes_writes() {
+    let err = faultline_error(&two_writes(SLOW_MODEL, &handoff("pause_writes_to = [\"tickets\", \"search\"]")));
+    assert!(
+        err.contains("runtime_policy[0].actions.pause_writes_to[1]") && err.contains("no write step calls `search`"),
+        "{err}"
+    );
+    let err = faultline_error(&two_writes(SLOW_MODEL, &handoff("pause_writes_to = [\"ticket\"]")));
+    assert!(err.contains("actions.pause_writes_to[0]") && err.contains("ticket"), "{err}");
+}
+
+/// `validate`'s error text for a scenario it refuses (exit 2).
+fn faultline_error(text: &str) -> String {
+    let dir = temp_dir(&format!("invalid-{}", text.len()));
+    let o = faultline(&dir, text, &["validate"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
+    String::from_utf8(o.stderr).unwrap()
+}

@@ -12,7 +12,7 @@ use super::command::{Command, Effects};
 use super::deadline::retry_fits;
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
-use super::degradation::{FallbackMode, ModeOverrides, RunMode, Treatment};
+use super::degradation::{FallbackMode, ModeOverrides, RunMode, Treatment, WritePause};
 use super::guard::pipeline::{Admit, Held, Pipeline, RouteId};
 use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
@@ -55,8 +55,8 @@ pub struct RunContext<'a, 'p> {
     pub loads: Loads<'a>,
     /// Names this run's waiting attempts in bulkhead queues (see [`waiter_token`]).
     pub run_slot: u32,
-    /// The workflow's degradation mode stops writes now (they go to a human).
-    pub writes_paused: bool,
+    /// The writes the workflow's degradation mode stops now (they go to a human).
+    pub writes_paused: WritePause<'a>,
 }
 
 impl RunContext<'_, '_> {
@@ -523,7 +523,7 @@ impl RunMachine {
         let (dependency, route) = cx.target(s, st.on_fallback);
         let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
         self.steps[s as usize].tried_primary |= !st.on_fallback;
-        if step.effect == Effect::Write && cx.writes_paused {
+        if step.effect == Effect::Write && cx.writes_paused.covers(dependency) {
             // The mode stops automatic writes: a human gets the run with its evidence.
             self.unsent(kind);
             out.observe(Observation::WritePaused);

@@ -75,6 +75,8 @@ pub struct ModeOverrides {
     /// `fallback_first[w][s]`: step s of workflow w goes straight to its fallback.
     pub fallback_first: Vec<Vec<bool>>,
     pub pause_writes: bool,
+    /// `pause_writes_to[d]`: writes to dependency d are paused (empty when none is).
+    pub pause_writes_to: Vec<bool>,
     pub refuse_new_runs: bool,
     /// Some step is omitted or sent to its fallback first (the per-step tables are read).
     pub per_step: bool,
@@ -100,7 +102,40 @@ impl Treatment {
     };
 }
 
+/// Which writes a mode stops now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WritePause<'a> {
+    #[default]
+    None,
+    All,
+    /// Writes to the dependencies marked true.
+    To(&'a [bool]),
+}
+
+impl WritePause<'_> {
+    /// Whether a write to `dependency` is paused.
+    #[inline]
+    pub fn covers(self, dependency: usize) -> bool {
+        match self {
+            WritePause::None => false,
+            WritePause::All => true,
+            WritePause::To(paused) => paused.get(dependency).copied().unwrap_or(false),
+        }
+    }
+}
+
 impl ModeOverrides {
+    /// The writes this mode pauses.
+    pub fn write_pause(&self) -> WritePause<'_> {
+        if self.pause_writes {
+            WritePause::All
+        } else if self.pause_writes_to.is_empty() {
+            WritePause::None
+        } else {
+            WritePause::To(&self.pause_writes_to)
+        }
+    }
+
     pub fn treatment(&self) -> Treatment {
         Treatment { fan_out: self.fan_out, hedging: self.hedging, fallback: self.fallback, per_step: self.per_step }
     }
@@ -221,6 +256,7 @@ pub fn normal_overrides(budget: BudgetLimits, fan_out: FanOutLimits, hedging: bo
         fallback: FallbackMode::Normal,
         fallback_first: steps.iter().map(|&n| vec![false; n]).collect(),
         pause_writes: false,
+        pause_writes_to: Vec::new(),
         refuse_new_runs: false,
         per_step: false,
     }
