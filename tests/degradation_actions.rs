@@ -270,3 +270,49 @@ fn faultline_error(text: &str) -> String {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stdout));
     String::from_utf8(o.stderr).unwrap()
 }
+
+/// PAUSED while the model's breaker is open, refusing new runs; `more` adds actions.
+fn paused(more: &str) -> String {
+    format!(
+        "[policy.p.degradation]\nevaluation_interval_ms = 1000\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"paused\"\nwhen = {{ dependency = \"model\", breaker = \"open\" }}\nactions = {{ refuse_new_runs = true{more} }}\n"
+    )
+}
+
+/// Item 3: with `cancel_in_flight`, the runs in flight as the workflow enters PAUSED are
+/// cancelled: they end `failed` at that moment, counted in `degradation_cancelled_run_total`.
+/// Before (and by default), they went on: with the model slow (2 s a call), the ~40 runs in
+/// flight at each entry waited for it and most ended with an answer.
+#[test]
+fn paused_cancels_the_runs_in_flight_when_asked_to() {
+    let goes_on = run(&scenario(SLOW_MODEL, &paused("")));
+    let cancels = run(&scenario(SLOW_MODEL, &paused(", cancel_in_flight = true")));
+    let entries = get(&cancels, "degradation_transition_total.normal.paused");
+    assert!(entries >= 1.0, "{}", modes(&cancels));
+    assert_eq!(
+        get(&goes_on, "degradation_transition_total.normal.paused"),
+        entries,
+        "the same breaker, the same entries"
+    );
+    assert_eq!(get(&goes_on, "degradation_cancelled_run_total"), 0.0, "off by default");
+    let cancelled = get(&cancels, "degradation_cancelled_run_total");
+    // 20 runs a second, each waiting 2 s or more on the slow model.
+    assert!(cancelled >= 20.0 * entries, "{cancelled} runs cancelled at {entries} entries: {}", modes(&cancels));
+    let failed = |m: &MetricMap| get(m, "outcome_total.failed");
+    assert!(
+        failed(&cancels) - failed(&goes_on) >= 0.8 * cancelled,
+        "{} against {}",
+        failed(&cancels),
+        failed(&goes_on)
+    );
+    let answered = |m: &MetricMap| get(m, "outcome_total.succeeded") + get(m, "outcome_total.degraded");
+    assert!(answered(&goes_on) - answered(&cancels) >= 0.8 * cancelled, "the cancelled runs would have answered");
+}
+
+/// `cancel_in_flight` belongs to a `paused` rule.
+#[test]
+fn cancel_in_flight_is_an_action_of_paused() {
+    let text =
+        scenario(SLOW_MODEL, &paused(", cancel_in_flight = true")).replace("mode = \"paused\"", "mode = \"handoff\"");
+    let err = faultline_error(&text);
+    assert!(err.contains("runtime_policy[0].actions.cancel_in_flight") && err.contains("handoff"), "{err}");
+}

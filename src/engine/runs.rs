@@ -96,7 +96,7 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    fn drive_one(
+    pub(super) fn drive_one(
         &mut self,
         now: Micros,
         r: u32,

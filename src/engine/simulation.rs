@@ -494,5 +494,29 @@ impl<T: Tracer> Simulation<'_, T> {
         if now < self.model.world.duration_us || self.live_runs > 0 {
             self.queue.schedule(now + modes.interval_us(), Event::ModeTick);
         }
+        let cancels = self.policy.modes[DegradationMode::Paused.index()].cancel_in_flight;
+        if cancels {
+            let entered: Vec<usize> = self
+                .mode_scratch
+                .transitions
+                .iter()
+                .filter(|(_, t)| t.to == DegradationMode::Paused)
+                .map(|&(w, _)| w)
+                .collect();
+            for w in entered {
+                self.cancel_runs_in_flight(now, w);
+            }
+        }
+    }
+
+    /// Ends every run of `workflow` still in flight, cancelled (in slot order: deterministic).
+    #[cold]
+    fn cancel_runs_in_flight(&mut self, now: Micros, workflow: usize) {
+        for r in 0..self.runs.slots.len() as u32 {
+            let m = &self.runs[r].machine;
+            if !m.ended && m.workflow as usize == workflow {
+                self.drive_one(now, r, |m, cx, out| m.cancel_by_mode(cx, out));
+            }
+        }
     }
 }

@@ -493,6 +493,13 @@ impl Recorder {
                     modes.failed_canaries += u64::from(failed_canary && (self.window.0..self.window.1).contains(&now));
                 }
             }
+            Observation::RunCancelledByMode => {
+                if let Some(modes) = &mut self.modes
+                    && measured
+                {
+                    modes.cancelled_runs += 1;
+                }
+            }
             Observation::ModeRun { canary, probe } => {
                 if let Some(modes) = &mut self.modes
                     && measured

@@ -1040,6 +1040,17 @@ impl RunMachine {
         }
     }
 
+    /// The workflow entered a mode that cancels its runs in flight (PAUSED with
+    /// `cancel_in_flight`): the run ends failed, the user gets no answer, and its branches are
+    /// abandoned with their attempts cancelled as at any end.
+    pub fn cancel_by_mode(&mut self, cx: &mut RunContext, out: &mut impl Effects) {
+        if self.ended {
+            return;
+        }
+        out.observe(Observation::RunCancelledByMode);
+        self.end_run(cx, out, Outcome::Failed);
+    }
+
     /// Step `s` leaves the run to a human (an unknown write effect): the run ends as a handoff.
     fn hand_off(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.time_ran_out = self.steps[s as usize].out_of_time;

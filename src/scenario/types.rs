@@ -885,6 +885,9 @@ pub struct ModeActions {
     /// New runs are refused (status lookups and reconciliation of runs in flight go on).
     #[serde(default)]
     pub refuse_new_runs: Option<bool>,
+    /// A `paused` rule: the runs in flight when the workflow enters PAUSED are cancelled.
+    #[serde(default)]
+    pub cancel_in_flight: Option<bool>,
     /// Replaces the run's concurrency tokens.
     #[serde(default)]
     pub concurrency_tokens_per_run: Option<u32>,

@@ -121,7 +121,7 @@ pub fn compile_degradation(
             }
         }
         let set = &mut limits_set[rule.mode.index()];
-        apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()], set)?;
+        apply_actions(&cx, &rp.key("actions"), rule.mode, &r.actions, &mut overrides[rule.mode.index()], set)?;
         rules.push(rule);
     }
     inherit_milder_modes(&mut overrides);
@@ -562,6 +562,7 @@ struct LimitsSet {
 fn apply_actions(
     cx: &Cx,
     path: &FieldPath,
+    mode: DegradationMode,
     a: &ModeActions,
     o: &mut ModeOverrides,
     set: &mut LimitsSet,
@@ -632,6 +633,16 @@ fn apply_actions(
         pause_writes_to(o, &one);
     }
     o.refuse_new_runs |= a.refuse_new_runs == Some(true);
+    if a.cancel_in_flight == Some(true) {
+        if mode != DegradationMode::Paused {
+            let message = format!(
+                "cancels the runs in flight as the workflow enters paused; this rule's mode is {}",
+                mode.name()
+            );
+            return Err(cx.err(&path.key("cancel_in_flight"), message));
+        }
+        o.cancel_in_flight = true;
+    }
     let all_soft = a.omit_soft_steps == Some(true);
     for (w, wf) in cx.workflows.iter().enumerate() {
         for (s, step) in wf.steps.iter().enumerate() {

@@ -78,6 +78,8 @@ pub struct ModeOverrides {
     /// `pause_writes_to[d]`: writes to dependency d are paused (empty when none is).
     pub pause_writes_to: Vec<bool>,
     pub refuse_new_runs: bool,
+    /// Entering this mode (PAUSED only) cancels the workflow's runs in flight.
+    pub cancel_in_flight: bool,
     /// Some step is omitted or sent to its fallback first (the per-step tables are read).
     pub per_step: bool,
 }
@@ -258,6 +260,7 @@ pub fn normal_overrides(budget: BudgetLimits, fan_out: FanOutLimits, hedging: bo
         pause_writes: false,
         pause_writes_to: Vec::new(),
         refuse_new_runs: false,
+        cancel_in_flight: false,
         per_step: false,
     }
 }
