@@ -383,6 +383,7 @@ pub fn tune_checkpoint(bytes: &[u8]) -> bool {
             let Loaded::State(back) = RaceState::read(&sealed, &key, &first) else {
                 panic!("a sealed checkpoint does not read back")
             };
+            #[allow(clippy::type_complexity)] // a pair of shapes, read once here
             let samples = |s: &RaceState| -> Vec<(Vec<Vec<u64>>, Vec<Vec<u64>>)> {
                 s.samples().iter().map(|x| (bits(&x.objectives), bits(&x.constraints))).collect()
             };

@@ -259,9 +259,7 @@ fn the_new_targets_findings_stay_fixed() {
     let read = |name: &str| std::fs::read(format!("tests/data/fuzz-findings/{name}")).unwrap();
     for name in ["otlp-windows", "otlp-cells"] {
         checks::otlp(&read(name));
-        for fit in [faultline::experiment::calibrate::choose::FitChoice::Auto] {
-            checks::otlp_with(&read(name), fit, None);
-        }
+        checks::otlp_with(&read(name), faultline::experiment::calibrate::choose::FitChoice::Auto, None);
     }
     checks::prometheus_text(&read("prometheus-control-characters"));
     checks::tune_readers(&read("tune_readers-control-characters"));

@@ -165,8 +165,7 @@ pub fn read_samples_file(path: &str) -> Result<LoadedSamples, String> {
 
 /// A samples file's bytes as its values; `path` names it in errors and in the result.
 pub fn samples_from_bytes(path: &str, bytes: &[u8]) -> Result<LoadedSamples, String> {
-    let text =
-        std::str::from_utf8(&bytes).map_err(|_| format!("the samples file {} is not UTF-8 text", quote(path)))?;
+    let text = std::str::from_utf8(bytes).map_err(|_| format!("the samples file {} is not UTF-8 text", quote(path)))?;
     let values = parse_samples(text).map_err(|(line, m)| format!("{}, line {line}: {m}", quote(path)))?;
     Ok(LoadedSamples { values: values.into(), digest: fnv_hex(bytes), path: path.to_string() })
 }

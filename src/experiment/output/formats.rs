@@ -74,8 +74,8 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replicati
         .collect();
     for row in 0..sum.rows() {
         let mut record = vec![number(us_to_s(row as u64 * window_us)), number(us_to_s((row as u64 + 1) * window_us))];
-        for c in 0..columns {
-            record.push(number(sum.value(row, c) as f64 / (n * scale[c])));
+        for (c, per_unit) in scale.iter().enumerate() {
+            record.push(number(sum.value(row, c) as f64 / (n * per_unit)));
         }
         w.write_record(&record).expect("writing to memory cannot fail");
     }
