@@ -145,7 +145,11 @@ impl Harness {
             pipeline: &mut pipeline,
             loads: Loads { stations: &stations, dependencies: &self.model.world.dependencies },
             run_slot: 0,
-            writes_paused: self.writes_paused,
+            writes_paused: if self.writes_paused {
+                faultline::runtime::degradation::WritePause::All
+            } else {
+                faultline::runtime::degradation::WritePause::None
+            },
         };
         f(&mut self.machine, &mut cx, &mut self.out);
         assert!(self.out.shared.is_empty(), "no guards, no shared observations");

@@ -17,6 +17,7 @@ pub use simulation::{Replication, SimError, simulate, simulate_following, simula
 
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, MetricMap, Recorder};
+use crate::runtime::degradation::Degradation;
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};
 use crate::scenario::{FieldPath, error_at_path};
 use crate::scenario::{Scenario, ScenarioError, Source};
@@ -77,6 +78,8 @@ impl Model {
             workflows: self.workflows.iter().map(|w| w.name.clone()).collect(),
             workflow_tenants: self.workflows.iter().map(|w| w.tenant.clone()).collect(),
             modes: self.policies[policy].degradation.is_some(),
+            budget_columns: self.budget_columns(policy),
+            budget_width: self.policies[policy].degradation.as_ref().map_or(0, Degradation::budget_width),
             task_dependencies: (0..self.world.dependencies.len())
                 .filter(|&d| self.world.dependencies[d].task.is_some())
                 .collect(),
@@ -84,6 +87,33 @@ impl Model {
                 .filter(|&d| self.world.dependencies[d].tokens.is_some())
                 .collect(),
         }
+    }
+
+    /// The time-series columns of a policy's error budgets: per workflow its own budget
+    /// (`workflow.<w>.error_budget.*`), then the one of each dependency a budget rule names
+    /// (`workflow.<w>.dependency.<d>.error_budget.*`), each with its state, spent share and a
+    /// long and a short burn rate per burn-rate rule.
+    fn budget_columns(&self, policy: usize) -> Vec<String> {
+        let Some(d) = &self.policies[policy].degradation else { return Vec::new() };
+        let Some(budget) = &d.error_budget else { return Vec::new() };
+        let mut columns = Vec::new();
+        for w in &self.workflows {
+            let own = std::iter::once(format!("workflow.{}.error_budget", w.name));
+            let named = d
+                .budget_dependencies
+                .iter()
+                .map(|&dep| format!("workflow.{}.dependency.{}.error_budget", w.name, self.dependency_names[dep]));
+            for prefix in own.chain(named) {
+                columns.push(format!("{prefix}.state"));
+                columns.push(format!("{prefix}.spent"));
+                for r in 0..budget.rules.len() {
+                    columns.push(format!("{prefix}.burn_rate.{r}.long"));
+                    columns.push(format!("{prefix}.burn_rate.{r}.short"));
+                }
+            }
+        }
+        debug_assert_eq!(columns.len(), self.workflows.len() * d.budget_groups_per_workflow() * d.budget_width());
+        columns
     }
 
     /// The union over policies: a policy without breakers reports no breaker metrics.
@@ -125,7 +155,9 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
             .iter()
             .map(|p| {
                 let modes = if p.degradation.is_some() { workflows } else { 0 };
-                (dependency_columns + p.breaker_labels.len() + modes + p.level_labels.len()) as u128
+                let budgets =
+                    p.degradation.as_ref().map_or(0, |d| workflows * d.budget_groups_per_workflow() * d.budget_width());
+                (dependency_columns + p.breaker_labels.len() + modes + p.level_labels.len() + budgets) as u128
             })
             .sum(),
         replications: u128::from(world.replications),
@@ -133,8 +165,8 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
 }
 
 /// The time series of a command: windows (up to duration + drain) x columns (fixed, three per
-/// dependency, one per breaker, per workflow with modes, one per guard with a level, for each
-/// policy) x replications. A command holds one running sum
+/// dependency, one per breaker, per workflow with modes, one per guard with a level, per
+/// error budget its state, share and burn rates, for each policy) x replications. A command holds one running sum
 /// per policy and one series per busy worker, but every replication builds and adds its own, so
 /// the product bounds both memory and the work of summing. Each factor has its own bound; their
 /// product has this one, so 1 000 dependencies at 1e6 windows is an input error rather than an

@@ -9,7 +9,7 @@ use super::stations::NewAttempt;
 use super::tasks::CLIENT_HANDLE;
 use crate::metrics::Observation;
 use crate::metrics::Recorder;
-use crate::runtime::degradation::{EndedRun, ModeController, RunEnd, RunMode};
+use crate::runtime::degradation::{EndedRun, ModeController, RunEnd, RunMode, WritePause};
 use crate::runtime::guard::Loads;
 use crate::runtime::run::{NORMAL_RUN, split_waiter_token};
 use crate::runtime::{
@@ -96,7 +96,7 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    fn drive_one(
+    pub(super) fn drive_one(
         &mut self,
         now: Micros,
         r: u32,
@@ -106,7 +106,10 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &mut self.runs[r];
         let w = slot.machine.workflow as usize;
         let policy = self.policy;
-        let writes_paused = self.modes.as_ref().is_some_and(|m| policy.modes[m.pausing_mode(w).index()].pause_writes);
+        let writes_paused = match &self.modes {
+            Some(m) => policy.modes[m.pausing_mode(w).index()].write_pause(),
+            None => WritePause::None,
+        };
         let mut cx = RunContext {
             now,
             workflow: &model.workflows[w],

@@ -239,7 +239,8 @@ pub(super) struct ModeScratch {
     breakers: Vec<(u16, BreakerState)>,
     depths: Vec<u32>,
     transitions: Vec<(usize, Transition)>,
-    readings: Vec<(usize, BudgetReading)>,
+    readings: Vec<(usize, usize, BudgetReading)>,
+    burns: Vec<f64>,
 }
 
 /// Runs one replication of `model` under policy number `policy` with `seed`.
@@ -450,6 +451,7 @@ impl<T: Tracer> Simulation<'_, T> {
         scratch.depths.extend(self.stations.iter().map(|s| s.queued));
         scratch.transitions.clear();
         scratch.readings.clear();
+        scratch.burns.clear();
         modes.evaluate(
             now,
             &scratch.breakers,
@@ -457,8 +459,19 @@ impl<T: Tracer> Simulation<'_, T> {
             &self.recorder.refused_all,
             &mut scratch.transitions,
             &mut scratch.readings,
+            &mut scratch.burns,
         );
-        for &(workflow, reading) in &scratch.readings {
+        // Every budget's reading goes to the time series (workflow by workflow, its slots in
+        // order: the order of its columns); the workflows' own budgets make the metrics too.
+        let per_reading = scratch.burns.len().checked_div(scratch.readings.len()).unwrap_or(0);
+        for (group, &(_, _, reading)) in scratch.readings.iter().enumerate() {
+            let burns = &scratch.burns[group * per_reading..(group + 1) * per_reading];
+            self.recorder.budget_series(now, group, reading.state, reading.spent, burns);
+        }
+        for &(workflow, slot, reading) in &scratch.readings {
+            if slot != 0 {
+                continue;
+            }
             let o = Observation::BudgetRead {
                 workflow: workflow as u16,
                 state: reading.state,
@@ -480,6 +493,30 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         if now < self.model.world.duration_us || self.live_runs > 0 {
             self.queue.schedule(now + modes.interval_us(), Event::ModeTick);
+        }
+        let cancels = self.policy.modes[DegradationMode::Paused.index()].cancel_in_flight;
+        if cancels {
+            let entered: Vec<usize> = self
+                .mode_scratch
+                .transitions
+                .iter()
+                .filter(|(_, t)| t.to == DegradationMode::Paused)
+                .map(|&(w, _)| w)
+                .collect();
+            for w in entered {
+                self.cancel_runs_in_flight(now, w);
+            }
+        }
+    }
+
+    /// Ends every run of `workflow` still in flight, cancelled (in slot order: deterministic).
+    #[cold]
+    fn cancel_runs_in_flight(&mut self, now: Micros, workflow: usize) {
+        for r in 0..self.runs.slots.len() as u32 {
+            let m = &self.runs[r].machine;
+            if !m.ended && m.workflow as usize == workflow {
+                self.drive_one(now, r, |m, cx, out| m.cancel_by_mode(cx, out));
+            }
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct Labels {
     pub workflow_tenants: Vec<Option<String>>,
     /// The policy declares degradation modes: mode metrics and time-series columns exist.
     pub modes: bool,
+    /// The time series' error-budget columns, in order (empty without an `error_budget`):
+    /// groups of `budget_width`, one per budget ([`timeseries::BudgetColumn`]).
+    pub budget_columns: Vec<String>,
+    pub budget_width: usize,
     /// The dependencies that run long-running tasks: task metrics exist when there is one.
     pub task_dependencies: Vec<usize>,
     /// The dependencies with a token shape: token metrics exist when there is one.

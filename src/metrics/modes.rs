@@ -44,6 +44,8 @@ pub struct ModeStats {
     pub canary_runs: u64,
     pub probe_runs: u64,
     pub failed_canaries: u64,
+    /// Measured runs cancelled in flight as their workflow entered PAUSED.
+    pub cancelled_runs: u64,
 }
 
 impl ModeStats {
@@ -59,6 +61,7 @@ impl ModeStats {
             canary_runs: 0,
             probe_runs: 0,
             failed_canaries: 0,
+            cancelled_runs: 0,
         }
     }
 
@@ -139,6 +142,7 @@ impl ModeStats {
         m.insert("degradation_canary_run_total".into(), self.canary_runs as f64);
         m.insert("degradation_canary_stage_failed_total".into(), self.failed_canaries as f64);
         m.insert("degradation_probe_run_total".into(), self.probe_runs as f64);
+        m.insert("degradation_cancelled_run_total".into(), self.cancelled_runs as f64);
         let b = &self.budget;
         for state in BudgetState::ALL {
             m.insert(format!("error_budget_time_s.{}", state.name()), b.time_us[state.index()] as f64 / 1e6);

@@ -55,6 +55,8 @@ pub enum Observation {
         canary: bool,
         probe: bool,
     },
+    /// A run in flight was cancelled as its workflow entered a mode with `cancel_in_flight`.
+    RunCancelledByMode,
     /// A workflow's error budget was read at an evaluation: its state, whether a ticket rule
     /// fires, the share of the period's budget spent and the first rule's two burn rates.
     BudgetRead {

@@ -6,12 +6,13 @@ use super::modes::ModeStats;
 use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::tasks::{TaskObservation, TaskStats};
-use super::timeseries::{self, Layout, TimeSeries};
+use super::timeseries::{self, BUDGET_SCALE, Layout, TimeSeries};
 use super::tokens::TokenStats;
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
 use crate::vocab::{
-    BreakerState, BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome, Refusal,
+    BreakerState, BudgetKind, BudgetState, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome,
+    Refusal,
 };
 use hdrhistogram::Histogram;
 
@@ -227,6 +228,9 @@ pub struct Recorder {
     /// (earliest fault start, latest fault end) over the scenario's faults, for the recovery
     /// metrics; None without faults.
     pub fault_span_us: Option<(Micros, Micros)>,
+    /// Each error-budget column's last reading, carried into the windows that open after it.
+    budget_last: Vec<u64>,
+    budget_width: usize,
 }
 
 impl Recorder {
@@ -285,8 +289,12 @@ impl Recorder {
                     breakers: labels.breakers.len(),
                     modes: mode_columns(labels),
                     levels: labels.levels.len(),
+                    budgets: labels.budget_columns.len().checked_div(labels.budget_width).unwrap_or(0),
+                    budget_width: labels.budget_width,
                 },
             ),
+            budget_last: vec![0; labels.budget_columns.len()],
+            budget_width: labels.budget_width,
             modes: labels.modes.then(|| ModeStats::new(labels.workflows.len())),
             incident: fault_span_us.map(IncidentStats::new),
             tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
@@ -485,6 +493,13 @@ impl Recorder {
                     modes.failed_canaries += u64::from(failed_canary && (self.window.0..self.window.1).contains(&now));
                 }
             }
+            Observation::RunCancelledByMode => {
+                if let Some(modes) = &mut self.modes
+                    && measured
+                {
+                    modes.cancelled_runs += 1;
+                }
+            }
             Observation::ModeRun { canary, probe } => {
                 if let Some(modes) = &mut self.modes
                     && measured
@@ -593,12 +608,31 @@ impl Recorder {
                 self.timeseries.mark_mode(window_start, w, mode);
             }
         }
+        // A budget's last reading holds until the next: a window with no evaluation (an
+        // interval longer than the window) shows it, as a mode held through a window does.
+        for (i, &value) in self.budget_last.iter().enumerate() {
+            self.timeseries.mark_budget(window_start, i / self.budget_width, i % self.budget_width, value);
+        }
     }
 
     /// The level of guard `index` (in the order of `Labels::levels`) at the end of the window
     /// that `window_end` closes.
     pub fn sample_level(&mut self, window_end: Micros, index: usize, level: u64) {
         self.timeseries.sample_level(window_end, index, level);
+    }
+
+    /// Budget `group`'s reading at an evaluation (`burns`: a long and a short rate per rule):
+    /// the window keeps the worst state and the largest share and rates it saw, and the
+    /// reading is held for the windows that open before the next one.
+    pub fn budget_series(&mut self, now: Micros, group: usize, state: BudgetState, spent: f64, burns: &[f64]) {
+        debug_assert_eq!(2 + burns.len(), self.budget_width, "one column per rule's window");
+        let scaled = |v: f64| (v * BUDGET_SCALE).round() as u64;
+        let base = group * self.budget_width;
+        let values = [state.index() as u64, scaled(spent)].into_iter().chain(burns.iter().map(|&b| scaled(b)));
+        for (offset, value) in values.enumerate() {
+            self.budget_last[base + offset] = value;
+            self.timeseries.mark_budget(now, group, offset, value);
+        }
     }
 
     /// Marks the last window with the mode each workflow holds at its end (a mode held through

@@ -22,7 +22,46 @@ pub struct Layout {
     pub modes: usize,
     /// Guards with a level (bulkheads, retry budgets).
     pub levels: usize,
+    /// Error budgets with columns (per workflow its own, then one per budget dependency, when
+    /// the policy has an `error_budget`); else 0.
+    pub budgets: usize,
+    /// Columns per budget: its state, its spent share, then a long and a short burn rate per
+    /// burn-rate rule ([`BudgetColumn`]).
+    pub budget_width: usize,
 }
+
+/// A column of an error budget's group, by its offset in the group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetColumn {
+    /// The worst state (`BudgetState::index`), a whole number.
+    State,
+    /// The largest spent share, in millionths ([`BUDGET_SCALE`]).
+    Spent,
+    /// The largest burn rate of rule `r`'s long or short window, in millionths.
+    Burn { rule: usize, short: bool },
+}
+
+impl BudgetColumn {
+    pub fn of(offset: usize) -> BudgetColumn {
+        match offset {
+            0 => BudgetColumn::State,
+            1 => BudgetColumn::Spent,
+            k => BudgetColumn::Burn { rule: (k - 2) / 2, short: k % 2 == 1 },
+        }
+    }
+
+    /// What a cell holds per unit of the column's figure.
+    pub fn scale(self) -> f64 {
+        match self {
+            BudgetColumn::State => 1.0,
+            BudgetColumn::Spent | BudgetColumn::Burn { .. } => BUDGET_SCALE,
+        }
+    }
+}
+
+/// Shares and burn rates are kept in the integer cells as millionths: the mean over
+/// replications divides them back (six decimals are far below what a burn rate is read for).
+pub const BUDGET_SCALE: f64 = 1e6;
 
 impl Layout {
     /// A dependency's attempts in the window.
@@ -56,9 +95,15 @@ impl Layout {
         FIXED_COLUMNS.len() + 3 * self.dependencies + self.breakers + self.modes + index
     }
 
+    /// Column `offset` of budget `group`'s, after the levels so that every column before keeps
+    /// its place (and a policy without an error budget has none).
+    pub fn budget(&self, group: usize, offset: usize) -> usize {
+        self.level(self.levels) + group * self.budget_width + offset
+    }
+
     /// Columns per row.
     pub fn stride(&self) -> usize {
-        self.level(self.levels)
+        self.budget(self.budgets, 0)
     }
 }
 
@@ -70,7 +115,8 @@ pub struct TimeSeries {
     /// Row-major: FIXED_COLUMNS, then per dependency attempts, queue depth and refusals, then
     /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open), then per
     /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`),
-    /// then per guard with a level its level at the window's end ([`Layout`]).
+    /// then per guard with a level its level at the window's end, then per error budget its
+    /// state, spent share and burn rates ([`Layout`]).
     values: Vec<u64>,
     /// The row last looked up: its window [start, end) and its first index in `values`.
     /// Most lookups fall in the same window as the one before, so they skip the division.
@@ -192,6 +238,14 @@ impl TimeSeries {
         *cell = (*cell).max(u64::from(mode.severity()));
     }
 
+    /// A budget column's reading at `now`: the window keeps the largest (the worst state, the
+    /// most spent, the highest burn).
+    pub fn mark_budget(&mut self, now: Micros, group: usize, offset: usize, value: u64) {
+        let column = self.layout.budget(group, offset);
+        let cell = &mut self.row_mut(now)[column];
+        *cell = (*cell).max(value);
+    }
+
     /// A guard's level at the end of the window that `window_end` closes.
     pub fn sample_level(&mut self, window_end: Micros, index: usize, level: u64) {
         let offset = self.layout.level(index);
@@ -236,7 +290,10 @@ mod tests {
 
     #[test]
     fn events_land_in_their_window() {
-        let mut ts = TimeSeries::new(1_000, Layout { dependencies: 2, breakers: 1, modes: 1, levels: 1 });
+        let mut ts = TimeSeries::new(
+            1_000,
+            Layout { dependencies: 2, breakers: 1, modes: 1, levels: 1, budgets: 2, budget_width: 4 },
+        );
         ts.add(0, ARRIVALS);
         ts.add(999, ARRIVALS);
         ts.add(1_000, ARRIVALS);
@@ -262,6 +319,12 @@ mod tests {
         ts.mark_mode(1_900, 0, DegradationMode::Recovery);
         assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 7), 2, "constrained outranks the recovery after it");
         ts.sample_level(2_000, 0, 9);
-        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 8), 9, "a level sits last, at the window it ends");
+        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 8), 9, "a level sits at the window it ends");
+        ts.mark_budget(1_200, 1, 3, 7);
+        ts.mark_budget(1_300, 1, 3, 5);
+        assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 9 + 4 + 3), 7, "budgets last, the window's largest reading");
+        assert_eq!(ts.stride(), FIXED_COLUMNS.len() + 9 + 8);
+        assert_eq!(BudgetColumn::of(3), BudgetColumn::Burn { rule: 0, short: true });
+        assert_eq!(BudgetColumn::of(4), BudgetColumn::Burn { rule: 1, short: false });
     }
 }

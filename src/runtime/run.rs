@@ -12,7 +12,7 @@ use super::command::{Command, Effects};
 use super::deadline::retry_fits;
 use super::deadline::{AttemptTimeout, attempt_timeout};
 use super::decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, decide, retry_or_give_up};
-use super::degradation::{FallbackMode, ModeOverrides, RunMode, Treatment};
+use super::degradation::{FallbackMode, ModeOverrides, RunMode, Treatment, WritePause};
 use super::guard::pipeline::{Admit, Held, Pipeline, RouteId};
 use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
@@ -55,8 +55,8 @@ pub struct RunContext<'a, 'p> {
     pub loads: Loads<'a>,
     /// Names this run's waiting attempts in bulkhead queues (see [`waiter_token`]).
     pub run_slot: u32,
-    /// The workflow's degradation mode stops writes now (they go to a human).
-    pub writes_paused: bool,
+    /// The writes the workflow's degradation mode stops now (they go to a human).
+    pub writes_paused: WritePause<'a>,
 }
 
 impl RunContext<'_, '_> {
@@ -523,7 +523,7 @@ impl RunMachine {
         let (dependency, route) = cx.target(s, st.on_fallback);
         let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
         self.steps[s as usize].tried_primary |= !st.on_fallback;
-        if step.effect == Effect::Write && cx.writes_paused {
+        if step.effect == Effect::Write && cx.writes_paused.covers(dependency) {
             // The mode stops automatic writes: a human gets the run with its evidence.
             self.unsent(kind);
             out.observe(Observation::WritePaused);
@@ -1038,6 +1038,17 @@ impl RunMachine {
                 out.command(Command::Cancel { step: a.step, serial: a.serial, handle: a.handle });
             }
         }
+    }
+
+    /// The workflow entered a mode that cancels its runs in flight (PAUSED with
+    /// `cancel_in_flight`): the run ends failed, the user gets no answer, and its branches are
+    /// abandoned with their attempts cancelled as at any end.
+    pub fn cancel_by_mode(&mut self, cx: &mut RunContext, out: &mut impl Effects) {
+        if self.ended {
+            return;
+        }
+        out.observe(Observation::RunCancelledByMode);
+        self.end_run(cx, out, Outcome::Failed);
     }
 
     /// Step `s` leaves the run to a human (an unknown write effect): the run ends as a handoff.

@@ -878,9 +878,16 @@ pub struct ModeActions {
     /// Writes go to a human with the evidence instead of being sent.
     #[serde(default)]
     pub pause_writes: Option<bool>,
+    /// Writes to these dependencies only are paused (the essay's "pause the affected write
+    /// capability"); the others go on.
+    #[serde(default)]
+    pub pause_writes_to: Vec<String>,
     /// New runs are refused (status lookups and reconciliation of runs in flight go on).
     #[serde(default)]
     pub refuse_new_runs: Option<bool>,
+    /// A `paused` rule: the runs in flight when the workflow enters PAUSED are cancelled.
+    #[serde(default)]
+    pub cancel_in_flight: Option<bool>,
     /// Replaces the run's concurrency tokens.
     #[serde(default)]
     pub concurrency_tokens_per_run: Option<u32>,

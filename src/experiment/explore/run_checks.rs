@@ -60,16 +60,16 @@ pub struct RunChecks<'m> {
     /// The number of the latest run started.
     started: u64,
     runs: Vec<LiveRun>,
-    /// Per workflow: the mode it is in (or, recovering, the mode it left) pauses writes now,
-    /// for every run, canary runs included.
-    writes_paused: Vec<bool>,
+    /// Per workflow: the mode whose paused writes hold now (the mode it is in or, recovering,
+    /// the mode it left), for every run, canary runs included.
+    acting: Vec<DegradationMode>,
     pub breach: Option<RunBreach>,
 }
 
 impl<'m> RunChecks<'m> {
     pub fn new(model: &'m Model, policy: usize) -> RunChecks<'m> {
-        let writes_paused = vec![false; model.workflows.len()];
-        RunChecks { model, policy, started: 0, runs: Vec::new(), writes_paused, breach: None }
+        let acting = vec![DegradationMode::Normal; model.workflows.len()];
+        RunChecks { model, policy, started: 0, runs: Vec::new(), acting, breach: None }
     }
 
     /// The names of the invariants checked, for the report.
@@ -105,7 +105,7 @@ impl<'m> RunChecks<'m> {
         }
     }
 
-    fn attempt_sent(&mut self, slot: usize, step: u8, kind: AttemptKind, purpose: Purpose) {
+    fn attempt_sent(&mut self, slot: usize, step: u8, dependency: u16, kind: AttemptKind, purpose: Purpose) {
         let (policy, model) = (self.policy, self.model);
         let run = &mut self.runs[slot];
         let step_policy = &model.policies[policy].steps[run.workflow][step as usize];
@@ -115,7 +115,8 @@ impl<'m> RunChecks<'m> {
         if purpose != Purpose::Lookup && kind.is_repeat() {
             run.retries += 1;
         }
-        let paused = self.writes_paused[run.workflow];
+        let modes = &model.policies[policy].modes;
+        let paused = modes[self.acting[run.workflow].index()].write_pause().covers(dependency as usize);
         if matches!(purpose, Purpose::Write { .. }) && paused {
             let (number, id) = (run.number, &model.workflows[run.workflow].steps[step as usize].id);
             let detail = format!("run {number}: step {id} sent a write while its workflow's mode paused writes");
@@ -168,7 +169,7 @@ impl Tracer for RunChecks<'_> {
 
     fn mode_changed(&mut self, _: Micros, workflow: u16, _mode: DegradationMode, acting: DegradationMode) {
         let w = workflow as usize;
-        self.writes_paused[w] = self.model.policies[self.policy].modes[acting.index()].pause_writes;
+        self.acting[w] = acting;
     }
 
     fn run_started(&mut self, slot: u32, _: Micros, start: RunStart) {
@@ -196,7 +197,9 @@ impl Tracer for RunChecks<'_> {
         }
         match event {
             TraceEvent::TaskChanged { .. } => {}
-            TraceEvent::AttemptSent { step, kind, purpose, .. } => self.attempt_sent(slot, step, kind, purpose),
+            TraceEvent::AttemptSent { step, dependency, kind, purpose, .. } => {
+                self.attempt_sent(slot, step, dependency, kind, purpose)
+            }
             TraceEvent::FallbackStarted { step } => self.runs[slot].steps[step as usize].on_fallback = true,
             TraceEvent::StepStarted { step } => self.runs[slot].steps[step as usize].running = true,
             TraceEvent::BudgetExhausted { step, kind: BudgetKind::Time | BudgetKind::Cost } => {

@@ -5,7 +5,7 @@ use crate::engine::Model;
 use crate::experiment::batch::replications::SeriesSum;
 use crate::metrics::Labels;
 use crate::metrics::stats::{Aggregate, Estimate};
-use crate::metrics::timeseries::FIXED_COLUMNS;
+use crate::metrics::timeseries::{BudgetColumn, FIXED_COLUMNS};
 use crate::sim::us_to_s;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -59,14 +59,23 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replicati
         header.extend(labels.workflows.iter().map(|w| format!("workflow.{w}.worst_mode")));
     }
     header.extend(labels.levels.iter().cloned());
+    let first_budget = header.len() - 2;
+    header.extend(labels.budget_columns.iter().cloned());
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header).expect("writing to memory cannot fail");
     let columns = header.len() - 2;
     let n = replications.max(1) as f64;
+    // A budget's shares and burn rates are kept in millionths.
+    let scale: Vec<f64> = (0..columns)
+        .map(|c| match c.checked_sub(first_budget) {
+            Some(k) => BudgetColumn::of(k % labels.budget_width).scale(),
+            None => 1.0,
+        })
+        .collect();
     for row in 0..sum.rows() {
         let mut record = vec![number(us_to_s(row as u64 * window_us)), number(us_to_s((row as u64 + 1) * window_us))];
-        for c in 0..columns {
-            record.push(number(sum.value(row, c) as f64 / n));
+        for (c, per_unit) in scale.iter().enumerate() {
+            record.push(number(sum.value(row, c) as f64 / (n * per_unit)));
         }
         w.write_record(&record).expect("writing to memory cannot fail");
     }

@@ -63,5 +63,7 @@ pub fn layout(model: &Model, policy: usize) -> Layout {
         breakers: p.breaker_labels.len(),
         modes: if p.degradation.is_some() { model.workflows.len() } else { 0 },
         levels: p.level_labels.len(),
+        budgets: p.degradation.as_ref().map_or(0, |d| model.workflows.len() * d.budget_groups_per_workflow()),
+        budget_width: p.degradation.as_ref().map_or(0, |d| d.budget_width()),
     }
 }

@@ -121,7 +121,7 @@ pub fn compile_degradation(
             }
         }
         let set = &mut limits_set[rule.mode.index()];
-        apply_actions(&cx, &rp.key("actions"), &r.actions, &mut overrides[rule.mode.index()], set)?;
+        apply_actions(&cx, &rp.key("actions"), rule.mode, &r.actions, &mut overrides[rule.mode.index()], set)?;
         rules.push(rule);
     }
     inherit_milder_modes(&mut overrides);
@@ -486,9 +486,18 @@ fn inherit_milder_modes(overrides: &mut [ModeOverrides]) {
             mine.iter_mut().zip(theirs).for_each(|(a, b)| *a |= *b);
         }
         o.pause_writes |= milder.pause_writes;
+        pause_writes_to(o, &milder.pause_writes_to);
         o.refuse_new_runs |= milder.refuse_new_runs;
         o.per_step |= milder.per_step;
     }
+}
+
+/// Adds the dependencies marked in `more` to the mode's paused writes.
+fn pause_writes_to(o: &mut ModeOverrides, more: &[bool]) {
+    if o.pause_writes_to.len() < more.len() {
+        o.pause_writes_to.resize(more.len(), false);
+    }
+    o.pause_writes_to.iter_mut().zip(more).for_each(|(a, b)| *a |= *b);
 }
 
 /// Rules that wait for a breaker their own mode keeps from getting calls: with no probe runs,
@@ -553,6 +562,7 @@ struct LimitsSet {
 fn apply_actions(
     cx: &Cx,
     path: &FieldPath,
+    mode: DegradationMode,
     a: &ModeActions,
     o: &mut ModeOverrides,
     set: &mut LimitsSet,
@@ -600,7 +610,39 @@ fn apply_actions(
         o.fallback = mode;
     }
     o.pause_writes |= a.pause_writes == Some(true);
+    for (i, name) in a.pause_writes_to.iter().enumerate() {
+        let ip = path.key("pause_writes_to").index(i);
+        let dependencies = &cx.world.dependencies;
+        let Some(d) = dependencies.iter().position(|x| &x.name == name) else {
+            return Err(cx.err(&ip, unknown_name("dependency", name, dependencies.iter().map(|x| x.name.as_str()))));
+        };
+        let written = cx
+            .workflows
+            .iter()
+            .flat_map(|w| &w.steps)
+            .any(|s| s.effect == crate::scenario::Effect::Write && (s.dependency == d || s.fallback == Some(d)));
+        if !written {
+            let message = format!(
+                "no write step calls {} (its primary or fallback), so pausing its writes would stop nothing",
+                quote(name)
+            );
+            return Err(cx.err(&ip, message));
+        }
+        let mut one = vec![false; dependencies.len()];
+        one[d] = true;
+        pause_writes_to(o, &one);
+    }
     o.refuse_new_runs |= a.refuse_new_runs == Some(true);
+    if a.cancel_in_flight == Some(true) {
+        if mode != DegradationMode::Paused {
+            let message = format!(
+                "cancels the runs in flight as the workflow enters paused; this rule's mode is {}",
+                mode.name()
+            );
+            return Err(cx.err(&path.key("cancel_in_flight"), message));
+        }
+        o.cancel_in_flight = true;
+    }
     let all_soft = a.omit_soft_steps == Some(true);
     for (w, wf) in cx.workflows.iter().enumerate() {
         for (s, step) in wf.steps.iter().enumerate() {

@@ -75,7 +75,11 @@ pub struct ModeOverrides {
     /// `fallback_first[w][s]`: step s of workflow w goes straight to its fallback.
     pub fallback_first: Vec<Vec<bool>>,
     pub pause_writes: bool,
+    /// `pause_writes_to[d]`: writes to dependency d are paused (empty when none is).
+    pub pause_writes_to: Vec<bool>,
     pub refuse_new_runs: bool,
+    /// Entering this mode (PAUSED only) cancels the workflow's runs in flight.
+    pub cancel_in_flight: bool,
     /// Some step is omitted or sent to its fallback first (the per-step tables are read).
     pub per_step: bool,
 }
@@ -100,7 +104,40 @@ impl Treatment {
     };
 }
 
+/// Which writes a mode stops now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WritePause<'a> {
+    #[default]
+    None,
+    All,
+    /// Writes to the dependencies marked true.
+    To(&'a [bool]),
+}
+
+impl WritePause<'_> {
+    /// Whether a write to `dependency` is paused.
+    #[inline]
+    pub fn covers(self, dependency: usize) -> bool {
+        match self {
+            WritePause::None => false,
+            WritePause::All => true,
+            WritePause::To(paused) => paused.get(dependency).copied().unwrap_or(false),
+        }
+    }
+}
+
 impl ModeOverrides {
+    /// The writes this mode pauses.
+    pub fn write_pause(&self) -> WritePause<'_> {
+        if self.pause_writes {
+            WritePause::All
+        } else if self.pause_writes_to.is_empty() {
+            WritePause::None
+        } else {
+            WritePause::To(&self.pause_writes_to)
+        }
+    }
+
     pub fn treatment(&self) -> Treatment {
         Treatment { fan_out: self.fan_out, hedging: self.hedging, fallback: self.fallback, per_step: self.per_step }
     }
@@ -186,6 +223,16 @@ pub struct Degradation {
 }
 
 impl Degradation {
+    /// Error budgets per workflow: its own and one per budget dependency (0 without a budget).
+    pub fn budget_groups_per_workflow(&self) -> usize {
+        if self.error_budget.is_some() { 1 + self.budget_dependencies.len() } else { 0 }
+    }
+
+    /// Time-series columns per error budget: state, spent share, two burn rates per rule.
+    pub fn budget_width(&self) -> usize {
+        self.error_budget.as_ref().map_or(0, |b| 2 + 2 * b.rules.len())
+    }
+
     /// The least time a workflow stays in `mode` before it may leave it.
     pub fn min_dwell_us(&self, mode: DegradationMode) -> Micros {
         self.rules.iter().filter(|r| r.mode == mode).map(|r| r.min_dwell_us).max().unwrap_or(0)
@@ -211,7 +258,9 @@ pub fn normal_overrides(budget: BudgetLimits, fan_out: FanOutLimits, hedging: bo
         fallback: FallbackMode::Normal,
         fallback_first: steps.iter().map(|&n| vec![false; n]).collect(),
         pause_writes: false,
+        pause_writes_to: Vec::new(),
         refuse_new_runs: false,
+        cancel_in_flight: false,
         per_step: false,
     }
 }

@@ -107,7 +107,10 @@ impl<'c> ModeController<'c> {
     }
 
     /// One evaluation: every workflow's machine reads the signals; `transitions` gets
-    /// (workflow, transition) for each one that moved, `readings` each workflow's own budget.
+    /// (workflow, transition) for each one that moved, `readings` (workflow, slot, reading) for
+    /// each of its budgets (slot 0 its own, k + 1 that of `budget_dependencies[k]`), and `burns`
+    /// each reading's burn rates in the same order, a long and a short one per burn-rate rule.
+    #[allow(clippy::too_many_arguments)]
     pub fn evaluate(
         &mut self,
         now: Micros,
@@ -115,7 +118,8 @@ impl<'c> ModeController<'c> {
         queue_depths: &[u32],
         refused_total: &[u64; Refusal::COUNT],
         transitions: &mut Vec<(usize, Transition)>,
-        readings: &mut Vec<(usize, BudgetReading)>,
+        readings: &mut Vec<(usize, usize, BudgetReading)>,
+        burns: &mut Vec<f64>,
     ) {
         // Micros to seconds: a rate per second, as the rules' fields say.
         let seconds = us_as_f64(self.cfg.interval_us) / 1e6;
@@ -130,9 +134,8 @@ impl<'c> ModeController<'c> {
                 for (slot, windows) in self.budgets[w].iter_mut().enumerate() {
                     let reading = windows.close_interval(b);
                     self.states[slot] = reading.state;
-                    if slot == 0 {
-                        readings.push((w, reading));
-                    }
+                    readings.push((w, slot, reading));
+                    windows.burns(b, burns);
                 }
             }
             let signals = Signals { now, breakers, queue_depths, refused_per_s: &refused_per_s, budgets: &self.states };

@@ -247,6 +247,15 @@ impl BudgetWindows {
         reading
     }
 
+    /// Every rule's long and short burn rates as the last closed interval left them, in rule
+    /// order (the time series' columns).
+    pub fn burns(&self, budget: &ErrorBudget, out: &mut Vec<f64>) {
+        for r in 0..budget.rules.len() {
+            out.push(self.sums[1 + 2 * r].burn(budget));
+            out.push(self.sums[2 + 2 * r].burn(budget));
+        }
+    }
+
     fn read(&self, budget: &ErrorBudget) -> BudgetReading {
         let period = self.sums[0];
         let elapsed = self.closed.min(self.lengths[0]).max(1);

@@ -11,7 +11,7 @@ pub mod error_budget;
 pub mod machine;
 
 pub use compile::compile_degradation;
-pub use config::{Degradation, FallbackMode, ModeOverrides, Treatment};
+pub use config::{Degradation, FallbackMode, ModeOverrides, Treatment, WritePause};
 pub use controller::{EndedRun, ModeController};
 pub use error_budget::{BudgetReading, RunEnd};
 pub use machine::{RunMode, Transition};
