@@ -468,3 +468,51 @@ fn a_tune_checkpoint_with_one_digit_changed_is_computed_again_and_said() {
     assert_eq!(tune_files(&out), tune_files(&reference), "the files are the uninterrupted tune's");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Review of issue 36, F3: a FIFO (or a link to /dev/null) where faultline keeps one of its own
+/// files (a tune checkpoint or shard, a calibration's samples file) is replaced, never written
+/// through: before, `tune` and `calibrate` waited for ever for a reader of the FIFO, and a link to
+/// /dev/null swallowed a samples file, so calibrate wrote a scenario `validate` refused.
+#[test]
+fn a_fifo_where_faultline_keeps_its_own_files_is_replaced_not_written_through() {
+    let dir = scratch("internal-fifo");
+    let reference = dir.join("reference");
+    ok(&tune_args(&["-o", s(&reference)]));
+    let out = dir.join("out");
+    let checkpoint_folder = dir.join(".out.faultline-checkpoint");
+    std::fs::create_dir_all(&checkpoint_folder).unwrap();
+    mkfifo(&checkpoint_folder.join("round-1-shard-0-of-2.json"));
+    for k in ["0/2", "1/2"] {
+        let o = run(Duration::from_secs(60), &tune_args(&["-o", s(&out), "--shard", k]));
+        assert!(o.status.success(), "{k}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = run(Duration::from_secs(60), &tune_args(&["-o", s(&out), "--merge-shards"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let checkpoint = checkpoint_folder.join("tune.json");
+    std::fs::remove_file(&checkpoint).unwrap();
+    mkfifo(&checkpoint);
+    let o = run(Duration::from_secs(60), &tune_args(&["-o", s(&out), "--resume"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(tune_files(&out), tune_files(&reference), "the files are the uninterrupted tune's");
+
+    // calibrate: the samples files' names hold a digest of their bytes, so a second calibration
+    // of the same traces writes the same names; put a FIFO and a link to /dev/null there.
+    let python = repo("tests/data/otel-python-traces.jsonl");
+    let scenario = dir.join("prod.toml");
+    ok(&["calibrate", s(&python), "--fit", "empirical", "-o", s(&scenario)]);
+    let samples: Vec<PathBuf> = std::fs::read_dir(dir.join("prod-data")).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(samples.len() >= 2, "{samples:?}");
+    std::fs::remove_file(&samples[0]).unwrap();
+    mkfifo(&samples[0]);
+    std::fs::remove_file(&samples[1]).unwrap();
+    std::os::unix::fs::symlink("/dev/null", &samples[1]).unwrap();
+    let o = run(Duration::from_secs(60), &["calibrate", s(&python), "--fit", "empirical", "-o", s(&scenario)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for path in &samples[..2] {
+        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
+        assert!(kind.is_file(), "{} is a regular file again", path.display());
+        assert!(std::fs::metadata(path).unwrap().len() > 0);
+    }
+    ok(&["validate", s(&scenario)]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

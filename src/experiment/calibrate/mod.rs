@@ -12,7 +12,7 @@ pub mod scenario_text;
 pub mod tokens;
 
 use crate::experiment::command::CommandError;
-use crate::experiment::output::folder::{OutputLock, write_atomically};
+use crate::experiment::output::folder::{OutputLock, write_atomically, write_internal};
 use crate::scenario::quote;
 pub use check::Inputs;
 use choose::{DependencyChoice, FitChoice, Latency, choose};
@@ -259,7 +259,7 @@ fn write_set(out: &Path, made: &Made) -> Result<(), CommandError> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| CommandError::Io(format!("cannot create {}: {e}", parent.display())))?;
         }
-        write_atomically(&path, bytes)?;
+        write_internal(&path, bytes, true)?;
     }
     write_atomically(out, made.text.as_bytes())?;
     remove_stale_samples(&base.join(data_folder_for(out)), &made.samples, base);

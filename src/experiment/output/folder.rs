@@ -359,8 +359,9 @@ fn remove_leftovers(target: &Path) {
     }
 }
 
-/// A single-file output, by what its path names (one rule for `-o`, `--junit`, shard files and
-/// every other file a command writes):
+/// A single-file output, by what its path names (one rule for `-o`, `--junit`, sweep shard files
+/// and every other path the user gives; files faultline names itself, checkpoints, tune shards and
+/// samples files, are always replaced: [`AtomicFile::create_internal`]):
 /// - a new path or a regular file: written under a temporary name in its folder and renamed into
 ///   place on commit, so a reader sees the old file or the new one, never a part; dropped
 ///   uncommitted, the temporary file vanishes, and a commit removes what killed writers of the
@@ -433,17 +434,34 @@ impl AtomicFile {
                     std::fs::OpenOptions::new().write(true).open(&target).map_err(|e| io_error("write", path, e))?;
                 Ok(AtomicFile { shown, path: target, temp: None, writer: Some(BufWriter::new(file)), durable: false })
             }
-            Destination::Replace(target) => {
-                let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let temp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-                if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
-                }
-                let file = File::create(&temp).map_err(|e| io_error("write", path, e))?;
-                let writer = Some(BufWriter::new(file));
-                Ok(AtomicFile { shown, path: target, temp: Some(temp), writer, durable: true })
-            }
+            Destination::Replace(target) => AtomicFile::replacing(shown, target),
         }
+    }
+
+    /// Written under a temporary name beside `target` and renamed onto it on commit.
+    fn replacing(shown: PathBuf, target: PathBuf) -> Result<AtomicFile, CommandError> {
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| io_error("create", dir, e))?;
+        }
+        let file = File::create(&temp).map_err(|e| io_error("write", &shown, e))?;
+        let writer = Some(BufWriter::new(file));
+        Ok(AtomicFile { shown, path: target, temp: Some(temp), writer, durable: true })
+    }
+
+    /// A file faultline names itself (a checkpoint, a shard, a samples file), never a path the
+    /// user typed: always replaced by rename, whatever is at its path. A FIFO, a device or a
+    /// link someone left there is replaced, never written through (a FIFO would block the
+    /// command for ever, a link to /dev/null would swallow the file); a directory is refused.
+    pub fn create_internal(path: &Path) -> Result<AtomicFile, CommandError> {
+        if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir()) {
+            return Err(CommandError::Input(format!(
+                "cannot write {}: it is a directory, where faultline keeps one of its own files; remove it",
+                path.display()
+            )));
+        }
+        AtomicFile::replacing(path.to_path_buf(), path.to_path_buf())
     }
 
     pub fn commit(mut self) -> Result<(), CommandError> {
@@ -521,10 +539,11 @@ impl AtomicFile {
     }
 }
 
-/// Writes `bytes` to `path` atomically but without waiting for the disk: for checkpoints.
-pub fn write_atomically_unsynced(path: &Path, bytes: &[u8]) -> Result<(), CommandError> {
-    let mut file = AtomicFile::create(path)?;
-    file.durable = false;
+/// Writes `bytes` to a file of faultline's own (see [`AtomicFile::create_internal`]),
+/// atomically, and durably when `durable`.
+pub fn write_internal(path: &Path, bytes: &[u8], durable: bool) -> Result<(), CommandError> {
+    let mut file = AtomicFile::create_internal(path)?;
+    file.durable = durable;
     file.write_all(bytes).map_err(|e| io_error("write", path, e))?;
     file.commit()
 }

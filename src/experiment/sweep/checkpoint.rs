@@ -4,7 +4,7 @@
 //! a point computed from anything else.
 
 use crate::experiment::command::CommandError;
-use crate::experiment::output::folder::{write_atomically, write_atomically_unsynced};
+use crate::experiment::output::folder::write_internal;
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::scenario::{InputKind, read_input, tame_message};
 use serde::{Deserialize, Serialize};
@@ -233,7 +233,7 @@ impl Checkpoint {
             }
             let mut text = serde_json::to_string_pretty(key).expect("a key always serializes");
             text.push('\n');
-            if let Err(e) = write_atomically(&key_path, text.as_bytes()) {
+            if let Err(e) = write_internal(&key_path, text.as_bytes(), true) {
                 // A full disk must not leave an empty checkpoint folder behind.
                 let _ = std::fs::remove_dir_all(dir);
                 return Err(e);
@@ -248,7 +248,7 @@ impl Checkpoint {
 
     pub fn save(&self, record: &PointRecord) -> Result<(), CommandError> {
         let text = serde_json::to_vec(&record.sealed(&self.sweep)).expect("a point always serializes");
-        write_atomically_unsynced(&self.point_path(record.point), &text)
+        write_internal(&self.point_path(record.point), &text, false)
     }
 
     pub fn load(&self, point: usize) -> Result<PointRecord, CommandError> {

@@ -5,7 +5,7 @@
 use super::outcome::Round;
 use super::race::{Samples, Status};
 use crate::experiment::command::CommandError;
-use crate::experiment::output::folder::write_atomically;
+use crate::experiment::output::folder::write_internal;
 use crate::experiment::sweep::checkpoint::fnv_hex;
 use crate::scenario::{InputKind, InputRefusal, read_input, tame_message};
 use serde::{Deserialize, Serialize};
@@ -247,7 +247,7 @@ impl Checkpoint {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| CommandError::Io(format!("cannot create {}: {e}", self.dir.display())))?;
         let text = serde_json::to_vec(&state.sealed(&state.key)).expect("a race state always serializes");
-        write_atomically(&self.file(), &text)
+        write_internal(&self.file(), &text, true)
     }
 
     /// Removes the checkpoint once the tune's files are in place.

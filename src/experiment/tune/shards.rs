@@ -7,7 +7,7 @@
 
 use super::checkpoint::TuneKey;
 use crate::experiment::command::CommandError;
-use crate::experiment::output::folder::write_atomically;
+use crate::experiment::output::folder::write_internal;
 use crate::experiment::sweep::checkpoint::fnv_hex;
 use crate::experiment::sweep::shard::Shard;
 use crate::scenario::{InputKind, read_input, tame_message};
@@ -87,7 +87,7 @@ pub fn write(
 ) -> Result<PathBuf, CommandError> {
     std::fs::create_dir_all(dir).map_err(|e| CommandError::Io(format!("cannot create {}: {e}", dir.display())))?;
     let path = dir.join(file_name(round, shard));
-    write_atomically(&path, &shard_bytes(key, round, shard, tasks, values))?;
+    write_internal(&path, &shard_bytes(key, round, shard, tasks, values), true)?;
     Ok(path)
 }
 
