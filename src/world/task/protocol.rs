@@ -147,7 +147,8 @@ impl TaskProtocol {
                 TaskCall::Create => "tools/call",
                 TaskCall::Get | TaskCall::Subscribe => "tasks/get",
                 // 2025-11-25's tasks/list takes only a cursor (no lookup by request id), and
-                // 2026-07-28 has none: the checks keep an MCP client from looking a task up.
+                // 2026-07-28 has none: an MCP client never looks a task up (`can_find`), it
+                // resends.
                 TaskCall::Find => "tasks/list",
                 TaskCall::Cancel => "tasks/cancel",
             },
@@ -358,6 +359,18 @@ mod tests {
         }
         let late = TaskProtocol::Mcp20260728.cancel(TaskState::Running, CancelBehaviour::Late, 3);
         assert_eq!(late.work, WorkOnCancel::StopAfter(3));
+    }
+
+    #[test]
+    fn each_call_has_its_specifications_method_name() {
+        let names = |p: TaskProtocol| {
+            [TaskCall::Create, TaskCall::Get, TaskCall::Find, TaskCall::Subscribe, TaskCall::Cancel]
+                .map(|c| p.call_name(c))
+        };
+        assert_eq!(names(TaskProtocol::A2a), ["SendMessage", "GetTask", "ListTasks", "SubscribeToTask", "CancelTask"]);
+        for p in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+            assert_eq!(names(p), ["tools/call", "tasks/get", "tasks/list", "tasks/get", "tasks/cancel"], "{p:?}");
+        }
     }
 
     #[test]
