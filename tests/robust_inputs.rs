@@ -168,6 +168,32 @@ fn a_cycle_of_parents_is_left_out_with_a_note_and_never_hangs() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_deep_chain_of_client_spans_is_read_in_linear_time() {
+    // A root over a chain of 100 000 client spans, each the parent of the next: only the top
+    // one is an attempt of the run, the others its callee's own calls. Walking every span up
+    // to the root took over 20 s (19.5 s for 20 000 spans); once per span, a fraction of that.
+    let dir = scratch("deep-client");
+    let mut text = good_runs(50);
+    let depth = 100_000u64;
+    let ids: Vec<String> = (1..=depth + 1).map(|i| format!("{i:016x}")).collect();
+    let mut chain = vec![Span(&ids[0], "", "agent.run wf", 2, 0, 1_000, "")];
+    for pair in ids.windows(2) {
+        chain.push(Span(&pair[1], &pair[0], "call", 3, 0, 100, DB));
+    }
+    text.push_str(&document(&format!("{:032x}", 0xdee9), &chain));
+    let traces = dir.join("deep.jsonl");
+    std::fs::write(&traces, text).unwrap();
+    let out = dir.join("deep.toml");
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "-o", s(&out)]);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(report.contains("of 51 run(s)"), "{report}");
+    let db_row: Vec<&str> = report.lines().find(|l| l.starts_with("db ")).unwrap().split_whitespace().collect();
+    assert_eq!(db_row[1], "51", "one attempt per run, the chain below the first call left out: {report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // calibrate refuses nothing of its own, and replaces nothing it then refuses
 // ---------------------------------------------------------------------------------------------
