@@ -4,6 +4,7 @@
 //! callers seem to follow (attempts per logical call, timeouts, the pause between attempts).
 
 use super::read::{Attr, ObservedSpan, ObservedTrace};
+use crate::runtime::workflow::MAX_STEPS;
 use crate::vocab::FailureKind;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -486,6 +487,10 @@ fn record_steps(
         interval.0 = interval.0.min(first);
         interval.1 = interval.1.max(last);
     }
+    // A workflow past the bound on steps is refused (`check::counts`, with the count); its
+    // order is never used, so the pairs of steps, quadratic in them, are not counted.
+    let new_steps = per_step.keys().filter(|id| !workflow.steps.contains_key(*id)).count();
+    let order_counted = workflow.steps.len() + new_steps <= MAX_STEPS;
     for (step_id, in_run) in per_step {
         let StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms, answered_ok, criticality, write, tokens } =
             in_run;
@@ -511,6 +516,9 @@ fn record_steps(
         step.gaps_ms.extend(gaps_ms);
         let (start, _) = intervals[&step_id];
         step.start_offsets_ms.push(start.saturating_sub(root_span.start_ns) as f64 / 1e6);
+        if !order_counted {
+            continue;
+        }
         for (other, &(_, other_end)) in &intervals {
             if *other == step_id {
                 continue;
