@@ -219,6 +219,34 @@ fn a_run_calling_thousands_of_callees_is_refused_at_once_by_its_count_of_steps()
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_declared_sampling_ratio_outside_0_1_is_refused_naming_the_attribute_the_value_and_the_file() {
+    // A declared -0.5 ended at "This is a defect of calibrate"; a declared 2.0 halved the rate
+    // without a word.
+    let dir = scratch("declared-ratio");
+    let out = dir.join("r.toml");
+    for (name, value, shown) in [
+        ("neg", "{\"doubleValue\":-0.5}", "faultline.sampling_ratio = -0.5"),
+        ("big", "{\"doubleValue\":2.0}", "faultline.sampling_ratio = 2.0"),
+        ("nan", "{\"stringValue\":\"NaN\"}", "faultline.sampling_ratio = `NaN`"),
+    ] {
+        let declared =
+            format!("\"resource\":{{\"attributes\":[{{\"key\":\"faultline.sampling_ratio\",\"value\":{value}}}]}}");
+        let text = good_runs(40).replace("\"resource\":{\"attributes\":[]}", &declared);
+        let traces = dir.join(format!("ratio-{name}.jsonl"));
+        std::fs::write(&traces, text).unwrap();
+        let o = run(Duration::from_secs(30), &["calibrate", s(&traces), "-o", s(&out)]);
+        let line = refused(&o, &[&format!("ratio-{name}.jsonl`, line 1"), shown, "(0, 1]", "--sampling-ratio"]);
+        assert!(!line.contains("defect"), "{line}");
+        assert!(!out.exists(), "{name}: nothing written");
+        // The share given on the command line replaces the declaration.
+        let report = ok(&["calibrate", s(&traces), "--sampling-ratio", "0.5", "-o", s(&out)]);
+        assert!(report.contains("of 40 run(s)"), "{report}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // calibrate refuses nothing of its own, and replaces nothing it then refuses
 // ---------------------------------------------------------------------------------------------
