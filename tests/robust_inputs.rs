@@ -457,6 +457,12 @@ fn devices_fifos_and_oversized_files_are_refused_at_once_by_every_reader() {
     }
     let o = gate(&front);
     assert!(matches!(o.status.code(), Some(0 | 99)), "a real front reads: {}", String::from_utf8_lossy(&o.stderr));
+    // A front without objectives judged nothing and passed every candidate.
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&front).unwrap()).unwrap();
+    doc["objectives"] = serde_json::json!([]);
+    let no_objectives = dir.join("no-objectives.json");
+    std::fs::write(&no_objectives, doc.to_string()).unwrap();
+    refused(&gate(&no_objectives), &["--front", s(&no_objectives), "`objectives` list is empty"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
