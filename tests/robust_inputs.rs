@@ -168,6 +168,85 @@ fn a_cycle_of_parents_is_left_out_with_a_note_and_never_hangs() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn a_deep_chain_of_client_spans_is_read_in_linear_time() {
+    // A root over a chain of 100 000 client spans, each the parent of the next: only the top
+    // one is an attempt of the run, the others its callee's own calls. Walking every span up
+    // to the root took over 20 s (19.5 s for 20 000 spans); once per span, a fraction of that.
+    let dir = scratch("deep-client");
+    let mut text = good_runs(50);
+    let depth = 100_000u64;
+    let ids: Vec<String> = (1..=depth + 1).map(|i| format!("{i:016x}")).collect();
+    let mut chain = vec![Span(&ids[0], "", "agent.run wf", 2, 0, 1_000, "")];
+    for pair in ids.windows(2) {
+        chain.push(Span(&pair[1], &pair[0], "call", 3, 0, 100, DB));
+    }
+    text.push_str(&document(&format!("{:032x}", 0xdee9), &chain));
+    let traces = dir.join("deep.jsonl");
+    std::fs::write(&traces, text).unwrap();
+    let out = dir.join("deep.toml");
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "-o", s(&out)]);
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(report.contains("of 51 run(s)"), "{report}");
+    let db_row: Vec<&str> = report.lines().find(|l| l.starts_with("db ")).unwrap().split_whitespace().collect();
+    assert_eq!(db_row[1], "51", "one attempt per run, the chain below the first call left out: {report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_run_calling_thousands_of_callees_is_refused_at_once_by_its_count_of_steps() {
+    // One run whose root calls 5 000 different callees: 5 000 steps, where a workflow holds 64.
+    // Counting which step ran after which for every pair first took 5.4 s and 1.8 GB (debug
+    // build; 8 000 callees: 30 s and 7 GB in release) before the refusal.
+    let dir = scratch("many-callees");
+    let callees = 5_000u64;
+    let ids: Vec<String> = (1..=callees + 1).map(|i| format!("{i:016x}")).collect();
+    let attributes: Vec<String> = (1..=callees)
+        .map(|i| format!("{{\"key\":\"server.address\",\"value\":{{\"stringValue\":\"db{i}\"}}}}"))
+        .collect();
+    let mut spans = vec![Span(&ids[0], "", "agent.run wf", 2, 0, 100_000, "")];
+    for (i, (id, callee)) in ids[1..].iter().zip(&attributes).enumerate() {
+        let start = 10 * (i as u64 + 1);
+        spans.push(Span(id, &ids[0], "call", 3, start, start + 5, callee));
+    }
+    let traces = dir.join("many.jsonl");
+    std::fs::write(&traces, document(&format!("{:032x}", 0xfeed), &spans)).unwrap();
+    let out = dir.join("many.toml");
+    let o = run(Duration::from_secs(5), &["calibrate", s(&traces), "-o", s(&out)]);
+    refused(&o, &["many.jsonl", "workflow `wf` make 5000 different steps", "at most 64"]);
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_declared_sampling_ratio_outside_0_1_is_refused_naming_the_attribute_the_value_and_the_file() {
+    // A declared -0.5 ended at "This is a defect of calibrate"; a declared 2.0 halved the rate
+    // without a word.
+    let dir = scratch("declared-ratio");
+    let out = dir.join("r.toml");
+    for (name, value, shown) in [
+        ("neg", "{\"doubleValue\":-0.5}", "faultline.sampling_ratio = -0.5"),
+        ("big", "{\"doubleValue\":2.0}", "faultline.sampling_ratio = 2.0"),
+        ("nan", "{\"stringValue\":\"NaN\"}", "faultline.sampling_ratio = `NaN`"),
+    ] {
+        let declared =
+            format!("\"resource\":{{\"attributes\":[{{\"key\":\"faultline.sampling_ratio\",\"value\":{value}}}]}}");
+        let text = good_runs(40).replace("\"resource\":{\"attributes\":[]}", &declared);
+        let traces = dir.join(format!("ratio-{name}.jsonl"));
+        std::fs::write(&traces, text).unwrap();
+        let o = run(Duration::from_secs(30), &["calibrate", s(&traces), "-o", s(&out)]);
+        let line = refused(&o, &[&format!("ratio-{name}.jsonl`, line 1"), shown, "(0, 1]", "--sampling-ratio"]);
+        assert!(!line.contains("defect"), "{line}");
+        assert!(!out.exists(), "{name}: nothing written");
+        // The share given on the command line replaces the declaration.
+        let report = ok(&["calibrate", s(&traces), "--sampling-ratio", "0.5", "-o", s(&out)]);
+        assert!(report.contains("of 40 run(s)"), "{report}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // calibrate refuses nothing of its own, and replaces nothing it then refuses
 // ---------------------------------------------------------------------------------------------
@@ -378,6 +457,12 @@ fn devices_fifos_and_oversized_files_are_refused_at_once_by_every_reader() {
     }
     let o = gate(&front);
     assert!(matches!(o.status.code(), Some(0 | 99)), "a real front reads: {}", String::from_utf8_lossy(&o.stderr));
+    // A front without objectives judged nothing and passed every candidate.
+    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&front).unwrap()).unwrap();
+    doc["objectives"] = serde_json::json!([]);
+    let no_objectives = dir.join("no-objectives.json");
+    std::fs::write(&no_objectives, doc.to_string()).unwrap();
+    refused(&gate(&no_objectives), &["--front", s(&no_objectives), "`objectives` list is empty"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

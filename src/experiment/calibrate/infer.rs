@@ -4,6 +4,7 @@
 //! callers seem to follow (attempts per logical call, timeouts, the pause between attempts).
 
 use super::read::{Attr, ObservedSpan, ObservedTrace};
+use crate::runtime::workflow::MAX_STEPS;
 use crate::vocab::FailureKind;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -314,16 +315,11 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
 
     // Attempts: client spans with no client span above them (below one is the callee's own work).
     let is_client = |i: usize| trace.spans[i].kind == 3;
+    let client_above = client_above(trace.spans.len(), parent, is_client);
     let mut calls: Calls = BTreeMap::new();
-    for i in 0..trace.spans.len() {
+    for (i, &nested) in client_above.iter().enumerate() {
         if !is_client(i) || i == root {
             continue;
-        }
-        let mut above = parent(i);
-        let mut nested = false;
-        while let Some(a) = above {
-            nested |= is_client(a);
-            above = parent(a);
         }
         let span = &trace.spans[i];
         let lookup = matches!(span.attr("attempt.kind").and_then(Attr::as_str), Some("reconciliation"));
@@ -340,6 +336,32 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
     }
     let workflow = obs.workflows.get_mut(&workflow_name).expect("added above");
     record_steps(trace, root, &calls, completed, workflow);
+}
+
+/// Per span, whether a client span sits anywhere above it. Each span's answer is found once
+/// and kept, so a deep chain of client spans costs time linear in its spans, not spans x depth
+/// (the trace has no cycle of parents: `observe` left those out).
+fn client_above(spans: usize, parent: impl Fn(usize) -> Option<usize>, is_client: impl Fn(usize) -> bool) -> Vec<bool> {
+    let mut known: Vec<Option<bool>> = vec![None; spans];
+    let mut path = Vec::new();
+    for start in 0..spans {
+        let mut at = start;
+        while known[at].is_none() {
+            match parent(at) {
+                Some(p) => {
+                    path.push(at);
+                    at = p;
+                }
+                None => known[at] = Some(false),
+            }
+        }
+        // Down the path from the highest span: each one's answer is its parent's.
+        for i in path.drain(..).rev() {
+            let p = parent(i).expect("a span on the path has a parent");
+            known[i] = Some(is_client(p) || known[p] == Some(true));
+        }
+    }
+    known.into_iter().map(|k| k == Some(true)).collect()
 }
 
 /// A run's attempts by the span they sit under and their callee: one logical call each.
@@ -465,6 +487,10 @@ fn record_steps(
         interval.0 = interval.0.min(first);
         interval.1 = interval.1.max(last);
     }
+    // A workflow past the bound on steps is refused (`check::counts`, with the count); its
+    // order is never used, so the pairs of steps, quadratic in them, are not counted.
+    let new_steps = per_step.keys().filter(|id| !workflow.steps.contains_key(*id)).count();
+    let order_counted = workflow.steps.len() + new_steps <= MAX_STEPS;
     for (step_id, in_run) in per_step {
         let StepInRun { primary, fallback, attempts, timed_out_ms, gaps_ms, answered_ok, criticality, write, tokens } =
             in_run;
@@ -490,6 +516,9 @@ fn record_steps(
         step.gaps_ms.extend(gaps_ms);
         let (start, _) = intervals[&step_id];
         step.start_offsets_ms.push(start.saturating_sub(root_span.start_ns) as f64 / 1e6);
+        if !order_counted {
+            continue;
+        }
         for (other, &(_, other_end)) in &intervals {
             if *other == step_id {
                 continue;

@@ -51,7 +51,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
     // One calibration writes to an output at a time; everything is read, made and checked
     // before a byte is written.
     let _lock = OutputLock::take(&opts.out)?;
-    let traces = read::read_traces(&opts.traces)?;
+    let traces = read::read_traces(&opts.traces, opts.sampling_ratio)?;
     let histograms = prometheus::read_histograms(&opts.prometheus)?;
     let inputs = Inputs { traces: &opts.traces, sampling_ratio: opts.sampling_ratio };
     let made = make(&inputs, traces, histograms, &renames, opts.fit, &opts.out)?;

@@ -97,12 +97,18 @@ pub const TRACE_FILES: InputKind =
 
 /// Every trace in `paths`, in file order and first-seen order within a file (a trace split
 /// over several documents is joined).
-pub fn read_traces(paths: &[std::path::PathBuf]) -> Result<Vec<ObservedTrace>, CommandError> {
+/// A declared `faultline.sampling_ratio` that is no share of root runs (outside (0, 1], or
+/// not a number) is refused naming the file, the line and the value, unless `--sampling-ratio`
+/// (`given`) replaces it.
+pub fn read_traces(paths: &[std::path::PathBuf], given: Option<f64>) -> Result<Vec<ObservedTrace>, CommandError> {
     let mut set = TraceSet::default();
     for path in paths {
         let shown = quote(&path.display().to_string());
         let file = open_input(path, TRACE_FILES).map_err(|r| CommandError::Input(format!("{shown}: {r}")))?;
         set.read(&shown, BufReader::new(file))?;
+        if let (None, Some(why)) = (given, set.unusable_ratio.take()) {
+            return Err(CommandError::Input(why));
+        }
     }
     Ok(set.traces)
 }
@@ -112,6 +118,9 @@ pub fn read_traces(paths: &[std::path::PathBuf]) -> Result<Vec<ObservedTrace>, C
 pub struct TraceSet {
     pub traces: Vec<ObservedTrace>,
     index: BTreeMap<Vec<u8>, usize>,
+    /// The first declared sampling ratio that is no share of root runs, said with its file
+    /// and line.
+    pub unusable_ratio: Option<String>,
 }
 
 impl TraceSet {
@@ -125,7 +134,13 @@ impl TraceSet {
                     first_line + e.line().saturating_sub(1)
                 )))
             })?;
-            add_request(request, &mut self.traces, &mut self.index);
+            if let Some(value) = add_request(request, &mut self.traces, &mut self.index)
+                && self.unusable_ratio.is_none()
+            {
+                self.unusable_ratio = Some(format!(
+                    "{shown}, line {first_line}: the resource attribute faultline.sampling_ratio = {value} is no share of root runs: it must be a number in (0, 1]; give the share the traces hold with --sampling-ratio"
+                ));
+            }
         }
         Ok(())
     }
@@ -178,15 +193,26 @@ fn documents(mut reader: impl BufRead) -> impl Iterator<Item = Result<(usize, St
     })
 }
 
+/// Adds the request's spans; returns the first declared sampling ratio outside (0, 1] (or not
+/// a number), as written, which is then not taken.
 fn add_request(
     request: ExportTraceServiceRequest,
     traces: &mut Vec<ObservedTrace>,
     index: &mut BTreeMap<Vec<u8>, usize>,
-) {
+) -> Option<String> {
+    let mut unusable = None;
     for resource_spans in request.resource_spans {
         let resource_attrs = resource_spans.resource.map(|r| r.attributes).unwrap_or_default();
         let resource_map = attributes(resource_attrs);
-        let sampling_ratio = resource_map.get("faultline.sampling_ratio").and_then(Attr::as_f64);
+        let declared = resource_map.get("faultline.sampling_ratio");
+        let sampling_ratio = declared.and_then(Attr::as_f64).filter(|r| *r > 0.0 && *r <= 1.0);
+        if let (Some(value), None) = (declared, sampling_ratio) {
+            unusable = unusable.or(Some(match value {
+                Attr::Str(s) => quote(s),
+                Attr::Float(f) => format!("{f:?}"),
+                Attr::Int(_) | Attr::Bool(_) => value.text(),
+            }));
+        }
         let resource: String =
             resource_map.iter().map(|(k, v)| format!("{k}={}", v.text())).collect::<Vec<_>>().join(",");
         for scope_spans in resource_spans.scope_spans {
@@ -213,6 +239,7 @@ fn add_request(
             }
         }
     }
+    unusable
 }
 
 fn attributes(list: Vec<KeyValue>) -> BTreeMap<String, Attr> {

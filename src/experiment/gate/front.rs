@@ -43,6 +43,13 @@ pub fn read_front(path: &Path) -> Result<Front, CommandError> {
             _ => Err(bad(format!("objective {o} is neither max:METRIC nor min:METRIC"))),
         })
         .collect::<Result<_, _>>()?;
+    if objectives.is_empty() {
+        // With nothing to compare, every candidate would be on the front: the gate would pass
+        // vacuously.
+        return Err(bad(
+            "its `objectives` list is empty, so no candidate could be judged against the front: give the front.json a `faultline tune` wrote".into(),
+        ));
+    }
     let points = doc["front"]
         .as_array()
         .ok_or_else(|| bad("no `front` list".into()))?
