@@ -174,7 +174,10 @@ fn apply_histograms(
 fn add_up_by_bounds(series: Vec<prometheus::Histogram>) -> (prometheus::Histogram, usize, Vec<prometheus::Histogram>) {
     let mut groups: Vec<(prometheus::Histogram, usize, Vec<prometheus::Histogram>)> = Vec::new();
     for h in series {
-        let bounds_of = |g: &prometheus::Histogram| g.buckets.iter().map(|b| b.0.to_bits()).collect::<Vec<_>>();
+        // Bounds in ms, so that `_seconds` and `_milliseconds` series are told apart, or added up
+        // when their bounds are the same durations.
+        let bounds_of =
+            |g: &prometheus::Histogram| g.buckets.iter().map(|b| (b.0 * g.ms_per_unit()).to_bits()).collect::<Vec<_>>();
         let bounds = bounds_of(&h);
         match groups.iter_mut().find(|(sum, _, _)| bounds_of(sum) == bounds) {
             Some((sum, added, members)) => {

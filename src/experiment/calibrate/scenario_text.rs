@@ -45,6 +45,16 @@ fn num(x: f64) -> String {
     if text.is_empty() || text == "-0" { "0".into() } else { text }
 }
 
+/// A rate with at least six significant digits (`num` keeps six decimals, which turns a rate of
+/// a few runs a week into 0.000002, or a run a decade into 0).
+fn rate_text(x: f64) -> String {
+    let magnitude = if x > 0.0 { x.log10().floor() as i32 } else { 0 };
+    let decimals = (5 - magnitude).clamp(6, 20) as usize;
+    let text = format!("{x:.decimals$}");
+    let text = text.trim_end_matches('0').trim_end_matches('.').to_string();
+    if text.is_empty() || text == "-0" { "0".into() } else { text }
+}
+
 fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
@@ -262,7 +272,7 @@ impl Calibrated<'_> {
         let _ = writeln!(
             t,
             "arrivals = {{ rate_per_s = {} }}   # {} runs{}",
-            num(rate),
+            rate_text(rate),
             w.runs,
             if ratio < 1.0 { format!(", sampled at {ratio:.6} of all runs") } else { String::new() }
         );
