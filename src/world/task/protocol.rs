@@ -346,6 +346,8 @@ mod tests {
         }
         assert_eq!(TaskProtocol::Mcp20251125.error(ProtocolError::TaskNotCancelable).0, -32602);
         assert_eq!(TaskProtocol::Mcp20251125.error(ProtocolError::TaskNotFound).0, -32602);
+        // MCP has no subscription: asking for one is Method not found.
+        assert_eq!(TaskProtocol::Mcp20251125.error(ProtocolError::UnsupportedOperation), (-32601, "Method not found"));
     }
 
     #[test]
