@@ -2,6 +2,8 @@
 //! queueing closed forms of docs/references.md section 1.
 #![allow(dead_code)]
 
+pub mod degradation;
+
 use faultline::engine::{Model, simulate};
 use faultline::experiment::batch::replication_seed;
 use faultline::metrics::MetricMap;
