@@ -61,9 +61,16 @@ fn at(series: &[u64], k: usize) -> f64 {
     series.get(k).copied().unwrap_or(0) as f64
 }
 
+/// The windows of `windows` the series holds: those past its end count 0, so a sum or a peak
+/// (from 0) need not visit them (a model's metric names are read off an empty recorder whose
+/// windows may number billions).
+fn held(series: &[u64], windows: &Range<usize>) -> Range<usize> {
+    windows.start.min(series.len())..windows.end.min(series.len())
+}
+
 fn mean(series: &[u64], windows: Range<usize>) -> f64 {
     let n = windows.len() as f64;
-    windows.map(|k| at(series, k)).sum::<f64>() / n
+    held(series, &windows).map(|k| at(series, k)).sum::<f64>() / n
 }
 
 /// The pre-fault and post-fault windows and the fault span.
@@ -119,7 +126,7 @@ pub fn storm_ratio(attempts: &[u64], span: &Span) -> f64 {
     if baseline <= 0.0 {
         return f64::NAN;
     }
-    let peak = after.map(|k| at(attempts, k)).fold(0.0, f64::max);
+    let peak = held(attempts, &after).map(|k| at(attempts, k)).fold(0.0, f64::max);
     peak / baseline
 }
 
@@ -139,7 +146,7 @@ pub fn fault_peak_ratio(attempts: &[u64], span: &Span) -> f64 {
     if baseline <= 0.0 {
         return f64::NAN;
     }
-    during.map(|k| at(attempts, k)).fold(0.0, f64::max) / baseline
+    held(attempts, &during).map(|k| at(attempts, k)).fold(0.0, f64::max) / baseline
 }
 
 /// Seconds from the last fault's end to the first window-end sample from which a queue stays
