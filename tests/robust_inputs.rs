@@ -678,3 +678,163 @@ fn a_small_arrival_rate_keeps_its_significant_digits() {
     assert!(rate > 1e-6 && (rate * 1e6).fract() != 0.0, "more than six decimals: {rate}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shapes the review found told in misleading words (issue 36's review, F8 to F10)
+// ---------------------------------------------------------------------------------------------
+
+/// The db row of calibrate's report: (dependency, answered attempts).
+fn answered(report: &str, dependency: &str) -> String {
+    let row = report.lines().find(|l| l.starts_with(&format!("{dependency} "))).unwrap_or_else(|| panic!("{report}"));
+    row.split_whitespace().nth(1).unwrap().to_string()
+}
+
+#[test]
+fn a_span_id_that_two_spans_share_and_a_third_points_to_leaves_its_trace_out_with_a_note() {
+    let dir = scratch("dup-ids");
+    let t = |i: u64| format!("{:032x}", 0xd000 + i);
+    let mut text = good_runs(40);
+    // A client span with its root's id, and a call below "it": whose child is the call?
+    text.push_str(&document(
+        &t(1),
+        &[
+            Span("00000000000000e1", "", "agent.run wf", 2, 0, 50, ""),
+            Span("00000000000000e1", "00000000000000e1", "GET /x", 3, 5, 40, DB),
+            Span("00000000000000e2", "00000000000000e1", "GET /y", 3, 6, 30, DB),
+        ],
+    ));
+    // Two sibling calls sharing an id nobody points to: nothing is ambiguous, the trace counts.
+    text.push_str(&document(
+        &t(2),
+        &[
+            Span("00000000000000f1", "", "agent.run wf", 2, 0, 50, ""),
+            Span("00000000000000f2", "00000000000000f1", "GET /x", 3, 5, 40, DB),
+            Span("00000000000000f2", "00000000000000f1", "GET /x", 3, 41, 45, DB),
+        ],
+    ));
+    let traces = dir.join("dup.jsonl");
+    std::fs::write(&traces, &text).unwrap();
+    let out = dir.join("dup.toml");
+    let report = ok(&["calibrate", s(&traces), "-o", s(&out)]);
+    assert!(
+        report.contains("1 trace(s) (3 spans) were left out: two of their spans share a span id that another span names as its parent"),
+        "{report}"
+    );
+    assert!(report.contains(&format!("trace {}, span id 00000000000000e1", t(1))), "{report}");
+    assert!(report.contains("of 41 run(s)"), "40 good runs and the siblings' run: {report}");
+    assert_eq!(answered(&report, "db"), "42", "40 + the siblings' 2 attempts, none of the left-out trace: {report}");
+    // Every trace ambiguous: the refusal says why there is no root.
+    let only = dir.join("only.jsonl");
+    std::fs::write(&only, text.lines().filter(|l| l.contains("e1")).collect::<Vec<_>>().join("\n")).unwrap();
+    let o = run(Duration::from_secs(20), &["calibrate", s(&only), "-o", s(&dir.join("only.toml"))]);
+    refused(&o, &["only.jsonl", "no root spans found in 3 span(s)", "share a span id", "00000000000000e1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn two_callees_that_become_one_dependency_name_are_said_to_be_added_up() {
+    let dir = scratch("merged-callees");
+    let callee = |name: &str| format!("{{\"key\":\"server.address\",\"value\":{{\"stringValue\":\"{name}\"}}}}");
+    let (dotted, dashed) = (callee("a.b"), callee("a-b"));
+    let text: String = (0..40u64)
+        .map(|i| {
+            let t = 1_000 * i;
+            let who = if i % 2 == 0 { dotted.as_str() } else { dashed.as_str() };
+            document(
+                &format!("{:032x}", 0xe000 + i),
+                &[
+                    Span("00000000000000a1", "", "agent.run wf", 2, t, t + 50, ""),
+                    Span("00000000000000a2", "00000000000000a1", "GET /x", 3, t + 5, t + 40, who),
+                ],
+            )
+        })
+        .collect();
+    let traces = dir.join("merged.jsonl");
+    std::fs::write(&traces, text).unwrap();
+    let report = ok(&["calibrate", s(&traces), "-o", s(&dir.join("m.toml"))]);
+    assert!(
+        report.contains("the callees `a-b` and `a.b` are one dependency, a-b, here"),
+        "the merge is said: {report}"
+    );
+    assert_eq!(answered(&report, "a-b"), "40", "{report}");
+    // Kept apart with --map, as the note advises: two dependencies, no merge note.
+    let report = ok(&["calibrate", s(&traces), "--map", "a.b=ab", "-o", s(&dir.join("kept.toml"))]);
+    assert!(!report.contains("are one dependency"), "{report}");
+    assert_eq!((answered(&report, "a-b"), answered(&report, "ab")), ("20".into(), "20".into()), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_refused_histogram_names_its_file_and_line_and_an_empty_one_is_said() {
+    let dir = scratch("prometheus-words");
+    let traces = dir.join("traces.jsonl");
+    std::fs::write(&traces, good_runs(40)).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let good = write(
+        "good.prom",
+        "a_seconds_bucket{server_address=\"db\",le=\"0.05\"} 100\na_seconds_bucket{server_address=\"db\",le=\"+Inf\"} 1000\n",
+    );
+    let out = dir.join("c.toml");
+    // One file given twice (or two scrapes of one server): each bucket appears twice.
+    let o = run(
+        Duration::from_secs(20),
+        &["calibrate", s(&traces), "--prometheus", s(&good), "--prometheus", s(&good), "-o", s(&out)],
+    );
+    refused(&o, &["the bucket le=0.05 appears twice", "good.prom`, line 1 and", "one file given twice"]);
+    let falling = write(
+        "falling.prom",
+        "# a comment\na_seconds_bucket{server_address=\"db\",le=\"0.05\"} 500\na_seconds_bucket{server_address=\"db\",le=\"0.1\"} 400\na_seconds_bucket{server_address=\"db\",le=\"+Inf\"} 1000\n",
+    );
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "--prometheus", s(&falling), "-o", s(&out)]);
+    refused(&o, &["falling.prom`, line 3:", "le=0.1 counts 400, fewer than the 500 of le=0.05", "line 2"]);
+    let endless = write("endless.prom", "a_seconds_bucket{server_address=\"db\",le=\"0.05\"} 5\n");
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "--prometheus", s(&endless), "-o", s(&out)]);
+    refused(&o, &["endless.prom`, line 1:", "no le=\"+Inf\" bucket"]);
+    let empty = write(
+        "empty.prom",
+        "a_seconds_bucket{server_address=\"db\",le=\"0.05\"} 0\na_seconds_bucket{server_address=\"db\",le=\"+Inf\"} 0\n",
+    );
+    let report = ok(&["calibrate", s(&traces), "--prometheus", s(&empty), "-o", s(&out)]);
+    assert!(report.contains("db: the histogram series hold no observation (every count 0)"), "{report}");
+    let scenario = std::fs::read_to_string(&out).unwrap();
+    assert!(!scenario.contains("dist = \"histogram\""), "the traces' latency is used: {scenario}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_refused_calibration_leaves_no_folder_it_made_and_says_the_ratio_as_written() {
+    let dir = scratch("refused-folders");
+    let traces = dir.join("traces.jsonl");
+    std::fs::write(&traces, "{\"resourceSpans\":[]}\n").unwrap();
+    let out = dir.join("fresh/sub/x.toml");
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "-o", s(&out)]);
+    refused(&o, &["traces.jsonl"]);
+    assert!(!dir.join("fresh").exists(), "the folders made for the lock are removed again");
+    // A folder that was there stays, empty or not.
+    std::fs::create_dir_all(dir.join("kept")).unwrap();
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "-o", s(&dir.join("kept/x.toml"))]);
+    refused(&o, &["traces.jsonl"]);
+    assert!(dir.join("kept").is_dir());
+    let o = run(Duration::from_secs(20), &["calibrate", s(&traces), "--sampling-ratio", "0", "-o", s(&out)]);
+    refused(&o, &["argument `--sampling-ratio 0`: give a share in (0, 1]"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_tune_shard_copied_over_another_is_refused_for_what_it_holds() {
+    let dir = scratch("tune-shard-copied");
+    let out = dir.join("sharded");
+    for k in ["0/2", "1/2"] {
+        ok(&tune_args(&["-o", s(&out), "--shard", k]));
+    }
+    let folder = dir.join(".sharded.faultline-checkpoint");
+    std::fs::copy(folder.join("round-1-shard-0-of-2.json"), folder.join("round-1-shard-1-of-2.json")).unwrap();
+    let o = run(Duration::from_secs(120), &tune_args(&["-o", s(&out), "--merge-shards"]));
+    refused(&o, &["round-1-shard-1-of-2.json", "it holds shard 0 of 2, which its name does not say"]);
+    assert!(!out.exists(), "nothing is written from a copied shard");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

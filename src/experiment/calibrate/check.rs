@@ -118,10 +118,12 @@ pub fn arrivals(calibrated: &Calibrated, inputs: &Inputs) -> Result<(), CommandE
     let declared = rates.iter().find_map(|r| r.2);
     Err(CommandError::Input(match (inputs.sampling_ratio, declared) {
         (Some(ratio), _) => format!(
-            "argument `--sampling-ratio {ratio:?}`: at this share of root runs the {scale}; give the share the traces really hold"
+            "argument `--sampling-ratio {}`: at this share of root runs the {scale}; give the share the traces really hold",
+            super::number_as_written(ratio)
         ),
         (None, Some(ratio)) => format!(
-            "the sampling ratio the traces declare (faultline.sampling_ratio = {ratio:?}): at this share the {scale}; give the share they hold with --sampling-ratio"
+            "the sampling ratio the traces declare (faultline.sampling_ratio = {}): at this share the {scale}; give the share they hold with --sampling-ratio",
+            super::number_as_written(ratio)
         ),
         (None, None) => {
             format!("the {scale}: the runs start too close together for their count; check the spans' timestamps")

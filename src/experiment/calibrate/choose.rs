@@ -108,8 +108,8 @@ pub fn choose(name: &str, obs: &DependencyObservations, fit: FitChoice) -> Depen
     }
     if obs.errors.is_empty() && reached > 0 {
         notes.push(format!(
-            "{name}: no error in {reached} attempts; its error rate is set to 0, but the traces only show it is below {:.2} % (95 % confidence, 3 / n)",
-            300.0 / reached as f64
+            "{name}: no error in {reached} attempts; its error rate is set to 0, but the traces only show it is below {:.2} % (95 % confidence, about 3 / n)",
+            100.0 * zero_errors_bound(reached)
         ));
     }
     let error_mix =
@@ -163,5 +163,27 @@ impl DependencyChoice {
                 (p, observed, modelled)
             })
             .collect()
+    }
+}
+
+/// The error rate below which n attempts without an error show the true rate to lie, at 95 %
+/// confidence: 1 - 0.05^(1/n) (the exact binomial bound; the rule of three's 3 / n for large n,
+/// which passes 100 % below n = 3).
+fn zero_errors_bound(attempts: usize) -> f64 {
+    1.0 - 0.05f64.powf(1.0 / attempts as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zero_errors_bound;
+
+    #[test]
+    fn the_bound_of_no_error_stays_a_share_for_few_attempts_and_is_three_over_n_for_many() {
+        // 0.05 ^ (1/1) = 0.05: one clean attempt bounds the rate only below 95 %.
+        assert!((zero_errors_bound(1) - 0.95).abs() < 1e-12);
+        assert!((zero_errors_bound(2) - (1.0 - 0.05f64.sqrt())).abs() < 1e-12);
+        // -ln(0.05) = 2.996: the rule of three, within 0.04 % of 3 / n at n = 4000.
+        let n = 4000.0;
+        assert!((zero_errors_bound(4000) * n / 3.0 - 1.0).abs() < 0.002, "{}", zero_errors_bound(4000) * n);
     }
 }

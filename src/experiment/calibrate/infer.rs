@@ -112,6 +112,21 @@ pub struct Observations {
     /// Names from the traces changed to scenario names (letters, digits, `_`, `-`): the
     /// scenario's name and the traces' spelling.
     pub renamed: BTreeMap<String, String>,
+    /// Per dependency, the callee names of the traces (after `--map`) that became it: two
+    /// spellings (`a.b` and `a-b`) are one dependency, whose calls are added up.
+    pub callee_spellings: BTreeMap<String, BTreeSet<String>>,
+    /// Traces holding two spans with one span id that a third names as its parent, left out:
+    /// which span is whose parent cannot be told.
+    pub duplicate_ids: DuplicateIds,
+}
+
+/// Traces left out because two of their spans share a span id.
+#[derive(Debug, Clone, Default)]
+pub struct DuplicateIds {
+    pub traces: usize,
+    pub spans: usize,
+    /// The first such trace and the span id it repeats, in hex.
+    pub first: Option<(String, String)>,
 }
 
 /// A name from the traces as a scenario name: letters, digits, `_` and `-` kept, every other
@@ -138,6 +153,13 @@ pub fn observe(traces: &[ObservedTrace], rename: &BTreeMap<String, String>) -> O
     let mut obs = Observations::default();
     for trace in traces {
         obs.spans += trace.spans.len();
+        if let Some(repeated) = ambiguous_parent_id(trace) {
+            let ids = &mut obs.duplicate_ids;
+            ids.traces += 1;
+            ids.spans += trace.spans.len();
+            ids.first.get_or_insert_with(|| (hex(&trace.trace_id), hex(repeated)));
+            continue;
+        }
         let on_cycles = on_cycles(trace);
         if on_cycles.iter().any(|&c| c) {
             let acyclic = leave_out_cycles(trace, &on_cycles, &mut obs.cyclic);
@@ -147,6 +169,23 @@ pub fn observe(traces: &[ObservedTrace], rename: &BTreeMap<String, String>) -> O
         }
     }
     obs
+}
+
+/// An id as OTLP/JSON spells it: lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A span id two spans of the trace share and another span names as its parent, if any: then
+/// whose child that span is cannot be told. (Repeated ids no span points to change nothing.)
+fn ambiguous_parent_id(trace: &ObservedTrace) -> Option<&[u8]> {
+    let mut ids: Vec<&[u8]> = trace.spans.iter().map(|s| s.span_id.as_slice()).collect();
+    ids.sort_unstable();
+    let repeated: BTreeSet<&[u8]> = ids.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0]).collect();
+    if repeated.is_empty() {
+        return None;
+    }
+    trace.spans.iter().map(|s| s.parent_id.as_slice()).find(|p| repeated.contains(p))
 }
 
 /// Per span, whether its chain of parents never reaches a span without a parent in the trace:
@@ -189,7 +228,6 @@ pub fn on_cycles(trace: &ObservedTrace) -> Vec<bool> {
 /// The trace without the spans on or below a cycle, which are counted (and the first cycle
 /// named) in `cyclic`.
 fn leave_out_cycles(trace: &ObservedTrace, on_cycles: &[bool], cyclic: &mut CyclicSpans) -> ObservedTrace {
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     let left_out: Vec<&ObservedSpan> = trace.spans.iter().zip(on_cycles).filter(|(_, c)| **c).map(|(s, _)| s).collect();
     cyclic.spans += left_out.len();
     cyclic.traces += 1;
@@ -327,7 +365,12 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
             obs.nested_calls += 1;
             continue;
         }
-        let name = named(callee(span, rename), &mut obs.renamed);
+        let raw = callee(span, rename);
+        let name = named(raw.clone(), &mut obs.renamed);
+        let spellings = obs.callee_spellings.entry(name.clone()).or_default();
+        if !spellings.contains(&raw) {
+            spellings.insert(raw);
+        }
         record_attempt(obs.dependencies.entry(name.clone()).or_default(), span);
         let site_span = parent(i).unwrap_or(root);
         let mut site = attempt_site(trace, site_span, parent(site_span), &name);

@@ -40,7 +40,10 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
     if let Some(r) = opts.sampling_ratio
         && !(r > 0.0 && r <= 1.0)
     {
-        return Err(CommandError::Input(format!("argument `--sampling-ratio {r:?}`: give a share in (0, 1]")));
+        return Err(CommandError::Input(format!(
+            "argument `--sampling-ratio {}`: give a share in (0, 1]",
+            number_as_written(r)
+        )));
     }
     if opts.out.extension().and_then(|e| e.to_str()) != Some("toml") {
         return Err(CommandError::Input(format!(
@@ -82,8 +85,16 @@ pub fn make(
     let mut observations = observe(&traces, renames);
     drop(traces);
     if observations.workflows.is_empty() {
+        let ids = &observations.duplicate_ids;
+        let why = match &ids.first {
+            Some((trace, id)) => format!(
+                " ({} trace(s) left out because two of their spans share a span id another names as its parent; the first: trace {trace}, span id {id})",
+                ids.traces
+            ),
+            None => String::new(),
+        };
         return Err(CommandError::Input(format!(
-            "{}: no root spans found in {} span(s); calibrate needs whole traces (a root span per request)",
+            "{}: no root spans found in {} span(s){why}; calibrate needs whole traces (a root span per request)",
             inputs.shown(),
             observations.spans
         )));
@@ -112,6 +123,13 @@ pub fn make(
     check_runs(out, &text, &samples, inputs)?;
     let report = report(&observations, &choices, &calibrated, &unused, out);
     Ok(Made { text, samples, report })
+}
+
+/// A number as a user writes it: `0`, `0.5`, `1e-12` (Rust's Display gives
+/// `0.000000000001`, its Debug `0.0`).
+pub fn number_as_written(x: f64) -> String {
+    let plain = format!("{x}");
+    if plain.len() <= 12 { plain } else { format!("{x:e}") }
 }
 
 /// Gives each dependency a Prometheus histogram of its callee's latency, when one was read:
@@ -163,6 +181,10 @@ fn apply_histograms(
             choice.latency = Latency::Histogram(merged);
             // What was said of the traces' own tail no longer describes the latency used.
             choice.notes.retain(|n| !n.contains("show the tail only"));
+        } else {
+            notes.push(format!(
+                "{callee}: the histogram series hold no observation (every count 0); the traces' latency is used"
+            ));
         }
     }
     notes

@@ -88,6 +88,18 @@ impl Histogram {
 /// A series: its metric name and its labels without `le`.
 type SeriesKey = (String, Vec<(String, String)>);
 
+/// One `_bucket` sample as read: its bound, its count, and where it was (the file as shown,
+/// the line), so that a refusal of the series names them.
+#[derive(Debug, Clone)]
+struct BucketSample {
+    le: f64,
+    count: f64,
+    file: usize,
+    line: usize,
+}
+
+type Series = BTreeMap<SeriesKey, Vec<BucketSample>>;
+
 /// A Prometheus text file larger than this is refused unread (a scrape of a whole server is a
 /// few MiB; a histogram needs a few lines).
 pub const PROMETHEUS_FILES: InputKind =
@@ -98,28 +110,31 @@ pub const MAX_LINE_BYTES: u64 = 1 << 20;
 /// Every `_bucket` series in the files, grouped by name and labels; series of one callee with
 /// the same bounds are added up later by the caller.
 pub fn read_histograms(paths: &[std::path::PathBuf]) -> Result<Vec<Histogram>, CommandError> {
-    let mut series: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
-    for path in paths {
+    let mut series: Series = BTreeMap::new();
+    let mut files = Vec::new();
+    for (index, path) in paths.iter().enumerate() {
         let shown = quote(&path.display().to_string());
         let file = open_input(path, PROMETHEUS_FILES).map_err(|r| CommandError::Input(format!("{shown}: {r}")))?;
-        read_series(&shown, std::io::BufReader::new(file), &mut series)?;
+        read_series(&shown, index, std::io::BufReader::new(file), &mut series)?;
+        files.push(shown);
     }
-    histograms(series)
+    histograms(series, &files)
 }
 
 /// The histograms of one Prometheus text, from memory; `shown` names it in errors.
 pub fn histograms_from(shown: &str, bytes: &[u8]) -> Result<Vec<Histogram>, CommandError> {
     let mut series = BTreeMap::new();
-    read_series(shown, bytes, &mut series)?;
-    histograms(series)
+    read_series(shown, 0, bytes, &mut series)?;
+    histograms(series, &[shown.to_string()])
 }
 
 /// Reads the `_bucket` samples of one file, line by line (no line longer than
 /// [`MAX_LINE_BYTES`]), into `series`.
 fn read_series(
     shown: &str,
+    file: usize,
     mut reader: impl std::io::BufRead,
-    series: &mut BTreeMap<SeriesKey, Vec<(f64, f64)>>,
+    series: &mut Series,
 ) -> Result<(), CommandError> {
     let mut i = 0;
     while let Some(raw) = next_line(&mut reader, MAX_LINE_BYTES) {
@@ -141,34 +156,59 @@ fn read_series(
         };
         let le: f64 = parse_value(&le)
             .ok_or_else(|| CommandError::Input(format!("{shown}, line {i}: le={} is not a number", quote(&le))))?;
-        series.entry((metric.to_string(), labels.into_iter().collect())).or_default().push((le, value));
+        let sample = BucketSample { le, count: value, file, line: i };
+        series.entry((metric.to_string(), labels.into_iter().collect())).or_default().push(sample);
     }
     Ok(())
 }
 
-/// The series read, each checked as a histogram.
-fn histograms(series: BTreeMap<SeriesKey, Vec<(f64, f64)>>) -> Result<Vec<Histogram>, CommandError> {
+/// The series read, each checked as a histogram; a refusal names the series, and the file and
+/// line of the bucket at fault (`files` are the files as shown, by index).
+fn histograms(series: Series, files: &[String]) -> Result<Vec<Histogram>, CommandError> {
     let mut histograms = Vec::new();
     for ((metric, labels), mut buckets) in series {
-        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        buckets.sort_by(|a, b| a.le.total_cmp(&b.le));
         let shown = quote(&format!(
             "{metric}{{{}}}",
             labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect::<Vec<_>>().join(",")
         ));
-        if buckets.last().is_none_or(|b| b.0 != f64::INFINITY) {
-            return Err(CommandError::Input(format!("histogram {shown} has no le=\"+Inf\" bucket")));
-        }
-        if let Some((le, count)) = buckets.iter().find(|(le, count)| le.is_nan() || !count.is_finite() || *count < 0.0)
-        {
+        let at = |b: &BucketSample| format!("{}, line {}", files[b.file], b.line);
+        let last = buckets.last().expect("a series holds the sample that made it");
+        if last.le != f64::INFINITY {
             return Err(CommandError::Input(format!(
-                "histogram {shown}: the bucket le={le} holds {count}; a bucket's count is a number of observations, 0 or more"
+                "{}: histogram {shown} has no le=\"+Inf\" bucket (its last bucket is le={})",
+                at(last),
+                last.le
             )));
         }
-        if buckets.windows(2).any(|w| w[1].1 < w[0].1 || w[1].0 == w[0].0) {
+        if let Some(b) = buckets.iter().find(|b| b.le.is_nan() || !b.count.is_finite() || b.count < 0.0) {
             return Err(CommandError::Input(format!(
-                "histogram {shown}: counts must not decrease as le grows, and each le appears once"
+                "{}: histogram {shown}: the bucket le={} holds {}; a bucket's count is a number of observations, 0 or more",
+                at(b),
+                b.le,
+                b.count
             )));
         }
+        if let Some(w) = buckets.windows(2).find(|w| w[1].le == w[0].le) {
+            return Err(CommandError::Input(format!(
+                "histogram {shown}: the bucket le={} appears twice ({} and {}): the same series read twice (two scrapes, or one file given twice?); give each series once",
+                w[0].le,
+                at(&w[0]),
+                at(&w[1])
+            )));
+        }
+        if let Some(w) = buckets.windows(2).find(|w| w[1].count < w[0].count) {
+            return Err(CommandError::Input(format!(
+                "{}: histogram {shown}: the bucket le={} counts {}, fewer than the {} of le={} ({}); cumulative counts never decrease as le grows",
+                at(&w[1]),
+                w[1].le,
+                w[1].count,
+                w[0].count,
+                w[0].le,
+                at(&w[0])
+            )));
+        }
+        let buckets = buckets.into_iter().map(|b| (b.le, b.count)).collect();
         histograms.push(Histogram { metric, labels: labels.into_iter().collect(), buckets });
     }
     Ok(histograms)

@@ -408,6 +408,20 @@ impl Calibrated<'_> {
                 spans.join(", ")
             ));
         }
+        if let Some((trace, id)) = &o.duplicate_ids.first {
+            notes.push(format!(
+                "{} trace(s) ({} spans) were left out: two of their spans share a span id that another span names as its parent, so whose child it is cannot be told; the first: trace {trace}, span id {id}",
+                o.duplicate_ids.traces, o.duplicate_ids.spans
+            ));
+        }
+        for (name, spellings) in o.callee_spellings.iter().filter(|(_, s)| s.len() > 1) {
+            let first = spellings.iter().next().expect("two spellings or more");
+            notes.push(format!(
+                "the callees {} are one dependency, {name}, here (scenario names use letters, digits, `_` and `-`): their calls are added up; keep them apart with --map {}=ANOTHER_NAME",
+                spellings.iter().map(|s| quote_text(s)).collect::<Vec<_>>().join(" and "),
+                first
+            ));
+        }
         for (name, raw) in &o.renamed {
             notes.push(format!(
                 "{} is named {name} here (scenario names use letters, digits, `_` and `-`)",

@@ -50,6 +50,14 @@ pub struct OutputFolder {
 pub struct OutputLock {
     file: File,
     path: PathBuf,
+    /// The folders taking the lock created, deepest first: removed again on drop while they are
+    /// empty, so a refused command leaves no empty folders behind.
+    created_folders: Vec<PathBuf>,
+}
+
+/// The folders `create_dir_all(folder)` would create, deepest first.
+fn missing_folders(folder: &Path) -> Vec<PathBuf> {
+    folder.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).map(Path::to_path_buf).collect()
 }
 
 fn same_file(file: &File, path: &Path) -> bool {
@@ -70,7 +78,9 @@ impl OutputLock {
     fn take_for(target: &Path, shown: &Path) -> Result<OutputLock, CommandError> {
         use std::os::fd::AsRawFd;
         let path = sibling(target, "lock");
+        let mut created_folders = Vec::new();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            created_folders = missing_folders(parent);
             std::fs::create_dir_all(parent).map_err(|e| beside_error(shown, parent, e))?;
         }
         for _ in 0..10 {
@@ -93,7 +103,7 @@ impl OutputLock {
                 return Err(io_error("lock", shown, e));
             }
             if same_file(&file, &path) {
-                return Ok(OutputLock { file, path });
+                return Ok(OutputLock { file, path, created_folders });
             }
             // The holder removed the file between our open and our lock: start over.
         }
@@ -106,6 +116,12 @@ impl Drop for OutputLock {
         // Removed while still locked (the descriptor closes after this).
         if same_file(&self.file, &self.path) {
             let _ = std::fs::remove_file(&self.path);
+        }
+        // remove_dir refuses a folder that holds anything: the output written keeps its folders.
+        for folder in &self.created_folders {
+            if std::fs::remove_dir(folder).is_err() {
+                break;
+            }
         }
     }
 }

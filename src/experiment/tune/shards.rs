@@ -188,12 +188,29 @@ pub fn gather(
     let bad = |path: &Path, why: String| CommandError::Input(format!("{}: {why}", path.display()));
     let shards = files[0].1.shards;
     if let Some((path, f)) = files.iter().find(|(_, f)| f.shards != shards) {
-        return Err(bad(path, format!("a shard of {} where {} is a shard of {shards}", f.shards, paths[0].display())));
+        return Err(bad(
+            path,
+            format!(
+                "a shard of {} where {} is a shard of {shards}: the files of two runs with different --shard counts share the folder; remove the files of one and run its missing shards again",
+                f.shards,
+                paths[0].display()
+            ),
+        ));
     }
     let mut rows: Vec<Option<Vec<f64>>> = vec![None; all.len()];
     let mut seen = vec![false; shards];
     for (path, f) in &files {
         let shard = Shard { index: f.shard, count: shards };
+        let named = path.file_name().is_some_and(|n| n.to_string_lossy() == file_name(round, shard));
+        if !named {
+            return Err(bad(
+                path,
+                format!(
+                    "it holds shard {} of {shards}, which its name does not say (copied or renamed?); remove it and run its shard again",
+                    f.shard
+                ),
+            ));
+        }
         if f.shard >= shards || f.tasks != share(all, shard) || f.values.len() != f.tasks.len() {
             return Err(bad(
                 path,
