@@ -722,6 +722,7 @@ fn a_span_id_that_two_spans_share_and_a_third_points_to_leaves_its_trace_out_wit
     );
     assert!(report.contains(&format!("trace {}, span id 00000000000000e1", t(1))), "{report}");
     assert!(report.contains("of 41 run(s)"), "40 good runs and the siblings' run: {report}");
+    assert!(!report.contains("end before they start"), "{report}");
     assert_eq!(answered(&report, "db"), "42", "40 + the siblings' 2 attempts, none of the left-out trace: {report}");
     // Every trace ambiguous: the refusal says why there is no root.
     let only = dir.join("only.jsonl");
@@ -750,13 +751,21 @@ fn two_callees_that_become_one_dependency_name_are_said_to_be_added_up() {
         })
         .collect();
     let traces = dir.join("merged.jsonl");
-    std::fs::write(&traces, text).unwrap();
+    std::fs::write(&traces, &text).unwrap();
     let report = ok(&["calibrate", s(&traces), "-o", s(&dir.join("m.toml"))]);
     assert!(
         report.contains("the callees `a-b` and `a.b` are one dependency, a-b, here"),
         "the merge is said: {report}"
     );
     assert_eq!(answered(&report, "a-b"), "40", "{report}");
+    // One call whose end precedes its start (hosts' clocks apart) is read as 0 ms, and said.
+    let skewed =
+        text.replacen(&format!("\"endTimeUnixNano\":\"{}\"", 40 * 1_000_000), "\"endTimeUnixNano\":\"1000\"", 1);
+    assert_ne!(skewed, text);
+    std::fs::write(&traces, &skewed).unwrap();
+    let report = ok(&["calibrate", s(&traces), "-o", s(&dir.join("skewed.toml"))]);
+    assert!(report.contains("1 span(s) end before they start"), "{report}");
+    std::fs::write(&traces, &text).unwrap();
     // Kept apart with --map, as the note advises: two dependencies, no merge note.
     let report = ok(&["calibrate", s(&traces), "--map", "a.b=ab", "-o", s(&dir.join("kept.toml"))]);
     assert!(!report.contains("are one dependency"), "{report}");

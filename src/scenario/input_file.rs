@@ -247,5 +247,8 @@ mod tests {
         assert_eq!(bytes_text(16 << 20), "16777216 bytes (16 MiB)");
         assert_eq!(bytes_text(4 << 30), "4294967296 bytes (4 GiB)");
         assert_eq!(bytes_text(1000), "1000 bytes");
+        // Whole units only, and only from one unit up: 0 is no "0 GiB", 1.5 GiB is in MiB.
+        assert_eq!(bytes_text(0), "0 bytes");
+        assert_eq!(bytes_text(3 << 29), "1610612736 bytes (1536 MiB)");
     }
 }

@@ -118,6 +118,9 @@ pub struct Observations {
     /// Traces holding two spans with one span id that a third names as its parent, left out:
     /// which span is whose parent cannot be told.
     pub duplicate_ids: DuplicateIds,
+    /// Spans that end before they start (clock skew between hosts, a broken exporter): read as
+    /// lasting 0 ms.
+    pub backwards_spans: usize,
 }
 
 /// Traces left out because two of their spans share a span id.
@@ -153,6 +156,7 @@ pub fn observe(traces: &[ObservedTrace], rename: &BTreeMap<String, String>) -> O
     let mut obs = Observations::default();
     for trace in traces {
         obs.spans += trace.spans.len();
+        obs.backwards_spans += trace.spans.iter().filter(|s| s.end_ns < s.start_ns).count();
         if let Some(repeated) = ambiguous_parent_id(trace) {
             let ids = &mut obs.duplicate_ids;
             ids.traces += 1;

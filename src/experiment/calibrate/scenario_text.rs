@@ -408,6 +408,12 @@ impl Calibrated<'_> {
                 spans.join(", ")
             ));
         }
+        if o.backwards_spans > 0 {
+            notes.push(format!(
+                "{} span(s) end before they start (clocks of two hosts apart, or a broken exporter) and are read as lasting 0 ms",
+                o.backwards_spans
+            ));
+        }
         if let Some((trace, id)) = &o.duplicate_ids.first {
             notes.push(format!(
                 "{} trace(s) ({} spans) were left out: two of their spans share a span id that another span names as its parent, so whose child it is cannot be told; the first: trace {trace}, span id {id}",
