@@ -551,6 +551,19 @@ fn a_tune_checkpoint_with_one_digit_changed_is_computed_again_and_said() {
         "the damage and the simulations it costs are said: {text}"
     );
     assert_eq!(tune_files(&out), tune_files(&reference), "the files are the uninterrupted tune's");
+    // A folder where the checkpoint goes (review of issue 36, F9): computed again as a damaged
+    // checkpoint is (it was refused before, "it is a directory ... remove it").
+    let folder = dir.join("folder");
+    for k in ["0/2", "1/2"] {
+        ok(&tune_args(&["-o", s(&folder), "--shard", k]));
+    }
+    ok(&tune_args(&["-o", s(&folder), "--merge-shards"]));
+    let checkpoint = dir.join(".folder.faultline-checkpoint/tune.json");
+    std::fs::remove_file(&checkpoint).unwrap();
+    std::fs::create_dir_all(checkpoint.join("inside")).unwrap();
+    let text = ok(&tune_args(&["-o", s(&folder), "--resume"]));
+    assert!(text.contains("is not a regular file but a folder; what it held is computed again"), "{text}");
+    assert_eq!(tune_files(&folder), tune_files(&reference), "the files are the uninterrupted tune's");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -247,6 +247,17 @@ impl Checkpoint {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| CommandError::Io(format!("cannot create {}: {e}", self.dir.display())))?;
         let text = serde_json::to_vec(&state.sealed(&state.key)).expect("a race state always serializes");
+        // A folder where the checkpoint goes was read as a damaged checkpoint and is computed
+        // again; it sits in the tune's own checkpoint folder, which the tune removes whole at its
+        // end anyway, so it is replaced as a damaged file would be.
+        if std::fs::symlink_metadata(self.file()).is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir_all(self.file()).map_err(|e| {
+                CommandError::Io(format!(
+                    "cannot replace the folder {} with the checkpoint: {e}",
+                    self.file().display()
+                ))
+            })?;
+        }
         write_internal(&self.file(), &text, true)
     }
 
