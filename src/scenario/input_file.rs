@@ -230,6 +230,26 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_says_it_is_empty_but_holds_more_than_its_bound_is_refused_as_too_large() {
+        // /proc files report size 0 and hold more: the bound is kept while reading.
+        let refusal = read_input(Path::new("/proc/self/status"), SMALL).unwrap_err();
+        assert!(matches!(refusal, InputRefusal::TooLarge { size: None, .. }), "{refusal:?}");
+    }
+
+    #[test]
+    fn no_line_is_handed_out_from_a_read_that_went_past_the_bound() {
+        let dir = scratch("past-the-bound");
+        std::fs::write(dir.join("f"), b"1234").unwrap();
+        let file = open_input(&dir.join("f"), SMALL).unwrap();
+        // Grown after the open: the first read takes 9 bytes, one past the bound, and fails,
+        // though its first line alone would fit.
+        std::fs::write(dir.join("f"), b"1234567\n9").unwrap();
+        let mut reader = std::io::BufReader::new(file);
+        assert!(matches!(next_line(&mut reader, 100), Some(Err(LineRefusal::Io(_)))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn lines_are_read_up_to_their_bound_and_no_further() {
         let text = b"12345678\nabc\r\n123456789\nlast";
         let mut reader = &text[..];
