@@ -260,6 +260,11 @@ mod tests {
         // An endless line: refused after 9 bytes, whatever follows.
         let mut endless = std::io::BufReader::new(std::io::repeat(b'x'));
         assert!(matches!(next_line(&mut endless, 8), Some(Err(LineRefusal::TooLong { max_bytes: 8 }))));
+        // A last line without its newline, exactly at the bound, is whole.
+        let mut last = &b"abc\n12345678"[..];
+        assert_eq!(next_line(&mut last, 8).unwrap().unwrap(), b"abc");
+        assert_eq!(next_line(&mut last, 8).unwrap().unwrap(), b"12345678");
+        assert!(next_line(&mut last, 8).is_none());
     }
 
     #[test]
