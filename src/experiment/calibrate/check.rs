@@ -119,14 +119,21 @@ pub fn arrivals(calibrated: &Calibrated, inputs: &Inputs) -> Result<(), CommandE
     Err(CommandError::Input(match (inputs.sampling_ratio, declared) {
         (Some(ratio), _) => format!(
             "argument `--sampling-ratio {}`: at this share of root runs the {scale}; give the share the traces really hold",
-            super::number_as_written(ratio)
+            number_as_written(ratio)
         ),
         (None, Some(ratio)) => format!(
             "the sampling ratio the traces declare (faultline.sampling_ratio = {}): at this share the {scale}; give the share they hold with --sampling-ratio",
-            super::number_as_written(ratio)
+            number_as_written(ratio)
         ),
         (None, None) => {
             format!("the {scale}: the runs start too close together for their count; check the spans' timestamps")
         }
     }))
+}
+
+/// A number as a user writes it: `0`, `0.5`, `1e-12` (Rust's Display gives
+/// `0.000000000001`, its Debug `0.0`).
+pub fn number_as_written(x: f64) -> String {
+    let plain = format!("{x}");
+    if plain.len() <= 12 { plain } else { format!("{x:e}") }
 }

@@ -42,7 +42,7 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
     {
         return Err(CommandError::Input(format!(
             "argument `--sampling-ratio {}`: give a share in (0, 1]",
-            number_as_written(r)
+            check::number_as_written(r)
         )));
     }
     if opts.out.extension().and_then(|e| e.to_str()) != Some("toml") {
@@ -123,13 +123,6 @@ pub fn make(
     check_runs(out, &text, &samples, inputs)?;
     let report = report(&observations, &choices, &calibrated, &unused, out);
     Ok(Made { text, samples, report })
-}
-
-/// A number as a user writes it: `0`, `0.5`, `1e-12` (Rust's Display gives
-/// `0.000000000001`, its Debug `0.0`).
-pub fn number_as_written(x: f64) -> String {
-    let plain = format!("{x}");
-    if plain.len() <= 12 { plain } else { format!("{x:e}") }
 }
 
 /// Gives each dependency a Prometheus histogram of its callee's latency, when one was read:
