@@ -288,6 +288,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 deadline_exceeded,
                 full_quality: machine.full_quality(),
                 degraded_by_mode_only: machine.degraded_by_mode_only(),
+                cancelled_by_mode: machine.cancelled_by_mode(),
                 duplicate_effect: false,
             };
             let run = EndedRun {
@@ -335,6 +336,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 deadline_exceeded,
                 full_quality: machine.full_quality(),
                 degraded_by_mode_only: machine.degraded_by_mode_only(),
+                cancelled_by_mode: machine.cancelled_by_mode(),
                 duplicate_effect,
             };
             let wf = &self.model.workflows[machine.workflow as usize];

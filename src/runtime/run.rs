@@ -145,6 +145,8 @@ pub struct RunMachine {
     evidence: EvidenceLevel,
     /// The run was handed off because the mode paused its write.
     write_paused: bool,
+    /// The run was cancelled as its workflow entered a mode with `cancel_in_flight`.
+    cancelled_by_mode: bool,
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
@@ -170,6 +172,7 @@ impl RunMachine {
             treatment: Treatment::PLAIN,
             evidence: EvidenceLevel::Live,
             write_paused: false,
+            cancelled_by_mode: false,
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
@@ -202,6 +205,7 @@ impl RunMachine {
         self.mode = mode;
         self.evidence = EvidenceLevel::Live;
         self.write_paused = false;
+        self.cancelled_by_mode = false;
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
@@ -276,6 +280,11 @@ impl RunMachine {
     /// fallback first): the full-quality SLI does not hold the mode's own choice against it.
     pub fn degraded_by_mode_only(&self) -> bool {
         self.degraded != 0 && self.own_degraded == 0
+    }
+
+    /// The run ended because its workflow entered a mode that cancels runs in flight.
+    pub fn cancelled_by_mode(&self) -> bool {
+        self.cancelled_by_mode
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -1048,6 +1057,7 @@ impl RunMachine {
             return;
         }
         out.observe(Observation::RunCancelledByMode);
+        self.cancelled_by_mode = true;
         self.end_run(cx, out, Outcome::Failed);
     }
 
