@@ -214,7 +214,10 @@ impl<T: Tracer> Simulation<'_, T> {
             counted: true,
             tokens: match &self.model.world.dependencies[station].tokens {
                 Some(shape) if purpose != Purpose::Lookup => {
-                    Some(workflow.steps[s as usize].tokens_in(slot.key, shape))
+                    let mut tokens = workflow.steps[s as usize].tokens_in(slot.key, shape);
+                    let sp = &self.policy.steps[slot.machine.workflow as usize][s as usize];
+                    tokens.reduce_input(slot.machine.context_share(sp, s));
+                    Some(tokens)
                 }
                 Some(_) | None => None,
             },
