@@ -120,7 +120,7 @@ fn a_reduced_context_fits_a_smaller_window_and_degrades_the_result() {
     assert_eq!(get(&whole, "dependency.lite.attempt_total"), 0.0, "6 000 tokens do not fit 4 000");
     assert_eq!(get(&whole, "dependency.mini.attempt_total"), 2.0 * runs);
     assert_eq!(get(&whole, "fallback_refused_total"), 2.0 * runs);
-    assert!(whole.get("degraded_total.context_reduced").is_none(), "no candidate reduces: no such metric");
+    assert!(!whole.contains_key("degraded_total.context_reduced"), "no candidate reduces: no such metric");
 }
 
 /// The one-candidate `fallback` is a list of one: the same run, figure for figure.
@@ -185,7 +185,7 @@ fn bad_candidates_are_refused_with_their_field() {
         std::fs::remove_dir_all(&dir).unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{line}: {err}");
-        assert!(err.contains(&format!("s.toml:")) && err.contains(field) && err.contains(words), "{line}: {err}");
+        assert!(err.contains("s.toml:") && err.contains(field) && err.contains(words), "{line}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
 }
