@@ -143,7 +143,7 @@ const REPLAY_EXAMPLES: &str = "Examples:
   faultline replay scenarios/meeting-analysis-incident.toml -p naive --first failed
   faultline replay scenario.toml -p resilient --replication 3 --run 120 -o run-120.otlp.json
   faultline replay scenario.toml -p resilient --replication-seed 1427611187311264851 --first duplicate
-  faultline replay scenarios/meeting-analysis-incident.toml -p resilient --first refused --refused-by circuit_open
+  faultline replay scenarios/meeting-analysis-incident.toml -p resilient --first refused --refused-by bulkhead
 
 Root runs are numbered from 1 in the order they start (a user's resubmission is a new run).
 --first looks among runs started after the warm-up. The trace loads into the OpenTelemetry

@@ -219,3 +219,41 @@ fn cancel_in_flight_is_an_action_of_paused() {
     let err = faultline_error(&text);
     assert!(err.contains("runtime_policy[0].actions.cancel_in_flight") && err.contains("handoff"), "{err}");
 }
+
+/// A run PAUSED cancels in flight counts in the error budget as refused runs do
+/// (`refused_runs`, the SLO owner's choice). Before, it counted bad whatever `refused_runs`
+/// said, so a PAUSED rule on that budget saw a burst of its own cancellations at entry: with the
+/// same cancellations, the budget spent the same share excluded and counted bad. Now excluded
+/// (the default) spends less than bad by the cancelled runs, and good less still.
+#[test]
+fn runs_cancelled_in_flight_count_in_the_budget_as_refused_runs_do() {
+    let policy = |refused: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"auto_completion\", period_s = 3600, min_runs = 20, refused_runs = \"{refused}\", burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"paused\"\nwhen = {{ dependency = \"model\", breaker = \"open\" }}\nactions = {{ cancel_in_flight = true }}\n"
+        )
+    };
+    let [excluded, bad, good] = ["excluded", "bad", "good"].map(|r| run(&scenario(SLOW_MODEL, &policy(r))));
+    let cancelled = get(&bad, "degradation_cancelled_run_total");
+    assert!(cancelled >= 20.0, "{}", modes(&bad));
+    for m in [&excluded, &good] {
+        assert_eq!(get(m, "degradation_cancelled_run_total"), cancelled, "the same entries, the same cancellations");
+    }
+    let spent = |m: &MetricMap| get(m, "error_budget_spent_max");
+    eprintln!(
+        "spent: excluded {}, bad {}, good {}; {cancelled} cancelled",
+        spent(&excluded),
+        spent(&bad),
+        spent(&good)
+    );
+    // 400 s at 20 runs a second, extrapolated to the hour: 72 000 runs, a budget of 720 bad
+    // runs; the cancelled ones are a share cancelled / 720 of it.
+    let share = cancelled / 720.0;
+    assert!(
+        spent(&bad) - spent(&excluded) >= 0.5 * share,
+        "{} against {}: {}",
+        spent(&bad),
+        spent(&excluded),
+        modes(&bad)
+    );
+    assert!(spent(&good) <= spent(&excluded), "{} against {}", spent(&good), spent(&excluded));
+}

@@ -480,21 +480,20 @@ fn run_and_sweep_write_a_self_contained_report() {
     let dir = scratch("report");
     let run = dir.join("run");
     ok(&["run", SCENARIO, "--replications", "2", "--set", "simulation.duration_s=900", "--out", s(&run)]);
-    // Goodput, the resilient policy's mode timeline, attempts, its breaker's state and
-    // transitions, refusals by reason and over time, up to three queue depths, latency,
-    // outcomes, utilization, refusals per dependency.
+    // Goodput, the resilient policy's mode timeline, attempts, its bulkhead's permits, refusals
+    // by reason and over time, up to three queue depths, latency, outcomes, utilization,
+    // refusals per dependency.
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     let queues = html.matches("<title>Queue depth at window end").count();
     assert!((1..=3).contains(&queues), "{queues} queue charts");
     check_report(
         &run.join("report.html"),
-        11 + queues,
+        10 + queues,
         &[
             "Goodput per window",
             "Degradation mode per window",
             "Attempts per window",
-            "Circuit breaker state per window",
-            "Circuit breaker transitions",
+            "Bulkhead permits in use at window end",
             "Refusals by reason",
             "Refused attempts per window",
             "Root-run latency percentiles",

@@ -303,7 +303,7 @@ const ATTRIBUTION_VARIANTS: [(&str, &str); 6] = [
     ("`max_fanout = 2` only", "{ max_fanout = 2 }"),
     ("`disable_hedging` only", "{ disable_hedging = true }"),
     ("`omit_steps` only", r#"{ omit_steps = ["specialist", "related_ticket_search"] }"#),
-    ("`fallback_first_steps` only", r#"{ fallback_first_steps = ["policy_rag"] }"#),
+    ("`fallback_first_steps` only", r#"{ fallback_first_steps = ["policy_rag", "plan", "synthesis"] }"#),
 ];
 
 /// Which mechanism makes each section-27 figure: the incident's figures (runs started during
@@ -356,13 +356,11 @@ fn modes_paragraph(resilient: &Summary) -> String {
         + m("degradation_mode_time_s.handoff")
         + m("degradation_mode_time_s.paused");
     format!(
-        "The workflow spends {} s of the measured {} s in CONSTRAINED (the model's breaker is open {} s\nand half-open {} s in all) and {} s in RECOVERY; {} runs a replication are probe runs of the\nhalf-open breaker and {} canary runs; {} canary stages a replication fail, {} returns a\nreplication go from RECOVERY back to CONSTRAINED, and `degradation_flaps_per_hour` is {}.\n",
+        "The workflow spends {} s of the measured {} s in CONSTRAINED and {} s in RECOVERY (the workflow's\nown error budget is at risk or exhausted {} s); {} canary runs a replication, {} canary stages a\nreplication fail (the model still slow: each sends the workflow back for a longer dwell), {}\nreturns a replication go from RECOVERY back to CONSTRAINED, and `degradation_flaps_per_hour` is {}.\n",
         number(m("degradation_mode_time_s.constrained"), 1),
         number(measured, 0),
-        number(m("breaker.model-primary.time_in_state_s.open"), 1),
-        number(m("breaker.model-primary.time_in_state_s.half_open"), 1),
         number(m("degradation_mode_time_s.recovery"), 1),
-        number(m("degradation_probe_run_total"), 1),
+        number(m("error_budget_time_s.at_risk") + m("error_budget_time_s.exhausted"), 1),
         number(m("degradation_canary_run_total"), 1),
         number(m("degradation_canary_stage_failed_total"), 2),
         number(m("degradation_transition_total.recovery.constrained"), 2),

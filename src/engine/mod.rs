@@ -86,6 +86,11 @@ impl Model {
             token_dependencies: (0..self.world.dependencies.len())
                 .filter(|&d| self.world.dependencies[d].tokens.is_some())
                 .collect(),
+            context_reduction: self.policies[policy]
+                .steps
+                .iter()
+                .flatten()
+                .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
         }
     }
 

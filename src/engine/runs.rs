@@ -214,7 +214,10 @@ impl<T: Tracer> Simulation<'_, T> {
             counted: true,
             tokens: match &self.model.world.dependencies[station].tokens {
                 Some(shape) if purpose != Purpose::Lookup => {
-                    Some(workflow.steps[s as usize].tokens_in(slot.key, shape))
+                    let mut tokens = workflow.steps[s as usize].tokens_in(slot.key, shape);
+                    let sp = &self.policy.steps[slot.machine.workflow as usize][s as usize];
+                    tokens.reduce_input(slot.machine.context_share(sp, s));
+                    Some(tokens)
                 }
                 Some(_) | None => None,
             },
@@ -288,6 +291,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 deadline_exceeded,
                 full_quality: machine.full_quality(),
                 degraded_by_mode_only: machine.degraded_by_mode_only(),
+                cancelled_by_mode: machine.cancelled_by_mode(),
                 duplicate_effect: false,
             };
             let run = EndedRun {
@@ -335,6 +339,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 deadline_exceeded,
                 full_quality: machine.full_quality(),
                 degraded_by_mode_only: machine.degraded_by_mode_only(),
+                cancelled_by_mode: machine.cancelled_by_mode(),
                 duplicate_effect,
             };
             let wf = &self.model.workflows[machine.workflow as usize];

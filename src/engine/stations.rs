@@ -643,6 +643,11 @@ impl<T: Tracer> Simulation<'_, T> {
         match job.phase {
             JobPhase::Queued => {
                 self.trace_left(now, id, StationExit::Cancelled);
+                // It arrived and is counted in the station's population while it waited, so its
+                // time in the queue is a sojourn (Little's law holds with it, not without).
+                let left =
+                    Observation::Departed { dependency: d as u16, sojourn_us: now - job.arrived_us, error: None };
+                self.observe(now, job.measured, left);
                 self.observe_station(d, now);
                 self.stations[d].forget_queued(now);
                 self.free_job(now, id);

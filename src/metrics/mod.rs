@@ -48,4 +48,7 @@ pub struct Labels {
     pub task_dependencies: Vec<usize>,
     /// The dependencies with a token shape: token metrics exist when there is one.
     pub token_dependencies: Vec<usize>,
+    /// Some fallback candidate of the policy reduces the context: `degraded_total.context_reduced`
+    /// exists.
+    pub context_reduction: bool,
 }

@@ -651,6 +651,11 @@ impl Recorder {
     pub fn to_map(&self, labels: &Labels) -> MetricMap {
         let mut m = MetricMap::new();
         self.put_runs(&mut m);
+        if !labels.context_reduction {
+            // Only a policy whose fallbacks reduce a context can have the reason (and other
+            // outputs keep the metrics they always had).
+            m.remove(&format!("degraded_total.{}", DegradedReason::ContextReduced.name()));
+        }
         self.put_recovery(&mut m);
         self.put_task_recovery(labels, &mut m);
         self.put_dependencies(labels, &mut m);

@@ -38,6 +38,9 @@ pub struct Mechanisms {
     pub level_labels: Vec<String>,
     /// `routes[w][s]`.
     pub routes: Vec<Vec<StepRoutes>>,
+    /// `fallback_routes[w][s][c]`: the route of fallback candidate c (the first is
+    /// `routes[w][s].fallback`).
+    pub fallback_routes: Vec<Vec<Vec<super::guard::pipeline::RouteId>>>,
     /// What the guards' sliding windows take in one simulation, in bytes.
     pub window_bytes: u64,
 }
@@ -117,6 +120,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
     let scopes: Vec<Scope> = order.iter().map(|&i| cx.guards[i].1).collect();
     let level_labels = level_labels(&cx, &order);
     let mut routes = Vec::with_capacity(workflows.len());
+    let mut fallback_routes = Vec::with_capacity(workflows.len());
     for (w, wf) in workflows.iter().enumerate() {
         let tenant = wf.tenant.as_ref().and_then(|t| cx.tenants.iter().position(|n| n == t));
         let mut route = |dependency, class| {
@@ -125,19 +129,27 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
             pipeline.add_route(&members)
         };
         let mut step_routes = Vec::with_capacity(wf.steps.len());
+        let mut candidate_routes = Vec::with_capacity(wf.steps.len());
         for (s, step) in wf.steps.iter().enumerate() {
             let class = match step.effect {
                 Effect::Read => OperationClass::Read,
                 Effect::Write => OperationClass::Write,
             };
             let fallback = steps[w][s].fallback.unwrap_or(step.dependency);
-            step_routes.push(StepRoutes {
+            let r = StepRoutes {
                 primary: route(step.dependency, class),
                 fallback: route(fallback, class),
                 lookup: route(step.dependency, OperationClass::Control),
-            });
+            };
+            // Candidates after the first get routes of their own (after every step's usual
+            // three, so a policy with one fallback a step has the routes it always had).
+            let mut candidates = vec![r.fallback];
+            candidates.extend(steps[w][s].fallbacks.iter().skip(1).map(|c| route(c.dependency, class)));
+            step_routes.push(r);
+            candidate_routes.push(candidates);
         }
         routes.push(step_routes);
+        fallback_routes.push(candidate_routes);
     }
     Mechanisms {
         pipeline,
@@ -146,6 +158,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         breaker_half_opens_on_call: cx.breaker_half_opens_on_call,
         level_labels,
         routes,
+        fallback_routes,
         window_bytes: cx.window_bytes,
     }
 }

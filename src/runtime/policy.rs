@@ -11,7 +11,7 @@ use super::fan_out::{FanOutLimits, compile_fan_out};
 use super::guard::pipeline::PipelineSpec;
 use super::hedging::{Hedging, compile_hedging};
 use super::mechanisms::compile_mechanisms;
-use super::step_policy::{OnGiveUp, OnSchemaFailure, StepPolicy, StepRoutes};
+use super::step_policy::{FallbackCandidate, OnGiveUp, OnSchemaFailure, StepPolicy, StepRoutes};
 use super::workflow::WorkflowModel;
 use crate::scenario::{
     FieldPath, Policy, Scenario, ScenarioError, Source, duration_ms, error_at_path, parse_named, quote, unknown_name,
@@ -164,6 +164,11 @@ fn compile_policy(
     for (w, routes) in mechanisms.routes.iter().enumerate() {
         for (s, r) in routes.iter().enumerate() {
             steps[w][s].routes = *r;
+            for (c, &route) in mechanisms.fallback_routes[w][s].iter().enumerate() {
+                if let Some(candidate) = steps[w][s].fallbacks.get_mut(c) {
+                    candidate.route = route;
+                }
+            }
         }
     }
     let budget = compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?;
@@ -290,21 +295,10 @@ impl StepContext<'_> {
             None => self.default_first_token_timeout,
         };
         let first_token_timeout_us = (first_token_timeout_us > 0).then_some(first_token_timeout_us);
-        let fallback = match &o.fallback {
-            Some(f) => {
-                if s.effect == crate::scenario::Effect::Write {
-                    let message = "a write cannot fall back to another dependency";
-                    return Err(error_at_path(source, &sp.key("fallback"), message));
-                }
-                let index = world.dependency_index(f);
-                Some(index.ok_or_else(|| {
-                    error_at_path(source, &sp.key("fallback"), unknown_name("dependency", f, world.dependency_names()))
-                })?)
-            }
-            None => s.fallback,
-        };
+        let fallbacks = self.fallback_candidates(s, &o, &sp)?;
+        let fallback = fallbacks.first().map(|c| c.dependency);
         if timeout_us.is_none() && !self.rules.deadline_propagation {
-            for dep in std::iter::once(s.dependency).chain(fallback) {
+            for dep in std::iter::once(s.dependency).chain(fallbacks.iter().map(|c| c.dependency)) {
                 if can_hang(world, dep) {
                     let field = if o.timeout_ms.is_some() { sp.key("timeout_ms") } else { self.path.key("timeout_ms") };
                     let message = format!(
@@ -315,9 +309,6 @@ impl StepContext<'_> {
                     return Err(error_at_path(source, &field, message));
                 }
             }
-        }
-        if let Some(f) = fallback {
-            check_fallback_contract(source, &sp, s, &world.dependencies[f], o.fallback_quality_floor)?;
         }
         let predicted_attempt_us = match o.predicted_attempt_ms {
             Some(ms) => duration_ms(source, &sp.key("predicted_attempt_ms"), ms)?,
@@ -332,7 +323,6 @@ impl StepContext<'_> {
             },
             reserve_us: duration_ms(source, &sp.key("deadline_reserve_ms"), o.deadline_reserve_ms.unwrap_or(0.0))?,
             predicted_attempt_us,
-            predicted_fallback_us: fallback.map_or(0, |f| ms_to_us(typical_attempt_ms(&world.dependencies[f], s))),
             max_snapshot_age_us: o
                 .max_snapshot_age_s
                 .map(|s| duration_ms(source, &sp.key("max_snapshot_age_s"), s * 1e3))
@@ -345,8 +335,105 @@ impl StepContext<'_> {
                 OnSchemaFailure::Fail,
             )?,
             fallback,
+            fallbacks,
             routes: StepRoutes::default(),
         })
+    }
+
+    /// The step's fallback candidates in order: the policy's `fallbacks`, else its `fallback`,
+    /// else the workflow step's own `fallback`; each contract checked for the step.
+    fn fallback_candidates(
+        &self,
+        s: &super::workflow::StepModel,
+        o: &crate::scenario::StepOverride,
+        sp: &FieldPath,
+    ) -> Result<Vec<FallbackCandidate>, ScenarioError> {
+        let (source, world) = (self.source, self.world);
+        let write_err = |field: FieldPath| {
+            let message = "a write cannot fall back to another dependency";
+            Err(error_at_path(source, &field, message))
+        };
+        let dependency = |field: &FieldPath, name: &str| {
+            world
+                .dependency_index(name)
+                .ok_or_else(|| error_at_path(source, field, unknown_name("dependency", name, world.dependency_names())))
+        };
+        let candidate = |d: usize, admits_class: bool, context_share: Option<f64>| FallbackCandidate {
+            dependency: d,
+            predicted_us: ms_to_us(typical_attempt_ms(&world.dependencies[d], s)),
+            admits_class,
+            context_share,
+            route: Default::default(),
+        };
+        let Some(list) = &o.fallbacks else {
+            let fallback = match &o.fallback {
+                Some(f) => {
+                    if s.effect == crate::scenario::Effect::Write {
+                        return write_err(sp.key("fallback"));
+                    }
+                    Some(dependency(&sp.key("fallback"), f)?)
+                }
+                None => s.fallback,
+            };
+            let Some(f) = fallback else { return Ok(Vec::new()) };
+            let (floor, class) = (sp.key("fallback_quality_floor"), sp.key("fallback"));
+            check_fallback_contract(source, &floor, &class, s, &world.dependencies[f], o.fallback_quality_floor)?;
+            return Ok(vec![candidate(f, true, None)]);
+        };
+        let lp = sp.key("fallbacks");
+        if o.fallback.is_some() {
+            let message = "give either fallback (one candidate) or fallbacks (a list), not both";
+            return Err(error_at_path(source, &lp, message));
+        }
+        if o.fallback_quality_floor.is_some() {
+            let message = "with fallbacks, each candidate has its own quality_floor";
+            return Err(error_at_path(source, &sp.key("fallback_quality_floor"), message));
+        }
+        if list.is_empty() {
+            return Err(error_at_path(source, &lp, "at least one candidate (or leave fallbacks out)"));
+        }
+        if s.effect == crate::scenario::Effect::Write {
+            return write_err(lp);
+        }
+        let mut candidates = Vec::with_capacity(list.len());
+        for (i, c) in list.iter().enumerate() {
+            let cp = lp.index(i);
+            let d = dependency(&cp.key("dependency"), &c.dependency)?;
+            if d == s.dependency {
+                let message = format!("{} is the step's own dependency, not a fallback", quote(&c.dependency));
+                return Err(error_at_path(source, &cp.key("dependency"), message));
+            }
+            if candidates.iter().any(|x: &FallbackCandidate| x.dependency == d) {
+                let message = format!("{} is already an earlier candidate", quote(&c.dependency));
+                return Err(error_at_path(source, &cp.key("dependency"), message));
+            }
+            let (floor, class) = (cp.key("quality_floor"), cp.key("dependency"));
+            check_fallback_contract(source, &floor, &class, s, &world.dependencies[d], c.quality_floor)?;
+            let admits_class = match &c.allowed_task_classes {
+                None => true,
+                Some(classes) if classes.is_empty() => {
+                    let message = "an empty list admits no task: leave the candidate out instead";
+                    return Err(error_at_path(source, &cp.key("allowed_task_classes"), message));
+                }
+                Some(classes) => s.task_class.as_ref().is_some_and(|t| classes.contains(t)),
+            };
+            if let Some(share) = c.context_reduction {
+                if !(share.is_finite() && share > 0.0 && share <= 1.0) {
+                    let message = format!("must be a share of the context in (0, 1], got {share}");
+                    return Err(error_at_path(source, &cp.key("context_reduction"), message));
+                }
+                if s.input_tokens.is_none() && world.dependencies[d].tokens.is_none() {
+                    let message = format!(
+                        "step {} declares no input_tokens and {} is no token-shaped model: there is no context to reduce",
+                        quote(&s.id),
+                        quote(&c.dependency)
+                    );
+                    return Err(error_at_path(source, &cp.key("context_reduction"), message));
+                }
+            }
+            candidates.push(candidate(d, admits_class, c.context_reduction));
+        }
+        Ok(candidates)
     }
 }
 
@@ -354,18 +441,15 @@ impl StepContext<'_> {
 /// step's floor, and it may serve the step's task class (docs/essay.md section 17).
 fn check_fallback_contract(
     source: &Source,
-    sp: &FieldPath,
+    floor_path: &FieldPath,
+    class_path: &FieldPath,
     step: &super::workflow::StepModel,
     fallback: &crate::world::DependencyModel,
     floor: Option<f64>,
 ) -> Result<(), ScenarioError> {
     if let Some(floor) = floor {
         if !(0.0..=1.0).contains(&floor) {
-            return Err(error_at_path(
-                source,
-                &sp.key("fallback_quality_floor"),
-                format!("must be in [0, 1], got {floor}"),
-            ));
+            return Err(error_at_path(source, floor_path, format!("must be in [0, 1], got {floor}")));
         }
         let quality = fallback.quality_score.unwrap_or(0.0);
         if quality < floor {
@@ -373,7 +457,7 @@ fn check_fallback_contract(
                 "the fallback {} has quality_score {quality} (0 when unset), below this step's floor {floor}: it breaks the contract",
                 quote(&fallback.name)
             );
-            return Err(error_at_path(source, &sp.key("fallback_quality_floor"), message));
+            return Err(error_at_path(source, floor_path, message));
         }
     }
     if let Some(class) = &step.task_class
@@ -384,7 +468,7 @@ fn check_fallback_contract(
             quote(&fallback.name),
             quote(class)
         );
-        return Err(error_at_path(source, &sp.key("fallback"), message));
+        return Err(error_at_path(source, class_path, message));
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ use super::guard::{Ask, AttemptInfo, Loads};
 use super::guard::{AttemptEnd, Ending};
 use super::policy::PolicyModel;
 use super::step::{StepPhase, StepState};
-use super::step_policy::{OnGiveUp, OnSchemaFailure, StepPolicy};
+use super::step_policy::{OnGiveUp, OnSchemaFailure, StepPolicy, reduced_tokens};
 use super::trace::{StepEnd, TraceEvent};
 use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
@@ -60,11 +60,12 @@ pub struct RunContext<'a, 'p> {
 }
 
 impl RunContext<'_, '_> {
-    /// The dependency and guard route of step `s`'s next call: its own, or its fallback's.
-    fn target(&self, s: u8, on_fallback: bool) -> (usize, RouteId) {
+    /// The dependency and guard route of step `s`'s next call: its own, or the fallback
+    /// candidate's it is on.
+    fn target(&self, s: u8, st: StepState) -> (usize, RouteId) {
         let (step, sp) = self.step(s);
-        match (on_fallback, sp.fallback) {
-            (true, Some(fallback)) => (fallback, sp.routes.fallback),
+        match (st.on_fallback, sp.candidate(st.candidate)) {
+            (true, Some(c)) => (c.dependency, c.route),
             (true, None) | (false, _) => (step.dependency, sp.routes.primary),
         }
     }
@@ -145,6 +146,8 @@ pub struct RunMachine {
     evidence: EvidenceLevel,
     /// The run was handed off because the mode paused its write.
     write_paused: bool,
+    /// The run was cancelled as its workflow entered a mode with `cancel_in_flight`.
+    cancelled_by_mode: bool,
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
@@ -170,6 +173,7 @@ impl RunMachine {
             treatment: Treatment::PLAIN,
             evidence: EvidenceLevel::Live,
             write_paused: false,
+            cancelled_by_mode: false,
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
@@ -202,6 +206,7 @@ impl RunMachine {
         self.mode = mode;
         self.evidence = EvidenceLevel::Live;
         self.write_paused = false;
+        self.cancelled_by_mode = false;
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
@@ -276,6 +281,11 @@ impl RunMachine {
     /// fallback first): the full-quality SLI does not hold the mode's own choice against it.
     pub fn degraded_by_mode_only(&self) -> bool {
         self.degraded != 0 && self.own_degraded == 0
+    }
+
+    /// The run ended because its workflow entered a mode that cancels runs in flight.
+    pub fn cancelled_by_mode(&self) -> bool {
+        self.cancelled_by_mode
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
@@ -354,7 +364,7 @@ impl RunMachine {
                 {
                     // Stale evidence is no answer for this step: it gives up (a hard one
                     // fails or hands off, as its policy says).
-                    return self.step_gave_up(cx, out, s, false);
+                    return self.step_gave_up(cx, out, s, MayFallBack::No);
                 }
                 self.step_succeeded(cx, out, s, via_fallback);
             }
@@ -431,7 +441,7 @@ impl RunMachine {
         match (granted, a.purpose) {
             (false, _) => self.after_refusal(cx, out, s, a.purpose),
             (true, Purpose::Lookup) => self.hand_off(cx, out, s),
-            (true, Purpose::Call | Purpose::Write { .. }) => self.step_gave_up(cx, out, s, false),
+            (true, Purpose::Call | Purpose::Write { .. }) => self.step_gave_up(cx, out, s, MayFallBack::No),
         }
     }
 
@@ -450,7 +460,7 @@ impl RunMachine {
             refused(out, s, dependency, Refusal::FanOut, (Purpose::Call, AttemptKind::First), None);
             self.budget.in_flight += 1; // released again as the step is omitted
             self.steps[s as usize].phase = StepPhase::Active;
-            self.step_gave_up(cx, out, s, false);
+            self.step_gave_up(cx, out, s, MayFallBack::No);
             return;
         }
         // First come, first served: a step ready now never overtakes one already waiting.
@@ -509,10 +519,17 @@ impl RunMachine {
     fn maybe_start_on_fallback(&mut self, cx: &RunContext, out: &mut impl Effects, s: u8) {
         let first = self.treatment.fallback == FallbackMode::FallbackFirst
             || self.overrides(cx).fallback_first[cx.workflow_index][s as usize];
-        if first && cx.step(s).1.fallback.is_some() && self.fallback_admits(cx, out, s) {
-            self.steps[s as usize].on_fallback = true;
-            self.steps[s as usize].fallback_first = true;
-            out.trace(TraceEvent::FallbackStarted { step: s });
+        if !first {
+            return;
+        }
+        // The first candidate whose contract admits the step.
+        let candidates = cx.step(s).1.fallbacks.len() as u8;
+        if let Some(c) = (0..candidates).find(|&c| self.fallback_admits(cx, out, s, c)) {
+            let st = &mut self.steps[s as usize];
+            st.on_fallback = true;
+            st.candidate = c;
+            st.fallback_first = true;
+            out.trace(TraceEvent::FallbackStarted { step: s, candidate: c });
         }
     }
 
@@ -520,7 +537,7 @@ impl RunMachine {
     fn try_attempt(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         let (step, sp) = cx.step(s);
         let st = self.steps[s as usize];
-        let (dependency, route) = cx.target(s, st.on_fallback);
+        let (dependency, route) = cx.target(s, st);
         let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
         self.steps[s as usize].tried_primary |= !st.on_fallback;
         if step.effect == Effect::Write && cx.writes_paused.covers(dependency) {
@@ -532,7 +549,7 @@ impl RunMachine {
         }
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else {
             self.unsent(kind);
-            self.step_gave_up(cx, out, s, false);
+            self.step_gave_up(cx, out, s, MayFallBack::No);
             return;
         };
         let cost = self.spend_of(cx, s, dependency);
@@ -542,7 +559,7 @@ impl RunMachine {
             self.unsent(kind);
             out.observe(Observation::BudgetExhausted(exhausted));
             out.trace(TraceEvent::BudgetExhausted { step: s, kind: exhausted });
-            self.step_gave_up(cx, out, s, true);
+            self.step_gave_up(cx, out, s, MayFallBack::Yes);
             return;
         }
         let purpose = match step.effect {
@@ -572,7 +589,8 @@ impl RunMachine {
             return units;
         }
         let Some(shape) = &cx.loads.dependencies[dependency].tokens else { return units };
-        let tokens = cx.step(s).0.tokens_in(self.key, shape);
+        let mut tokens = cx.step(s).0.tokens_in(self.key, shape);
+        tokens.reduce_input(self.context_share(cx.step(s).1, s));
         Spend { model_tokens: f64::from(tokens.input) + f64::from(tokens.output), money: shape.price(tokens), ..units }
     }
 
@@ -669,7 +687,7 @@ impl RunMachine {
         }
         match purpose {
             Purpose::Lookup => self.hand_off(cx, out, s),
-            Purpose::Call | Purpose::Write { .. } => self.step_gave_up(cx, out, s, true),
+            Purpose::Call | Purpose::Write { .. } => self.step_gave_up(cx, out, s, MayFallBack::Yes),
         }
     }
 
@@ -697,7 +715,7 @@ impl RunMachine {
         if st.in_flight == 0 || st.looking_up {
             return;
         }
-        let (dependency, route) = cx.target(s, st.on_fallback);
+        let (dependency, route) = cx.target(s, st);
         let Some(timeout_us) = self.timeout_or_exhausted(cx, out, s, sp.timeout_us, sp.reserve_us) else { return };
         let cost = self.spend_of(cx, s, dependency);
         let exhausted =
@@ -808,7 +826,8 @@ impl RunMachine {
                 }
                 // A retry that does not fit the time left (a long Retry-After included) still
                 // leaves the fallback, if the fallback fits (docs/essay.md section 10).
-                let may_fall_back = reason != GiveUp::Budget(BudgetKind::Time) || self.fallback_fits(cx, s);
+                let may_fall_back =
+                    if reason == GiveUp::Budget(BudgetKind::Time) { MayFallBack::IfItFits } else { MayFallBack::Yes };
                 self.step_gave_up(cx, out, s, may_fall_back);
             }
         }
@@ -822,18 +841,30 @@ impl RunMachine {
         out.trace(TraceEvent::BudgetExhausted { step: s, kind });
     }
 
-    /// Whether step `s`'s fallback keeps its contract: the step's context fits the fallback's
-    /// window. A refusal is observed.
-    fn fallback_admits(&self, cx: &RunContext, out: &mut impl Effects, s: u8) -> bool {
+    /// Whether step `s`'s fallback candidate `c` keeps its contract: it admits the step's task
+    /// class, and the step's context (reduced as the candidate reduces it) fits its window. A
+    /// refusal is observed.
+    fn fallback_admits(&self, cx: &RunContext, out: &mut impl Effects, s: u8, c: u8) -> bool {
         let (step, sp) = cx.step(s);
-        let Some(fallback) = sp.fallback else { return true };
-        let Some(window) = cx.loads.dependencies[fallback].max_context_tokens else { return true };
-        let Some(tokens) = step.input_tokens_in(self.key) else { return true };
-        let fits = f64::from(tokens) <= window;
-        if !fits {
+        let Some(candidate) = sp.candidate(c) else { return false };
+        let admits = candidate.admits_class && {
+            let window = cx.loads.dependencies[candidate.dependency].max_context_tokens;
+            match (window, step.input_tokens_in(self.key)) {
+                (Some(window), Some(tokens)) => f64::from(reduced_tokens(tokens, candidate.context_share)) <= window,
+                (None, _) | (_, None) => true,
+            }
+        };
+        if !admits {
             out.observe(Observation::FallbackRefused);
         }
-        fits
+        admits
+    }
+
+    /// The share of step `s`'s drawn input tokens its next call sends: less than all on a
+    /// fallback candidate that reduces the context.
+    pub fn context_share(&self, sp: &StepPolicy, s: u8) -> Option<f64> {
+        let st = &self.steps[s as usize];
+        if st.on_fallback { sp.candidate(st.candidate).and_then(|c| c.context_share) } else { None }
     }
 
     /// An answer from an approved snapshot: its age, drawn per run and step, against the
@@ -857,11 +888,11 @@ impl RunMachine {
         fresh
     }
 
-    /// Whether step `s`'s fallback, not yet tried, still fits before the deadline.
-    fn fallback_fits(&self, cx: &RunContext, s: u8) -> bool {
+    /// Whether step `s`'s fallback candidate `c`, not yet tried, still fits before the deadline.
+    fn fallback_fits(&self, cx: &RunContext, s: u8, c: u8) -> bool {
         let sp = cx.step(s).1;
         let remaining_us = self.budget.remaining_us(cx.now);
-        sp.fallback.is_some() && retry_fits(0, sp.predicted_fallback_us, sp.reserve_us, remaining_us)
+        sp.candidate(c).is_some_and(|c| retry_fits(0, c.predicted_us, sp.reserve_us, remaining_us))
     }
 
     /// A result that breaks its schema is sent back once with a repair prompt (new input, so
@@ -944,9 +975,13 @@ impl RunMachine {
             if self.steps[s as usize].lookups > 0 { StepEnd::Reconciled } else { StepEnd::Succeeded { via_fallback } };
         out.trace(TraceEvent::StepEnded { step: s, end });
         if via_fallback {
-            self.degraded |= DegradedReason::FallbackUsed.bit();
+            // A candidate that answered from a reduced context lacks what it was not sent.
+            let reduced = self.context_share(cx.step(s).1, s).is_some();
+            let bits =
+                DegradedReason::FallbackUsed.bit() | if reduced { DegradedReason::ContextReduced.bit() } else { 0 };
+            self.degraded |= bits;
             if !self.steps[s as usize].fallback_first {
-                self.own_degraded |= DegradedReason::FallbackUsed.bit();
+                self.own_degraded |= bits;
             }
             out.observe(Observation::FallbackUsed { step: cx.step_offset + u32::from(s) });
         }
@@ -955,18 +990,34 @@ impl RunMachine {
 
     /// The step's own attempts are over without success: fall back (unless time ran out),
     /// omit a soft step, or fail the run.
-    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: bool) {
+    fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: MayFallBack) {
         let (step, sp) = cx.step(s);
         let fallback_allowed = self.treatment.fallback != FallbackMode::NoFallback;
-        let untried = !self.steps[s as usize].on_fallback && sp.fallback.is_some();
-        let fallback = untried && may_fall_back && fallback_allowed && self.fallback_admits(cx, out, s);
+        let st0 = self.steps[s as usize];
+        // The next candidate in order: the first after the primary, the one after the
+        // candidate that gave up.
+        let next = if st0.on_fallback { st0.candidate + 1 } else { 0 };
+        let candidates = sp.fallbacks.len() as u8;
+        let fallback = if may_fall_back != MayFallBack::No && fallback_allowed {
+            (next..candidates).find(|&c| {
+                (may_fall_back == MayFallBack::Yes || self.fallback_fits(cx, s, c))
+                    && self.fallback_admits(cx, out, s, c)
+            })
+        } else {
+            None
+        };
         let st = &mut self.steps[s as usize];
-        if fallback {
+        if let Some(c) = fallback {
+            if st.on_fallback {
+                // A new candidate is a new path: its first call is no retry.
+                st.fallback_attempts = 0;
+            }
             st.on_fallback = true;
+            st.candidate = c;
             st.out_of_time = false; // the fallback is a new chance; its own lack of time counts
             st.previous_sleep_us = 0;
             st.hedges = 0;
-            out.trace(TraceEvent::FallbackStarted { step: s });
+            out.trace(TraceEvent::FallbackStarted { step: s, candidate: c });
             self.try_attempt(cx, out, s);
             return;
         }
@@ -1048,6 +1099,7 @@ impl RunMachine {
             return;
         }
         out.observe(Observation::RunCancelledByMode);
+        self.cancelled_by_mode = true;
         self.end_run(cx, out, Outcome::Failed);
     }
 
@@ -1095,6 +1147,15 @@ impl RunMachine {
         }
         out.command(Command::End { outcome, deadline_exceeded });
     }
+}
+
+/// Whether a step that gave up may go on to a fallback candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MayFallBack {
+    No,
+    Yes,
+    /// Only to a candidate that still fits before the deadline (a retry did not).
+    IfItFits,
 }
 
 /// How a run of a policy without degradation modes is treated.

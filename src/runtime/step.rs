@@ -42,6 +42,8 @@ pub struct StepState {
     /// its random stream.
     pub serial: u32,
     pub on_fallback: bool,
+    /// Which fallback candidate it is on (read while `on_fallback`).
+    pub candidate: u8,
     /// The run's mode sent it to its fallback first (not a failure of its dependency).
     pub fallback_first: bool,
     /// An attempt at its primary dependency was tried (sent, or refused by a guard).
@@ -76,6 +78,7 @@ impl StepState {
             fallback_attempts: 0,
             serial: 0,
             on_fallback: false,
+            candidate: 0,
             fallback_first: false,
             tried_primary: false,
             looking_up: false,

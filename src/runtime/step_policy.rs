@@ -12,9 +12,10 @@ pub struct StepPolicy {
     pub max_attempts: u32,
     pub reserve_us: Micros,
     pub predicted_attempt_us: Micros,
+    /// The first fallback candidate's dependency (None: the step has no fallback).
     pub fallback: Option<usize>,
-    /// The fallback's median service time: whether it still fits when a retry does not.
-    pub predicted_fallback_us: Micros,
+    /// The fallback candidates, tried in order (one for a step with a plain `fallback`).
+    pub fallbacks: Vec<FallbackCandidate>,
     /// An approved snapshot older than this is stale evidence: the step cannot use it.
     pub max_snapshot_age_us: Option<Micros>,
     /// What a hard step that gives up does to its run.
@@ -22,6 +23,31 @@ pub struct StepPolicy {
     /// What a RESULT_INVALID answer does.
     pub on_schema_failure: OnSchemaFailure,
     pub routes: StepRoutes,
+}
+
+/// One of a step's fallback candidates, its contract resolved for the step (docs/essay.md
+/// section 17).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FallbackCandidate {
+    pub dependency: usize,
+    /// Its median service time: whether it still fits when a retry does not.
+    pub predicted_us: Micros,
+    /// It may serve the step's task class (its `allowed_task_classes`).
+    pub admits_class: bool,
+    /// The share of the step's drawn input tokens it is sent; None: the whole context.
+    pub context_share: Option<f64>,
+    /// The guard route of its attempts.
+    pub route: RouteId,
+}
+
+pub use crate::world::tokens::reduced_count as reduced_tokens;
+
+impl StepPolicy {
+    /// Candidate `c`, if the step has it.
+    #[inline]
+    pub fn candidate(&self, c: u8) -> Option<&FallbackCandidate> {
+        self.fallbacks.get(c as usize)
+    }
 }
 
 crate::named_enum! {

@@ -103,6 +103,8 @@ pub enum TraceEvent {
     /// The step's own attempts are over; its calls now go to its fallback.
     FallbackStarted {
         step: u8,
+        /// Which of the step's fallback candidates (0: the first).
+        candidate: u8,
     },
     /// The machine sent an attempt (after any bulkhead wait). `serial` counts every attempt of
     /// the logical call from 0 (primary, fallback, hedges and lookups alike).

@@ -617,6 +617,10 @@ pub struct StepOverride {
     pub predicted_attempt_ms: Option<f64>,
     #[serde(default)]
     pub fallback: Option<String>,
+    /// Fallback candidates tried in order (docs/essay.md section 17's `candidates`); `fallback`
+    /// is the one-candidate form, and the two are not given together.
+    #[serde(default)]
+    pub fallbacks: Option<Vec<FallbackCandidateSpec>>,
     /// An approved snapshot older than this is stale: not evidence this step may use.
     #[serde(default)]
     pub max_snapshot_age_s: Option<f64>,
@@ -629,6 +633,24 @@ pub struct StepOverride {
     /// fail (default) or repair_once_then_handoff: what a RESULT_INVALID answer does.
     #[serde(default)]
     pub on_schema_failure: Option<String>,
+}
+
+/// One fallback candidate of a step (docs/essay.md section 17).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct FallbackCandidateSpec {
+    pub dependency: String,
+    /// The task classes it may serve (the step's `task_class`); absent: every class.
+    #[serde(default)]
+    pub allowed_task_classes: Option<Vec<String>>,
+    /// The share of the step's drawn input tokens sent to it (a smaller context, with its
+    /// quality cost); absent: the whole context.
+    #[serde(default)]
+    pub context_reduction: Option<f64>,
+    /// The least quality_score it must have, as `fallback_quality_floor`.
+    #[serde(default)]
+    pub quality_floor: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -1091,6 +1113,7 @@ tables_only!(
     Retry,
     Budget,
     StepOverride,
+    FallbackCandidateSpec,
     Policy,
     AdmissionSpec,
     FanOutSpec,

@@ -23,6 +23,9 @@ crate::named_enum! {
         StepOmitted => "step_omitted",
         /// The degradation mode did not start a soft step (the result says so).
         OmittedByMode => "omitted_by_mode",
+        /// A fallback candidate answered from a reduced context (`context_reduction`): the
+        /// part it was not sent is missing from the result.
+        ContextReduced => "context_reduced",
     }
 }
 

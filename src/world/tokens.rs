@@ -25,6 +25,23 @@ pub struct CallTokens {
     pub truncated: bool,
 }
 
+/// The input tokens a call with a reduced context sends: the drawn count scaled by `share`,
+/// rounded up (a context is never cut to nothing); None sends them all.
+pub fn reduced_count(tokens: u32, share: Option<f64>) -> u32 {
+    match share {
+        Some(share) => ((f64::from(tokens) * share).ceil() as u32).clamp(1.min(tokens), tokens),
+        None => tokens,
+    }
+}
+
+impl CallTokens {
+    /// Sends `share` of the input (a fallback candidate's context reduction).
+    #[inline]
+    pub fn reduce_input(&mut self, share: Option<f64>) {
+        self.input = reduced_count(self.input, share);
+    }
+}
+
 /// Per-minute limits of a provider; None is no limit.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct QuotaLimits {

@@ -200,7 +200,12 @@ impl Tracer for RunChecks<'_> {
             TraceEvent::AttemptSent { step, dependency, kind, purpose, .. } => {
                 self.attempt_sent(slot, step, dependency, kind, purpose)
             }
-            TraceEvent::FallbackStarted { step } => self.runs[slot].steps[step as usize].on_fallback = true,
+            TraceEvent::FallbackStarted { step, .. } => {
+                // Each candidate is a path of its own, with its own max_attempts.
+                let count = &mut self.runs[slot].steps[step as usize];
+                count.on_fallback = true;
+                count.fallback = 0;
+            }
             TraceEvent::StepStarted { step } => self.runs[slot].steps[step as usize].running = true,
             TraceEvent::BudgetExhausted { step, kind: BudgetKind::Time | BudgetKind::Cost } => {
                 self.runs[slot].steps[step as usize].out_of_budget = true

@@ -178,7 +178,7 @@ impl Builder<'_> {
                 self.task_changed(at, (step, serial), task, dependency, state)
             }
             TraceEvent::StepStarted { step } => self.step_started(at, step),
-            TraceEvent::FallbackStarted { step } => self.fallback_started(at, step),
+            TraceEvent::FallbackStarted { step, candidate } => self.fallback_started(at, step, candidate),
             TraceEvent::AttemptWaiting { step, serial, dependency, kind, purpose } => {
                 let span = self.attempt_span(at, step, serial, dependency, Some(kind), purpose);
                 self.spans[span].event(at, "bulkhead.wait", Vec::new());
@@ -290,10 +290,10 @@ impl Builder<'_> {
         self.steps[step as usize].call = Some(self.push(span));
     }
 
-    fn fallback_started(&mut self, at: Micros, step: u8) {
+    fn fallback_started(&mut self, at: Micros, step: u8, candidate: u8) {
         let call = self.call_span(at, step);
-        let fallback = self.model.policies[self.policy].steps[self.workflow][step as usize].fallback;
-        let Some(dependency) = fallback else { return };
+        let sp = &self.model.policies[self.policy].steps[self.workflow][step as usize];
+        let Some(dependency) = sp.candidate(candidate).map(|c| c.dependency) else { return };
         let name = self.model.dependency_names[dependency].clone();
         let mut span = Span::new(Some(call), format!("dependency.fallback {name}"), SpanKind::Internal, at);
         self.dependency_attributes(&mut span, dependency as u16);

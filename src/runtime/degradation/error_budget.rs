@@ -73,6 +73,9 @@ pub struct RunEnd {
     pub full_quality: bool,
     /// All it lacks is what its mode chose (omitted steps, fallbacks first).
     pub degraded_by_mode_only: bool,
+    /// Cancelled in flight as its workflow entered a mode with `cancel_in_flight`: counted as
+    /// a refused run (the mode's choice, as `refuse_new_runs` is), not as a failure.
+    pub cancelled_by_mode: bool,
     /// Counted when its last attempt left its station (the safe-outcome SLI).
     pub duplicate_effect: bool,
 }
@@ -81,7 +84,10 @@ impl ErrorBudget {
     /// Whether the run is bad under the SLI; None when it is no event of it.
     pub fn is_bad(&self, run: RunEnd) -> Option<bool> {
         use crate::vocab::Outcome;
-        if run.outcome == Outcome::Rejected {
+        // A run the mode cancelled is the mode's own refusal, made later: counted as refused
+        // runs are, so a PAUSED rule on this budget does not see a burst of its own
+        // cancellations at entry (with `refused_runs = "bad"`, the SLO owner's choice, it does).
+        if run.outcome == Outcome::Rejected || run.cancelled_by_mode {
             return match self.refused {
                 RefusedRuns::Excluded => None,
                 RefusedRuns::Bad => Some(true),
@@ -437,6 +443,7 @@ mod tests {
             deadline_exceeded: false,
             full_quality: false,
             degraded_by_mode_only: false,
+            cancelled_by_mode: false,
             duplicate_effect: false,
         };
         assert_eq!(b.is_bad(refused), None);
@@ -449,6 +456,7 @@ mod tests {
             deadline_exceeded: true,
             full_quality: true,
             degraded_by_mode_only: false,
+            cancelled_by_mode: false,
             duplicate_effect: false,
         };
         let fallback = RunEnd {
@@ -456,6 +464,7 @@ mod tests {
             deadline_exceeded: false,
             full_quality: false,
             degraded_by_mode_only: false,
+            cancelled_by_mode: false,
             duplicate_effect: false,
         };
         let bad = |sli| ErrorBudget { sli, ..budget() };
