@@ -4,6 +4,7 @@
 use crate::experiment::batch::workers::{MAX_JOBS, default_jobs};
 use crate::experiment::calibrate::choose::FitChoice;
 use crate::experiment::calibrate::{CalibrateOptions, calibrate};
+use crate::experiment::compare::{CompareFormat, CompareOptions, compare};
 use crate::experiment::docs::docs;
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::gate::{GateOptions, gate};
@@ -55,6 +56,24 @@ impl Format {
         match self {
             Format::Text => OutputFormat::Text,
             Format::Json => OutputFormat::Json,
+        }
+    }
+}
+
+/// `compare`'s forms.
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum CompareForm {
+    Table,
+    Json,
+    Csv,
+}
+
+impl CompareForm {
+    fn format(self) -> CompareFormat {
+        match self {
+            CompareForm::Table => CompareFormat::Table,
+            CompareForm::Json => CompareFormat::Json,
+            CompareForm::Csv => CompareFormat::Csv,
         }
     }
 }
@@ -190,6 +209,16 @@ Examples:
   faultline gate scenario.toml --candidate resilient --baseline-scenario base.toml --junit gate.xml
   # Thresholds only, as a JSON document.
   faultline gate scenario.toml --candidate resilient --thresholds-only --format json";
+
+const COMPARE_EXAMPLES: &str = "Folders of the same seeds and replication count are compared on paired
+differences (common random numbers, as gate judges a regression); others with Welch's interval.
+
+Examples:
+  faultline run scenario.toml -o results/before
+  faultline run scenario.toml --set policy.resilient.budget.retry_tokens=1 -o results/after
+  faultline compare results/before results/after
+  faultline compare results/before results/after -p resilient --metrics incident.cost_per_success,run_latency_ms.p95
+  faultline compare results/before results/after --format csv -o comparison.csv";
 
 const DOCS_EXAMPLES: &str = "Examples:
   faultline docs                      # the topics
@@ -465,6 +494,31 @@ pub enum Command {
         #[arg(long, value_name = "PERCENT", default_value_t = 5.0)]
         front_tolerance: f64,
     },
+    /// Compare two result folders that `faultline run` wrote, without simulating: per policy
+    /// and metric, A, B, B - A with its 95 % interval (paired where the seeds match) and a
+    /// verdict.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare {
+        /// The first result folder (A, the baseline).
+        a: PathBuf,
+        /// The second result folder (B); differences are B - A.
+        b: PathBuf,
+        /// A policy to compare; repeat for several. Default: every policy both folders hold.
+        #[arg(short = 'p', long = "policy", value_name = "NAME")]
+        policies: Vec<String>,
+        /// The figures to compare, comma-separated metric names (summary.json's). Default:
+        /// completion, safe outcomes, deadline misses, amplification, cost per success, the
+        /// latency percentiles, the recovery and incident figures, those 0 or undefined on both
+        /// sides left out.
+        #[arg(long, value_delimiter = ',', value_name = "METRIC,...")]
+        metrics: Vec<String>,
+        /// An aligned table, or one row per policy and metric as JSON or CSV.
+        #[arg(long, value_enum, default_value = "table")]
+        format: CompareForm,
+        /// Write the comparison to FILE (through a temporary name) instead of standard output.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Print the documentation built into this binary: a topic (scenario, metrics, trace,
     /// tune, calibrate, cluster, references, essay), or the list of topics.
     #[command(after_help = DOCS_EXAMPLES)]
@@ -677,6 +731,22 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             })?;
             Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
         }
+        Command::Compare { a, b, policies, metrics, format, out } => {
+            let format = format.format();
+            let to_file = out.is_some();
+            let report = compare(&CompareOptions { a, b, policies, metrics, format, out })?;
+            // A table carries its warnings; data and files do not, so they go to stderr.
+            let data = match format {
+                CompareFormat::Table => to_file,
+                CompareFormat::Json | CompareFormat::Csv => true,
+            };
+            if data {
+                for w in &report.warnings {
+                    let _ = writeln!(std::io::stderr(), "warning: {w}");
+                }
+            }
+            Ok((report.text, EXIT_OK))
+        }
         Command::Validate { scenario } => Ok((validate(&scenario)?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
@@ -760,8 +830,8 @@ mod tests {
             }
         }
         assert_eq!(
-            commands, 12,
-            "run, sweep, tune, merge, explore, replay, calibrate, gate, validate, docs, init, completions"
+            commands, 13,
+            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, validate, docs, init, completions"
         );
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();
@@ -775,5 +845,6 @@ mod tests {
         assert_eq!((short("replay", "policy"), short("replay", "out")), (Some('p'), Some('o')));
         assert_eq!(short("merge", "out"), Some('o'));
         assert_eq!(short("gate", "jobs"), Some('j'));
+        assert_eq!((short("compare", "policy"), short("compare", "out")), (Some('p'), Some('o')));
     }
 }

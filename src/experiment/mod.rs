@@ -1,4 +1,5 @@
-//! Commands over many simulations: run, sweep, merge, gate, explore, replay, validate, init.
+//! Commands over many simulations: run, sweep, merge, gate, explore, replay, validate, init;
+//! and compare, over the files they wrote.
 //! Replications and grid points run in parallel with rayon; results are collected in input
 //! order and reduced in a fixed order, so every output is byte-identical whatever the thread
 //! count.
@@ -14,11 +15,13 @@
 //! - the commands: `run` (run and validate), `sweep/` (with checkpoints, shard files and
 //!   merge), `replay/` (spans and OTLP), `gate/` (with JUnit), `explore/` (with the per-run
 //!   checks; it traces what it finds as `replay` does), `tune/` (candidates, racing on common
-//!   random numbers, the front), `calibrate/`, `init`.
+//!   random numbers, the front), `calibrate/`, `init`, `compare/` (two saved `run` folders,
+//!   without simulating).
 
 pub mod batch;
 pub mod calibrate;
 pub mod command;
+pub mod compare;
 pub mod docs;
 pub mod explore;
 pub mod gate;

@@ -9,7 +9,7 @@ use crate::experiment::batch::slo::{compile_slo, compile_slo_with};
 use crate::experiment::batch::workers::{Workers, replication_seed};
 use crate::experiment::command::{CommandError, OutputFormat};
 use crate::experiment::output::folder::OutputFolder;
-use crate::experiment::output::formats::{number, summary_json, timeseries_csv};
+use crate::experiment::output::formats::{number, scenario_digest, summary_json, timeseries_csv};
 use crate::experiment::replay::sample_traces;
 use crate::experiment::report::html::run_report;
 use crate::experiment::report::table::{half_width, human, render};
@@ -170,6 +170,7 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
         runs,
         arguments,
         traces,
+        digest: scenario_digest(&scenario),
     };
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
     let written = results.write(&out_dir)?;
@@ -189,6 +190,8 @@ struct Results<'m> {
     arguments: Vec<String>,
     /// Per policy, its sampled runs as OTLP/JSON lines (`--traces`).
     traces: Option<Vec<Vec<u8>>>,
+    /// The manifest's `scenario_digest`.
+    digest: String,
 }
 
 /// `--traces K`: every policy's sampled runs, replication by replication, in order (the same
@@ -236,6 +239,7 @@ impl Results<'_> {
         // Built once: making the names builds a whole metric map.
         let metric_names = model.metric_names();
         let mut files = OutputFolder::create(out_dir)?;
+        files.set_scenario_digest(self.digest.clone());
         for (i, (name, runs)) in self.names.iter().zip(&self.runs).enumerate() {
             files.write(&format!("{name}/summary.json"), &self.summary(i))?;
             let labels = model.labels(model.policy_index(name).expect("selected policies exist"));

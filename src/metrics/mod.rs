@@ -2,6 +2,7 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
+pub mod direction;
 pub mod incident;
 pub mod modes;
 pub mod observation;

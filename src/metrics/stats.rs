@@ -64,6 +64,38 @@ pub fn estimate(values: impl Iterator<Item = f64>) -> Estimate {
     Estimate { mean, low: mean - half, high: mean + half, n }
 }
 
+/// The difference of means `mean(b) - mean(a)` of two independent samples with Welch's 95 %
+/// interval: unequal variances, Welch-Satterthwaite degrees of freedom rounded down (a wider,
+/// conservative quantile). For runs on different seeds, where replication k of one has nothing
+/// to do with replication k of the other; runs on the same seeds are compared on their paired
+/// differences instead ([`estimate`] of `b[k] - a[k]`), which is narrower. NaN values are left
+/// out; `n` is the number of values used on both sides. With fewer than two values on a side the
+/// interval is unknown (NaN), with none the difference too.
+pub fn welch_difference(a: &[f64], b: &[f64]) -> Estimate {
+    let defined = |xs: &[f64]| -> Vec<f64> { xs.iter().copied().filter(|v| !v.is_nan()).collect() };
+    let (a, b) = (defined(a), defined(b));
+    let n = a.len() + b.len();
+    let (ea, eb) = (estimate(a.iter().copied()), estimate(b.iter().copied()));
+    let mean = eb.mean - ea.mean;
+    if a.len() < 2 || b.len() < 2 {
+        return Estimate { mean, low: f64::NAN, high: f64::NAN, n };
+    }
+    let share = |xs: &[f64], e: &Estimate| {
+        let var = xs.iter().map(|x| (x - e.mean) * (x - e.mean)).sum::<f64>() / (xs.len() - 1) as f64;
+        var / xs.len() as f64
+    };
+    // `estimate` says a constant sample has no spread exactly; so does this.
+    let (sa, sb) =
+        (if ea.low == ea.high { 0.0 } else { share(&a, &ea) }, if eb.low == eb.high { 0.0 } else { share(&b, &eb) });
+    let se2 = sa + sb;
+    if se2 == 0.0 {
+        return Estimate { mean, low: mean, high: mean, n };
+    }
+    let df = se2 * se2 / (sa * sa / (a.len() - 1) as f64 + sb * sb / (b.len() - 1) as f64);
+    let half = t_quantile_975((df.floor() as usize).max(1)) * se2.sqrt();
+    Estimate { mean, low: mean - half, high: mean + half, n }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Aggregate {
     pub replications: usize,
@@ -114,6 +146,22 @@ mod tests {
         assert_eq!((same.low, same.mean, same.high), (30_015.5, 30_015.5, 30_015.5));
         let with_nan = estimate([1.0, f64::NAN, 3.0].into_iter());
         assert_eq!((with_nan.mean, with_nan.n), (2.0, 2));
+    }
+
+    /// Welch's interval of a known pair of samples (computed by hand), and the two limits: equal
+    /// constant samples differ by exactly their difference, one value on a side gives no interval.
+    #[test]
+    fn welch_difference_of_a_known_pair() {
+        // a: mean 2, s^2 = 1, n 3; b: mean 6, s^2 = 4, n 5. se^2 = 1/3 + 4/5 = 1.1333;
+        // df = 1.1333^2 / ((1/3)^2 / 2 + 0.8^2 / 4) = 1.2844 / 0.21556 = 5.96, rounded down to 5.
+        let e = welch_difference(&[1.0, 2.0, 3.0], &[4.0, 4.0, 6.0, 8.0, 8.0]);
+        assert_eq!((e.mean, e.n), (4.0, 8));
+        let half = 2.571 * (1.0f64 / 3.0 + 0.8).sqrt();
+        assert!((e.high - 4.0 - half).abs() < 1e-12 && (4.0 - e.low - half).abs() < 1e-12, "{e:?}");
+        let same = welch_difference(&[0.5; 4], &[0.75, 0.75, f64::NAN]);
+        assert_eq!((same.mean, same.low, same.high, same.n), (0.25, 0.25, 0.25, 6));
+        let single = welch_difference(&[1.0], &[2.0, 3.0]);
+        assert!(single.low.is_nan() && single.mean == 1.5);
     }
 
     #[test]

@@ -26,6 +26,10 @@ pub struct Manifest {
     pub version: String,
     pub command: String,
     pub scenario: String,
+    /// `run`'s: [`super::formats::scenario_digest`] of the scenario it simulated, so that
+    /// `faultline compare` can tell two folders of one scenario from two of different ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_digest: Option<String>,
     pub files: Vec<String>,
 }
 
@@ -36,6 +40,8 @@ pub struct OutputFolder {
     shown: PathBuf,
     staging: PathBuf,
     files: Vec<String>,
+    /// Recorded in the manifest (`run` only).
+    scenario_digest: Option<String>,
     committed: bool,
     /// Held until the folder is dropped: no other faultline process writes the same target.
     _lock: OutputLock,
@@ -206,12 +212,25 @@ impl OutputFolder {
             std::fs::remove_dir_all(&staging).map_err(|e| beside_error(&shown, parent, e))?;
         }
         std::fs::create_dir(&staging).map_err(|e| beside_error(&shown, parent, e))?;
-        Ok(OutputFolder { target, shown, staging, files: Vec::new(), committed: false, _lock: lock })
+        Ok(OutputFolder {
+            target,
+            shown,
+            staging,
+            files: Vec::new(),
+            scenario_digest: None,
+            committed: false,
+            _lock: lock,
+        })
     }
 
     /// The destination, as an absolute path.
     pub fn target(&self) -> &Path {
         &self.target
+    }
+
+    /// Names the simulated scenario's digest in the manifest.
+    pub fn set_scenario_digest(&mut self, digest: String) {
+        self.scenario_digest = Some(digest);
     }
 
     /// A buffered writer for a file of the set (folders are created as needed).
@@ -242,6 +261,7 @@ impl OutputFolder {
             version: VERSION.into(),
             command: command.into(),
             scenario: scenario.into(),
+            scenario_digest: self.scenario_digest.clone(),
             files: self.files.clone(),
         };
         let mut text = serde_json::to_string_pretty(&manifest).expect("a manifest always serializes");

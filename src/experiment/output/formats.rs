@@ -6,11 +6,31 @@ use crate::experiment::batch::replications::SeriesSum;
 use crate::metrics::Labels;
 use crate::metrics::stats::{Aggregate, Estimate};
 use crate::metrics::timeseries::{BudgetColumn, FIXED_COLUMNS};
+use crate::scenario::samples::fnv_hex;
+use crate::scenario::{Scenario, sample_files};
 use crate::sim::us_to_s;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What a run simulated, as 16 hex digits: the scenario as parsed after `--set` (so comments,
+/// layout and the file's name do not count), the bytes of every samples file it reads, and
+/// neither the seed nor the replication count, which summary.json states on their own. Two
+/// folders with equal digests ran one scenario, perhaps on other seeds; `compare` warns when
+/// they differ.
+pub fn scenario_digest(scenario: &Scenario) -> String {
+    let mut s = scenario.clone();
+    s.simulation.seed = 0;
+    s.simulation.replications = 0;
+    let mut text = serde_json::to_string(&s).expect("a scenario always serializes");
+    // By content: the same samples in another folder are the same scenario.
+    for file in sample_files(scenario) {
+        text.push('\n');
+        text.push_str(file.rsplit(' ').next().unwrap_or_default());
+    }
+    fnv_hex(text.as_bytes())
+}
 
 /// A number as text: shortest round-trip form; NaN (undefined) as the empty string.
 pub fn number(v: f64) -> String {

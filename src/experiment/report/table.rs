@@ -2,6 +2,12 @@
 
 /// Renders rows under a header; the first column is left-aligned, the rest right-aligned.
 pub fn render(header: &[String], rows: &[Vec<String>]) -> String {
+    render_aligned(header, rows, &[0])
+}
+
+/// As [`render`], with the columns whose indices `left` lists left-aligned (words read better
+/// aligned on their first letter, numbers on their last digit).
+pub fn render_aligned(header: &[String], rows: &[Vec<String>], left: &[usize]) -> String {
     let columns = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
@@ -13,11 +19,13 @@ pub fn render(header: &[String], rows: &[Vec<String>]) -> String {
     let line = |cells: &[String], out: &mut String| {
         for (i, cell) in cells.iter().enumerate().take(columns) {
             let pad = widths[i] - cell.chars().count();
-            if i == 0 {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if left.contains(&i) {
                 out.push_str(cell);
                 out.push_str(&" ".repeat(pad));
             } else {
-                out.push_str("  ");
                 out.push_str(&" ".repeat(pad));
                 out.push_str(cell);
             }
@@ -73,6 +81,14 @@ mod tests {
         assert_eq!(lines[0], "metric    a  bb");
         assert_eq!(lines[2], "x         1  22");
         assert_eq!(lines[3], "longer  333   4");
+        let words = render_aligned(
+            &["metric".into(), "a".into(), "verdict".into()],
+            &[vec!["x".into(), "1".into(), "better".into()], vec!["longer".into(), "333".into(), "no clear".into()]],
+            &[0, 2],
+        );
+        let lines: Vec<&str> = words.lines().collect();
+        assert_eq!(lines[2], "x         1  better");
+        assert_eq!(lines[3], "longer  333  no clear");
         assert_eq!(human(3.0), "3");
         assert_eq!(human(0.12345), "0.123");
         assert_eq!(human(0.0000352), "3.52e-5");
