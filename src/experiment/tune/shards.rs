@@ -232,3 +232,64 @@ pub fn gather(
     }
     Ok(Some(rows.into_iter().map(|r| r.expect("every task belongs to one shard")).collect()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(seed: u64) -> TuneKey {
+        TuneKey {
+            version: "v".into(),
+            build: "b".into(),
+            scenario: "s".into(),
+            policy: "p".into(),
+            space: vec![],
+            objectives: vec![],
+            sets: vec![],
+            seed: Some(seed),
+            replications: None,
+            candidates: 2,
+            initial_replications: 1,
+            budget: None,
+            generations: 1,
+            files: vec![],
+        }
+    }
+
+    fn shard(key: TuneKey, round: usize) -> ShardFile {
+        ShardFile {
+            format: FORMAT.into(),
+            key,
+            round,
+            shard: 0,
+            shards: 1,
+            tasks: vec![(0, 0)],
+            values: vec![vec![1.5f64.to_bits()]],
+            tune: String::new(),
+            checksum: String::new(),
+        }
+    }
+
+    fn read(file: &ShardFile, key: &TuneKey, round: usize) -> Result<ShardFile, String> {
+        read_shard(&serde_json::to_vec(file).unwrap(), key, round)
+    }
+
+    #[test]
+    fn a_sealed_shard_is_read_only_for_its_round_and_its_tune() {
+        let sealed = shard(key(1), 1).sealed();
+        assert!(read(&sealed, &key(1), 1).is_ok());
+        // Sealed and of the right format, but of round 1: not round 2's.
+        assert_eq!(read(&sealed, &key(1), 2).unwrap_err(), "not a shard of round 2");
+        assert!(read(&sealed, &key(2), 1).unwrap_err().contains("made by another tune"));
+        // Another tune's key with this tune's digest (forged, resealed): refused all the same.
+        let mut forged = shard(key(2), 1);
+        forged.tune = key(1).digest();
+        forged.checksum = forged.content_checksum();
+        assert!(read(&forged, &key(1), 1).unwrap_err().contains("made by another tune"));
+        // Another format's file of the right round.
+        let mut other = shard(key(1), 1);
+        other.format = "something-else".into();
+        let other = other.sealed();
+        assert_eq!(read(&other, &key(1), 1).unwrap_err(), "not a shard of round 1");
+    }
+}
