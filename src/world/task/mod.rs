@@ -8,7 +8,10 @@ pub mod lifecycle;
 pub mod protocol;
 
 pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
-pub use protocol::{CancelAnswer, CancelHandling, MCP_ALIAS, ProtocolError, TaskCall, TaskProtocol, WorkOnCancel};
+pub use protocol::{
+    CancelAnswer, CancelHandling, IgnoredCancelAnswer, MCP_ALIAS, ProtocolError, RepeatedMessage, TaskCall,
+    TaskProtocol, WorkOnCancel,
+};
 
 use crate::sim::Micros;
 
