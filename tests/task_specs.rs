@@ -50,7 +50,17 @@ deadline_ms = 3600000
 }
 
 fn run(task: &str, work_ms: f64, extra: &str, policy: &str) -> Vec<MetricMap> {
-    replicate(&model(&scenario(task, work_ms, extra, policy)), 0)
+    replicate(&model(&scenario(task, work_ms, extra, &at_once(policy))), 0)
+}
+
+/// `policy` with a client whose sends return at once (A2A `returnImmediately`): the clients
+/// these tests follow poll or subscribe, as before sends blocked by default.
+fn at_once(policy: &str) -> String {
+    if policy.contains("task_client = {") {
+        policy.replacen("task_client = {", "task_client = { return_immediately = true,", 1)
+    } else {
+        format!("{policy}\ntask_client = {{ return_immediately = true }}")
+    }
 }
 
 /// The per-replication ratio of two metrics, as an estimate over the replications.
@@ -298,4 +308,81 @@ fn an_mcp_client_cannot_find_a_lost_task_so_the_step_s_retry_sends_it_again() {
             );
         }
     }
+}
+
+/// The scenario as written: the client's sends block unless the policy says otherwise.
+fn run_as_sent(task: &str, work_ms: f64, extra: &str, policy: &str) -> Vec<MetricMap> {
+    replicate(&model(&scenario(task, work_ms, extra, policy)), 0)
+}
+
+#[test]
+fn a_blocking_send_times_out_with_no_handle_when_the_work_outlasts_the_request() {
+    // A2A's SendMessage blocks by default until the task ends (a2a-sdk 1.3.0 does:
+    // tests/sdk_probes.rs). With exponential work of mean 20 s and the default 10 s request
+    // timeout, a send times out with no handle with probability e^-1/2; `find` (the default)
+    // then looks the task up and follows it, `resend` sends it again: a second task.
+    let long = "timeout_ms = 3000000\nretry = { max_attempts = 3 }";
+    let blocking = run_as_sent("", 20000.0, "", long);
+    let e = per(&blocking, "task_send_timeout_total", "task_created_total");
+    assert_in_ci("send timeouts per task, blocking", &e, (-0.5f64).exp(), 1);
+    let resend = run_as_sent("", 20000.0, "", &format!("{long}\ntask_client = {{ on_send_timeout = \"resend\" }}"));
+    let at_once = run("", 20000.0, "", &format!("{long}\ntask_client = {{ on_send_timeout = \"resend\" }}"));
+    for ((b, r), a) in blocking.iter().zip(&resend).zip(&at_once) {
+        assert_eq!(b["task_request_total.find"], b["task_send_timeout_total"], "each timed-out send is looked up");
+        assert_eq!(b["task_duplicate_total"], 0.0, "and found: no second task");
+        assert!(r["task_duplicate_total"] > 0.5 * r["task_send_timeout_total"], "{}", r["task_duplicate_total"]);
+        assert!(r["task_send_timeout_total"] > 1000.0);
+        assert_eq!(a["task_send_timeout_total"], 0.0, "a send that returns at once has its handle");
+        assert_eq!(a["task_duplicate_total"], 0.0);
+    }
+    eprintln!(
+        "a replication: blocking {} send timeouts, {} finds, {} duplicates; resend {} send timeouts, {} duplicates, {} orphans; returnImmediately {} and {}",
+        metric(&blocking, "task_send_timeout_total").mean,
+        metric(&blocking, "task_request_total.find").mean,
+        metric(&blocking, "task_duplicate_total").mean,
+        metric(&resend, "task_send_timeout_total").mean,
+        metric(&resend, "task_duplicate_total").mean,
+        metric(&resend, "orphan_task_total").mean,
+        metric(&at_once, "task_send_timeout_total").mean,
+        metric(&at_once, "task_duplicate_total").mean,
+    );
+}
+
+#[test]
+fn a_step_that_stops_waiting_on_a_blocking_send_has_no_handle_to_cancel() {
+    // The step gives up at 10 s, the send's own timeout is 20 s: a blocking client has no task
+    // handle then and walks away (no cancel), so each task whose work outlasts 10 s is an
+    // orphan spending its remaining work (memoryless: 20 s at 1 unit a second) for nobody. A
+    // client whose send returned at once cancels it, and the cancel is honoured.
+    let abandon = "timeout_ms = 10000\nretry = { max_attempts = 1 }\ntask_client = { request_timeout_ms = 20000 }";
+    let task = ", cost_per_s = 1";
+    let blocking = run_as_sent(task, 20000.0, "", abandon);
+    let at_once = run(task, 20000.0, "", abandon);
+    for (b, a) in blocking.iter().zip(&at_once) {
+        assert_eq!(b["cancel_requested_total"], 0.0, "no handle, nothing to cancel");
+        assert_eq!(b["orphan_tracked_total"], 0.0, "and nothing on the orphan queue");
+        assert!(a["cancel_requested_total"] > 1000.0);
+        assert_eq!(a["orphan_task_total"], 0.0, "every cancel honoured");
+    }
+    assert_in_ci(
+        "orphans per task, blocking",
+        &per(&blocking, "orphan_task_total", "task_created_total"),
+        (-0.5f64).exp(),
+        1,
+    );
+    assert_in_ci(
+        "cost after the caller left per orphan",
+        &per(&blocking, "cost_after_caller_left_units_total", "orphan_task_total"),
+        20.0,
+        1,
+    );
+    eprintln!(
+        "a replication: blocking {} orphans, {} cancels, {} units after the caller left; returnImmediately {} orphans, {} cancels, {} units",
+        metric(&blocking, "orphan_task_total").mean,
+        metric(&blocking, "cancel_requested_total").mean,
+        metric(&blocking, "cost_after_caller_left_units_total").mean,
+        metric(&at_once, "orphan_task_total").mean,
+        metric(&at_once, "cancel_requested_total").mean,
+        metric(&at_once, "cost_after_caller_left_units_total").mean,
+    );
 }

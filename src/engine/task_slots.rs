@@ -36,6 +36,10 @@ pub(super) struct ClientSlot {
     /// The step still waits for this client's answer.
     pub attached: bool,
     pub deadline_at: Micros,
+    /// Its create blocks until the task ends or is interrupted (A2A without returnImmediately).
+    pub blocks: bool,
+    /// The create was served and its reply is held until then.
+    pub held: bool,
 }
 
 impl ClientSlot {
@@ -59,6 +63,8 @@ impl ClientSlot {
             requests: 0,
             attached: false,
             deadline_at: 0,
+            blocks: false,
+            held: false,
         }
     }
 }

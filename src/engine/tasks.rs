@@ -10,7 +10,7 @@
 //! has its top bit set, so `cancel` knows it names a client, not a station job.
 
 use super::event::{Event, TaskWakeCause};
-use super::simulation::{Caller, Job, Simulation};
+use super::simulation::{Caller, Job, JobPhase, Simulation};
 use super::stations::NewAttempt;
 use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::Observation;
@@ -24,8 +24,19 @@ use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
 use crate::world::task::TaskModel;
 use crate::world::task::{
-    CancelAnswer, CancelBehaviour, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState, WaitFor, WorkOnCancel,
+    CancelAnswer, CancelBehaviour, IgnoredCancelAnswer, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState,
+    WaitFor, WorkOnCancel,
 };
+
+/// What becomes of a served create's reply.
+pub(super) enum CreateReply {
+    /// Sent now.
+    Now,
+    /// Lost on the way (a lost_handle fault): the client never hears.
+    Lost,
+    /// Held until the task ends or is interrupted (a blocking send).
+    Held,
+}
 
 /// A handle with this bit names a task client (`(client << 32) | generation`).
 pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
@@ -64,6 +75,7 @@ impl<T: Tracer> Simulation<'_, T> {
     ) -> u64 {
         let task = self.task_model(front);
         let (machine, first) = TaskClient::for_protocol(task.poll_interval_us, task.protocol);
+        let blocks = task.protocol.create_blocks(self.client_config().return_immediately);
         let slot = &self.runs[r];
         let (run_gen, measured, deadline_at) = (slot.generation, slot.measured, slot.machine.budget.deadline_at);
         let c = self.clients.alloc(ClientSlot::vacant);
@@ -82,6 +94,7 @@ impl<T: Tracer> Simulation<'_, T> {
             machine,
             attached: true,
             deadline_at,
+            blocks,
             ..ClientSlot::vacant()
         };
         if let Some(t) = timeout_us
@@ -170,6 +183,8 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         self.clients[c].request = None;
+        // Any answer to a held create (its release, its timeout) ends the hold.
+        self.clients[c].held = false;
         let client = self.clients[c];
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
@@ -199,10 +214,16 @@ impl<T: Tracer> Simulation<'_, T> {
             TaskCall::Create => match result {
                 AttemptResult::Ok | AttemptResult::NotFound => {
                     let u = self.client_draw(c);
-                    machine.on_handle(&cfg, u)
+                    // A blocking send's reply shows the task as it ended (or was interrupted);
+                    // one that returns at once, the task as made.
+                    let state = if client.blocks { self.task_state(client.task) } else { TaskState::Pending };
+                    machine.on_created(&cfg, state, u)
                 }
                 AttemptResult::Failed { kind, .. } => machine.on_create_failed(kind),
-                AttemptResult::TimedOut => machine.on_create_timed_out(&cfg),
+                AttemptResult::TimedOut => {
+                    self.observe(now, client.measured, Observation::Task(TaskObservation::SendTimedOut));
+                    machine.on_create_timed_out(&cfg)
+                }
             },
             TaskCall::Find if ok => {
                 let u = self.client_draw(c);
@@ -472,7 +493,7 @@ impl<T: Tracer> Simulation<'_, T> {
     /// reply carrying its handle is lost (a lost_handle fault).
     #[cold]
     #[inline(never)]
-    pub(super) fn create_task(&mut self, now: Micros, (c, generation): (u32, u32), step: u8, job: &Job) -> bool {
+    pub(super) fn create_task(&mut self, now: Micros, (c, generation): (u32, u32), step: u8, job: &Job) -> CreateReply {
         let model = self.model;
         let client = (self.clients[c].generation == generation).then_some(self.clients[c]);
         let front = job.station as usize;
@@ -566,7 +587,34 @@ impl<T: Tracer> Simulation<'_, T> {
         if effects.lost_handle && client.is_some() {
             self.observe(now, job.measured, Observation::Task(TaskObservation::LostHandle));
         }
-        effects.lost_handle
+        match client {
+            _ if effects.lost_handle => CreateReply::Lost,
+            // A blocking send answers once the task ends or is interrupted (an interrupted task
+            // from its birth answers at once).
+            Some(cl) if cl.blocks && cl.attached && self.task_state(Some((t, task_generation))).is_live_work() => {
+                self.clients[c].held = true;
+                CreateReply::Held
+            }
+            Some(_) | None => CreateReply::Now,
+        }
+    }
+
+    /// Task `t` ended or was interrupted: the held reply of its client's blocking send goes
+    /// out now, with the task as it is.
+    fn release_held_create(&mut self, now: Micros, t: u32) {
+        let Some((c, generation)) = self.tasks[t].client else { return };
+        let client = self.clients[c];
+        if client.generation != generation || !client.held {
+            return;
+        }
+        if let Some((job, job_generation)) = client.request
+            && self.jobs[job].generation == job_generation
+            && self.jobs[job].phase == JobPhase::AwaitReply
+            && self.jobs[job].attached
+        {
+            let copy = self.jobs[job];
+            self.finish_job(now, job, &copy, AttemptResult::Ok);
+        }
     }
 
     /// The effects of the faults at task dependency `front` active at `now` that apply this
@@ -771,7 +819,7 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);
-        let handling = protocol.cancel(state, behaviour, late_us);
+        let handling = protocol.cancel(state, behaviour, late_us, IgnoredCancelAnswer::Working);
         if !state.is_terminal() {
             match behaviour {
                 CancelBehaviour::Honor => {}
@@ -840,6 +888,9 @@ impl<T: Tracer> Simulation<'_, T> {
         self.trace_task(now, t);
         let state = task.lifecycle.state;
         if !state.is_terminal() {
+            if let TaskState::Waiting(_) = state {
+                self.release_held_create(now, t);
+            }
             return;
         }
         self.observe(now, measured, Observation::Task(TaskObservation::Ended { state }));
@@ -853,6 +904,9 @@ impl<T: Tracer> Simulation<'_, T> {
             self.task_succeeded(now, &task);
         }
         match task.client {
+            Some((c, generation)) if self.clients[c].generation == generation && self.clients[c].held => {
+                self.release_held_create(now, t)
+            }
             Some((c, generation)) if self.clients[c].generation == generation => self.notify_subscriber(now, c, state),
             Some(_) | None => {
                 self.tasks[t].client = None;

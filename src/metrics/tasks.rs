@@ -76,6 +76,9 @@ pub enum TaskObservation {
     StreamBroken,
     /// A create request's reply (the task handle) was lost.
     LostHandle,
+    /// A create request timed out with no task handle (its reply lost, or a blocking send
+    /// whose task did not end within the request's timeout).
+    SendTimedOut,
     /// A task outlived its ttl.
     Expired,
     /// A task still not ended when the simulation stopped.
@@ -125,6 +128,7 @@ pub struct TaskStats {
     late_results: [u64; LateResult::COUNT],
     streams_broken: u64,
     lost_handles: u64,
+    send_timeouts: u64,
     expired: u64,
     running_at_end: u64,
 }
@@ -174,6 +178,7 @@ impl TaskStats {
             TaskObservation::WorkWasted { .. } => {}
             TaskObservation::StreamBroken => self.streams_broken += 1,
             TaskObservation::LostHandle => self.lost_handles += 1,
+            TaskObservation::SendTimedOut => self.send_timeouts += 1,
             TaskObservation::Expired => self.expired += 1,
             TaskObservation::RunningAtEnd => self.running_at_end += 1,
         }
@@ -212,6 +217,7 @@ impl TaskStats {
         m.insert("late_result_total".into(), self.late_results.iter().sum::<u64>() as f64);
         m.insert("task_stream_broken_total".into(), self.streams_broken as f64);
         m.insert("task_lost_handle_total".into(), self.lost_handles as f64);
+        m.insert("task_send_timeout_total".into(), self.send_timeouts as f64);
         m.insert("task_expired_total".into(), self.expired as f64);
         m.insert("task_running_at_end_total".into(), self.running_at_end as f64);
     }

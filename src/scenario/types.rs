@@ -962,6 +962,10 @@ pub struct TaskClientSpec {
     /// find (default) or resend: what a create request that timed out leads to.
     #[serde(default)]
     pub on_send_timeout: Option<String>,
+    /// A2A's SendMessageConfiguration.returnImmediately (default false: the send blocks until
+    /// the task ends or is interrupted).
+    #[serde(default)]
+    pub return_immediately: Option<bool>,
     /// Send a cancel when the caller stops waiting (default true).
     #[serde(default)]
     pub cancel_on_abandon: Option<bool>,
