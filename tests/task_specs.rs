@@ -386,3 +386,46 @@ fn a_step_that_stops_waiting_on_a_blocking_send_has_no_handle_to_cancel() {
         metric(&at_once, "cost_after_caller_left_units_total").mean,
     );
 }
+
+#[test]
+fn a_server_that_deduplicates_by_message_id_answers_a_resend_with_the_first_task() {
+    // A lost_handle fault loses a fifth of the create replies for the whole run; the client
+    // sends the message again after its 1 s request timeout. a2a-sdk 1.3.0 makes a second task
+    // of each resend (tests/sdk_probes.rs), as `second_task` (the default) does; a server that
+    // deduplicates answers with the first task, which the new client then follows: no second
+    // task, and no orphan left by the send that lost its handle (unless that task ended in the
+    // 1 s, when the resend makes a new one).
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 3 }\ntask_client = { request_timeout_ms = 1000, on_send_timeout = \"resend\" }";
+    let fault = fault_all_run("lost_handle", "toxicity = 0.2");
+    let second = run("", 20000.0, &fault, policy);
+    let dedup = run(", on_repeated_message = \"deduplicate\"", 20000.0, &fault, policy);
+    for (s, d) in second.iter().zip(&dedup) {
+        assert!(s["task_duplicate_total"] > 500.0, "{}", s["task_duplicate_total"]);
+        assert_eq!(s["task_deduplicated_total"], 0.0);
+        assert_eq!(d["task_duplicate_total"], 0.0, "no second task");
+        let dups = s["task_duplicate_total"];
+        assert!(s["orphan_task_total"] > 500.0);
+        assert!(d["orphan_task_total"] < 0.1 * s["orphan_task_total"], "{} orphans", d["orphan_task_total"]);
+        assert!(d["task_created_total"] < s["task_created_total"] - 0.8 * dups);
+    }
+    // Each lost handle's resend finds its first task still working unless the work (mean 20 s)
+    // ended in the 1 s: e^-1/20 of them are answered with the first task.
+    let e = per(&dedup, "task_deduplicated_total", "task_lost_handle_total");
+    assert_in_ci("answered with the first task per lost handle", &e, (-0.05f64).exp(), 1);
+    eprintln!(
+        "a replication: second_task {} duplicates, {} orphans, {} tasks; deduplicate {} answered with the first task, {} duplicates, {} orphans, {} tasks",
+        metric(&second, "task_duplicate_total").mean,
+        metric(&second, "orphan_task_total").mean,
+        metric(&second, "task_created_total").mean,
+        metric(&dedup, "task_deduplicated_total").mean,
+        metric(&dedup, "task_duplicate_total").mean,
+        metric(&dedup, "orphan_task_total").mean,
+        metric(&dedup, "task_created_total").mean,
+    );
+    // MCP has no message id to deduplicate by.
+    let text = scenario(", protocol = \"mcp\", on_repeated_message = \"deduplicate\"", 20.0, "", "");
+    let source = faultline::scenario::Source::from_text("t.toml", &text, faultline::scenario::Format::Toml);
+    let parsed = faultline::scenario::parse_source(&source).unwrap();
+    let e = faultline::engine::Model::compile(&parsed, &source).unwrap_err().to_string();
+    assert!(e.contains("dependency[0].task.on_repeated_message") && e.contains("needs a message id"), "{e}");
+}

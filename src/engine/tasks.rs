@@ -22,11 +22,11 @@ use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
-use crate::world::task::TaskModel;
 use crate::world::task::{
     CancelAnswer, CancelBehaviour, IgnoredCancelAnswer, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState,
     WaitFor, WorkOnCancel,
 };
+use crate::world::task::{RepeatedMessage, TaskModel};
 
 /// What becomes of a served create's reply.
 pub(super) enum CreateReply {
@@ -508,6 +508,16 @@ impl<T: Tracer> Simulation<'_, T> {
             Some(cl) if self.client_config().propagate_deadline => Some(cl.deadline_at),
             Some(_) | None => None,
         };
+        // A message sent again with the id of one whose task still works and that nobody
+        // follows: a server that deduplicates answers with that task.
+        if let Some(cl) = client
+            && task_model.repeated_message == RepeatedMessage::Deduplicate
+            && run_alive
+            && self.runs[job.run].ledgers[step as usize].live_tasks > 0
+            && let Some(t) = self.unfollowed_task(job, step)
+        {
+            return self.adopt_task(now, c, &cl, t);
+        }
         let t = self.tasks.alloc(RemoteTask::vacant);
         let task = &mut self.tasks[t];
         let task_generation = task.generation.wrapping_add(1);
@@ -596,6 +606,43 @@ impl<T: Tracer> Simulation<'_, T> {
                 CreateReply::Held
             }
             Some(_) | None => CreateReply::Now,
+        }
+    }
+
+    /// A live task that `job`'s step of its run made earlier and that no client follows (its
+    /// sender let go: a send that timed out), the latest made; None if there is none.
+    fn unfollowed_task(&self, job: &Job, step: u8) -> Option<u32> {
+        (0..self.tasks.slots.len() as u32).rev().find(|&t| {
+            // A freed slot holds an ended task, so a live one is in use.
+            let task = &self.tasks[t];
+            task.run == job.run
+                && task.run_gen == job.run_gen
+                && task.step == step
+                && task.front == job.station
+                && task.client.is_none()
+                && !task.lifecycle.state.is_terminal()
+        })
+    }
+
+    /// Client `c` sent again the message that made task `t`, and the server answers with `t`:
+    /// the client follows it from now on, as if its caller had never left.
+    fn adopt_task(&mut self, now: Micros, c: u32, client: &ClientSlot, t: u32) -> CreateReply {
+        let task = &mut self.tasks[t];
+        task.client = Some((c, client.generation));
+        task.serial = client.serial;
+        task.left_at = None;
+        task.cancel_sent = false;
+        task.tracked_orphan = false;
+        let was_orphan = std::mem::replace(&mut task.orphan, false);
+        let (generation, measured, state) = (task.generation, task.measured, task.lifecycle.state);
+        let previous = self.clients[c].task.replace((t, generation));
+        debug_assert!(previous.is_none(), "one create per client");
+        self.observe(now, measured, Observation::Task(TaskObservation::Deduplicated { was_orphan }));
+        if client.blocks && client.attached && state.is_live_work() {
+            self.clients[c].held = true;
+            CreateReply::Held
+        } else {
+            CreateReply::Now
         }
     }
 

@@ -30,6 +30,12 @@ pub enum TaskObservation {
     Created {
         duplicate: bool,
     },
+    /// A create was answered with the task an earlier send of the same message made (the server
+    /// deduplicates by message id); `was_orphan` when that task had been counted an orphan,
+    /// which it is no longer: a client follows it again.
+    Deduplicated {
+        was_orphan: bool,
+    },
     /// A task left a live state after `duration_us` in it.
     StateLeft {
         state: TaskState,
@@ -129,6 +135,7 @@ pub struct TaskStats {
     streams_broken: u64,
     lost_handles: u64,
     send_timeouts: u64,
+    deduplicated: u64,
     expired: u64,
     running_at_end: u64,
 }
@@ -171,6 +178,12 @@ impl TaskStats {
                 self.cancel_observed[i] += 1;
             }
             TaskObservation::Orphaned => self.orphans += 1,
+            TaskObservation::Deduplicated { was_orphan } => {
+                self.deduplicated += 1;
+                if was_orphan {
+                    self.orphans = self.orphans.saturating_sub(1);
+                }
+            }
             TaskObservation::OrphanTracked => self.orphans_tracked += 1,
             TaskObservation::OrphanEscalated => self.orphans_escalated += 1,
             TaskObservation::LateResult(effect) => self.late_results[effect.index()] += 1,
@@ -192,6 +205,7 @@ impl TaskStats {
         }
         m.insert("task_created_total".into(), created);
         m.insert("task_duplicate_total".into(), self.duplicates as f64);
+        m.insert("task_deduplicated_total".into(), self.deduplicated as f64);
         m.insert("task_polls_per_task".into(), ratio(self.requests[call_index(TaskCall::Get)] as f64, created));
         for (i, state) in ENDS.iter().enumerate() {
             m.insert(format!("task_ended_total.{}", state.name()), self.ended[i] as f64);

@@ -353,6 +353,10 @@ pub struct TaskSpec {
     /// Cost units per second of work, accrued while the task runs.
     #[serde(default)]
     pub cost_per_s: f64,
+    /// second_task (default) or deduplicate: what the server does with a message sent again
+    /// with the same message id.
+    #[serde(default)]
+    pub on_repeated_message: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -56,6 +56,8 @@ pub struct TaskModel {
     pub late_cancel_us: Micros,
     /// Cost units per second of work, accrued while the task runs, whoever still waits for it.
     pub cost_per_s: f64,
+    /// What the server does with a message sent again with the same message id.
+    pub repeated_message: RepeatedMessage,
 }
 
 /// What the client learned of its task from its cancel (the essay's four branches, and the
