@@ -429,3 +429,52 @@ fn a_server_that_deduplicates_by_message_id_answers_a_resend_with_the_first_task
     let e = faultline::engine::Model::compile(&parsed, &source).unwrap_err().to_string();
     assert!(e.contains("dependency[0].task.on_repeated_message") && e.contains("needs a message id"), "{e}");
 }
+
+#[test]
+fn a_task_deleted_after_its_ttl_answers_task_not_found_and_its_outcome_is_lost() {
+    // MCP: "receivers may delete the task and its results after ttl" (mcp 1.30.0 does, and a
+    // tasks/get then answers -32602: tests/sdk_probes.rs). ttl 10 s, polls every 2 s (the
+    // server's pollIntervalMs), work exponential of mean 20 s: the poll at about 8 s is the last
+    // before the deletion, so the client learns the end only of work shorter than that, and
+    // meets TaskNotFound for the rest, e^-8/20 of the tasks. The work goes on: each of those
+    // succeeds later for nobody (a late result). Under `on_ttl = "fail"` (the default) the task
+    // is failed at 10 s instead, e^-10/20 of them, and nothing is not found.
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 1 }";
+    let task = ", protocol = \"mcp\", poll_interval_ms = 2000, ttl_ms = 10000";
+    let deleted = run(&format!("{task}, on_ttl = \"delete\""), 20000.0, "", policy);
+    let failed = run(task, 20000.0, "", policy);
+    assert_in_ci(
+        "TaskNotFound per task",
+        &per(&deleted, "task_not_found_total", "task_created_total"),
+        (-0.4f64).exp(),
+        1,
+    );
+    assert_in_ci("expired per task", &per(&failed, "task_expired_total", "task_created_total"), (-0.5f64).exp(), 1);
+    for (d, f) in deleted.iter().zip(&failed) {
+        assert_eq!(f["task_not_found_total"], 0.0);
+        assert_eq!(f["task_deleted_total"], 0.0);
+        assert_eq!(d["task_expired_total"], 0.0, "deleted, not failed");
+        assert_eq!(d["task_ended_total.failed"], 0.0);
+        assert!(d["task_deleted_total"] >= d["task_not_found_total"]);
+        // Every task not found works on and succeeds unheard (or is still working at the end).
+        let unheard = d["late_result_total"] + d["task_running_at_end_total"];
+        assert!((unheard - d["task_not_found_total"]).abs() <= 2.0, "{unheard} against {}", d["task_not_found_total"]);
+        assert!(d["orphan_task_total"] <= d["task_not_found_total"]);
+    }
+    // Those whose work outlasts the poll that met TaskNotFound (at about 10 s) are orphans.
+    assert_in_ci("orphans per task", &per(&deleted, "orphan_task_total", "task_created_total"), (-0.5f64).exp(), 1);
+    eprintln!(
+        "a replication: delete {} TaskNotFound, {} late results, {} orphans; fail {} expired, {} TaskNotFound",
+        metric(&deleted, "task_not_found_total").mean,
+        metric(&deleted, "late_result_total").mean,
+        metric(&deleted, "orphan_task_total").mean,
+        metric(&failed, "task_expired_total").mean,
+        metric(&failed, "task_not_found_total").mean,
+    );
+    // on_ttl needs a ttl.
+    let text = scenario(", on_ttl = \"delete\"", 20.0, "", "");
+    let source = faultline::scenario::Source::from_text("t.toml", &text, faultline::scenario::Format::Toml);
+    let parsed = faultline::scenario::parse_source(&source).unwrap();
+    let e = faultline::engine::Model::compile(&parsed, &source).unwrap_err().to_string();
+    assert!(e.contains("dependency[0].task.on_ttl") && e.contains("only with ttl_ms"), "{e}");
+}

@@ -103,6 +103,8 @@ pub(super) struct RemoteTask {
     pub cancel_sent: bool,
     /// On the runtime's orphan queue.
     pub tracked_orphan: bool,
+    /// Its record was deleted after its ttl (`on_ttl = "delete"`): the server no longer knows it.
+    pub deleted: bool,
     pub orphan: bool,
     pub key: StreamKey,
 }
@@ -145,6 +147,7 @@ impl RemoteTask {
             unowned_work_since: None,
             cancel_sent: false,
             tracked_orphan: false,
+            deleted: false,
             orphan: false,
             key: StreamKey::root(0),
         }

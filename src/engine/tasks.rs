@@ -26,7 +26,7 @@ use crate::world::task::{
     CancelAnswer, CancelBehaviour, IgnoredCancelAnswer, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState,
     WaitFor, WorkOnCancel,
 };
-use crate::world::task::{RepeatedMessage, TaskModel};
+use crate::world::task::{OnTtl, RepeatedMessage, TaskModel};
 
 /// What becomes of a served create's reply.
 pub(super) enum CreateReply {
@@ -189,8 +189,12 @@ impl<T: Tracer> Simulation<'_, T> {
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
         let mut machine = client.machine;
+        let deleted = self.task_deleted(client.task);
         if machine.phase == ClientPhase::CancelChecking {
-            let state = ok.then(|| self.task_state(client.task));
+            if ok && deleted {
+                self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
+            }
+            let state = (ok && !deleted).then(|| self.task_state(client.task));
             let seen = machine.on_cancel_checked(state);
             self.clients[c].machine = machine;
             self.cancel_observed(now, c, seen);
@@ -227,7 +231,20 @@ impl<T: Tracer> Simulation<'_, T> {
             },
             TaskCall::Find if ok => {
                 let u = self.client_draw(c);
-                machine.on_found(&cfg, client.task.is_some(), u)
+                machine.on_found(&cfg, client.task.is_some() && !deleted, u)
+            }
+            TaskCall::Get | TaskCall::Subscribe if ok && deleted => {
+                // TaskNotFound (A2A -32001, MCP -32602): the task's fate is lost to the client.
+                self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
+                if let Some((t, _)) = client.task
+                    && self.tasks[t].lifecycle.state == TaskState::Succeeded
+                    && self.tasks[t].left_at.is_none()
+                {
+                    // It had succeeded, and its caller never hears of it.
+                    self.tasks[t].left_at = Some(now);
+                    self.unheard_success(now, t);
+                }
+                machine.on_not_found()
             }
             TaskCall::Subscribe if ok => {
                 let state = self.task_state(client.task);
@@ -303,6 +320,14 @@ impl<T: Tracer> Simulation<'_, T> {
                 unreachable!("the client answers only an ended or interrupted task")
             }
             TaskAnswer::NotCreated(kind) => AttemptResult::Failed { kind, retry_after_us: None },
+            // The task is gone with its outcome: a write's effect is unknown, a read's result lost.
+            TaskAnswer::Lost => {
+                let kind = match self.clients[c].purpose {
+                    Purpose::Write { .. } => FailureKind::EffectUnknown,
+                    Purpose::Call | Purpose::Lookup => FailureKind::TransientTransport,
+                };
+                AttemptResult::Failed { kind, retry_after_us: None }
+            }
             TaskAnswer::TimedOut => AttemptResult::TimedOut,
         };
         let client = self.clients[c];
@@ -317,6 +342,14 @@ impl<T: Tracer> Simulation<'_, T> {
             self.leave_task(now, c, false);
         }
         self.deliver_to_step(now, &client, result);
+    }
+
+    /// Whether the server has deleted the client's task (after its ttl).
+    fn task_deleted(&self, task: Option<(u32, u32)>) -> bool {
+        match task {
+            Some((t, generation)) => self.tasks[t].generation == generation && self.tasks[t].deleted,
+            None => false,
+        }
     }
 
     fn task_error(&self, task: Option<(u32, u32)>) -> Option<FailureKind> {
@@ -801,6 +834,12 @@ impl<T: Tracer> Simulation<'_, T> {
         if task.generation != generation {
             return;
         }
+        if cause == TaskWakeCause::Ttl && self.task_model(task.front as usize).on_ttl == OnTtl::Delete {
+            // Deleted whatever its state; the work, if any, goes on for nobody who can ask.
+            self.tasks[t].deleted = true;
+            self.observe(now, task.measured, Observation::Task(TaskObservation::Deleted));
+            return;
+        }
         if task.lifecycle.state.is_terminal() {
             // An MCP 2025-11-25 task is `cancelled` at once while its work may stop later.
             if cause == TaskWakeCause::LateCancel {
@@ -833,6 +872,10 @@ impl<T: Tracer> Simulation<'_, T> {
     fn cancel_task(&mut self, now: Micros, task: Option<(u32, u32)>, measured: bool) -> CancelAnswer {
         let Some((t, generation)) = task else { return CancelAnswer::Error(ProtocolError::TaskNotFound) };
         if self.tasks[t].generation != generation {
+            return CancelAnswer::Error(ProtocolError::TaskNotFound);
+        }
+        if self.tasks[t].deleted {
+            self.observe(now, measured, Observation::Task(TaskObservation::NotFound));
             return CancelAnswer::Error(ProtocolError::TaskNotFound);
         }
         let front = self.tasks[t].front as usize;

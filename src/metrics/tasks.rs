@@ -87,6 +87,11 @@ pub enum TaskObservation {
     SendTimedOut,
     /// A task outlived its ttl.
     Expired,
+    /// A task's record was deleted after its ttl (`on_ttl = "delete"`).
+    Deleted,
+    /// A client's get, subscription or cancel met a task the server no longer knows
+    /// (TaskNotFound): deleted after its ttl.
+    NotFound,
     /// A task still not ended when the simulation stopped.
     RunningAtEnd,
 }
@@ -136,6 +141,8 @@ pub struct TaskStats {
     lost_handles: u64,
     send_timeouts: u64,
     deduplicated: u64,
+    deleted: u64,
+    not_found: u64,
     expired: u64,
     running_at_end: u64,
 }
@@ -193,6 +200,8 @@ impl TaskStats {
             TaskObservation::LostHandle => self.lost_handles += 1,
             TaskObservation::SendTimedOut => self.send_timeouts += 1,
             TaskObservation::Expired => self.expired += 1,
+            TaskObservation::Deleted => self.deleted += 1,
+            TaskObservation::NotFound => self.not_found += 1,
             TaskObservation::RunningAtEnd => self.running_at_end += 1,
         }
     }
@@ -233,6 +242,8 @@ impl TaskStats {
         m.insert("task_lost_handle_total".into(), self.lost_handles as f64);
         m.insert("task_send_timeout_total".into(), self.send_timeouts as f64);
         m.insert("task_expired_total".into(), self.expired as f64);
+        m.insert("task_deleted_total".into(), self.deleted as f64);
+        m.insert("task_not_found_total".into(), self.not_found as f64);
         m.insert("task_running_at_end_total".into(), self.running_at_end as f64);
     }
 }

@@ -233,6 +233,9 @@ pub enum TaskAnswer {
     NotCreated(FailureKind),
     /// The create request timed out and the client cannot (or does not) find the task.
     TimedOut,
+    /// A get or subscription answered TaskNotFound: the server deleted the task (after its
+    /// ttl), and its outcome with it.
+    Lost,
 }
 
 /// One step attempt's client of one remote task.
@@ -379,6 +382,13 @@ impl TaskClient {
                 | ClientPhase::Done => unreachable!("assert_waits let only tracking phases through"),
             },
         }
+    }
+
+    /// A get or subscription answered TaskNotFound (the task was deleted): the client cannot
+    /// learn its fate and tells the step so.
+    pub fn on_not_found(&mut self) -> ClientAction {
+        self.assert_waits("a TaskNotFound");
+        self.answer(TaskAnswer::Lost)
     }
 
     /// The subscription was refused because the task had ended (A2A UnsupportedOperationError):

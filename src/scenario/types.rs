@@ -353,6 +353,9 @@ pub struct TaskSpec {
     /// Cost units per second of work, accrued while the task runs.
     #[serde(default)]
     pub cost_per_s: f64,
+    /// fail (default) or delete: what ttl_ms does to a task.
+    #[serde(default)]
+    pub on_ttl: Option<String>,
     /// second_task (default) or deduplicate: what the server does with a message sent again
     /// with the same message id.
     #[serde(default)]

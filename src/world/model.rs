@@ -7,7 +7,7 @@ use super::dist::Distribution;
 use super::failure::ErrorTable;
 pub use super::fault_kind::FaultKind;
 use super::queue_policy::{QueuePolicy, compile_queue_policy};
-use super::task::{CancelBehaviour, RepeatedMessage, TaskModel, TaskProtocol};
+use super::task::{CancelBehaviour, OnTtl, RepeatedMessage, TaskModel, TaskProtocol};
 use super::tokens::{QuotaLimits, TokenPrices, TokenShape};
 use crate::scenario::types::{TokenCount, TokensSpec};
 use crate::scenario::{
@@ -428,9 +428,14 @@ fn compile_task(
         }
         RepeatedMessage::Deduplicate | RepeatedMessage::SecondTask => {}
     }
+    let on_ttl = c.named(&path.key("on_ttl"), t.on_ttl.as_deref(), OnTtl::Fail)?;
+    if t.on_ttl.is_some() && t.ttl_ms.is_none() {
+        return Err(c.err(&path.key("on_ttl"), "on_ttl applies only with ttl_ms, the task's time to live"));
+    }
     Ok(TaskModel {
         protocol,
         repeated_message,
+        on_ttl,
         runner,
         poll_interval_us: optional_ms("poll_interval_ms", t.poll_interval_ms)?,
         ttl_us: optional_ms("ttl_ms", t.ttl_ms)?,

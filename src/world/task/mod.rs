@@ -28,6 +28,18 @@ crate::named_enum! {
 }
 
 crate::named_enum! {
+    /// What a task dependency does with a task `ttl_ms` after its creation.
+    pub enum OnTtl {
+        /// A task not ended then is stopped and fails (DEADLINE_EXHAUSTED).
+        Fail => "fail",
+        /// The task's record is deleted, whatever its state (MCP: "receivers may delete the
+        /// task and its results after ttl"); its work, if any, goes on; every later get, cancel
+        /// or subscription of it answers TaskNotFound.
+        Delete => "delete",
+    }
+}
+
+crate::named_enum! {
     /// What becomes of a task's result that arrives after its caller stopped waiting (essay
     /// section 21's table).
     pub enum LateResult {
@@ -58,6 +70,8 @@ pub struct TaskModel {
     pub cost_per_s: f64,
     /// What the server does with a message sent again with the same message id.
     pub repeated_message: RepeatedMessage,
+    /// What `ttl_us` does to a task.
+    pub on_ttl: OnTtl,
 }
 
 /// What the client learned of its task from its cancel (the essay's four branches, and the
