@@ -478,3 +478,54 @@ fn a_task_deleted_after_its_ttl_answers_task_not_found_and_its_outcome_is_lost()
     let e = faultline::engine::Model::compile(&parsed, &source).unwrap_err().to_string();
     assert!(e.contains("dependency[0].task.on_ttl") && e.contains("only with ttl_ms"), "{e}");
 }
+
+#[test]
+fn an_ignored_a2a_cancel_is_answered_as_a2a_sdks_handlers_answer_it() {
+    // The agent ignores every cancel; the step gives up at 10 s, so e^-1/2 of the tasks are
+    // cancelled while they work, and each works on for its remaining 20 s. a2a-sdk 1.3.0's
+    // DefaultRequestHandler answers CANCELED at once (`canceled`, the default): the client
+    // believes the task stopped and tracks no orphan, while the work goes on for nobody. Its
+    // LegacyRequestHandler answers -32002 (`not_cancelable`): the client reads the task with a
+    // GetTask, sees it WORKING and tracks it. `working` answers the task as it is.
+    let task = |answer: &str| format!(", poll_interval_ms = 2000, cost_per_s = 1, cancel = \"ignore\"{answer}");
+    let canceled = run(&task(""), 20000.0, "", ABANDON_AT_10_S);
+    let legacy = run(&task(", ignored_cancel_answer = \"not_cancelable\""), 20000.0, "", ABANDON_AT_10_S);
+    let working = run(&task(", ignored_cancel_answer = \"working\""), 20000.0, "", ABANDON_AT_10_S);
+    for ((c, l), w) in canceled.iter().zip(&legacy).zip(&working) {
+        let cancels = c["cancel_requested_total"];
+        assert!(cancels > 1000.0);
+        // A task that had succeeded unheard is refused (-32002) and read: `completed`.
+        let live = cancels - c["cancel_observed_total.completed"];
+        assert_eq!(c["cancel_observed_total.canceled"], live, "every live task's answer says CANCELED");
+        assert_eq!(c["orphan_tracked_total"], 0.0, "so nothing is tracked");
+        assert_eq!(c["orphan_task_total"], live, "though every one works on");
+        assert_eq!(c["task_ended_total.canceled"], live);
+        let live = l["cancel_requested_total"] - l["cancel_observed_total.completed"];
+        assert_eq!(l["cancel_observed_total.still_running"], live, "-32002, then a get");
+        assert_eq!(l["orphan_tracked_total"], l["orphan_task_total"]);
+        // One GetTask more for each -32002 about a live task (the same runs otherwise).
+        let refused_live = l["cancel_requested_total"] - c["cancel_observed_total.completed"];
+        assert_eq!(l["task_request_total.get"] - c["task_request_total.get"], refused_live);
+        assert_eq!(l["task_ended_total.canceled"], 0.0);
+        let live = w["cancel_requested_total"] - w["cancel_observed_total.completed"];
+        assert_eq!(w["cancel_observed_total.still_running"], live);
+        assert_eq!(w["orphan_tracked_total"], w["orphan_task_total"]);
+    }
+    // What the canceled-at-once work spends after the cancel: its remaining work, 20 s.
+    assert_in_ci(
+        "cost after a CANCELED answer",
+        &per(&canceled, "cost_after_cancel_units_total", "cancel_observed_total.canceled"),
+        20.0,
+        1,
+    );
+    eprintln!(
+        "a replication: canceled {} cancels, {} answered canceled, {} orphans, {} tracked; not_cancelable {} still running, {} tracked; working {} still running",
+        metric(&canceled, "cancel_requested_total").mean,
+        metric(&canceled, "cancel_observed_total.canceled").mean,
+        metric(&canceled, "orphan_task_total").mean,
+        metric(&canceled, "orphan_tracked_total").mean,
+        metric(&legacy, "cancel_observed_total.still_running").mean,
+        metric(&legacy, "orphan_tracked_total").mean,
+        metric(&working, "cancel_observed_total.still_running").mean,
+    );
+}

@@ -151,7 +151,8 @@ fn an_ignored_cancel_leaves_an_orphan_that_spends_its_remaining_work_for_nobody(
     // A 10 s timeout abandons every task that has not been seen to end; the work is
     // memoryless, so an ignored task works on for mu = 20 s on average, at 1 unit per second.
     let ignore = one_policy("", "timeout_ms = 10000\nretry = { max_attempts = 1 }");
-    let text = scenario("").replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\" }");
+    let text = scenario("")
+        .replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\", ignored_cancel_answer = \"working\" }");
     let m = model(
         &(text
             + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\ntask_client = { return_immediately = true }\n"),

@@ -23,8 +23,7 @@ use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
 use crate::world::task::{
-    CancelAnswer, CancelBehaviour, IgnoredCancelAnswer, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState,
-    WaitFor, WorkOnCancel,
+    CancelAnswer, CancelBehaviour, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState, WaitFor, WorkOnCancel,
 };
 use crate::world::task::{OnTtl, RepeatedMessage, TaskModel};
 
@@ -882,6 +881,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let task_model = self.task_model(front);
         let protocol = task_model.protocol;
         let dependency = (task_model.cancel, task_model.late_cancel_us);
+        let ignored_answer = task_model.ignored_cancel_answer;
         let state = self.tasks[t].lifecycle.state;
         // A cancel fault in force overrides the dependency's own behaviour; between two faults
         // in force at once, ignoring wins over stopping late.
@@ -909,7 +909,7 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);
-        let handling = protocol.cancel(state, behaviour, late_us, IgnoredCancelAnswer::Working);
+        let handling = protocol.cancel(state, behaviour, late_us, ignored_answer);
         if !state.is_terminal() {
             match behaviour {
                 CancelBehaviour::Honor => {}

@@ -353,6 +353,10 @@ pub struct TaskSpec {
     /// Cost units per second of work, accrued while the task runs.
     #[serde(default)]
     pub cost_per_s: f64,
+    /// canceled (default), not_cancelable or working: what an A2A server answers a cancel whose
+    /// work goes on.
+    #[serde(default)]
+    pub ignored_cancel_answer: Option<String>,
     /// fail (default) or delete: what ttl_ms does to a task.
     #[serde(default)]
     pub on_ttl: Option<String>,

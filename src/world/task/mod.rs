@@ -72,6 +72,9 @@ pub struct TaskModel {
     pub repeated_message: RepeatedMessage,
     /// What `ttl_us` does to a task.
     pub on_ttl: OnTtl,
+    /// What an A2A server answers a cancel whose work goes on (the agent ignores it or stops
+    /// later).
+    pub ignored_cancel_answer: IgnoredCancelAnswer,
 }
 
 /// What the client learned of its task from its cancel (the essay's four branches, and the
