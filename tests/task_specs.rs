@@ -50,7 +50,17 @@ deadline_ms = 3600000
 }
 
 fn run(task: &str, work_ms: f64, extra: &str, policy: &str) -> Vec<MetricMap> {
-    replicate(&model(&scenario(task, work_ms, extra, policy)), 0)
+    replicate(&model(&scenario(task, work_ms, extra, &at_once(policy))), 0)
+}
+
+/// `policy` with a client whose sends return at once (A2A `returnImmediately`): the clients
+/// these tests follow poll or subscribe, as before sends blocked by default.
+fn at_once(policy: &str) -> String {
+    if policy.contains("task_client = {") {
+        policy.replacen("task_client = {", "task_client = { return_immediately = true,", 1)
+    } else {
+        format!("{policy}\ntask_client = {{ return_immediately = true }}")
+    }
 }
 
 /// The per-replication ratio of two metrics, as an estimate over the replications.
@@ -298,4 +308,224 @@ fn an_mcp_client_cannot_find_a_lost_task_so_the_step_s_retry_sends_it_again() {
             );
         }
     }
+}
+
+/// The scenario as written: the client's sends block unless the policy says otherwise.
+fn run_as_sent(task: &str, work_ms: f64, extra: &str, policy: &str) -> Vec<MetricMap> {
+    replicate(&model(&scenario(task, work_ms, extra, policy)), 0)
+}
+
+#[test]
+fn a_blocking_send_times_out_with_no_handle_when_the_work_outlasts_the_request() {
+    // A2A's SendMessage blocks by default until the task ends (a2a-sdk 1.3.0 does:
+    // tests/sdk_probes.rs). With exponential work of mean 20 s and the default 10 s request
+    // timeout, a send times out with no handle with probability e^-1/2; `find` (the default)
+    // then looks the task up and follows it, `resend` sends it again: a second task.
+    let long = "timeout_ms = 3000000\nretry = { max_attempts = 3 }";
+    let blocking = run_as_sent("", 20000.0, "", long);
+    let e = per(&blocking, "task_send_timeout_total", "task_created_total");
+    assert_in_ci("send timeouts per task, blocking", &e, (-0.5f64).exp(), 1);
+    let resend = run_as_sent("", 20000.0, "", &format!("{long}\ntask_client = {{ on_send_timeout = \"resend\" }}"));
+    let at_once = run("", 20000.0, "", &format!("{long}\ntask_client = {{ on_send_timeout = \"resend\" }}"));
+    for ((b, r), a) in blocking.iter().zip(&resend).zip(&at_once) {
+        assert_eq!(b["task_request_total.find"], b["task_send_timeout_total"], "each timed-out send is looked up");
+        assert_eq!(b["task_duplicate_total"], 0.0, "and found: no second task");
+        assert!(r["task_duplicate_total"] > 0.5 * r["task_send_timeout_total"], "{}", r["task_duplicate_total"]);
+        assert!(r["task_send_timeout_total"] > 1000.0);
+        assert_eq!(a["task_send_timeout_total"], 0.0, "a send that returns at once has its handle");
+        assert_eq!(a["task_duplicate_total"], 0.0);
+    }
+    eprintln!(
+        "a replication: blocking {} send timeouts, {} finds, {} duplicates; resend {} send timeouts, {} duplicates, {} orphans; returnImmediately {} and {}",
+        metric(&blocking, "task_send_timeout_total").mean,
+        metric(&blocking, "task_request_total.find").mean,
+        metric(&blocking, "task_duplicate_total").mean,
+        metric(&resend, "task_send_timeout_total").mean,
+        metric(&resend, "task_duplicate_total").mean,
+        metric(&resend, "orphan_task_total").mean,
+        metric(&at_once, "task_send_timeout_total").mean,
+        metric(&at_once, "task_duplicate_total").mean,
+    );
+}
+
+#[test]
+fn a_step_that_stops_waiting_on_a_blocking_send_has_no_handle_to_cancel() {
+    // The step gives up at 10 s, the send's own timeout is 20 s: a blocking client has no task
+    // handle then and walks away (no cancel), so each task whose work outlasts 10 s is an
+    // orphan spending its remaining work (memoryless: 20 s at 1 unit a second) for nobody. A
+    // client whose send returned at once cancels it, and the cancel is honoured.
+    let abandon = "timeout_ms = 10000\nretry = { max_attempts = 1 }\ntask_client = { request_timeout_ms = 20000 }";
+    let task = ", cost_per_s = 1";
+    let blocking = run_as_sent(task, 20000.0, "", abandon);
+    let at_once = run(task, 20000.0, "", abandon);
+    for (b, a) in blocking.iter().zip(&at_once) {
+        assert_eq!(b["cancel_requested_total"], 0.0, "no handle, nothing to cancel");
+        assert_eq!(b["orphan_tracked_total"], 0.0, "and nothing on the orphan queue");
+        assert!(a["cancel_requested_total"] > 1000.0);
+        assert_eq!(a["orphan_task_total"], 0.0, "every cancel honoured");
+    }
+    assert_in_ci(
+        "orphans per task, blocking",
+        &per(&blocking, "orphan_task_total", "task_created_total"),
+        (-0.5f64).exp(),
+        1,
+    );
+    assert_in_ci(
+        "cost after the caller left per orphan",
+        &per(&blocking, "cost_after_caller_left_units_total", "orphan_task_total"),
+        20.0,
+        1,
+    );
+    eprintln!(
+        "a replication: blocking {} orphans, {} cancels, {} units after the caller left; returnImmediately {} orphans, {} cancels, {} units",
+        metric(&blocking, "orphan_task_total").mean,
+        metric(&blocking, "cancel_requested_total").mean,
+        metric(&blocking, "cost_after_caller_left_units_total").mean,
+        metric(&at_once, "orphan_task_total").mean,
+        metric(&at_once, "cancel_requested_total").mean,
+        metric(&at_once, "cost_after_caller_left_units_total").mean,
+    );
+}
+
+#[test]
+fn a_server_that_deduplicates_by_message_id_answers_a_resend_with_the_first_task() {
+    // A lost_handle fault loses a fifth of the create replies for the whole run; the client
+    // sends the message again after its 1 s request timeout. a2a-sdk 1.3.0 makes a second task
+    // of each resend (tests/sdk_probes.rs), as `second_task` (the default) does; a server that
+    // deduplicates answers with the first task, which the new client then follows: no second
+    // task, and no orphan left by the send that lost its handle (unless that task ended in the
+    // 1 s, when the resend makes a new one).
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 3 }\ntask_client = { request_timeout_ms = 1000, on_send_timeout = \"resend\" }";
+    let fault = fault_all_run("lost_handle", "toxicity = 0.2");
+    let second = run("", 20000.0, &fault, policy);
+    let dedup = run(", on_repeated_message = \"deduplicate\"", 20000.0, &fault, policy);
+    for (s, d) in second.iter().zip(&dedup) {
+        assert!(s["task_duplicate_total"] > 500.0, "{}", s["task_duplicate_total"]);
+        assert_eq!(s["task_deduplicated_total"], 0.0);
+        assert_eq!(d["task_duplicate_total"], 0.0, "no second task");
+        let dups = s["task_duplicate_total"];
+        assert!(s["orphan_task_total"] > 500.0);
+        assert!(d["orphan_task_total"] < 0.1 * s["orphan_task_total"], "{} orphans", d["orphan_task_total"]);
+        assert!(d["task_created_total"] < s["task_created_total"] - 0.8 * dups);
+    }
+    // Each lost handle's resend finds its first task still working unless the work (mean 20 s)
+    // ended in the 1 s: e^-1/20 of them are answered with the first task.
+    let e = per(&dedup, "task_deduplicated_total", "task_lost_handle_total");
+    assert_in_ci("answered with the first task per lost handle", &e, (-0.05f64).exp(), 1);
+    eprintln!(
+        "a replication: second_task {} duplicates, {} orphans, {} tasks; deduplicate {} answered with the first task, {} duplicates, {} orphans, {} tasks",
+        metric(&second, "task_duplicate_total").mean,
+        metric(&second, "orphan_task_total").mean,
+        metric(&second, "task_created_total").mean,
+        metric(&dedup, "task_deduplicated_total").mean,
+        metric(&dedup, "task_duplicate_total").mean,
+        metric(&dedup, "orphan_task_total").mean,
+        metric(&dedup, "task_created_total").mean,
+    );
+    // MCP has no message id to deduplicate by.
+    let text = scenario(", protocol = \"mcp\", on_repeated_message = \"deduplicate\"", 20.0, "", "");
+    let source = faultline::scenario::Source::from_text("t.toml", &text, faultline::scenario::Format::Toml);
+    let parsed = faultline::scenario::parse_source(&source).unwrap();
+    let e = faultline::engine::Model::compile(&parsed, &source).unwrap_err().to_string();
+    assert!(e.contains("dependency[0].task.on_repeated_message") && e.contains("needs a message id"), "{e}");
+}
+
+#[test]
+fn a_task_deleted_after_its_ttl_answers_task_not_found_and_its_outcome_is_lost() {
+    // MCP: "receivers may delete the task and its results after ttl" (mcp 1.30.0 does, and a
+    // tasks/get then answers -32602: tests/sdk_probes.rs). ttl 10 s, polls every 2 s (the
+    // server's pollIntervalMs), work exponential of mean 20 s: the poll at about 8 s is the last
+    // before the deletion, so the client learns the end only of work shorter than that, and
+    // meets TaskNotFound for the rest, e^-8/20 of the tasks. The work goes on: each of those
+    // succeeds later for nobody (a late result). Under `on_ttl = "fail"` (the default) the task
+    // is failed at 10 s instead, e^-10/20 of them, and nothing is not found.
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 1 }";
+    let task = ", protocol = \"mcp\", poll_interval_ms = 2000, ttl_ms = 10000";
+    let deleted = run(&format!("{task}, on_ttl = \"delete\""), 20000.0, "", policy);
+    let failed = run(task, 20000.0, "", policy);
+    assert_in_ci(
+        "TaskNotFound per task",
+        &per(&deleted, "task_not_found_total", "task_created_total"),
+        (-0.4f64).exp(),
+        1,
+    );
+    assert_in_ci("expired per task", &per(&failed, "task_expired_total", "task_created_total"), (-0.5f64).exp(), 1);
+    for (d, f) in deleted.iter().zip(&failed) {
+        assert_eq!(f["task_not_found_total"], 0.0);
+        assert_eq!(f["task_deleted_total"], 0.0);
+        assert_eq!(d["task_expired_total"], 0.0, "deleted, not failed");
+        assert_eq!(d["task_ended_total.failed"], 0.0);
+        assert!(d["task_deleted_total"] >= d["task_not_found_total"]);
+        // Every task not found works on and succeeds unheard (or is still working at the end).
+        let unheard = d["late_result_total"] + d["task_running_at_end_total"];
+        assert!((unheard - d["task_not_found_total"]).abs() <= 2.0, "{unheard} against {}", d["task_not_found_total"]);
+        assert!(d["orphan_task_total"] <= d["task_not_found_total"]);
+    }
+    // Those whose work outlasts the poll that met TaskNotFound (at about 10 s) are orphans.
+    assert_in_ci("orphans per task", &per(&deleted, "orphan_task_total", "task_created_total"), (-0.5f64).exp(), 1);
+    eprintln!(
+        "a replication: delete {} TaskNotFound, {} late results, {} orphans; fail {} expired, {} TaskNotFound",
+        metric(&deleted, "task_not_found_total").mean,
+        metric(&deleted, "late_result_total").mean,
+        metric(&deleted, "orphan_task_total").mean,
+        metric(&failed, "task_expired_total").mean,
+        metric(&failed, "task_not_found_total").mean,
+    );
+    // on_ttl needs a ttl.
+    let text = scenario(", on_ttl = \"delete\"", 20.0, "", "");
+    let source = faultline::scenario::Source::from_text("t.toml", &text, faultline::scenario::Format::Toml);
+    let parsed = faultline::scenario::parse_source(&source).unwrap();
+    let e = faultline::engine::Model::compile(&parsed, &source).unwrap_err().to_string();
+    assert!(e.contains("dependency[0].task.on_ttl") && e.contains("only with ttl_ms"), "{e}");
+}
+
+#[test]
+fn an_ignored_a2a_cancel_is_answered_as_a2a_sdks_handlers_answer_it() {
+    // The agent ignores every cancel; the step gives up at 10 s, so e^-1/2 of the tasks are
+    // cancelled while they work, and each works on for its remaining 20 s. a2a-sdk 1.3.0's
+    // DefaultRequestHandler answers CANCELED at once (`canceled`, the default): the client
+    // believes the task stopped and tracks no orphan, while the work goes on for nobody. Its
+    // LegacyRequestHandler answers -32002 (`not_cancelable`): the client reads the task with a
+    // GetTask, sees it WORKING and tracks it. `working` answers the task as it is.
+    let task = |answer: &str| format!(", poll_interval_ms = 2000, cost_per_s = 1, cancel = \"ignore\"{answer}");
+    let canceled = run(&task(""), 20000.0, "", ABANDON_AT_10_S);
+    let legacy = run(&task(", ignored_cancel_answer = \"not_cancelable\""), 20000.0, "", ABANDON_AT_10_S);
+    let working = run(&task(", ignored_cancel_answer = \"working\""), 20000.0, "", ABANDON_AT_10_S);
+    for ((c, l), w) in canceled.iter().zip(&legacy).zip(&working) {
+        let cancels = c["cancel_requested_total"];
+        assert!(cancels > 1000.0);
+        // A task that had succeeded unheard is refused (-32002) and read: `completed`.
+        let live = cancels - c["cancel_observed_total.completed"];
+        assert_eq!(c["cancel_observed_total.canceled"], live, "every live task's answer says CANCELED");
+        assert_eq!(c["orphan_tracked_total"], 0.0, "so nothing is tracked");
+        assert_eq!(c["orphan_task_total"], live, "though every one works on");
+        assert_eq!(c["task_ended_total.canceled"], live);
+        let live = l["cancel_requested_total"] - l["cancel_observed_total.completed"];
+        assert_eq!(l["cancel_observed_total.still_running"], live, "-32002, then a get");
+        assert_eq!(l["orphan_tracked_total"], l["orphan_task_total"]);
+        // One GetTask more for each -32002 about a live task (the same runs otherwise).
+        let refused_live = l["cancel_requested_total"] - c["cancel_observed_total.completed"];
+        assert_eq!(l["task_request_total.get"] - c["task_request_total.get"], refused_live);
+        assert_eq!(l["task_ended_total.canceled"], 0.0);
+        let live = w["cancel_requested_total"] - w["cancel_observed_total.completed"];
+        assert_eq!(w["cancel_observed_total.still_running"], live);
+        assert_eq!(w["orphan_tracked_total"], w["orphan_task_total"]);
+    }
+    // What the canceled-at-once work spends after the cancel: its remaining work, 20 s.
+    assert_in_ci(
+        "cost after a CANCELED answer",
+        &per(&canceled, "cost_after_cancel_units_total", "cancel_observed_total.canceled"),
+        20.0,
+        1,
+    );
+    eprintln!(
+        "a replication: canceled {} cancels, {} answered canceled, {} orphans, {} tracked; not_cancelable {} still running, {} tracked; working {} still running",
+        metric(&canceled, "cancel_requested_total").mean,
+        metric(&canceled, "cancel_observed_total.canceled").mean,
+        metric(&canceled, "orphan_task_total").mean,
+        metric(&canceled, "orphan_tracked_total").mean,
+        metric(&legacy, "cancel_observed_total.still_running").mean,
+        metric(&legacy, "orphan_tracked_total").mean,
+        metric(&working, "cancel_observed_total.still_running").mean,
+    );
 }

@@ -45,8 +45,18 @@ deadline_ms = 3600000
     )
 }
 
+/// `policy` with a client whose sends return at once (A2A `returnImmediately`): the clients
+/// these tests follow poll or subscribe, as before sends blocked by default.
+fn at_once(policy: &str) -> String {
+    if policy.contains("task_client = {") {
+        policy.replacen("task_client = {", "task_client = { return_immediately = true,", 1)
+    } else {
+        format!("{policy}\ntask_client = {{ return_immediately = true }}")
+    }
+}
+
 fn one_policy(extra: &str, policy: &str) -> Vec<faultline::metrics::MetricMap> {
-    let m = model(&scenario(&format!("{extra}\n[policy.p]\n{policy}\n")));
+    let m = model(&scenario(&format!("{extra}\n[policy.p]\n{}\n", at_once(policy))));
     replicate(&m, 0)
 }
 
@@ -116,7 +126,9 @@ burst = 1
         "cost_per_s = 1 }\nrate_limit = { per_s = 100000, burst = 100000, retry_after_ms = 10000 }",
     );
     let run = |client: &str, text: &str| {
-        let m = model(&format!("{text}\n[policy.p]\ntimeout_ms = 3000000\ntask_client = {{ {client} }}\n"));
+        let m = model(&format!(
+            "{text}\n[policy.p]\ntimeout_ms = 3000000\ntask_client = {{ return_immediately = true, {client} }}\n"
+        ));
         metric(&replicate(&m, 0), "task_request_total.get").mean
     };
     // About 40 tasks work at any time (2 a second, 20 s each), and their clients wait out the
@@ -139,8 +151,12 @@ fn an_ignored_cancel_leaves_an_orphan_that_spends_its_remaining_work_for_nobody(
     // A 10 s timeout abandons every task that has not been seen to end; the work is
     // memoryless, so an ignored task works on for mu = 20 s on average, at 1 unit per second.
     let ignore = one_policy("", "timeout_ms = 10000\nretry = { max_attempts = 1 }");
-    let text = scenario("").replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\" }");
-    let m = model(&(text + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\n"));
+    let text = scenario("")
+        .replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\", ignored_cancel_answer = \"working\" }");
+    let m = model(
+        &(text
+            + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\ntask_client = { return_immediately = true }\n"),
+    );
     let ignored = replicate(&m, 0);
     for (honoured, ignored) in ignore.iter().zip(&ignored) {
         assert_eq!(honoured["orphan_task_total"], 0.0, "an honoured cancel leaves no orphan");
@@ -163,7 +179,10 @@ fn an_ignored_cancel_leaves_an_orphan_that_spends_its_remaining_work_for_nobody(
 #[test]
 fn a_late_cancel_stops_the_task_after_its_delay() {
     let text = scenario("").replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"late\", late_cancel_ms = 5000 }");
-    let m = model(&(text + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\n"));
+    let m = model(
+        &(text
+            + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 1 }\ntask_client = { return_immediately = true }\n"),
+    );
     let reps = replicate(&m, 0);
     // Remaining work is exponential (mean 20 s), cut at 5 s: E[min(W, 5)] = 20 (1 - exp(-1/4)).
     let per_cancel: Vec<f64> =
@@ -374,7 +393,10 @@ fn a_write_task_commits_once_per_key_and_a_status_lookup_finds_it() {
             "  dependency = \"agent\"\n  effect = \"write\"\n  idempotency = \"key\"\n  status_lookup = true\n",
         )
         .replace("cost_per_s = 1 }", "cost_per_s = 1, cancel = \"ignore\" }");
-    let m = model(&(text + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 3 }\n"));
+    let m = model(
+        &(text
+            + "\n[policy.p]\ntimeout_ms = 10000\nretry = { max_attempts = 3 }\ntask_client = { return_immediately = true }\n"),
+    );
     for r in replicate(&m, 0) {
         assert!(r["effect_unknown_total"] > 100.0);
         assert_eq!(r["duplicate_effect_total"], 0.0, "one key, deduplicated");

@@ -2,6 +2,7 @@
 
 use super::event::Event;
 use super::simulation::{Caller, FirstTokenWatch, Job, JobPhase, Simulation};
+use super::tasks::CreateReply;
 use crate::metrics::Observation;
 use crate::metrics::tokens::TokenObservation;
 use crate::runtime::{AttemptResult, AttemptTrace, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
@@ -510,13 +511,18 @@ impl<T: Tracer> Simulation<'_, T> {
         let used = Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted };
         self.observe(now, job.measured, used);
         let mut job = job;
+        let mut held = false;
         if let Caller::Client { client, generation, step } = job.caller
             && job.error.is_none()
             && job.purpose != Purpose::Lookup
-            && self.create_task(now, (client, generation), step, &job)
         {
-            // The handle is lost on the way back: the task exists, its client never hears.
-            job.no_reply = true;
+            match self.create_task(now, (client, generation), step, &job) {
+                CreateReply::Now => {}
+                // The handle is lost on the way back: the task exists, its client never hears.
+                CreateReply::Lost => job.no_reply = true,
+                // A blocking send: the reply waits for the task's end (`release_held_create`).
+                CreateReply::Held => held = true,
+            }
         }
         let exit = StationExit::Served { error: job.error, reply_lost: job.no_reply };
         self.trace_left(now, id, exit);
@@ -535,7 +541,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Some(kind) => AttemptResult::Failed { kind, retry_after_us: None },
             None => AttemptResult::Ok,
         };
-        if job.no_reply && job.attached {
+        if (job.no_reply || held) && job.attached {
             self.jobs[id].phase = JobPhase::AwaitReply;
         } else {
             self.finish_job(now, id, &job, result);
@@ -563,7 +569,7 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// Frees the attempt and, if its caller still waits, delivers the result. `job` is the
     /// caller's copy of the attempt, taken since its last change.
-    fn finish_job(&mut self, now: Micros, id: u32, job: &Job, result: AttemptResult) {
+    pub(super) fn finish_job(&mut self, now: Micros, id: u32, job: &Job, result: AttemptResult) {
         self.free_job(now, id);
         if job.attached {
             self.deliver(now, job, result);

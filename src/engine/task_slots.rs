@@ -36,6 +36,10 @@ pub(super) struct ClientSlot {
     /// The step still waits for this client's answer.
     pub attached: bool,
     pub deadline_at: Micros,
+    /// Its create blocks until the task ends or is interrupted (A2A without returnImmediately).
+    pub blocks: bool,
+    /// The create was served and its reply is held until then.
+    pub held: bool,
 }
 
 impl ClientSlot {
@@ -59,6 +63,8 @@ impl ClientSlot {
             requests: 0,
             attached: false,
             deadline_at: 0,
+            blocks: false,
+            held: false,
         }
     }
 }
@@ -97,6 +103,8 @@ pub(super) struct RemoteTask {
     pub cancel_sent: bool,
     /// On the runtime's orphan queue.
     pub tracked_orphan: bool,
+    /// Its record was deleted after its ttl (`on_ttl = "delete"`): the server no longer knows it.
+    pub deleted: bool,
     pub orphan: bool,
     pub key: StreamKey,
 }
@@ -139,6 +147,7 @@ impl RemoteTask {
             unowned_work_since: None,
             cancel_sent: false,
             tracked_orphan: false,
+            deleted: false,
             orphan: false,
             key: StreamKey::root(0),
         }

@@ -10,7 +10,7 @@
 //! has its top bit set, so `cancel` knows it names a client, not a station job.
 
 use super::event::{Event, TaskWakeCause};
-use super::simulation::{Caller, Job, Simulation};
+use super::simulation::{Caller, Job, JobPhase, Simulation};
 use super::stations::NewAttempt;
 use super::task_slots::{ClientSlot, RemoteTask};
 use crate::metrics::Observation;
@@ -22,10 +22,20 @@ use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
-use crate::world::task::TaskModel;
 use crate::world::task::{
     CancelAnswer, CancelBehaviour, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState, WaitFor, WorkOnCancel,
 };
+use crate::world::task::{OnTtl, RepeatedMessage, TaskModel};
+
+/// What becomes of a served create's reply.
+pub(super) enum CreateReply {
+    /// Sent now.
+    Now,
+    /// Lost on the way (a lost_handle fault): the client never hears.
+    Lost,
+    /// Held until the task ends or is interrupted (a blocking send).
+    Held,
+}
 
 /// A handle with this bit names a task client (`(client << 32) | generation`).
 pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
@@ -64,6 +74,7 @@ impl<T: Tracer> Simulation<'_, T> {
     ) -> u64 {
         let task = self.task_model(front);
         let (machine, first) = TaskClient::for_protocol(task.poll_interval_us, task.protocol);
+        let blocks = task.protocol.create_blocks(self.client_config().return_immediately);
         let slot = &self.runs[r];
         let (run_gen, measured, deadline_at) = (slot.generation, slot.measured, slot.machine.budget.deadline_at);
         let c = self.clients.alloc(ClientSlot::vacant);
@@ -82,6 +93,7 @@ impl<T: Tracer> Simulation<'_, T> {
             machine,
             attached: true,
             deadline_at,
+            blocks,
             ..ClientSlot::vacant()
         };
         if let Some(t) = timeout_us
@@ -170,12 +182,18 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         self.clients[c].request = None;
+        // Any answer to a held create (its release, its timeout) ends the hold.
+        self.clients[c].held = false;
         let client = self.clients[c];
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
         let mut machine = client.machine;
+        let deleted = self.task_deleted(client.task);
         if machine.phase == ClientPhase::CancelChecking {
-            let state = ok.then(|| self.task_state(client.task));
+            if ok && deleted {
+                self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
+            }
+            let state = (ok && !deleted).then(|| self.task_state(client.task));
             let seen = machine.on_cancel_checked(state);
             self.clients[c].machine = machine;
             self.cancel_observed(now, c, seen);
@@ -199,14 +217,33 @@ impl<T: Tracer> Simulation<'_, T> {
             TaskCall::Create => match result {
                 AttemptResult::Ok | AttemptResult::NotFound => {
                     let u = self.client_draw(c);
-                    machine.on_handle(&cfg, u)
+                    // A blocking send's reply shows the task as it ended (or was interrupted);
+                    // one that returns at once, the task as made.
+                    let state = if client.blocks { self.task_state(client.task) } else { TaskState::Pending };
+                    machine.on_created(&cfg, state, u)
                 }
                 AttemptResult::Failed { kind, .. } => machine.on_create_failed(kind),
-                AttemptResult::TimedOut => machine.on_create_timed_out(&cfg),
+                AttemptResult::TimedOut => {
+                    self.observe(now, client.measured, Observation::Task(TaskObservation::SendTimedOut));
+                    machine.on_create_timed_out(&cfg)
+                }
             },
             TaskCall::Find if ok => {
                 let u = self.client_draw(c);
-                machine.on_found(&cfg, client.task.is_some(), u)
+                machine.on_found(&cfg, client.task.is_some() && !deleted, u)
+            }
+            TaskCall::Get | TaskCall::Subscribe if ok && deleted => {
+                // TaskNotFound (A2A -32001, MCP -32602): the task's fate is lost to the client.
+                self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
+                if let Some((t, _)) = client.task
+                    && self.tasks[t].lifecycle.state == TaskState::Succeeded
+                    && self.tasks[t].left_at.is_none()
+                {
+                    // It had succeeded, and its caller never hears of it.
+                    self.tasks[t].left_at = Some(now);
+                    self.unheard_success(now, t);
+                }
+                machine.on_not_found()
             }
             TaskCall::Subscribe if ok => {
                 let state = self.task_state(client.task);
@@ -282,6 +319,14 @@ impl<T: Tracer> Simulation<'_, T> {
                 unreachable!("the client answers only an ended or interrupted task")
             }
             TaskAnswer::NotCreated(kind) => AttemptResult::Failed { kind, retry_after_us: None },
+            // The task is gone with its outcome: a write's effect is unknown, a read's result lost.
+            TaskAnswer::Lost => {
+                let kind = match self.clients[c].purpose {
+                    Purpose::Write { .. } => FailureKind::EffectUnknown,
+                    Purpose::Call | Purpose::Lookup => FailureKind::TransientTransport,
+                };
+                AttemptResult::Failed { kind, retry_after_us: None }
+            }
             TaskAnswer::TimedOut => AttemptResult::TimedOut,
         };
         let client = self.clients[c];
@@ -296,6 +341,14 @@ impl<T: Tracer> Simulation<'_, T> {
             self.leave_task(now, c, false);
         }
         self.deliver_to_step(now, &client, result);
+    }
+
+    /// Whether the server has deleted the client's task (after its ttl).
+    fn task_deleted(&self, task: Option<(u32, u32)>) -> bool {
+        match task {
+            Some((t, generation)) => self.tasks[t].generation == generation && self.tasks[t].deleted,
+            None => false,
+        }
     }
 
     fn task_error(&self, task: Option<(u32, u32)>) -> Option<FailureKind> {
@@ -472,7 +525,7 @@ impl<T: Tracer> Simulation<'_, T> {
     /// reply carrying its handle is lost (a lost_handle fault).
     #[cold]
     #[inline(never)]
-    pub(super) fn create_task(&mut self, now: Micros, (c, generation): (u32, u32), step: u8, job: &Job) -> bool {
+    pub(super) fn create_task(&mut self, now: Micros, (c, generation): (u32, u32), step: u8, job: &Job) -> CreateReply {
         let model = self.model;
         let client = (self.clients[c].generation == generation).then_some(self.clients[c]);
         let front = job.station as usize;
@@ -487,6 +540,16 @@ impl<T: Tracer> Simulation<'_, T> {
             Some(cl) if self.client_config().propagate_deadline => Some(cl.deadline_at),
             Some(_) | None => None,
         };
+        // A message sent again with the id of one whose task still works and that nobody
+        // follows: a server that deduplicates answers with that task.
+        if let Some(cl) = client
+            && task_model.repeated_message == RepeatedMessage::Deduplicate
+            && run_alive
+            && self.runs[job.run].ledgers[step as usize].live_tasks > 0
+            && let Some(t) = self.unfollowed_task(job, step)
+        {
+            return self.adopt_task(now, c, &cl, t);
+        }
         let t = self.tasks.alloc(RemoteTask::vacant);
         let task = &mut self.tasks[t];
         let task_generation = task.generation.wrapping_add(1);
@@ -566,7 +629,71 @@ impl<T: Tracer> Simulation<'_, T> {
         if effects.lost_handle && client.is_some() {
             self.observe(now, job.measured, Observation::Task(TaskObservation::LostHandle));
         }
-        effects.lost_handle
+        match client {
+            _ if effects.lost_handle => CreateReply::Lost,
+            // A blocking send answers once the task ends or is interrupted (an interrupted task
+            // from its birth answers at once).
+            Some(cl) if cl.blocks && cl.attached && self.task_state(Some((t, task_generation))).is_live_work() => {
+                self.clients[c].held = true;
+                CreateReply::Held
+            }
+            Some(_) | None => CreateReply::Now,
+        }
+    }
+
+    /// A live task that `job`'s step of its run made earlier and that no client follows (its
+    /// sender let go: a send that timed out), the latest made; None if there is none.
+    fn unfollowed_task(&self, job: &Job, step: u8) -> Option<u32> {
+        (0..self.tasks.slots.len() as u32).rev().find(|&t| {
+            // A freed slot holds an ended task, so a live one is in use.
+            let task = &self.tasks[t];
+            task.run == job.run
+                && task.run_gen == job.run_gen
+                && task.step == step
+                && task.front == job.station
+                && task.client.is_none()
+                && !task.lifecycle.state.is_terminal()
+        })
+    }
+
+    /// Client `c` sent again the message that made task `t`, and the server answers with `t`:
+    /// the client follows it from now on, as if its caller had never left.
+    fn adopt_task(&mut self, now: Micros, c: u32, client: &ClientSlot, t: u32) -> CreateReply {
+        let task = &mut self.tasks[t];
+        task.client = Some((c, client.generation));
+        task.serial = client.serial;
+        task.left_at = None;
+        task.cancel_sent = false;
+        task.tracked_orphan = false;
+        let was_orphan = std::mem::replace(&mut task.orphan, false);
+        let (generation, measured, state) = (task.generation, task.measured, task.lifecycle.state);
+        let previous = self.clients[c].task.replace((t, generation));
+        debug_assert!(previous.is_none(), "one create per client");
+        self.observe(now, measured, Observation::Task(TaskObservation::Deduplicated { was_orphan }));
+        if client.blocks && client.attached && state.is_live_work() {
+            self.clients[c].held = true;
+            CreateReply::Held
+        } else {
+            CreateReply::Now
+        }
+    }
+
+    /// Task `t` ended or was interrupted: the held reply of its client's blocking send goes
+    /// out now, with the task as it is.
+    fn release_held_create(&mut self, now: Micros, t: u32) {
+        let Some((c, generation)) = self.tasks[t].client else { return };
+        let client = self.clients[c];
+        if client.generation != generation || !client.held {
+            return;
+        }
+        if let Some((job, job_generation)) = client.request
+            && self.jobs[job].generation == job_generation
+            && self.jobs[job].phase == JobPhase::AwaitReply
+            && self.jobs[job].attached
+        {
+            let copy = self.jobs[job];
+            self.finish_job(now, job, &copy, AttemptResult::Ok);
+        }
     }
 
     /// The effects of the faults at task dependency `front` active at `now` that apply this
@@ -706,6 +833,12 @@ impl<T: Tracer> Simulation<'_, T> {
         if task.generation != generation {
             return;
         }
+        if cause == TaskWakeCause::Ttl && self.task_model(task.front as usize).on_ttl == OnTtl::Delete {
+            // Deleted whatever its state; the work, if any, goes on for nobody who can ask.
+            self.tasks[t].deleted = true;
+            self.observe(now, task.measured, Observation::Task(TaskObservation::Deleted));
+            return;
+        }
         if task.lifecycle.state.is_terminal() {
             // An MCP 2025-11-25 task is `cancelled` at once while its work may stop later.
             if cause == TaskWakeCause::LateCancel {
@@ -740,10 +873,15 @@ impl<T: Tracer> Simulation<'_, T> {
         if self.tasks[t].generation != generation {
             return CancelAnswer::Error(ProtocolError::TaskNotFound);
         }
+        if self.tasks[t].deleted {
+            self.observe(now, measured, Observation::Task(TaskObservation::NotFound));
+            return CancelAnswer::Error(ProtocolError::TaskNotFound);
+        }
         let front = self.tasks[t].front as usize;
         let task_model = self.task_model(front);
         let protocol = task_model.protocol;
         let dependency = (task_model.cancel, task_model.late_cancel_us);
+        let ignored_answer = task_model.ignored_cancel_answer;
         let state = self.tasks[t].lifecycle.state;
         // A cancel fault in force overrides the dependency's own behaviour; between two faults
         // in force at once, ignoring wins over stopping late.
@@ -771,7 +909,7 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);
-        let handling = protocol.cancel(state, behaviour, late_us);
+        let handling = protocol.cancel(state, behaviour, late_us, ignored_answer);
         if !state.is_terminal() {
             match behaviour {
                 CancelBehaviour::Honor => {}
@@ -840,6 +978,9 @@ impl<T: Tracer> Simulation<'_, T> {
         self.trace_task(now, t);
         let state = task.lifecycle.state;
         if !state.is_terminal() {
+            if let TaskState::Waiting(_) = state {
+                self.release_held_create(now, t);
+            }
             return;
         }
         self.observe(now, measured, Observation::Task(TaskObservation::Ended { state }));
@@ -853,6 +994,9 @@ impl<T: Tracer> Simulation<'_, T> {
             self.task_succeeded(now, &task);
         }
         match task.client {
+            Some((c, generation)) if self.clients[c].generation == generation && self.clients[c].held => {
+                self.release_held_create(now, t)
+            }
             Some((c, generation)) if self.clients[c].generation == generation => self.notify_subscriber(now, c, state),
             Some(_) | None => {
                 self.tasks[t].client = None;

@@ -30,6 +30,12 @@ pub enum TaskObservation {
     Created {
         duplicate: bool,
     },
+    /// A create was answered with the task an earlier send of the same message made (the server
+    /// deduplicates by message id); `was_orphan` when that task had been counted an orphan,
+    /// which it is no longer: a client follows it again.
+    Deduplicated {
+        was_orphan: bool,
+    },
     /// A task left a live state after `duration_us` in it.
     StateLeft {
         state: TaskState,
@@ -76,8 +82,16 @@ pub enum TaskObservation {
     StreamBroken,
     /// A create request's reply (the task handle) was lost.
     LostHandle,
+    /// A create request timed out with no task handle (its reply lost, or a blocking send
+    /// whose task did not end within the request's timeout).
+    SendTimedOut,
     /// A task outlived its ttl.
     Expired,
+    /// A task's record was deleted after its ttl (`on_ttl = "delete"`).
+    Deleted,
+    /// A client's get, subscription or cancel met a task the server no longer knows
+    /// (TaskNotFound): deleted after its ttl.
+    NotFound,
     /// A task still not ended when the simulation stopped.
     RunningAtEnd,
 }
@@ -125,6 +139,10 @@ pub struct TaskStats {
     late_results: [u64; LateResult::COUNT],
     streams_broken: u64,
     lost_handles: u64,
+    send_timeouts: u64,
+    deduplicated: u64,
+    deleted: u64,
+    not_found: u64,
     expired: u64,
     running_at_end: u64,
 }
@@ -167,6 +185,12 @@ impl TaskStats {
                 self.cancel_observed[i] += 1;
             }
             TaskObservation::Orphaned => self.orphans += 1,
+            TaskObservation::Deduplicated { was_orphan } => {
+                self.deduplicated += 1;
+                if was_orphan {
+                    self.orphans = self.orphans.saturating_sub(1);
+                }
+            }
             TaskObservation::OrphanTracked => self.orphans_tracked += 1,
             TaskObservation::OrphanEscalated => self.orphans_escalated += 1,
             TaskObservation::LateResult(effect) => self.late_results[effect.index()] += 1,
@@ -174,7 +198,10 @@ impl TaskStats {
             TaskObservation::WorkWasted { .. } => {}
             TaskObservation::StreamBroken => self.streams_broken += 1,
             TaskObservation::LostHandle => self.lost_handles += 1,
+            TaskObservation::SendTimedOut => self.send_timeouts += 1,
             TaskObservation::Expired => self.expired += 1,
+            TaskObservation::Deleted => self.deleted += 1,
+            TaskObservation::NotFound => self.not_found += 1,
             TaskObservation::RunningAtEnd => self.running_at_end += 1,
         }
     }
@@ -187,6 +214,7 @@ impl TaskStats {
         }
         m.insert("task_created_total".into(), created);
         m.insert("task_duplicate_total".into(), self.duplicates as f64);
+        m.insert("task_deduplicated_total".into(), self.deduplicated as f64);
         m.insert("task_polls_per_task".into(), ratio(self.requests[call_index(TaskCall::Get)] as f64, created));
         for (i, state) in ENDS.iter().enumerate() {
             m.insert(format!("task_ended_total.{}", state.name()), self.ended[i] as f64);
@@ -212,7 +240,10 @@ impl TaskStats {
         m.insert("late_result_total".into(), self.late_results.iter().sum::<u64>() as f64);
         m.insert("task_stream_broken_total".into(), self.streams_broken as f64);
         m.insert("task_lost_handle_total".into(), self.lost_handles as f64);
+        m.insert("task_send_timeout_total".into(), self.send_timeouts as f64);
         m.insert("task_expired_total".into(), self.expired as f64);
+        m.insert("task_deleted_total".into(), self.deleted as f64);
+        m.insert("task_not_found_total".into(), self.not_found as f64);
         m.insert("task_running_at_end_total".into(), self.running_at_end as f64);
     }
 }

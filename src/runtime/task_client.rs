@@ -72,6 +72,10 @@ pub struct TaskClientConfig {
     /// Each protocol request's own timeout.
     pub request_timeout_us: Micros,
     pub on_send_timeout: OnSendTimeout,
+    /// A2A 1.0's `returnImmediately` (0.3's `blocking: false`): the create answers with the task
+    /// as made. false: an A2A create blocks until the task ends or is interrupted (an MCP create
+    /// answers at once whatever this says, `TaskProtocol::create_blocks`).
+    pub return_immediately: bool,
     /// Send CancelTask when the caller stops waiting.
     pub cancel_on_abandon: bool,
     /// The root run's deadline travels with the task; the remote side stops its own calls past it.
@@ -95,6 +99,7 @@ impl Default for TaskClientConfig {
             retry_max_interval_us: 30_000_000,
             request_timeout_us: 10_000_000,
             on_send_timeout: OnSendTimeout::Find,
+            return_immediately: false,
             cancel_on_abandon: true,
             propagate_deadline: false,
             orphan_ttl_us: 3_600_000_000,
@@ -162,6 +167,7 @@ pub fn compile_task_client(
             t.on_send_timeout.as_deref(),
             d.on_send_timeout,
         )?,
+        return_immediately: t.return_immediately.unwrap_or(d.return_immediately),
         cancel_on_abandon: t.cancel_on_abandon.unwrap_or(d.cancel_on_abandon),
         propagate_deadline: t.propagate_deadline.unwrap_or(d.propagate_deadline),
         orphan_ttl_us: ms("orphan_ttl_ms", t.orphan_ttl_ms, d.orphan_ttl_us)?,
@@ -227,6 +233,9 @@ pub enum TaskAnswer {
     NotCreated(FailureKind),
     /// The create request timed out and the client cannot (or does not) find the task.
     TimedOut,
+    /// A get or subscription answered TaskNotFound: the server deleted the task (after its
+    /// ttl), and its outcome with it.
+    Lost,
 }
 
 /// One step attempt's client of one remote task.
@@ -284,6 +293,24 @@ impl TaskClient {
             | ClientPhase::CancelChecking
             | ClientPhase::Detached
             | ClientPhase::Done => false,
+        }
+    }
+
+    /// The create was answered: with the task as made (`state` pending, when the send returns
+    /// at once), or, a blocking send, with the task ended or interrupted, which the step hears
+    /// at once with no request more.
+    pub fn on_created(&mut self, cfg: &TaskClientConfig, state: TaskState, u: f64) -> ClientAction {
+        match state {
+            TaskState::Pending | TaskState::Running => self.on_handle(cfg, u),
+            TaskState::Waiting(_)
+            | TaskState::Succeeded
+            | TaskState::Failed
+            | TaskState::Canceled
+            | TaskState::Rejected => {
+                self.assert_waits("a blocking send's answer");
+                self.has_handle = true;
+                self.on_state(cfg, state, u)
+            }
         }
     }
 
@@ -355,6 +382,13 @@ impl TaskClient {
                 | ClientPhase::Done => unreachable!("assert_waits let only tracking phases through"),
             },
         }
+    }
+
+    /// A get or subscription answered TaskNotFound (the task was deleted): the client cannot
+    /// learn its fate and tells the step so.
+    pub fn on_not_found(&mut self) -> ClientAction {
+        self.assert_waits("a TaskNotFound");
+        self.answer(TaskAnswer::Lost)
     }
 
     /// The subscription was refused because the task had ended (A2A UnsupportedOperationError):
@@ -522,6 +556,25 @@ mod tests {
         // Found: tracked by polls at the client's interval, no second create.
         assert_eq!(c.on_found(&cfg, true, 0.5), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
         assert!(c.has_handle);
+    }
+
+    #[test]
+    fn a_blocking_send_answers_the_step_with_the_end_and_makes_no_request_more() {
+        let cfg = poller();
+        assert!(!cfg.return_immediately, "A2A's SendMessage blocks by default");
+        let (mut c, _) = TaskClient::new(None, true);
+        assert_eq!(
+            c.on_created(&cfg, TaskState::Succeeded, 0.0),
+            ClientAction::Answer(TaskAnswer::Ended(TaskState::Succeeded))
+        );
+        assert!(c.has_handle && !c.waits());
+        let (mut c, _) = TaskClient::new(None, true);
+        let waiting = TaskState::Waiting(WaitFor::Input);
+        assert_eq!(c.on_created(&cfg, waiting, 0.0), ClientAction::Answer(TaskAnswer::Ended(waiting)));
+        assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel), "it has the handle to cancel");
+        // Answered at once with the task as made: followed as before.
+        let (mut c, _) = TaskClient::new(None, true);
+        assert_eq!(c.on_created(&cfg, TaskState::Pending, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
     }
 
     #[test]

@@ -353,6 +353,17 @@ pub struct TaskSpec {
     /// Cost units per second of work, accrued while the task runs.
     #[serde(default)]
     pub cost_per_s: f64,
+    /// canceled (default), not_cancelable or working: what an A2A server answers a cancel whose
+    /// work goes on.
+    #[serde(default)]
+    pub ignored_cancel_answer: Option<String>,
+    /// fail (default) or delete: what ttl_ms does to a task.
+    #[serde(default)]
+    pub on_ttl: Option<String>,
+    /// second_task (default) or deduplicate: what the server does with a message sent again
+    /// with the same message id.
+    #[serde(default)]
+    pub on_repeated_message: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -984,6 +995,10 @@ pub struct TaskClientSpec {
     /// find (default) or resend: what a create request that timed out leads to.
     #[serde(default)]
     pub on_send_timeout: Option<String>,
+    /// A2A's SendMessageConfiguration.returnImmediately (default false: the send blocks until
+    /// the task ends or is interrupted).
+    #[serde(default)]
+    pub return_immediately: Option<bool>,
     /// Send a cancel when the caller stops waiting (default true).
     #[serde(default)]
     pub cancel_on_abandon: Option<bool>,

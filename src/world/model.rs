@@ -7,7 +7,7 @@ use super::dist::Distribution;
 use super::failure::ErrorTable;
 pub use super::fault_kind::FaultKind;
 use super::queue_policy::{QueuePolicy, compile_queue_policy};
-use super::task::{CancelBehaviour, TaskModel, TaskProtocol};
+use super::task::{CancelBehaviour, IgnoredCancelAnswer, OnTtl, RepeatedMessage, TaskModel, TaskProtocol};
 use super::tokens::{QuotaLimits, TokenPrices, TokenShape};
 use crate::scenario::types::{TokenCount, TokensSpec};
 use crate::scenario::{
@@ -414,8 +414,39 @@ fn compile_task(
         }
         (CancelBehaviour::Late, Some(_)) | (CancelBehaviour::Honor | CancelBehaviour::Ignore, None) => {}
     }
+    let protocol = compile_protocol(c, &path.key("protocol"), t.protocol.as_deref())?;
+    let repeated_path = path.key("on_repeated_message");
+    let repeated_message =
+        c.named(&repeated_path, t.on_repeated_message.as_deref(), protocol.default_repeated_message())?;
+    match repeated_message {
+        RepeatedMessage::Deduplicate if !protocol.has_message_id() => {
+            let message = format!(
+                "on_repeated_message = \"deduplicate\" needs a message id, and protocol {} has none (a tools/call sent again is a new request)",
+                quote(protocol.name())
+            );
+            return Err(c.err(&repeated_path, message));
+        }
+        RepeatedMessage::Deduplicate | RepeatedMessage::SecondTask => {}
+    }
+    let on_ttl = c.named(&path.key("on_ttl"), t.on_ttl.as_deref(), OnTtl::Fail)?;
+    if t.on_ttl.is_some() && t.ttl_ms.is_none() {
+        return Err(c.err(&path.key("on_ttl"), "on_ttl applies only with ttl_ms, the task's time to live"));
+    }
+    let answer_path = path.key("ignored_cancel_answer");
+    let ignored_cancel_answer =
+        c.named(&answer_path, t.ignored_cancel_answer.as_deref(), IgnoredCancelAnswer::Canceled)?;
+    if t.ignored_cancel_answer.is_some() && protocol.is_mcp() {
+        let message = format!(
+            "ignored_cancel_answer applies to protocol = \"a2a\"; {} answers a cancel as its specification says",
+            quote(protocol.name())
+        );
+        return Err(c.err(&answer_path, message));
+    }
     Ok(TaskModel {
-        protocol: compile_protocol(c, &path.key("protocol"), t.protocol.as_deref())?,
+        protocol,
+        repeated_message,
+        on_ttl,
+        ignored_cancel_answer,
         runner,
         poll_interval_us: optional_ms("poll_interval_ms", t.poll_interval_ms)?,
         ttl_us: optional_ms("ttl_ms", t.ttl_ms)?,

@@ -38,6 +38,18 @@ impl TaskState {
         }
     }
 
+    /// Pending or running: neither ended nor interrupted (a blocking send still waits).
+    pub const fn is_live_work(self) -> bool {
+        match self {
+            TaskState::Pending | TaskState::Running => true,
+            TaskState::Waiting(_)
+            | TaskState::Succeeded
+            | TaskState::Failed
+            | TaskState::Canceled
+            | TaskState::Rejected => false,
+        }
+    }
+
     /// The name metrics and traces use for the normalised state.
     pub const fn name(self) -> &'static str {
         match self {

@@ -8,7 +8,10 @@ pub mod lifecycle;
 pub mod protocol;
 
 pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
-pub use protocol::{CancelAnswer, CancelHandling, MCP_ALIAS, ProtocolError, TaskCall, TaskProtocol, WorkOnCancel};
+pub use protocol::{
+    CancelAnswer, CancelHandling, IgnoredCancelAnswer, MCP_ALIAS, ProtocolError, RepeatedMessage, TaskCall,
+    TaskProtocol, WorkOnCancel,
+};
 
 use crate::sim::Micros;
 
@@ -21,6 +24,18 @@ crate::named_enum! {
         Late => "late",
         /// Accepts the request and keeps working.
         Ignore => "ignore",
+    }
+}
+
+crate::named_enum! {
+    /// What a task dependency does with a task `ttl_ms` after its creation.
+    pub enum OnTtl {
+        /// A task not ended then is stopped and fails (DEADLINE_EXHAUSTED).
+        Fail => "fail",
+        /// The task's record is deleted, whatever its state (MCP: "receivers may delete the
+        /// task and its results after ttl"); its work, if any, goes on; every later get, cancel
+        /// or subscription of it answers TaskNotFound.
+        Delete => "delete",
     }
 }
 
@@ -53,6 +68,13 @@ pub struct TaskModel {
     pub late_cancel_us: Micros,
     /// Cost units per second of work, accrued while the task runs, whoever still waits for it.
     pub cost_per_s: f64,
+    /// What the server does with a message sent again with the same message id.
+    pub repeated_message: RepeatedMessage,
+    /// What `ttl_us` does to a task.
+    pub on_ttl: OnTtl,
+    /// What an A2A server answers a cancel whose work goes on (the agent ignores it or stops
+    /// later).
+    pub ignored_cancel_answer: IgnoredCancelAnswer,
 }
 
 /// What the client learned of its task from its cancel (the essay's four branches, and the

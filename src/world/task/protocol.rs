@@ -21,6 +21,35 @@ crate::named_enum! {
     }
 }
 
+crate::named_enum! {
+    /// What an A2A server answers a cancel of a live task whose agent does not stop it at once
+    /// (`cancel = "ignore"` or `"late"`, or a cancel fault): a2a-sdk 1.3.0's two request
+    /// handlers answer it differently (tests/sdk_probes.rs asks them).
+    pub enum IgnoredCancelAnswer {
+        /// The task as CANCELED, at once, and it stays so while its work goes on
+        /// (a2a-sdk's DefaultRequestHandler).
+        Canceled => "canceled",
+        /// TaskNotCancelableError (-32002), the task still WORKING (a2a-sdk's
+        /// LegacyRequestHandler).
+        NotCancelable => "not_cancelable",
+        /// The task as it is, still WORKING (what the specification's CancelTask allows: "the
+        /// updated task"; faultline's answer before the probes).
+        Working => "working",
+    }
+}
+
+crate::named_enum! {
+    /// What a server does with a message sent again with the same message id (a client's resend
+    /// after a timeout).
+    pub enum RepeatedMessage {
+        /// A second task, working beside the first (a2a-sdk 1.3.0: it keeps no record of
+        /// message ids; every MCP tools/call is a new request).
+        SecondTask => "second_task",
+        /// The task the first send made, answered again: no second task.
+        Deduplicate => "deduplicate",
+    }
+}
+
 /// `protocol = "mcp"` in a file is this revision (the first MCP revision with tasks, the one
 /// faultline named `mcp` before revisions were told apart).
 pub const MCP_ALIAS: (&str, TaskProtocol) = ("mcp", TaskProtocol::Mcp20251125);
@@ -181,15 +210,61 @@ impl TaskProtocol {
         }
     }
 
+    /// Whether a create's reply waits for the task to end or to be interrupted. A2A 1.0's
+    /// SendMessage blocks unless the client sets `returnImmediately` (0.3's `blocking: false`);
+    /// an MCP task-augmented tools/call answers CreateTaskResult at once (2025-11-25: "MUST
+    /// return ... immediately"), whatever the client asks.
+    pub const fn create_blocks(self, return_immediately: bool) -> bool {
+        match self {
+            TaskProtocol::A2a => !return_immediately,
+            TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => false,
+        }
+    }
+
+    /// The state a create answered at once shows: the task as made (A2A SUBMITTED, MCP
+    /// `working`).
+    pub const fn created_state(self) -> TaskState {
+        TaskState::Pending
+    }
+
+    /// What a server does with a repeated message id unless told otherwise: a second task in
+    /// both protocols (a2a-sdk 1.3.0 keeps no record of message ids; MCP has none).
+    pub const fn default_repeated_message(self) -> RepeatedMessage {
+        RepeatedMessage::SecondTask
+    }
+
+    /// Whether the protocol lets a server deduplicate by message id (A2A's Message has a
+    /// `messageId`; an MCP tools/call has only its JSON-RPC id, never reused).
+    pub const fn has_message_id(self) -> bool {
+        !self.is_mcp()
+    }
+
+    /// A get, cancel or subscription of a task the server does not hold (never made, or
+    /// deleted after its ttl): TaskNotFound (A2A -32001, MCP -32602).
+    pub const fn unknown_task(self, call: TaskCall) -> ProtocolError {
+        match call {
+            TaskCall::Get | TaskCall::Cancel | TaskCall::Subscribe | TaskCall::Find | TaskCall::Create => {
+                ProtocolError::TaskNotFound
+            }
+        }
+    }
+
     /// How the server handles a cancel of a task in `state`, whose work the remote side treats
-    /// by `behaviour` (the dependency's `cancel`, or a cancel fault, with the delay of `late`).
+    /// by `behaviour` (the dependency's `cancel`, or a cancel fault, with the delay of `late`);
+    /// `ignored` is an A2A server's answer when that work does not stop at once.
     ///
-    /// A2A: an ended task is TaskNotCancelableError; a live one is stopped (at once, later or
-    /// never) and the answer shows the task as it then is. MCP 2025-11-25: an ended task is
+    /// A2A: an ended task is TaskNotCancelableError; a live one stopped at once is CANCELED; one
+    /// whose work goes on (later or never stopped) is answered as `ignored` says. MCP 2025-11-25: an ended task is
     /// -32602; a live one is `cancelled` before the answer and stays so whether its work stops,
     /// stops later or goes on. MCP 2026-07-28: an empty acknowledgement, whatever the state; the
     /// cancel is cooperative and eventually consistent (stopped at once, later or never).
-    pub const fn cancel(self, state: TaskState, behaviour: CancelBehaviour, late_us: Micros) -> CancelHandling {
+    pub const fn cancel(
+        self,
+        state: TaskState,
+        behaviour: CancelBehaviour,
+        late_us: Micros,
+        ignored: IgnoredCancelAnswer,
+    ) -> CancelHandling {
         let work = match behaviour {
             CancelBehaviour::Honor => WorkOnCancel::Stop,
             CancelBehaviour::Late => WorkOnCancel::StopAfter(late_us),
@@ -206,10 +281,18 @@ impl TaskProtocol {
             (TaskProtocol::Mcp20260728, true) => {
                 CancelHandling { canceled_now: false, work: untouched, answer: CancelAnswer::Acknowledged }
             }
-            (TaskProtocol::A2a, false) => CancelHandling {
-                canceled_now: honoured,
-                work,
-                answer: CancelAnswer::Task(if honoured { TaskState::Canceled } else { state }),
+            (TaskProtocol::A2a, false) => match (honoured, ignored) {
+                (true, _) | (false, IgnoredCancelAnswer::Canceled) => {
+                    CancelHandling { canceled_now: true, work, answer: CancelAnswer::Task(TaskState::Canceled) }
+                }
+                (false, IgnoredCancelAnswer::NotCancelable) => CancelHandling {
+                    canceled_now: false,
+                    work,
+                    answer: CancelAnswer::Error(ProtocolError::TaskNotCancelable),
+                },
+                (false, IgnoredCancelAnswer::Working) => {
+                    CancelHandling { canceled_now: false, work, answer: CancelAnswer::Task(state) }
+                }
             },
             (TaskProtocol::Mcp20251125, false) => {
                 CancelHandling { canceled_now: true, work, answer: CancelAnswer::Task(TaskState::Canceled) }
@@ -295,7 +378,7 @@ mod tests {
     fn a2a_cancel_of_an_ended_task_is_task_not_cancelable_and_changes_nothing() {
         for state in ENDED {
             for b in BEHAVIOURS {
-                let h = TaskProtocol::A2a.cancel(state, b, 5);
+                let h = TaskProtocol::A2a.cancel(state, b, 5, IgnoredCancelAnswer::Working);
                 assert_eq!(h.answer, CancelAnswer::Error(ProtocolError::TaskNotCancelable));
                 assert!(!h.canceled_now);
                 assert_eq!(h.work, WorkOnCancel::Untouched);
@@ -308,17 +391,63 @@ mod tests {
 
     #[test]
     fn a2a_cancel_of_a_live_task_shows_it_as_the_cancel_left_it() {
+        let working = IgnoredCancelAnswer::Working;
         for state in LIVE {
-            let honour = TaskProtocol::A2a.cancel(state, CancelBehaviour::Honor, 0);
-            assert_eq!((honour.canceled_now, honour.work), (true, WorkOnCancel::Stop));
-            assert_eq!(honour.answer, CancelAnswer::Task(TaskState::Canceled));
-            let late = TaskProtocol::A2a.cancel(state, CancelBehaviour::Late, 7);
+            for answer in IgnoredCancelAnswer::ALL {
+                let honour = TaskProtocol::A2a.cancel(state, CancelBehaviour::Honor, 0, answer);
+                assert_eq!((honour.canceled_now, honour.work), (true, WorkOnCancel::Stop));
+                assert_eq!(honour.answer, CancelAnswer::Task(TaskState::Canceled));
+            }
+            let late = TaskProtocol::A2a.cancel(state, CancelBehaviour::Late, 7, working);
             assert_eq!((late.canceled_now, late.work), (false, WorkOnCancel::StopAfter(7)));
             assert_eq!(late.answer, CancelAnswer::Task(state), "still working, for now");
-            let ignored = TaskProtocol::A2a.cancel(state, CancelBehaviour::Ignore, 0);
+            let ignored = TaskProtocol::A2a.cancel(state, CancelBehaviour::Ignore, 0, working);
             assert_eq!((ignored.canceled_now, ignored.work), (false, WorkOnCancel::Untouched));
             assert_eq!(ignored.answer, CancelAnswer::Task(state));
         }
+    }
+
+    #[test]
+    fn a2a_sdk_handlers_answer_a_cancel_whose_work_goes_on_canceled_or_not_cancelable() {
+        for state in LIVE {
+            for (b, work) in [
+                (CancelBehaviour::Late, WorkOnCancel::StopAfter(7)),
+                (CancelBehaviour::Ignore, WorkOnCancel::Untouched),
+            ] {
+                // DefaultRequestHandler: CANCELED at once, the work untouched by it.
+                let h = TaskProtocol::A2a.cancel(state, b, 7, IgnoredCancelAnswer::Canceled);
+                assert_eq!(
+                    h,
+                    CancelHandling { canceled_now: true, work, answer: CancelAnswer::Task(TaskState::Canceled) }
+                );
+                // LegacyRequestHandler: -32002, the task still working.
+                let h = TaskProtocol::A2a.cancel(state, b, 7, IgnoredCancelAnswer::NotCancelable);
+                assert_eq!(
+                    h,
+                    CancelHandling {
+                        canceled_now: false,
+                        work,
+                        answer: CancelAnswer::Error(ProtocolError::TaskNotCancelable)
+                    }
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_an_a2a_send_blocks_and_only_without_return_immediately() {
+        assert!(TaskProtocol::A2a.create_blocks(false));
+        assert!(!TaskProtocol::A2a.create_blocks(true));
+        for p in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+            assert!(!p.create_blocks(false) && !p.create_blocks(true), "{p:?}");
+            assert!(!p.has_message_id());
+            assert_eq!(p.unknown_task(TaskCall::Get), ProtocolError::TaskNotFound);
+            assert_eq!(p.error(p.unknown_task(TaskCall::Cancel)).0, -32602);
+        }
+        assert!(TaskProtocol::A2a.has_message_id());
+        assert_eq!(TaskProtocol::A2a.error(TaskProtocol::A2a.unknown_task(TaskCall::Get)).0, -32001);
+        assert_eq!(TaskProtocol::A2a.default_repeated_message(), RepeatedMessage::SecondTask);
+        assert_eq!(TaskProtocol::A2a.state_name(TaskProtocol::A2a.created_state()), "TASK_STATE_SUBMITTED");
     }
 
     #[test]
@@ -331,7 +460,7 @@ mod tests {
                 (CancelBehaviour::Late, WorkOnCancel::StopAfter(9)),
                 (CancelBehaviour::Ignore, WorkOnCancel::Untouched),
             ] {
-                let h = TaskProtocol::Mcp20251125.cancel(state, b, 9);
+                let h = TaskProtocol::Mcp20251125.cancel(state, b, 9, IgnoredCancelAnswer::Working);
                 assert_eq!(
                     h,
                     CancelHandling { canceled_now: true, work, answer: CancelAnswer::Task(TaskState::Canceled) }
@@ -340,7 +469,7 @@ mod tests {
         }
         // "MUST reject cancellation requests for tasks already in a terminal status ... -32602".
         for state in ENDED {
-            let h = TaskProtocol::Mcp20251125.cancel(state, CancelBehaviour::Honor, 0);
+            let h = TaskProtocol::Mcp20251125.cancel(state, CancelBehaviour::Honor, 0, IgnoredCancelAnswer::Working);
             assert_eq!(h.answer, CancelAnswer::Error(ProtocolError::TaskNotCancelable));
             assert!(!h.canceled_now);
         }
@@ -354,12 +483,17 @@ mod tests {
     fn mcp_2026_07_28_acknowledges_every_cancel_and_applies_it_cooperatively() {
         for state in LIVE.into_iter().chain(ENDED) {
             for b in BEHAVIOURS {
-                let h = TaskProtocol::Mcp20260728.cancel(state, b, 3);
+                let h = TaskProtocol::Mcp20260728.cancel(state, b, 3, IgnoredCancelAnswer::Working);
                 assert_eq!(h.answer, CancelAnswer::Acknowledged, "{state:?} {b:?}");
                 assert_eq!(h.canceled_now, !state.is_terminal() && b == CancelBehaviour::Honor);
             }
         }
-        let late = TaskProtocol::Mcp20260728.cancel(TaskState::Running, CancelBehaviour::Late, 3);
+        let late = TaskProtocol::Mcp20260728.cancel(
+            TaskState::Running,
+            CancelBehaviour::Late,
+            3,
+            IgnoredCancelAnswer::Working,
+        );
         assert_eq!(late.work, WorkOnCancel::StopAfter(3));
     }
 
