@@ -159,7 +159,11 @@ fn a_folder_against_itself_differs_by_exactly_zero() {
     for m in ["auto_completion_ratio", "incident.deadline_exceeded_ratio", "incident.retry_amplification_ratio"] {
         assert!(metrics.contains(&m), "{m} not among the default rows {metrics:?}\n{table}");
     }
-    assert_eq!(metrics.len() % 2, 0, "two policies, the same rows each: {metrics:?}");
+    // A row whose values are 0 in every replication of both folders is left out (the redesigned
+    // resilient policy makes no duplicate effect), so the policies' row counts may differ; no row
+    // of either may differ from itself.
+    let verdicts = ["  better", "  worse", "  higher", "  lower"];
+    assert!(!table.lines().any(|l| verdicts.iter().any(|v| l.ends_with(v))), "{table}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
