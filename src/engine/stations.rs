@@ -2,7 +2,7 @@
 
 use super::event::Event;
 use super::simulation::{Caller, FirstTokenWatch, Job, JobPhase, Simulation};
-use super::tasks::CreateReply;
+use super::task_slots::CreateReply;
 use crate::metrics::Observation;
 use crate::metrics::tokens::TokenObservation;
 use crate::runtime::{AttemptResult, AttemptTrace, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};

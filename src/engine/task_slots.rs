@@ -153,3 +153,13 @@ impl RemoteTask {
         }
     }
 }
+
+/// What becomes of a served create's reply.
+pub(super) enum CreateReply {
+    /// Sent now.
+    Now,
+    /// Lost on the way (a lost_handle fault): the client never hears.
+    Lost,
+    /// Held until the task ends or is interrupted (a blocking send).
+    Held,
+}

@@ -12,7 +12,7 @@
 use super::event::{Event, TaskWakeCause};
 use super::simulation::{Caller, Job, JobPhase, Simulation};
 use super::stations::NewAttempt;
-use super::task_slots::{ClientSlot, RemoteTask};
+use super::task_slots::{ClientSlot, CreateReply, RemoteTask};
 use crate::metrics::Observation;
 use crate::metrics::tasks::{Spent, TaskObservation};
 use crate::runtime::task_client::{
@@ -26,16 +26,6 @@ use crate::world::task::{
     CancelAnswer, CancelBehaviour, Lifecycle, ProtocolError, TaskCall, TaskEvent, TaskState, WaitFor, WorkOnCancel,
 };
 use crate::world::task::{OnTtl, RepeatedMessage, TaskModel};
-
-/// What becomes of a served create's reply.
-pub(super) enum CreateReply {
-    /// Sent now.
-    Now,
-    /// Lost on the way (a lost_handle fault): the client never hears.
-    Lost,
-    /// Held until the task ends or is interrupted (a blocking send).
-    Held,
-}
 
 /// A handle with this bit names a task client (`(client << 32) | generation`).
 pub(super) const CLIENT_HANDLE: u64 = 1 << 63;
