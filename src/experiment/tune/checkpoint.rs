@@ -266,3 +266,36 @@ impl Checkpoint {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::TuneKey;
+
+    fn key(seed: u64) -> TuneKey {
+        TuneKey {
+            version: "v".into(),
+            build: "b".into(),
+            scenario: "s".into(),
+            policy: "p".into(),
+            space: vec![],
+            objectives: vec![],
+            sets: vec![],
+            seed: Some(seed),
+            replications: None,
+            candidates: 2,
+            initial_replications: 1,
+            budget: None,
+            generations: 1,
+            files: vec![],
+        }
+    }
+
+    #[test]
+    fn a_tunes_digest_is_16_hex_digits_that_tell_two_tunes_apart() {
+        let digest = key(1).digest();
+        assert_eq!(digest.len(), 16, "{digest}");
+        assert!(digest.chars().all(|c| c.is_ascii_hexdigit()), "{digest}");
+        assert_eq!(digest, key(1).digest(), "the same key, the same digest");
+        assert_ne!(digest, key(2).digest(), "another seed, another tune");
+    }
+}
