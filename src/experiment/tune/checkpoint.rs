@@ -267,28 +267,30 @@ impl Checkpoint {
     }
 }
 
+/// A small key for unit tests of checkpoints and shards: tunes told apart by their seed.
+#[cfg(test)]
+pub(super) fn test_key(seed: u64) -> TuneKey {
+    TuneKey {
+        version: "v".into(),
+        build: "b".into(),
+        scenario: "s".into(),
+        policy: "p".into(),
+        space: vec![],
+        objectives: vec![],
+        sets: vec![],
+        seed: Some(seed),
+        replications: None,
+        candidates: 2,
+        initial_replications: 1,
+        budget: None,
+        generations: 1,
+        files: vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::TuneKey;
-
-    fn key(seed: u64) -> TuneKey {
-        TuneKey {
-            version: "v".into(),
-            build: "b".into(),
-            scenario: "s".into(),
-            policy: "p".into(),
-            space: vec![],
-            objectives: vec![],
-            sets: vec![],
-            seed: Some(seed),
-            replications: None,
-            candidates: 2,
-            initial_replications: 1,
-            budget: None,
-            generations: 1,
-            files: vec![],
-        }
-    }
+    use super::test_key as key;
 
     #[test]
     fn a_tunes_digest_is_16_hex_digits_that_tell_two_tunes_apart() {

@@ -235,26 +235,8 @@ pub fn gather(
 
 #[cfg(test)]
 mod tests {
+    use super::super::checkpoint::test_key as key;
     use super::*;
-
-    fn key(seed: u64) -> TuneKey {
-        TuneKey {
-            version: "v".into(),
-            build: "b".into(),
-            scenario: "s".into(),
-            policy: "p".into(),
-            space: vec![],
-            objectives: vec![],
-            sets: vec![],
-            seed: Some(seed),
-            replications: None,
-            candidates: 2,
-            initial_replications: 1,
-            budget: None,
-            generations: 1,
-            files: vec![],
-        }
-    }
 
     fn shard(key: TuneKey, round: usize) -> ShardFile {
         ShardFile {
