@@ -35,7 +35,7 @@ import simpy_peer  # noqa: E402
 PEERS = {"simpy": simpy_peer, "ciw": ciw_peer}
 
 
-def run_faultline(binary, model, replications, seed, workdir, scale):
+def run_faultline(binary, model, replications, seed, workdir, scale, sets):
     duration_s = model.faultline_duration_s * scale
     warmup_s = models.warmup_s(duration_s)
     path = os.path.join(workdir, f"{model.name}.toml")
@@ -44,7 +44,7 @@ def run_faultline(binary, model, replications, seed, workdir, scale):
     out = os.path.join(workdir, f"{model.name}-out")
     start = time.perf_counter()
     subprocess.run(
-        [binary, "run", path, "--jobs", "1", "--out", out],
+        [binary, "run", path, "--jobs", "1", "--out", out] + [a for s in sets for a in ("--set", s)],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -100,6 +100,14 @@ def main():
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies every simulated duration")
     parser.add_argument("--models", default=",".join(m.name for m in models.MODELS))
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--faultline-set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="change faultline's side only (`run --set`), to see the check fail: "
+        "--models nested --faultline-set dependency.bottom.errors.transient_transport=0.55",
+    )
     args = parser.parse_args()
 
     chosen = [m for m in models.MODELS if m.name in args.models.split(",")]
@@ -111,7 +119,9 @@ def main():
     results = []
     with tempfile.TemporaryDirectory(prefix="faultline-peers-") as workdir:
         for model in chosen:
-            fl_reps, fl_s = run_faultline(args.faultline, model, args.replications, args.seed, workdir, args.scale)
+            fl_reps, fl_s = run_faultline(
+                args.faultline, model, args.replications, args.seed, workdir, args.scale, args.faultline_set
+            )
             entry = {"model": model, "faultline": (fl_reps, fl_s), "peers": {}}
             for name, peer in PEERS.items():
                 entry["peers"][name] = run_peer(peer, model, args.replications, args.seed, args.scale)
