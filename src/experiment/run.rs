@@ -188,6 +188,9 @@ pub fn simulate_run(opts: &RunOptions) -> Result<RunResults, CommandError> {
     })
 }
 
+/// Where [`RunResults::each_file`] hands each file: its path in the output folder and its bytes.
+pub type FileSink<'a> = dyn FnMut(&str, &[u8]) -> Result<(), CommandError> + 'a;
+
 /// What `run` computed, policy by policy, for its files and its standard output (and the
 /// Python package's objects, made from the same files).
 pub struct RunResults {
@@ -248,7 +251,7 @@ impl RunResults {
     /// Hands every file of the output set to `file` (its path in the folder, its bytes), one at
     /// a time, in the order they are written: per policy summary.json, timeseries.csv,
     /// replications.csv (and traces.otlp.jsonl), then report.html.
-    pub fn each_file(&self, file: &mut dyn FnMut(&str, &[u8]) -> Result<(), CommandError>) -> Result<(), CommandError> {
+    pub fn each_file(&self, file: &mut FileSink<'_>) -> Result<(), CommandError> {
         let model = &self.model;
         // Built once: making the names builds a whole metric map.
         let metric_names = model.metric_names();
