@@ -24,6 +24,7 @@ Errors are exceptions: ``ScenarioError`` (with ``file``, ``line``, ``column``, `
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
@@ -516,6 +517,6 @@ def validate(scenario: Scenario) -> str:
     'scenarios/mmc.toml: ok (1 dependencies, 1 workflows, 0 faults, policies: plain, 0 SLO checks, 0 regression checks)\\n'
     """
     try:
-        return _native.validate_scenario(o.json.dumps({"scenario": o.scenario_arg(scenario)}))
+        return _native.validate_scenario(json.dumps({"scenario": o.scenario_arg(scenario)}))
     except _native.NativeError as e:
         raise o.error(e) from None
