@@ -22,6 +22,10 @@ python=${PYTHON:-python3}
 venv=${FAULTLINE_PYTHON_VENV:-${CARGO_TARGET_DIR:-target}/python-venv}
 command -v "$python" >/dev/null || skip "no $python"
 [[ -x $venv/bin/python ]] || "$python" -m venv "$venv" >/dev/null || skip "cannot make a virtual environment with $python -m venv"
+# The venv's tools first (maturin, run by pip's build hook without build isolation), by an
+# absolute path, since the tests run from python/tests.
+venv=$(cd "$venv" && pwd)
+export PATH="$venv/bin:$PATH"
 "$venv/bin/python" -m pip install --quiet 'maturin>=1.9.4,<2' 'pandas>=1.3' 'pytest>=7' tqdm matplotlib ||
   skip "cannot install maturin, pandas, pytest, tqdm and matplotlib from PyPI"
 
