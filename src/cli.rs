@@ -29,6 +29,7 @@ pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_INVALID_INPUT: i32 = 2;
 /// As k6 does when a threshold fails.
 pub const EXIT_GATE_FAILED: i32 = 99;
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -567,7 +568,8 @@ fn fit_parser() -> impl TypedValueParser<Value = FitChoice> {
         .map(|word| FitChoice::parse(&word).expect("clap accepts only FitChoice's names"))
 }
 
-fn worker_count(j: Option<i64>) -> Result<usize, CommandError> {
+/// `--jobs`: the worker threads asked for, checked, or one per core.
+pub fn worker_count(j: Option<i64>) -> Result<usize, CommandError> {
     match j {
         Some(n) if n < 1 => Err(CommandError::Input(format!(
             "argument `--jobs {n}`: the number of worker threads is 1 or more (leave --jobs out for one per core)"
@@ -591,8 +593,18 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Run { scenario, policies, common, out, format, replication, traces } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let (jobs, format) = (worker_count(jobs)?, format.output());
-            let opts =
-                RunOptions { scenario, policies, seed, replications, sets, out, format, jobs, replication, traces };
+            let opts = RunOptions {
+                scenario: scenario.into(),
+                policies,
+                seed,
+                replications,
+                sets,
+                out,
+                format,
+                jobs,
+                replication,
+                traces,
+            };
             Ok((run(&opts)?, EXIT_OK))
         }
         Command::Sweep { scenario, params, policies, common, out, resume, shard, view } => {
@@ -600,8 +612,19 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let jobs = worker_count(jobs)?;
             let shard = shard.as_deref().map(Shard::parse).transpose()?;
             let view = view.into();
-            let opts =
-                SweepOptions { scenario, params, policies, seed, replications, sets, jobs, out, resume, shard, view };
+            let opts = SweepOptions {
+                scenario: scenario.into(),
+                params,
+                policies,
+                seed,
+                replications,
+                sets,
+                jobs,
+                out,
+                resume,
+                shard,
+                view,
+            };
             Ok((sweep(&opts)?, EXIT_OK))
         }
         Command::Tune {
@@ -627,7 +650,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 (None, false) => RoundMode::Local,
             };
             let opts = TuneOptions {
-                scenario,
+                scenario: scenario.into(),
                 policy,
                 space,
                 objectives,
@@ -649,7 +672,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let BatchArgs { replications, sets, jobs } = batch;
             let jobs = worker_count(jobs)?;
             let opts = ExploreOptions {
-                scenario,
+                scenario: scenario.into(),
                 policy,
                 schedules,
                 seed,
@@ -689,7 +712,16 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 (None, Some(f), None) => RunSelector::First(f),
                 (None, None, _) => return Err(CommandError::Input("give --run N or --first WHAT".into())),
             };
-            let opts = ReplayOptions { scenario, policy, seed, sets, replication, replication_seed, select, out };
+            let opts = ReplayOptions {
+                scenario: scenario.into(),
+                policy,
+                seed,
+                sets,
+                replication,
+                replication_seed,
+                select,
+                out,
+            };
             Ok((replay(&opts)?, EXIT_OK))
         }
         Command::Merge { shards, out, view } => Ok((merge(&MergeOptions { shards, out, view: view.into() })?, EXIT_OK)),
@@ -713,7 +745,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let (jobs, format) = (worker_count(jobs)?, format.output());
             let report = gate(&GateOptions {
-                scenario,
+                scenario: scenario.into(),
                 candidate,
                 baseline,
                 baseline_scenario,
@@ -747,7 +779,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             }
             Ok((report.text, EXIT_OK))
         }
-        Command::Validate { scenario } => Ok((validate(&scenario)?, EXIT_OK)),
+        Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
         Command::Completions { shell } => {
@@ -775,8 +807,10 @@ fn deliver(result: Result<(String, i32), CommandError>) -> i32 {
             // Never panic over a closed or full stderr.
             let _ = writeln!(std::io::stderr(), "error: {e}");
             match e {
-                CommandError::Input(_) => EXIT_INVALID_INPUT,
+                CommandError::Input(_) | CommandError::Scenario(_) => EXIT_INVALID_INPUT,
                 CommandError::Io(_) => EXIT_FAILURE,
+                // As a shell reports a process ended by SIGINT.
+                CommandError::Interrupted => EXIT_INTERRUPTED,
             }
         }
     }

@@ -3,24 +3,32 @@
 
 use std::fmt;
 
-/// Why a command could not finish. Input errors exit 2, the rest 1.
+/// Why a command could not finish. Input errors exit 2, I/O failures 1.
 #[derive(Debug)]
 pub enum CommandError {
     Input(String),
+    /// Bad input located in a scenario file or an argument, kept whole so that a caller other
+    /// than the command line (the Python package) can tell its file, line, column and field.
+    Scenario(crate::scenario::ScenarioError),
     Io(String),
+    /// Its [`crate::experiment::batch::workers::Watch`] asked it to stop (the Python package's
+    /// Ctrl-C); the command line has no watch, so it never sees this.
+    Interrupted,
 }
 
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CommandError::Input(m) | CommandError::Io(m) => f.write_str(m),
+            CommandError::Scenario(e) => write!(f, "{e}"),
+            CommandError::Interrupted => f.write_str("interrupted"),
         }
     }
 }
 
 impl From<crate::scenario::ScenarioError> for CommandError {
     fn from(e: crate::scenario::ScenarioError) -> Self {
-        CommandError::Input(e.to_string())
+        CommandError::Scenario(e)
     }
 }
 

@@ -14,11 +14,12 @@ use crate::experiment::replay::sample_traces;
 use crate::experiment::report::html::run_report;
 use crate::experiment::report::table::{half_width, human, render};
 use crate::metrics::stats::{Aggregate, aggregate};
+use crate::scenario::ScenarioInput;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    pub scenario: PathBuf,
+    pub scenario: ScenarioInput,
     pub policies: Vec<String>,
     pub seed: Option<u64>,
     pub replications: Option<u32>,
@@ -137,6 +138,18 @@ fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> Stri
 }
 
 pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
+    let results = simulate_run(opts)?;
+    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&results.model.name));
+    let written = results.write(&out_dir)?;
+    Ok(match opts.format {
+        OutputFormat::Json => results.json(),
+        OutputFormat::Text => results.text(&written),
+    })
+}
+
+/// Everything `run` does but writing: the replications simulated and reduced, the files'
+/// contents ready ([`RunResults::each_file`]). `opts.out` and `opts.format` are not read.
+pub fn simulate_run(opts: &RunOptions) -> Result<RunResults, CommandError> {
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     let mut arguments = apply_seed(&mut model, opts.seed, &overrides);
@@ -163,35 +176,36 @@ pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
         Some(k) => Some(export_traces(&model, &policies, indices, k as usize, opts.jobs)?),
         None => None,
     };
-    let results = Results {
-        model: &model,
-        names: policies.iter().map(|&p| model.policies[p].name.as_str()).collect(),
+    Ok(RunResults {
+        names: policies.iter().map(|&p| model.policies[p].name.clone()).collect(),
         aggregates: runs.iter().map(|r| aggregate(&r.metrics)).collect(),
         runs,
         arguments,
         traces,
         digest: scenario_digest(&scenario),
-    };
-    let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&model.name));
-    let written = results.write(&out_dir)?;
-    Ok(match opts.format {
-        OutputFormat::Json => results.json(),
-        OutputFormat::Text => results.text(opts.replication, &written),
+        replication: opts.replication,
+        model,
     })
 }
 
-/// What `run` computed, policy by policy, for its files and its standard output.
-struct Results<'m> {
-    model: &'m Model,
-    names: Vec<&'m str>,
-    aggregates: Vec<Aggregate>,
-    runs: Vec<PolicyRuns>,
+/// Where [`RunResults::each_file`] hands each file: its path in the output folder and its bytes.
+pub type FileSink<'a> = dyn FnMut(&str, &[u8]) -> Result<(), CommandError> + 'a;
+
+/// What `run` computed, policy by policy, for its files and its standard output (and the
+/// Python package's objects, made from the same files).
+pub struct RunResults {
+    pub model: Model,
+    pub names: Vec<String>,
+    pub aggregates: Vec<Aggregate>,
+    pub runs: Vec<PolicyRuns>,
     /// The arguments recorded in summary.json.
     arguments: Vec<String>,
     /// Per policy, its sampled runs as OTLP/JSON lines (`--traces`).
     traces: Option<Vec<Vec<u8>>>,
     /// The manifest's `scenario_digest`.
     digest: String,
+    /// `--replication K`.
+    replication: Option<u32>,
 }
 
 /// `--traces K`: every policy's sampled runs, replication by replication, in order (the same
@@ -227,37 +241,43 @@ fn export_traces(
     Ok(per_policy)
 }
 
-impl Results<'_> {
-    fn summary(&self, policy: usize) -> Vec<u8> {
-        let model = self.model;
-        summary_json(model, self.names[policy], model.world.seed, &self.arguments, &self.aggregates[policy])
+impl RunResults {
+    /// A policy's summary.json.
+    pub fn summary(&self, policy: usize) -> Vec<u8> {
+        let model = &self.model;
+        summary_json(model, &self.names[policy], model.world.seed, &self.arguments, &self.aggregates[policy])
+    }
+
+    /// Hands every file of the output set to `file` (its path in the folder, its bytes), one at
+    /// a time, in the order they are written: per policy summary.json, timeseries.csv,
+    /// replications.csv (and traces.otlp.jsonl), then report.html.
+    pub fn each_file(&self, file: &mut FileSink<'_>) -> Result<(), CommandError> {
+        let model = &self.model;
+        // Built once: making the names builds a whole metric map.
+        let metric_names = model.metric_names();
+        for (i, (name, runs)) in self.names.iter().zip(&self.runs).enumerate() {
+            file(&format!("{name}/summary.json"), &self.summary(i))?;
+            let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
+            file(&format!("{name}/timeseries.csv"), &timeseries_csv(model, &labels, &runs.series, runs.metrics.len()))?;
+            file(&format!("{name}/replications.csv"), &replications_csv(model, &metric_names, runs))?;
+            if let Some(traces) = &self.traces {
+                file(&format!("{name}/traces.otlp.jsonl"), &traces[i])?;
+            }
+        }
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        file("report.html", run_report(model, &names, &self.aggregates, &self.runs).as_bytes())
     }
 
     /// Writes every policy's files and report.html as one set; returns the paths written.
-    fn write(&self, out_dir: &Path) -> Result<Vec<String>, CommandError> {
-        let model = self.model;
-        // Built once: making the names builds a whole metric map.
-        let metric_names = model.metric_names();
+    pub fn write(&self, out_dir: &Path) -> Result<Vec<String>, CommandError> {
         let mut files = OutputFolder::create(out_dir)?;
         files.set_scenario_digest(self.digest.clone());
-        for (i, (name, runs)) in self.names.iter().zip(&self.runs).enumerate() {
-            files.write(&format!("{name}/summary.json"), &self.summary(i))?;
-            let labels = model.labels(model.policy_index(name).expect("selected policies exist"));
-            files.write(
-                &format!("{name}/timeseries.csv"),
-                &timeseries_csv(model, &labels, &runs.series, runs.metrics.len()),
-            )?;
-            files.write(&format!("{name}/replications.csv"), &replications_csv(model, &metric_names, runs))?;
-            if let Some(traces) = &self.traces {
-                files.write(&format!("{name}/traces.otlp.jsonl"), &traces[i])?;
-            }
-        }
-        files.write("report.html", run_report(model, &self.names, &self.aggregates, &self.runs).as_bytes())?;
-        Ok(files.commit("run", &model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect())
+        self.each_file(&mut |path, bytes| files.write(path, bytes))?;
+        Ok(files.commit("run", &self.model.name)?.iter().map(|f| out_dir.join(f).display().to_string()).collect())
     }
 
     /// Every policy's summary.json in one JSON object.
-    fn json(&self) -> String {
+    pub fn json(&self) -> String {
         let mut text = String::from("{");
         for (i, name) in self.names.iter().enumerate() {
             if i > 0 {
@@ -273,10 +293,11 @@ impl Results<'_> {
         text
     }
 
-    /// The policies side by side, under a line saying what was simulated.
-    fn text(&self, replication: Option<u32>, written: &[String]) -> String {
+    /// The policies side by side, under a line saying what was simulated (and the files
+    /// written, if any).
+    pub fn text(&self, written: &[String]) -> String {
         let world = &self.model.world;
-        let which = match replication {
+        let which = match self.replication {
             Some(k) => format!("replication {k} of {} (seed {})", world.replications, replication_seed(world.seed, k)),
             None => format!("{} replication(s)", world.replications),
         };
@@ -287,9 +308,12 @@ impl Results<'_> {
             world.warmup_us as f64 / 1e6,
             world.seed
         );
-        text.push_str(&side_by_side(self.model, &self.names, &self.aggregates));
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        text.push_str(&side_by_side(&self.model, &names, &self.aggregates));
         text.push_str("\n± is the half-width of the 95 % confidence interval over replications.\n");
-        text.push_str(&format!("wrote {}\n", written.join(", ")));
+        if !written.is_empty() {
+            text.push_str(&format!("wrote {}\n", written.join(", ")));
+        }
         text
     }
 }
@@ -310,8 +334,8 @@ fn replications_csv(model: &Model, names: &[String], runs: &PolicyRuns) -> Vec<u
     w.into_inner().expect("flushing memory cannot fail")
 }
 
-pub fn validate(path: &Path) -> Result<String, CommandError> {
-    let Loaded { model, scenario, source } = load_model(path, &[])?;
+pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
+    let Loaded { model, scenario, source } = load_model(input, &[])?;
     let slo = compile_slo(scenario.slo.as_ref(), &model, &source)?;
     let policies: Vec<&str> = model.policies.iter().map(|p| p.name.as_str()).collect();
     // Warnings name a rule that compiles but may not do what it seems to; they do not fail.

@@ -4,7 +4,7 @@
 use super::error::{FieldPath, ScenarioError, line_column, quote};
 use super::input_file::{InputKind, read_input};
 use super::types::Scenario;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Scenario files larger than this are refused before parsing: parsed documents take tens of
 /// times their size in memory (a 180 MB file of nested arrays took 8.8 GB), and no real
@@ -76,13 +76,63 @@ pub fn load_file(path: &Path) -> Result<Source, ScenarioError> {
         let (line, column) = line_column(std::str::from_utf8(valid).unwrap_or_default(), valid.len());
         ScenarioError::in_file(&display, Some(line), Some(column), "", "the file is not UTF-8 text")
     })?;
-    let source = Source { path: display, text, format };
+    checked(Source { path: display, text, format })
+}
+
+/// A scenario's text with the checks every file gets before it is parsed: not empty, and not
+/// past the limits on arrays, tables and keys.
+fn checked(source: Source) -> Result<Source, ScenarioError> {
+    if source.text.len() as u64 > MAX_FILE_BYTES {
+        let message = format!("the scenario is {} bytes; the limit is {MAX_FILE_BYTES}", source.text.len());
+        return Err(ScenarioError::in_file(&source.path, None, None, "", message));
+    }
     if is_empty_document(&source) {
         let message = "the file is empty: a scenario needs [simulation], a [[dependency]] and a [[workflow]] (`faultline init` writes a starter)";
         return Err(ScenarioError::in_file(&source.path, None, None, "", message));
     }
     check_openers(&source)?;
     Ok(source)
+}
+
+/// Where a command's scenario comes from: a file, or text already in memory (the Python
+/// package's TOML string or dict), which messages name by `Source::path` and whose samples
+/// files are read relative to the current folder.
+#[derive(Debug, Clone)]
+pub enum ScenarioInput {
+    File(PathBuf),
+    Text(Source),
+}
+
+impl ScenarioInput {
+    /// The scenario's text, under the same checks for both kinds.
+    pub fn load(&self) -> Result<Source, ScenarioError> {
+        match self {
+            ScenarioInput::File(path) => load_file(path),
+            ScenarioInput::Text(source) => checked(source.clone()),
+        }
+    }
+
+    /// How messages name it: the path as given, or the text's name.
+    pub fn display(&self) -> String {
+        match self {
+            ScenarioInput::File(path) => path.display().to_string(),
+            ScenarioInput::Text(source) => source.path.clone(),
+        }
+    }
+
+    /// The file, when it is one.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            ScenarioInput::File(path) => Some(path),
+            ScenarioInput::Text(_) => None,
+        }
+    }
+}
+
+impl From<PathBuf> for ScenarioInput {
+    fn from(path: PathBuf) -> Self {
+        ScenarioInput::File(path)
+    }
 }
 
 /// Nothing but blank lines (and, in TOML, comments).

@@ -14,7 +14,7 @@ pub mod types;
 
 pub use error::{FieldPath, ScenarioError, closest, name_hint, quote, tame_message, unknown_name};
 pub use input_file::{InputKind, InputRefusal, open_input, read_input};
-pub use load::{Format, Source, load_file};
+pub use load::{Format, ScenarioInput, Source, load_file};
 pub use loaded_samples::LoadedSamples;
 pub use locate::{duration_ms, error_at_path, parse_named};
 pub use overrides::{Override, apply_overrides, canonical_path, parse_override, value_at};

@@ -5,9 +5,8 @@
 use crate::engine::Model;
 use crate::experiment::command::CommandError;
 use crate::scenario::{
-    Override, Scenario, ScenarioError, Source, apply_overrides, load_file, parse_override, parse_source, quote,
+    Override, Scenario, ScenarioError, ScenarioInput, Source, apply_overrides, parse_override, parse_source, quote,
 };
-use std::path::Path;
 
 /// A scenario as the command sees it: the file with every override applied, and its model.
 pub struct Loaded {
@@ -16,8 +15,8 @@ pub struct Loaded {
     pub source: Source,
 }
 
-pub fn load_model(path: &Path, overrides: &[Override]) -> Result<Loaded, ScenarioError> {
-    let source = load_file(path)?;
+pub fn load_model(input: &ScenarioInput, overrides: &[Override]) -> Result<Loaded, ScenarioError> {
+    let source = input.load()?;
     let (model, scenario) = compile_scenario(&source, overrides)?;
     Ok(Loaded { model, scenario, source })
 }

@@ -7,6 +7,9 @@ use crate::runtime::mechanisms::MAX_COMMAND_WINDOW_BYTES;
 use crate::sim::StreamKey;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub use crate::world::model::MAX_SIMULATIONS;
 
@@ -55,24 +58,84 @@ pub fn run_tasks(
     results
 }
 
+/// A caller outside the command that follows its progress and may ask it to stop (the Python
+/// package's progress bar and Ctrl-C). It only watches: the simulations and their results are
+/// the same with or without it, and a stopped command ends with [`CommandError::Interrupted`]
+/// before it writes anything (a sweep keeps the points it finished).
+#[derive(Debug, Default)]
+pub struct Watch {
+    done: AtomicU64,
+    total: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Watch {
+    /// Units of work done so far and the total the command counts to (0 while unknown).
+    pub fn progress(&self) -> (u64, u64) {
+        (self.done.load(Ordering::Relaxed), self.total.load(Ordering::Relaxed))
+    }
+
+    /// Asks the command to stop: simulations not yet started are not started.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+thread_local! {
+    /// The watch of the command running on this thread, if any ([`watched`]).
+    static WATCH: RefCell<Option<Arc<Watch>>> = const { RefCell::new(None) };
+}
+
+/// Runs `command` on this thread with `watch` following every [`Workers`] it starts.
+pub fn watched<R>(watch: Arc<Watch>, command: impl FnOnce() -> R) -> R {
+    let previous = WATCH.with(|w| w.replace(Some(watch)));
+    let result = command();
+    WATCH.with(|w| *w.borrow_mut() = previous);
+    result
+}
+
 /// A pool of worker threads and the progress bar of one command.
 pub struct Workers {
     pool: rayon::ThreadPool,
     progress: ProgressBar,
+    watch: Option<Arc<Watch>>,
 }
 
 impl Workers {
     /// `simulations` is the number the progress bar counts to.
     pub fn start(jobs: usize, simulations: u64, label: &str) -> Result<Workers, CommandError> {
         let pool = build_pool(jobs)?;
-        let progress = ProgressBar::with_draw_target(Some(simulations), ProgressDrawTarget::stderr());
+        let watch = WATCH.with(|w| w.borrow().clone());
+        // A watched command's caller shows progress its own way.
+        let target = if watch.is_some() { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+        if let Some(w) = &watch {
+            w.total.store(simulations, Ordering::Relaxed);
+            w.done.store(0, Ordering::Relaxed);
+        }
+        let progress = ProgressBar::with_draw_target(Some(simulations), target);
         progress.set_style(
             ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} simulations, {elapsed} elapsed, eta {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
                 .progress_chars("=> "),
         );
         progress.set_message(label.to_string());
-        Ok(Workers { pool, progress })
+        Ok(Workers { pool, progress, watch })
+    }
+
+    fn count(&self, n: u64) {
+        self.progress.inc(n);
+        if let Some(w) = &self.watch {
+            w.done.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the watch asked to stop.
+    pub fn stopped(&self) -> bool {
+        self.watch.as_ref().is_some_and(|w| w.stopped())
     }
 
     /// Runs fewer simulations at once than `--jobs` asked when the guards' sliding windows of
@@ -98,7 +161,7 @@ impl Workers {
 
     /// Counts one unit of work that is not a simulation of [`Workers::simulate`].
     pub fn tick(&self) {
-        self.progress.inc(1);
+        self.count(1);
     }
 
     /// Sets what the progress bar counts to and says.
@@ -106,6 +169,10 @@ impl Workers {
         self.progress.set_length(simulations);
         self.progress.set_position(0);
         self.progress.set_message(label.to_string());
+        if let Some(w) = &self.watch {
+            w.total.store(simulations, Ordering::Relaxed);
+            w.done.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Runs `f` on the pool (for parallel work other than simulations).
@@ -122,18 +189,25 @@ impl Workers {
         describe: &dyn Fn(&Task) -> String,
         keep: &(dyn Fn(&Task, Replication) -> T + Sync),
     ) -> Result<Vec<T>, CommandError> {
-        let results: Vec<Result<T, SimError>> = self.pool.install(|| {
+        let results: Vec<Option<Result<T, SimError>>> = self.pool.install(|| {
             tasks
                 .par_iter()
                 .map(|t| {
+                    if self.stopped() {
+                        return None;
+                    }
                     let r = simulate(&models[t.model], t.policy, t.seed).map(|r| keep(t, r));
-                    self.progress.inc(1);
-                    r
+                    self.count(1);
+                    Some(r)
                 })
                 .collect()
         });
+        if results.iter().any(Option::is_none) {
+            return Err(CommandError::Interrupted);
+        }
         results
             .into_iter()
+            .flatten()
             .zip(tasks)
             .map(|(r, t)| {
                 r.map_err(|e| {

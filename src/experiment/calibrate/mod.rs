@@ -36,6 +36,22 @@ pub struct CalibrateOptions {
 }
 
 pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
+    calibrate_written(opts).map(|made| made.report)
+}
+
+/// `calibrate`, keeping what it wrote to `opts.out`.
+pub fn calibrate_written(opts: &CalibrateOptions) -> Result<Made, CommandError> {
+    check_arguments(opts)?;
+    // One calibration writes to an output at a time; everything is read, made and checked
+    // before a byte is written.
+    let _lock = OutputLock::take(&opts.out)?;
+    let made = calibrate_in_memory(opts)?;
+    write_set(&opts.out, &made)?;
+    Ok(made)
+}
+
+/// The arguments checked before anything is read; returns the renames.
+fn check_arguments(opts: &CalibrateOptions) -> Result<BTreeMap<String, String>, CommandError> {
     let renames = parse_renames(&opts.renames)?;
     if let Some(r) = opts.sampling_ratio
         && !(r > 0.0 && r <= 1.0)
@@ -51,15 +67,17 @@ pub fn calibrate(opts: &CalibrateOptions) -> Result<String, CommandError> {
             opts.out.display()
         )));
     }
-    // One calibration writes to an output at a time; everything is read, made and checked
-    // before a byte is written.
-    let _lock = OutputLock::take(&opts.out)?;
+    Ok(renames)
+}
+
+/// Everything `calibrate` does but writing (the Python package's `calibrate` without an output
+/// file): the scenario and its samples files as they would be written to `opts.out`.
+pub fn calibrate_in_memory(opts: &CalibrateOptions) -> Result<Made, CommandError> {
+    let renames = check_arguments(opts)?;
     let traces = read::read_traces(&opts.traces, opts.sampling_ratio)?;
     let histograms = prometheus::read_histograms(&opts.prometheus)?;
     let inputs = Inputs { traces: &opts.traces, sampling_ratio: opts.sampling_ratio };
-    let made = make(&inputs, traces, histograms, &renames, opts.fit, &opts.out)?;
-    write_set(&opts.out, &made)?;
-    Ok(made.report)
+    make(&inputs, traces, histograms, &renames, opts.fit, &opts.out)
 }
 
 /// A calibration made in memory: the scenario's text, its samples files (path relative to the

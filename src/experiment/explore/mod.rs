@@ -21,7 +21,7 @@ use crate::experiment::replay::spans::render_tree;
 use crate::experiment::replay::{FirstRun, RunSelector, catalogue, first_matching, trace_run, write_trace};
 use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
-use crate::scenario::{Dependency, ErrorMix, Fault, Scenario, Source, load_file};
+use crate::scenario::{Dependency, ErrorMix, Fault, Scenario, ScenarioInput, Source};
 use crate::sim::StreamKey;
 use crate::world::fault_kind::FaultKind;
 use rayon::prelude::*;
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
 pub struct ExploreOptions {
-    pub scenario: PathBuf,
+    pub scenario: ScenarioInput,
     pub policy: String,
     pub schedules: u32,
     pub seed: u64,
@@ -506,7 +506,7 @@ pub struct ExploreReport {
 pub fn explore(opts: &ExploreOptions) -> Result<ExploreReport, CommandError> {
     check_counts(opts)?;
     let overrides = collect_overrides(&opts.sets, opts.replications)?;
-    let source = load_file(&opts.scenario)?;
+    let source = opts.scenario.load()?;
     let (model, base) = compile_scenario(&source, &overrides)?;
     let kinds = fault_kinds(opts, &base)?;
     let policy = check_target(opts, &model, &base, &source)?;

@@ -23,14 +23,16 @@ use crate::experiment::report::table::{human, render};
 use crate::metrics::MetricMap;
 use crate::metrics::range::Range;
 use crate::metrics::stats::Estimate;
-use crate::scenario::{FieldPath, Override, Scenario, ScenarioError, Source, error_at_path, parse_override, quote};
+use crate::scenario::{
+    FieldPath, Override, Scenario, ScenarioError, ScenarioInput, Source, error_at_path, parse_override, quote,
+};
 use junit::{Case, CaseResult};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
 pub struct GateOptions {
-    pub scenario: PathBuf,
+    pub scenario: ScenarioInput,
     pub candidate: String,
     /// The baseline policy; with `baseline_scenario` unset it comes from `scenario`.
     pub baseline: Option<String>,
@@ -56,7 +58,12 @@ pub struct GateOptions {
 }
 
 pub struct GateReport {
+    /// What the command prints: `table` or `document`, as `--format` asks.
     pub text: String,
+    /// The text report (the table and its notes).
+    pub table: String,
+    /// The JSON report.
+    pub document: String,
     pub passed: bool,
 }
 
@@ -283,11 +290,12 @@ pub fn gate(opts: &GateOptions) -> Result<GateReport, CommandError> {
     if let Some(file) = junit {
         file.write_whole(junit_report(model, opts, baseline.as_ref(), &outcomes, &text).as_bytes())?;
     }
-    let text = match opts.format {
-        OutputFormat::Text => text,
-        OutputFormat::Json => json_report(model, opts, baseline.as_ref(), &outcomes)?,
+    let document = json_report(model, opts, baseline.as_ref(), &outcomes)?;
+    let shown = match opts.format {
+        OutputFormat::Text => text.clone(),
+        OutputFormat::Json => document.clone(),
     };
-    Ok(GateReport { text, passed })
+    Ok(GateReport { text: shown, table: text, document, passed })
 }
 
 /// The `--front` check as one row: the nearest front point and the candidate's worst shortfall
@@ -409,7 +417,8 @@ fn choose_sides(
         (Some(path), name) => (name.clone().unwrap_or_else(|| opts.candidate.clone()), Some(path)),
     };
     let one_sided = !opts.candidate_sets.is_empty() || !opts.baseline_sets.is_empty();
-    let itself = policy == opts.candidate && other_file.is_none_or(|p| same_file(p, &opts.scenario));
+    let itself = policy == opts.candidate
+        && other_file.is_none_or(|p| opts.scenario.file().is_some_and(|own| same_file(p, own)));
     if itself && !one_sided {
         let how = "add --candidate-set PATH=VALUE or --baseline-set PATH=VALUE to change one side";
         return Err(CommandError::Input(match other_file {
@@ -603,13 +612,13 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// candidate's side took that argument, unless the argument is one of `own` (the side's own
 /// sets name their side). Returns what the file itself said (seed, replications).
 fn load_side(
-    path: &Path,
+    input: &ScenarioInput,
     overrides: &[Override],
     own: &[String],
     candidate: &Model,
     place: &str,
 ) -> Result<(Loaded, (u64, u32)), CommandError> {
-    let mut loaded = load_model(path, overrides).map_err(|e: ScenarioError| match &e.origin {
+    let mut loaded = load_model(input, overrides).map_err(|e: ScenarioError| match &e.origin {
         crate::scenario::error::Origin::Argument(a) if own.contains(a) => e.into(),
         crate::scenario::error::Origin::Argument(_) => CommandError::Input(format!("{e} ({place})")),
         // A file error already names its file.
@@ -633,7 +642,8 @@ fn load_baseline(
     candidate: &Model,
 ) -> Result<(Model, Scenario, (u64, u32)), CommandError> {
     let place = format!("in the baseline scenario {}", path.display());
-    let (Loaded { model: base, scenario, .. }, said) = load_side(path, overrides, &[], candidate, &place)?;
+    let (Loaded { model: base, scenario, .. }, said) =
+        load_side(&path.to_path_buf().into(), overrides, &[], candidate, &place)?;
     if base.policy_index(policy).is_none() {
         let known: Vec<&str> = base.policies.iter().map(|p| p.name.as_str()).collect();
         let how = if named {
@@ -908,12 +918,12 @@ mod tests {
 
     fn model() -> Model {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/mmc.toml");
-        load_model(&path, &[]).unwrap().model
+        load_model(&path.into(), &[]).unwrap().model
     }
 
     fn opts() -> GateOptions {
         GateOptions {
-            scenario: PathBuf::from("scenarios/mmc.toml"),
+            scenario: PathBuf::from("scenarios/mmc.toml").into(),
             candidate: "p".into(),
             baseline: Some("q".into()),
             baseline_scenario: None,

@@ -14,6 +14,7 @@ use crate::experiment::batch::workers::replication_seed;
 use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::write_atomically;
 use crate::runtime::{RunSummary, RunTracer};
+use crate::scenario::ScenarioInput;
 use crate::vocab::{Outcome, Refusal};
 use otlp::{TraceOrigin, to_otlp_json};
 use spans::{RunSpans, build, render_tree};
@@ -81,7 +82,7 @@ impl FirstRun {
 
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
-    pub scenario: PathBuf,
+    pub scenario: ScenarioInput,
     pub policy: String,
     pub seed: Option<u64>,
     pub sets: Vec<String>,
@@ -213,6 +214,23 @@ pub fn sample_traces(
 }
 
 pub fn replay(opts: &ReplayOptions) -> Result<String, CommandError> {
+    let replayed = replay_in_memory(opts)?;
+    write_atomically(&replayed.out, &replayed.otlp)?;
+    Ok(replayed.text)
+}
+
+/// A traced run in memory: what `replay` prints and the OTLP/JSON document it writes to `out`
+/// (the Python package's `replay` writes it only when asked to).
+pub struct Replayed {
+    pub text: String,
+    pub otlp: Vec<u8>,
+    /// `opts.out`, or the default path the command line writes to.
+    pub out: PathBuf,
+    /// The run's number (from 1, in the order runs started).
+    pub run: u64,
+}
+
+pub fn replay_in_memory(opts: &ReplayOptions) -> Result<Replayed, CommandError> {
     let overrides = collect_overrides(&opts.sets, None)?;
     let Loaded { mut model, .. } = load_model(&opts.scenario, &overrides)?;
     apply_seed(&mut model, opts.seed, &overrides);
@@ -228,8 +246,9 @@ pub fn replay(opts: &ReplayOptions) -> Result<String, CommandError> {
     let traced = trace_run(&model, policy, seed, opts.select)?;
     let number = traced.summary.number;
     let out = opts.out.clone().unwrap_or_else(|| default_out(&model.name, &opts.policy, number));
-    write_trace(&model, policy, replication, seed, &traced, &out)?;
-    Ok(report(&model, &opts.policy, replication, seed, &traced, opts.select, &out))
+    let otlp = trace_document(&model, policy, replication, seed, &traced)?;
+    let text = report(&model, &opts.policy, replication, seed, &traced, opts.select, &out);
+    Ok(Replayed { text, otlp, out, run: number })
 }
 
 /// Writes `traced` as OTLP/JSON to `out` (atomically).
@@ -241,6 +260,17 @@ pub fn write_trace(
     traced: &TracedRun,
     out: &Path,
 ) -> Result<(), CommandError> {
+    write_atomically(out, &trace_document(model, policy, replication, seed, traced)?)
+}
+
+/// `traced` as an OTLP/JSON document.
+fn trace_document(
+    model: &Model,
+    policy: usize,
+    replication: Option<u32>,
+    seed: u64,
+    traced: &TracedRun,
+) -> Result<Vec<u8>, CommandError> {
     let origin = TraceOrigin {
         scenario: &model.name,
         policy: &model.policies[policy].name,
@@ -252,7 +282,7 @@ pub fn write_trace(
     let document = to_otlp_json(&traced.spans, &origin);
     let mut bytes = serde_json::to_vec_pretty(&document).map_err(|e| CommandError::Io(e.to_string()))?;
     bytes.push(b'\n');
-    write_atomically(out, &bytes)
+    Ok(bytes)
 }
 
 fn default_out(scenario: &str, policy: &str, number: u64) -> PathBuf {

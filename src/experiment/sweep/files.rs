@@ -51,17 +51,34 @@ impl SweepView {
     }
 }
 
-/// Writes both files into `folder`, asking `record` for each point in grid order; returns the
-/// terminal's digest.
+/// Writes both files and report.html into `folder`, asking `record` for each point in grid
+/// order; returns the terminal's digest.
 pub fn write_sweep_files(
     folder: &mut OutputFolder,
     layout: &SweepLayout,
     key: KeyMetrics,
     record: &mut dyn FnMut(usize) -> Result<PointRecord, CommandError>,
 ) -> Result<Digest, CommandError> {
+    let mut csv = folder.writer("sweep.csv")?;
+    let mut json = folder.writer("sweep.json")?;
+    let digest = write_sweep_tables(&mut csv, &mut json, layout, key, &mut |p| record(p).map(Some))?;
+    folder.write("report.html", sweep_report(layout, &digest.shown()).as_bytes())?;
+    Ok(digest)
+}
+
+/// Writes sweep.csv into `csv` and sweep.json into `json`, asking `record` for each point in
+/// grid order (a point it has no record of, `None`, has no rows: an interrupted sweep in
+/// memory); returns the terminal's digest.
+pub fn write_sweep_tables(
+    csv: &mut dyn Write,
+    json: &mut dyn Write,
+    layout: &SweepLayout,
+    key: KeyMetrics,
+    record: &mut dyn FnMut(usize) -> Result<Option<PointRecord>, CommandError>,
+) -> Result<Digest, CommandError> {
     let mut digest = Digest::new(layout, key);
     let io = |file: &str, e: std::io::Error| CommandError::Io(format!("cannot write {file}: {e}"));
-    let mut csv = csv::Writer::from_writer(folder.writer("sweep.csv")?);
+    let mut csv = csv::Writer::from_writer(csv);
     let mut header: Vec<String> = layout.params.iter().map(|p| p.path.clone()).collect();
     header.push("policy".into());
     header.push("replications".into());
@@ -69,7 +86,6 @@ pub fn write_sweep_files(
         header.extend(estimate_columns(m));
     }
     csv.write_record(&header).map_err(|e| io("sweep.csv", e.into()))?;
-    let mut json = folder.writer("sweep.json")?;
     let params: Vec<&str> = layout.params.iter().map(|p| p.path.as_str()).collect();
     write!(
         json,
@@ -82,7 +98,7 @@ pub fn write_sweep_files(
     .map_err(|e| io("sweep.json", e))?;
     let mut first_row = true;
     for (p, values) in grid(&layout.params).iter().enumerate() {
-        let point = record(p)?;
+        let Some(point) = record(p)? else { continue };
         for row in &point.rows {
             let aggregate = row.aggregate();
             digest.add(p, values, &row.policy, &aggregate);
@@ -120,6 +136,5 @@ pub fn write_sweep_files(
     }
     json.write_all(b"\n  ]\n}\n").and_then(|_| json.flush()).map_err(|e| io("sweep.json", e))?;
     csv.flush().map_err(|e| io("sweep.csv", e))?;
-    folder.write("report.html", sweep_report(layout, &digest.shown()).as_bytes())?;
     Ok(digest)
 }

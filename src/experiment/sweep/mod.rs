@@ -14,9 +14,9 @@ use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{OutputFolder, OutputLock, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::stats::aggregate;
-use crate::scenario::{Override, Source, load_file, parse_override, parse_source, sample_files};
+use crate::scenario::{Override, ScenarioInput, Source, parse_override, parse_source, sample_files};
 use checkpoint::{Checkpoint, PointRecord, PolicyRecord, Resumed, SweepKey, build_id};
-use files::{SweepView, write_sweep_files};
+use files::{SweepView, write_sweep_files, write_sweep_tables};
 use rayon::prelude::*;
 use shard::{Shard, ShardHeader, write_shard};
 use std::path::{Path, PathBuf};
@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Debug, Clone)]
 pub struct SweepOptions {
-    pub scenario: PathBuf,
+    pub scenario: ScenarioInput,
     pub params: Vec<String>,
     pub policies: Vec<String>,
     pub seed: Option<u64>,
@@ -79,7 +79,7 @@ fn read_grid(opts: &SweepOptions) -> Result<(Source, Vec<Param>), CommandError> 
         return Err(CommandError::Input("sweep needs at least one --param path=v1,v2,...".into()));
     }
     let params: Vec<Param> = opts.params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
-    let source = load_file(&opts.scenario)?;
+    let source = opts.scenario.load()?;
     let paths: Vec<&str> = params.iter().map(|p| p.path.as_str()).collect();
     if let Some((i, field)) = repeated_field(&source, &paths) {
         return Err(CommandError::Input(format!(
@@ -291,23 +291,7 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
         (None, None) => unreachable!("a full sweep always has its folder"),
     };
     checkpoint.remove();
-    let total: usize = owned.iter().map(|&p| plan.simulations(p)).sum();
-    let shard = opts.shard.map(|s| format!(" (shard {} of {}, of {} points)", s.index, s.count, plan.points.len()));
-    // A shard that owns no point (more shards than points) still names the grid's replications.
-    let counted: Vec<usize> = if owned.is_empty() { (0..plan.points.len()).collect() } else { owned.clone() };
-    let replications = |f: fn(u32, u32) -> u32| counted.iter().map(|&p| plan.points[p].replications).reduce(f);
-    let replications = match (replications(u32::min), replications(u32::max)) {
-        (Some(low), Some(high)) if low < high => format!("{low}-{high}"),
-        (Some(n), _) => n.to_string(),
-        _ => "0".into(),
-    };
-    let mut text = format!(
-        "{name}: {} grid point(s){} x {} polic{} x {replications} replication(s) = {total} simulations",
-        owned.len(),
-        shard.unwrap_or_default(),
-        plan.policies.len(),
-        if plan.policies.len() == 1 { "y" } else { "ies" },
-    );
+    let mut text = headline(&plan, &owned, opts.shard);
     text.push_str(&match resumed {
         Resumed::Kept { kept, rejected: 0 } => {
             format!("; {kept} point(s) resumed from the checkpoint, {simulations} simulations run\n")
@@ -326,4 +310,85 @@ pub fn sweep(opts: &SweepOptions) -> Result<String, CommandError> {
     }
     text.push_str(&format!("wrote {}\n", written.join(", ")));
     Ok(text)
+}
+
+/// What a sweep ran: its points (of a shard), policies, replications and simulations.
+fn headline(plan: &SweepPlan, owned: &[usize], shard: Option<Shard>) -> String {
+    let total: usize = owned.iter().map(|&p| plan.simulations(p)).sum();
+    let shard = shard.map(|s| format!(" (shard {} of {}, of {} points)", s.index, s.count, plan.points.len()));
+    // A shard that owns no point (more shards than points) still names the grid's replications.
+    let counted: Vec<usize> = if owned.is_empty() { (0..plan.points.len()).collect() } else { owned.to_vec() };
+    let replications = |f: fn(u32, u32) -> u32| counted.iter().map(|&p| plan.points[p].replications).reduce(f);
+    let replications = match (replications(u32::min), replications(u32::max)) {
+        (Some(low), Some(high)) if low < high => format!("{low}-{high}"),
+        (Some(n), _) => n.to_string(),
+        _ => "0".into(),
+    };
+    format!(
+        "{}: {} grid point(s){} x {} polic{} x {replications} replication(s) = {total} simulations",
+        plan.layout.scenario,
+        owned.len(),
+        shard.unwrap_or_default(),
+        plan.policies.len(),
+        if plan.policies.len() == 1 { "y" } else { "ies" },
+    )
+}
+
+/// A sweep computed in memory, its files' contents ready (the Python package's `sweep`
+/// without an output folder): the same plan, points and bytes as [`sweep`], without a
+/// checkpoint. Stopped by its [`crate::experiment::batch::workers::Watch`], it keeps the points
+/// it finished: the tables hold their rows, in grid order, and no report is drawn.
+pub struct SweepTables {
+    pub csv: Vec<u8>,
+    pub json: Vec<u8>,
+    /// report.html; empty when interrupted.
+    pub report_html: String,
+    /// What `sweep` prints, without the files it wrote.
+    pub text: String,
+    /// The grid points finished, of `points`.
+    pub finished: usize,
+    pub points: usize,
+    pub interrupted: bool,
+}
+
+pub fn sweep_in_memory(opts: &SweepOptions) -> Result<SweepTables, CommandError> {
+    if opts.resume || opts.shard.is_some() || opts.out.is_some() {
+        return Err(CommandError::Input(
+            "a sweep in memory has no output folder, checkpoint or shard: give those to `sweep`".into(),
+        ));
+    }
+    let mut workers = Workers::start(opts.jobs, 0, "checking the grid")?;
+    let plan = plan(opts, &workers)?;
+    workers.fit_guard_windows(plan.guard_window_bytes)?;
+    let key = opts.view.key_metrics(&plan.layout)?;
+    let owned: Vec<usize> = (0..plan.points.len()).collect();
+    let simulations: usize = owned.iter().map(|&p| plan.simulations(p)).sum();
+    workers.set_total(simulations as u64, &plan.layout.scenario);
+    let records: Mutex<Vec<Option<PointRecord>>> = Mutex::new((0..plan.points.len()).map(|_| None).collect());
+    let computed = compute_points(&plan, &owned, &workers, &|record| {
+        let point = record.point;
+        records.lock().unwrap_or_else(|p| p.into_inner())[point] = Some(record);
+        Ok(())
+    });
+    workers.finish();
+    let interrupted = match computed {
+        Ok(()) => false,
+        Err(CommandError::Interrupted) => true,
+        Err(e) => return Err(e),
+    };
+    let mut records = records.into_inner().unwrap_or_else(|p| p.into_inner());
+    let finished = records.iter().filter(|r| r.is_some()).count();
+    let (mut csv, mut json) = (Vec::new(), Vec::new());
+    let digest = write_sweep_tables(&mut csv, &mut json, &plan.layout, key, &mut |p| Ok(records[p].take()))?;
+    let mut text = headline(&plan, &owned, None);
+    let report_html = if interrupted {
+        text.push_str(&format!("; interrupted: {finished} of {} point(s) finished\n", plan.points.len()));
+        String::new()
+    } else {
+        text.push_str("\n\n");
+        text.push_str(&digest.render(opts.view.layout()));
+        text.push('\n');
+        crate::experiment::report::html::sweep_report(&plan.layout, &digest.shown())
+    };
+    Ok(SweepTables { csv, json, report_html, text, finished, points: plan.points.len(), interrupted })
 }

@@ -20,7 +20,7 @@ use crate::experiment::command::CommandError;
 use crate::experiment::output::folder::{OutputFolder, checkpoint_folder};
 use crate::experiment::output::formats::VERSION;
 use crate::experiment::sweep::checkpoint::build_id;
-use crate::scenario::{Source, load_file, name_hint, parse_override, parse_source, quote, sample_files, value_at};
+use crate::scenario::{ScenarioInput, Source, name_hint, parse_override, parse_source, quote, sample_files, value_at};
 use checkpoint::{Checkpoint, Loaded, RaceState, TuneKey};
 use outcome::{Candidate, Outcome, Round, point_text};
 use race::{Objective, Samples, Status, parse_objective};
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
 pub struct TuneOptions {
-    pub scenario: PathBuf,
+    pub scenario: ScenarioInput,
     pub policy: String,
     /// `PATH=RANGE` per dimension.
     pub space: Vec<String>,
@@ -84,7 +84,7 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
             opts.initial_replications
         )));
     }
-    let source = load_file(&opts.scenario)?;
+    let source = opts.scenario.load()?;
     check_paths(&source, &opts.space, &dimensions)?;
     let base = collect_overrides(&opts.sets, opts.replications)?;
     let (mut first, scenario) = compile_scenario(&source, &base)?;
@@ -96,7 +96,7 @@ pub fn tune(opts: &TuneOptions) -> Result<String, CommandError> {
     if max_replications < 2 {
         return Err(CommandError::Input(format!(
             "{}: a tune needs at least 2 replications per candidate; give --replications N",
-            quote(&opts.scenario.display().to_string())
+            quote(&opts.scenario.display())
         )));
     }
     let seed = first.world.seed;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The Python package's tests (docs/python.md), the second half of README's test command.
+# Installs the package from this repository with pip into a virtual environment
+# (target/python-venv, or FAULTLINE_PYTHON_VENV), as a user would (`pip install .`: maturin
+# builds the native module in release), builds the binary the tests compare with, and runs
+# pytest on python/tests (which also runs docs/python.md's examples).
+#
+# Where Python, a virtual environment or PyPI cannot be used, it says so loudly and exits 0,
+# unless FAULTLINE_REQUIRE_PYTHON=1 (CI sets it when it could reach PyPI): then it fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+skip() {
+  echo "*** WARNING: $1: the Python package's tests are NOT RUN ***" >&2
+  if [[ ${FAULTLINE_REQUIRE_PYTHON:-} == 1 ]]; then
+    exit 1
+  fi
+  exit 0
+}
+
+python=${PYTHON:-python3}
+venv=${FAULTLINE_PYTHON_VENV:-${CARGO_TARGET_DIR:-target}/python-venv}
+command -v "$python" >/dev/null || skip "no $python"
+[[ -x $venv/bin/python ]] || "$python" -m venv "$venv" >/dev/null || skip "cannot make a virtual environment with $python -m venv"
+# The venv's tools first (maturin, run by pip's build hook without build isolation), by an
+# absolute path, since the tests run from python/tests.
+venv=$(cd "$venv" && pwd)
+export PATH="$venv/bin:$PATH"
+"$venv/bin/python" -m pip install --quiet 'maturin>=1.9.4,<2' 'pandas>=1.3' 'pytest>=7' tqdm matplotlib ||
+  skip "cannot install maturin, pandas, pytest, tqdm and matplotlib from PyPI"
+
+# From here on a failure is a failure: the package must build and its tests pass.
+cargo build --quiet --bin faultline
+started=$(date +%s)
+"$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps .
+echo "pip install . took $(($(date +%s) - started)) s" >&2
+export FAULTLINE_BIN=${FAULTLINE_BIN:-${CARGO_TARGET_DIR:-target}/debug/faultline}
+# Run from outside the repository, so `import faultline` is the installed package.
+cd python/tests
+MPLBACKEND=Agg "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" .
