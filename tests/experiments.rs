@@ -480,22 +480,23 @@ fn run_and_sweep_write_a_self_contained_report() {
     let dir = scratch("report");
     let run = dir.join("run");
     ok(&["run", SCENARIO, "--replications", "2", "--set", "simulation.duration_s=900", "--out", s(&run)]);
-    // Goodput, the resilient policy's mode timeline, attempts, its bulkhead's permits, refusals
-    // by reason and over time, up to three queue depths, latency, outcomes, utilization,
-    // refusals per dependency.
+    // On-time goodput, deadline misses, the resilient policy's mode timeline, attempts, its
+    // bulkhead's permits, refusals by reason and over time, up to three queue depths, latency,
+    // outcomes, utilization, refusals per dependency.
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     let queues = html.matches("<title>Queue depth at window end").count();
     assert!((1..=3).contains(&queues), "{queues} queue charts");
     check_report(
         &run.join("report.html"),
-        10 + queues,
+        11 + queues,
         &[
-            "Goodput per window",
+            "On-time goodput per 60 s window",
+            "Deadline misses per 60 s window",
             "Degradation mode per window",
-            "Attempts per window",
+            "Attempts per 60 s window",
             "Bulkhead permits in use at window end",
             "Refusals by reason",
-            "Refused attempts per window",
+            "Refused by a guard or expired, per 60 s window",
             "Root-run latency percentiles",
             "Outcomes of root runs",
             "Utilization per dependency",

@@ -92,7 +92,7 @@ fn a_sweeps_heat_maps_span_their_shared_scale() {
     let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
         .args(["sweep", "scenarios/metastability.toml", "--policy", "naive", "--policy", "retry_budget"])
         .args(["--param", "fault.0.servers=20,60", "--param", "fault.0.duration_s=5,20", "--replications", "2"])
-        .args(["--metrics", "recovery_storm_ratio", "--out"])
+        .args(["--metrics", "recovery_storm_ratio,recovery_time_s", "--out"])
         .arg(dir.join("sweep"))
         .current_dir(ROOT)
         .output()
@@ -105,5 +105,54 @@ fn a_sweeps_heat_maps_span_their_shared_scale() {
     let light = count(&pixels, [239, 243, 255], 4);
     assert!(dark > 5_000, "cells at the top of the scale: {dark} px");
     assert!(light > 5_000, "cells at the bottom of the scale: {light} px");
+    // The naive policy never recovers from the long, deep cuts: those recovery-time cells are
+    // the dark red of "never", not the white of a cell where the figure does not apply.
+    let never = count(&pixels, [0xa5, 0x0f, 0x15], 6);
+    assert!(never > 5_000, "cells that never recovered: {never} px");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The incident's first chart, rendered alone: during the fault the resilient policy's
+/// on-time goodput line (orange) is above the naive one's (blue) in every pixel column where
+/// both are drawn. Goodput that counted late answers drew them the other way round.
+#[test]
+fn the_incident_report_draws_the_resilient_policy_above_the_naive_one_on_on_time_goodput() {
+    if skip() {
+        return;
+    }
+    let dir = scratch("goodput");
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "scenarios/meeting-analysis-incident.toml", "--replications", "2"])
+        .args(["--set", "simulation.duration_s=1200", "--out"])
+        .arg(dir.join("run"))
+        .current_dir(ROOT)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.join("run/report.html")).unwrap();
+    let start = html.find("<svg class=\"chart\"").unwrap();
+    let end = start + html[start..].find("</svg>").unwrap() + "</svg>".len();
+    let svg = &html[start..end];
+    assert!(svg.contains("<title>On-time goodput per 60 s window"), "the first chart: {}", &svg[..200]);
+    let alone = dir.join("first.html");
+    std::fs::write(&alone, format!("<!DOCTYPE html><html><body style=\"margin:0\">{svg}</body></html>")).unwrap();
+    let (pixels, width) = screenshot(&alone, &dir.join("first.png"), 300);
+    // The fault window spans 600-1200 s of the 60-1200 s axis: its second half, in the plot
+    // (x from 64 to 530 px), is well inside the fault.
+    let (from, to) = (64 + (530 - 64) * 3 / 4, 525);
+    let topmost = |colour: [u8; 3], x: usize| {
+        (0..260).find(|&y| {
+            let p = pixels[y * width as usize + x];
+            p.iter().zip(colour).all(|(a, b)| a.abs_diff(b) <= 24)
+        })
+    };
+    let mut compared = 0;
+    for x in from..to {
+        if let (Some(naive), Some(resilient)) = (topmost([0x00, 0x72, 0xB2], x), topmost([0xD5, 0x5E, 0x00], x)) {
+            assert!(resilient < naive, "column {x}: resilient at row {resilient}, naive at row {naive}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 50, "both lines found in {compared} columns");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,8 +1,8 @@
-//! Fixed windows over virtual time: arrivals, completions, goodput, deadline misses, attempts,
-//! sampled queue depth and refusals per dependency, the worst state of each breaker, the most
-//! severe mode of each workflow, and the sampled level of each bulkhead and retry budget. Rows
-//! are appended as time advances, so memory is one row per window, not per event. The recovery
-//! metrics ([`super::recovery`]) are read from these windows.
+//! Fixed windows over virtual time: arrivals, completions, goodput (all of it and on time),
+//! deadline misses, attempts, sampled queue depth and refusals per dependency, the worst state of
+//! each breaker, the most severe mode of each workflow, and the sampled level of each bulkhead and
+//! retry budget. Rows are appended as time advances, so memory is one row per window, not per
+//! event. The recovery metrics ([`super::recovery`]) are read from these windows.
 
 use crate::sim::Micros;
 use crate::vocab::{BreakerState, DegradationMode};
@@ -10,7 +10,8 @@ use crate::vocab::{BreakerState, DegradationMode};
 /// Rows past this land in the last row (validation keeps simulations well below it).
 const MAX_ROWS: u64 = 2_000_000;
 
-pub const FIXED_COLUMNS: [&str; 5] = ["arrivals", "completions", "goodput", "deadline_misses", "effect_unknown"];
+pub const FIXED_COLUMNS: [&str; 6] =
+    ["arrivals", "completions", "goodput", "on_time_goodput", "deadline_misses", "effect_unknown"];
 
 /// Where each column lies in a row: what writes the series and what reads its sums (the CSV,
 /// the report) share this one arithmetic.
@@ -179,12 +180,15 @@ impl TimeSeries {
         self.row_mut(now)[column] += 1;
     }
 
-    /// A run ended at `now`: a completion, goodput if it succeeded, a miss if late (one row lookup).
+    /// A run ended at `now`: a completion, goodput if it succeeded, on-time goodput if it
+    /// succeeded with a result by its deadline, a miss if it had none (one row lookup). A late
+    /// answer is goodput but not on time: the report's first chart must not count it.
     #[inline]
     pub fn add_run_end(&mut self, now: Micros, goodput: bool, deadline_miss: bool) {
         let row = self.row_mut(now);
         row[COMPLETIONS] += 1;
         row[GOODPUT] += u64::from(goodput);
+        row[ON_TIME_GOODPUT] += u64::from(goodput && !deadline_miss);
         row[DEADLINE_MISSES] += u64::from(deadline_miss);
     }
 
@@ -281,8 +285,9 @@ fn severity(state: BreakerState) -> u64 {
 pub const ARRIVALS: usize = 0;
 pub const COMPLETIONS: usize = 1;
 pub const GOODPUT: usize = 2;
-pub const DEADLINE_MISSES: usize = 3;
-pub const EFFECT_UNKNOWN: usize = 4;
+pub const ON_TIME_GOODPUT: usize = 3;
+pub const DEADLINE_MISSES: usize = 4;
+pub const EFFECT_UNKNOWN: usize = 5;
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,8 @@
 use super::workers::{Task, Workers, check_batch_size, replication_seed};
 use crate::engine::{Model, Replication};
 use crate::experiment::command::CommandError;
+use crate::metrics::stats::t_quantile_975;
+use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{MetricMap, TimeSeries};
 use std::sync::Mutex;
 
@@ -67,6 +69,9 @@ pub fn run_replications(
 pub struct SeriesSum {
     columns: usize,
     values: Vec<u64>,
+    /// Per window, the sum of squares of each fixed column (arrivals, goodput, ...): with the
+    /// sums, a 95 % interval per window, exact in integers whatever the order replications add.
+    squares: Vec<u128>,
 }
 
 impl SeriesSum {
@@ -85,6 +90,35 @@ impl SeriesSum {
                 self.values[row * columns + c] += series.value(row, c);
             }
         }
+        let fixed = FIXED_COLUMNS.len();
+        if self.squares.len() < series.rows() * fixed {
+            self.squares.resize(series.rows() * fixed, 0);
+        }
+        for row in 0..series.rows() {
+            for c in 0..fixed {
+                let v = u128::from(series.value(row, c));
+                self.squares[row * fixed + c] += v * v;
+            }
+        }
+    }
+
+    /// The 95 % Student-t interval of a fixed column's mean per replication at one window, over
+    /// `replications` replications (a replication without the window counts 0); NaN with fewer
+    /// than two.
+    pub fn interval(&self, row: usize, column: usize, replications: usize) -> (f64, f64) {
+        let fixed = FIXED_COLUMNS.len();
+        if replications < 2 || column >= fixed || row >= self.rows() {
+            return (f64::NAN, f64::NAN);
+        }
+        let n = replications as u128;
+        let sum = u128::from(self.value(row, column));
+        let squares = self.squares.get(row * fixed + column).copied().unwrap_or(0);
+        // n Σx² - (Σx)² is n (n - 1) times the sample variance, never negative in integers.
+        let spread = (n * squares).saturating_sub(sum * sum) as f64;
+        let variance = spread / (replications * (replications - 1)) as f64;
+        let mean = sum as f64 / replications as f64;
+        let half = t_quantile_975(replications - 1) * (variance / replications as f64).sqrt();
+        (mean - half, mean + half)
     }
 
     pub fn rows(&self) -> usize {

@@ -61,6 +61,10 @@ pub struct SweepPoint {
     pub policy: String,
     pub values: Vec<String>,
     pub figures: Vec<(f64, f64, f64)>,
+    /// The share of replications that never recovered (`recovery_never_total`), whether shown
+    /// or not: it tells an undefined recovery time that means "never" (the worst case) from one
+    /// that means "not applicable".
+    pub never: f64,
 }
 
 /// The terminal's and the report's view of a sweep.
@@ -91,6 +95,7 @@ impl Digest {
             policy: policy.to_string(),
             values: values.to_vec(),
             figures: self.key.metrics.iter().map(|(m, _)| figure(m)).collect(),
+            never: figure("recovery_never_total").0,
         });
     }
 
@@ -113,6 +118,7 @@ impl Digest {
                 policy: p.policy.clone(),
                 values: p.values.clone(),
                 figures: keep.iter().map(|&k| p.figures[k]).collect(),
+                never: p.never,
             })
             .collect();
         let metrics = keep.iter().map(|&k| (self.key.metrics[k].0.as_str(), self.key.metrics[k].1.as_str())).collect();

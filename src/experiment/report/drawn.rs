@@ -29,6 +29,14 @@ impl Drawn<'_> {
         self.aggregate.mean(metric).unwrap_or(f64::NAN)
     }
 
+    /// A metric's 95 % interval, within the values it can take (NaN when unknown).
+    pub fn interval(&self, metric: &str) -> (f64, f64) {
+        self.aggregate.estimates.get(metric).map_or((f64::NAN, f64::NAN), |e| {
+            let e = e.within(crate::metrics::range::Range::of_metric(metric));
+            (e.low, e.high)
+        })
+    }
+
     /// The mean over replications of one column at one window.
     pub fn cell(&self, row: usize, column: usize) -> f64 {
         self.runs.series.value(row, column) as f64 / replications(self.runs)
@@ -146,12 +154,5 @@ pub fn measured(model: &Model) -> String {
 
 /// One line per drawn policy of a per-window value.
 pub fn drawn_lines(model: &Model, drawn: &[Drawn], value: &dyn Fn(&Drawn, usize) -> f64) -> Vec<Line> {
-    drawn
-        .iter()
-        .map(|d| Line {
-            name: d.name.to_string(),
-            points: window_points(model, d.runs, &|row| value(d, row)),
-            band: None,
-        })
-        .collect()
+    drawn.iter().map(|d| Line::plain(d.name.to_string(), window_points(model, d.runs, &|row| value(d, row)))).collect()
 }

@@ -7,16 +7,18 @@ use super::drawn::{Drawn, drawn};
 use super::panels::{mechanism_sections, mode_panel};
 use super::parallel::{ParallelAxis, parallel_chart};
 use super::svg::{
-    HeatMap, Line, LineChart, ScatterPoint, bar_chart, heat_map, label, line_chart, scatter_chart, shared_scale,
+    Bars, HeatCell, HeatMap, Line, LineChart, Palette, ScatterPoint, bars, geometric, heat_map, label, line_chart,
+    scatter_chart, scatter_chart_as, shared_scale,
 };
-use super::windows::{X_LABEL, fault_spans, replications, window_lines};
+use super::windows::{fault_spans, replications, window_length, window_lines, window_points};
 use super::xml::escape;
 use crate::engine::Model;
 use crate::experiment::batch::grid::{Param, SweepLayout};
 use crate::experiment::batch::replications::PolicyRuns;
 use crate::experiment::output::formats::VERSION;
+use crate::metrics::range::Range;
 use crate::metrics::stats::Aggregate;
-use crate::metrics::timeseries::FIXED_COLUMNS;
+use crate::metrics::timeseries::{DEADLINE_MISSES, FIXED_COLUMNS, ON_TIME_GOODPUT};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1500px}\
@@ -29,7 +31,8 @@ svg.chart{background:#fff;border:1px solid #e4e4e4}\
 .grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1.6}.band{opacity:0.18}\
 .span{fill:#d62728;fill-opacity:0.08;stroke:#d62728;stroke-opacity:0.4}.whisker{stroke-width:1.2}\
 table{border-collapse:collapse;font-size:12px;display:block;max-width:100%;overflow-x:auto}td,th{padding:2px 10px;text-align:right;border-bottom:1px solid #eee}\
-td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:12px}";
+td:first-child,th:first-child{text-align:left}.note{color:#555;font-size:12px}\
+.legend-note{font-size:10px}.cell-ci{font-size:9px}";
 
 /// Metrics in the report's summary table, in this order.
 const SUMMARY: [&str; 12] = [
@@ -83,13 +86,14 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
     let mut body = String::new();
     let _ = write!(
         body,
-        "<h1>{}</h1><p class=\"note\">{} replication(s) per policy of {} s simulated (warm-up {} s), seed {}; faultline {}. Shaded: fault windows. Figures are means over replications; ± is the half-width of the 95 % interval.</p>",
+        "<h1>{}</h1><p class=\"note\">{} replication(s) per policy of {} s simulated (warm-up {} s), seed {}; faultline {}. Charts over time have one point per {} window, at its end. Shaded: fault windows. Figures are means over replications; ± is the half-width of the 95 % interval, drawn as a band or whisker where a chart compares policies. Hover a point for its value.</p>",
         escape(&model.name),
         model.world.replications,
         label(model.world.duration_us as f64 / 1e6),
         label(model.world.warmup_us as f64 / 1e6),
         model.world.seed,
-        VERSION
+        VERSION,
+        window_length(model)
     );
     body.push('\n');
     summary_table(&mut body, names, aggregates);
@@ -118,40 +122,84 @@ fn summary_table(body: &mut String, names: &[&str], aggregates: &[Aggregate]) {
     body.push_str("</table>\n");
 }
 
-/// Goodput, the degradation modes and attempts per window, the faults shaded.
+/// One line per policy of a fixed column of the time series (mean per window) with its 95 %
+/// band over the replications.
+fn fixed_lines(model: &Model, names: &[&str], runs: &[PolicyRuns], column: usize) -> Vec<Line> {
+    names
+        .iter()
+        .zip(runs)
+        .map(|(name, r)| {
+            let points = window_points(model, r, &|row| r.series.value(row, column) as f64 / replications(r));
+            let band = (0..points.len()).map(|row| r.series.interval(row, column, r.metrics.len())).collect();
+            Line { name: name.to_string(), points, band: Some(band), never: Vec::new() }
+        })
+        .collect()
+}
+
+/// On-time goodput and deadline misses (the first two charts: what a user got), the
+/// degradation modes and attempts per window, the faults shaded.
 fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRuns], drawn: &[Drawn]) {
     let dependencies = model.dependency_names.len();
     let n = replications;
-    let goodput = FIXED_COLUMNS.iter().position(|c| *c == "goodput").expect("goodput is a fixed column");
     let spans = || fault_spans(model);
+    let window = window_length(model);
+    let on_time_title = format!("On-time goodput per {window} window");
+    let misses_title = format!("Deadline misses per {window} window");
+    let attempts_title = format!("Attempts per {window} window, all dependencies");
     let mut over_time = vec![
-        line_chart(&LineChart {
-            title: "Goodput per window (successful root runs)",
-            x_label: X_LABEL,
-            y_label: "runs",
-            lines: window_lines(model, names, runs, &|r, row| r.series.value(row, goodput) as f64 / n(r)),
-            spans: spans(),
-        }),
-        line_chart(&LineChart {
-            title: "Attempts per window, all dependencies",
-            x_label: X_LABEL,
-            y_label: "attempts",
-            lines: window_lines(model, names, runs, &|r, row| {
+        line_chart(&LineChart::over_time(
+            &on_time_title,
+            "answers by their deadline",
+            fixed_lines(model, names, runs, ON_TIME_GOODPUT),
+            spans(),
+        )),
+        line_chart(&LineChart::over_time(
+            &misses_title,
+            "runs with no result in time",
+            fixed_lines(model, names, runs, DEADLINE_MISSES),
+            spans(),
+        )),
+        line_chart(&LineChart::over_time(
+            &attempts_title,
+            "attempts",
+            window_lines(model, names, runs, &|r, row| {
                 (0..dependencies).map(|d| r.series.value(row, FIXED_COLUMNS.len() + d) as f64).sum::<f64>() / n(r)
             }),
-            spans: spans(),
-        }),
+            spans(),
+        )),
     ];
     if let Some(modes) = mode_panel(model, drawn) {
-        over_time.insert(1, modes);
+        over_time.insert(2, modes);
     }
     body.push_str("<h2>Over time</h2>");
+    let _ = write!(
+        body,
+        "<p class=\"note\">On-time goodput counts the root runs that ended succeeded or degraded with a result by their deadline, in each {window} window (timeseries.csv's on_time_goodput); a late answer is goodput but not on time, so it is left out here and counted beside it among the deadline misses (runs with no result by their deadline, whatever their outcome). Bands: 95 % intervals over the replications.</p>"
+    );
     charts(body, &over_time);
 }
 
 /// One bar group per policy: its mean of each metric.
 fn policy_groups(names: &[&str], aggregates: &[Aggregate], metrics: &[String]) -> Vec<(String, Vec<f64>)> {
     names.iter().zip(aggregates).map(|(p, a)| (p.to_string(), metrics.iter().map(|m| mean(a, m)).collect())).collect()
+}
+
+/// Per policy, per metric: the 95 % interval, within the values the metric can take.
+fn policy_intervals(aggregates: &[Aggregate], metrics: &[String]) -> Vec<Vec<(f64, f64)>> {
+    aggregates
+        .iter()
+        .map(|a| {
+            metrics
+                .iter()
+                .map(|m| {
+                    a.estimates.get(m).map_or((f64::NAN, f64::NAN), |e| {
+                        let e = e.within(Range::of_metric(m));
+                        (e.low, e.high)
+                    })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Root-run latency percentiles and outcomes.
@@ -165,12 +213,30 @@ fn latency_and_outcomes(body: &mut String, names: &[&str], aggregates: &[Aggrega
     let short = |metrics: &[String]| -> Vec<String> {
         metrics.iter().map(|m| m.rsplit('.').next().unwrap_or(m).to_string()).collect()
     };
+    let (latency_groups, outcome_groups) = (groups(&latency), groups(&outcomes));
+    let (latency_ci, outcome_ci) = (policy_intervals(aggregates, &latency), policy_intervals(aggregates, &outcomes));
     body.push_str("<h2>Latency and outcomes</h2>");
     charts(
         body,
         &[
-            bar_chart("Root-run latency percentiles", "ms", &short(&latency), &groups(&latency)),
-            bar_chart("Outcomes of root runs", "runs", &short(&outcomes), &groups(&outcomes)),
+            bars(&Bars {
+                title: "Root-run latency percentiles",
+                y_label: "ms",
+                categories: &short(&latency),
+                groups: &latency_groups,
+                intervals: Some(&latency_ci),
+                counts: false,
+                palette: Palette::ByPosition,
+            }),
+            bars(&Bars {
+                title: "Outcomes of root runs",
+                y_label: "runs",
+                categories: &short(&outcomes),
+                groups: &outcome_groups,
+                intervals: Some(&outcome_ci),
+                counts: true,
+                palette: Palette::ByPosition,
+            }),
         ],
     );
 }
@@ -213,11 +279,29 @@ fn dependencies(body: &mut String, model: &Model, names: &[&str], aggregates: &[
     if dependencies > DEPENDENCY_BARS {
         let _ = write!(body, "<p class=\"note\">The {DEPENDENCY_BARS} busiest of {dependencies} dependencies.</p>");
     }
+    let utilization_groups = groups(&utilization);
+    let utilization_ci = policy_intervals(aggregates, &utilization);
     charts(
         body,
         &[
-            bar_chart("Utilization per dependency", "busy share", &dependency_names, &groups(&utilization)),
-            bar_chart("Refused and rejected attempts per dependency", "attempts", &dependency_names, &refusals),
+            bars(&Bars {
+                title: "Utilization per dependency",
+                y_label: "busy share",
+                categories: &dependency_names,
+                groups: &utilization_groups,
+                intervals: Some(&utilization_ci),
+                counts: false,
+                palette: Palette::ByPosition,
+            }),
+            bars(&Bars {
+                title: "Refused and rejected attempts per dependency",
+                y_label: "attempts",
+                categories: &dependency_names,
+                groups: &refusals,
+                intervals: None,
+                counts: true,
+                palette: Palette::ByPosition,
+            }),
         ],
     );
 }
@@ -252,19 +336,29 @@ pub fn tune_report(r: &TuneReport) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<h1>{} tune</h1><p class=\"note\">{} faultline {}.</p>",
+        "<h1>{} tune</h1><p class=\"note\">{} faultline {}. Hover a point or a line for its candidate and values.</p>",
         escape(r.scenario),
         escape(r.note),
         VERSION
     );
     body.push_str("<h2>The front</h2>");
-    let mut svgs: Vec<String> = match r.axes.as_slice() {
+    // An objective 0 for every candidate (a cost in a scenario that prices nothing) has no
+    // axis worth drawing: it is named instead.
+    let flat: Vec<&TuneAxis> = r.axes.iter().filter(|a| a.values.iter().all(|v| v.0 == 0.0)).collect();
+    let axes: Vec<&TuneAxis> = r.axes.iter().filter(|a| !a.values.iter().all(|v| v.0 == 0.0)).collect();
+    if !flat.is_empty() {
+        let names: Vec<&str> = flat.iter().map(|a| a.label.as_str()).collect();
+        let _ = write!(body, "<p class=\"note\">Not drawn, 0 for every candidate: {}.</p>", escape(&names.join(", ")));
+    }
+    let mut svgs: Vec<String> = match axes.as_slice() {
         [only] => vec![scatter_chart(&only.label, "candidate", &only.label, &points(r, None, only))],
         [first, rest @ ..] => rest
             .iter()
-            .map(|other| {
-                scatter_chart(
+            .enumerate()
+            .map(|(k, other)| {
+                scatter_chart_as(
                     &format!("{} against {}", other.label, first.label),
+                    &format!("Objective {} (vertical) against objective 1 (horizontal)", k + 2),
                     &first.label,
                     &other.label,
                     &points(r, Some(first), other),
@@ -274,9 +368,8 @@ pub fn tune_report(r: &TuneReport) -> String {
         [] => Vec::new(),
     };
     // Three objectives or more: every objective at once, before the pairs.
-    if r.axes.len() >= 3 {
-        let axes: Vec<ParallelAxis> = r
-            .axes
+    if axes.len() >= 3 {
+        let parallel: Vec<ParallelAxis> = axes
             .iter()
             .map(|a| ParallelAxis {
                 label: &a.label,
@@ -284,7 +377,7 @@ pub fn tune_report(r: &TuneReport) -> String {
                 means: a.values.iter().map(|v| v.0).collect(),
             })
             .collect();
-        svgs.insert(0, parallel_chart("Every objective at once (means)", &axes, &r.labels, &r.kinds));
+        svgs.insert(0, parallel_chart("Every objective at once (means)", &parallel, &r.labels, &r.kinds));
     }
     charts(&mut body, &svgs);
     body.push_str("<table><tr>");
@@ -321,9 +414,11 @@ pub fn sweep_report(layout: &SweepLayout, shown: &Shown) -> String {
     let mut body = String::new();
     let params: Vec<&str> = layout.params.iter().map(|p| p.path.as_str()).collect();
     let drawn = match layout.params.len() {
-        1 => "Lines are means over replications, bands their 95 % intervals.",
+        1 => {
+            "Lines are means over replications, bands their 95 % intervals (within the values a figure can take); a triangle at the top marks a point that never recovered. Hover a point for its value."
+        }
         2 => {
-            "Each cell is the mean over replications. One colour scale per figure, shared by the policies (legend on the right of each map); white cells are undefined."
+            "Each cell is the mean over replications with its 95 % interval under it (within the values the figure can take). One colour scale per figure, shared by the policies (legend on the right of each map); dark red cells never recovered (the worst case), white struck-through cells are not applicable (undefined). Hover a cell for its interval."
         }
         _ => "",
     };
@@ -353,11 +448,38 @@ pub fn sweep_report(layout: &SweepLayout, shown: &Shown) -> String {
     page(&format!("faultline: {} sweep", layout.scenario), &body)
 }
 
-/// Each shown figure against the parameter, a line per policy with its 95 % band.
+/// Whether an undefined value of `metric` at a point means "never": the recovery time of a
+/// point where every replication that could recover never did (the worst case, not a gap).
+fn is_never(metric: &str, p: &SweepPoint, value: f64) -> bool {
+    value.is_nan() && metric.rsplit('.').next() == Some("recovery_time_s") && p.never >= 1.0
+}
+
+/// The figures every point gives 0 (a cost in a scenario that prices nothing): not drawn.
+fn zero_everywhere(shown: &Shown, m: usize) -> bool {
+    shown.points.iter().all(|p| p.figures[m].0 == 0.0)
+}
+
+/// The note naming the figures not drawn for being 0 at every point.
+fn zero_note(body: &mut String, shown: &Shown) {
+    let zero: Vec<&str> =
+        (0..shown.metrics.len()).filter(|&m| zero_everywhere(shown, m)).map(|m| shown.metrics[m].1).collect();
+    if !zero.is_empty() {
+        let _ =
+            write!(body, "<p class=\"note\">Not drawn, 0 at every point and policy: {}.</p>", escape(&zero.join(", ")));
+    }
+}
+
+/// Each shown figure against the parameter, a line per policy with its 95 % band (clipped to
+/// the figure's range), "never" marked at the top; a geometric grid on a log axis.
 fn sweep_lines(body: &mut String, param: &Param, shown: &Shown, policies: &[&str]) {
     let xs = numeric(&param.values);
+    let log_x = xs.as_ref().is_some_and(|xs| geometric(xs));
     let mut svgs = Vec::new();
-    for (m, (_, title)) in shown.metrics.iter().enumerate() {
+    let x_tip = format!("{} = {{}}", param.path);
+    for (m, (metric, title)) in shown.metrics.iter().enumerate() {
+        if zero_everywhere(shown, m) {
+            continue;
+        }
         let lines = policies
             .iter()
             .map(|policy| {
@@ -367,25 +489,54 @@ fn sweep_lines(body: &mut String, param: &Param, shown: &Shown, policies: &[&str
                     name: policy.to_string(),
                     points: rows.iter().map(|p| (x(p), p.figures[m].0)).collect(),
                     band: Some(rows.iter().map(|p| (p.figures[m].1, p.figures[m].2)).collect()),
+                    never: rows.iter().filter(|p| is_never(metric, p, p.figures[m].0)).map(|p| x(p)).collect(),
                 }
             })
             .collect();
         let x_label = if xs.is_some() { param.path.clone() } else { format!("{} (value number)", param.path) };
-        svgs.push(line_chart(&LineChart { title, x_label: &x_label, y_label: title, lines, spans: vec![] }));
+        // The heading names the figure as the table does; the axis by its metric (or "mean"
+        // when the two are one name).
+        let y_label = if metric == title { "mean" } else { metric };
+        svgs.push(line_chart(&LineChart {
+            title,
+            x_label: &x_label,
+            y_label,
+            lines,
+            spans: vec![],
+            counts: false,
+            range: Range::of_metric(metric),
+            log_x,
+            x_tip: &x_tip,
+        }));
     }
     body.push_str("<h2>Key figures against the parameter</h2>");
+    zero_note(body, shown);
     charts(body, &svgs);
 }
 
-/// Per shown figure, one heat map per policy side by side, on the figure's shared scale.
+/// Per shown figure, one heat map per policy side by side, on the figure's shared scale; the
+/// heading names the figure once, each map its policy.
 fn sweep_heat_maps(body: &mut String, rows: &Param, columns: &Param, shown: &Shown, policies: &[&str]) {
+    zero_note(body, shown);
     for (m, (metric, title)) in shown.metrics.iter().enumerate() {
-        let grids: Vec<Vec<Vec<f64>>> = policies
+        if zero_everywhere(shown, m) {
+            continue;
+        }
+        let range = Range::of_metric(metric);
+        let grids: Vec<Vec<Vec<HeatCell>>> = policies
             .iter()
             .map(|policy| {
-                let mut grid = vec![vec![f64::NAN; columns.values.len()]; rows.values.len()];
+                let mut grid = vec![vec![HeatCell::Undefined; columns.values.len()]; rows.values.len()];
                 for p in shown.points.iter().filter(|p| p.policy == *policy) {
-                    grid[p.point / columns.values.len()][p.point % columns.values.len()] = p.figures[m].0;
+                    let (mean, low, high) = p.figures[m];
+                    grid[p.point / columns.values.len()][p.point % columns.values.len()] = if is_never(metric, p, mean)
+                    {
+                        HeatCell::Never
+                    } else if mean.is_nan() {
+                        HeatCell::Undefined
+                    } else {
+                        HeatCell::Value { mean, low: range.clip(low), high: range.clip(high) }
+                    };
                 }
                 grid
             })
@@ -397,17 +548,21 @@ fn sweep_heat_maps(body: &mut String, rows: &Param, columns: &Param, shown: &Sho
             .map(|(policy, grid)| {
                 heat_map(&HeatMap {
                     title: &format!("{title}: {policy}"),
+                    shown: policy,
                     row_label: &rows.path,
                     rows: &rows.values,
                     column_label: &columns.path,
                     columns: &columns.values,
-                    values: grid,
+                    cells: grid,
                     scale,
-                    metric,
                 })
             })
             .collect();
-        let _ = write!(body, "<h2>{} ({})</h2>", escape(title), escape(metric));
+        if title == metric {
+            let _ = write!(body, "<h2>{}</h2>", escape(title));
+        } else {
+            let _ = write!(body, "<h2>{} ({})</h2>", escape(title), escape(metric));
+        }
         charts(body, &svgs);
     }
 }

@@ -4,7 +4,7 @@
 
 use super::drawn::{Drawn, MAX_LINES, over, palette, panel, policy_slots, shaded, without};
 use super::svg::{Line, LineChart, label, line_chart_in};
-use super::windows::{X_LABEL, fault_spans, window_points};
+use super::windows::{fault_spans, window_points};
 use crate::engine::Model;
 use crate::runtime::guard::GuardSpec;
 
@@ -26,11 +26,7 @@ impl Level<'_, '_> {
     }
 
     fn line(&self, model: &Model) -> Line {
-        Line {
-            name: self.name(),
-            points: window_points(model, self.policy.runs, &|row| self.policy.cell(row, self.column)),
-            band: None,
-        }
+        Line::plain(self.name(), window_points(model, self.policy.runs, &|row| self.policy.cell(row, self.column)))
     }
 
     /// The lowest and highest means over the drawn windows.
@@ -165,13 +161,12 @@ fn kind_panel(model: &Model, drawn: &[Drawn], all: &[&Level], family: &str) -> S
     let shown: Vec<&Level> = swings.into_iter().take(MAX_LINES).map(|(_, l)| l).collect();
     let slots = policy_slots(drawn, &shown.iter().map(|l| l.policy.name).collect::<Vec<_>>());
     let chart = line_chart_in(
-        &LineChart {
-            title: kind.title,
-            x_label: X_LABEL,
-            y_label: kind.y_label,
-            lines: shown.iter().map(|l| l.line(model)).collect(),
-            spans: fault_spans(model),
-        },
+        &LineChart::over_time(
+            kind.title,
+            kind.y_label,
+            shown.iter().map(|l| l.line(model)).collect(),
+            fault_spans(model),
+        ),
         &palette(&slots),
     );
     let some = if all.len() > shown.len() {

@@ -9,8 +9,8 @@ use super::drawn::{
     values_table, without,
 };
 use super::levels::level_panels;
-use super::svg::{Line, LineChart, bar_chart, bar_chart_in, label, level_chart, line_chart};
-use super::windows::{X_LABEL, fault_spans, window_points};
+use super::svg::{Bars, Line, LineChart, Palette, bars, label, level_chart, line_chart};
+use super::windows::{fault_spans, window_length, window_points};
 use crate::engine::Model;
 use crate::vocab::Refusal;
 use std::fmt::Write;
@@ -51,7 +51,7 @@ pub fn mode_panel(model: &Model, drawn: &[Drawn]) -> Option<String> {
         for (w, wf) in model.workflows.iter().enumerate() {
             let points = window_points(model, d.runs, &|row| d.cell(row, d.layout.mode(w)));
             let name = if several { format!("{} / {}", d.name, wf.name) } else { d.name.to_string() };
-            lines.push(Line { name, points, band: None });
+            lines.push(Line::plain(name, points));
             owners.push(d.name);
         }
     }
@@ -61,11 +61,8 @@ pub fn mode_panel(model: &Model, drawn: &[Drawn]) -> Option<String> {
     let slots = policy_slots(drawn, &owners);
     let chart = level_chart(
         &LineChart {
-            title: "Degradation mode per window",
-            x_label: X_LABEL,
-            y_label: "",
-            lines,
-            spans: fault_spans(model),
+            counts: false,
+            ..LineChart::over_time("Degradation mode per window", "", lines, fault_spans(model))
         },
         &MODE_LEVELS,
         &palette(&slots),
@@ -144,18 +141,11 @@ fn breakers(model: &Model, drawn: &[Drawn]) -> Option<Vec<String>> {
 fn breaker_states(model: &Model, drawn: &[Drawn], breakers: &[Breaker], shown: &str) -> String {
     let lines: Vec<Line> = breakers
         .iter()
-        .map(|b| Line {
-            name: b.name(),
-            points: window_points(model, b.policy.runs, &|row| b.policy.cell(row, b.column)),
-            band: None,
-        })
+        .map(|b| Line::plain(b.name(), window_points(model, b.policy.runs, &|row| b.policy.cell(row, b.column))))
         .collect();
     let chart = LineChart {
-        title: "Circuit breaker state per window",
-        x_label: X_LABEL,
-        y_label: "",
-        lines,
-        spans: fault_spans(model),
+        counts: false,
+        ..LineChart::over_time("Circuit breaker state per window", "", lines, fault_spans(model))
     };
     let summaries: Vec<String> = breakers.iter().map(Breaker::summary).collect();
     let slots = policy_slots(drawn, &breakers.iter().map(|b| b.policy.name).collect::<Vec<_>>());
@@ -181,7 +171,24 @@ fn breaker_transitions(model: &Model, drawn: &[Drawn], breakers: &[Breaker], sho
         })
         .collect();
     let slots = policy_slots(drawn, &breakers.iter().map(|b| b.policy.name).collect::<Vec<_>>());
-    let chart = bar_chart_in("Circuit breaker transitions", "transitions", &categories, &groups, &palette(&slots));
+    let intervals: Vec<Vec<(f64, f64)>> = breakers
+        .iter()
+        .map(|b| {
+            ["open", "half_open", "closed"]
+                .iter()
+                .map(|s| b.policy.interval(&format!("breaker.{}.transition_total.{s}", b.label)))
+                .collect()
+        })
+        .collect();
+    let chart = bars(&Bars {
+        title: "Circuit breaker transitions",
+        y_label: "transitions",
+        categories: &categories,
+        groups: &groups,
+        intervals: Some(&intervals),
+        counts: true,
+        palette: palette(&slots),
+    });
     let note = format!(
         "{shown}Transitions into each state in the measured window {} (breaker.<label>.transition_total.<state>), mean over {}: opened counts trips (from closed, or from half-open back to open), half-opened the ends of an open wait, closed the recoveries.",
         measured(model),
@@ -251,7 +258,17 @@ fn refusals_by_reason(drawn: &[Drawn], categories: &[Category]) -> String {
     let names: Vec<String> = categories.iter().map(|c| c.name().to_string()).collect();
     let runs_too = categories.iter().any(|c| matches!(c, Category::Reason(Refusal::Admission | Refusal::Paused)));
     let y_label = if runs_too { "attempts (runs for admission, paused)" } else { "attempts" };
-    let chart = bar_chart("Refusals by reason", y_label, &names, &groups);
+    let intervals: Vec<Vec<(f64, f64)>> =
+        drawn.iter().map(|d| categories.iter().map(|c| d.interval(&c.metric())).collect()).collect();
+    let chart = bars(&Bars {
+        title: "Refusals by reason",
+        y_label,
+        categories: &names,
+        groups: &groups,
+        intervals: Some(&intervals),
+        counts: true,
+        palette: Palette::ByPosition,
+    });
     let note = format!(
         "Attempts of measured runs refused before they were sent, by the reason the metrics record (refused_total.<reason>), mean over {}; queue_full is queue_rejected_total, attempts a dependency turned away because its servers and queue were full. A reason is shown when a drawn policy has the mechanism that gives it or when something was refused for it.{}",
         over(drawn),
@@ -260,20 +277,17 @@ fn refusals_by_reason(drawn: &[Drawn], categories: &[Category]) -> String {
     panel_with(chart, &values_table(&names, &groups), &note)
 }
 
-/// Refused attempts per window, every reason together (the time series has no reasons).
+/// Attempts refused per window by a guard or expired, every reason together (the time series
+/// has no reasons, nor queue_full rejections).
 fn refusals_over_time(model: &Model, drawn: &[Drawn]) -> String {
     let lines = drawn_lines(model, drawn, &|d, row| {
         (0..model.dependency_names.len()).map(|dep| d.cell(row, d.layout.refused(dep))).sum()
     });
-    let chart = line_chart(&LineChart {
-        title: "Refused attempts per window, every reason",
-        x_label: X_LABEL,
-        y_label: "attempts",
-        lines,
-        spans: fault_spans(model),
-    });
+    let title = format!("Refused by a guard or expired, per {} window", window_length(model));
+    let chart = line_chart(&LineChart::over_time(&title, "attempts", lines, fault_spans(model)));
     let note = format!(
-        "Attempts refused during each window at any dependency, drawn at the window's end, mean over {}, warm-up and drain included: refused by a guard or the fan-out limits, or dropped from a queue (expired). The time series does not split them by reason, and leaves out queue_full rejections and runs refused at their start (admission, paused). {}",
+        "Attempts refused during each {} window at any dependency, drawn at the window's end, mean over {}, warm-up and drain included: refused by a guard or the fan-out limits, or dropped from a queue (expired). Not in it, though the bars beside count them: queue_full rejections (a full queue turning an attempt away), and runs refused at their start (admission, paused); the time series does not split refusals by reason. {}",
+        window_length(model),
         over(drawn),
         shaded(model)
     );
@@ -323,13 +337,7 @@ fn queues(model: &Model, drawn: &[Drawn]) -> (Vec<String>, String) {
         let name = &model.dependency_names[dep];
         let title = format!("Queue depth at window end: {name}");
         let lines = drawn_lines(model, drawn, &|d, row| d.cell(row, d.layout.queue(dep)));
-        let chart = line_chart(&LineChart {
-            title: &title,
-            x_label: X_LABEL,
-            y_label: "waiting attempts",
-            lines,
-            spans: fault_spans(model),
-        });
+        let chart = line_chart(&LineChart::over_time(&title, "waiting attempts", lines, fault_spans(model)));
         let spec = &model.world.dependencies[dep];
         let note = format!(
             "Attempts waiting (not in service) at {name} at each window's end, mean over {}; {} servers, {} waiting places. {}",

@@ -14,14 +14,41 @@ pub struct ParallelAxis<'a> {
     pub means: Vec<f64>,
 }
 
-/// The chart: what left the race in grey, the front in colour with its labels at the right,
-/// the file's own values dashed.
+/// The font size of axis names and labels (the `tick` class).
+const FONT: f64 = 10.0;
+/// Rows between two labels at the right.
+const ROW: f64 = 11.0;
+
+/// A name broken into lines of at most `chars` characters, after a `:`, `.` or `_` where it
+/// can (each line keeps its separator), else anywhere.
+fn wrap(name: &str, chars: usize) -> Vec<String> {
+    let chars = chars.max(4);
+    let mut lines = Vec::new();
+    let mut rest: Vec<char> = name.chars().collect();
+    while rest.len() > chars {
+        let cut = (1..=chars).rev().find(|&k| matches!(rest[k - 1], ':' | '.' | '_')).unwrap_or(chars);
+        lines.push(rest[..cut].iter().collect());
+        rest = rest[cut..].to_vec();
+    }
+    lines.push(rest.into_iter().collect());
+    lines
+}
+
+/// The chart: what left the race in grey, the front in colour with its labels at the right
+/// (spread so that none overlaps another, a leader to its line's end when moved), the file's
+/// own values dashed. Axis names wrap to the room between two axes.
 pub fn parallel_chart(title: &str, axes: &[ParallelAxis], labels: &[String], kinds: &[PointKind]) -> String {
     let mut svg = String::new();
     open(&mut svg, title);
     let n = axes.len().max(2);
     let x = |k: usize| LEFT + (WIDTH - LEFT - RIGHT) * k as f64 / (n - 1) as f64;
-    let (top, bottom) = (TOP + 28.0, HEIGHT - BOTTOM);
+    let spacing = (WIDTH - LEFT - RIGHT) / (n - 1) as f64;
+    // A middle name is centred on its axis, an outer one starts 14 px outside it: lines of at
+    // most w px keep neighbours apart when w - 14 + w / 2 + 4 <= spacing.
+    let per_line = (((spacing + 10.0) / 1.5 - 2.0) / (FONT * 0.62)).floor() as usize;
+    let names: Vec<Vec<String>> = axes.iter().map(|a| wrap(a.label, per_line)).collect();
+    let name_lines = names.iter().map(Vec::len).max().unwrap_or(1) as f64;
+    let (top, bottom) = (TOP + 8.0 + ROW * name_lines + 12.0, HEIGHT - BOTTOM);
     // Per axis: the value at the top (the best) and at the bottom (the worst).
     let ends: Vec<(f64, f64)> = axes
         .iter()
@@ -34,25 +61,30 @@ pub fn parallel_chart(title: &str, axes: &[ParallelAxis], labels: &[String], kin
         let (best, worst) = ends[k];
         if best == worst { (top + bottom) / 2.0 } else { top + (bottom - top) * (best - v) / (best - worst) }
     };
-    for (k, a) in axes.iter().enumerate() {
-        // Names alternate between two rows so that neighbours do not overlap; the outer ones
-        // grow inwards so that they stay on the chart.
-        let row = if k % 2 == 0 { TOP + 4.0 } else { TOP + 15.0 };
+    for (k, lines) in names.iter().enumerate() {
+        // The outer names grow inwards so that they stay on the chart.
         let (anchor, name_x) = match k {
-            0 => ("start", x(k) - 20.0),
-            k if k + 1 == axes.len() => ("end", x(k) + 20.0),
+            0 => ("start", x(k) - 14.0),
+            k if k + 1 == axes.len() => ("end", x(k) + 14.0),
             _ => ("middle", x(k)),
         };
         let _ = write!(
             svg,
-            r#"<line x1="{0:.1}" y1="{top:.1}" x2="{0:.1}" y2="{bottom:.1}" class="axis"/><text x="{name_x:.1}" y="{row:.1}" class="tick" text-anchor="{anchor}">{1}</text><text x="{0:.1}" y="{2:.1}" class="tick" text-anchor="middle">{3}</text><text x="{0:.1}" y="{4:.1}" class="tick" text-anchor="middle">{5}</text>"#,
+            r#"<line x1="{0:.1}" y1="{top:.1}" x2="{0:.1}" y2="{bottom:.1}" class="axis"/><text x="{0:.1}" y="{1:.1}" class="tick" text-anchor="middle">{2}</text><text x="{0:.1}" y="{3:.1}" class="tick" text-anchor="middle">{4}</text>"#,
             x(k),
-            escape(a.label),
-            top - 3.0,
+            top - 4.0,
             label(ends[k].0),
             bottom + 11.0,
             label(ends[k].1)
         );
+        for (row, line) in lines.iter().enumerate() {
+            let _ = write!(
+                svg,
+                r#"<text x="{name_x:.1}" y="{:.1}" class="tick axis-name" text-anchor="{anchor}">{}</text>"#,
+                TOP + 6.0 + ROW * row as f64,
+                escape(line)
+            );
+        }
     }
     let mut order: Vec<usize> = (0..labels.len()).collect();
     order.sort_by_key(|&i| match kinds[i] {
@@ -60,7 +92,10 @@ pub fn parallel_chart(title: &str, axes: &[ParallelAxis], labels: &[String], kin
         PointKind::Front => 1,
         PointKind::Current => 2,
     });
-    for i in order {
+    let last = axes.len().saturating_sub(1);
+    // Labels at the right: one per height (candidates that end at one value share it).
+    let mut ends_at: Vec<(f64, Vec<&str>)> = Vec::new();
+    for &i in &order {
         let points: Vec<String> = axes
             .iter()
             .enumerate()
@@ -72,29 +107,81 @@ pub fn parallel_chart(title: &str, axes: &[ParallelAxis], labels: &[String], kin
             PointKind::Front => format!(r#"stroke="{}" stroke-width="1.8""#, colour(0)),
             PointKind::Current => format!(r#"stroke="{}" stroke-width="2" stroke-dasharray="5 3""#, colour(1)),
         };
+        let values: Vec<String> = axes.iter().map(|a| format!("{} {}", a.label, label(a.means[i]))).collect();
         let _ = write!(
             svg,
-            r#"<polyline points="{}" fill="none" {style}><title>{}</title></polyline>"#,
+            r#"<polyline points="{}" fill="none" {style}><title>{}: {}</title></polyline>"#,
             points.join(" "),
-            escape(&labels[i])
+            escape(&labels[i]),
+            escape(&values.join(", "))
         );
-        let last = axes.len() - 1;
-        if kinds[i] != PointKind::Left && axes[last].means[i].is_finite() {
-            let _ = write!(
-                svg,
-                r#"<text x="{:.1}" y="{:.1}" class="tick">{}</text>"#,
-                x(last) + 26.0,
-                y(last, axes[last].means[i]) + 3.0,
-                escape(&labels[i])
-            );
+        if kinds[i] != PointKind::Left && axes.get(last).is_some_and(|a| a.means[i].is_finite()) {
+            let at = y(last, axes[last].means[i]);
+            match ends_at.iter_mut().find(|(y, _)| (y - at).abs() < 1.0) {
+                Some((_, names)) => names.push(&labels[i]),
+                None => ends_at.push((at, vec![&labels[i]])),
+            }
         }
     }
+    right_labels(&mut svg, x(last), top, bottom, ends_at);
     let _ = write!(
         svg,
         r##"<text x="{LEFT}" y="{:.1}" class="legend">better is up on every axis; blue: the front, dashed orange: the current values, grey: left the race</text></svg>"##,
         HEIGHT - 12.0
     );
     svg
+}
+
+/// The labels at the right of the last axis, from top to bottom at least a row apart: each as
+/// near its line's end as the others let it, with a leader when moved. When more labels than
+/// rows, the names a row holds beyond the first two are counted ("#3 #4 +2").
+fn right_labels(svg: &mut String, axis_x: f64, top: f64, bottom: f64, mut ends: Vec<(f64, Vec<&str>)>) {
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let rows = (((bottom - top + 6.0) / ROW).floor() as usize).max(1);
+    // Too many heights: neighbours merge, nearest first, until they fit.
+    while ends.len() > rows {
+        let k = (1..ends.len())
+            .min_by(|&a, &b| (ends[a].0 - ends[a - 1].0).total_cmp(&(ends[b].0 - ends[b - 1].0)))
+            .expect("two labels at least");
+        let (_, names) = ends.remove(k);
+        ends[k - 1].1.extend(names);
+    }
+    let wanted: Vec<f64> = ends.iter().map(|e| e.0 + 3.0).collect();
+    let mut placed = wanted.clone();
+    // Down from the top, each at least a row below the one before; then up from the bottom.
+    for k in 0..placed.len() {
+        let floor = if k == 0 { top } else { placed[k - 1] + ROW };
+        placed[k] = placed[k].max(floor);
+    }
+    for k in (0..placed.len()).rev() {
+        let ceiling = if k + 1 == placed.len() { bottom + 3.0 } else { placed[k + 1] - ROW };
+        placed[k] = placed[k].min(ceiling);
+    }
+    let x = axis_x + 26.0;
+    for (k, (at, names)) in ends.iter().enumerate() {
+        let text = match names.as_slice() {
+            [one] => one.to_string(),
+            [a, b] => format!("{a} {b}"),
+            [a, b, rest @ ..] => format!("{a} {b} +{}", rest.len()),
+            [] => continue,
+        };
+        if (placed[k] - wanted[k]).abs() > 1.0 {
+            let _ = write!(
+                svg,
+                r##"<line x1="{:.1}" y1="{at:.1}" x2="{:.1}" y2="{:.1}" stroke="#999" stroke-width="0.6"/>"##,
+                axis_x + 3.0,
+                x - 2.0,
+                placed[k] - 3.0
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<text x="{x:.1}" y="{:.1}" class="tick point-label">{}<title>{}</title></text>"#,
+            placed[k],
+            escape(&text),
+            escape(&names.join(", "))
+        );
+    }
 }
 
 #[cfg(test)]
@@ -118,14 +205,15 @@ mod tests {
         };
         // Grey first, then the front in order: #2, #0, #1.
         let (grey, zero, one) = (ys(lines[0]), ys(lines[1]), ys(lines[2]));
-        let (top, bottom) = (TOP + 28.0, HEIGHT - BOTTOM);
+        let (top, bottom) = (TOP + 31.0, HEIGHT - BOTTOM);
         assert_eq!(zero[0], top, "the largest of a max: axis is at the top");
         assert_eq!(zero[1], bottom, "the largest of a min: axis is at the bottom");
         assert_eq!(one[0], bottom);
         assert_eq!(one[1], top);
         assert_eq!(grey[0], (top + bottom) / 2.0);
         assert_eq!(zero[2], (top + bottom) / 2.0, "a constant axis puts everyone in the middle");
-        assert!(svg.contains(">#0</text>") && svg.contains(">#1</text>") && !svg.contains(">#2</text>"), "{svg}");
+        // #0 and #1 end at one height (min:c is constant): one label names both; #2 left the race.
+        assert!(svg.contains(">#0 #1<title>#0, #1</title></text>") && !svg.contains(">#2<"), "{svg}");
         assert_eq!(svg.matches("class=\"axis\"").count(), 3);
     }
 }

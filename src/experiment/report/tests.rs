@@ -281,7 +281,7 @@ fn refusals_are_drawn_by_reason_with_their_values() {
     assert_eq!(rows.len(), 3, "a header and a row per policy");
     let plain: Vec<&str> = rows[2].named("td").iter().map(|c| c.text.as_str()).collect();
     assert_eq!(plain, ["plain", "0"]);
-    let over_time = panel(&page, "Refused attempts per window, every reason").expect("refusals over time");
+    let over_time = panel(&page, "Refused by a guard or expired, per 10 s window").expect("refusals over time");
     let drawn = lines(chart(over_time));
     assert_eq!(drawn.len(), 2);
     assert!(drawn.iter().all(|l| l.len() == WINDOWS));
@@ -373,7 +373,7 @@ fn a_mechanism_line_takes_its_policys_colour_from_the_charts_of_every_policy() {
     // `zoned` sorts after `plain`, so it is the second policy everywhere.
     let zoned = "\n[policy.zoned]\ntimeout_ms = 2000\n\n[[policy.zoned.circuit_breaker]]\ndependency = \"search\"\nminimum_number_of_calls = 20\n";
     let page = parse(&report(&format!("{BASE}{zoned}")));
-    let goodput = page.class("chart").into_iter().find(|c| c.title().starts_with("Goodput per window")).unwrap();
+    let goodput = page.class("chart").into_iter().find(|c| c.title().starts_with("On-time goodput per")).unwrap();
     let strokes = |svg: &Node| -> Vec<String> {
         svg.named("polyline").iter().map(|l| l.attr("stroke").unwrap().to_string()).collect()
     };
@@ -383,4 +383,288 @@ fn a_mechanism_line_takes_its_policys_colour_from_the_charts_of_every_policy() {
     assert_eq!(strokes(states), [everyone[1].clone()], "zoned's colour, not the first colour");
     let swatches: Vec<&str> = states.named("rect").iter().filter_map(|r| r.attr("fill")).collect();
     assert_eq!(swatches, [everyone[1].as_str()], "the legend says the same");
+}
+
+/// The incident's first chart is on-time goodput: during the fault the naive policy, whose
+/// answers mostly come past their deadline, draws below the resilient one (on goodput that
+/// counts late answers it drew above), and the deadline misses beside it show why.
+#[test]
+fn the_first_chart_is_on_time_goodput_and_the_resilient_policy_leads_it_during_the_fault() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/meeting-analysis-incident.toml");
+    let source = load_file(&path).unwrap();
+    let page = parse(&report_of(&source, &["simulation.replications=2", "simulation.duration_s=1200"]));
+    let charts = page.class("chart");
+    assert!(charts[0].title().starts_with("On-time goodput per 60 s window"), "{}", charts[0].title());
+    assert!(charts[1].title().starts_with("Deadline misses per 60 s window"), "{}", charts[1].title());
+    // Lines in the file's policy order (naive, resilient); y grows downwards in SVG. The fault
+    // starts at 600 s: from its second window to the run's end (1200 s).
+    let in_fault = |chart: &Node| -> Vec<(f64, f64)> {
+        let drawn = lines(chart);
+        assert_eq!(drawn.len(), 2);
+        let xs: Vec<f64> = drawn[0].iter().map(|p| p.0).collect();
+        let (first, last) = (xs[0], xs[xs.len() - 1]);
+        let x_of = |s: f64| first + (last - first) * (s - 60.0) / (1200.0 - 60.0);
+        drawn[0]
+            .iter()
+            .zip(&drawn[1])
+            .filter(|(n, _)| n.0 >= x_of(720.0) - 0.5 && n.0 <= x_of(1200.0) + 0.5)
+            .map(|(n, r)| (n.1, r.1))
+            .collect()
+    };
+    let on_time = in_fault(charts[0]);
+    assert!(on_time.len() >= 8, "{on_time:?}");
+    assert!(on_time.iter().all(|(naive, resilient)| resilient < naive), "resilient above naive: {on_time:?}");
+    let misses = in_fault(charts[1]);
+    assert!(misses.iter().all(|(naive, resilient)| naive < resilient), "naive misses more: {misses:?}");
+    // Each line has its 95 % band and a tooltip on every point.
+    assert_eq!(charts[0].class("band").len(), 2);
+    let points = charts[0].class("point");
+    assert_eq!(points.len(), 2 * lines(charts[0])[0].len());
+    assert!(points.iter().all(|p| p.title().contains("window ending at")), "{:?}", points[0].title());
+}
+
+/// Estimated boxes of every unrotated text of a chart (the estimate `TextBox` makes, which
+/// errs on the wide side), with the text.
+fn text_boxes(chart: &Node) -> Vec<(String, super::svg::TextBox)> {
+    chart
+        .named("text")
+        .into_iter()
+        .filter(|t| t.attr("transform").is_none() && !t.text.trim().is_empty())
+        .map(|t| {
+            let font = match t.attr("class").unwrap_or("") {
+                c if c.contains("title") => 13.0 * 1.1,
+                c if c.contains("legend") || c.contains("axis-label") => 11.0,
+                _ => 10.0,
+            };
+            let x: f64 = t.attr("x").unwrap().parse().unwrap();
+            let y: f64 = t.attr("y").unwrap().parse().unwrap();
+            let anchor = t.attr("text-anchor").unwrap_or("start");
+            (t.text.clone(), super::svg::TextBox::of(x, y, anchor, &t.text, font))
+        })
+        .collect()
+}
+
+fn assert_no_overlap(chart: &Node) {
+    let boxes = text_boxes(chart);
+    for (i, (a, ba)) in boxes.iter().enumerate() {
+        for (b, bb) in &boxes[i + 1..] {
+            // Coordinates are written to 0.1 px: labels placed edge to edge may meet by that much.
+            assert!(
+                !ba.grown(-0.2).overlaps(&bb.grown(-0.2)),
+                "`{a}` {ba:?} overlaps `{b}` {bb:?} in `{}`",
+                chart.title()
+            );
+        }
+    }
+}
+
+/// The texts of a chart's point labels (class `tick point-label`).
+fn point_labels(chart: &Node) -> Vec<String> {
+    chart.find(&|n| n.attr("class").is_some_and(|c| c.contains("point-label"))).iter().map(|t| t.text.clone()).collect()
+}
+
+/// A crowded front (twenty candidates within a hair of each other, twins among them) and two
+/// candidates that left the race far away: no two labels overlap, on the pairs or on the
+/// parallel coordinates, and the front spans the chart instead of a corner.
+#[test]
+fn a_crowded_front_has_no_overlapping_labels_and_outliers_do_not_squash_it() {
+    use super::html::{TuneAxis, TuneReport, tune_report};
+    use super::svg::PointKind;
+    let n = 24;
+    let value = |i: usize, k: usize| -> (f64, f64, f64) {
+        match i {
+            // Two outliers: far off on every objective.
+            22 => (0.5, 0.49, 0.51),
+            23 => (0.6, 0.59, 0.61),
+            // Twins: 3 and 4 share their figures.
+            4 => value_of(3, k),
+            i => value_of(i, k),
+        }
+    };
+    fn value_of(i: usize, k: usize) -> (f64, f64, f64) {
+        let t = i as f64 / 21.0;
+        let v = match k {
+            0 => 0.96 + 0.02 * t,
+            1 => 0.001 + 0.03 * t,
+            2 => 0.3 - 0.2 * t * t,
+            _ => 0.005 + 0.009 * t,
+        };
+        (v, v - 0.002, v + 0.002)
+    }
+    let labels: Vec<String> = (0..n).map(|i| format!("#{i}")).collect();
+    let kinds: Vec<PointKind> = (0..n)
+        .map(|i| match i {
+            20 => PointKind::Current,
+            22 | 23 => PointKind::Left,
+            _ => PointKind::Front,
+        })
+        .collect();
+    let names = [
+        "max:incident.auto_completion_ratio",
+        "min:incident.deadline_exceeded_ratio",
+        "max:full_quality_completion_ratio",
+        "min:cost_money_per_success",
+    ];
+    let axes = names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| TuneAxis {
+            label: name.to_string(),
+            larger_is_better: name.starts_with("max:"),
+            values: (0..n).map(|i| value(i, k)).collect(),
+        })
+        .collect();
+    let html = tune_report(&TuneReport {
+        scenario: "crowded",
+        note: "",
+        labels,
+        kinds,
+        axes,
+        table_header: vec![],
+        table_rows: vec![],
+    });
+    let page = parse(&html);
+    let charts = page.class("chart");
+    assert_eq!(charts.len(), 4, "the parallel coordinates and three pairs");
+    for chart in &charts {
+        assert_no_overlap(chart);
+    }
+    for pair in &charts[1..] {
+        assert_eq!(pair.class("off").len(), 2, "both outliers at the edge: {}", pair.title());
+        // The front's points (blue dots, the legend's left out) spread over most of the plot.
+        let xs: Vec<f64> = pair
+            .named("circle")
+            .iter()
+            .filter(|c| c.attr("r") == Some("4") && !c.title().is_empty())
+            .map(|c| c.attr("cx").unwrap().parse().unwrap())
+            .collect();
+        let (lo, hi) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        assert!(hi - lo > 0.6 * (super::svg::WIDTH - super::svg::LEFT - super::svg::RIGHT), "{lo}..{hi}");
+        assert!(!point_labels(pair).is_empty(), "some labels are drawn");
+    }
+    // The parallel chart's labels at the right: none left out, each named candidate in one
+    // label's tooltip (twins and close neighbours share a label).
+    let right: Vec<String> = charts[0]
+        .find(&|n| n.attr("class").is_some_and(|c| c.contains("point-label")))
+        .iter()
+        .map(|t| t.title())
+        .collect();
+    for i in (0..n).filter(|i| *i < 22) {
+        let name = format!("#{i}");
+        assert!(right.iter().any(|t| t.split(", ").any(|x| x == name)), "{name} in none of {right:?}");
+    }
+    assert!(right.iter().any(|t| t.contains("#3, #4")), "twins share a label: {right:?}");
+}
+
+/// A two-parameter sweep's recovery time: "never" (every replication stayed down) is a dark
+/// red cell named so, distinct from a cell where the figure is not applicable (struck white)
+/// and from the best (lightest) cell; headings name the figure once.
+#[test]
+fn the_map_marks_never_apart_from_not_applicable() {
+    use super::digest::{Digest, KeyMetrics};
+    use super::html::sweep_report;
+    use crate::experiment::batch::grid::{Param, SweepLayout};
+    use crate::metrics::stats::{Aggregate, Estimate};
+    let layout = SweepLayout {
+        scenario: "s".into(),
+        seed: 1,
+        params: vec![
+            Param { path: "a".into(), values: vec!["1".into(), "2".into()] },
+            Param { path: "b".into(), values: vec!["1".into(), "2".into()] },
+        ],
+        metric_names: vec![],
+        points: 4,
+    };
+    let mut d = Digest::new(&layout, KeyMetrics::chosen(&["recovery_time_s".into()]));
+    let estimate = |v: f64| Estimate { mean: v, low: v - 30.0, high: v + 30.0, n: 4 };
+    // Point 0 recovers at once, 1 after 20 s, 2 never, 3 has no fault to recover from.
+    for (point, time, never) in [(0, 0.0, 0.0), (1, 20.0, 0.0), (2, f64::NAN, 1.0), (3, f64::NAN, f64::NAN)] {
+        let mut estimates = std::collections::BTreeMap::new();
+        estimates.insert("recovery_time_s".to_string(), estimate(time));
+        estimates.insert("recovery_never_total".to_string(), estimate(never));
+        let values = [format!("{}", point / 2 + 1), format!("{}", point % 2 + 1)];
+        d.add(point, &values, "p", &Aggregate { replications: 4, estimates });
+    }
+    let page = parse(&sweep_report(&layout, &d.shown()));
+    assert_eq!(headings(&page), ["recovery_time_s"], "named once");
+    let map = page.class("chart")[0];
+    assert_eq!(map.class("title")[0].text, "p", "the map's heading is its policy");
+    let cells = map.class("heat");
+    let fill = |k: usize| cells[k].attr("fill").unwrap().to_string();
+    assert_eq!(fill(2), super::svg::NEVER, "never is the dark red past the scale");
+    assert!(cells[2].title().ends_with("never (no replication recovered)"));
+    assert_eq!(fill(3), "#ffffff");
+    assert!(cells[3].title().ends_with("not applicable (undefined)"));
+    assert_eq!(map.class("struck").len(), 1, "only the undefined cell is struck through");
+    assert_ne!(fill(0), fill(3), "the best cell is not the blank one");
+    let texts: Vec<String> = map.class("cell").iter().map(|t| t.text.clone()).collect();
+    assert_eq!(texts, ["0", "20", "never", "n/a"]);
+    // Intervals are clipped to the figure's range: 0 ± 30 s reads 0 to 30.
+    assert!(cells[0].title().contains("95 % CI 0 to 30"), "{}", cells[0].title());
+    let legend: Vec<String> = map.class("legend").iter().map(|t| t.text.clone()).collect();
+    assert!(legend.contains(&"never (worst)".to_string()) && legend.contains(&"n/a: undefined".to_string()));
+}
+
+/// One parameter on a geometric grid: a log axis with a tick at each value, evenly spaced;
+/// bands within the figure's range; "never" marked at the top; whole-number ticks only.
+#[test]
+fn a_geometric_sweep_is_drawn_on_a_log_axis_with_clipped_bands() {
+    use super::digest::{Digest, KeyMetrics};
+    use super::html::sweep_report;
+    use crate::experiment::batch::grid::{Param, SweepLayout};
+    use crate::metrics::stats::{Aggregate, Estimate};
+    let values = ["1", "2", "4", "8", "16"];
+    let layout = SweepLayout {
+        scenario: "s".into(),
+        seed: 1,
+        params: vec![Param { path: "x".into(), values: values.iter().map(|v| v.to_string()).collect() }],
+        metric_names: vec![],
+        points: 5,
+    };
+    let mut d = Digest::new(&layout, KeyMetrics::chosen(&["auto_completion_ratio".into(), "recovery_time_s".into()]));
+    for (point, v) in values.iter().enumerate() {
+        let mut estimates = std::collections::BTreeMap::new();
+        // A share whose Student-t interval leaves [0, 1] on both sides.
+        estimates.insert("auto_completion_ratio".into(), Estimate { mean: 0.5, low: -0.2, high: 1.5, n: 2 });
+        let (time, never) = if point == 4 { (f64::NAN, 1.0) } else { (10.0, 0.0) };
+        estimates.insert("recovery_time_s".into(), Estimate { mean: time, low: time - 1.0, high: time + 1.0, n: 2 });
+        estimates.insert("recovery_never_total".into(), Estimate { mean: never, low: never, high: never, n: 2 });
+        d.add(point, &[v.to_string()], "p", &Aggregate { replications: 2, estimates });
+    }
+    let page = parse(&sweep_report(&layout, &d.shown()));
+    let charts = page.class("chart");
+    let share = charts[0];
+    let x_ticks: Vec<(String, f64)> = share
+        .class("tick")
+        .iter()
+        .filter(|t| t.attr("text-anchor") == Some("middle"))
+        .map(|t| (t.text.clone(), t.attr("x").unwrap().parse().unwrap()))
+        .collect();
+    assert_eq!(x_ticks.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), values);
+    let gaps: Vec<f64> = x_ticks.windows(2).map(|w| w[1].1 - w[0].1).collect();
+    assert!(gaps.iter().all(|g| (g - gaps[0]).abs() < 0.2), "evenly spaced: {gaps:?}");
+    // The band stays between the y of 0 and the y of 1.
+    let y_of = |label: &str| -> f64 {
+        let t = share.class("tick").into_iter().find(|t| t.text == label && t.attr("text-anchor") == Some("end"));
+        t.unwrap().attr("y").unwrap().parse::<f64>().unwrap() - 4.0
+    };
+    let band = share.class("band")[0].attr("points").unwrap().to_string();
+    for p in band.split(' ') {
+        let y: f64 = p.split_once(',').unwrap().1.parse().unwrap();
+        assert!(y <= y_of("0") + 0.1 && y >= y_of("1") - 0.1, "{y} outside [{}, {}]", y_of("1"), y_of("0"));
+    }
+    let time = charts[1];
+    assert_eq!(time.class("never").len(), 1, "the point that never recovered");
+    assert!(time.class("never")[0].title().contains("x = 16: never"));
+    assert_eq!(time.class("point").len(), 4, "a dot with a tooltip per defined point");
+}
+
+#[test]
+fn count_axes_tick_whole_numbers() {
+    let page = parse(&report(&format!("{BASE}{GUARDED}")));
+    for title in ["Circuit breaker transitions", "Refusals by reason", "Outcomes of root runs"] {
+        let svg = page.class("chart").into_iter().find(|c| c.title() == title).unwrap();
+        let ticks: Vec<f64> = y_ticks(svg).iter().filter_map(|t| t.parse().ok()).collect();
+        assert!(!ticks.is_empty() && ticks.iter().all(|t| t.fract() == 0.0), "{title}: {ticks:?}");
+    }
 }

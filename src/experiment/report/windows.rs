@@ -9,6 +9,14 @@ use crate::sim::us_to_s;
 
 pub const X_LABEL: &str = "virtual time at the window's end (s)";
 
+/// How a point of a chart over time names its window in its tooltip.
+pub const X_TIP: &str = "window ending at {} s";
+
+/// The windows' length, for titles and notes: "60 s".
+pub fn window_length(model: &Model) -> String {
+    format!("{} s", super::svg::label(model.world.window_us as f64 / 1e6))
+}
+
 /// The faults as shaded spans, in seconds.
 pub fn fault_spans(model: &Model) -> Vec<Span> {
     model
@@ -38,11 +46,7 @@ pub fn window_lines(
     names
         .iter()
         .zip(runs)
-        .map(|(name, r)| Line {
-            name: name.to_string(),
-            points: window_points(model, r, &|row| value(r, row)),
-            band: None,
-        })
+        .map(|(name, r)| Line::plain(name.to_string(), window_points(model, r, &|row| value(r, row))))
         .collect()
 }
 
