@@ -36,7 +36,7 @@ pub const EXIT_INTERRUPTED: i32 = 130;
     name = "faultline",
     version,
     about = "Deterministic simulator and chaos-test harness for AI-agent runtimes",
-    after_help = "Exit codes: 0 success, 1 an I/O failure, 2 invalid input, 99 a failed gate.\n\n\
+    after_help = "Exit codes: 0 success, 1 an I/O failure, 2 invalid input, 99 a failed gate or --check-slo.\n\n\
                   Start here:\n  faultline init                     # writes scenario.toml, a commented starter\n  \
                   faultline run scenario.toml\n  \
                   faultline gate scenario.toml --candidate resilient --baseline naive"
@@ -129,8 +129,15 @@ pub struct BatchArgs {
 
 const RUN_EXAMPLES: &str = "Examples:
   faultline run scenarios/meeting-analysis-incident.toml
-  faultline run scenario.toml -p resilient --replications 16 -o results/resilient
-  faultline run scenario.toml --set dependency.model.servers=20 --format json";
+  faultline run scenario.toml -p resilient --replications 16 -o results/resilient --check-slo
+  faultline run scenario.toml --metrics run_latency_ms.p99,queue_rejected_total
+  faultline run scenario.toml --set dependency.model.servers=20 --format json
+
+Prints the headline first: completion, safe outcomes, deadline misses, amplification, cost per
+success, the metrics [slo] names and the recovery figures, during the fault windows
+(incident.*) and over the whole run, each with its 95 % interval; then each [slo] threshold's
+verdict per policy (exit 99 with --check-slo when one fails). --metrics picks other figures,
+--metrics all shows every one.";
 
 const SWEEP_EXAMPLES: &str = "Examples:
   faultline sweep scenario.toml --param policy.resilient.budget.retry_tokens=0,1,2,4 -p resilient
@@ -141,7 +148,8 @@ const SWEEP_EXAMPLES: &str = "Examples:
 
 The table shows completion, past deadline, amplification, p95, cost per success and the
 recovery figures, leaving out those zero at every point or undefined at every point; --metrics
-picks others (any column of sweep.csv without its .ci95_* suffix).";
+picks others (any column of sweep.csv without its .ci95_* suffix). Each figure carries its 95 %
+interval over the replications, clipped to the metric's range: `150 [0, 315]`.";
 
 const EXPLORE_EXAMPLES: &str = "Examples:
   faultline explore scenario.toml -p resilient --schedules 500
@@ -267,6 +275,16 @@ pub enum Command {
         /// what `faultline calibrate` reads).
         #[arg(long, value_name = "K")]
         traces: Option<u32>,
+        /// The figures to print instead of the headline, comma-separated metric names
+        /// (summary.json's), or `all` for every one. Default: the headline (completion, safe
+        /// outcomes, deadline misses, amplification, cost per success, the [slo] metrics and the
+        /// recovery figures), those zero or undefined for every policy left out.
+        #[arg(long, value_delimiter = ',', value_name = "METRIC,...|all")]
+        metrics: Vec<String>,
+        /// Exit 99 when an [slo] threshold fails for a policy run, as k6 does (judged as `gate
+        /// --thresholds-only` judges). Without it, run prints the verdicts and exits 0.
+        #[arg(long)]
+        check_slo: bool,
     },
     /// Run the cross product of parameter values, each point x replication in parallel.
     #[command(after_help = SWEEP_EXAMPLES)]
@@ -590,7 +608,7 @@ pub fn execute(cli: Cli) -> i32 {
 /// Runs one command: what it prints and its exit code, or why it could not finish.
 fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
     match command {
-        Command::Run { scenario, policies, common, out, format, replication, traces } => {
+        Command::Run { scenario, policies, common, out, format, replication, traces, metrics, check_slo } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;
             let (jobs, format) = (worker_count(jobs)?, format.output());
             let opts = RunOptions {
@@ -604,8 +622,11 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 jobs,
                 replication,
                 traces,
+                metrics,
+                check_slo,
             };
-            Ok((run(&opts)?, EXIT_OK))
+            let report = run(&opts)?;
+            Ok((report.text, if report.passed { EXIT_OK } else { EXIT_GATE_FAILED }))
         }
         Command::Sweep { scenario, params, policies, common, out, resume, shard, view } => {
             let SimulationArgs { seed, batch: BatchArgs { replications, sets, jobs } } = common;

@@ -1008,7 +1008,9 @@ fn run_writes_summary_and_timeseries_for_each_policy() {
     let o = run(&sb, &path, &sb.out(), &[]);
     assert_success(&o);
     let text = stdout(&o);
-    assert!(text.contains("logical_run_total"), "{text}");
+    // The headline: completion first (docs/metrics.md 6.5), then the rest only on request.
+    assert!(text.contains("\nauto_completion_ratio "), "{text}");
+    assert!(!text.contains("logical_run_total"), "{text}");
     assert!(text.contains("careful") && text.contains("hasty"), "{text}");
     assert!(text.contains("wrote "), "{text}");
     for policy in POLICIES {

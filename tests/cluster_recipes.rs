@@ -6,6 +6,7 @@
 mod common;
 
 use common::read_all;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -252,7 +253,8 @@ fn the_slurm_recipe_runs_on_a_real_slurm() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let required = std::env::var("FAULTLINE_REQUIRE_SLURM").is_ok_and(|v| v == "1");
     if o.status.code() == Some(77) && !required {
-        eprintln!("\n*** NOT RUN: the real-Slurm recipe test. {} ***\n", stdout.trim());
+        // Straight to the process's stderr, which the harness does not capture.
+        let _ = writeln!(std::io::stderr(), "\n*** NOT RUN: the real-Slurm recipe test. {} ***\n", stdout.trim());
         return;
     }
     assert!(o.status.success(), "real Slurm:\n{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
@@ -403,7 +405,8 @@ fn the_kubernetes_and_github_actions_recipes_validate_against_their_schemas() {
         let extension = Path::new(recipe).extension().unwrap().to_str().unwrap();
         let Some(o) = validate(program, args, &Path::new(ROOT).join(recipe)) else {
             assert!(!required, "{program} is not installed");
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** NOT RUN: {recipe} against its schema: {program} is not installed (pip install {program}) ***\n"
             );
             continue;

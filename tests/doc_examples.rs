@@ -41,6 +41,43 @@ fn workspace(name: &str) -> PathBuf {
     dir
 }
 
+/// Where a command writes its folder: its `-o`/`--out`, else its default (`results/<scenario>`
+/// for run, with `-sweep`, `-explore` or `-tune` for the others), keyed by the command's name.
+fn output_folder(command: &str) -> Option<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let verb = *words.get(1)?;
+    if !["run", "sweep", "explore", "tune"].contains(&verb) {
+        return None;
+    }
+    if let Some(k) = words.iter().position(|w| *w == "-o" || *w == "--out") {
+        return words.get(k + 1).map(|o| o.trim_end_matches('/').to_string());
+    }
+    let stem = Path::new(words.get(2)?).file_stem()?.to_string_lossy().into_owned();
+    Some(if verb == "run" { format!("results/{stem}") } else { format!("results/{stem}-{verb}") })
+}
+
+/// README's tour: no command replaces the folder an earlier one wrote, and none writes into the
+/// folder it runs in (the repository's root, for a user following it) but under results/. The
+/// CI-only gate snippet's base.toml and gate.xml are the exception it states.
+fn check_the_tour(list: &[String], dir: &Path) {
+    let mut folders: Vec<(String, &str)> = Vec::new();
+    for command in list {
+        if let Some(folder) = output_folder(command) {
+            if let Some((_, earlier)) = folders.iter().find(|(f, _)| *f == folder) {
+                panic!(
+                    "README.md: `{command}` replaces {folder}, which `{earlier}` wrote: give it its own -o results/..."
+                );
+            }
+            folders.push((folder, command.as_str()));
+        }
+    }
+    let allowed = ["bin", "scenarios", "examples", "results", "base.toml", "gate.xml"];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(allowed.contains(&name.as_str()), "README.md's commands left {name} in the folder they ran in");
+    }
+}
+
 fn run_all(file: &str) {
     let list = commands(file);
     assert!(!list.is_empty(), "{file} shows no faultline command");
@@ -54,6 +91,9 @@ fn run_all(file: &str) {
             "{file}: `{command}` exited {code:?}\n{}",
             String::from_utf8_lossy(&o.stderr)
         );
+    }
+    if file == "README.md" {
+        check_the_tour(&list, &dir);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

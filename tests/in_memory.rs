@@ -59,6 +59,8 @@ fn run_options(scenario: ScenarioInput, jobs: usize) -> RunOptions {
         jobs,
         replication: None,
         traces: None,
+        metrics: Vec::new(),
+        check_slo: false,
     }
 }
 

@@ -228,6 +228,8 @@ fn run<'py>(py: Python<'py>, options: &str, progress: Option<&Bound<'py, PyAny>>
             jobs: worker_count(jobs)?,
             replication: args.replication,
             traces: args.traces,
+            metrics: Vec::new(),
+            check_slo: false,
         };
         let results = simulate_run(&opts)?;
         let mut files = Vec::new();

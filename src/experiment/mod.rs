@@ -12,6 +12,7 @@
 //! - `output/`: the output folder that appears whole or not at all, and the files' contents;
 //! - `report/`: reports and plots from plain data (report.html and its SVG charts, a sweep's
 //!   key figures, terminal tables, XML escaping);
+//! - `headline`: what `run` prints, the headline figures and the `[slo]` verdicts;
 //! - the commands: `run` (run and validate), `sweep/` (with checkpoints, shard files and
 //!   merge), `replay/` (spans and OTLP), `gate/` (with JUnit), `explore/` (with the per-run
 //!   checks; it traces what it finds as `replay` does), `tune/` (candidates, racing on common
@@ -25,6 +26,7 @@ pub mod compare;
 pub mod docs;
 pub mod explore;
 pub mod gate;
+pub mod headline;
 pub mod init;
 pub mod output;
 pub mod replay;

@@ -5,14 +5,15 @@ use crate::experiment::batch::load::{
     Loaded, apply_seed, check_replication, collect_overrides, load_model, select_policies,
 };
 use crate::experiment::batch::replications::{PolicyRuns, run_replications};
+use crate::experiment::batch::slo::SloChecks;
 use crate::experiment::batch::slo::{compile_slo, compile_slo_with};
 use crate::experiment::batch::workers::{Workers, replication_seed};
 use crate::experiment::command::{CommandError, OutputFormat};
+use crate::experiment::headline::{Figures, Policy, figures_table, thresholds};
 use crate::experiment::output::folder::OutputFolder;
 use crate::experiment::output::formats::{number, scenario_digest, summary_json, timeseries_csv};
 use crate::experiment::replay::sample_traces;
 use crate::experiment::report::html::run_report;
-use crate::experiment::report::table::{half_width, human, render};
 use crate::metrics::stats::{Aggregate, aggregate};
 use crate::scenario::ScenarioInput;
 use std::path::{Path, PathBuf};
@@ -32,119 +33,31 @@ pub struct RunOptions {
     pub replication: Option<u32>,
     /// Export this many sampled runs of each replication as OTLP/JSON traces.
     pub traces: Option<u32>,
+    /// The figures of the first table (`--metrics`): empty for the headline, `all` for every one.
+    pub metrics: Vec<String>,
+    /// Exit 99 when an `[slo]` threshold fails for a policy (`--check-slo`, as k6 exits).
+    pub check_slo: bool,
+}
+
+/// What `run` prints, and whether every `[slo]` threshold passed for every policy.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub text: String,
+    pub passed: bool,
 }
 
 /// Traced runs per replication `--traces` accepts: each is followed in memory.
 pub const MAX_TRACES_PER_REPLICATION: u32 = 100_000;
 
-/// The metrics shown side by side, in this order; per-dependency rows follow.
-const HEADLINE: [&str; 23] = [
-    "logical_run_total",
-    "auto_completion_ratio",
-    "safe_outcome_ratio",
-    "deadline_exceeded_ratio",
-    "outcome_total.succeeded",
-    "outcome_total.degraded",
-    "outcome_total.handoff",
-    "outcome_total.failed",
-    "outcome_total.rejected",
-    "run_latency_ms.p50",
-    "run_latency_ms.p95",
-    "run_latency_ms.p99",
-    "retry_amplification_ratio",
-    "dependency_attempt_total",
-    "cost_per_success",
-    "duplicate_effect_total",
-    "effect_unknown_total",
-    "reconciled_total",
-    "budget_exhausted_total.time",
-    "budget_exhausted_total.retry",
-    "budget_exhausted_total.cost",
-    "budget_exhausted_total.concurrency",
-    "queue_rejected_total",
-];
-
-/// Long-running tasks' rows, when some policy produced them.
-const TASK_ROWS: [&str; 8] = [
-    "task_created_total",
-    "task_duplicate_total",
-    "orphan_task_total",
-    "cancel_ignored_total",
-    "cost_after_caller_left_units_total",
-    "cost_after_cancel_units_total",
-    "late_result_total",
-    "task_running_at_end_total",
-];
-
-/// Mechanism and recovery figures worth a row: those some policy actually produced (a
-/// non-zero, defined mean), in the map's order, so a scenario without them keeps its table.
-fn mechanism_rows(aggregates: &[Aggregate]) -> Vec<String> {
-    let wanted = |name: &str| {
-        name.starts_with("refused_total.")
-            || name.starts_with("hedge_")
-            || name.starts_with("admission_")
-            || name.starts_with("recovery_")
-            || (name.starts_with("breaker.") && name.contains(".transition_total.open"))
-            || TASK_ROWS.contains(&name)
-            || (name.starts_with("dependency.")
-                && (name.ends_with(".recovery_peak_ratio") || name.ends_with(".fault_peak_ratio")))
-    };
-    let produced = |name: &str| {
-        aggregates.iter().any(|a| a.estimates.get(name).is_some_and(|e| e.mean != 0.0 && !e.mean.is_nan()))
-    };
-    let mut names: Vec<String> = Vec::new();
-    for a in aggregates {
-        for name in a.estimates.keys() {
-            if wanted(name) && produced(name) && !names.contains(name) {
-                names.push(name.clone());
-            }
-        }
-    }
-    names.sort();
-    names
-}
-
-fn side_by_side(model: &Model, names: &[&str], aggregates: &[Aggregate]) -> String {
-    let mut header = vec!["metric".to_string()];
-    header.extend(names.iter().map(|n| n.to_string()));
-    let mut metrics: Vec<String> = HEADLINE.iter().map(|m| m.to_string()).collect();
-    metrics.extend(mechanism_rows(aggregates));
-    for d in &model.dependency_names {
-        for m in ["attempt_total", "control_request_total", "utilization", "wasted_service_ratio"] {
-            let name = format!("dependency.{d}.{m}");
-            // Control requests exist only where tasks do.
-            if m != "control_request_total" || aggregates.iter().any(|a| a.estimates.contains_key(&name)) {
-                metrics.push(name);
-            }
-        }
-    }
-    let rows: Vec<Vec<String>> = metrics
-        .iter()
-        .map(|m| {
-            let mut row = vec![m.clone()];
-            for a in aggregates {
-                row.push(match a.estimates.get(m) {
-                    Some(e) if !e.low.is_nan() && e.high > e.low => {
-                        format!("{} ±{}", human(e.mean), half_width((e.high - e.low) / 2.0))
-                    }
-                    Some(e) => human(e.mean),
-                    None => "n/a".into(),
-                });
-            }
-            row
-        })
-        .collect();
-    render(&header, &rows)
-}
-
-pub fn run(opts: &RunOptions) -> Result<String, CommandError> {
+pub fn run(opts: &RunOptions) -> Result<RunReport, CommandError> {
     let results = simulate_run(opts)?;
     let out_dir = opts.out.clone().unwrap_or_else(|| Path::new("results").join(&results.model.name));
     let written = results.write(&out_dir)?;
-    Ok(match opts.format {
+    let text = match opts.format {
         OutputFormat::Json => results.json(),
         OutputFormat::Text => results.text(&written),
-    })
+    };
+    Ok(RunReport { text, passed: results.passed() })
 }
 
 /// Everything `run` does but writing: the replications simulated and reduced, the files'
@@ -154,7 +67,14 @@ pub fn simulate_run(opts: &RunOptions) -> Result<RunResults, CommandError> {
     let Loaded { mut model, scenario, source } = load_model(&opts.scenario, &overrides)?;
     let mut arguments = apply_seed(&mut model, opts.seed, &overrides);
     // The SLO section is checked here too, so a bad file never produces output.
-    compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
+    let slo = compile_slo_with(scenario.slo.as_ref(), &model, &source, &overrides)?;
+    if opts.check_slo && slo.thresholds.is_empty() {
+        return Err(CommandError::Input(format!(
+            "argument `--check-slo`: {} has no [slo] thresholds to check (docs/scenario.md section 10)",
+            source.path
+        )));
+    }
+    let figures = Figures::parse(&opts.metrics, &model.metric_names())?;
     let policies = select_policies(&model, &opts.policies, "--policy")?;
     let indices = match opts.replication {
         None => 0..model.world.replications,
@@ -184,6 +104,9 @@ pub fn simulate_run(opts: &RunOptions) -> Result<RunResults, CommandError> {
         traces,
         digest: scenario_digest(&scenario),
         replication: opts.replication,
+        slo,
+        figures,
+        check_slo: opts.check_slo,
         model,
     })
 }
@@ -206,6 +129,12 @@ pub struct RunResults {
     digest: String,
     /// `--replication K`.
     replication: Option<u32>,
+    /// The scenario's `[slo]`, judged after the figures.
+    slo: SloChecks,
+    /// `--metrics`.
+    figures: Figures,
+    /// `--check-slo`.
+    check_slo: bool,
 }
 
 /// `--traces K`: every policy's sampled runs, replication by replication, in order (the same
@@ -293,8 +222,23 @@ impl RunResults {
         text
     }
 
-    /// The policies side by side, under a line saying what was simulated (and the files
-    /// written, if any).
+    fn policies(&self) -> Vec<Policy<'_>> {
+        (0..self.names.len())
+            .map(|i| Policy {
+                name: &self.names[i],
+                aggregate: &self.aggregates[i],
+                replications: &self.runs[i].metrics,
+            })
+            .collect()
+    }
+
+    /// False only when `--check-slo` was asked and some `[slo]` threshold failed for a policy.
+    pub fn passed(&self) -> bool {
+        !self.check_slo || thresholds(&self.slo, &self.policies()).failed == 0
+    }
+
+    /// The headline (or the `--metrics` rows) side by side, then the `[slo]` verdicts, under a
+    /// line saying what was simulated (and the files written, if any).
     pub fn text(&self, written: &[String]) -> String {
         let world = &self.model.world;
         let which = match self.replication {
@@ -308,9 +252,19 @@ impl RunResults {
             world.warmup_us as f64 / 1e6,
             world.seed
         );
-        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        text.push_str(&side_by_side(&self.model, &names, &self.aggregates));
-        text.push_str("\n± is the half-width of the 95 % confidence interval over replications.\n");
+        let policies = self.policies();
+        text.push_str(&figures_table(&self.figures, &self.slo, &policies));
+        let verdicts = thresholds(&self.slo, &policies);
+        if !verdicts.text.is_empty() {
+            text.push('\n');
+            text.push_str(&verdicts.text);
+        }
+        match (self.check_slo, verdicts.failed) {
+            (true, 0) => text.push_str("--check-slo: every threshold passed for every policy.\n"),
+            (true, n) => text.push_str(&format!("--check-slo: {n} threshold verdict(s) failed: exit 99.\n")),
+            (false, 0) => {}
+            (false, _) => text.push_str("(--check-slo makes a failed threshold exit 99, as k6 does.)\n"),
+        }
         if !written.is_empty() {
             text.push_str(&format!("wrote {}\n", written.join(", ")));
         }

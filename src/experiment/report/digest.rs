@@ -6,9 +6,9 @@
 //! nothing past one; no prices: no cost; no fault: no recovery) answers no question, so it is
 //! left out and the table says so.
 
-use super::svg::label;
-use super::table::{human, render};
+use super::table::{render, with_interval};
 use crate::experiment::batch::grid::{Param, SweepLayout};
+use crate::metrics::range::Range;
 use crate::metrics::stats::Aggregate;
 
 /// The key figures a sweep shows by default, with their column labels.
@@ -133,6 +133,11 @@ impl Digest {
             TableLayout::Rows => self.rows(&shown),
             TableLayout::Grid => self.grids(&shown),
         };
+        if shown.points.iter().any(|p| p.figures.iter().any(|f| f.2 > f.1)) {
+            text.push_str(
+                "[low, high]: the 95 % confidence interval over the replications, clipped to the values the metric can take ([0, 1] for a share, 0 or more otherwise)\n",
+            );
+        }
         if !shown.left_out.is_empty() {
             text.push_str(&format!(
                 "not shown, zero at every point or undefined at every point: {} (--metrics picks the figures)\n",
@@ -153,7 +158,7 @@ impl Digest {
             .map(|p| {
                 let mut row = p.values.clone();
                 row.push(p.policy.clone());
-                row.extend(p.figures.iter().map(|f| human(f.0)));
+                row.extend(p.figures.iter().zip(&shown.metrics).map(|(f, (m, _))| figure(f, m)));
                 row
             })
             .collect();
@@ -175,7 +180,13 @@ impl Digest {
         for policy in shown.policies() {
             let mut cells = vec![String::new(); rows.values.len() * columns.values.len()];
             for p in shown.points.iter().filter(|p| p.policy == policy) {
-                cells[p.point] = p.figures.iter().map(|f| label(f.0)).collect::<Vec<_>>().join(" / ");
+                cells[p.point] = p
+                    .figures
+                    .iter()
+                    .zip(&shown.metrics)
+                    .map(|(f, (m, _))| figure(f, m))
+                    .collect::<Vec<_>>()
+                    .join(" / ");
             }
             let mut header = vec![rows.path.clone()];
             header.extend(columns.values.iter().cloned());
@@ -190,6 +201,12 @@ impl Digest {
         }
         text
     }
+}
+
+/// A figure with its 95 % interval clipped to the metric's range: a sweep compares points, and
+/// a difference inside the intervals is no difference.
+fn figure(f: &(f64, f64, f64), metric: &str) -> String {
+    with_interval(f.0, f.1, f.2, Range::of_metric(metric))
 }
 
 impl Shown<'_> {
@@ -252,6 +269,27 @@ mod tests {
         );
     }
 
+    /// Issue 35: `recovery s` read 150 / 52.5 / 15 although the intervals were [-15, 315],
+    /// [-21, 126] and [-20, 50]; each figure now carries its interval, clipped at 0.
+    #[test]
+    fn rows_show_each_figure_with_its_interval_clipped_to_the_range() {
+        let mut d = Digest::new(&layout(&[("x", &["1", "2", "4"])]), KeyMetrics::chosen(&["recovery_time_s".into()]));
+        for (p, (v, mean, low, high)) in
+            [("1", 150.0, -15.0, 315.0), ("2", 52.5, -21.0, 126.0), ("4", 15.0, -20.0, 50.0)].into_iter().enumerate()
+        {
+            let e = Estimate { mean, low, high, n: 4 };
+            let a =
+                Aggregate { replications: 4, estimates: [("recovery_time_s".to_string(), e)].into_iter().collect() };
+            d.add(p, &[v.into()], "p", &a);
+        }
+        let text = d.render(TableLayout::Rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], "1       p     150 [0, 315]");
+        assert_eq!(lines[3], "2       p      52 [0, 126]");
+        assert_eq!(lines[4], "4       p       15 [0, 50]");
+        assert!(lines[5].starts_with("[low, high]: the 95 % confidence interval"), "{text}");
+    }
+
     #[test]
     fn chosen_metrics_are_all_shown_even_when_zero() {
         let mut d = Digest::new(&layout(&[("x", &["1"])]), KeyMetrics::chosen(&["cost_per_success".into()]));
@@ -281,16 +319,16 @@ mod tests {
         let want = "cells: a / b\n\
                     \n\
                     p: rows rows, columns cols\n\
-                    rows          5         10\n\
-                    ----  ---------  ---------\n\
-                    1     15 / 0.25  20 / 0.25\n\
-                    2     25 / 0.25  30 / 0.25\n\
+                    rows           5          10\n\
+                    ----  ----------  ----------\n\
+                    1     15 / 0.250  20 / 0.250\n\
+                    2     25 / 0.250  30 / 0.250\n\
                     \n\
                     q: rows rows, columns cols\n\
-                    rows         5        10\n\
-                    ----  --------  --------\n\
-                    1     15 / 0.5  20 / 0.5\n\
-                    2     25 / 0.5  30 / 0.5\n";
+                    rows           5          10\n\
+                    ----  ----------  ----------\n\
+                    1     15 / 0.500  20 / 0.500\n\
+                    2     25 / 0.500  30 / 0.500\n";
         assert_eq!(text, want);
     }
 }

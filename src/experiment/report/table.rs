@@ -1,5 +1,7 @@
 //! Aligned text tables for the terminal.
 
+use crate::metrics::range::Range;
+
 /// Renders rows under a header; the first column is left-aligned, the rest right-aligned.
 pub fn render(header: &[String], rows: &[Vec<String>]) -> String {
     render_aligned(header, rows, &[0])
@@ -67,6 +69,23 @@ pub fn half_width(h: f64) -> String {
     format!("{h:.decimals$}")
 }
 
+/// A mean with its 95 % interval clipped to `range`, both to the decimals the interval's
+/// half-width needs (two significant digits of it, at most 4 decimals): `0.9634 [0.9621,
+/// 0.9647]`, `150 [0, 315]`. Without an interval (one replication, or no spread) the mean alone
+/// as [`human`] writes it; an undefined mean is `n/a`.
+pub fn with_interval(mean: f64, low: f64, high: f64, range: Range) -> String {
+    if mean.is_nan() {
+        return "n/a".into();
+    }
+    let half = (high - low) / 2.0;
+    if low.is_nan() || high.is_nan() || half <= 0.0 || !half.is_finite() {
+        return human(mean);
+    }
+    let decimals = (1 - half.log10().floor() as i32).clamp(0, 4) as usize;
+    let (low, high) = (range.clip(low), range.clip(high));
+    format!("{mean:.decimals$} [{low:.decimals$}, {high:.decimals$}]")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +116,12 @@ mod tests {
         assert_eq!(half_width(0.028), "0.028");
         assert_eq!(half_width(0.0003), "0.00030");
         assert_eq!(half_width(0.0), "");
+        // The sweep's recovery times of issue 35: 150 s, [-15, 315] clipped at 0.
+        assert_eq!(with_interval(150.0, -15.0, 315.0, Range::NON_NEGATIVE), "150 [0, 315]");
+        assert_eq!(with_interval(0.9634, 0.9621, 0.9647, Range::FRACTION), "0.9634 [0.9621, 0.9647]");
+        assert_eq!(with_interval(0.998, 0.994, 1.002, Range::FRACTION), "0.9980 [0.9940, 1.0000]");
+        assert_eq!(with_interval(12.0, 12.0, 12.0, Range::NON_NEGATIVE), "12");
+        assert_eq!(with_interval(0.5, f64::NAN, f64::NAN, Range::FRACTION), "0.500");
+        assert_eq!(with_interval(f64::NAN, f64::NAN, f64::NAN, Range::FRACTION), "n/a");
     }
 }
