@@ -389,3 +389,51 @@ fn the_default_period_fits_any_interval() {
     let m = run(&scenario(FAILING_SEARCH, policy));
     assert!(get(&m, "error_budget_time_s.healthy") > 0.0);
 }
+
+/// Review D1 (session d): an integrity event belongs to the dependency its write went to. A
+/// ticket write whose reply is lost (5 % of them, [100 s, 200 s)) leaves runs handed off with
+/// their effect unknown; the model answers every call. Before, every budget of the workflow read
+/// the integrity incident, so a rule on the model's own budget moved the workflow to CONSTRAINED
+/// (1 entry, 3 returns from RECOVERY, 25 s CONSTRAINED, 28.4 flaps an hour) on the tickets'
+/// trouble, as item 8's rule on search's budget once fired on the model's errors.
+#[test]
+fn an_integrity_event_reaches_the_budget_of_the_dependency_it_happened_at_only() {
+    let policy = |dependency: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"at_risk\"{dependency} }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let lost = "kind = \"lost_response\"\ntarget = \"tickets\"\ntoxicity = 0.05";
+    let on_model = run(&scenario(lost, &policy(", dependency = \"model\"")));
+    assert!(get(&on_model, "outcome_total.handoff") >= 3.0, "writes left unknown: {on_model:?}");
+    assert!(get(&on_model, "error_budget_time_s.integrity_incident") > 0.0, "the workflow's own budget reads it");
+    assert_eq!(get(&on_model, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&on_model));
+    assert_eq!(get(&on_model, "degradation_mode_time_s.constrained"), 0.0, "{}", modes(&on_model));
+    // The tickets' budget and the workflow's own see it.
+    for dependency in [", dependency = \"tickets\"", ""] {
+        let m = run(&scenario(lost, &policy(dependency)));
+        assert!(get(&m, "degradation_transition_total.normal.constrained") >= 1.0, "{dependency}: {}", modes(&m));
+    }
+}
+
+/// Review D2 (session d): a run handed off only because its mode paused its write is the mode's
+/// choice, as a refused run is. A HANDOFF rule with `pause_writes` on the full-quality budget:
+/// before, every run the mode handed off counted as bad, the budget burned at 10 (all bad) to the
+/// end and the workflow stayed in HANDOFF 284 s, never back, though the model was healthy again
+/// from 200 s. `refused_runs = "bad"` keeps that count, as the SLO owner's choice.
+#[test]
+fn runs_handed_off_by_the_mode_s_write_pause_do_not_hold_the_budget_at_risk() {
+    let policy = |refused: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.9, sli = \"full_quality\", period_s = 36000, min_runs = 20, refused_runs = \"{refused}\", burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 5 }}] }}\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"handoff\"\nwhen = {{ completion_budget = \"at_risk\" }}\nmin_dwell_ms = 10000\nactions = {{ pause_writes = true }}\n"
+        )
+    };
+    let excluded = run(&scenario(FAILING_MODEL, &policy("excluded")));
+    assert!(get(&excluded, "degradation_transition_total.normal.handoff") >= 1.0, "{}", modes(&excluded));
+    assert_eq!(get(&excluded, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&excluded));
+    let handoff_s = get(&excluded, "degradation_mode_time_s.handoff");
+    assert!(handoff_s < 200.0, "{handoff_s}");
+    let bad = run(&scenario(FAILING_MODEL, &policy("bad")));
+    assert_eq!(get(&bad, "degradation_transition_total.recovery.normal"), 0.0, "its own handoffs keep it there");
+    assert!(get(&bad, "degradation_mode_time_s.handoff") > handoff_s + 50.0, "{}", modes(&bad));
+}
