@@ -347,7 +347,10 @@ impl<T: Tracer> Simulation<'_, T> {
             let wf = &self.model.workflows[machine.workflow as usize];
             let ledgers = &slot.ledgers;
             let duplicated_at = |d: usize| {
-                wf.steps.iter().zip(ledgers.iter()).any(|(step, ledger)| step.dependency == d && ledger.duplicates() > 0)
+                wf.steps
+                    .iter()
+                    .zip(ledgers.iter())
+                    .any(|(step, ledger)| step.dependency == d && ledger.duplicates() > 0)
             };
             modes.run_finalized(machine.workflow as usize, end, |d| machine.answered_at(wf, d), duplicated_at);
         }
