@@ -840,7 +840,7 @@ fn shipped_scenarios_validate() {
     let out = stdout(&o);
     assert!(
         out.contains(
-            "8 dependencies, 1 workflows, 4 faults, policies: naive, resilient, 4 SLO checks, 1 regression checks"
+            "8 dependencies, 1 workflows, 4 faults, policies: naive, resilient, 4 SLO checks, 2 regression checks"
         ),
         "{out}"
     );

@@ -389,3 +389,121 @@ fn the_default_period_fits_any_interval() {
     let m = run(&scenario(FAILING_SEARCH, policy));
     assert!(get(&m, "error_budget_time_s.healthy") > 0.0);
 }
+
+/// Review D1 (session d): an integrity event belongs to the dependency its write went to. A
+/// ticket write whose reply is lost (5 % of them, [100 s, 200 s)) leaves runs handed off with
+/// their effect unknown; the model answers every call. Before, every budget of the workflow read
+/// the integrity incident, so a rule on the model's own budget moved the workflow to CONSTRAINED
+/// (1 entry, 3 returns from RECOVERY, 25 s CONSTRAINED, 28.4 flaps an hour) on the tickets'
+/// trouble, as item 8's rule on search's budget once fired on the model's errors.
+#[test]
+fn an_integrity_event_reaches_the_budget_of_the_dependency_it_happened_at_only() {
+    let policy = |dependency: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"at_risk\"{dependency} }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let lost = "kind = \"lost_response\"\ntarget = \"tickets\"\ntoxicity = 0.05";
+    let on_model = run(&scenario(lost, &policy(", dependency = \"model\"")));
+    assert!(get(&on_model, "outcome_total.handoff") >= 3.0, "writes left unknown: {on_model:?}");
+    assert!(get(&on_model, "error_budget_time_s.integrity_incident") > 0.0, "the workflow's own budget reads it");
+    assert_eq!(get(&on_model, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&on_model));
+    assert_eq!(get(&on_model, "degradation_mode_time_s.constrained"), 0.0, "{}", modes(&on_model));
+    // The tickets' budget and the workflow's own see it.
+    for dependency in [", dependency = \"tickets\"", ""] {
+        let m = run(&scenario(lost, &policy(dependency)));
+        assert!(get(&m, "degradation_transition_total.normal.constrained") >= 1.0, "{dependency}: {}", modes(&m));
+    }
+}
+
+/// Review D2 (session d): a run handed off only because its mode paused its write is the mode's
+/// choice, as a refused run is. A HANDOFF rule with `pause_writes` on the full-quality budget:
+/// before, every run the mode handed off counted as bad, the budget burned at 10 (all bad) to the
+/// end and the workflow stayed in HANDOFF 284 s, never back, though the model was healthy again
+/// from 200 s. `refused_runs = "bad"` keeps that count, as the SLO owner's choice.
+#[test]
+fn runs_handed_off_by_the_mode_s_write_pause_do_not_hold_the_budget_at_risk() {
+    let policy = |refused: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.9, sli = \"full_quality\", period_s = 36000, min_runs = 20, refused_runs = \"{refused}\", burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 5 }}] }}\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"handoff\"\nwhen = {{ completion_budget = \"at_risk\" }}\nmin_dwell_ms = 10000\nactions = {{ pause_writes = true }}\n"
+        )
+    };
+    let excluded = run(&scenario(FAILING_MODEL, &policy("excluded")));
+    assert!(get(&excluded, "degradation_transition_total.normal.handoff") >= 1.0, "{}", modes(&excluded));
+    assert_eq!(get(&excluded, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&excluded));
+    let handoff_s = get(&excluded, "degradation_mode_time_s.handoff");
+    assert!(handoff_s < 200.0, "{handoff_s}");
+    let bad = run(&scenario(FAILING_MODEL, &policy("bad")));
+    assert_eq!(get(&bad, "degradation_transition_total.recovery.normal"), 0.0, "its own handoffs keep it there");
+    assert!(get(&bad, "degradation_mode_time_s.handoff") > handoff_s + 50.0, "{}", modes(&bad));
+}
+
+/// Review D3 (session d): `validate` warns of a rule that its own mode holds in place through
+/// the budget it reads. With `refused_runs = "bad"`, a PAUSED rule that refuses new runs (or a
+/// HANDOFF rule that pauses writes) on the workflow's budget can only worsen it: the run stays in
+/// the mode to the end (PAUSED 297 s, HANDOFF 296 s of 380, never back). Before, `validate`
+/// printed nothing for either; with the default `excluded` it has nothing to say.
+#[test]
+fn validate_warns_of_a_rule_its_own_refusals_hold_in_place() {
+    let policy = |refused: &str, mode: &str, action: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, refused_runs = \"{refused}\", burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\nrecovery = {{ probe_evaluations = 2, canary_stages = [0.2, 1.0], stage_ms = 10000, min_canary_runs = 10 }}\n[[policy.p.runtime_policy]]\nmode = \"{mode}\"\nwhen = {{ completion_budget = \"at_risk\" }}\nmin_dwell_ms = 10000\nactions = {{ {action} = true }}\n"
+        )
+    };
+    for (mode, action, time) in [("paused", "refuse_new_runs", 250.0), ("handoff", "pause_writes", 250.0)] {
+        let held = scenario(FAILING_MODEL, &policy("bad", mode, action));
+        let m = run(&held);
+        assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 0.0, "{mode}: {}", modes(&m));
+        assert!(get(&m, &format!("degradation_mode_time_s.{mode}")) > time, "{mode}: {}", modes(&m));
+        let out = validate(&held);
+        assert!(
+            out.contains("warning: ")
+                && out.contains("runtime_policy[0].when.completion_budget")
+                && out.contains("refused_runs = \"bad\""),
+            "{mode}: {out}"
+        );
+        assert!(!validate(&scenario(FAILING_MODEL, &policy("excluded", mode, action))).contains("warning"), "{mode}");
+    }
+}
+
+/// Review D4 (session d): `when = { completion_budget = "healthy" }` always holds ("at least
+/// healthy"), so the rule held the workflow in its mode from the first evaluation to the end
+/// (CONSTRAINED 380 s of 380 with a healthy budget); it compiled without a word. It is refused
+/// now, as `stop_canary_when_budget = "healthy"` is; in `exit` it stays the usual way back.
+#[test]
+fn a_rule_entered_on_a_healthy_budget_is_refused() {
+    let policy = |when: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99 }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {when}\nexit = {{ completion_budget = \"healthy\" }}\n"
+        )
+    };
+    let err = faultline_error(&scenario(SLOW_MODEL, &policy("{ completion_budget = \"healthy\" }")));
+    assert!(err.contains("runtime_policy[0].when.completion_budget") && err.contains("healthy always holds"), "{err}");
+    model(&scenario(SLOW_MODEL, &policy("{ completion_budget = \"at_risk\" }")));
+}
+
+/// Failed recoveries back off (cargo mutants, session d: `min_dwell x multiplier^k` computed as
+/// `min_dwell / multiplier^k` survived every test). The canary fails on fallback answers while
+/// the model is down to the end; with a backoff of 4 the dwell after each failed stage grows (5,
+/// 20, 80, 320 s), so fewer recoveries are tried and more time is spent constrained than with no
+/// backoff (5 s every time); `max_dwell_ms = 5000` caps the backed-off dwell at the mode's own.
+#[test]
+fn failed_recoveries_back_off_the_dwell_up_to_its_cap() {
+    let breaker = "[[policy.p.circuit_breaker]]\ndependency = \"search\"\nfailure_rate_threshold = 50\nsliding_window_type = \"time_based\"\nsliding_window_size = 10\nminimum_number_of_calls = 20\nwait_duration_in_open_state_ms = 10000\nautomatic_transition_from_open_to_half_open_enabled = true\n";
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"search\", breaker = \"not_closed\" }\nmin_dwell_ms = 5000\n";
+    let outage = "[[fault]]\nkind = \"errors\"\ntarget = \"model\"\nstart_s = 100\nduration_s = 300\nerrors = { overloaded = 1.0 }\n";
+    let with = |backoff: &str| {
+        let text = scenario(FAILING_SEARCH, &format!("{}{breaker}{rule}", degradation(backoff)))
+            .replace("[policy.p]\n", &format!("{outage}\n[policy.p]\n"));
+        run(&text)
+    };
+    let flat = with(", backoff_multiplier = 1");
+    let backed = with(", backoff_multiplier = 4");
+    let capped = with(", backoff_multiplier = 4, max_dwell_ms = 5000");
+    let failed = |m: &MetricMap| get(m, "degradation_canary_stage_failed_total");
+    let constrained = |m: &MetricMap| get(m, "degradation_mode_time_s.constrained");
+    assert!(failed(&flat) >= 4.0, "{}", modes(&flat));
+    assert!(failed(&backed) < failed(&flat), "{} failed stages backed off, {} flat", failed(&backed), failed(&flat));
+    assert!(constrained(&backed) > constrained(&flat) + 60.0, "{} s, {} s", constrained(&backed), constrained(&flat));
+    assert_eq!((failed(&capped), constrained(&capped)), (failed(&flat), constrained(&flat)), "the cap");
+}

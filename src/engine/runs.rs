@@ -292,6 +292,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 full_quality: machine.full_quality(),
                 degraded_by_mode_only: machine.degraded_by_mode_only(),
                 cancelled_by_mode: machine.cancelled_by_mode(),
+                write_paused_by_mode: machine.handed_off_by_write_pause(),
                 duplicate_effect: false,
             };
             let run = EndedRun {
@@ -301,7 +302,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 effect_unknown: machine.left_effect_unknown(),
             };
             let wf = &model.workflows[workflow as usize];
-            modes.run_ended(run, |d| machine.answered_at(wf, d));
+            modes.run_ended(run, |d| machine.answered_at(wf, d), |d| machine.left_effect_unknown_at(wf, d));
         }
         let workload = &model.world.workloads[workflow as usize];
         if let Some(resubmit) = &workload.resubmit
@@ -340,10 +341,18 @@ impl<T: Tracer> Simulation<'_, T> {
                 full_quality: machine.full_quality(),
                 degraded_by_mode_only: machine.degraded_by_mode_only(),
                 cancelled_by_mode: machine.cancelled_by_mode(),
+                write_paused_by_mode: machine.handed_off_by_write_pause(),
                 duplicate_effect,
             };
             let wf = &self.model.workflows[machine.workflow as usize];
-            modes.run_finalized(machine.workflow as usize, end, |d| machine.answered_at(wf, d));
+            let ledgers = &slot.ledgers;
+            let duplicated_at = |d: usize| {
+                wf.steps
+                    .iter()
+                    .zip(ledgers.iter())
+                    .any(|(step, ledger)| step.dependency == d && ledger.duplicates() > 0)
+            };
+            modes.run_finalized(machine.workflow as usize, end, |d| machine.answered_at(wf, d), duplicated_at);
         }
         self.observe(now, measured, Observation::RunFinalized { outcome, duplicate_effect, start_us });
         if T::ON {

@@ -253,6 +253,12 @@ impl RunMachine {
         self.outcome == Outcome::Handoff && self.steps.iter().any(|st| st.effect_unknown)
     }
 
+    /// Whether it left a write to dependency `d` (the step's own) whose effect it does not know.
+    pub fn left_effect_unknown_at(&self, workflow: &WorkflowModel, d: usize) -> bool {
+        self.outcome == Outcome::Handoff
+            && self.steps.iter().zip(&workflow.steps).any(|(st, step)| st.effect_unknown && step.dependency == d)
+    }
+
     /// Whether the run's answer was of full quality: nothing left out, no fallback. A run handed
     /// off only because its write was paused counts when everything before the write was.
     pub fn full_quality(&self) -> bool {
@@ -281,6 +287,11 @@ impl RunMachine {
     /// fallback first): the full-quality SLI does not hold the mode's own choice against it.
     pub fn degraded_by_mode_only(&self) -> bool {
         self.degraded != 0 && self.own_degraded == 0
+    }
+
+    /// The run was handed off because its mode paused its write (the mode's choice).
+    pub fn handed_off_by_write_pause(&self) -> bool {
+        self.outcome == Outcome::Handoff && self.write_paused
     }
 
     /// The run ended because its workflow entered a mode that cancels runs in flight.

@@ -127,6 +127,9 @@ pub fn compile_degradation(
     inherit_milder_modes(&mut overrides);
     let mut warnings = exit_warnings;
     warnings.extend(starved_signals(&cx, &rules_path, &rules, &overrides, &recovery));
+    if let Some(budget) = &error_budget {
+        warnings.extend(self_held_budgets(&cx, &rules_path, &rules, &overrides, budget));
+    }
     let degradation = Degradation {
         interval_us,
         flap_window_us,
@@ -331,6 +334,12 @@ fn compile_condition(cx: &Cx, path: &FieldPath, c: &RuleCondition, exit: bool) -
         .as_deref()
         .map(|b| parse_named(cx.source, &path.key("completion_budget"), Some(b), BudgetState::AtRisk))
         .transpose()?;
+    if !exit && budget == Some(BudgetState::Healthy) {
+        // "At least this bad": healthy always holds, so the rule would hold the workflow in its
+        // mode from the first evaluation to the end whatever the budget did.
+        let message = "healthy always holds (a budget is at least healthy), so the rule would never let go: at_risk, exhausted or integrity_incident";
+        return Err(cx.err(&path.key("completion_budget"), message));
+    }
     let (budget_at_least, budget_at_most) = if exit { (None, budget) } else { (budget, None) };
     let refusal = c
         .refusal
@@ -543,6 +552,47 @@ fn starved_signals(
                 }
             }
         }
+    }
+    warnings
+}
+
+/// Rules on the workflow's own budget whose mode refuses new runs or pauses writes while the
+/// budget counts such runs as bad (`refused_runs = "bad"`): every run the mode refuses or hands
+/// off is a bad event, so the budget can only worsen while the mode holds and the rule never
+/// lets go. A dependency's budget does not see them (a refused run called no dependency).
+fn self_held_budgets(
+    cx: &Cx,
+    rules_path: &FieldPath,
+    rules: &[Rule],
+    overrides: &[ModeOverrides],
+    budget: &ErrorBudget,
+) -> Vec<ScenarioError> {
+    let mut warnings = Vec::new();
+    if budget.refused != RefusedRuns::Bad {
+        return warnings;
+    }
+    for (i, rule) in rules.iter().enumerate() {
+        let o = &overrides[rule.mode.index()];
+        let what = if o.refuse_new_runs {
+            "refuses every new run"
+        } else if o.pause_writes || o.pause_writes_to.iter().any(|&p| p) {
+            // The safe-outcome SLI counts a handoff as good: only a refusal holds it.
+            if budget.sli == Sli::SafeOutcome {
+                continue;
+            }
+            "hands off every run that reaches a paused write"
+        } else {
+            continue;
+        };
+        let own_budget = [("when", Some(&rule.enter)), ("exit", rule.exit.as_ref())].into_iter().find(|(_, c)| {
+            c.is_some_and(|c| c.budget_slot == 0 && (c.budget_at_least.is_some() || c.budget_at_most.is_some()))
+        });
+        let Some((field, _)) = own_budget else { continue };
+        let message = format!(
+            "mode {} {what}, and degradation.error_budget.refused_runs = \"bad\" counts each such run as bad, so the workflow's budget can only worsen while the mode holds and the rule never lets go; leave refused_runs at \"excluded\" (the default) unless the SLO owner wants exactly that",
+            rule.mode.name()
+        );
+        warnings.push(cx.err(&rules_path.index(i).key(field).key("completion_budget"), message));
     }
     warnings
 }

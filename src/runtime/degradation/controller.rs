@@ -67,8 +67,14 @@ impl<'c> ModeController<'c> {
     }
 
     /// A run ended: the canary's judgement, the budgets' SLIs (all but safe outcome) and
-    /// unknown write effects. `answered_at(d)` says how its calls at dependency `d` went.
-    pub fn run_ended(&mut self, run: EndedRun, answered_at: impl Fn(usize) -> Option<bool>) {
+    /// unknown write effects. `answered_at(d)` says how its calls at dependency `d` went,
+    /// `unknown_at(d)` whether it left a write to `d` whose effect it does not know.
+    pub fn run_ended(
+        &mut self,
+        run: EndedRun,
+        answered_at: impl Fn(usize) -> Option<bool>,
+        unknown_at: impl Fn(usize) -> bool,
+    ) {
         if run.mode.label == DegradationMode::Recovery && !run.mode.probe {
             let verdict =
                 RunVerdict { full_quality: run.end.full_quality, deadline_exceeded: run.end.deadline_exceeded };
@@ -78,17 +84,37 @@ impl<'c> ModeController<'c> {
             self.count(run.workflow, run.end, &answered_at);
         }
         if run.effect_unknown {
-            self.budgets[run.workflow].iter_mut().for_each(BudgetWindows::count_integrity);
+            self.count_integrity(run.workflow, unknown_at);
         }
     }
 
-    /// A run's last attempt left its station: the safe-outcome SLI and duplicate effects.
-    pub fn run_finalized(&mut self, workflow: usize, end: RunEnd, answered_at: impl Fn(usize) -> Option<bool>) {
+    /// A run's last attempt left its station: the safe-outcome SLI and duplicate effects
+    /// (`duplicated_at(d)`: a write to `d` took effect twice).
+    pub fn run_finalized(
+        &mut self,
+        workflow: usize,
+        end: RunEnd,
+        answered_at: impl Fn(usize) -> Option<bool>,
+        duplicated_at: impl Fn(usize) -> bool,
+    ) {
         if self.cfg.error_budget.as_ref().is_some_and(|b| b.counts_at_finalize()) {
             self.count(workflow, end, &answered_at);
         }
         if end.duplicate_effect {
-            self.budgets[workflow].iter_mut().for_each(BudgetWindows::count_integrity);
+            self.count_integrity(workflow, duplicated_at);
+        }
+    }
+
+    /// An integrity event (a duplicate effect, a write left unknown): the workflow's own budget
+    /// sees every one, a dependency's budget those of writes to it only, so a rule on the
+    /// model's budget does not fire on the ticket system's lost replies.
+    fn count_integrity(&mut self, workflow: usize, at: impl Fn(usize) -> bool) {
+        let Some((own, per_dependency)) = self.budgets[workflow].split_first_mut() else { return };
+        own.count_integrity();
+        for (windows, &d) in per_dependency.iter_mut().zip(&self.cfg.budget_dependencies) {
+            if at(d) {
+                windows.count_integrity();
+            }
         }
     }
 

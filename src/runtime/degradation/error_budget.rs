@@ -76,6 +76,9 @@ pub struct RunEnd {
     /// Cancelled in flight as its workflow entered a mode with `cancel_in_flight`: counted as
     /// a refused run (the mode's choice, as `refuse_new_runs` is), not as a failure.
     pub cancelled_by_mode: bool,
+    /// Handed off because its mode paused its write: the mode's choice too, counted as a
+    /// refused run when the SLI would have judged it good up to the write.
+    pub write_paused_by_mode: bool,
     /// Counted when its last attempt left its station (the safe-outcome SLI).
     pub duplicate_effect: bool,
 }
@@ -87,7 +90,19 @@ impl ErrorBudget {
         // A run the mode cancelled is the mode's own refusal, made later: counted as refused
         // runs are, so a PAUSED rule on this budget does not see a burst of its own
         // cancellations at entry (with `refused_runs = "bad"`, the SLO owner's choice, it does).
-        if run.outcome == Outcome::Rejected || run.cancelled_by_mode {
+        // A run handed off because its mode paused its write: the user gets a human's answer
+        // because the mode chose so. Held against the budget, a HANDOFF rule on it could only
+        // worsen it and never let go (every run it starts is handed off), as refusals once did.
+        // What went wrong before the write still counts; the safe-outcome SLI counts a handoff
+        // as good anyway.
+        let paused_only = run.write_paused_by_mode
+            && match self.sli {
+                Sli::AutoCompletion => true,
+                Sli::FullQuality => run.full_quality || run.degraded_by_mode_only,
+                Sli::OnTime => !run.deadline_exceeded,
+                Sli::SafeOutcome => false,
+            };
+        if run.outcome == Outcome::Rejected || run.cancelled_by_mode || paused_only {
             return match self.refused {
                 RefusedRuns::Excluded => None,
                 RefusedRuns::Bad => Some(true),
@@ -444,6 +459,7 @@ mod tests {
             full_quality: false,
             degraded_by_mode_only: false,
             cancelled_by_mode: false,
+            write_paused_by_mode: false,
             duplicate_effect: false,
         };
         assert_eq!(b.is_bad(refused), None);
@@ -457,6 +473,7 @@ mod tests {
             full_quality: true,
             degraded_by_mode_only: false,
             cancelled_by_mode: false,
+            write_paused_by_mode: false,
             duplicate_effect: false,
         };
         let fallback = RunEnd {
@@ -465,6 +482,7 @@ mod tests {
             full_quality: false,
             degraded_by_mode_only: false,
             cancelled_by_mode: false,
+            write_paused_by_mode: false,
             duplicate_effect: false,
         };
         let bad = |sli| ErrorBudget { sli, ..budget() };
@@ -475,5 +493,17 @@ mod tests {
         let by_mode = RunEnd { degraded_by_mode_only: true, ..fallback };
         assert_eq!(bad(Sli::FullQuality).is_bad(by_mode), None, "the mode's own omission is no event");
         assert_eq!(bad(Sli::AutoCompletion).is_bad(by_mode), Some(false));
+        // Handed off because the mode paused the write: counted as refused runs are, unless
+        // something went wrong before the write.
+        let paused = RunEnd { outcome: Outcome::Handoff, full_quality: true, write_paused_by_mode: true, ..fallback };
+        assert_eq!(bad(Sli::FullQuality).is_bad(paused), None);
+        assert_eq!(bad(Sli::OnTime).is_bad(paused), None);
+        assert_eq!(bad(Sli::SafeOutcome).is_bad(paused), Some(false), "a handoff is a safe outcome");
+        assert_eq!(ErrorBudget { refused: RefusedRuns::Bad, ..bad(Sli::FullQuality) }.is_bad(paused), Some(true));
+        let fell_back_first = RunEnd { full_quality: false, ..paused };
+        assert_eq!(bad(Sli::FullQuality).is_bad(fell_back_first), Some(true));
+        assert_eq!(bad(Sli::AutoCompletion).is_bad(fell_back_first), None);
+        let late_first = RunEnd { deadline_exceeded: true, ..paused };
+        assert_eq!(bad(Sli::OnTime).is_bad(late_first), Some(true));
     }
 }
