@@ -36,6 +36,10 @@ const TAG_CLIENT_REQUEST: u64 = 12;
 const TAG_TASK: u64 = 13;
 /// Below a task's key: one draw per fault decision.
 const TAG_TASK_FAULT: u64 = 14;
+/// Below a task's key: whether it asks for input (`input_required_ratio`).
+const TAG_TASK_INPUT: u64 = 15;
+/// Below a client's key: the scripted user's answers.
+const TAG_CLIENT_USER: u64 = 16;
 
 impl<T: Tracer> Simulation<'_, T> {
     fn task_model(&self, front: usize) -> &TaskModel {
@@ -109,7 +113,26 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             ClientAction::Answer(answer) => self.client_answer(now, c, answer),
             ClientAction::Wait => self.release_client_if_done(c),
+            ClientAction::AskUser => self.ask_user(now, c),
         }
+    }
+
+    /// Client `c`'s task asks for input: the scripted user answers after its answer time, or
+    /// never (`input_unanswered_ratio`, or no `input_answer_time`); the answer is sent then.
+    /// Meanwhile the step waits, its timeout running.
+    fn ask_user(&mut self, now: Micros, c: u32) {
+        let client = &mut self.clients[c];
+        client.asks += 1;
+        let mut stream = client.key.with(TAG_CLIENT_USER).with(u64::from(client.asks)).stream();
+        let front = client.front as usize;
+        let task = self.task_model(front);
+        let never = stream.unit() < task.input_unanswered_ratio;
+        let answer_us = match (&task.input_answer, never) {
+            (Some(time), false) => Some(crate::sim::ms_to_us(time.sample_ms(&mut stream).max(0.0))),
+            (Some(_), true) | (None, _) => None,
+        };
+        let Some(answer_us) = answer_us else { return };
+        self.client_act(now, c, ClientAction::RequestAfter(TaskCall::Answer, answer_us.max(1)));
     }
 
     fn client_draw(&mut self, c: u32) -> f64 {
@@ -127,7 +150,9 @@ impl<T: Tracer> Simulation<'_, T> {
         client.in_flight = call;
         let purpose = match call {
             TaskCall::Create => client.purpose,
-            TaskCall::Get | TaskCall::Find | TaskCall::Subscribe | TaskCall::Cancel => Purpose::Lookup,
+            TaskCall::Get | TaskCall::Find | TaskCall::Subscribe | TaskCall::Cancel | TaskCall::Answer => {
+                Purpose::Lookup
+            }
         };
         let attempt = NewAttempt {
             station: client.front as usize,
@@ -222,7 +247,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 let u = self.client_draw(c);
                 machine.on_found(&cfg, client.task.is_some() && !deleted, u)
             }
-            TaskCall::Get | TaskCall::Subscribe if ok && deleted => {
+            TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer if ok && deleted => {
                 // TaskNotFound (A2A -32001, MCP -32602): the task's fate is lost to the client.
                 self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
                 if let Some((t, _)) = client.task
@@ -250,7 +275,14 @@ impl<T: Tracer> Simulation<'_, T> {
                 let state = self.task_state(client.task);
                 machine.on_state(&cfg, state, u)
             }
-            TaskCall::Find | TaskCall::Get | TaskCall::Subscribe => {
+            TaskCall::Answer if ok => match self.answer_task(now, client.task) {
+                Ok(shows) => {
+                    let u = self.client_draw(c);
+                    machine.on_state(&cfg, shows, u)
+                }
+                Err(_) => machine.on_answer_refused(),
+            },
+            TaskCall::Find | TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer => {
                 let u = self.client_draw(c);
                 // A rate limit's 429 says when to come back (Retry-After).
                 let retry_after_us = match result {
@@ -522,10 +554,15 @@ impl<T: Tracer> Simulation<'_, T> {
         let task_model = self.task_model(front);
         let key = job.key.with(TAG_TASK);
         let run = &self.runs[job.run];
-        let (run_alive, run_key) = (run.generation == job.run_gen, run.key);
-        let workflow = &model.workflows[run.machine.workflow as usize];
-        let effects = self.task_faults(front, now, key);
-        let (ttl_us, runner) = (task_model.ttl_us, task_model.runner);
+        let run_alive = run.generation == job.run_gen;
+        let run_workflow = run.machine.workflow;
+        let workflow = &model.workflows[run_workflow as usize];
+        let mut effects = self.task_faults(front, now, key);
+        // The dependency's own share of tasks that ask for input, on a draw of their own.
+        if task_model.input_required_ratio > 0.0 {
+            effects.input_required |= key.with(TAG_TASK_INPUT).stream().unit() < task_model.input_required_ratio;
+        }
+        let ttl_us = task_model.ttl_us;
         let deadline_at = match client {
             Some(cl) if self.client_config().propagate_deadline => Some(cl.deadline_at),
             Some(_) | None => None,
@@ -561,6 +598,8 @@ impl<T: Tracer> Simulation<'_, T> {
             // Made after its caller left (the create outlived its timeout): nobody follows it.
             left_at: if client.is_some_and(|cl| cl.attached) { None } else { Some(now) },
             key,
+            stuck: effects.stuck,
+            workflow: run_workflow,
             ..RemoteTask::vacant()
         };
         // Resending a message the server already made a task for makes a second task working
@@ -587,34 +626,13 @@ impl<T: Tracer> Simulation<'_, T> {
             self.queue.schedule(now + ttl, wake);
         }
         if effects.input_required {
-            // It starts, then stops for input that never comes (and holds no worker).
+            // It starts, then stops for the user's input (and holds no worker meanwhile); its
+            // work is sent when an answer comes (`answer_task`).
+            self.observe(now, job.measured, Observation::Task(TaskObservation::InputRequired));
             self.task_transition(now, t, TaskEvent::Start);
             self.task_transition(now, t, TaskEvent::Interrupt(WaitFor::Input));
         } else {
-            let attempt = NewAttempt {
-                station: runner,
-                purpose: Purpose::Call,
-                priority: workflow.priority,
-                caller: Caller::Task { task: t, generation: task_generation },
-                run: job.run,
-                run_gen: job.run_gen,
-                measured: job.measured,
-                key,
-                timeout_us: None,
-                owned: false,
-                stuck: effects.stuck,
-                counted: false,
-                // A runner that is a token-shaped model does the step's own call: its counts
-                // (the model's defaults once the run is gone).
-                tokens: match &model.world.dependencies[runner].tokens {
-                    Some(shape) if run_alive => Some(workflow.steps[step as usize].tokens_in(run_key, shape)),
-                    Some(_) | None => None,
-                },
-                first_token_timeout_us: None,
-            };
-            let work = self.submit(now, attempt);
-            // A refusal at the door comes back as an event, after this.
-            self.tasks[t].work = Some(work);
+            self.submit_task_work(now, t, task_generation);
         }
         if effects.lost_handle && client.is_some() {
             self.observe(now, job.measured, Observation::Task(TaskObservation::LostHandle));
@@ -852,6 +870,60 @@ impl<T: Tracer> Simulation<'_, T> {
                 }
             }
         }
+    }
+
+    /// The user's answer reached the remote side: a task waiting for input goes back to work
+    /// (its work sent to the runner now), as its protocol says (`TaskProtocol::answer`).
+    /// Returns the state the reply shows, or the protocol's refusal.
+    fn answer_task(&mut self, now: Micros, task: Option<(u32, u32)>) -> Result<TaskState, ProtocolError> {
+        let Some((t, generation)) = task.filter(|&(t, g)| self.tasks[t].generation == g) else {
+            return Err(ProtocolError::TaskNotFound);
+        };
+        let protocol = self.task_model(self.tasks[t].front as usize).protocol;
+        let reply = protocol.answer(self.tasks[t].lifecycle.state)?;
+        if reply.resumed {
+            let measured = self.tasks[t].measured;
+            self.observe(now, measured, Observation::Task(TaskObservation::InputAnswered));
+            self.task_transition(now, t, TaskEvent::Resume);
+            if self.tasks[t].work.is_none() {
+                self.submit_task_work(now, t, generation);
+            }
+        }
+        Ok(reply.shows)
+    }
+
+    /// Sends task `t`'s work to its runner as one attempt that belongs to no run.
+    fn submit_task_work(&mut self, now: Micros, t: u32, generation: u32) {
+        let model = self.model;
+        let task = self.tasks[t];
+        let runner = self.task_model(task.front as usize).runner;
+        let workflow = &model.workflows[task.workflow as usize];
+        let run = &self.runs[task.run];
+        let (run_alive, run_key) = (run.generation == task.run_gen, run.key);
+        let attempt = NewAttempt {
+            station: runner,
+            purpose: Purpose::Call,
+            priority: workflow.priority,
+            caller: Caller::Task { task: t, generation },
+            run: task.run,
+            run_gen: task.run_gen,
+            measured: task.measured,
+            key: task.key,
+            timeout_us: None,
+            owned: false,
+            stuck: task.stuck,
+            counted: false,
+            // A runner that is a token-shaped model does the step's own call: its counts
+            // (the model's defaults once the run is gone).
+            tokens: match &model.world.dependencies[runner].tokens {
+                Some(shape) if run_alive => Some(workflow.steps[task.step as usize].tokens_in(run_key, shape)),
+                Some(_) | None => None,
+            },
+            first_token_timeout_us: None,
+        };
+        let work = self.submit(now, attempt);
+        // A refusal at the door comes back as an event, after this.
+        self.tasks[t].work = Some(work);
     }
 
     /// The cancel reached the remote side, which handles it as its protocol says

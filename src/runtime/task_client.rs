@@ -37,6 +37,19 @@ crate::named_enum! {
 }
 
 crate::named_enum! {
+    /// What the step does when its task asks for input (A2A TASK_STATE_INPUT_REQUIRED, MCP
+    /// `input_required`).
+    pub enum OnInputRequired {
+        /// The step is told at once (INVALID_INPUT, UNAUTHORIZED) and the client lets go of the
+        /// task.
+        GiveUp => "give_up",
+        /// The step keeps waiting (its timeout and deadline still run) while the scripted user
+        /// answers; the client sends the answer and follows the task again.
+        Wait => "wait",
+    }
+}
+
+crate::named_enum! {
     /// What a client does when its create request times out without a task handle.
     pub enum OnSendTimeout {
         /// Look the task up by the message id (A2A ListTasks) before anything is sent again.
@@ -78,6 +91,8 @@ pub struct TaskClientConfig {
     pub return_immediately: bool,
     /// Send CancelTask when the caller stops waiting.
     pub cancel_on_abandon: bool,
+    /// What the step does when its task asks for input.
+    pub on_input_required: OnInputRequired,
     /// The root run's deadline travels with the task; the remote side stops its own calls past it.
     pub propagate_deadline: bool,
     /// How long an orphan is kept on the orphan queue before it is escalated.
@@ -101,6 +116,7 @@ impl Default for TaskClientConfig {
             on_send_timeout: OnSendTimeout::Find,
             return_immediately: false,
             cancel_on_abandon: true,
+            on_input_required: OnInputRequired::GiveUp,
             propagate_deadline: false,
             orphan_ttl_us: 3_600_000_000,
         }
@@ -169,6 +185,12 @@ pub fn compile_task_client(
         )?,
         return_immediately: t.return_immediately.unwrap_or(d.return_immediately),
         cancel_on_abandon: t.cancel_on_abandon.unwrap_or(d.cancel_on_abandon),
+        on_input_required: parse_named(
+            source,
+            &path.key("on_input_required"),
+            t.on_input_required.as_deref(),
+            d.on_input_required,
+        )?,
         propagate_deadline: t.propagate_deadline.unwrap_or(d.propagate_deadline),
         orphan_ttl_us: ms("orphan_ttl_ms", t.orphan_ttl_ms, d.orphan_ttl_us)?,
     };
@@ -189,6 +211,9 @@ pub enum ClientPhase {
     Subscribing,
     /// The stream is open: updates arrive without requests.
     Subscribed,
+    /// The task waits for the user's input and the step waits with it: the scripted user's
+    /// answer is due (or never comes), or its request is out.
+    AwaitingInput,
     /// The step was told the task needs the user (input or authorisation); the client still
     /// holds the task until it lets go of it (`abandon`).
     Interrupted,
@@ -213,6 +238,9 @@ pub enum ClientAction {
     Answer(TaskAnswer),
     /// Nothing until the next input (a stream is open, or the client is done).
     Wait,
+    /// The task waits for input: the scripted user is asked, and its answer, if it comes, is
+    /// sent as a `TaskCall::Answer`.
+    AskUser,
 }
 
 /// What a cancel's answer leads to.
@@ -287,7 +315,8 @@ impl TaskClient {
             | ClientPhase::Finding
             | ClientPhase::Polling
             | ClientPhase::Subscribing
-            | ClientPhase::Subscribed => true,
+            | ClientPhase::Subscribed
+            | ClientPhase::AwaitingInput => true,
             ClientPhase::Interrupted
             | ClientPhase::CancelRequested
             | ClientPhase::CancelChecking
@@ -363,16 +392,24 @@ impl TaskClient {
             TaskState::Succeeded | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
                 self.answer(TaskAnswer::Ended(state))
             }
-            TaskState::Waiting(WaitFor::Input | WaitFor::Auth) => {
-                self.phase = ClientPhase::Interrupted;
-                ClientAction::Answer(TaskAnswer::Ended(state))
-            }
+            TaskState::Waiting(WaitFor::Input | WaitFor::Auth) => match cfg.on_input_required {
+                OnInputRequired::GiveUp => {
+                    self.phase = ClientPhase::Interrupted;
+                    ClientAction::Answer(TaskAnswer::Ended(state))
+                }
+                OnInputRequired::Wait => {
+                    self.phase = ClientPhase::AwaitingInput;
+                    ClientAction::AskUser
+                }
+            },
             TaskState::Pending | TaskState::Running => match self.phase {
                 ClientPhase::Polling => ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u)),
                 ClientPhase::Subscribing | ClientPhase::Subscribed => {
                     self.phase = ClientPhase::Subscribed;
                     ClientAction::Wait
                 }
+                // The answer's reply showed the task back at work: follow it as after the handle.
+                ClientPhase::AwaitingInput => self.on_handle(cfg, u),
                 ClientPhase::Creating
                 | ClientPhase::Finding
                 | ClientPhase::Interrupted
@@ -401,6 +438,16 @@ impl TaskClient {
         ClientAction::Request(TaskCall::Get)
     }
 
+    /// The answer the client sent was refused because the task had ended (A2A
+    /// UnsupportedOperationError): the client reads the task with a get at once.
+    pub fn on_answer_refused(&mut self) -> ClientAction {
+        self.assert_waits("a refused answer");
+        debug_assert_eq!(self.phase, ClientPhase::AwaitingInput, "only an answer is refused so");
+        self.failures = 0;
+        self.phase = ClientPhase::Polling;
+        ClientAction::Request(TaskCall::Get)
+    }
+
     /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause,
     /// no shorter than the refusal's `retry_after_us` when the client honours it.
     pub fn on_request_failed(
@@ -418,6 +465,7 @@ impl TaskClient {
                 TaskCall::Subscribe
             }
             ClientPhase::Finding => TaskCall::Find,
+            ClientPhase::AwaitingInput => TaskCall::Answer,
             ClientPhase::Creating
             | ClientPhase::Interrupted
             | ClientPhase::CancelRequested
@@ -621,6 +669,31 @@ mod tests {
         assert_eq!(c.on_state(&cfg, waiting, 0.0), ClientAction::Answer(TaskAnswer::Ended(waiting)));
         assert!(!c.waits(), "the step has its answer");
         assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel), "and the task is let go of");
+    }
+
+    #[test]
+    fn a_client_that_waits_for_input_asks_the_user_and_follows_the_task_again_after_the_answer() {
+        let cfg = TaskClientConfig { on_input_required: OnInputRequired::Wait, ..poller() };
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        assert_eq!(c.on_state(&cfg, TaskState::Waiting(WaitFor::Input), 0.0), ClientAction::AskUser);
+        assert_eq!(c.phase, ClientPhase::AwaitingInput);
+        assert!(c.waits(), "the step still waits, its timeout running");
+        // The answer failed: sent again after the retry pause.
+        assert_eq!(c.on_request_failed(&cfg, 0.0, None), ClientAction::RequestAfter(TaskCall::Answer, 1_000_000));
+        // Its reply shows the task back at work: polled again.
+        assert_eq!(c.on_state(&cfg, TaskState::Running, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+        assert_eq!(c.phase, ClientPhase::Polling);
+        // A2A refused it (the task had ended): a get follows.
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.on_state(&cfg, TaskState::Waiting(WaitFor::Auth), 0.0);
+        assert_eq!(c.on_answer_refused(), ClientAction::Request(TaskCall::Get));
+        // The step stops waiting meanwhile: the task is cancelled.
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.on_state(&cfg, TaskState::Waiting(WaitFor::Input), 0.0);
+        assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel));
     }
 
     #[test]

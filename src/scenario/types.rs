@@ -364,6 +364,16 @@ pub struct TaskSpec {
     /// with the same message id.
     #[serde(default)]
     pub on_repeated_message: Option<String>,
+    /// The share of tasks that ask for the user's input once, before their work (default 0).
+    #[serde(default)]
+    pub input_required_ratio: Option<f64>,
+    /// The scripted user's time to answer, from the moment its client learns of the request;
+    /// none: the user never answers.
+    #[serde(default)]
+    pub input_answer_time: Option<ServiceTime>,
+    /// The share of input requests the scripted user never answers (default 0).
+    #[serde(default)]
+    pub input_unanswered_ratio: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -1002,6 +1012,9 @@ pub struct TaskClientSpec {
     /// Send a cancel when the caller stops waiting (default true).
     #[serde(default)]
     pub cancel_on_abandon: Option<bool>,
+    /// give_up (default) or wait: what the step does when its task asks for input.
+    #[serde(default)]
+    pub on_input_required: Option<String>,
     /// Pass the root run's deadline with the task (default false).
     #[serde(default)]
     pub propagate_deadline: Option<bool>,

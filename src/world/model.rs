@@ -442,7 +442,13 @@ fn compile_task(
         );
         return Err(c.err(&answer_path, message));
     }
+    let input_answer =
+        t.input_answer_time.as_ref().map(|d| c.distribution(&path.key("input_answer_time"), d)).transpose()?;
     Ok(TaskModel {
+        input_required_ratio: c.probability(&path.key("input_required_ratio"), t.input_required_ratio.unwrap_or(0.0))?,
+        input_unanswered_ratio: c
+            .probability(&path.key("input_unanswered_ratio"), t.input_unanswered_ratio.unwrap_or(0.0))?,
+        input_answer,
         protocol,
         repeated_message,
         on_ttl,
