@@ -110,7 +110,12 @@ fn the_steps_timeout_still_runs_while_the_user_thinks() {
     assert_in_ci("success share", &per(&reps, "outcome_total.succeeded", "task_created_total"), theory, 2);
     // Answered in time: P(U < 10 s) = 1 - e^-1/2 of the tasks; the rest were cancelled
     // while they waited, so no answer was sent for them.
-    assert_in_ci("answered share", &per(&reps, "task_input_answered_total", "task_created_total"), 1.0 - (-0.5f64).exp(), 2);
+    assert_in_ci(
+        "answered share",
+        &per(&reps, "task_input_answered_total", "task_created_total"),
+        1.0 - (-0.5f64).exp(),
+        2,
+    );
 }
 
 #[test]
@@ -157,4 +162,93 @@ fn an_mcp_client_learns_of_input_required_by_polling_and_answers_with_the_method
     let (tree, json) = trace("a2a");
     assert_eq!(tree.matches("SendMessage agent").count(), 2, "the create and the follow-up message: {tree}");
     assert!(json.contains("TASK_STATE_INPUT_REQUIRED"));
+}
+
+/// A2A clients that register a webhook with their send (returned at once) and poll every 30 s
+/// as a fallback; work exponential of mean 20 s; the step waits as long as it takes.
+const PUSH: &str = "timeout_ms = 600000\nretry = { max_attempts = 1 }\ntask_client = { return_immediately = true, observe = \"push\", poll_interval_ms = 30000 }";
+
+/// E[fallback polls] before the end of exponential work of mean 20 s, polled every 30 s:
+/// sum over k >= 1 of P(W > 30 k) = q / (1 - q), q = e^-3/2.
+fn polls_before_end() -> f64 {
+    let q = (-1.5f64).exp();
+    q / (1.0 - q)
+}
+
+#[test]
+fn a_lost_push_notification_is_made_up_for_by_the_fallback_poll() {
+    // Each update is POSTed (the work's start and its end: 2 a task); 30 % never arrive. The
+    // end reaches the client by push for 0.7 of the tasks, at once; for the rest the fallback
+    // poll finds it, ceil(W / 30 s) polls in all. E[gets] = 0.7 q/(1-q) + 0.3 / (1 - q).
+    let reps = run(", push_lost_ratio = 0.3", 20000.0, "", PUSH);
+    let q = (-1.5f64).exp();
+    assert_in_ci("learned by push", &per(&reps, "task_push_learned_total", "task_created_total"), 0.7, 4);
+    assert_in_ci("lost", &per(&reps, "task_push_lost_total", "task_push_sent_total"), 0.3, 4);
+    assert_in_ci("gets per task", &metric(&reps, "task_polls_per_task"), 0.7 * polls_before_end() + 0.3 / (1.0 - q), 4);
+    for r in &reps {
+        assert_eq!(r["outcome_total.succeeded"], r["task_ended_total.succeeded"], "no end goes unlearned");
+    }
+    // Nothing lost: only the polls made while the work went on.
+    let sure = run("", 20000.0, "", PUSH);
+    assert_in_ci("gets, nothing lost", &metric(&sure, "task_polls_per_task"), polls_before_end(), 4);
+    // A plain poller of the same interval learns every end by a get, none by push.
+    let poller = PUSH.replace("observe = \"push\"", "observe = \"poll\"");
+    for r in run(", push_lost_ratio = 0.3", 20000.0, "", &poller) {
+        assert_eq!(r["task_push_sent_total"], 0.0);
+        assert_eq!(r["task_push_learned_total"], 0.0);
+    }
+}
+
+#[test]
+fn a_delayed_push_notification_loses_to_a_poll_that_lands_in_its_delay() {
+    // Delivered 5 s after the update: the fallback poll at 30 k s learns the end first when it
+    // falls in (W, W + 5 s], with probability sum over k of P(30k - 5 < W <= 30k) =
+    // (e^1/4 - 1) q / (1 - q).
+    let reps = run(", push_delivery_time = { dist = \"constant\", value_ms = 5000 }", 20000.0, "", PUSH);
+    let beaten = ((0.25f64).exp() - 1.0) * polls_before_end();
+    assert_in_ci("learned by push", &per(&reps, "task_push_learned_total", "task_created_total"), 1.0 - beaten, 1);
+}
+
+#[test]
+fn a_duplicated_push_notification_changes_nothing_the_client_does() {
+    // A2A: "Clients SHOULD process notifications idempotently, as duplicate deliveries may
+    // occur". Half the delivered notifications arrive twice, 100 ms apart: every figure but the
+    // count of duplicates is what it is without them, bit for bit.
+    let task = ", push_delivery_time = { dist = \"constant\", value_ms = 100 }";
+    let once = run(task, 20000.0, "", PUSH);
+    let twice = run(&format!("{task}, push_duplicate_ratio = 0.5"), 20000.0, "", PUSH);
+    for (a, b) in once.iter().zip(&twice) {
+        assert_eq!(a["task_push_duplicate_total"], 0.0);
+        for (name, value) in a {
+            if name != "task_push_duplicate_total" {
+                assert_eq!(value.to_bits(), b[name].to_bits(), "{name}: {value} against {}", b[name]);
+            }
+        }
+    }
+    let delivered = estimate(
+        twice.iter().map(|r| r["task_push_duplicate_total"] / (r["task_push_sent_total"] - r["task_push_lost_total"])),
+    );
+    assert_in_ci("duplicated", &delivered, 0.5, 1);
+}
+
+#[test]
+fn a_down_front_end_that_answers_503_with_a_retry_after_slows_the_polls_it_refuses() {
+    // The agent's front end is down from 500 s to 600 s and answers every request 503 with
+    // Retry-After: 10 s. About L = 2/s x 20.5 s = 41 clients poll then (Little's law: a
+    // client follows its task for the work's 20 s and half a poll interval more), each
+    // refused every 10 s when it honours the header (10 refusals each), every 5 s when it caps
+    // it at 5 s (20), every second (its retry pause) when it does not (100); the 200 creates of
+    // the outage are refused once each.
+    let fault =
+        "\n[[fault]]\nkind = \"down\"\ntarget = \"agent\"\nstart_s = 500\nduration_s = 100\nretry_after_ms = 10000\n";
+    let refused = |client: &str| {
+        let policy = format!(
+            "timeout_ms = 600000\nretry = {{ max_attempts = 1 }}\ntask_client = {{ return_immediately = true{client} }}"
+        );
+        let reps = run("", 20000.0, fault, &policy);
+        estimate(reps.iter().map(|r| r["dependency.agent.error_total.transient_transport"] - 200.0))
+    };
+    assert_in_ci("honoured", &refused(""), 410.0, 3);
+    assert_in_ci("capped at 5 s", &refused(", retry_after_max_ms = 5000"), 820.0, 3);
+    assert_in_ci("not honoured", &refused(", honor_retry_after = false"), 4100.0, 3);
 }

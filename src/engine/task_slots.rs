@@ -35,6 +35,8 @@ pub(super) struct ClientSlot {
     pub requests: u32,
     /// Times its task asked for input (each names the scripted user's stream).
     pub asks: u32,
+    /// The latest of its task's transitions it has seen (a reply's, a notification's).
+    pub seen_seq: u32,
     /// The step still waits for this client's answer.
     pub attached: bool,
     pub deadline_at: Micros,
@@ -64,6 +66,7 @@ impl ClientSlot {
             draws: 0,
             requests: 0,
             asks: 0,
+            seen_seq: 0,
             attached: false,
             deadline_at: 0,
             blocks: false,
@@ -114,6 +117,12 @@ pub(super) struct RemoteTask {
     pub stuck: bool,
     /// The workflow of the run that made it (its work's priority and token counts).
     pub workflow: u16,
+    /// Its transitions so far: a push notification carries the count, so that a client drops
+    /// one older than what it has seen.
+    pub seq: u32,
+    /// Its creator registered a webhook with the create: each transition is pushed to the
+    /// client that follows it.
+    pub push: bool,
 }
 
 impl RemoteTask {
@@ -159,6 +168,8 @@ impl RemoteTask {
             key: StreamKey::root(0),
             stuck: false,
             workflow: 0,
+            seq: 0,
+            push: false,
         }
     }
 }

@@ -40,6 +40,8 @@ const TAG_TASK_FAULT: u64 = 14;
 const TAG_TASK_INPUT: u64 = 15;
 /// Below a client's key: the scripted user's answers.
 const TAG_CLIENT_USER: u64 = 16;
+/// Below a task's key: one stream per push notification (lost, delay, duplicate).
+const TAG_TASK_PUSH: u64 = 17;
 
 impl<T: Tracer> Simulation<'_, T> {
     fn task_model(&self, front: usize) -> &TaskModel {
@@ -202,6 +204,19 @@ impl<T: Tracer> Simulation<'_, T> {
         let client = self.clients[c];
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
+        // A reply that shows the task's state (a blocking send's included) shows it as of its
+        // latest transition: a push notification of an earlier one is stale.
+        let shows_state = match client.in_flight {
+            TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer => true,
+            TaskCall::Create => client.blocks,
+            TaskCall::Find | TaskCall::Cancel => false,
+        };
+        if ok
+            && shows_state
+            && let Some((t, _)) = client.task.filter(|&(t, g)| self.tasks[t].generation == g)
+        {
+            self.clients[c].seen_seq = self.clients[c].seen_seq.max(self.tasks[t].seq);
+        }
         let mut machine = client.machine;
         let deleted = self.task_deleted(client.task);
         if machine.phase == ClientPhase::CancelChecking {
@@ -284,13 +299,11 @@ impl<T: Tracer> Simulation<'_, T> {
             },
             TaskCall::Find | TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer => {
                 let u = self.client_draw(c);
-                // A rate limit's 429 says when to come back (Retry-After).
+                // A rate limit's 429, or a down front end's 503, says when to come back
+                // (Retry-After).
                 let retry_after_us = match result {
-                    AttemptResult::Failed { kind: FailureKind::RateLimited, retry_after_us } => retry_after_us,
-                    AttemptResult::Failed { .. }
-                    | AttemptResult::Ok
-                    | AttemptResult::NotFound
-                    | AttemptResult::TimedOut => None,
+                    AttemptResult::Failed { retry_after_us, .. } => retry_after_us,
+                    AttemptResult::Ok | AttemptResult::NotFound | AttemptResult::TimedOut => None,
                 };
                 machine.on_request_failed(&cfg, u, retry_after_us)
             }
@@ -600,6 +613,7 @@ impl<T: Tracer> Simulation<'_, T> {
             key,
             stuck: effects.stuck,
             workflow: run_workflow,
+            push: client.is_some_and(|cl| cl.machine.pushed_to(&self.policy.task_client)),
             ..RemoteTask::vacant()
         };
         // Resending a message the server already made a task for makes a second task working
@@ -731,7 +745,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Hang
                 | FaultEffect::Errors(_)
                 | FaultEffect::Capacity { .. }
-                | FaultEffect::Down
+                | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
                 | FaultEffect::LostResponse => {}
             }
@@ -965,7 +979,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Hang
                 | FaultEffect::Errors(_)
                 | FaultEffect::Capacity { .. }
-                | FaultEffect::Down
+                | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
                 | FaultEffect::LostResponse => {}
             }
@@ -1031,9 +1045,13 @@ impl<T: Tracer> Simulation<'_, T> {
                 return;
             }
         };
+        task.seq += 1;
         let task = *task;
         let measured = task.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
+        if task.push {
+            self.push_update(now, t);
+        }
         if left == TaskState::Running {
             self.observe_running_cost(&task, cost_per_s, now - duration_us, now);
         }
@@ -1098,6 +1116,73 @@ impl<T: Tracer> Simulation<'_, T> {
         if task.left_at.is_some() {
             self.observe(now, task.measured, Observation::Task(TaskObservation::LateResult(task.late)));
         }
+    }
+
+    /// Task `t` changed state and its client registered a webhook: the server POSTs the update
+    /// (A2A push notification), which may be lost, delayed or delivered twice, each decided by
+    /// the notification's own stream.
+    fn push_update(&mut self, now: Micros, t: u32) {
+        let task = self.tasks[t];
+        let Some((c, generation)) = task.client else { return };
+        if self.clients[c].generation != generation {
+            return;
+        }
+        let model = self.task_model(task.front as usize);
+        let (lost_ratio, duplicate_ratio) = (model.push_lost_ratio, model.push_duplicate_ratio);
+        let mut stream = task.key.with(TAG_TASK_PUSH).with(u64::from(task.seq)).stream();
+        let delay = |stream: &mut crate::sim::KeyedStream| match &model.push_delivery {
+            Some(time) => crate::sim::ms_to_us(time.sample_ms(stream).max(0.0)),
+            None => 0,
+        };
+        let lost = stream.unit() < lost_ratio;
+        let first_us = delay(&mut stream);
+        let duplicate = stream.unit() < duplicate_ratio;
+        let second_us = first_us.saturating_add(delay(&mut stream));
+        self.observe(now, task.measured, Observation::Task(TaskObservation::PushSent));
+        if lost {
+            self.observe(now, task.measured, Observation::Task(TaskObservation::PushLost));
+            return;
+        }
+        let event = Event::PushDelivered { client: c, generation, seq: task.seq, state: task.lifecycle.state };
+        if now.saturating_add(first_us) <= self.stop_at {
+            self.queue.schedule(now + first_us, event);
+        }
+        if duplicate && now.saturating_add(second_us) <= self.stop_at {
+            self.observe(now, task.measured, Observation::Task(TaskObservation::PushDuplicated));
+            self.queue.schedule(now + second_us, event);
+        }
+    }
+
+    /// A push notification reached client `c`: one that shows its task ended or waiting for
+    /// input, newer than anything the client has seen, is what a poll would have told it (a
+    /// request still out is dropped); any other (an earlier update, a duplicate, one for a
+    /// client that has its answer) changes nothing.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_push_delivered(&mut self, now: Micros, c: u32, generation: u32, seq: u32, state: TaskState) {
+        let client = self.clients[c];
+        if client.generation != generation || !client.machine.waits() || seq <= client.seen_seq {
+            return;
+        }
+        self.clients[c].seen_seq = seq;
+        if state.is_live_work() {
+            return;
+        }
+        self.observe(now, client.measured, Observation::Task(TaskObservation::PushLearned));
+        if let Some((job, job_generation)) = client.request {
+            self.clients[c].request = None;
+            self.clients[c].held = false;
+            if self.jobs[job].generation == job_generation {
+                self.abandon(now, job);
+            }
+        }
+        let cfg = *self.client_config();
+        let u = self.client_draw(c);
+        let mut machine = self.clients[c].machine;
+        machine.has_handle = true;
+        let action = machine.on_state(&cfg, state, u);
+        self.clients[c].machine = machine;
+        self.client_act(now, c, action);
     }
 
     /// A subscribed client hears of the end at once; a polling one at its next poll.

@@ -98,6 +98,14 @@ pub enum TaskObservation {
     InputRequired,
     /// The user's answer reached a task waiting for input, which went back to work.
     InputAnswered,
+    /// A push notification of a task's update was sent to its client's webhook.
+    PushSent,
+    /// A push notification never arrived.
+    PushLost,
+    /// A push notification arrived a second time.
+    PushDuplicated,
+    /// A client learned its task's end (or its request for input) from a push notification.
+    PushLearned,
 }
 
 const CALLS: [TaskCall; 6] =
@@ -154,6 +162,10 @@ pub struct TaskStats {
     running_at_end: u64,
     input_required: u64,
     input_answered: u64,
+    push_sent: u64,
+    push_lost: u64,
+    push_duplicated: u64,
+    push_learned: u64,
 }
 
 impl TaskStats {
@@ -214,6 +226,10 @@ impl TaskStats {
             TaskObservation::RunningAtEnd => self.running_at_end += 1,
             TaskObservation::InputRequired => self.input_required += 1,
             TaskObservation::InputAnswered => self.input_answered += 1,
+            TaskObservation::PushSent => self.push_sent += 1,
+            TaskObservation::PushLost => self.push_lost += 1,
+            TaskObservation::PushDuplicated => self.push_duplicated += 1,
+            TaskObservation::PushLearned => self.push_learned += 1,
         }
     }
 
@@ -258,6 +274,10 @@ impl TaskStats {
         m.insert("task_running_at_end_total".into(), self.running_at_end as f64);
         m.insert("task_input_required_total".into(), self.input_required as f64);
         m.insert("task_input_answered_total".into(), self.input_answered as f64);
+        m.insert("task_push_sent_total".into(), self.push_sent as f64);
+        m.insert("task_push_lost_total".into(), self.push_lost as f64);
+        m.insert("task_push_duplicate_total".into(), self.push_duplicated as f64);
+        m.insert("task_push_learned_total".into(), self.push_learned as f64);
     }
 }
 

@@ -23,6 +23,10 @@ crate::named_enum! {
         /// SubscribeToTask: one request, then the task's updates on a stream that an outage
         /// breaks (A2A only; MCP clients poll).
         Subscribe => "subscribe",
+        /// A push notification config sent with the create: the server POSTs each update to
+        /// the client's webhook (A2A only), and the client polls at its poll interval as a
+        /// fallback for a notification that never comes.
+        Push => "push",
     }
 }
 
@@ -74,8 +78,10 @@ pub struct TaskClientConfig {
     pub poll_multiplier: f64,
     pub poll_max_interval_us: Option<Micros>,
     /// A poll, subscription or lookup refused with a Retry-After (a rate limit's 429) is made
-    /// again no sooner than it says.
+    /// again no sooner than it says (a 503 from a `down` front end that carries one too).
     pub honor_retry_after: bool,
+    /// The longest Retry-After honoured: a longer one is waited this long. None: no cap.
+    pub retry_after_max_us: Option<Micros>,
     pub jitter: Jitter,
     /// The wait after a failed request (a poll, a subscription, a lookup), then multiplied by
     /// `retry_multiplier` after each further failure, up to `retry_max_interval_us`.
@@ -108,6 +114,7 @@ impl Default for TaskClientConfig {
             poll_multiplier: 1.0,
             poll_max_interval_us: None,
             honor_retry_after: true,
+            retry_after_max_us: None,
             jitter: Jitter::None,
             retry_interval_us: 1_000_000,
             retry_multiplier: 1.0,
@@ -172,6 +179,10 @@ pub fn compile_task_client(
             None => d.poll_max_interval_us,
         },
         honor_retry_after: t.honor_retry_after.unwrap_or(d.honor_retry_after),
+        retry_after_max_us: match t.retry_after_max_ms {
+            Some(v) => Some(duration_ms(source, &path.key("retry_after_max_ms"), v)?),
+            None => d.retry_after_max_us,
+        },
         jitter: parse_named(source, &path.key("jitter"), t.jitter.as_deref(), d.jitter)?,
         retry_interval_us: ms("retry_interval_ms", t.retry_interval_ms, d.retry_interval_us)?,
         retry_multiplier: t.retry_multiplier.unwrap_or(d.retry_multiplier),
@@ -284,6 +295,8 @@ pub struct TaskClient {
     /// otherwise (MCP: tasks/list takes only a cursor, and 2026-07-28 has none) a client told
     /// to find a lost task reports the timeout and the step's retry sends the message again.
     pub can_find: bool,
+    /// The protocol can push a task's updates to a webhook (A2A); otherwise a push client polls.
+    pub can_push: bool,
 }
 
 impl TaskClient {
@@ -297,6 +310,7 @@ impl TaskClient {
             server_poll_us,
             can_subscribe,
             can_find: true,
+            can_push: can_subscribe,
         };
         (client, ClientAction::Request(TaskCall::Create))
     }
@@ -305,7 +319,14 @@ impl TaskClient {
     pub fn for_protocol(server_poll_us: Option<Micros>, protocol: TaskProtocol) -> (TaskClient, ClientAction) {
         let (mut client, first) = TaskClient::new(server_poll_us, protocol.can_subscribe());
         client.can_find = protocol.can_find();
+        client.can_push = protocol.can_push();
         (client, first)
+    }
+
+    /// Whether the client registers a webhook with its create and is told of the task's
+    /// updates by push notifications.
+    pub fn pushed_to(&self, cfg: &TaskClientConfig) -> bool {
+        cfg.observe == Observe::Push && self.can_push
     }
 
     /// Whether the step still waits for this client's answer.
@@ -353,7 +374,7 @@ impl TaskClient {
                 self.phase = ClientPhase::Subscribing;
                 ClientAction::Request(TaskCall::Subscribe)
             }
-            Observe::Poll | Observe::Subscribe => {
+            Observe::Poll | Observe::Subscribe | Observe::Push => {
                 self.phase = ClientPhase::Polling;
                 ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u))
             }
@@ -474,7 +495,8 @@ impl TaskClient {
             | ClientPhase::Done => unreachable!("create failures and cancels have their own inputs"),
         };
         let wait = self.retry_wait(cfg, u);
-        let floor = retry_after_us.filter(|_| cfg.honor_retry_after).unwrap_or(0);
+        let cap = cfg.retry_after_max_us.unwrap_or(Micros::MAX);
+        let floor = retry_after_us.filter(|_| cfg.honor_retry_after).map_or(0, |r| r.min(cap));
         ClientAction::RequestAfter(call, wait.max(floor))
     }
 
@@ -767,6 +789,11 @@ mod tests {
             c.on_request_failed(&deaf, 0.0, Some(7_000_000)),
             ClientAction::RequestAfter(TaskCall::Get, 1_000_000)
         );
+        let capped = TaskClientConfig { retry_after_max_us: Some(5_000_000), ..cfg };
+        assert_eq!(
+            c.on_request_failed(&capped, 0.0, Some(7_000_000)),
+            ClientAction::RequestAfter(TaskCall::Get, 5_000_000)
+        );
         let sub = TaskClientConfig { observe: Observe::Subscribe, ..cfg };
         let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&sub, 0.0);
@@ -774,6 +801,18 @@ mod tests {
             c.on_request_failed(&sub, 0.0, Some(7_000_000)),
             ClientAction::RequestAfter(TaskCall::Subscribe, 7_000_000)
         );
+    }
+
+    #[test]
+    fn a_push_client_polls_as_its_fallback_and_only_a2a_pushes() {
+        let cfg = TaskClientConfig { observe: Observe::Push, poll_interval_us: 30_000_000, ..poller() };
+        let (mut c, _) = TaskClient::for_protocol(None, TaskProtocol::A2a);
+        assert!(c.pushed_to(&cfg) && !c.pushed_to(&poller()));
+        assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 30_000_000));
+        for protocol in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+            let (c, _) = TaskClient::for_protocol(None, protocol);
+            assert!(!c.pushed_to(&cfg), "{protocol:?}");
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@ pub mod protocol;
 
 pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
 pub use protocol::{
-    AnswerReply, CancelAnswer, CancelHandling, IgnoredCancelAnswer, MCP_ALIAS, ProtocolError, RepeatedMessage, TaskCall,
-    TaskProtocol, WorkOnCancel,
+    AnswerReply, CancelAnswer, CancelHandling, IgnoredCancelAnswer, MCP_ALIAS, ProtocolError, RepeatedMessage,
+    TaskCall, TaskProtocol, WorkOnCancel,
 };
 
 use crate::sim::Micros;
@@ -82,6 +82,11 @@ pub struct TaskModel {
     /// requests it never answers.
     pub input_answer: Option<crate::world::Distribution>,
     pub input_unanswered_ratio: f64,
+    /// A push notification's delivery: its delay (None: none), the share lost, and the share
+    /// of delivered ones delivered twice.
+    pub push_delivery: Option<crate::world::Distribution>,
+    pub push_lost_ratio: f64,
+    pub push_duplicate_ratio: f64,
 }
 
 /// What the client learned of its task from its cancel (the essay's four branches, and the

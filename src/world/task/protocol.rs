@@ -209,6 +209,13 @@ impl TaskProtocol {
         self.has(TaskCall::Subscribe)
     }
 
+    /// Whether the server can POST a task's updates to a webhook the client registers with its
+    /// send (A2A push notifications). MCP's `notifications/tasks/status` rides the session and
+    /// "requestors MUST NOT rely on" it: an MCP client polls.
+    pub const fn can_push(self) -> bool {
+        !self.is_mcp()
+    }
+
     /// Whether a client can find a task it lost the handle of by a tag of its own.
     pub const fn can_find(self) -> bool {
         self.has(TaskCall::Find)
@@ -268,9 +275,7 @@ impl TaskProtocol {
             | TaskCall::Subscribe
             | TaskCall::Find
             | TaskCall::Create
-            | TaskCall::Answer => {
-                ProtocolError::TaskNotFound
-            }
+            | TaskCall::Answer => ProtocolError::TaskNotFound,
         }
     }
 
