@@ -358,7 +358,7 @@ fn task_tables_are_checked_with_located_errors() {
     let step = base.replace("dependency = \"agent\"\n", "dependency = \"agent_runner\"\n  late_result = \"cache\"\n");
     let e = error_of(&step);
     assert!(e.contains("late_result") && e.contains("task dependency"), "{e}");
-    let e = error_of(&(base.clone() + "\n[policy.p]\ntask_client = { observe = \"push\" }\n"));
+    let e = error_of(&(base.clone() + "\n[policy.p]\ntask_client = { observe = \"webhook\" }\n"));
     assert!(e.contains("task_client.observe"), "{e}");
     let e = error_of(&(base + "\n[policy.p]\ntask_client = { retry_multiplier = 0.5 }\n"));
     assert!(e.contains("retry_multiplier"), "{e}");

@@ -32,6 +32,9 @@ pub enum Event {
     TaskWake { task: u32, generation: u32, cause: TaskWakeCause },
     /// An outage began at a task dependency: its open subscriptions break.
     StreamsBroken { dependency: u16 },
+    /// A push notification (A2A's webhook POST) reaches the client: the task's `seq`-th
+    /// transition, to `state`.
+    PushDelivered { client: u32, generation: u32, seq: u32, state: crate::world::task::TaskState },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

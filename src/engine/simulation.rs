@@ -327,7 +327,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.queue.schedule(fault.end_us, Event::CapacityChange { dependency });
             }
             // An outage closes every open connection: task subscriptions break at its start.
-            if matches!(fault.effect, crate::world::FaultEffect::Down)
+            if matches!(fault.effect, crate::world::FaultEffect::Down { .. })
                 && world.dependencies[fault.target].task.is_some()
             {
                 self.queue.schedule(fault.start_us, Event::StreamsBroken { dependency: fault.target as u16 });
@@ -390,7 +390,8 @@ impl<T: Tracer> Simulation<'_, T> {
             Event::ClientWake { .. }
             | Event::ClientTimeout { .. }
             | Event::TaskWake { .. }
-            | Event::StreamsBroken { .. } => self.on_task_event(now, event),
+            | Event::StreamsBroken { .. }
+            | Event::PushDelivered { .. } => self.on_task_event(now, event),
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;
@@ -426,6 +427,9 @@ impl<T: Tracer> Simulation<'_, T> {
             Event::ClientTimeout { client, generation } => self.on_client_timeout(now, client, generation),
             Event::TaskWake { task, generation, cause } => self.on_task_wake(now, task, generation, cause),
             Event::StreamsBroken { dependency } => self.on_streams_broken(now, dependency as usize),
+            Event::PushDelivered { client, generation, seq, state } => {
+                self.on_push_delivered(now, client, generation, seq, state)
+            }
             Event::Arrival { .. }
             | Event::Resubmit { .. }
             | Event::ServiceEnd { .. }

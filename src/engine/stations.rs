@@ -124,7 +124,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Admission::RateLimited { retry_after_us } => {
                 self.reject(now, id, FailureKind::RateLimited, Some(retry_after_us))
             }
-            Admission::Down => self.reject(now, id, FailureKind::TransientTransport, None),
+            Admission::Down { retry_after_us } => self.reject(now, id, FailureKind::TransientTransport, retry_after_us),
             Admission::LargerThanQuota => {
                 self.observe(now, a.measured, Observation::Tokens(TokenObservation::LargerThanQuota));
                 self.reject(now, id, FailureKind::InvalidInput, None)

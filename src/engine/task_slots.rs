@@ -33,6 +33,10 @@ pub(super) struct ClientSlot {
     /// Draws and requests made so far (each names its own stream).
     pub draws: u32,
     pub requests: u32,
+    /// Times its task asked for input (each names the scripted user's stream).
+    pub asks: u32,
+    /// The latest of its task's transitions it has seen (a reply's, a notification's).
+    pub seen_seq: u32,
     /// The step still waits for this client's answer.
     pub attached: bool,
     pub deadline_at: Micros,
@@ -61,6 +65,8 @@ impl ClientSlot {
             pending: TaskCall::Get,
             draws: 0,
             requests: 0,
+            asks: 0,
+            seen_seq: 0,
             attached: false,
             deadline_at: 0,
             blocks: false,
@@ -107,6 +113,16 @@ pub(super) struct RemoteTask {
     pub deleted: bool,
     pub orphan: bool,
     pub key: StreamKey,
+    /// A stuck_task fault made its work never end (kept for work sent after an answer).
+    pub stuck: bool,
+    /// The workflow of the run that made it (its work's priority and token counts).
+    pub workflow: u16,
+    /// Its transitions so far: a push notification carries the count, so that a client drops
+    /// one older than what it has seen.
+    pub seq: u32,
+    /// Its creator registered a webhook with the create: each transition is pushed to the
+    /// client that follows it.
+    pub push: bool,
 }
 
 impl RemoteTask {
@@ -150,6 +166,10 @@ impl RemoteTask {
             deleted: false,
             orphan: false,
             key: StreamKey::root(0),
+            stuck: false,
+            workflow: 0,
+            seq: 0,
+            push: false,
         }
     }
 }

@@ -36,6 +36,12 @@ const TAG_CLIENT_REQUEST: u64 = 12;
 const TAG_TASK: u64 = 13;
 /// Below a task's key: one draw per fault decision.
 const TAG_TASK_FAULT: u64 = 14;
+/// Below a task's key: whether it asks for input (`input_required_ratio`).
+const TAG_TASK_INPUT: u64 = 15;
+/// Below a client's key: the scripted user's answers.
+const TAG_CLIENT_USER: u64 = 16;
+/// Below a task's key: one stream per push notification (lost, delay, duplicate).
+const TAG_TASK_PUSH: u64 = 17;
 
 impl<T: Tracer> Simulation<'_, T> {
     fn task_model(&self, front: usize) -> &TaskModel {
@@ -109,7 +115,26 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             ClientAction::Answer(answer) => self.client_answer(now, c, answer),
             ClientAction::Wait => self.release_client_if_done(c),
+            ClientAction::AskUser => self.ask_user(now, c),
         }
+    }
+
+    /// Client `c`'s task asks for input: the scripted user answers after its answer time, or
+    /// never (`input_unanswered_ratio`, or no `input_answer_time`); the answer is sent then.
+    /// Meanwhile the step waits, its timeout running.
+    fn ask_user(&mut self, now: Micros, c: u32) {
+        let client = &mut self.clients[c];
+        client.asks += 1;
+        let mut stream = client.key.with(TAG_CLIENT_USER).with(u64::from(client.asks)).stream();
+        let front = client.front as usize;
+        let task = self.task_model(front);
+        let never = stream.unit() < task.input_unanswered_ratio;
+        let answer_us = match (&task.input_answer, never) {
+            (Some(time), false) => Some(crate::sim::ms_to_us(time.sample_ms(&mut stream).max(0.0))),
+            (Some(_), true) | (None, _) => None,
+        };
+        let Some(answer_us) = answer_us else { return };
+        self.client_act(now, c, ClientAction::RequestAfter(TaskCall::Answer, answer_us.max(1)));
     }
 
     fn client_draw(&mut self, c: u32) -> f64 {
@@ -127,7 +152,9 @@ impl<T: Tracer> Simulation<'_, T> {
         client.in_flight = call;
         let purpose = match call {
             TaskCall::Create => client.purpose,
-            TaskCall::Get | TaskCall::Find | TaskCall::Subscribe | TaskCall::Cancel => Purpose::Lookup,
+            TaskCall::Get | TaskCall::Find | TaskCall::Subscribe | TaskCall::Cancel | TaskCall::Answer => {
+                Purpose::Lookup
+            }
         };
         let attempt = NewAttempt {
             station: client.front as usize,
@@ -177,6 +204,19 @@ impl<T: Tracer> Simulation<'_, T> {
         let client = self.clients[c];
         let cfg = *self.client_config();
         let ok = matches!(result, AttemptResult::Ok | AttemptResult::NotFound);
+        // A reply that shows the task's state (a blocking send's included) shows it as of its
+        // latest transition: a push notification of an earlier one is stale.
+        let shows_state = match client.in_flight {
+            TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer => true,
+            TaskCall::Create => client.blocks,
+            TaskCall::Find | TaskCall::Cancel => false,
+        };
+        if ok
+            && shows_state
+            && let Some((t, _)) = client.task.filter(|&(t, g)| self.tasks[t].generation == g)
+        {
+            self.clients[c].seen_seq = self.clients[c].seen_seq.max(self.tasks[t].seq);
+        }
         let mut machine = client.machine;
         let deleted = self.task_deleted(client.task);
         if machine.phase == ClientPhase::CancelChecking {
@@ -222,7 +262,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 let u = self.client_draw(c);
                 machine.on_found(&cfg, client.task.is_some() && !deleted, u)
             }
-            TaskCall::Get | TaskCall::Subscribe if ok && deleted => {
+            TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer if ok && deleted => {
                 // TaskNotFound (A2A -32001, MCP -32602): the task's fate is lost to the client.
                 self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
                 if let Some((t, _)) = client.task
@@ -250,15 +290,20 @@ impl<T: Tracer> Simulation<'_, T> {
                 let state = self.task_state(client.task);
                 machine.on_state(&cfg, state, u)
             }
-            TaskCall::Find | TaskCall::Get | TaskCall::Subscribe => {
+            TaskCall::Answer if ok => match self.answer_task(now, client.task) {
+                Ok(shows) => {
+                    let u = self.client_draw(c);
+                    machine.on_state(&cfg, shows, u)
+                }
+                Err(_) => machine.on_answer_refused(),
+            },
+            TaskCall::Find | TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer => {
                 let u = self.client_draw(c);
-                // A rate limit's 429 says when to come back (Retry-After).
+                // A rate limit's 429, or a down front end's 503, says when to come back
+                // (Retry-After).
                 let retry_after_us = match result {
-                    AttemptResult::Failed { kind: FailureKind::RateLimited, retry_after_us } => retry_after_us,
-                    AttemptResult::Failed { .. }
-                    | AttemptResult::Ok
-                    | AttemptResult::NotFound
-                    | AttemptResult::TimedOut => None,
+                    AttemptResult::Failed { retry_after_us, .. } => retry_after_us,
+                    AttemptResult::Ok | AttemptResult::NotFound | AttemptResult::TimedOut => None,
                 };
                 machine.on_request_failed(&cfg, u, retry_after_us)
             }
@@ -522,10 +567,15 @@ impl<T: Tracer> Simulation<'_, T> {
         let task_model = self.task_model(front);
         let key = job.key.with(TAG_TASK);
         let run = &self.runs[job.run];
-        let (run_alive, run_key) = (run.generation == job.run_gen, run.key);
-        let workflow = &model.workflows[run.machine.workflow as usize];
-        let effects = self.task_faults(front, now, key);
-        let (ttl_us, runner) = (task_model.ttl_us, task_model.runner);
+        let run_alive = run.generation == job.run_gen;
+        let run_workflow = run.machine.workflow;
+        let workflow = &model.workflows[run_workflow as usize];
+        let mut effects = self.task_faults(front, now, key);
+        // The dependency's own share of tasks that ask for input, on a draw of their own.
+        if task_model.input_required_ratio > 0.0 {
+            effects.input_required |= key.with(TAG_TASK_INPUT).stream().unit() < task_model.input_required_ratio;
+        }
+        let ttl_us = task_model.ttl_us;
         let deadline_at = match client {
             Some(cl) if self.client_config().propagate_deadline => Some(cl.deadline_at),
             Some(_) | None => None,
@@ -561,6 +611,9 @@ impl<T: Tracer> Simulation<'_, T> {
             // Made after its caller left (the create outlived its timeout): nobody follows it.
             left_at: if client.is_some_and(|cl| cl.attached) { None } else { Some(now) },
             key,
+            stuck: effects.stuck,
+            workflow: run_workflow,
+            push: client.is_some_and(|cl| cl.machine.pushed_to(&self.policy.task_client)),
             ..RemoteTask::vacant()
         };
         // Resending a message the server already made a task for makes a second task working
@@ -587,34 +640,13 @@ impl<T: Tracer> Simulation<'_, T> {
             self.queue.schedule(now + ttl, wake);
         }
         if effects.input_required {
-            // It starts, then stops for input that never comes (and holds no worker).
+            // It starts, then stops for the user's input (and holds no worker meanwhile); its
+            // work is sent when an answer comes (`answer_task`).
+            self.observe(now, job.measured, Observation::Task(TaskObservation::InputRequired));
             self.task_transition(now, t, TaskEvent::Start);
             self.task_transition(now, t, TaskEvent::Interrupt(WaitFor::Input));
         } else {
-            let attempt = NewAttempt {
-                station: runner,
-                purpose: Purpose::Call,
-                priority: workflow.priority,
-                caller: Caller::Task { task: t, generation: task_generation },
-                run: job.run,
-                run_gen: job.run_gen,
-                measured: job.measured,
-                key,
-                timeout_us: None,
-                owned: false,
-                stuck: effects.stuck,
-                counted: false,
-                // A runner that is a token-shaped model does the step's own call: its counts
-                // (the model's defaults once the run is gone).
-                tokens: match &model.world.dependencies[runner].tokens {
-                    Some(shape) if run_alive => Some(workflow.steps[step as usize].tokens_in(run_key, shape)),
-                    Some(_) | None => None,
-                },
-                first_token_timeout_us: None,
-            };
-            let work = self.submit(now, attempt);
-            // A refusal at the door comes back as an event, after this.
-            self.tasks[t].work = Some(work);
+            self.submit_task_work(now, t, task_generation);
         }
         if effects.lost_handle && client.is_some() {
             self.observe(now, job.measured, Observation::Task(TaskObservation::LostHandle));
@@ -713,7 +745,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Hang
                 | FaultEffect::Errors(_)
                 | FaultEffect::Capacity { .. }
-                | FaultEffect::Down
+                | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
                 | FaultEffect::LostResponse => {}
             }
@@ -854,6 +886,60 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
+    /// The user's answer reached the remote side: a task waiting for input goes back to work
+    /// (its work sent to the runner now), as its protocol says (`TaskProtocol::answer`).
+    /// Returns the state the reply shows, or the protocol's refusal.
+    fn answer_task(&mut self, now: Micros, task: Option<(u32, u32)>) -> Result<TaskState, ProtocolError> {
+        let Some((t, generation)) = task.filter(|&(t, g)| self.tasks[t].generation == g) else {
+            return Err(ProtocolError::TaskNotFound);
+        };
+        let protocol = self.task_model(self.tasks[t].front as usize).protocol;
+        let reply = protocol.answer(self.tasks[t].lifecycle.state)?;
+        if reply.resumed {
+            let measured = self.tasks[t].measured;
+            self.observe(now, measured, Observation::Task(TaskObservation::InputAnswered));
+            self.task_transition(now, t, TaskEvent::Resume);
+            if self.tasks[t].work.is_none() {
+                self.submit_task_work(now, t, generation);
+            }
+        }
+        Ok(reply.shows)
+    }
+
+    /// Sends task `t`'s work to its runner as one attempt that belongs to no run.
+    fn submit_task_work(&mut self, now: Micros, t: u32, generation: u32) {
+        let model = self.model;
+        let task = self.tasks[t];
+        let runner = self.task_model(task.front as usize).runner;
+        let workflow = &model.workflows[task.workflow as usize];
+        let run = &self.runs[task.run];
+        let (run_alive, run_key) = (run.generation == task.run_gen, run.key);
+        let attempt = NewAttempt {
+            station: runner,
+            purpose: Purpose::Call,
+            priority: workflow.priority,
+            caller: Caller::Task { task: t, generation },
+            run: task.run,
+            run_gen: task.run_gen,
+            measured: task.measured,
+            key: task.key,
+            timeout_us: None,
+            owned: false,
+            stuck: task.stuck,
+            counted: false,
+            // A runner that is a token-shaped model does the step's own call: its counts
+            // (the model's defaults once the run is gone).
+            tokens: match &model.world.dependencies[runner].tokens {
+                Some(shape) if run_alive => Some(workflow.steps[task.step as usize].tokens_in(run_key, shape)),
+                Some(_) | None => None,
+            },
+            first_token_timeout_us: None,
+        };
+        let work = self.submit(now, attempt);
+        // A refusal at the door comes back as an event, after this.
+        self.tasks[t].work = Some(work);
+    }
+
     /// The cancel reached the remote side, which handles it as its protocol says
     /// (`TaskProtocol::cancel`) with the behaviour of the task dependency's `cancel` or of a
     /// cancel fault: the task may end `canceled` now or later, its work stop now, later or never.
@@ -893,7 +979,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Hang
                 | FaultEffect::Errors(_)
                 | FaultEffect::Capacity { .. }
-                | FaultEffect::Down
+                | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
                 | FaultEffect::LostResponse => {}
             }
@@ -959,9 +1045,13 @@ impl<T: Tracer> Simulation<'_, T> {
                 return;
             }
         };
+        task.seq += 1;
         let task = *task;
         let measured = task.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
+        if task.push {
+            self.push_update(now, t);
+        }
         if left == TaskState::Running {
             self.observe_running_cost(&task, cost_per_s, now - duration_us, now);
         }
@@ -1026,6 +1116,73 @@ impl<T: Tracer> Simulation<'_, T> {
         if task.left_at.is_some() {
             self.observe(now, task.measured, Observation::Task(TaskObservation::LateResult(task.late)));
         }
+    }
+
+    /// Task `t` changed state and its client registered a webhook: the server POSTs the update
+    /// (A2A push notification), which may be lost, delayed or delivered twice, each decided by
+    /// the notification's own stream.
+    fn push_update(&mut self, now: Micros, t: u32) {
+        let task = self.tasks[t];
+        let Some((c, generation)) = task.client else { return };
+        if self.clients[c].generation != generation {
+            return;
+        }
+        let model = self.task_model(task.front as usize);
+        let (lost_ratio, duplicate_ratio) = (model.push_lost_ratio, model.push_duplicate_ratio);
+        let mut stream = task.key.with(TAG_TASK_PUSH).with(u64::from(task.seq)).stream();
+        let delay = |stream: &mut crate::sim::KeyedStream| match &model.push_delivery {
+            Some(time) => crate::sim::ms_to_us(time.sample_ms(stream).max(0.0)),
+            None => 0,
+        };
+        let lost = stream.unit() < lost_ratio;
+        let first_us = delay(&mut stream);
+        let duplicate = stream.unit() < duplicate_ratio;
+        let second_us = first_us.saturating_add(delay(&mut stream));
+        self.observe(now, task.measured, Observation::Task(TaskObservation::PushSent));
+        if lost {
+            self.observe(now, task.measured, Observation::Task(TaskObservation::PushLost));
+            return;
+        }
+        let event = Event::PushDelivered { client: c, generation, seq: task.seq, state: task.lifecycle.state };
+        if now.saturating_add(first_us) <= self.stop_at {
+            self.queue.schedule(now + first_us, event);
+        }
+        if duplicate && now.saturating_add(second_us) <= self.stop_at {
+            self.observe(now, task.measured, Observation::Task(TaskObservation::PushDuplicated));
+            self.queue.schedule(now + second_us, event);
+        }
+    }
+
+    /// A push notification reached client `c`: one that shows its task ended or waiting for
+    /// input, newer than anything the client has seen, is what a poll would have told it (a
+    /// request still out is dropped); any other (an earlier update, a duplicate, one for a
+    /// client that has its answer) changes nothing.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_push_delivered(&mut self, now: Micros, c: u32, generation: u32, seq: u32, state: TaskState) {
+        let client = self.clients[c];
+        if client.generation != generation || !client.machine.waits() || seq <= client.seen_seq {
+            return;
+        }
+        self.clients[c].seen_seq = seq;
+        if state.is_live_work() {
+            return;
+        }
+        self.observe(now, client.measured, Observation::Task(TaskObservation::PushLearned));
+        if let Some((job, job_generation)) = client.request {
+            self.clients[c].request = None;
+            self.clients[c].held = false;
+            if self.jobs[job].generation == job_generation {
+                self.abandon(now, job);
+            }
+        }
+        let cfg = *self.client_config();
+        let u = self.client_draw(c);
+        let mut machine = self.clients[c].machine;
+        machine.has_handle = true;
+        let action = machine.on_state(&cfg, state, u);
+        self.clients[c].machine = machine;
+        self.client_act(now, c, action);
     }
 
     /// A subscribed client hears of the end at once; a polling one at its next poll.

@@ -94,9 +94,22 @@ pub enum TaskObservation {
     NotFound,
     /// A task still not ended when the simulation stopped.
     RunningAtEnd,
+    /// A task asked for the user's input (it entered waiting_input).
+    InputRequired,
+    /// The user's answer reached a task waiting for input, which went back to work.
+    InputAnswered,
+    /// A push notification of a task's update was sent to its client's webhook.
+    PushSent,
+    /// A push notification never arrived.
+    PushLost,
+    /// A push notification arrived a second time.
+    PushDuplicated,
+    /// A client learned its task's end (or its request for input) from a push notification.
+    PushLearned,
 }
 
-const CALLS: [TaskCall; 5] = [TaskCall::Create, TaskCall::Get, TaskCall::Find, TaskCall::Subscribe, TaskCall::Cancel];
+const CALLS: [TaskCall; 6] =
+    [TaskCall::Create, TaskCall::Get, TaskCall::Find, TaskCall::Subscribe, TaskCall::Cancel, TaskCall::Answer];
 const ENDS: [TaskState; 4] = [TaskState::Succeeded, TaskState::Failed, TaskState::Canceled, TaskState::Rejected];
 
 fn call_index(call: TaskCall) -> usize {
@@ -106,6 +119,7 @@ fn call_index(call: TaskCall) -> usize {
         TaskCall::Find => 2,
         TaskCall::Subscribe => 3,
         TaskCall::Cancel => 4,
+        TaskCall::Answer => 5,
     }
 }
 
@@ -116,12 +130,13 @@ fn call_name(call: TaskCall) -> &'static str {
         TaskCall::Find => "find",
         TaskCall::Subscribe => "subscribe",
         TaskCall::Cancel => "cancel",
+        TaskCall::Answer => "answer",
     }
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct TaskStats {
-    requests: [u64; 5],
+    requests: [u64; 6],
     created: u64,
     duplicates: u64,
     ended: [u64; 4],
@@ -145,6 +160,12 @@ pub struct TaskStats {
     not_found: u64,
     expired: u64,
     running_at_end: u64,
+    input_required: u64,
+    input_answered: u64,
+    push_sent: u64,
+    push_lost: u64,
+    push_duplicated: u64,
+    push_learned: u64,
 }
 
 impl TaskStats {
@@ -203,6 +224,12 @@ impl TaskStats {
             TaskObservation::Deleted => self.deleted += 1,
             TaskObservation::NotFound => self.not_found += 1,
             TaskObservation::RunningAtEnd => self.running_at_end += 1,
+            TaskObservation::InputRequired => self.input_required += 1,
+            TaskObservation::InputAnswered => self.input_answered += 1,
+            TaskObservation::PushSent => self.push_sent += 1,
+            TaskObservation::PushLost => self.push_lost += 1,
+            TaskObservation::PushDuplicated => self.push_duplicated += 1,
+            TaskObservation::PushLearned => self.push_learned += 1,
         }
     }
 
@@ -245,6 +272,12 @@ impl TaskStats {
         m.insert("task_deleted_total".into(), self.deleted as f64);
         m.insert("task_not_found_total".into(), self.not_found as f64);
         m.insert("task_running_at_end_total".into(), self.running_at_end as f64);
+        m.insert("task_input_required_total".into(), self.input_required as f64);
+        m.insert("task_input_answered_total".into(), self.input_answered as f64);
+        m.insert("task_push_sent_total".into(), self.push_sent as f64);
+        m.insert("task_push_lost_total".into(), self.push_lost as f64);
+        m.insert("task_push_duplicate_total".into(), self.push_duplicated as f64);
+        m.insert("task_push_learned_total".into(), self.push_learned as f64);
     }
 }
 

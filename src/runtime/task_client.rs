@@ -23,6 +23,10 @@ crate::named_enum! {
         /// SubscribeToTask: one request, then the task's updates on a stream that an outage
         /// breaks (A2A only; MCP clients poll).
         Subscribe => "subscribe",
+        /// A push notification config sent with the create: the server POSTs each update to
+        /// the client's webhook (A2A only), and the client polls at its poll interval as a
+        /// fallback for a notification that never comes.
+        Push => "push",
     }
 }
 
@@ -33,6 +37,19 @@ crate::named_enum! {
         None => "none",
         Full => "full",
         Equal => "equal",
+    }
+}
+
+crate::named_enum! {
+    /// What the step does when its task asks for input (A2A TASK_STATE_INPUT_REQUIRED, MCP
+    /// `input_required`).
+    pub enum OnInputRequired {
+        /// The step is told at once (INVALID_INPUT, UNAUTHORIZED) and the client lets go of the
+        /// task.
+        GiveUp => "give_up",
+        /// The step keeps waiting (its timeout and deadline still run) while the scripted user
+        /// answers; the client sends the answer and follows the task again.
+        Wait => "wait",
     }
 }
 
@@ -61,8 +78,10 @@ pub struct TaskClientConfig {
     pub poll_multiplier: f64,
     pub poll_max_interval_us: Option<Micros>,
     /// A poll, subscription or lookup refused with a Retry-After (a rate limit's 429) is made
-    /// again no sooner than it says.
+    /// again no sooner than it says (a 503 from a `down` front end that carries one too).
     pub honor_retry_after: bool,
+    /// The longest Retry-After honoured: a longer one is waited this long. None: no cap.
+    pub retry_after_max_us: Option<Micros>,
     pub jitter: Jitter,
     /// The wait after a failed request (a poll, a subscription, a lookup), then multiplied by
     /// `retry_multiplier` after each further failure, up to `retry_max_interval_us`.
@@ -78,6 +97,8 @@ pub struct TaskClientConfig {
     pub return_immediately: bool,
     /// Send CancelTask when the caller stops waiting.
     pub cancel_on_abandon: bool,
+    /// What the step does when its task asks for input.
+    pub on_input_required: OnInputRequired,
     /// The root run's deadline travels with the task; the remote side stops its own calls past it.
     pub propagate_deadline: bool,
     /// How long an orphan is kept on the orphan queue before it is escalated.
@@ -93,6 +114,7 @@ impl Default for TaskClientConfig {
             poll_multiplier: 1.0,
             poll_max_interval_us: None,
             honor_retry_after: true,
+            retry_after_max_us: None,
             jitter: Jitter::None,
             retry_interval_us: 1_000_000,
             retry_multiplier: 1.0,
@@ -101,6 +123,7 @@ impl Default for TaskClientConfig {
             on_send_timeout: OnSendTimeout::Find,
             return_immediately: false,
             cancel_on_abandon: true,
+            on_input_required: OnInputRequired::GiveUp,
             propagate_deadline: false,
             orphan_ttl_us: 3_600_000_000,
         }
@@ -156,6 +179,10 @@ pub fn compile_task_client(
             None => d.poll_max_interval_us,
         },
         honor_retry_after: t.honor_retry_after.unwrap_or(d.honor_retry_after),
+        retry_after_max_us: match t.retry_after_max_ms {
+            Some(v) => Some(duration_ms(source, &path.key("retry_after_max_ms"), v)?),
+            None => d.retry_after_max_us,
+        },
         jitter: parse_named(source, &path.key("jitter"), t.jitter.as_deref(), d.jitter)?,
         retry_interval_us: ms("retry_interval_ms", t.retry_interval_ms, d.retry_interval_us)?,
         retry_multiplier: t.retry_multiplier.unwrap_or(d.retry_multiplier),
@@ -169,6 +196,12 @@ pub fn compile_task_client(
         )?,
         return_immediately: t.return_immediately.unwrap_or(d.return_immediately),
         cancel_on_abandon: t.cancel_on_abandon.unwrap_or(d.cancel_on_abandon),
+        on_input_required: parse_named(
+            source,
+            &path.key("on_input_required"),
+            t.on_input_required.as_deref(),
+            d.on_input_required,
+        )?,
         propagate_deadline: t.propagate_deadline.unwrap_or(d.propagate_deadline),
         orphan_ttl_us: ms("orphan_ttl_ms", t.orphan_ttl_ms, d.orphan_ttl_us)?,
     };
@@ -189,6 +222,9 @@ pub enum ClientPhase {
     Subscribing,
     /// The stream is open: updates arrive without requests.
     Subscribed,
+    /// The task waits for the user's input and the step waits with it: the scripted user's
+    /// answer is due (or never comes), or its request is out.
+    AwaitingInput,
     /// The step was told the task needs the user (input or authorisation); the client still
     /// holds the task until it lets go of it (`abandon`).
     Interrupted,
@@ -213,6 +249,9 @@ pub enum ClientAction {
     Answer(TaskAnswer),
     /// Nothing until the next input (a stream is open, or the client is done).
     Wait,
+    /// The task waits for input: the scripted user is asked, and its answer, if it comes, is
+    /// sent as a `TaskCall::Answer`.
+    AskUser,
 }
 
 /// What a cancel's answer leads to.
@@ -256,6 +295,8 @@ pub struct TaskClient {
     /// otherwise (MCP: tasks/list takes only a cursor, and 2026-07-28 has none) a client told
     /// to find a lost task reports the timeout and the step's retry sends the message again.
     pub can_find: bool,
+    /// The protocol can push a task's updates to a webhook (A2A); otherwise a push client polls.
+    pub can_push: bool,
 }
 
 impl TaskClient {
@@ -269,6 +310,7 @@ impl TaskClient {
             server_poll_us,
             can_subscribe,
             can_find: true,
+            can_push: can_subscribe,
         };
         (client, ClientAction::Request(TaskCall::Create))
     }
@@ -277,7 +319,14 @@ impl TaskClient {
     pub fn for_protocol(server_poll_us: Option<Micros>, protocol: TaskProtocol) -> (TaskClient, ClientAction) {
         let (mut client, first) = TaskClient::new(server_poll_us, protocol.can_subscribe());
         client.can_find = protocol.can_find();
+        client.can_push = protocol.can_push();
         (client, first)
+    }
+
+    /// Whether the client registers a webhook with its create and is told of the task's
+    /// updates by push notifications.
+    pub fn pushed_to(&self, cfg: &TaskClientConfig) -> bool {
+        cfg.observe == Observe::Push && self.can_push
     }
 
     /// Whether the step still waits for this client's answer.
@@ -287,7 +336,8 @@ impl TaskClient {
             | ClientPhase::Finding
             | ClientPhase::Polling
             | ClientPhase::Subscribing
-            | ClientPhase::Subscribed => true,
+            | ClientPhase::Subscribed
+            | ClientPhase::AwaitingInput => true,
             ClientPhase::Interrupted
             | ClientPhase::CancelRequested
             | ClientPhase::CancelChecking
@@ -324,7 +374,7 @@ impl TaskClient {
                 self.phase = ClientPhase::Subscribing;
                 ClientAction::Request(TaskCall::Subscribe)
             }
-            Observe::Poll | Observe::Subscribe => {
+            Observe::Poll | Observe::Subscribe | Observe::Push => {
                 self.phase = ClientPhase::Polling;
                 ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u))
             }
@@ -363,16 +413,24 @@ impl TaskClient {
             TaskState::Succeeded | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
                 self.answer(TaskAnswer::Ended(state))
             }
-            TaskState::Waiting(WaitFor::Input | WaitFor::Auth) => {
-                self.phase = ClientPhase::Interrupted;
-                ClientAction::Answer(TaskAnswer::Ended(state))
-            }
+            TaskState::Waiting(WaitFor::Input | WaitFor::Auth) => match cfg.on_input_required {
+                OnInputRequired::GiveUp => {
+                    self.phase = ClientPhase::Interrupted;
+                    ClientAction::Answer(TaskAnswer::Ended(state))
+                }
+                OnInputRequired::Wait => {
+                    self.phase = ClientPhase::AwaitingInput;
+                    ClientAction::AskUser
+                }
+            },
             TaskState::Pending | TaskState::Running => match self.phase {
                 ClientPhase::Polling => ClientAction::RequestAfter(TaskCall::Get, self.poll_wait(cfg, u)),
                 ClientPhase::Subscribing | ClientPhase::Subscribed => {
                     self.phase = ClientPhase::Subscribed;
                     ClientAction::Wait
                 }
+                // The answer's reply showed the task back at work: follow it as after the handle.
+                ClientPhase::AwaitingInput => self.on_handle(cfg, u),
                 ClientPhase::Creating
                 | ClientPhase::Finding
                 | ClientPhase::Interrupted
@@ -401,6 +459,16 @@ impl TaskClient {
         ClientAction::Request(TaskCall::Get)
     }
 
+    /// The answer the client sent was refused because the task had ended (A2A
+    /// UnsupportedOperationError): the client reads the task with a get at once.
+    pub fn on_answer_refused(&mut self) -> ClientAction {
+        self.assert_waits("a refused answer");
+        debug_assert_eq!(self.phase, ClientPhase::AwaitingInput, "only an answer is refused so");
+        self.failures = 0;
+        self.phase = ClientPhase::Polling;
+        ClientAction::Request(TaskCall::Get)
+    }
+
     /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause,
     /// no shorter than the refusal's `retry_after_us` when the client honours it.
     pub fn on_request_failed(
@@ -418,6 +486,7 @@ impl TaskClient {
                 TaskCall::Subscribe
             }
             ClientPhase::Finding => TaskCall::Find,
+            ClientPhase::AwaitingInput => TaskCall::Answer,
             ClientPhase::Creating
             | ClientPhase::Interrupted
             | ClientPhase::CancelRequested
@@ -426,7 +495,8 @@ impl TaskClient {
             | ClientPhase::Done => unreachable!("create failures and cancels have their own inputs"),
         };
         let wait = self.retry_wait(cfg, u);
-        let floor = retry_after_us.filter(|_| cfg.honor_retry_after).unwrap_or(0);
+        let cap = cfg.retry_after_max_us.unwrap_or(Micros::MAX);
+        let floor = retry_after_us.filter(|_| cfg.honor_retry_after).map_or(0, |r| r.min(cap));
         ClientAction::RequestAfter(call, wait.max(floor))
     }
 
@@ -624,6 +694,31 @@ mod tests {
     }
 
     #[test]
+    fn a_client_that_waits_for_input_asks_the_user_and_follows_the_task_again_after_the_answer() {
+        let cfg = TaskClientConfig { on_input_required: OnInputRequired::Wait, ..poller() };
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        assert_eq!(c.on_state(&cfg, TaskState::Waiting(WaitFor::Input), 0.0), ClientAction::AskUser);
+        assert_eq!(c.phase, ClientPhase::AwaitingInput);
+        assert!(c.waits(), "the step still waits, its timeout running");
+        // The answer failed: sent again after the retry pause.
+        assert_eq!(c.on_request_failed(&cfg, 0.0, None), ClientAction::RequestAfter(TaskCall::Answer, 1_000_000));
+        // Its reply shows the task back at work: polled again.
+        assert_eq!(c.on_state(&cfg, TaskState::Running, 0.0), ClientAction::RequestAfter(TaskCall::Get, 1_000_000));
+        assert_eq!(c.phase, ClientPhase::Polling);
+        // A2A refused it (the task had ended): a get follows.
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.on_state(&cfg, TaskState::Waiting(WaitFor::Auth), 0.0);
+        assert_eq!(c.on_answer_refused(), ClientAction::Request(TaskCall::Get));
+        // The step stops waiting meanwhile: the task is cancelled.
+        let (mut c, _) = TaskClient::new(None, true);
+        c.on_handle(&cfg, 0.0);
+        c.on_state(&cfg, TaskState::Waiting(WaitFor::Input), 0.0);
+        assert_eq!(c.abandon(&cfg), ClientAction::Request(TaskCall::Cancel));
+    }
+
+    #[test]
     fn failed_requests_back_off_geometrically_to_the_cap() {
         let cfg = TaskClientConfig {
             retry_interval_us: 1_000,
@@ -694,6 +789,11 @@ mod tests {
             c.on_request_failed(&deaf, 0.0, Some(7_000_000)),
             ClientAction::RequestAfter(TaskCall::Get, 1_000_000)
         );
+        let capped = TaskClientConfig { retry_after_max_us: Some(5_000_000), ..cfg };
+        assert_eq!(
+            c.on_request_failed(&capped, 0.0, Some(7_000_000)),
+            ClientAction::RequestAfter(TaskCall::Get, 5_000_000)
+        );
         let sub = TaskClientConfig { observe: Observe::Subscribe, ..cfg };
         let (mut c, _) = TaskClient::new(None, true);
         c.on_handle(&sub, 0.0);
@@ -701,6 +801,18 @@ mod tests {
             c.on_request_failed(&sub, 0.0, Some(7_000_000)),
             ClientAction::RequestAfter(TaskCall::Subscribe, 7_000_000)
         );
+    }
+
+    #[test]
+    fn a_push_client_polls_as_its_fallback_and_only_a2a_pushes() {
+        let cfg = TaskClientConfig { observe: Observe::Push, poll_interval_us: 30_000_000, ..poller() };
+        let (mut c, _) = TaskClient::for_protocol(None, TaskProtocol::A2a);
+        assert!(c.pushed_to(&cfg) && !c.pushed_to(&poller()));
+        assert_eq!(c.on_handle(&cfg, 0.0), ClientAction::RequestAfter(TaskCall::Get, 30_000_000));
+        for protocol in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+            let (c, _) = TaskClient::for_protocol(None, protocol);
+            assert!(!c.pushed_to(&cfg), "{protocol:?}");
+        }
     }
 
     #[test]

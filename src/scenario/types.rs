@@ -364,6 +364,25 @@ pub struct TaskSpec {
     /// with the same message id.
     #[serde(default)]
     pub on_repeated_message: Option<String>,
+    /// The share of tasks that ask for the user's input once, before their work (default 0).
+    #[serde(default)]
+    pub input_required_ratio: Option<f64>,
+    /// The scripted user's time to answer, from the moment its client learns of the request;
+    /// none: the user never answers.
+    #[serde(default)]
+    pub input_answer_time: Option<ServiceTime>,
+    /// The share of input requests the scripted user never answers (default 0).
+    #[serde(default)]
+    pub input_unanswered_ratio: Option<f64>,
+    /// A push notification's time from the task's update to the client's webhook (default 0).
+    #[serde(default)]
+    pub push_delivery_time: Option<ServiceTime>,
+    /// The share of push notifications that never arrive (default 0).
+    #[serde(default)]
+    pub push_lost_ratio: Option<f64>,
+    /// The share of delivered push notifications delivered a second time (default 0).
+    #[serde(default)]
+    pub push_duplicate_ratio: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -554,6 +573,9 @@ pub struct Fault {
     /// capacity: the number of servers during the window.
     #[serde(default)]
     pub servers: Option<u32>,
+    /// down: the Retry-After its 503 carries (none: the connection is refused).
+    #[serde(default)]
+    pub retry_after_ms: Option<f64>,
     /// rate_limit: the quota during the window.
     #[serde(default)]
     pub per_s: Option<f64>,
@@ -978,6 +1000,9 @@ pub struct TaskClientSpec {
     /// Wait at least a refusal's Retry-After before the request is made again (default true).
     #[serde(default)]
     pub honor_retry_after: Option<bool>,
+    /// The longest Retry-After honoured (default none: no cap).
+    #[serde(default)]
+    pub retry_after_max_ms: Option<f64>,
     /// none (default), full or equal: randomises every wait.
     #[serde(default)]
     pub jitter: Option<String>,
@@ -1002,6 +1027,9 @@ pub struct TaskClientSpec {
     /// Send a cancel when the caller stops waiting (default true).
     #[serde(default)]
     pub cancel_on_abandon: Option<bool>,
+    /// give_up (default) or wait: what the step does when its task asks for input.
+    #[serde(default)]
+    pub on_input_required: Option<String>,
     /// Pass the root run's deadline with the task (default false).
     #[serde(default)]
     pub propagate_deadline: Option<bool>,

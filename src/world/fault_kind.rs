@@ -45,9 +45,9 @@ impl FaultKind {
     pub fn allowed_fields(self) -> &'static [&'static str] {
         match self {
             FaultKind::Latency => &["service_time", "factor", "latency_ms", "jitter_ms", "toxicity"],
+            FaultKind::Down => &["toxicity", "retry_after_ms"],
             FaultKind::Timeout
             | FaultKind::LostResponse
-            | FaultKind::Down
             | FaultKind::StuckTask
             | FaultKind::InputRequired
             | FaultKind::IgnoredCancel

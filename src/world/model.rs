@@ -111,8 +111,11 @@ pub enum FaultEffect {
     Capacity {
         servers: u32,
     },
-    /// Every attempt fails fast with TRANSIENT_TRANSPORT (connection refused).
-    Down,
+    /// Every attempt fails fast with TRANSIENT_TRANSPORT (connection refused), or, with a
+    /// Retry-After, as an HTTP 503 that carries it.
+    Down {
+        retry_after_us: Option<Micros>,
+    },
     RateLimit {
         per_s: f64,
         burst: f64,
@@ -442,7 +445,20 @@ fn compile_task(
         );
         return Err(c.err(&answer_path, message));
     }
+    let input_answer =
+        t.input_answer_time.as_ref().map(|d| c.distribution(&path.key("input_answer_time"), d)).transpose()?;
+    let push_delivery =
+        t.push_delivery_time.as_ref().map(|d| c.distribution(&path.key("push_delivery_time"), d)).transpose()?;
     Ok(TaskModel {
+        push_delivery,
+        push_lost_ratio: c.probability(&path.key("push_lost_ratio"), t.push_lost_ratio.unwrap_or(0.0))?,
+        push_duplicate_ratio: c
+            .probability(&path.key("push_duplicate_ratio"), t.push_duplicate_ratio.unwrap_or(0.0))?,
+        input_required_ratio: c
+            .probability(&path.key("input_required_ratio"), t.input_required_ratio.unwrap_or(0.0))?,
+        input_unanswered_ratio: c
+            .probability(&path.key("input_unanswered_ratio"), t.input_unanswered_ratio.unwrap_or(0.0))?,
+        input_answer,
         protocol,
         repeated_message,
         on_ttl,
@@ -676,7 +692,7 @@ fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) ->
 }
 
 fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<(), ScenarioError> {
-    let present: [(&str, bool); 9] = [
+    let present: [(&str, bool); 10] = [
         ("service_time", f.service_time.is_some()),
         ("factor", f.factor.is_some()),
         ("latency_ms", f.latency_ms.is_some()),
@@ -686,6 +702,7 @@ fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind)
         ("per_s", f.per_s.is_some()),
         ("burst", f.burst.is_some()),
         ("toxicity", f.toxicity.is_some()),
+        ("retry_after_ms", f.retry_after_ms.is_some()),
     ];
     let allowed = kind.allowed_fields();
     match present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
@@ -718,7 +735,12 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
         FaultKind::LateCancel => FaultEffect::LateCancel { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LateResult => FaultEffect::LateResult { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LostResponse => FaultEffect::LostResponse,
-        FaultKind::Down => FaultEffect::Down,
+        FaultKind::Down => FaultEffect::Down {
+            retry_after_us: f
+                .retry_after_ms
+                .map(|v| c.positive(&path.key("retry_after_ms"), v).map(ms_to_us))
+                .transpose()?,
+        },
         FaultKind::Errors => {
             let mix = f
                 .errors

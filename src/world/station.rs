@@ -23,8 +23,10 @@ pub enum Admission {
     RateLimited {
         retry_after_us: Micros,
     },
-    /// A `down` fault: the connection is refused at once.
-    Down,
+    /// A `down` fault: the connection is refused at once (a 503 with its Retry-After, if any).
+    Down {
+        retry_after_us: Option<Micros>,
+    },
     /// A token-shaped call needs more tokens than a quota bucket ever holds: invalid at once.
     LargerThanQuota,
 }
@@ -161,12 +163,14 @@ impl Station {
                 continue;
             }
             match fault.effect {
-                FaultEffect::Down if draws.get(Draw::Down) < fault.toxicity => return Admission::Down,
+                FaultEffect::Down { retry_after_us } if draws.get(Draw::Down) < fault.toxicity => {
+                    return Admission::Down { retry_after_us };
+                }
                 FaultEffect::RateLimit { per_s, burst } => {
                     let retry_after_us = limit.map(|l| l.2).unwrap_or(1_000_000);
                     limit = Some((per_s, burst, retry_after_us));
                 }
-                FaultEffect::Down
+                FaultEffect::Down { .. }
                 | FaultEffect::Latency { .. }
                 | FaultEffect::Hang
                 | FaultEffect::Errors(_)
@@ -314,7 +318,7 @@ pub fn attempt_conditions(
             | FaultEffect::LostResponse
             | FaultEffect::Errors(_)
             | FaultEffect::Capacity { .. }
-            | FaultEffect::Down
+            | FaultEffect::Down { .. }
             | FaultEffect::RateLimit { .. }
             | FaultEffect::StuckTask
             | FaultEffect::InputRequired

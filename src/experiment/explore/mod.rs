@@ -92,6 +92,7 @@ fn fault(kind: FaultKind, target: &str, start_s: f64, duration_s: f64) -> Fault 
         servers: None,
         per_s: None,
         burst: None,
+        retry_after_ms: None,
     }
 }
 

@@ -9,8 +9,8 @@ pub mod protocol;
 
 pub use lifecycle::{IllegalTransition, Lifecycle, TaskEvent, TaskState, WaitFor, next_state};
 pub use protocol::{
-    CancelAnswer, CancelHandling, IgnoredCancelAnswer, MCP_ALIAS, ProtocolError, RepeatedMessage, TaskCall,
-    TaskProtocol, WorkOnCancel,
+    AnswerReply, CancelAnswer, CancelHandling, IgnoredCancelAnswer, MCP_ALIAS, ProtocolError, RepeatedMessage,
+    TaskCall, TaskProtocol, WorkOnCancel,
 };
 
 use crate::sim::Micros;
@@ -55,7 +55,7 @@ crate::named_enum! {
 }
 
 /// An asynchronous dependency's task side, compiled.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct TaskModel {
     pub protocol: TaskProtocol,
     /// The dependency that does the work.
@@ -75,6 +75,18 @@ pub struct TaskModel {
     /// What an A2A server answers a cancel whose work goes on (the agent ignores it or stops
     /// later).
     pub ignored_cancel_answer: IgnoredCancelAnswer,
+    /// The share of tasks that ask for the user's input once, before their work.
+    pub input_required_ratio: f64,
+    /// The scripted user who answers a task's request for input: how long it takes from the
+    /// moment its client learns of the request (None: it never answers), and the share of
+    /// requests it never answers.
+    pub input_answer: Option<crate::world::Distribution>,
+    pub input_unanswered_ratio: f64,
+    /// A push notification's delivery: its delay (None: none), the share lost, and the share
+    /// of delivered ones delivered twice.
+    pub push_delivery: Option<crate::world::Distribution>,
+    pub push_lost_ratio: f64,
+    pub push_duplicate_ratio: f64,
 }
 
 /// What the client learned of its task from its cancel (the essay's four branches, and the

@@ -112,6 +112,19 @@ pub enum TaskCall {
     Subscribe,
     /// Asks it to stop (A2A CancelTask, MCP tasks/cancel).
     Cancel,
+    /// Carries the user's answer to a task waiting for input (A2A SendMessage with the task's
+    /// id and context id; MCP 2025-11-25 tasks/result, on whose stream the server's
+    /// elicitation/create is answered; MCP 2026-07-28 tasks/get with inputResponses).
+    Answer,
+}
+
+/// What a server answers the user's answer to a task with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerReply {
+    /// The task was waiting for input and goes back to work.
+    pub resumed: bool,
+    /// The state the reply shows the client.
+    pub shows: TaskState,
 }
 
 impl TaskProtocol {
@@ -156,7 +169,7 @@ impl TaskProtocol {
     /// Whether the protocol has this call.
     pub const fn has(self, call: TaskCall) -> bool {
         match call {
-            TaskCall::Create | TaskCall::Get | TaskCall::Cancel => true,
+            TaskCall::Create | TaskCall::Get | TaskCall::Cancel | TaskCall::Answer => true,
             TaskCall::Find | TaskCall::Subscribe => !self.is_mcp(),
         }
     }
@@ -171,9 +184,16 @@ impl TaskProtocol {
                 TaskCall::Find => "ListTasks",
                 TaskCall::Subscribe => "SubscribeToTask",
                 TaskCall::Cancel => "CancelTask",
+                // A follow-up message on the same task ("the client continues the interaction
+                // by sending a new message with the same taskId and contextId").
+                TaskCall::Answer => "SendMessage",
             },
+            // "When the requestor encounters the input_required status, it SHOULD preemptively
+            // call tasks/result"; the 2026-07-28 draft carries inputResponses on tasks/get.
+            TaskProtocol::Mcp20251125 if matches!(call, TaskCall::Answer) => "tasks/result",
             TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => match call {
                 TaskCall::Create => "tools/call",
+                TaskCall::Answer => "tasks/get",
                 TaskCall::Get | TaskCall::Subscribe => "tasks/get",
                 // 2025-11-25's tasks/list takes only a cursor (no lookup by request id), and
                 // 2026-07-28 has none: an MCP client never looks a task up (`can_find`), it
@@ -187,6 +207,13 @@ impl TaskProtocol {
     /// Whether the protocol can stream a task's updates (MCP clients poll).
     pub const fn can_subscribe(self) -> bool {
         self.has(TaskCall::Subscribe)
+    }
+
+    /// Whether the server can POST a task's updates to a webhook the client registers with its
+    /// send (A2A push notifications). MCP's `notifications/tasks/status` rides the session and
+    /// "requestors MUST NOT rely on" it: an MCP client polls.
+    pub const fn can_push(self) -> bool {
+        !self.is_mcp()
     }
 
     /// Whether a client can find a task it lost the handle of by a tag of its own.
@@ -243,9 +270,12 @@ impl TaskProtocol {
     /// deleted after its ttl): TaskNotFound (A2A -32001, MCP -32602).
     pub const fn unknown_task(self, call: TaskCall) -> ProtocolError {
         match call {
-            TaskCall::Get | TaskCall::Cancel | TaskCall::Subscribe | TaskCall::Find | TaskCall::Create => {
-                ProtocolError::TaskNotFound
-            }
+            TaskCall::Get
+            | TaskCall::Cancel
+            | TaskCall::Subscribe
+            | TaskCall::Find
+            | TaskCall::Create
+            | TaskCall::Answer => ProtocolError::TaskNotFound,
         }
     }
 
@@ -303,6 +333,24 @@ impl TaskProtocol {
         }
     }
 
+    /// How the server answers the user's answer to a task in `state`. A task waiting for input
+    /// goes back to work (A2A: "the client continues the interaction by sending a new message
+    /// with the same taskId"; MCP: "when the receiver receives all required input, the task
+    /// SHOULD transition out of input_required status (typically back to working)"), and the
+    /// reply shows it working. A2A refuses a message to a task in a terminal state
+    /// (UnsupportedOperationError); MCP 2025-11-25's tasks/result of an ended task returns its
+    /// final result, and 2026-07-28's tasks/get shows it ended. A live task that waits for
+    /// nothing takes the message and goes on as it was.
+    pub const fn answer(self, state: TaskState) -> Result<AnswerReply, ProtocolError> {
+        match (self, state) {
+            (_, TaskState::Waiting(_)) => Ok(AnswerReply { resumed: true, shows: TaskState::Running }),
+            (TaskProtocol::A2a, s) if s.is_terminal() => Err(ProtocolError::UnsupportedOperation),
+            (TaskProtocol::A2a | TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728, s) => {
+                Ok(AnswerReply { resumed: false, shows: s })
+            }
+        }
+    }
+
     /// How the server answers a subscription to a task in `state`: A2A refuses an ended task
     /// (UnsupportedOperationError); otherwise the stream opens with the task's state.
     pub const fn subscribe(self, state: TaskState) -> Result<TaskState, ProtocolError> {
@@ -313,7 +361,7 @@ impl TaskProtocol {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::task::lifecycle::TaskState;
+    use crate::world::task::lifecycle::{TaskEvent, TaskState, next_state};
 
     const ALL: [TaskState; 8] = [
         TaskState::Pending,
@@ -500,12 +548,52 @@ mod tests {
     #[test]
     fn each_call_has_its_specifications_method_name() {
         let names = |p: TaskProtocol| {
-            [TaskCall::Create, TaskCall::Get, TaskCall::Find, TaskCall::Subscribe, TaskCall::Cancel]
+            [TaskCall::Create, TaskCall::Get, TaskCall::Find, TaskCall::Subscribe, TaskCall::Cancel, TaskCall::Answer]
                 .map(|c| p.call_name(c))
         };
-        assert_eq!(names(TaskProtocol::A2a), ["SendMessage", "GetTask", "ListTasks", "SubscribeToTask", "CancelTask"]);
-        for p in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
-            assert_eq!(names(p), ["tools/call", "tasks/get", "tasks/list", "tasks/get", "tasks/cancel"], "{p:?}");
+        assert_eq!(
+            names(TaskProtocol::A2a),
+            ["SendMessage", "GetTask", "ListTasks", "SubscribeToTask", "CancelTask", "SendMessage"]
+        );
+        assert_eq!(
+            names(TaskProtocol::Mcp20251125),
+            ["tools/call", "tasks/get", "tasks/list", "tasks/get", "tasks/cancel", "tasks/result"]
+        );
+        assert_eq!(
+            names(TaskProtocol::Mcp20260728),
+            ["tools/call", "tasks/get", "tasks/list", "tasks/get", "tasks/cancel", "tasks/get"]
+        );
+    }
+
+    #[test]
+    fn an_answer_resumes_a_waiting_task_and_a2a_refuses_one_to_an_ended_task() {
+        // MCP: "From input_required: may move to working, completed, failed, or cancelled";
+        // A2A: a message to a task in a terminal state is UnsupportedOperationError.
+        for p in TaskProtocol::ALL {
+            for w in [WaitFor::Input, WaitFor::Auth] {
+                assert_eq!(
+                    p.answer(TaskState::Waiting(w)),
+                    Ok(AnswerReply { resumed: true, shows: TaskState::Running }),
+                    "{p:?}"
+                );
+            }
+            for s in [TaskState::Pending, TaskState::Running] {
+                assert_eq!(p.answer(s), Ok(AnswerReply { resumed: false, shows: s }), "{p:?} {s:?}");
+            }
+            assert!(p.has(TaskCall::Answer));
+        }
+        for s in ENDED {
+            assert_eq!(TaskProtocol::A2a.answer(s), Err(ProtocolError::UnsupportedOperation));
+            for p in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
+                assert_eq!(p.answer(s), Ok(AnswerReply { resumed: false, shows: s }), "{p:?} {s:?}");
+            }
+        }
+        // The lifecycle agrees: waiting resumes to running, and an ended task never resumes.
+        for w in [WaitFor::Input, WaitFor::Auth] {
+            assert_eq!(next_state(TaskState::Waiting(w), TaskEvent::Resume), Ok(TaskState::Running));
+        }
+        for s in ENDED {
+            assert!(next_state(s, TaskEvent::Resume).is_err());
         }
     }
 
