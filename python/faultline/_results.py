@@ -151,8 +151,8 @@ class SweepResult:
         finished, points: grid points finished, of all (fewer only when interrupted).
         interrupted: Ctrl-C stopped it; the tables hold the finished points, in grid order.
 
-    >>> s = faultline.sweep("scenarios/mmc.toml", params={"dependency.server.servers": [10, 12]})  # doctest: +SKIP
-    >>> s.table.plot(x="dependency.server.servers", y="run_latency_ms.p95")  # doctest: +SKIP
+    >>> s = faultline.sweep("scenarios/mmc.toml", params={"dependency.station.servers": [10, 12]})  # doctest: +SKIP
+    >>> s.table.plot(x="dependency.station.servers", y="run_latency_ms.p95")  # doctest: +SKIP
     """
 
     def __init__(self, native: Dict[str, Any], out: Optional[str] = None) -> None:
