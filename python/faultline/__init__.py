@@ -39,6 +39,7 @@ from ._errors import (
     Interrupted,
     OutputError,
     ScenarioError,
+    ScenarioFileNotFound,
 )
 from ._options import Overrides, Progress, Scenario
 from ._results import (
@@ -72,12 +73,19 @@ __all__ = [
     "CalibrateResult",
     "FaultlineError",
     "ScenarioError",
+    "ScenarioFileNotFound",
     "InputError",
     "OutputError",
     "InternalError",
     "Interrupted",
     "GateFailed",
 ]
+
+# Tracebacks and pytest's summary name them as users import them: faultline.ScenarioError.
+for _exception in (FaultlineError, ScenarioError, ScenarioFileNotFound, InputError, OutputError, InternalError,
+                   Interrupted, GateFailed):
+    _exception.__module__ = "faultline"
+del _exception
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -194,6 +194,12 @@ def error(e: BaseException) -> FaultlineError:
         # A missing scenario file is also a FileNotFoundError (an OSError), as Python's own
         # open() raises; it stays a ScenarioError (the command line's exit 2).
         return ScenarioFileNotFound(message, file=file, line=line, column=column, argument=argument, field=field)
+    if kind == "scenario" and file == "<dict>" and line is not None:
+        # A dict has no lines: the position is in the package's own json.dumps text.
+        prefix = f"<dict>:{line}:{column}: " if column is not None else f"<dict>:{line}: "
+        if message.startswith(prefix):
+            message = "<dict>: " + message[len(prefix):]
+        line = column = None
     if kind == "scenario":
         return ScenarioError(message, file=file, line=line, column=column, argument=argument, field=field)
     if kind == "io":

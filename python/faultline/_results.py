@@ -173,7 +173,12 @@ class SweepResult:
                     if os.path.exists(full):
                         with open(full, "rb") as f:
                             self.files[name] = f.read()
-            self.points = self.finished = len(self.document["rows"]) if "sweep.json" in self.files else 0
+            # Grid points, not rows: a row per point and policy.
+            self.points = self.finished = (
+                len({json.dumps(row["params"], sort_keys=True) for row in self.document["rows"]})
+                if "sweep.json" in self.files
+                else 0
+            )
 
     @cached_property
     def table(self) -> Any:

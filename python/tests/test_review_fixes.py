@@ -94,3 +94,25 @@ def test_a_missing_scenario_file_is_a_file_not_found_error(tmp_path: Path) -> No
     assert caught.value.file == str(tmp_path / "nope.toml")
     with pytest.raises(FileNotFoundError):
         faultline.validate(str(tmp_path / "nope.toml"))
+
+
+def test_a_dict_scenario_s_error_has_no_line_or_column() -> None:
+    with pytest.raises(faultline.ScenarioError) as caught:
+        faultline.validate({"simulation": {"duration_s": "x"}})
+    e = caught.value
+    assert (e.file, e.line, e.column, e.field) == ("<dict>", None, None, "simulation.duration_s")
+    assert str(e).startswith("<dict>: simulation.duration_s: invalid type")
+
+
+def test_exceptions_are_named_from_the_package() -> None:
+    for name in ("ScenarioError", "InputError", "OutputError", "InternalError", "Interrupted", "GateFailed",
+                 "FaultlineError", "ScenarioFileNotFound"):
+        assert getattr(faultline, name).__module__ == "faultline"
+
+
+def test_a_written_sweep_counts_grid_points_not_rows(tmp_path: Path) -> None:
+    grid = {"policy.resilient.budget.retry_tokens": [0, 1, 2]}
+    memory = faultline.sweep(INCIDENT, grid, replications=1, progress=False)
+    written = faultline.sweep(INCIDENT, grid, replications=1, out=tmp_path / "o", progress=False)
+    assert len(written.table) == 6  # 3 points x 2 policies
+    assert (written.finished, written.points) == (memory.finished, memory.points) == (3, 3)
