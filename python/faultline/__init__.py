@@ -39,6 +39,7 @@ from ._errors import (
     Interrupted,
     OutputError,
     ScenarioError,
+    ScenarioFileNotFound,
 )
 from ._options import Overrides, Progress, Scenario
 from ._results import (
@@ -72,12 +73,19 @@ __all__ = [
     "CalibrateResult",
     "FaultlineError",
     "ScenarioError",
+    "ScenarioFileNotFound",
     "InputError",
     "OutputError",
     "InternalError",
     "Interrupted",
     "GateFailed",
 ]
+
+# Tracebacks and pytest's summary name them as users import them: faultline.ScenarioError.
+for _exception in (FaultlineError, ScenarioError, ScenarioFileNotFound, InputError, OutputError, InternalError,
+                   Interrupted, GateFailed):
+    _exception.__module__ = "faultline"
+del _exception
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -123,13 +131,13 @@ def run(
     """
     options = {
         "scenario": o.scenario_arg(scenario),
-        "policies": o.names(policies),
-        "seed": seed,
-        "replications": replications,
+        "policies": o.names(policies, "policies"),
+        "seed": o.integer("seed", seed, maximum=o.U64),
+        "replications": o.integer("replications", replications, maximum=o.U32),
         "sets": o.sets(overrides),
-        "jobs": jobs,
-        "replication": replication,
-        "traces": traces,
+        "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
+        "replication": o.integer("replication", replication, maximum=o.U32),
+        "traces": o.integer("traces", traces, maximum=o.U32),
         "out": o.path(out),
     }
     return RunResult(o.call(_native.run, options, progress, "run"))
@@ -180,18 +188,24 @@ def sweep(
     ...     {"policy.resilient.budget.retry_tokens": [0, 1, 2, 4]}, policies="resilient")
     >>> s.table.plot(x="policy.resilient.budget.retry_tokens", y="cost_per_success")  # doctest: +SKIP
     """
+    # Without an output folder nothing is written (the command line's default folder would be
+    # ./results): a resumed sweep or a shard exists only as files.
+    if resume and out is None:
+        raise InputError("resume=True needs out=, the folder of the killed sweep to continue")
+    if shard is not None and out is None:
+        raise InputError("shard= needs out=, the folder the shard's file is written into")
     options = {
         "scenario": o.scenario_arg(scenario),
         "params": o.params(params),
-        "policies": o.names(policies),
-        "seed": seed,
-        "replications": replications,
+        "policies": o.names(policies, "policies"),
+        "seed": o.integer("seed", seed, maximum=o.U64),
+        "replications": o.integer("replications", replications, maximum=o.U32),
         "sets": o.sets(overrides),
-        "jobs": jobs,
+        "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
         "out": o.path(out),
         "resume": resume,
         "shard": shard,
-        "metrics": list(metrics or []),
+        "metrics": o.names(metrics, "metrics"),
         "grid": grid,
     }
     result = SweepResult(o.call(_native.sweep_points, options, progress, "sweep"), o.path(out))
@@ -257,12 +271,12 @@ def gate(
         "baseline": baseline,
         "baseline_scenario": o.path(baseline_scenario),
         "thresholds_only": thresholds_only,
-        "seed": seed,
-        "replications": replications,
+        "seed": o.integer("seed", seed, maximum=o.U64),
+        "replications": o.integer("replications", replications, maximum=o.U32),
         "sets": o.sets(overrides),
         "candidate_sets": o.sets(candidate_overrides, "candidate_overrides"),
         "baseline_sets": o.sets(baseline_overrides, "baseline_overrides"),
-        "jobs": jobs,
+        "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
         "junit": o.path(junit),
         "front": o.path(front),
         "front_tolerance": float(front_tolerance),
@@ -343,17 +357,17 @@ def tune(
             "scenario": o.scenario_arg(scenario),
             "policy": policy,
             "space": space_args,
-            "objectives": list(objectives),
-            "budget": budget,
-            "candidates": candidates,
-            "initial_replications": initial_replications,
-            "seed": seed,
-            "replications": replications,
+            "objectives": o.names(objectives, "objectives"),
+            "budget": o.integer("budget", budget, maximum=o.U64),
+            "candidates": o.integer("candidates", candidates, maximum=o.U64),
+            "initial_replications": o.integer("initial_replications", initial_replications, maximum=o.U32),
+            "seed": o.integer("seed", seed, maximum=o.U64),
+            "replications": o.integer("replications", replications, maximum=o.U32),
             "sets": o.sets(overrides),
-            "jobs": jobs,
+            "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
             "out": folder,
             "resume": resume,
-            "generations": generations,
+            "generations": o.integer("generations", generations, maximum=o.U32),
         }
         text = o.call(_native.tune_policy, options, progress, "tune")
         return TuneResult(text, _folder_files(folder), o.path(out))
@@ -403,14 +417,14 @@ def explore(
         options = {
             "scenario": o.scenario_arg(scenario),
             "policy": policy,
-            "schedules": schedules,
-            "seed": seed,
-            "max_faults": max_faults,
-            "kinds": list(kinds or []),
+            "schedules": o.integer("schedules", schedules, maximum=o.U32),
+            "seed": o.integer("seed", seed, maximum=o.U64),
+            "max_faults": o.integer("max_faults", max_faults, maximum=o.U64),
+            "kinds": o.names(kinds, "kinds"),
             "keep_faults": keep_faults,
             "sets": o.sets(overrides),
-            "replications": replications,
-            "jobs": jobs,
+            "replications": o.integer("replications", replications, maximum=o.U32),
+            "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
             "out": folder,
         }
         native = o.call(_native.explore_schedules, options, progress, "explore")
@@ -459,12 +473,12 @@ def replay(
     options = {
         "scenario": o.scenario_arg(scenario),
         "policy": policy,
-        "replication": replication,
-        "replication_seed": replication_seed,
-        "run": run,
+        "replication": o.integer("replication", replication, maximum=o.U32),
+        "replication_seed": o.integer("replication_seed", replication_seed, maximum=o.U64),
+        "run": o.integer("run", run, maximum=o.U64),
         "first": first,
         "refused_by": refused_by,
-        "seed": seed,
+        "seed": o.integer("seed", seed, maximum=o.U64),
         "sets": o.sets(overrides),
         "out": o.path(out),
     }

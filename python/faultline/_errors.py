@@ -46,6 +46,21 @@ class ScenarioError(FaultlineError, ValueError):
         self.field = field
 
 
+class ScenarioFileNotFound(ScenarioError, FileNotFoundError):
+    """A scenario file that does not exist: a :class:`ScenarioError` (``file`` names it) and
+    a ``FileNotFoundError``, so ``except OSError`` catches it as it catches ``open()``'s."""
+
+    def __init__(self, message: str, **where: Any) -> None:
+        super().__init__(message, **where)
+        self.errno = 2
+        self.filename = where.get("file")
+        self.strerror = "No such file or directory"
+
+    def __str__(self) -> str:
+        # What the command line prints, not OSError's "[Errno 2] ...".
+        return self.message
+
+
 class InputError(FaultlineError, ValueError):
     """Invalid input that is not located in a file: an option, a policy name, a bad grid."""
 

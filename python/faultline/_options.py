@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+import operator
 import os
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Union
 
@@ -18,6 +20,7 @@ from ._errors import (
     InternalError,
     OutputError,
     ScenarioError,
+    ScenarioFileNotFound,
 )
 
 #: A scenario: a path to a .toml or .json file, TOML text (a string with a newline), or a dict
@@ -45,21 +48,61 @@ def scenario_arg(scenario: Scenario) -> Dict[str, Any]:
     )
 
 
+def plain(value: Any) -> Any:
+    """A NumPy scalar as the Python number it holds (``np.float64``, ``np.int64``,
+    ``np.bool_``); anything else as it is. NumPy is never imported: its scalars are known by
+    their module and their ``item()``."""
+    if type(value).__module__ == "numpy" and callable(getattr(value, "item", None)):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            return value
+    return value
+
+
 def value_text(value: Any) -> str:
     """A Python value as the command line writes it after ``path=``."""
+    value = plain(value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
+    if isinstance(value, numbers.Integral):
+        return str(operator.index(value))
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isnan(number):
             return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, (int, str)):
-        return str(value)
+        if math.isinf(number):
+            return "inf" if number > 0 else "-inf"
+        # float's own repr: a float subclass (np.float64 under NumPy 2) spells itself
+        # `np.float64(50.0)`.
+        return float.__repr__(number)
+    if isinstance(value, str):
+        return value
     raise TypeError(
         f"an override's value is a bool, int, float or str, not {type(value).__name__}"
     )
+
+
+#: The largest value of the native module's integer options, by their Rust type.
+U32 = 2**32 - 1
+U64 = 2**64 - 1
+I64 = 2**63 - 1
+
+
+def integer(name: str, value: Any, *, maximum: int, minimum: int = 0) -> Optional[int]:
+    """An integer keyword checked here, so its error names the keyword (None stays None)."""
+    if value is None:
+        return None
+    value = plain(value)
+    if isinstance(value, bool):
+        raise TypeError(f"{name}: an int, not bool")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: an int, not {type(value).__name__}") from None
+    if not minimum <= number <= maximum:
+        raise InputError(f"{name}={number}: must be between {minimum} and {maximum}")
+    return number
 
 
 def sets(overrides: Overrides, name: str = "overrides") -> list:
@@ -87,13 +130,16 @@ def params(values: Union[Mapping[str, Iterable[Any]], Sequence[str]]) -> list:
     return [str(p) for p in values]
 
 
-def names(value: Union[str, Sequence[str], None]) -> list:
-    """One name or several as a list."""
+def names(value: Union[str, Sequence[str], None], name: str = "policies") -> list:
+    """One name or several as a list: a single string is a one-item list, never its
+    characters."""
     if value is None:
         return []
     if isinstance(value, str):
         return [value]
-    return list(value)
+    if not isinstance(value, Iterable):
+        raise TypeError(f"{name}: a name or a list of names, not {type(value).__name__}")
+    return [str(v) for v in value]
 
 
 def path(value: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
@@ -143,6 +189,17 @@ def call(function: Callable[..., Any], options: Dict[str, Any], progress: Progre
 def error(e: BaseException) -> FaultlineError:
     details = e.args[0] if len(e.args) == 1 else e.args
     kind, message, file, line, column, argument, field = details
+    if kind == "scenario" and file is not None and line is None and "cannot read the file" in message \
+            and not os.path.lexists(file):
+        # A missing scenario file is also a FileNotFoundError (an OSError), as Python's own
+        # open() raises; it stays a ScenarioError (the command line's exit 2).
+        return ScenarioFileNotFound(message, file=file, line=line, column=column, argument=argument, field=field)
+    if kind == "scenario" and file == "<dict>" and line is not None:
+        # A dict has no lines: the position is in the package's own json.dumps text.
+        prefix = f"<dict>:{line}:{column}: " if column is not None else f"<dict>:{line}: "
+        if message.startswith(prefix):
+            message = "<dict>: " + message[len(prefix):]
+        line = column = None
     if kind == "scenario":
         return ScenarioError(message, file=file, line=line, column=column, argument=argument, field=field)
     if kind == "io":

@@ -151,8 +151,8 @@ class SweepResult:
         finished, points: grid points finished, of all (fewer only when interrupted).
         interrupted: Ctrl-C stopped it; the tables hold the finished points, in grid order.
 
-    >>> s = faultline.sweep("scenarios/mmc.toml", params={"dependency.server.servers": [10, 12]})  # doctest: +SKIP
-    >>> s.table.plot(x="dependency.server.servers", y="run_latency_ms.p95")  # doctest: +SKIP
+    >>> s = faultline.sweep("scenarios/mmc.toml", params={"dependency.station.servers": [10, 12]})  # doctest: +SKIP
+    >>> s.table.plot(x="dependency.station.servers", y="run_latency_ms.p95")  # doctest: +SKIP
     """
 
     def __init__(self, native: Dict[str, Any], out: Optional[str] = None) -> None:
@@ -173,7 +173,12 @@ class SweepResult:
                     if os.path.exists(full):
                         with open(full, "rb") as f:
                             self.files[name] = f.read()
-            self.points = self.finished = len(self.document["rows"]) if "sweep.json" in self.files else 0
+            # Grid points, not rows: a row per point and policy.
+            self.points = self.finished = (
+                len({json.dumps(row["params"], sort_keys=True) for row in self.document["rows"]})
+                if "sweep.json" in self.files
+                else 0
+            )
 
     @cached_property
     def table(self) -> Any:

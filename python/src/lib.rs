@@ -308,10 +308,14 @@ fn sweep_points<'py>(
         return Ok(dict);
     }
     let finished = call(py, progress, move || -> Result<_, CommandError> { sweep_in_memory(&build()?) })?;
-    let tables = match (finished.result, finished.raised) {
-        // Stopped: the finished points are kept; the package raises its own interruption.
-        (Ok(tables), _) => tables,
-        (Err(_), Some(e)) => return Err(e),
+    let (tables, stopped_by_ctrl_c) = match (finished.result, finished.raised) {
+        // Ctrl-C: the finished points are kept; the package raises `Interrupted` with them,
+        // even when the last point finished in the same tick as the signal.
+        (Ok(tables), Some(e)) if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => (tables, true),
+        // Any other exception (the progress callback's, a signal handler's such as a timeout)
+        // is the caller's own: it propagates as it was raised, never as an interruption.
+        (_, Some(e)) => return Err(e),
+        (Ok(tables), None) => (tables, false),
         (Err(e), None) => return Err(native_error(e)),
     };
     let files = vec![
@@ -323,7 +327,7 @@ fn sweep_points<'py>(
     dict.set_item("files", files_list(py, &files)?)?;
     dict.set_item("finished", tables.finished)?;
     dict.set_item("points", tables.points)?;
-    dict.set_item("interrupted", tables.interrupted)?;
+    dict.set_item("interrupted", tables.interrupted || stopped_by_ctrl_c)?;
     Ok(dict)
 }
 
