@@ -162,3 +162,31 @@ fn the_recipe_gates_a_pull_request_against_mains_scenario() {
     assert!(!pr.join("base.toml").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The incident's `incident.*` regression check needs a fault window: with the faults removed
+/// the file still runs (README's no-fault column) and the check is left out, while a misspelt
+/// incident name is still refused.
+#[test]
+fn an_incident_check_is_left_out_where_no_fault_makes_an_incident_window() {
+    let bin = env!("CARGO_BIN_EXE_faultline");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/meeting-analysis-incident.toml");
+    let validated = std::process::Command::new(bin).arg("validate").arg(file).output().unwrap();
+    assert!(String::from_utf8_lossy(&validated.stdout).contains("2 regression checks"), "{validated:?}");
+    let dir = std::env::temp_dir().join(format!("faultline-no-incident-window-{}", std::process::id()));
+    let run = |sets: &[&str]| {
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut c = std::process::Command::new(bin);
+        c.arg("run").arg(file).args(["--policy", "resilient", "--replications", "1", "--out"]).arg(&dir);
+        for s in sets {
+            c.args(["--set", s]);
+        }
+        let o = c.output().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        o
+    };
+    let no_fault = run(&["fault=[]"]);
+    assert_eq!(no_fault.status.code(), Some(0), "{}", String::from_utf8_lossy(&no_fault.stderr));
+    let misspelt = run(&["fault=[]", r#"slo.regression={ "incident.retry_amplification" = ["<= 1%"] }"#]);
+    assert_eq!(misspelt.status.code(), Some(2), "{misspelt:?}");
+    assert!(String::from_utf8_lossy(&misspelt.stderr).contains("incident.retry_amplification"), "{misspelt:?}");
+}
