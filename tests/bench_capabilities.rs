@@ -32,7 +32,11 @@ fn seen(v: &capabilities::Variant, policy: usize) -> Vec<(Family, bool)> {
         .map(|&family| {
             let on = match family {
                 Family::Tokens => f("dependency.model-primary.input_tokens_total") > 0.0,
-                Family::Modes => f("degradation_transition_total") > 0.0,
+                // The mode machine runs wherever a policy has rules: its time is accounted in
+                // modes (NORMAL at least). Transitions are not the test: with the guards off the
+                // incident's budget rule never fires (no bulkhead, no refusals at the model), so
+                // the machine is priced while it stays NORMAL.
+                Family::Modes => f("degradation_mode_time_s.normal") > 0.0,
                 // The specialist's tasks run on its worker (control requests there); with tasks off
                 // the worker is called synchronously (attempts), so the work stays and only the
                 // tasks go.
