@@ -392,7 +392,7 @@ fn wide_series(dependencies: usize, replications: u32) -> String {
 #[test]
 fn windows_times_columns_times_replications_is_bounded_before_anything_is_allocated() {
     let sb = Sandbox::new("timeseries_cells");
-    // 1 000 001 windows x (5 + 3 x 1 000) columns x 1 replication: 3e9 cells (24 GB).
+    // 1 000 001 windows x (6 + 3 x 1 000) columns x 1 replication: 3e9 cells (24 GB).
     let text = wide_series(1_000, 1);
     let path = sb.write("wide.toml", &text);
     let (line, column) = position(&text, "timeseries_window_s");
@@ -400,12 +400,12 @@ fn windows_times_columns_times_replications_is_bounded_before_anything_is_alloca
         &sb,
         &validate(&sb, &path),
         &[
-            "1000001 windows x 3005 columns (over 1 policy) x 1 replication(s) = 3005003005 cells",
+            "1000001 windows x 3006 columns (over 1 policy) x 1 replication(s) = 3006003006 cells",
             "the limit is 100000000",
         ],
     );
     assert!(e.starts_with(&format!("error: {}:{line}:{column}: simulation.timeseries_window_s: ", s(&path))), "{e}");
-    // 32 columns: 32 000 032 cells for one replication pass, three replications do not; an
+    // 33 columns: 33 000 033 cells for one replication pass, three replications do not; an
     // override is named as the cause.
     let path = sb.write("narrow.toml", &wide_series(9, 1));
     success(&sb, &validate(&sb, &path));
@@ -413,7 +413,7 @@ fn windows_times_columns_times_replications_is_bounded_before_anything_is_alloca
     input_error(
         &sb,
         &o,
-        &["argument `--replications 4`", "x 32 columns (over 1 policy) x 4 replication(s) = 128000128 cells"],
+        &["argument `--replications 4`", "x 33 columns (over 1 policy) x 4 replication(s) = 132000132 cells"],
     );
 }
 

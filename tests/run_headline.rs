@@ -103,6 +103,8 @@ fn the_incident_headline_shows_the_figures_readme_quotes_during_the_fault() {
             "retry_amplification_ratio",
             "cost_per_success",
             "duplicate_effect_total",
+            // Named by the file's [slo.regression].
+            "incident.retry_amplification_ratio",
             "recovery_time_s"
         ],
         "{text}"
@@ -160,7 +162,7 @@ fn the_incident_headline_shows_the_figures_readme_quotes_during_the_fault() {
 fn a_failed_threshold_exits_99_with_check_slo_and_0_without() {
     let dir = scratch("slo");
     let scenario = format!("{ROOT}/{INCIDENT}");
-    let args = ["run", &scenario, "--replications", "3", "--set", "simulation.duration_s=900", "-o", "out"];
+    let args = ["run", &scenario, "--replications", "3", "-o", "out"];
     let plain = faultline(&dir, &args);
     assert_eq!(plain.status.code(), Some(0), "{}", String::from_utf8_lossy(&plain.stderr));
     let text = stdout(&plain);

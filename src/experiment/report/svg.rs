@@ -154,19 +154,24 @@ pub struct LineChart<'a> {
     pub x_tip: &'a str,
 }
 
+pub const X_LABEL: &str = "virtual time at the window's end (s)";
+
+/// How a point of a chart over time names its window in its tooltip.
+pub const X_TIP: &str = "window ending at {} s";
+
 impl<'a> LineChart<'a> {
     /// A chart over time, of counts per window (or of their means), the faults shaded.
     pub fn over_time(title: &'a str, y_label: &'a str, lines: Vec<Line>, spans: Vec<Span>) -> LineChart<'a> {
         LineChart {
             title,
-            x_label: super::windows::X_LABEL,
+            x_label: X_LABEL,
             y_label,
             lines,
             spans,
             counts: true,
             range: Range::NON_NEGATIVE,
             log_x: false,
-            x_tip: super::windows::X_TIP,
+            x_tip: X_TIP,
         }
     }
 }

@@ -7,11 +7,6 @@ use crate::experiment::batch::replications::PolicyRuns;
 use crate::metrics::timeseries::Layout;
 use crate::sim::us_to_s;
 
-pub const X_LABEL: &str = "virtual time at the window's end (s)";
-
-/// How a point of a chart over time names its window in its tooltip.
-pub const X_TIP: &str = "window ending at {} s";
-
 /// The windows' length, for titles and notes: "60 s".
 pub fn window_length(model: &Model) -> String {
     format!("{} s", super::svg::label(model.world.window_us as f64 / 1e6))
