@@ -34,7 +34,9 @@ cargo build --quiet --bin faultline
 started=$(date +%s)
 "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps .
 echo "pip install . took $(($(date +%s) - started)) s" >&2
-export FAULTLINE_BIN=${FAULTLINE_BIN:-${CARGO_TARGET_DIR:-target}/debug/faultline}
+# Absolute: the tests run from python/tests.
+FAULTLINE_BIN=$(realpath "${FAULTLINE_BIN:-${CARGO_TARGET_DIR:-target}/debug/faultline}")
+export FAULTLINE_BIN
 # Run from outside the repository, so `import faultline` is the installed package.
 cd python/tests
 MPLBACKEND=Agg "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" .
