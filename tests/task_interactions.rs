@@ -83,7 +83,9 @@ fn an_mcp_client_learns_of_input_required_by_polling_and_answers_with_the_method
     // MCP: tools/call answers `working` at once; the first tasks/get, 2 s later
     // (pollIntervalMs), shows `input_required`; the user answers 3 s (mean, exponential) after
     // that: waiting_input lasts 2 + 3 = 5 s per task. 2025-11-25 carries the answer on
-    // tasks/result, 2026-07-28 on tasks/get (inputResponses): one more get per task.
+    // tasks/result, 2026-07-28 on tasks/update (inputResponses, SEP-2663), acknowledged with an
+    // empty result, after which the client polls tasks/get as the 2025-11-25 client does after
+    // the reply to tasks/result.
     let answer = "{ dist = \"exponential\", mean_ms = 3000 }";
     let policy = format!("timeout_ms = 600000\nretry = {{ max_attempts = 1 }}\ntask_client = {{ {WAIT} }}");
     let mut gets = Vec::new();
@@ -119,6 +121,7 @@ fn an_mcp_client_learns_of_input_required_by_polling_and_answers_with_the_method
     assert!(json.contains("\"input_required\""), "the state under MCP's name");
     let (tree, _) = trace("mcp-2026-07-28");
     assert!(!tree.contains("tasks/result"), "{tree}");
+    assert_eq!(tree.matches("tasks/update agent").count(), 1, "the answer: {tree}");
     let (tree, json) = trace("a2a");
     assert_eq!(tree.matches("SendMessage agent").count(), 2, "the create and the follow-up message: {tree}");
     assert!(json.contains("TASK_STATE_INPUT_REQUIRED"));

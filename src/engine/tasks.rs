@@ -262,6 +262,14 @@ impl<T: Tracer> Simulation<'_, T> {
                 let u = self.client_draw(c);
                 machine.on_found(&cfg, client.task.is_some() && !deleted, u)
             }
+            // MCP 2026-07-28 acknowledges a tasks/update "even if the task ID does not represent a
+            // valid task": the client learns of the deletion at its next poll.
+            TaskCall::Answer
+                if ok && deleted && self.task_model(client.front as usize).protocol.acknowledges_any_answer() =>
+            {
+                let u = self.client_draw(c);
+                machine.on_answer_acknowledged(&cfg, u)
+            }
             TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer if ok && deleted => {
                 // TaskNotFound (A2A -32001, MCP -32602): the task's fate is lost to the client.
                 self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
@@ -291,9 +299,14 @@ impl<T: Tracer> Simulation<'_, T> {
                 machine.on_state(&cfg, state, u)
             }
             TaskCall::Answer if ok => match self.answer_task(now, client.task) {
-                Ok(shows) => {
+                Ok(Some(shows)) => {
                     let u = self.client_draw(c);
                     machine.on_state(&cfg, shows, u)
+                }
+                // An empty acknowledgement (MCP 2026-07-28's tasks/update): the client polls.
+                Ok(None) => {
+                    let u = self.client_draw(c);
+                    machine.on_answer_acknowledged(&cfg, u)
                 }
                 Err(_) => machine.on_answer_refused(),
             },
@@ -888,9 +901,11 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// The user's answer reached the remote side: a task waiting for input goes back to work
     /// (its work sent to the runner now), as its protocol says (`TaskProtocol::answer`).
-    /// Returns the state the reply shows, or the protocol's refusal.
-    fn answer_task(&mut self, now: Micros, task: Option<(u32, u32)>) -> Result<TaskState, ProtocolError> {
+    /// Returns the state the reply shows (None: an empty acknowledgement), or the protocol's
+    /// refusal.
+    fn answer_task(&mut self, now: Micros, task: Option<(u32, u32)>) -> Result<Option<TaskState>, ProtocolError> {
         let Some((t, generation)) = task.filter(|&(t, g)| self.tasks[t].generation == g) else {
+            // Never freed while its client holds it; a lost record is an unknown task.
             return Err(ProtocolError::TaskNotFound);
         };
         let protocol = self.task_model(self.tasks[t].front as usize).protocol;

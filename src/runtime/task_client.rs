@@ -459,6 +459,14 @@ impl TaskClient {
         ClientAction::Request(TaskCall::Get)
     }
 
+    /// The answer was acknowledged with an empty result (MCP 2026-07-28's tasks/update): the
+    /// reply says nothing of the task, so the client follows it again as after its handle.
+    pub fn on_answer_acknowledged(&mut self, cfg: &TaskClientConfig, u: f64) -> ClientAction {
+        self.assert_waits("an acknowledged answer");
+        debug_assert_eq!(self.phase, ClientPhase::AwaitingInput, "only an answer is acknowledged so");
+        self.on_handle(cfg, u)
+    }
+
     /// The answer the client sent was refused because the task had ended (A2A
     /// UnsupportedOperationError): the client reads the task with a get at once.
     pub fn on_answer_refused(&mut self) -> ClientAction {

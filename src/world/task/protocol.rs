@@ -114,7 +114,8 @@ pub enum TaskCall {
     Cancel,
     /// Carries the user's answer to a task waiting for input (A2A SendMessage with the task's
     /// id and context id; MCP 2025-11-25 tasks/result, on whose stream the server's
-    /// elicitation/create is answered; MCP 2026-07-28 tasks/get with inputResponses).
+    /// elicitation/create is answered; MCP 2026-07-28 tasks/update with inputResponses,
+    /// acknowledged with an empty result).
     Answer,
 }
 
@@ -123,8 +124,9 @@ pub enum TaskCall {
 pub struct AnswerReply {
     /// The task was waiting for input and goes back to work.
     pub resumed: bool,
-    /// The state the reply shows the client.
-    pub shows: TaskState,
+    /// The state the reply shows the client; None for an empty acknowledgement (MCP
+    /// 2026-07-28's tasks/update), after which the client polls to learn the state.
+    pub shows: Option<TaskState>,
 }
 
 impl TaskProtocol {
@@ -189,11 +191,12 @@ impl TaskProtocol {
                 TaskCall::Answer => "SendMessage",
             },
             // "When the requestor encounters the input_required status, it SHOULD preemptively
-            // call tasks/result"; the 2026-07-28 draft carries inputResponses on tasks/get.
-            TaskProtocol::Mcp20251125 if matches!(call, TaskCall::Answer) => "tasks/result",
+            // call tasks/result"; the 2026-07-28 extension (SEP-2663): "task inputRequests are
+            // surfaced via tasks/get and fulfilled via tasks/update".
             TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728 => match call {
                 TaskCall::Create => "tools/call",
-                TaskCall::Answer => "tasks/get",
+                TaskCall::Answer if matches!(self, TaskProtocol::Mcp20251125) => "tasks/result",
+                TaskCall::Answer => "tasks/update",
                 TaskCall::Get | TaskCall::Subscribe => "tasks/get",
                 // 2025-11-25's tasks/list takes only a cursor (no lookup by request id), and
                 // 2026-07-28 has none: an MCP client never looks a task up (`can_find`), it
@@ -339,15 +342,27 @@ impl TaskProtocol {
     /// SHOULD transition out of input_required status (typically back to working)"), and the
     /// reply shows it working. A2A refuses a message to a task in a terminal state
     /// (UnsupportedOperationError); MCP 2025-11-25's tasks/result of an ended task returns its
-    /// final result, and 2026-07-28's tasks/get shows it ended. A live task that waits for
-    /// nothing takes the message and goes on as it was.
+    /// final result. MCP 2026-07-28's tasks/update is acknowledged with an empty result whatever
+    /// the state ("On success, the server MUST acknowledge the request with an empty result";
+    /// answers to requests it no longer holds are ignored), so its reply shows nothing. A live
+    /// task that waits for nothing takes the message and goes on as it was.
     pub const fn answer(self, state: TaskState) -> Result<AnswerReply, ProtocolError> {
         match (self, state) {
-            (_, TaskState::Waiting(_)) => Ok(AnswerReply { resumed: true, shows: TaskState::Running }),
+            (TaskProtocol::Mcp20260728, TaskState::Waiting(_)) => Ok(AnswerReply { resumed: true, shows: None }),
+            (TaskProtocol::Mcp20260728, _) => Ok(AnswerReply { resumed: false, shows: None }),
+            (_, TaskState::Waiting(_)) => Ok(AnswerReply { resumed: true, shows: Some(TaskState::Running) }),
             (TaskProtocol::A2a, s) if s.is_terminal() => Err(ProtocolError::UnsupportedOperation),
-            (TaskProtocol::A2a | TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728, s) => {
-                Ok(AnswerReply { resumed: false, shows: s })
-            }
+            (TaskProtocol::A2a | TaskProtocol::Mcp20251125, s) => Ok(AnswerReply { resumed: false, shows: Some(s) }),
+        }
+    }
+
+    /// Whether an answer to a task the server does not hold is acknowledged all the same (MCP
+    /// 2026-07-28: "The server MUST acknowledge the request with an empty result, even if the
+    /// task ID does not represent a valid task"); otherwise it is TaskNotFound.
+    pub const fn acknowledges_any_answer(self) -> bool {
+        match self {
+            TaskProtocol::Mcp20260728 => true,
+            TaskProtocol::A2a | TaskProtocol::Mcp20251125 => false,
         }
     }
 
@@ -561,7 +576,7 @@ mod tests {
         );
         assert_eq!(
             names(TaskProtocol::Mcp20260728),
-            ["tools/call", "tasks/get", "tasks/list", "tasks/get", "tasks/cancel", "tasks/get"]
+            ["tools/call", "tasks/get", "tasks/list", "tasks/get", "tasks/cancel", "tasks/update"]
         );
     }
 
@@ -569,24 +584,25 @@ mod tests {
     fn an_answer_resumes_a_waiting_task_and_a2a_refuses_one_to_an_ended_task() {
         // MCP: "From input_required: may move to working, completed, failed, or cancelled";
         // A2A: a message to a task in a terminal state is UnsupportedOperationError.
+        // MCP 2026-07-28's tasks/update is acknowledged with an empty result, whatever the state.
         for p in TaskProtocol::ALL {
+            let shown = |s| if p == TaskProtocol::Mcp20260728 { None } else { Some(s) };
             for w in [WaitFor::Input, WaitFor::Auth] {
                 assert_eq!(
                     p.answer(TaskState::Waiting(w)),
-                    Ok(AnswerReply { resumed: true, shows: TaskState::Running }),
+                    Ok(AnswerReply { resumed: true, shows: shown(TaskState::Running) }),
                     "{p:?}"
                 );
             }
             for s in [TaskState::Pending, TaskState::Running] {
-                assert_eq!(p.answer(s), Ok(AnswerReply { resumed: false, shows: s }), "{p:?} {s:?}");
+                assert_eq!(p.answer(s), Ok(AnswerReply { resumed: false, shows: shown(s) }), "{p:?} {s:?}");
             }
             assert!(p.has(TaskCall::Answer));
         }
         for s in ENDED {
             assert_eq!(TaskProtocol::A2a.answer(s), Err(ProtocolError::UnsupportedOperation));
-            for p in [TaskProtocol::Mcp20251125, TaskProtocol::Mcp20260728] {
-                assert_eq!(p.answer(s), Ok(AnswerReply { resumed: false, shows: s }), "{p:?} {s:?}");
-            }
+            assert_eq!(TaskProtocol::Mcp20251125.answer(s), Ok(AnswerReply { resumed: false, shows: Some(s) }));
+            assert_eq!(TaskProtocol::Mcp20260728.answer(s), Ok(AnswerReply { resumed: false, shows: None }));
         }
         // The lifecycle agrees: waiting resumes to running, and an ended task never resumes.
         for w in [WaitFor::Input, WaitFor::Auth] {
