@@ -489,3 +489,22 @@ fn an_ignored_a2a_cancel_is_answered_as_a2a_sdks_handlers_answer_it() {
         metric(&working, "cancel_observed_total.still_running").mean,
     );
 }
+
+#[test]
+fn a_steps_retry_after_its_timeout_is_a_new_message_that_no_server_answers_with_the_first_task() {
+    // scenario.md 4.5 `on_repeated_message`: deduplication applies to "a message sent again with
+    // the same message id" (a send that timed out with no handle, resent). A step's retry after
+    // its own timeout is a new message with a new messageId (references.md 8), so a server that
+    // deduplicates makes a second task as any other does. The step gives up at 10 s on work of
+    // mean 20 s and retries twice; its client does not cancel, so each retry's task works beside
+    // the first. No create times out here, so `deduplicate` must change nothing.
+    let policy = "timeout_ms = 10000\nretry = { max_attempts = 3, backoff = { kind = \"constant\", base_ms = 100 } }\ntask_client = { cancel_on_abandon = false }";
+    let second = run("", 20000.0, "", policy);
+    let dedup = run(", on_repeated_message = \"deduplicate\"", 20000.0, "", policy);
+    for (s, d) in second.iter().zip(&dedup) {
+        assert_eq!(d["task_send_timeout_total"], 0.0, "no send timed out, so no message was sent again");
+        assert_eq!(d["task_deduplicated_total"], 0.0, "a retry after the step's timeout is a new message");
+        assert!(s["task_duplicate_total"] > 1000.0, "{}", s["task_duplicate_total"]);
+        assert_eq!(common::metric_bits(s), common::metric_bits(d), "deduplicate changes nothing");
+    }
+}

@@ -109,6 +109,10 @@ pub(super) struct RemoteTask {
     pub cancel_sent: bool,
     /// On the runtime's orphan queue.
     pub tracked_orphan: bool,
+    /// Its create's reply reached a client: its handle is known, so a send of the same message
+    /// again (the only case `on_repeated_message = "deduplicate"` answers with it) never
+    /// happens; a step's retry after its own timeout is a new message.
+    pub handed: bool,
     /// Its record was deleted after its ttl (`on_ttl = "delete"`): the server no longer knows it.
     pub deleted: bool,
     pub orphan: bool,
@@ -163,6 +167,7 @@ impl RemoteTask {
             unowned_work_since: None,
             cancel_sent: false,
             tracked_orphan: false,
+            handed: false,
             deleted: false,
             orphan: false,
             key: StreamKey::root(0),

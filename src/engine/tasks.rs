@@ -246,6 +246,12 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             TaskCall::Create => match result {
                 AttemptResult::Ok | AttemptResult::NotFound => {
+                    // The handle reached the client: any later send is a new message.
+                    if let Some((t, g)) = client.task
+                        && self.tasks[t].generation == g
+                    {
+                        self.tasks[t].handed = true;
+                    }
                     let u = self.client_draw(c);
                     // A blocking send's reply shows the task as it ended (or was interrupted);
                     // one that returns at once, the task as made.
@@ -593,8 +599,10 @@ impl<T: Tracer> Simulation<'_, T> {
             Some(cl) if self.client_config().propagate_deadline => Some(cl.deadline_at),
             Some(_) | None => None,
         };
-        // A message sent again with the id of one whose task still works and that nobody
-        // follows: a server that deduplicates answers with that task.
+        // A message sent again with the id of one whose task still works, whose handle never
+        // reached its sender (the send timed out, or its reply was lost) and that nobody
+        // follows: a server that deduplicates answers with that task. A step's retry after its
+        // own timeout, the handle in hand, is a new message (a new messageId).
         if let Some(cl) = client
             && task_model.repeated_message == RepeatedMessage::Deduplicate
             && run_alive
@@ -676,8 +684,9 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    /// A live task that `job`'s step of its run made earlier and that no client follows (its
-    /// sender let go: a send that timed out), the latest made; None if there is none.
+    /// A live task that `job`'s step of its run made earlier, whose handle never reached its
+    /// sender (a send that timed out: the message the step sends again) and that no client
+    /// follows, the latest made; None if there is none.
     fn unfollowed_task(&self, job: &Job, step: u8) -> Option<u32> {
         (0..self.tasks.slots.len() as u32).rev().find(|&t| {
             // A freed slot holds an ended task, so a live one is in use.
@@ -687,6 +696,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 && task.step == step
                 && task.front == job.station
                 && task.client.is_none()
+                && !task.handed
                 && !task.lifecycle.state.is_terminal()
         })
     }
