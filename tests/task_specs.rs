@@ -508,3 +508,27 @@ fn a_steps_retry_after_its_timeout_is_a_new_message_that_no_server_answers_with_
         assert_eq!(common::metric_bits(s), common::metric_bits(d), "deduplicate changes nothing");
     }
 }
+
+#[test]
+fn a_resumed_task_waits_for_a_runner_server_as_pending_and_costs_only_while_it_runs() {
+    // scenario.md 4.5: "The task is `pending` while the work waits and `running` from the moment
+    // a runner server takes it", and `cost_per_s` accrues only while `running`. One runner
+    // server, work exponential of mean 400 ms, 2 tasks a second: M/M/1 at rho = 0.8, whose wait
+    // in queue is Wq = rho S / (1 - rho) = 1.6 s and whose service is 0.4 s. A task that asks
+    // for input first, answered 1 s after its client (a subscriber) learns of it, sends its work
+    // 1 s later: the arrivals at the runner are still Poisson, so the same figures hold.
+    let policy = "timeout_ms = 600000\nretry = { max_attempts = 1 }\ntask_client = { on_input_required = \"wait\", observe = \"subscribe\" }";
+    let at_one_server = |task: &str| {
+        let text = scenario(task, 400.0, "", &at_once(policy)).replace("servers = 2000", "servers = 1");
+        replicate(&model(&text), 0)
+    };
+    let asking =
+        ", cost_per_s = 1, input_required_ratio = 1, input_answer_time = { dist = \"constant\", value_ms = 1000 }";
+    for task in [", cost_per_s = 1", asking] {
+        let reps = at_one_server(task);
+        assert_in_ci(&format!("pending{task}"), &metric(&reps, "task_state_time_s.pending"), 1.6, 6);
+        assert_in_ci(&format!("running{task}"), &metric(&reps, "task_state_time_s.running"), 0.4, 6);
+        let cost = per(&reps, "task_cost_units_total", "task_created_total");
+        assert_in_ci(&format!("cost per task{task}"), &cost, 0.4, 6);
+    }
+}

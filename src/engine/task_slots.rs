@@ -113,6 +113,10 @@ pub(super) struct RemoteTask {
     /// again (the only case `on_repeated_message = "deduplicate"` answers with it) never
     /// happens; a step's retry after its own timeout is a new message.
     pub handed: bool,
+    /// Resumed after input-required, its work not yet taken by a runner server: shown working
+    /// (A2A TASK_STATE_WORKING after the follow-up message) but counted `pending` and charged
+    /// nothing until the work starts (scenario.md 4.5).
+    pub queued_after_resume: bool,
     /// Its record was deleted after its ttl (`on_ttl = "delete"`): the server no longer knows it.
     pub deleted: bool,
     pub orphan: bool,
@@ -168,6 +172,7 @@ impl RemoteTask {
             cancel_sent: false,
             tracked_orphan: false,
             handed: false,
+            queued_after_resume: false,
             deleted: false,
             orphan: false,
             key: StreamKey::root(0),

@@ -785,6 +785,17 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         match self.tasks[t].lifecycle.state {
             TaskState::Pending => self.task_transition(now, t, TaskEvent::Start),
+            // A resumed task's work is taken up: its wait so far was `pending`, and it runs
+            // (and costs) from now.
+            TaskState::Running if self.tasks[t].queued_after_resume => {
+                let task = &mut self.tasks[t];
+                task.queued_after_resume = false;
+                let duration_us = now.saturating_sub(task.lifecycle.since_us);
+                task.lifecycle.since_us = now;
+                let measured = task.measured;
+                let left = TaskObservation::StateLeft { state: TaskState::Pending, duration_us };
+                self.observe(now, measured, Observation::Task(left));
+            }
             // Cancelled while it waited, and its work taken up all the same (MCP 2025-11-25).
             TaskState::Succeeded | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => {
                 self.tasks[t].unowned_work_since = Some(now)
@@ -925,6 +936,9 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(now, measured, Observation::Task(TaskObservation::InputAnswered));
             self.task_transition(now, t, TaskEvent::Resume);
             if self.tasks[t].work.is_none() {
+                // Its work now waits for a runner server (set first: a free server takes it
+                // within the submission).
+                self.tasks[t].queued_after_resume = true;
                 self.submit_task_work(now, t, generation);
             }
         }
@@ -1031,7 +1045,8 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         }
         if handling.canceled_now {
-            if self.tasks[t].work.is_some() && self.tasks[t].lifecycle.state == TaskState::Running {
+            let runs = self.tasks[t].lifecycle.state == TaskState::Running && !self.tasks[t].queued_after_resume;
+            if self.tasks[t].work.is_some() && runs {
                 // The task is `cancelled`, its work goes on: its running cost with it.
                 self.tasks[t].unowned_work_since = Some(now);
             }
@@ -1071,6 +1086,9 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         };
         task.seq += 1;
+        // A resumed task whose work never reached a runner server was waiting, not running.
+        let queued = std::mem::replace(&mut task.queued_after_resume, false) && left == TaskState::Running;
+        let left = if queued { TaskState::Pending } else { left };
         let task = *task;
         let measured = task.measured;
         self.observe(now, measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
@@ -1295,7 +1313,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 continue;
             }
             self.observe(end, task.measured, Observation::Task(TaskObservation::RunningAtEnd));
-            if task.lifecycle.state == TaskState::Running {
+            if task.lifecycle.state == TaskState::Running && !task.queued_after_resume {
                 let cost_per_s = self.task_model(task.front as usize).cost_per_s;
                 self.observe_running_cost(&task, cost_per_s, task.lifecycle.since_us, end);
             }
