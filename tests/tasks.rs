@@ -404,3 +404,24 @@ fn a_write_task_commits_once_per_key_and_a_status_lookup_finds_it() {
         assert_eq!(r["task_request_total.find"], 0.0, "a lookup is not a task request");
     }
 }
+
+#[test]
+fn an_honoured_retry_after_keeps_the_jittered_subscribers_spread() {
+    // scenario.md 8.17 `jitter`: "Randomises every wait of the client, polls and retry pauses
+    // alike". The subscribe storm's down front end answers 503 with Retry-After: 20 s, longer
+    // than every retry pause: the jittered clients must still come back spread (the jitter
+    // applied above the Retry-After's floor, as above an honoured poll interval), not all
+    // exactly 20 s after their refusal, in step with the synchronised ones. Two replications.
+    let path = format!("{}/scenarios/a2a-subscribe-storm.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text.replacen("duration_s = 60\n", "duration_s = 60\nretry_after_ms = 20000\n", 1);
+    let text = text.replacen("replications = 8", "replications = 2", 1);
+    assert!(text.contains("retry_after_ms = 20000"));
+    let m = model(&text);
+    let peak = |name: &str| {
+        let p = m.policies.iter().position(|p| p.name == name).unwrap();
+        metric(&replicate(&m, p), &format!("{AGENT}recovery_peak_ratio"))
+    };
+    let (s, j) = (peak("synchronised"), peak("jittered"));
+    assert!(s.mean > 3.0 * j.mean, "after the outage: synchronised {s:?} against jittered {j:?}");
+}

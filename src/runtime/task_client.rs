@@ -478,7 +478,10 @@ impl TaskClient {
     }
 
     /// A poll, subscription or lookup failed (refused, or timed out): try again after a pause,
-    /// no shorter than the refusal's `retry_after_us` when the client honours it.
+    /// no shorter than the refusal's `retry_after_us` when the client honours it. A Retry-After
+    /// longer than the pause is a floor the client's jitter spreads above, as above an honoured
+    /// poll interval: waited exactly, it would bring every client refused in the same second
+    /// back in the same second, jitter or not.
     pub fn on_request_failed(
         &mut self,
         cfg: &TaskClientConfig,
@@ -505,7 +508,8 @@ impl TaskClient {
         let wait = self.retry_wait(cfg, u);
         let cap = cfg.retry_after_max_us.unwrap_or(Micros::MAX);
         let floor = retry_after_us.filter(|_| cfg.honor_retry_after).map_or(0, |r| r.min(cap));
-        ClientAction::RequestAfter(call, wait.max(floor))
+        let pause = if floor > wait { jittered_above(floor, cfg.jitter, u) } else { wait };
+        ClientAction::RequestAfter(call, pause)
     }
 
     /// The stream broke (an outage closed the connection); the task goes on regardless.
@@ -801,6 +805,12 @@ mod tests {
         assert_eq!(
             c.on_request_failed(&capped, 0.0, Some(7_000_000)),
             ClientAction::RequestAfter(TaskCall::Get, 5_000_000)
+        );
+        // Jitter spreads above the floor (full: in (d, 2d]), never below it.
+        let full = TaskClientConfig { jitter: Jitter::Full, ..cfg };
+        assert_eq!(
+            c.on_request_failed(&full, 0.5, Some(8_000_000)),
+            ClientAction::RequestAfter(TaskCall::Get, 12_000_000)
         );
         let sub = TaskClientConfig { observe: Observe::Subscribe, ..cfg };
         let (mut c, _) = TaskClient::new(None, true);
