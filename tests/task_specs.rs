@@ -532,3 +532,65 @@ fn a_resumed_task_waits_for_a_runner_server_as_pending_and_costs_only_while_it_r
         assert_in_ci(&format!("cost per task{task}"), &cost, 0.4, 6);
     }
 }
+
+/// The `task.state` values in an OTLP trace file, in document order (a span's attribute, then
+/// its events).
+fn traced_states(json: &str) -> Vec<String> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if map.get("key").and_then(|k| k.as_str()) == Some("task.state")
+                    && let Some(state) = map.get("value").and_then(|v| v.get("stringValue")).and_then(|s| s.as_str())
+                {
+                    out.push(state.to_string());
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            serde_json::Value::Null
+            | serde_json::Value::Bool(_)
+            | serde_json::Value::Number(_)
+            | serde_json::Value::String(_) => {}
+        }
+    }
+    let mut states = Vec::new();
+    walk(&serde_json::from_str(json).expect("an OTLP JSON file"), &mut states);
+    states
+}
+
+#[test]
+fn a_tool_that_fails_ends_completed_under_mcp_2026_07_28_and_failed_under_2025_11_25() {
+    // SEP-2663 (the 2026-07-28 extension): "The `failed` status MUST NOT be used to represent
+    // non-JSON-RPC errors, such as a tool result that completed with `isError: true`"; 2025-11-25:
+    // `failed` "includes cases where the tool call result has `isError` set to true". Every
+    // work fails (PERMANENT_PROVIDER): the step is told the failure under both; the trace names
+    // the task's end as each revision does.
+    let policy = "timeout_ms = 60000\nretry = { max_attempts = 1 }";
+    let trace = |protocol: &str| {
+        let task = format!(", protocol = \"{protocol}\", poll_interval_ms = 1000");
+        let text = scenario(&task, 2000.0, "", &at_once(policy))
+            .replace("mean_ms = 2000 }", "mean_ms = 2000 }\nerrors = { permanent_provider = 1.0 }");
+        for r in replicate(&model(&text), 0) {
+            assert_eq!(r["outcome_total.succeeded"], 0.0, "{protocol}: the step is told the failure");
+            assert_eq!(r["task_ended_total.failed"], r["task_created_total"], "{protocol}");
+        }
+        let dir = std::env::temp_dir().join(format!("faultline-specs-{}-{protocol}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(&file, &text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["replay", file.to_str().unwrap(), "-p", "p", "--run", "300", "-o"])
+            .arg(dir.join("t.json"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let json = std::fs::read_to_string(dir.join("t.json")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        traced_states(&json)
+    };
+    let states = trace("mcp-2025-11-25");
+    assert_eq!(states.last().map(String::as_str), Some("failed"), "{states:?}");
+    let states = trace("mcp-2026-07-28");
+    assert_eq!(states.last().map(String::as_str), Some("completed"), "{states:?}");
+    assert!(!states.iter().any(|s| s == "failed"), "{states:?}");
+}

@@ -117,6 +117,9 @@ pub(super) struct RemoteTask {
     /// (A2A TASK_STATE_WORKING after the follow-up message) but counted `pending` and charged
     /// nothing until the work starts (scenario.md 4.5).
     pub queued_after_resume: bool,
+    /// Its own work failed (the tool's error, not a protocol's): MCP 2026-07-28 names the end
+    /// `completed` (a result with `isError: true`).
+    pub work_failed: bool,
     /// Its record was deleted after its ttl (`on_ttl = "delete"`): the server no longer knows it.
     pub deleted: bool,
     pub orphan: bool,
@@ -173,6 +176,7 @@ impl RemoteTask {
             tracked_orphan: false,
             handed: false,
             queued_after_resume: false,
+            work_failed: false,
             deleted: false,
             orphan: false,
             key: StreamKey::root(0),

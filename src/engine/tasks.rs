@@ -871,12 +871,14 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             AttemptResult::Failed { kind, .. } => {
                 self.tasks[t].error = Some(kind);
+                self.tasks[t].work_failed = true;
                 let pending = self.tasks[t].lifecycle.state == TaskState::Pending;
                 let refused = pending && matches!(kind, FailureKind::Overloaded | FailureKind::RateLimited);
                 self.task_transition(now, t, if refused { TaskEvent::Reject } else { TaskEvent::Fail });
             }
             AttemptResult::TimedOut => {
                 self.tasks[t].error = Some(FailureKind::TransientTransport);
+                self.tasks[t].work_failed = true;
                 self.task_transition(now, t, TaskEvent::Fail);
             }
         }
@@ -1331,6 +1333,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     task: t,
                     dependency: task.front,
                     state: task.lifecycle.state,
+                    work_failed: task.work_failed,
                 };
                 self.tracer.record(task.run, now, event);
             }

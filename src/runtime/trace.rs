@@ -91,6 +91,8 @@ pub enum TraceEvent {
         task: u32,
         dependency: u16,
         state: crate::world::task::TaskState,
+        /// The task's own work failed (a tool error, not a protocol error).
+        work_failed: bool,
     },
     /// The run started.
     RunStarted {

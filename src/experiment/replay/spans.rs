@@ -174,8 +174,8 @@ impl Builder<'_> {
     fn apply(&mut self, at: Micros, event: TraceEvent) {
         match event {
             TraceEvent::RunStarted { .. } => {}
-            TraceEvent::TaskChanged { step, serial, task, dependency, state } => {
-                self.task_changed(at, (step, serial), task, dependency, state)
+            TraceEvent::TaskChanged { step, serial, task, dependency, state, work_failed } => {
+                self.task_changed(at, (step, serial), task, dependency, (state, work_failed))
             }
             TraceEvent::StepStarted { step } => self.step_started(at, step),
             TraceEvent::FallbackStarted { step, candidate } => self.fallback_started(at, step, candidate),
@@ -536,7 +536,14 @@ impl Builder<'_> {
 
     /// A task's state, under the attempt that created it: the protocol's own name and the
     /// normalised one (essay section 20).
-    fn task_changed(&mut self, at: Micros, attempt: (u8, u32), task: u32, dependency: u16, state: TaskState) {
+    fn task_changed(
+        &mut self,
+        at: Micros,
+        attempt: (u8, u32),
+        task: u32,
+        dependency: u16,
+        (state, work_failed): (TaskState, bool),
+    ) {
         let span = match self.tasks.get(&task) {
             Some(&span) => span,
             None => {
@@ -547,7 +554,7 @@ impl Builder<'_> {
         };
         let protocol = self.model.world.dependencies[dependency as usize].task.as_ref().map(|t| t.protocol);
         let Some(protocol) = protocol else { return };
-        let name = protocol.state_name(state);
+        let name = protocol.end_name(state, work_failed);
         let attrs = vec![
             ("task.state", Value::Str(name.into())),
             ("task.normalized_state", Value::Str(state.name().to_uppercase())),

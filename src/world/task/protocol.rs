@@ -168,6 +168,19 @@ impl TaskProtocol {
         }
     }
 
+    /// The state's name on the wire for a task whose own work failed when `work_failed` (the
+    /// tool's error, not a protocol's). MCP 2026-07-28 ends it `completed` with a result marked
+    /// `isError: true` (SEP-2663: "The `failed` status MUST NOT be used to represent
+    /// non-JSON-RPC errors, such as a tool result that completed with `isError: true`");
+    /// 2025-11-25 and A2A name it `failed` (2025-11-25: `failed` "includes cases where the tool
+    /// call result has `isError` set to true"). The normalised state stays `failed`.
+    pub const fn end_name(self, state: TaskState, work_failed: bool) -> &'static str {
+        match (self, state) {
+            (TaskProtocol::Mcp20260728, TaskState::Failed) if work_failed => "completed",
+            (TaskProtocol::A2a | TaskProtocol::Mcp20251125 | TaskProtocol::Mcp20260728, _) => self.state_name(state),
+        }
+    }
+
     /// Whether the protocol has this call.
     pub const fn has(self, call: TaskCall) -> bool {
         match call {
