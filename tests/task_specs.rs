@@ -594,3 +594,39 @@ fn a_tool_that_fails_ends_completed_under_mcp_2026_07_28_and_failed_under_2025_1
     assert_eq!(states.last().map(String::as_str), Some("completed"), "{states:?}");
     assert!(!states.iter().any(|s| s == "failed"), "{states:?}");
 }
+
+#[test]
+fn a_refused_request_carries_the_protocols_error_code_in_the_trace() {
+    // The issue: "each with its own methods, answers and errors, so a reader of that
+    // specification recognises every call, state and error code in the traces". Every work
+    // takes 5 s; the step gives up at 10 s, before its first poll (20 s), and cancels a task
+    // that has completed: A2A answers TaskNotCancelableError (-32002), MCP -32602 (Invalid
+    // params); the refused cancel's span is an error carrying the code, not a success.
+    let policy = "timeout_ms = 10000\nretry = { max_attempts = 1 }\ntask_client = { poll_interval_ms = 20000 }";
+    for (protocol, code, name) in [("a2a", "-32002", "TaskNotCancelableError"), ("mcp", "-32602", "Invalid params")] {
+        let task = format!(", protocol = \"{protocol}\"");
+        let text = scenario(&task, 5000.0, "", &at_once(policy))
+            .replace("{ dist = \"exponential\", mean_ms = 5000 }", "{ dist = \"constant\", value_ms = 5000 }");
+        assert!(text.contains("value_ms = 5000"));
+        let dir = std::env::temp_dir().join(format!("faultline-refused-{}-{protocol}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(&file, &text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["replay", file.to_str().unwrap(), "-p", "p", "--run", "300", "-o"])
+            .arg(dir.join("t.json"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let json = std::fs::read_to_string(dir.join("t.json")).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let tree = String::from_utf8(out.stdout).unwrap();
+        let cancel = if protocol == "a2a" { "CancelTask agent" } else { "tasks/cancel agent" };
+        let line = tree.lines().find(|l| l.contains(cancel)).unwrap_or_else(|| panic!("{tree}"));
+        assert!(line.contains(&format!("{name} ({code})")) && !line.contains("SUCCESS"), "{line}");
+        assert!(
+            json.contains("rpc.jsonrpc.error_code") && json.contains(code),
+            "{protocol}: the code in the OTLP file"
+        );
+    }
+}

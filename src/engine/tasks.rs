@@ -233,6 +233,9 @@ impl<T: Tracer> Simulation<'_, T> {
             TaskCall::Cancel => {
                 let step = if ok {
                     let answer = self.cancel_task(now, client.task, client.measured);
+                    if let CancelAnswer::Error(error) = answer {
+                        self.trace_refusal(c, error);
+                    }
                     machine.on_cancel_answered(answer)
                 } else {
                     CancelStep::Observed(machine.on_cancel_failed())
@@ -279,6 +282,7 @@ impl<T: Tracer> Simulation<'_, T> {
             TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer if ok && deleted => {
                 // TaskNotFound (A2A -32001, MCP -32602): the task's fate is lost to the client.
                 self.observe(now, client.measured, Observation::Task(TaskObservation::NotFound));
+                self.trace_refusal(c, ProtocolError::TaskNotFound);
                 if let Some((t, _)) = client.task
                     && self.tasks[t].lifecycle.state == TaskState::Succeeded
                     && self.tasks[t].left_at.is_none()
@@ -296,7 +300,10 @@ impl<T: Tracer> Simulation<'_, T> {
                         let u = self.client_draw(c);
                         machine.on_state(&cfg, state, u)
                     }
-                    Err(_) => machine.on_subscribe_refused(),
+                    Err(error) => {
+                        self.trace_refusal(c, error);
+                        machine.on_subscribe_refused()
+                    }
                 }
             }
             TaskCall::Get if ok => {
@@ -314,7 +321,10 @@ impl<T: Tracer> Simulation<'_, T> {
                     let u = self.client_draw(c);
                     machine.on_answer_acknowledged(&cfg, u)
                 }
-                Err(_) => machine.on_answer_refused(),
+                Err(error) => {
+                    self.trace_refusal(c, error);
+                    machine.on_answer_refused()
+                }
             },
             TaskCall::Find | TaskCall::Get | TaskCall::Subscribe | TaskCall::Answer => {
                 let u = self.client_draw(c);
@@ -1318,6 +1328,24 @@ impl<T: Tracer> Simulation<'_, T> {
             if task.lifecycle.state == TaskState::Running && !task.queued_after_resume {
                 let cost_per_s = self.task_model(task.front as usize).cost_per_s;
                 self.observe_running_cost(&task, cost_per_s, task.lifecycle.since_us, end);
+            }
+        }
+    }
+
+    /// Client `c`'s request was answered with the protocol's `error`.
+    #[inline(always)]
+    fn trace_refusal(&mut self, c: u32, error: ProtocolError) {
+        if T::ON {
+            let client = self.clients[c];
+            if self.runs[client.run].generation == client.run_gen {
+                let now = self.queue.now();
+                let event = TraceEvent::TaskCallRefused {
+                    step: client.step,
+                    serial: client.serial,
+                    dependency: client.front,
+                    error,
+                };
+                self.tracer.record(client.run, now, event);
             }
         }
     }

@@ -94,6 +94,15 @@ pub enum TraceEvent {
         /// The task's own work failed (a tool error, not a protocol error).
         work_failed: bool,
     },
+    /// A task client's request to `dependency`, made for attempt `serial` of step `step`, was
+    /// answered with the protocol's error (its code and name are the protocol's:
+    /// `TaskProtocol::error`).
+    TaskCallRefused {
+        step: u8,
+        serial: u32,
+        dependency: u16,
+        error: crate::world::task::ProtocolError,
+    },
     /// The run started.
     RunStarted {
         start: RunStart,

@@ -196,7 +196,7 @@ impl Tracer for RunChecks<'_> {
             return;
         }
         match event {
-            TraceEvent::TaskChanged { .. } => {}
+            TraceEvent::TaskChanged { .. } | TraceEvent::TaskCallRefused { .. } => {}
             TraceEvent::AttemptSent { step, dependency, kind, purpose, .. } => {
                 self.attempt_sent(slot, step, dependency, kind, purpose)
             }

@@ -126,6 +126,10 @@ struct Builder<'m> {
     exited: BTreeMap<u32, Micros>,
     /// Remote task -> the attempt span that created it.
     tasks: BTreeMap<u32, usize>,
+    /// The latest task client request's span of each attempt (step, serial).
+    client_calls: BTreeMap<(u8, u32), usize>,
+    /// Task client request spans answered with a protocol error: (code, name).
+    refusals: BTreeMap<usize, (i32, &'static str)>,
     last_us: Micros,
 }
 
@@ -154,6 +158,8 @@ pub fn build(model: &Model, policy: usize, events: &[(Micros, TraceEvent)]) -> O
         jobs: BTreeMap::new(),
         exited: BTreeMap::new(),
         tasks: BTreeMap::new(),
+        client_calls: BTreeMap::new(),
+        refusals: BTreeMap::new(),
         last_us: start_us,
     };
     for &(at_us, event) in &events[1..] {
@@ -176,6 +182,9 @@ impl Builder<'_> {
             TraceEvent::RunStarted { .. } => {}
             TraceEvent::TaskChanged { step, serial, task, dependency, state, work_failed } => {
                 self.task_changed(at, (step, serial), task, dependency, (state, work_failed))
+            }
+            TraceEvent::TaskCallRefused { step, serial, dependency, error } => {
+                self.task_call_refused((step, serial), dependency, error)
             }
             TraceEvent::StepStarted { step } => self.step_started(at, step),
             TraceEvent::FallbackStarted { step, candidate } => self.fallback_started(at, step, candidate),
@@ -565,6 +574,35 @@ impl Builder<'_> {
         }
     }
 
+    /// A task client's request was answered with the protocol's error: its span carries the
+    /// JSON-RPC code and the specification's name (OpenTelemetry's `rpc.jsonrpc.error_code`,
+    /// `rpc.jsonrpc.error_message`) and is an error, though the station served it.
+    fn task_call_refused(&mut self, attempt: (u8, u32), dependency: u16, error: crate::world::task::ProtocolError) {
+        let Some(&span) = self.client_calls.get(&attempt) else { return };
+        let Some(task) = &self.model.world.dependencies[dependency as usize].task else { return };
+        let (code, name) = task.protocol.error(error);
+        self.refusals.insert(span, (code, name));
+        self.mark_refused(span);
+    }
+
+    /// Marks a refused request's span as its protocol error (again after its station's exit,
+    /// whichever of the two events came first).
+    fn mark_refused(&mut self, span: usize) {
+        let Some(&(code, name)) = self.refusals.get(&span) else { return };
+        let s = &mut self.spans[span];
+        s.set("rpc.jsonrpc.error_code", Value::Int(i64::from(code)));
+        s.set("rpc.jsonrpc.error_message", Value::Str(name.into()));
+        s.set("error.type", Value::Str(name.into()));
+        s.set("attempt.result", Value::Str(name.into()));
+        s.status = Status::Error(format!("{code} {name}"));
+        // The result word is appended when the span ends (end_attempt); until then, nothing.
+        if s.end_us.is_some()
+            && let Some(head) = s.summary.strip_suffix(" SUCCESS")
+        {
+            s.summary = format!("{head} {name} ({code})");
+        }
+    }
+
     fn station_arrived(&mut self, at: Micros, job: u32, caller: TraceCaller, dependency: u16) {
         match caller {
             TraceCaller::TaskClient { step, serial, call } => {
@@ -580,6 +618,7 @@ impl Builder<'_> {
                 let id = self.push(span);
                 self.jobs.insert(job, id);
                 self.exited.remove(&job);
+                self.client_calls.insert((step, serial), id);
             }
             TraceCaller::TaskWork { task } => {
                 let Some(&parent) = self.tasks.get(&task) else { return };
@@ -648,6 +687,7 @@ impl Builder<'_> {
             // A lost reply ends at the agent's timeout, not here.
             if !matches!(exit, StationExit::Served { reply_lost: true, .. }) {
                 self.end_attempt(span, at, kind, word);
+                self.mark_refused(span);
             }
         }
     }
