@@ -533,6 +533,25 @@ fn a_resumed_task_waits_for_a_runner_server_as_pending_and_costs_only_while_it_r
     }
 }
 
+#[test]
+fn a_task_deleted_while_it_waits_for_input_is_gone_neither_orphan_nor_running() {
+    // `on_ttl = "delete"`: "its work, if any, goes on". A task waiting for input holds no runner
+    // server and has no work; once its record is deleted (ttl 10 s) nothing can answer or run
+    // it (the answer at 15 s meets TaskNotFound). So it is no orphan and does not run at the
+    // end (only the tasks made in the last 10 s, not yet deleted, wait at the end), and its
+    // wait, 10 s, counts in waiting_input up to the deletion, as under `on_ttl = "fail"`.
+    let task = ", input_required_ratio = 1, input_answer_time = { dist = \"constant\", value_ms = 15000 }, ttl_ms = 10000, on_ttl = \"delete\"";
+    let policy = "timeout_ms = 60000\nretry = { max_attempts = 1 }\ntask_client = { on_input_required = \"wait\" }";
+    let reps = run(task, 2000.0, "", policy);
+    for r in &reps {
+        assert!(r["task_deleted_total"] > 3000.0, "{}", r["task_deleted_total"]);
+        assert_eq!(r["task_not_found_total"], r["task_deleted_total"], "each answer meets TaskNotFound");
+        assert_eq!(r["orphan_task_total"], 0.0, "a deleted waiting task works for nobody: it does not work");
+        assert!(r["task_running_at_end_total"] < 40.0, "{}", r["task_running_at_end_total"]);
+        assert!((r["task_state_time_s.waiting_input"] - 10.0).abs() < 0.05, "{}", r["task_state_time_s.waiting_input"]);
+    }
+}
+
 /// The `task.state` values in an OTLP trace file, in document order (a span's attribute, then
 /// its events).
 fn traced_states(json: &str) -> Vec<String> {

@@ -905,6 +905,11 @@ impl<T: Tracer> Simulation<'_, T> {
             // Deleted whatever its state; the work, if any, goes on for nobody who can ask.
             self.tasks[t].deleted = true;
             self.observe(now, task.measured, Observation::Task(TaskObservation::Deleted));
+            if let TaskState::Waiting(_) = task.lifecycle.state
+                && task.work.is_none()
+            {
+                self.drop_waiting_task(now, t);
+            }
             return;
         }
         if task.lifecycle.state.is_terminal() {
@@ -929,6 +934,25 @@ impl<T: Tracer> Simulation<'_, T> {
                     self.observe(now, task.measured, Observation::Task(TaskObservation::OrphanEscalated));
                 }
             }
+        }
+    }
+
+    /// Task `t`, waiting for input with no work (it holds no runner server), lost its record:
+    /// nothing can answer it or run it any more, so it ends here. Its wait counts up to now;
+    /// it is neither an orphan nor running at the end, and no end state is counted or traced
+    /// (nobody can read one: a get answers TaskNotFound).
+    fn drop_waiting_task(&mut self, now: Micros, t: u32) {
+        let task = &mut self.tasks[t];
+        let Ok((left, duration_us)) = task.lifecycle.apply(now, TaskEvent::Fail) else { return };
+        let task = *task;
+        self.observe(now, task.measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
+        let run = &mut self.runs[task.run];
+        if run.generation == task.run_gen {
+            let ledger = &mut run.ledgers[task.step as usize];
+            ledger.live_tasks = ledger.live_tasks.saturating_sub(1);
+        }
+        if task.client.is_none() {
+            self.free_task_if_done(t);
         }
     }
 
