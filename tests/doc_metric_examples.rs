@@ -17,7 +17,7 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Tag -> (output folder key, policy).
-const TAGS: [(&str, &str, &str); 15] = [
+const TAGS: [(&str, &str, &str); 14] = [
     ("MA-R", "MA", "resilient"),
     ("MA-N", "MA", "naive"),
     ("MMC", "MMC", "plain"),
@@ -32,7 +32,6 @@ const TAGS: [(&str, &str, &str); 15] = [
     ("SS-R", "SS", "resend"),
     ("PS-S", "PS", "synchronised"),
     ("PS-J", "PS", "jittered"),
-    ("PS-R", "PS", "resend"),
 ];
 
 /// Output folder key -> the command's arguments after `faultline run` (MA8 is the committed

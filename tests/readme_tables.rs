@@ -441,8 +441,13 @@ fn storm_run(file: &str) -> Vec<(String, Summary)> {
         .output()
         .unwrap();
     assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
-    let out =
-        STORM_POLICIES.iter().map(|(p, _)| (p.to_string(), Summary::read(&dir.join(p).join("summary.json")))).collect();
+    // A storm has the policies its file has (the poll storm has no `resend`: no create of its
+    // times out, so it would equal `synchronised`).
+    let out = STORM_POLICIES
+        .iter()
+        .filter(|(p, _)| dir.join(p).join("summary.json").exists())
+        .map(|(p, _)| (p.to_string(), Summary::read(&dir.join(p).join("summary.json"))))
+        .collect();
     std::fs::remove_dir_all(&dir).unwrap();
     out
 }
@@ -468,7 +473,8 @@ fn storm_table(storms: &[(&str, Vec<(String, Summary)>)]) -> String {
     t += &"---|".repeat(columns.len());
     t += "\n";
     for (storm, policies) in storms {
-        for ((policy, s), (_, differs)) in policies.iter().zip(STORM_POLICIES) {
+        for (policy, s) in policies {
+            let differs = STORM_POLICIES.iter().find(|(p, _)| p == policy).map_or("", |(_, d)| d);
             t += &format!("| {storm} | `{policy}` | {differs} |");
             for (_, metric, style) in &columns {
                 t += &format!(" {} |", figure(s, metric, *style));
