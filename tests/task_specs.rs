@@ -649,3 +649,27 @@ fn a_refused_request_carries_the_protocols_error_code_in_the_trace() {
         );
     }
 }
+
+#[test]
+fn a_retrys_task_beside_work_that_goes_on_under_a_canceled_record_is_a_duplicate() {
+    // metrics.md `task_duplicate_total`: "a step's retry while its first task works on". The step
+    // gives up at 10 s on work of mean 20 s and retries twice. Its client cancels the task it
+    // leaves; the agent ignores cancels and answers CANCELED (a2a-sdk's DefaultRequestHandler,
+    // `ignored_cancel_answer = "canceled"`), so the work goes on under a CANCELED record: each
+    // retry's task works beside it exactly as when the client sends no cancel at all. The
+    // duplicates are the same, up to the few ms the cancels add to the agent's queue.
+    let retrying = "timeout_ms = 10000\nretry = { max_attempts = 3, backoff = { kind = \"constant\", base_ms = 100 } }";
+    let ignored = run(", cancel = \"ignore\"", 20000.0, "", retrying);
+    let silent = run("", 20000.0, "", &format!("{retrying}\ntask_client = {{ cancel_on_abandon = false }}"));
+    for (i, s) in ignored.iter().zip(&silent) {
+        assert!(i["cancel_ignored_total"] > 4000.0, "{}", i["cancel_ignored_total"]);
+        assert!(s["task_duplicate_total"] > 3000.0, "{}", s["task_duplicate_total"]);
+        let gap = (i["task_duplicate_total"] - s["task_duplicate_total"]).abs();
+        assert!(
+            gap < 0.02 * s["task_duplicate_total"],
+            "CANCELED while working: {} duplicates, no cancel: {}",
+            i["task_duplicate_total"],
+            s["task_duplicate_total"]
+        );
+    }
+}

@@ -120,6 +120,9 @@ pub(super) struct RemoteTask {
     /// Its own work failed (the tool's error, not a protocol's): MCP 2026-07-28 names the end
     /// `completed` (a result with `isError: true`).
     pub work_failed: bool,
+    /// Counted in its step's `live_tasks` (made while its run was alive) until it has ended and
+    /// its work is over: a task `canceled` while its work goes on still works.
+    pub counted_live: bool,
     /// Its record was deleted after its ttl (`on_ttl = "delete"`): the server no longer knows it.
     pub deleted: bool,
     pub orphan: bool,
@@ -177,6 +180,7 @@ impl RemoteTask {
             handed: false,
             queued_after_resume: false,
             work_failed: false,
+            counted_live: false,
             deleted: false,
             orphan: false,
             key: StreamKey::root(0),

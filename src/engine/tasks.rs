@@ -648,13 +648,15 @@ impl<T: Tracer> Simulation<'_, T> {
             ..RemoteTask::vacant()
         };
         // Resending a message the server already made a task for makes a second task working
-        // beside the first (a retry after the first ended is not one).
+        // beside the first (a retry after the first ended, its work over, is not one; one after
+        // a cancel answered CANCELED while the work goes on is).
         let duplicate = run_alive && {
             let ledger = &mut self.runs[job.run].ledgers[step as usize];
             let before = ledger.live_tasks;
             ledger.live_tasks = ledger.live_tasks.saturating_add(1);
             before > 0
         };
+        self.tasks[t].counted_live = run_alive;
         self.observe(now, job.measured, Observation::Task(TaskObservation::Created { duplicate }));
         self.trace_task(now, t);
         match client {
@@ -861,6 +863,7 @@ impl<T: Tracer> Simulation<'_, T> {
             // error changes nothing.
             self.end_unowned_work(now, t);
             self.tasks[t].work = None;
+            self.settle_live(t);
             self.free_task_if_done(t);
             return;
         }
@@ -946,11 +949,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let Ok((left, duration_us)) = task.lifecycle.apply(now, TaskEvent::Fail) else { return };
         let task = *task;
         self.observe(now, task.measured, Observation::Task(TaskObservation::StateLeft { state: left, duration_us }));
-        let run = &mut self.runs[task.run];
-        if run.generation == task.run_gen {
-            let ledger = &mut run.ledgers[task.step as usize];
-            ledger.live_tasks = ledger.live_tasks.saturating_sub(1);
-        }
+        self.settle_live(t);
         if task.client.is_none() {
             self.free_task_if_done(t);
         }
@@ -1106,6 +1105,7 @@ impl<T: Tracer> Simulation<'_, T> {
             self.jobs[job].attached = false;
             self.stop_attempt(now, job);
         }
+        self.settle_live(t);
     }
 
     /// Moves task `t` by `event`: time in the state left and the cost of running are
@@ -1143,12 +1143,7 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         self.observe(now, measured, Observation::Task(TaskObservation::Ended { state }));
-        let run = &mut self.runs[task.run];
-        if run.generation == task.run_gen {
-            let ledger = &mut run.ledgers[task.step as usize];
-            debug_assert!(ledger.live_tasks > 0, "a step's live tasks never go below zero");
-            ledger.live_tasks = ledger.live_tasks.saturating_sub(1);
-        }
+        self.settle_live(t);
         if state == TaskState::Succeeded {
             self.task_succeeded(now, &task);
         }
@@ -1161,6 +1156,22 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.tasks[t].client = None;
                 self.free_task_if_done(t);
             }
+        }
+    }
+
+    /// Task `t` no longer works once it has ended and its work is over: its step's count of
+    /// working tasks (what makes a new task of the step a duplicate) drops, once.
+    fn settle_live(&mut self, t: u32) {
+        let task = self.tasks[t];
+        if !task.counted_live || !task.lifecycle.state.is_terminal() || task.work.is_some() {
+            return;
+        }
+        self.tasks[t].counted_live = false;
+        let run = &mut self.runs[task.run];
+        if run.generation == task.run_gen {
+            let ledger = &mut run.ledgers[task.step as usize];
+            debug_assert!(ledger.live_tasks > 0, "a step's live tasks never go below zero");
+            ledger.live_tasks = ledger.live_tasks.saturating_sub(1);
         }
     }
 
