@@ -673,3 +673,23 @@ fn a_retrys_task_beside_work_that_goes_on_under_a_canceled_record_is_a_duplicate
         );
     }
 }
+
+#[test]
+fn settings_that_can_never_act_are_refused_at_their_field() {
+    // An MCP client never receives push notifications, and retry_after_max_ms caps only an
+    // honoured Retry-After: each is refused at its field, as ignored_cancel_answer at MCP is.
+    let refused = |task: &str, policy: &str| {
+        let text = scenario(task, 20.0, "", policy);
+        let source = faultline::scenario::Source::from_text("t.toml", &text, faultline::scenario::Format::Toml);
+        let parsed = faultline::scenario::parse_source(&source).unwrap();
+        faultline::engine::Model::compile(&parsed, &source).err().map(|e| e.to_string())
+    };
+    for field in ["push_lost_ratio = 0.5", "push_duplicate_ratio = 0.5"] {
+        let e = refused(&format!(", protocol = \"mcp\", {field}"), "").expect(field);
+        assert!(e.contains(&format!("dependency[0].task.{}", &field[..field.find(' ').unwrap()])), "{e}");
+    }
+    assert!(refused(", push_lost_ratio = 0.5", "").is_none(), "A2A pushes");
+    let e = refused("", "task_client = { honor_retry_after = false, retry_after_max_ms = 1000 }").expect("cap");
+    assert!(e.contains("task_client.retry_after_max_ms"), "{e}");
+    assert!(refused("", "task_client = { retry_after_max_ms = 1000 }").is_none());
+}

@@ -206,6 +206,10 @@ pub fn compile_task_client(
         orphan_ttl_us: ms("orphan_ttl_ms", t.orphan_ttl_ms, d.orphan_ttl_us)?,
     };
     config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
+    if t.retry_after_max_ms.is_some() && !config.honor_retry_after {
+        let message = "retry_after_max_ms caps an honoured Retry-After, and honor_retry_after is false";
+        return Err(error_at_path(source, &path.key("retry_after_max_ms"), message));
+    }
     Ok(config)
 }
 

@@ -445,6 +445,22 @@ fn compile_task(
         );
         return Err(c.err(&answer_path, message));
     }
+    // MCP clients never receive push notifications (an MCP push client polls): a push delivery
+    // setting at an MCP dependency could never act.
+    let push_fields = [
+        ("push_delivery_time", t.push_delivery_time.is_some()),
+        ("push_lost_ratio", t.push_lost_ratio.is_some()),
+        ("push_duplicate_ratio", t.push_duplicate_ratio.is_some()),
+    ];
+    if let Some((field, _)) = push_fields.iter().find(|(_, set)| *set)
+        && !protocol.can_push()
+    {
+        let message = format!(
+            "{field} applies to protocol = \"a2a\" (push notifications); a {} client polls",
+            quote(protocol.name())
+        );
+        return Err(c.err(&path.key(field), message));
+    }
     let input_answer =
         t.input_answer_time.as_ref().map(|d| c.distribution(&path.key("input_answer_time"), d)).transpose()?;
     let push_delivery =
