@@ -30,9 +30,16 @@ export PATH="$venv/bin:$PATH"
   skip "cannot install maturin, pandas, pytest, tqdm and matplotlib from PyPI"
 
 # From here on a failure is a failure: the package must build and its tests pass.
-cargo build --quiet --bin faultline
+# FAULTLINE_BUILD_LOCK: a file every build on a shared machine takes in turn (`flock`), for
+# the binary's build and the package's (pip runs cargo through maturin); the tests run
+# without it. Unset (CI), nothing is locked.
+locked=()
+if [[ -n ${FAULTLINE_BUILD_LOCK:-} ]]; then
+  locked=(flock "$FAULTLINE_BUILD_LOCK")
+fi
+${locked[@]+"${locked[@]}"} cargo build --quiet --bin faultline
 started=$(date +%s)
-"$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps .
+${locked[@]+"${locked[@]}"} "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps .
 echo "pip install . took $(($(date +%s) - started)) s" >&2
 # Absolute: the tests run from python/tests.
 FAULTLINE_BIN=$(realpath "${FAULTLINE_BIN:-${CARGO_TARGET_DIR:-target}/debug/faultline}")

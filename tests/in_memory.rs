@@ -190,3 +190,70 @@ fn a_scenario_given_as_text_is_located_in_its_errors() {
         Ok(_) => panic!("a negative server count was accepted"),
     }
 }
+
+/// A calibration made in memory runs with no file beside it (the Python package's
+/// `CalibrateResult.scenario`): its samples inline give the figures of the set the binary
+/// writes, samples files and all.
+#[test]
+fn a_calibration_with_samples_files_runs_from_its_self_contained_text() {
+    use faultline::experiment::calibrate::choose::FitChoice;
+    use faultline::experiment::calibrate::{CalibrateOptions, calibrate_in_memory};
+    let dir = scratch("calibrate");
+    let traced = dir.join("traced");
+    binary(&[
+        "run",
+        STARTER,
+        "-p",
+        "resilient",
+        "--replications",
+        "2",
+        "--traces",
+        "50",
+        "--out",
+        traced.to_str().unwrap(),
+    ]);
+    let traces = traced.join("resilient/traces.otlp.jsonl");
+    let written = dir.join("cal/calibrated.toml");
+    binary(&["calibrate", traces.to_str().unwrap(), "--fit", "empirical", "--out", written.to_str().unwrap()]);
+    let made = calibrate_in_memory(&CalibrateOptions {
+        traces: vec![traces.clone()],
+        out: PathBuf::from("calibrated.toml"),
+        renames: vec![],
+        fit: FitChoice::parse("empirical").unwrap(),
+        sampling_ratio: None,
+        prometheus: vec![],
+    })
+    .unwrap();
+    assert!(!made.samples.is_empty(), "--fit empirical writes samples files");
+    assert_eq!(made.text, std::fs::read_to_string(&written).unwrap());
+    assert!(!made.report.contains("wrote "), "nothing was written: {}", made.report);
+    let text = made.self_contained().unwrap();
+    assert!(text.contains("samples_ms = [") && !text.contains("samples_file"));
+    let from_files = dir.join("from-files");
+    binary(&[
+        "run",
+        written.to_str().unwrap(),
+        "--seed",
+        "3",
+        "--replications",
+        "2",
+        "--out",
+        from_files.to_str().unwrap(),
+    ]);
+    let mut options = run_options(ScenarioInput::Text(Source::from_text("<string>", &text, Format::Toml)), 2);
+    options.sets.clear();
+    options.policies.clear();
+    let results = simulate_run(&options).unwrap();
+    let mut files = BTreeMap::new();
+    results
+        .each_file(&mut |path, bytes| {
+            files.insert(path.to_string(), bytes.to_vec());
+            Ok(())
+        })
+        .unwrap();
+    let expected = folder(&from_files);
+    for name in ["calibrated/replications.csv", "calibrated/timeseries.csv"] {
+        assert!(files[name] == expected[name], "{name} differs from the written set's");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

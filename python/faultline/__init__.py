@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from typing import Any, Dict, Mapping, Optional, Sequence, Union
 
@@ -40,6 +41,7 @@ from ._errors import (
     OutputError,
     ScenarioError,
     ScenarioFileNotFound,
+    SloFailed,
 )
 from ._options import Overrides, Progress, Scenario
 from ._results import (
@@ -79,11 +81,12 @@ __all__ = [
     "InternalError",
     "Interrupted",
     "GateFailed",
+    "SloFailed",
 ]
 
 # Tracebacks and pytest's summary name them as users import them: faultline.ScenarioError.
 for _exception in (FaultlineError, ScenarioError, ScenarioFileNotFound, InputError, OutputError, InternalError,
-                   Interrupted, GateFailed):
+                   Interrupted, GateFailed, SloFailed):
     _exception.__module__ = "faultline"
 del _exception
 
@@ -100,6 +103,8 @@ def run(
     jobs: Optional[int] = None,
     replication: Optional[int] = None,
     traces: Optional[int] = None,
+    metrics: Union[str, Sequence[str], None] = None,
+    check_slo: bool = False,
     out: Optional[PathLike] = None,
     progress: Progress = True,
 ) -> RunResult:
@@ -115,6 +120,12 @@ def run(
         replication: run only replication K (from 0): exactly row K of a full run.
         traces: also export K sampled runs of each replication as OTLP/JSON
             (``<policy>/traces.otlp.jsonl`` in ``files``).
+        metrics: ``--metrics``: the figures ``text`` shows instead of the headline (metric
+            names, a list or a comma-separated string), or ``"all"``.
+        check_slo: ``--check-slo``: raise :class:`SloFailed` when an ``[slo]`` threshold
+            fails for a policy (the command line exits 99); a scenario without thresholds is
+            an :class:`InputError`. Without it the verdicts are in ``text`` and
+            ``failed_thresholds``, and nothing is raised.
         out: write the output set there (replaced as a whole); nothing is written without it.
         progress: True for a tqdm bar where tqdm is installed, False for none, or a callable
             taking (done, total).
@@ -122,7 +133,11 @@ def run(
     Returns:
         A :class:`RunResult`: ``summary`` (dict per policy), ``replications`` and
         ``timeseries`` (DataFrames with a ``policy`` column), ``metrics``, ``report_html``,
-        ``files`` (the output set's bytes) and ``text``.
+        ``files`` (the output set's bytes), ``text``, ``document`` (``--format json``) and
+        ``failed_thresholds``.
+
+    Raises:
+        SloFailed: with ``check_slo=True``, a threshold failed; ``.result`` is the RunResult.
 
     >>> r = faultline.run("scenarios/meeting-analysis-incident.toml",   # doctest: +SKIP
     ...                   policies=["naive", "resilient"], replications=4,
@@ -138,9 +153,17 @@ def run(
         "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
         "replication": o.integer("replication", replication, maximum=o.U32),
         "traces": o.integer("traces", traces, maximum=o.U32),
+        "metrics": o.metric_names(metrics),
+        "check_slo": o.flag("check_slo", check_slo),
         "out": o.path(out),
     }
-    return RunResult(o.call(_native.run, options, progress, "run"))
+    native = o.call(_native.run, options, progress, "run")
+    result = RunResult(native)
+    if not native["passed"]:
+        raise SloFailed(
+            f"check_slo: {result.failed_thresholds} [slo] threshold verdict(s) failed\n\n{result.text}", result
+        )
+    return result
 
 
 def sweep(
@@ -152,7 +175,7 @@ def sweep(
     replications: Optional[int] = None,
     overrides: Overrides = None,
     jobs: Optional[int] = None,
-    metrics: Optional[Sequence[str]] = None,
+    metrics: Union[str, Sequence[str], None] = None,
     grid: bool = False,
     out: Optional[PathLike] = None,
     resume: bool = False,
@@ -203,10 +226,10 @@ def sweep(
         "sets": o.sets(overrides),
         "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
         "out": o.path(out),
-        "resume": resume,
+        "resume": o.flag("resume", resume),
         "shard": shard,
-        "metrics": o.names(metrics, "metrics"),
-        "grid": grid,
+        "metrics": o.metric_names(metrics),
+        "grid": o.flag("grid", grid),
     }
     result = SweepResult(o.call(_native.sweep_points, options, progress, "sweep"), o.path(out))
     if result.interrupted:
@@ -270,7 +293,7 @@ def gate(
         "candidate": candidate,
         "baseline": baseline,
         "baseline_scenario": o.path(baseline_scenario),
-        "thresholds_only": thresholds_only,
+        "thresholds_only": o.flag("thresholds_only", thresholds_only),
         "seed": o.integer("seed", seed, maximum=o.U64),
         "replications": o.integer("replications", replications, maximum=o.U32),
         "sets": o.sets(overrides),
@@ -279,7 +302,7 @@ def gate(
         "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
         "junit": o.path(junit),
         "front": o.path(front),
-        "front_tolerance": float(front_tolerance),
+        "front_tolerance": 5.0 if front_tolerance is None else o.number("front_tolerance", front_tolerance),
     }
     return GateResult(o.call(_native.gate_policy, options, progress, "gate"))
 
@@ -297,6 +320,15 @@ def assert_gate(scenario: Scenario, candidate: str, baseline: Optional[str] = No
     if not result.passed:
         raise GateFailed(result.table, result)
     return result
+
+
+def _without_folder(text: str, folder: str) -> str:
+    """A command's text when its output folder was a temporary one, removed before the
+    result is returned: its `wrote` line goes, and its files are named as keys of ``files``
+    (``files['front.csv']``), not by paths that no longer exist."""
+    lines = [line for line in text.splitlines(keepends=True) if not line.startswith("wrote ")]
+    prefix = re.escape(os.path.join(folder, ""))
+    return re.sub(prefix + r"(\S+)", lambda m: f"files[{m.group(1)!r}]", "".join(lines))
 
 
 def _folder_files(folder: str) -> Dict[str, bytes]:
@@ -325,6 +357,8 @@ def tune(
     jobs: Optional[int] = None,
     out: Optional[PathLike] = None,
     resume: bool = False,
+    shard: Optional[str] = None,
+    merge_shards: bool = False,
     progress: Progress = True,
 ) -> TuneResult:
     """Search a policy's parameters for the Pareto front of the objectives: ``faultline tune``.
@@ -345,12 +379,32 @@ def tune(
             front-<k>.toml, and the checkpoint while it runs); without it, a temporary folder
             removed before this returns.
         resume: continue a killed tune of ``out``.
+        shard: ``"K/N"``: compute one shard of each round into ``out`` (docs/cluster.md).
+        merge_shards: merge the round's shard files in ``out`` and run on from them.
 
     Returns:
         A :class:`TuneResult`: ``front`` and ``candidates`` (DataFrames), ``document``
         (front.json), ``scenario(k)``, ``files`` and ``text``.
     """
-    space_args = [f"{k}={v}" for k, v in space.items()] if isinstance(space, Mapping) else list(space)
+    if isinstance(space, Mapping):
+        for k, v in space.items():
+            if not isinstance(v, str):
+                raise TypeError(
+                    f"space[{k!r}]: a range as a string, \"lo..hi\" (\"0..4\", \"50.0..500.0\"), or "
+                    f"values \"a,b,c\" (docs/tune.md), not {type(v).__name__}"
+                )
+        space_args = [f"{k}={v}" for k, v in space.items()]
+    elif isinstance(space, str):
+        space_args = [space]
+    else:
+        space_args = [str(v) for v in space]
+    # The shards of a tune exist only as files, as a sweep's do.
+    if resume and out is None:
+        raise InputError("resume=True needs out=, the folder of the killed tune to continue")
+    if shard is not None and out is None:
+        raise InputError("shard= needs out=, the folder the shard's file is written into")
+    if merge_shards and out is None:
+        raise InputError("merge_shards=True needs out=, the folder holding the shards' files")
 
     def go(folder: str) -> TuneResult:
         options = {
@@ -366,10 +420,14 @@ def tune(
             "sets": o.sets(overrides),
             "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
             "out": folder,
-            "resume": resume,
+            "resume": o.flag("resume", resume),
             "generations": o.integer("generations", generations, maximum=o.U32),
+            "shard": shard,
+            "merge_shards": o.flag("merge_shards", merge_shards),
         }
         text = o.call(_native.tune_policy, options, progress, "tune")
+        if out is None:
+            text = _without_folder(text, folder)
         return TuneResult(text, _folder_files(folder), o.path(out))
 
     if out is not None:
@@ -421,7 +479,7 @@ def explore(
             "seed": o.integer("seed", seed, maximum=o.U64),
             "max_faults": o.integer("max_faults", max_faults, maximum=o.U64),
             "kinds": o.names(kinds, "kinds"),
-            "keep_faults": keep_faults,
+            "keep_faults": o.flag("keep_faults", keep_faults),
             "sets": o.sets(overrides),
             "replications": o.integer("replications", replications, maximum=o.U32),
             "jobs": o.integer("jobs", jobs, minimum=-o.I64 - 1, maximum=o.I64),
@@ -429,6 +487,8 @@ def explore(
         }
         native = o.call(_native.explore_schedules, options, progress, "explore")
         files = _folder_files(folder) if os.path.isdir(folder) else {}
+        if out is None:
+            native = dict(native, text=_without_folder(native["text"], folder))
         return ExploreResult(native, files, o.path(out))
 
     if out is not None:
@@ -498,8 +558,8 @@ def calibrate(
 
     Args:
         traces: OTLP/JSON files (one document per line, or one document).
-        out: write the scenario (a .toml file) and its samples files there; nothing is
-            written without it.
+        out: write the scenario (a .toml file) and its samples files (in ``<stem>-data/``
+            beside it) there, as the command line does; nothing is written without it.
         map: ``--map``: callee -> dependency (merge or rename callees).
         fit: ``"auto"``, ``"empirical"``, or a family (as ``--fit``).
         sampling_ratio: the share of root runs the traces hold, when they do not say it.
@@ -507,7 +567,12 @@ def calibrate(
 
     Returns:
         A :class:`CalibrateResult`: ``scenario`` (its TOML, which :func:`run` takes as it
-        is), ``report`` and ``samples``.
+        is, with or without ``out=``: the observed latencies are inline, ``samples_ms``),
+        ``files`` (what the command line writes: the .toml, which names its samples files,
+        and those files), ``samples`` and ``report``.
+
+    >>> c = faultline.calibrate("traces.otlp.jsonl")               # doctest: +SKIP
+    >>> faultline.run(c.scenario, replications=2)                  # doctest: +SKIP
     """
     as_list = lambda v: [] if v is None else [os.fspath(v)] if isinstance(v, (str, os.PathLike)) else [os.fspath(x) for x in v]  # noqa: E731
     options = {
@@ -515,10 +580,12 @@ def calibrate(
         "out": o.path(out),
         "renames": [f"{k}={v}" for k, v in (map or {}).items()],
         "fit": fit,
-        "sampling_ratio": sampling_ratio,
+        "sampling_ratio": o.number("sampling_ratio", sampling_ratio),
         "prometheus": as_list(prometheus),
     }
-    return CalibrateResult(o.call(_native.calibrate_traces, options, False, "calibrate"))
+    if not options["traces"]:
+        raise InputError("traces: give at least one OTLP/JSON traces file")
+    return CalibrateResult(o.call(_native.calibrate_traces, options, False, "calibrate"), o.path(out))
 
 
 def validate(scenario: Scenario) -> str:

@@ -93,3 +93,14 @@ class GateFailed(AssertionError):
     def __init__(self, message: str, result: Any) -> None:
         super().__init__(message)
         self.result = result
+
+
+class SloFailed(AssertionError):
+    """``run(..., check_slo=True)`` found an ``[slo]`` threshold failing for a policy: the
+    command line's ``run --check-slo`` exit 99. ``str(e)`` says how many verdicts failed, then
+    the run's text with the verdicts; ``result`` is the whole :class:`RunResult` (with ``out=``
+    its files are written, as the command line writes them before exiting 99)."""
+
+    def __init__(self, message: str, result: Any) -> None:
+        super().__init__(message)
+        self.result = result

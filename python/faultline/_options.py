@@ -42,6 +42,13 @@ def scenario_arg(scenario: Scenario) -> Dict[str, Any]:
     if isinstance(scenario, str):
         if "\n" in scenario and not os.path.exists(scenario):
             return {"kind": "toml", "value": scenario, "name": "<string>"}
+        if not scenario.endswith((".toml", ".json")) and not os.path.exists(scenario):
+            # One line of TOML (`"[simulation]"`) or a mistyped name: say both readings.
+            raise ScenarioError(
+                f"{scenario}: neither a scenario file (its name ends in .toml or .json) nor TOML "
+                "text (a string is read as TOML text when it holds a newline)",
+                file=scenario,
+            )
         return {"kind": "file", "value": scenario}
     raise TypeError(
         f"scenario: a path, TOML text or a dict, not {type(scenario).__name__}"
@@ -60,8 +67,23 @@ def plain(value: Any) -> Any:
     return value
 
 
+def toml_string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    escaped = []
+    for c in text:
+        if c in '"\\':
+            escaped.append("\\" + c)
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            escaped.append(f"\\u{ord(c):04x}")
+        else:
+            escaped.append(c)
+    return '"' + "".join(escaped) + '"'
+
+
 def value_text(value: Any) -> str:
-    """A Python value as the command line writes it after ``path=``."""
+    """A Python value as the command line writes it after ``path=``. A string is the string
+    it holds: written as it is where the command line reads it back unchanged (``naive``),
+    quoted as TOML where it would read as something else (``"123"``, ``"true"``, ``" x"``)."""
     value = plain(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -77,7 +99,7 @@ def value_text(value: Any) -> str:
         # `np.float64(50.0)`.
         return float.__repr__(number)
     if isinstance(value, str):
-        return value
+        return value if _native.reads_as_text(value) else toml_string(value)
     raise TypeError(
         f"an override's value is a bool, int, float or str, not {type(value).__name__}"
     )
@@ -123,7 +145,15 @@ def params(values: Union[Mapping[str, Iterable[Any]], Sequence[str]]) -> list:
         for path, vs in values.items():
             if isinstance(vs, (str, bytes)) or not isinstance(vs, Iterable):
                 raise TypeError(f"params[{path!r}]: a list of values to sweep")
-            out.append(f"{path}={','.join(value_text(v) for v in vs)}")
+            texts = []
+            for v in vs:
+                if isinstance(plain(v), str) and "," in v:
+                    raise InputError(
+                        f"params[{path!r}]: the value {v!r} holds a comma, which separates the "
+                        "values of the command line's --param; a swept string cannot hold one"
+                    )
+                texts.append(value_text(v))
+            out.append(f"{path}={','.join(texts)}")
         return out
     if isinstance(values, str):
         raise TypeError("params: a dict of path to a list of values")
@@ -142,6 +172,30 @@ def names(value: Union[str, Sequence[str], None], name: str = "policies") -> lis
     return [str(v) for v in value]
 
 
+def metric_names(value: Union[str, Sequence[str], None], name: str = "metrics") -> list:
+    """Metric names as the command line's ``--metrics a,b`` takes them: a list, one string,
+    or a comma-separated string."""
+    return [part.strip() for v in names(value, name) for part in v.split(",")]
+
+
+def number(name: str, value: Any) -> Optional[float]:
+    """A float keyword checked here, so its error names the keyword (None stays None)."""
+    if value is None:
+        return None
+    value = plain(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: a number, not {type(value).__name__}")
+    return float(value)
+
+
+def flag(name: str, value: Any) -> bool:
+    """A yes/no keyword: a bool (NumPy's too), never a truthy string."""
+    value = plain(value)
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: True or False, not {type(value).__name__}")
+    return value
+
+
 def path(value: Union[str, "os.PathLike[str]", None]) -> Optional[str]:
     return None if value is None else os.fspath(value)
 
@@ -150,8 +204,13 @@ def progress_callback(progress: Progress, label: str) -> Any:
     """A callable (done, total) -> None, and how to close it; tqdm when it is installed."""
     if progress is None or progress is False:
         return None, lambda: None
-    if callable(progress) and progress is not True:
+    if callable(progress):
         return progress, lambda: None
+    if progress is not True:
+        raise TypeError(
+            f"progress: True (a bar), False (none) or a callable taking (done, total), not "
+            f"{type(progress).__name__}"
+        )
     try:
         from tqdm.auto import tqdm
     except ImportError:

@@ -7,7 +7,12 @@ import html
 import io
 import json
 from functools import cached_property
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:  # pandas is imported on first use, not with the package
+    import pandas as pd
+
+from . import _native
 
 __all__ = [
     "RunResult",
@@ -37,7 +42,7 @@ def _pandas() -> Any:
     return pandas
 
 
-def _csv(data: bytes) -> Any:
+def _csv(data: bytes) -> "pd.DataFrame":
     # The files' text is kept as written: empty cells (undefined figures) read as NaN.
     return _pandas().read_csv(io.BytesIO(data))
 
@@ -51,11 +56,28 @@ def _iframe(page: str, height: int = 600) -> str:
 
 
 def _number(value: Any) -> str:
-    if isinstance(value, float):
-        if value != value:
-            return "n/a"
-        return f"{value:.4g}"
-    return html.escape(str(value))
+    """A figure for the eye: four significant digits, never an exponent between 1e-4 and
+    1e15 (a p95 of 53 400 ms is ``53400``, not ``5.34e+04``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return html.escape(str(value))
+    value = float(value)
+    if value != value:
+        return "n/a"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    magnitude = abs(value)
+    if 1e-4 <= magnitude < 1e15 or magnitude == 0:
+        text = f"{value:.4g}"
+        # .4g turns to an exponent from 1e4 (and at 9999.5, rounded up): whole units then.
+        return f"{value:.0f}" if "e" in text else text
+    return f"{value:.3e}"
+
+
+def _interval(metric: str, low: float, high: float) -> Tuple[float, float]:
+    """A 95 % interval clipped to the values the metric can take (a ratio of runs to [0, 1]),
+    as the gate and the reports clip it (docs/metrics.md)."""
+    floor, ceiling = _native.metric_range(metric)
+    return max(low, floor), min(high, ceiling)
 
 
 class RunResult:
@@ -63,10 +85,15 @@ class RunResult:
 
     Attributes:
         text: what ``faultline run`` prints (the policies side by side).
-        files: every file of the output set, path -> bytes, exactly as the command line
-            writes them (``<policy>/summary.json``, ``timeseries.csv``, ``replications.csv``,
-            ``report.html``).
-        written: the paths written, when an output folder was given.
+        json: what ``faultline run --format json`` prints (``document`` as a dict).
+        files: the output set's figures, path -> bytes, exactly as the command line writes
+            them (``<policy>/summary.json``, ``timeseries.csv``, ``replications.csv``,
+            ``traces.otlp.jsonl`` with ``traces=``, ``report.html``); not its
+            ``manifest.json``, which records a write and exists only with ``out=``.
+        written: the paths written, when an output folder was given (manifest.json is
+            written beside them).
+        failed_thresholds: how many ``[slo]`` threshold verdicts failed, over every policy
+            (0 when the scenario has no ``[slo]``); ``run(check_slo=True)`` raises when not 0.
 
     >>> r = faultline.run("scenarios/mmc.toml", replications=2)   # doctest: +SKIP
     >>> r.summary["plain"]["metrics"]["auto_completion_ratio"]    # doctest: +SKIP
@@ -77,7 +104,13 @@ class RunResult:
         self.text: str = native["text"]
         self.files: Dict[str, bytes] = dict(native["files"])
         self.written: List[str] = list(native["written"])
-        self._json: str = native["json"]
+        self.json: str = native["json"]
+        self.failed_thresholds: int = native["failed_thresholds"]
+
+    @cached_property
+    def document(self) -> Dict[str, Any]:
+        """``faultline run --format json`` as a dict: every policy's summary.json by name."""
+        return json.loads(self.json)
 
     @property
     def policies(self) -> List[str]:
@@ -89,7 +122,7 @@ class RunResult:
         """Per policy, its summary.json as a dict (``metrics``: means, ``ci95``: intervals)."""
         return {p: json.loads(self.files[f"{p}/summary.json"]) for p in self.policies}
 
-    def _per_policy(self, name: str) -> Any:
+    def _per_policy(self, name: str) -> "pd.DataFrame":
         pd = _pandas()
         frames = []
         for p in self.policies:
@@ -99,18 +132,18 @@ class RunResult:
         return pd.concat(frames, ignore_index=True)
 
     @cached_property
-    def replications(self) -> Any:
+    def replications(self) -> "pd.DataFrame":
         """replications.csv of every policy as one DataFrame: a ``policy`` column, then the
         replication, its seed and every metric."""
         return self._per_policy("replications.csv")
 
     @cached_property
-    def timeseries(self) -> Any:
+    def timeseries(self) -> "pd.DataFrame":
         """timeseries.csv of every policy as one DataFrame, with a ``policy`` column."""
         return self._per_policy("timeseries.csv")
 
     @property
-    def metrics(self) -> Any:
+    def metrics(self) -> "pd.DataFrame":
         """Every metric's mean, one column per policy (a DataFrame indexed by metric)."""
         pd = _pandas()
         return pd.DataFrame({p: s["metrics"] for p, s in self.summary.items()})
@@ -127,7 +160,11 @@ class RunResult:
             for p, s in self.summary.items():
                 mean = s["metrics"].get(m)
                 low, high = s["ci95"].get(m, [None, None])
-                ci = "" if low is None or low != low else f" [{_number(low)}, {_number(high)}]"
+                if low is None or low != low or high is None:
+                    ci = ""
+                else:
+                    low, high = _interval(m, low, high)
+                    ci = f" [{_number(low)}, {_number(high)}]"
                 cells.append(f"<td>{_number(mean) if mean is not None else 'n/a'}{ci}</td>")
             rows.append(f"<tr><th style='text-align:left'>{html.escape(m)}</th>{''.join(cells)}</tr>")
         head = "".join(f"<th>{html.escape(p)}</th>" for p in self.summary)
@@ -181,7 +218,7 @@ class SweepResult:
             )
 
     @cached_property
-    def table(self) -> Any:
+    def table(self) -> "pd.DataFrame":
         """sweep.csv as a DataFrame: the parameters, the policy, the replications, then each
         metric's mean and its ``.ci95_low`` and ``.ci95_high``."""
         return _csv(self.files["sweep.csv"])
@@ -232,7 +269,7 @@ class GateResult:
         return "PASS" if self.passed else "FAIL"
 
     @cached_property
-    def checks(self) -> Any:
+    def checks(self) -> "pd.DataFrame":
         """One row per check: kind, metric, expression, status, judged, limit, mean, ci95."""
         return _pandas().DataFrame(self.document["checks"])
 
@@ -262,12 +299,12 @@ class TuneResult:
         self.out = out
 
     @cached_property
-    def front(self) -> Any:
+    def front(self) -> "pd.DataFrame":
         """front.csv: the Pareto front, one row per candidate on it."""
         return _csv(self.files["front.csv"])
 
     @cached_property
-    def candidates(self) -> Any:
+    def candidates(self) -> "pd.DataFrame":
         """candidates.csv: every candidate and why it left the race."""
         return _csv(self.files["candidates.csv"])
 
@@ -327,12 +364,34 @@ class ReplayResult:
 
 
 class CalibrateResult:
-    """A scenario made from traces: ``scenario`` its TOML, ``samples`` its samples files."""
+    """A scenario made from traces.
 
-    def __init__(self, native: Dict[str, Any]) -> None:
-        self.scenario: str = native["text"]
+    Attributes:
+        scenario: the scenario's TOML, runnable as it is (``faultline.run(c.scenario)``, with
+            or without ``out=``, from any folder): a dependency kept as observed has its
+            latencies inline (``samples_ms = [...]``). The same values, in the same order, as
+            the samples files the command line writes, so it simulates exactly as the written
+            set; equal to the written .toml when no samples file was made.
+        files: what ``faultline calibrate`` writes, path relative to the scenario's folder ->
+            bytes: the .toml (which names its samples files, ``samples_file = ...``) and the
+            samples files in ``<stem>-data/``.
+        samples: the samples files alone.
+        report: what the command prints (with ``out=``, what it wrote).
+        out: the scenario file written, or None.
+    """
+
+    def __init__(self, native: Dict[str, Any], out: Optional[str] = None) -> None:
+        import os
+
+        self.scenario: str = native["scenario"]
         self.report: str = native["report"]
         self.samples: Dict[str, bytes] = dict(native["samples"])
+        self.out = out
+        name = os.path.basename(out) if out is not None else "calibrated.toml"
+        self.files: Dict[str, bytes] = {name: native["text"].encode(), **self.samples}
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.report)}</pre>"
 
     def __repr__(self) -> str:
         return self.report

@@ -208,9 +208,14 @@ struct RunArgs {
     traces: Option<u32>,
     #[serde(default)]
     out: Option<PathBuf>,
+    #[serde(default)]
+    metrics: Vec<String>,
+    #[serde(default)]
+    check_slo: bool,
 }
 
-/// `faultline run`: {text, json, files: [(path, bytes)], written: [path]}.
+/// `faultline run`: {text, json, files: [(path, bytes)], written: [path], passed (false only
+/// with `check_slo` and a failed threshold: the command line's exit 99), failed_thresholds}.
 #[pyfunction]
 #[pyo3(signature = (options, progress=None))]
 fn run<'py>(py: Python<'py>, options: &str, progress: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
@@ -228,8 +233,8 @@ fn run<'py>(py: Python<'py>, options: &str, progress: Option<&Bound<'py, PyAny>>
             jobs: worker_count(jobs)?,
             replication: args.replication,
             traces: args.traces,
-            metrics: Vec::new(),
-            check_slo: false,
+            metrics: args.metrics,
+            check_slo: args.check_slo,
         };
         let results = simulate_run(&opts)?;
         let mut files = Vec::new();
@@ -241,14 +246,17 @@ fn run<'py>(py: Python<'py>, options: &str, progress: Option<&Bound<'py, PyAny>>
             Some(out) => results.write(out)?,
             None => Vec::new(),
         };
-        Ok((results.text(&written), results.json(), files, written))
+        let verdict = (results.passed(), results.failed_thresholds());
+        Ok((results.text(&written), results.json(), files, written, verdict))
     };
-    let (text, json, files, written) = whole(call(py, progress, job)?)?;
+    let (text, json, files, written, (passed, failed)) = whole(call(py, progress, job)?)?;
     let dict = PyDict::new(py);
     dict.set_item("text", text)?;
     dict.set_item("json", json)?;
     dict.set_item("files", files_list(py, &files)?)?;
     dict.set_item("written", written)?;
+    dict.set_item("passed", passed)?;
+    dict.set_item("failed_thresholds", failed)?;
     Ok(dict)
 }
 
@@ -611,8 +619,9 @@ struct CalibrateArgs {
     prometheus: Vec<PathBuf>,
 }
 
-/// `faultline calibrate`: {text (the scenario), report, samples: [(path, bytes)]}; written to
-/// `out` only when it is given.
+/// `faultline calibrate`: {text (the scenario file's text), scenario (the same with the samples
+/// inline: runnable as it is), report, samples: [(path, bytes)]}; written to `out` only when it
+/// is given.
 #[pyfunction]
 #[pyo3(signature = (options, progress=None))]
 fn calibrate_traces<'py>(
@@ -635,12 +644,15 @@ fn calibrate_traces<'py>(
             sampling_ratio: args.sampling_ratio,
             prometheus: args.prometheus,
         };
-        if write { calibrate_written(&opts) } else { calibrate_in_memory(&opts) }
+        let made = if write { calibrate_written(&opts) } else { calibrate_in_memory(&opts) }?;
+        let scenario = made.self_contained()?;
+        Ok((made, scenario))
     };
-    let made = whole(call(py, progress, job)?)?;
+    let (made, scenario) = whole(call(py, progress, job)?)?;
     let samples: Vec<(String, Vec<u8>)> = made.samples.into_iter().collect();
     let dict = PyDict::new(py);
     dict.set_item("text", made.text)?;
+    dict.set_item("scenario", scenario)?;
     dict.set_item("report", made.report)?;
     dict.set_item("samples", files_list(py, &samples)?)?;
     Ok(dict)
@@ -657,6 +669,21 @@ struct ValidateArgs {
 fn validate_scenario(py: Python<'_>, options: &str) -> PyResult<String> {
     let args: ValidateArgs = self::options(options).map_err(native_error)?;
     whole(call(py, None, move || -> Result<String, CommandError> { validate(&args.scenario.input()?) })?)
+}
+
+/// Whether `--set path=VALUE` reads `value` back as this very string (not as a number, a bool,
+/// an array, ... nor trimmed): else the package sends it as a quoted TOML string.
+#[pyfunction]
+fn reads_as_text(value: &str) -> bool {
+    faultline::scenario::overrides::reads_as_string(value)
+}
+
+/// The values the metric `name` can take, (low, high), as reports clip a 95 % interval to
+/// (docs/metrics.md): (0, 1) for a share of a whole, (0, inf) for the rest.
+#[pyfunction]
+fn metric_range(name: &str) -> (f64, f64) {
+    let range = faultline::metrics::range::Range::of_metric(name);
+    (range.low, range.high)
 }
 
 /// The version of the library inside, as the command line's `--version` says.
@@ -677,5 +704,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibrate_traces, m)?)?;
     m.add_function(wrap_pyfunction!(validate_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(reads_as_text, m)?)?;
+    m.add_function(wrap_pyfunction!(metric_range, m)?)?;
     Ok(())
 }

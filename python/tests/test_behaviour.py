@@ -187,5 +187,5 @@ def test_tune_explore_and_calibrate(starter: Path, tmp_path: Path) -> None:
     assert "[[dependency]]" in made.scenario
     assert not (Path.cwd() / "calibrated.toml").exists() or False
     written = faultline.calibrate(traces, out=tmp_path / "cal" / "calibrated.toml")
-    assert (tmp_path / "cal" / "calibrated.toml").read_text() == written.scenario
+    assert (tmp_path / "cal" / "calibrated.toml").read_bytes() == written.files["calibrated.toml"]
     assert faultline.validate(tmp_path / "cal" / "calibrated.toml").endswith("\n")

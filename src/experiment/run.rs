@@ -234,7 +234,13 @@ impl RunResults {
 
     /// False only when `--check-slo` was asked and some `[slo]` threshold failed for a policy.
     pub fn passed(&self) -> bool {
-        !self.check_slo || thresholds(&self.slo, &self.policies()).failed == 0
+        !self.check_slo || self.failed_thresholds() == 0
+    }
+
+    /// How many `[slo]` threshold verdicts failed, over every policy (asked or not with
+    /// `--check-slo`): the count the text's `--check-slo` line gives.
+    pub fn failed_thresholds(&self) -> usize {
+        thresholds(&self.slo, &self.policies()).failed
     }
 
     /// The headline (or the `--metrics` rows) side by side, then the `[slo]` verdicts, under a

@@ -42,6 +42,14 @@ pub fn parse_override(argument: &str) -> Result<Override, ScenarioError> {
     Ok(Override { argument: argument.to_string(), path, value: parse_value(raw) })
 }
 
+/// Whether `--set path=VALUE` reads `value` back as this very string: not as a number, a bool,
+/// a date, an array or a table, nor trimmed, nor empty (the Python package quotes the strings
+/// that would not).
+pub fn reads_as_string(value: &str) -> bool {
+    let raw = value.trim();
+    !raw.is_empty() && raw == value && matches!(parse_value(raw), Value::String(s) if s == value)
+}
+
 pub fn parse_value(raw: &str) -> Value {
     let doc = format!("v = {raw}");
     match toml::from_str::<toml::Table>(&doc) {

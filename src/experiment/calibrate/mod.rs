@@ -45,9 +45,20 @@ pub fn calibrate_written(opts: &CalibrateOptions) -> Result<Made, CommandError> 
     // One calibration writes to an output at a time; everything is read, made and checked
     // before a byte is written.
     let _lock = OutputLock::take(&opts.out)?;
-    let made = calibrate_in_memory(opts)?;
+    let mut made = calibrate_in_memory(opts)?;
     write_set(&opts.out, &made)?;
+    made.report.push_str(&written_lines(&opts.out, made.samples.len()));
     Ok(made)
+}
+
+/// The report's last lines once the set is written: what was written, and how to run it.
+fn written_lines(out: &Path, samples_files: usize) -> String {
+    let mut text = format!("\nwrote {}", out.display());
+    if samples_files > 0 {
+        text.push_str(&format!(" and {samples_files} samples file(s)"));
+    }
+    text.push_str(&format!("\nnext: faultline run {}\n", out.display()));
+    text
 }
 
 /// The arguments checked before anything is read; returns the renames.
@@ -71,7 +82,8 @@ fn check_arguments(opts: &CalibrateOptions) -> Result<BTreeMap<String, String>, 
 }
 
 /// Everything `calibrate` does but writing (the Python package's `calibrate` without an output
-/// file): the scenario and its samples files as they would be written to `opts.out`.
+/// file): the scenario and its samples files as they would be written to `opts.out`, and the
+/// report without its `wrote` and `next` lines (nothing was written).
 pub fn calibrate_in_memory(opts: &CalibrateOptions) -> Result<Made, CommandError> {
     let renames = check_arguments(opts)?;
     let traces = read::read_traces(&opts.traces, opts.sampling_ratio)?;
@@ -86,6 +98,32 @@ pub struct Made {
     pub text: String,
     pub samples: BTreeMap<String, Vec<u8>>,
     pub report: String,
+}
+
+impl Made {
+    /// The scenario with every samples file's values written inline (`samples_ms = [...]` in
+    /// place of `samples_file = "..."`): one text that runs as it is, from any folder, with no
+    /// file beside it (the Python package's `CalibrateResult.scenario`). The values are those
+    /// the files hold, in their order, so it simulates exactly as the written set does. Equal
+    /// to `text` when no samples file was made.
+    pub fn self_contained(&self) -> Result<String, CommandError> {
+        let mut text = self.text.clone();
+        for (relative, bytes) in &self.samples {
+            let loaded = crate::scenario::samples::samples_from_bytes(relative, bytes)
+                .map_err(|m| CommandError::Input(format!("calibrate: {m}")))?;
+            // `{:?}` writes every f64 so it reads back as the same value, always as a float.
+            let values: Vec<String> = loaded.values.iter().map(|v| format!("{v:?}")).collect();
+            let named = format!("samples_file = {}", scenario_text::toml_string(relative));
+            if !text.contains(&named) {
+                return Err(CommandError::Input(format!(
+                    "calibrate: the scenario does not name its samples file {}",
+                    quote(relative)
+                )));
+            }
+            text = text.replace(&named, &format!("samples_ms = [{}]", values.join(", ")));
+        }
+        Ok(text)
+    }
 }
 
 /// The calibration of `traces` (and `histograms`) as the files to write to `out`, checked:
@@ -139,7 +177,7 @@ pub fn make(
     let text = calibrated.render(&unused);
     let samples: BTreeMap<String, Vec<u8>> = samples.into_values().collect();
     check_runs(out, &text, &samples, inputs)?;
-    let report = report(&observations, &choices, &calibrated, &unused, out);
+    let report = report(&observations, &choices, &calibrated, &unused);
     Ok(Made { text, samples, report })
 }
 
@@ -345,7 +383,6 @@ fn report(
     choices: &[DependencyChoice],
     calibrated: &scenario_text::Calibrated,
     more_notes: &[String],
-    out: &Path,
 ) -> String {
     let mut text = format!(
         "read {} span(s) of {} run(s) in {} workflow(s), {} callee(s)\n\n",
@@ -365,10 +402,5 @@ fn report(
             text.push_str(&format!("  - {n}\n"));
         }
     }
-    text.push_str(&format!("\nwrote {}", out.display()));
-    if !calibrated.samples_files.is_empty() {
-        text.push_str(&format!(" and {} samples file(s)", calibrated.samples_files.len()));
-    }
-    text.push_str(&format!("\nnext: faultline run {}\n", out.display()));
     text
 }

@@ -34,7 +34,8 @@ fn quote_text(s: &str) -> String {
     crate::scenario::quote(s)
 }
 
-fn toml_string(s: &str) -> String {
+/// A TOML basic string (JSON's escapes are TOML's).
+pub fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
