@@ -133,10 +133,29 @@ fn a_refusal_rate_rule_fires_at_its_rate_per_second() {
             "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ refusal = \"circuit_open\", refused_per_s_above = {above} }}\nmin_dwell_ms = 5000\n"
         )
     };
-    let fires = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(10))));
-    assert!(get(&fires, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&fires));
-    let quiet = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(200))));
-    assert_eq!(get(&quiet, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&quiet));
+    // Evaluated each second and each 5 s: the rate is a count over the interval divided by its
+    // seconds (cargo mutants, session e: the count multiplied by them survived every test, all
+    // evaluated each second, where the two agree; at 5 s the breaker's ~100 refusals an interval
+    // read 500 a second and the rule at 200 fired).
+    for interval_ms in ["1000", "5000"] {
+        let text = |above: u32| {
+            scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(above)))
+                .replace("evaluation_interval_ms = 1000", &format!("evaluation_interval_ms = {interval_ms}"))
+        };
+        let fires = run(&text(10));
+        assert!(
+            get(&fires, "degradation_transition_total.normal.constrained") >= 1.0,
+            "{interval_ms}: {}",
+            modes(&fires)
+        );
+        let quiet = run(&text(200));
+        assert_eq!(
+            get(&quiet, "degradation_transition_total.normal.constrained"),
+            0.0,
+            "{interval_ms}: {}",
+            modes(&quiet)
+        );
+    }
 }
 
 /// Item 5. PAUSED that refuses new runs on an auto-completion budget: before, the refused runs
@@ -578,4 +597,26 @@ fn only_the_dependency_a_run_waited_on_in_vain_is_bad_for_it() {
     assert!(get(&on_model, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&on_model));
     let on_search = run(&text("search"));
     assert_eq!(get(&on_search, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&on_search));
+}
+
+/// cargo mutants (session e): `ModeController::run_finalized` emptied survived every test: no
+/// test drove a mode from a budget counted when a run's last attempt leaves its station. The
+/// safe-outcome SLI is counted there: with no fallback for the model, its outage fails the runs
+/// (not a safe outcome), and the rule on that budget enters CONSTRAINED; a run handed off (the
+/// step's `on_give_up = "handoff"`) is a safe outcome, and the same rule stays quiet.
+#[test]
+fn a_safe_outcome_budget_is_counted_as_runs_are_finalized() {
+    let policy = |on_give_up: &str| {
+        format!(
+            "[policy.p.steps]\nanswer = {{ on_give_up = \"{on_give_up}\" }}\n[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"safe_outcome\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"at_risk\" }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let text = |on_give_up: &str| scenario(FAILING_MODEL, &policy(on_give_up)).replace("fallback = \"backup\"\n", "");
+    let failing = run(&text("fail"));
+    assert!(get(&failing, "outcome_total.failed") > 1000.0, "{failing:?}");
+    assert!(get(&failing, "error_budget_time_s.at_risk") > 0.0, "{}", modes(&failing));
+    assert!(get(&failing, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&failing));
+    let handed_off = run(&text("handoff"));
+    assert!(get(&handed_off, "outcome_total.handoff") > 1000.0, "{handed_off:?}");
+    assert_eq!(get(&handed_off, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&handed_off));
 }
