@@ -133,10 +133,29 @@ fn a_refusal_rate_rule_fires_at_its_rate_per_second() {
             "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ refusal = \"circuit_open\", refused_per_s_above = {above} }}\nmin_dwell_ms = 5000\n"
         )
     };
-    let fires = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(10))));
-    assert!(get(&fires, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&fires));
-    let quiet = run(&scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(200))));
-    assert_eq!(get(&quiet, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&quiet));
+    // Evaluated each second and each 5 s: the rate is a count over the interval divided by its
+    // seconds (cargo mutants, session e: the count multiplied by them survived every test, all
+    // evaluated each second, where the two agree; at 5 s the breaker's ~100 refusals an interval
+    // read 500 a second and the rule at 200 fired).
+    for interval_ms in ["1000", "5000"] {
+        let text = |above: u32| {
+            scenario(SLOW_MODEL, &format!("{}{}", degradation(""), rule(above)))
+                .replace("evaluation_interval_ms = 1000", &format!("evaluation_interval_ms = {interval_ms}"))
+        };
+        let fires = run(&text(10));
+        assert!(
+            get(&fires, "degradation_transition_total.normal.constrained") >= 1.0,
+            "{interval_ms}: {}",
+            modes(&fires)
+        );
+        let quiet = run(&text(200));
+        assert_eq!(
+            get(&quiet, "degradation_transition_total.normal.constrained"),
+            0.0,
+            "{interval_ms}: {}",
+            modes(&quiet)
+        );
+    }
 }
 
 /// Item 5. PAUSED that refuses new runs on an auto-completion budget: before, the refused runs
@@ -506,4 +525,98 @@ fn failed_recoveries_back_off_the_dwell_up_to_its_cap() {
     assert!(failed(&backed) < failed(&flat), "{} failed stages backed off, {} flat", failed(&backed), failed(&flat));
     assert!(constrained(&backed) > constrained(&flat) + 60.0, "{} s, {} s", constrained(&backed), constrained(&flat));
     assert_eq!((failed(&capped), constrained(&capped)), (failed(&flat), constrained(&flat)), "the cap");
+}
+
+/// The incident's resilient policy with its guards off (`--set 'policy.resilient.bulkhead=[]'`,
+/// one replication, `--jobs 1`): its summary's metrics and the time series' rows (header, cells).
+fn incident_without_bulkhead() -> (serde_json::Value, Vec<String>, Vec<Vec<f64>>) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let dir = std::env::temp_dir().join(format!("faultline-fidelity-incident-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("run")
+        .arg(std::path::Path::new(root).join("scenarios/meeting-analysis-incident.toml"))
+        .args(["--policy", "resilient", "--jobs", "1", "--replications", "1"])
+        .args(["--set", "policy.resilient.bulkhead=[]", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("resilient/summary.json")).unwrap()).unwrap();
+    let series = std::fs::read_to_string(dir.join("resilient/timeseries.csv")).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut lines = series.lines();
+    let header: Vec<String> = lines.next().unwrap().split(',').map(str::to_owned).collect();
+    let rows = lines.map(|l| l.split(',').map(|c| c.parse().unwrap_or(f64::NAN)).collect()).collect();
+    (summary["metrics"].clone(), header, rows)
+}
+
+/// Session e: a run whose call at a dependency got no answer in time is bad for that
+/// dependency's budget (the SRE workbook: a request that did not get a good answer in time is
+/// bad for the SLI of what it waited on). The incident with its bulkhead off collapses while the
+/// model is slow (completion 0.07 % during the incident, deadline misses 99.9 %, the workflow's
+/// budget at risk 755 s and exhausted 1 025 s), but its runs end at their deadline with the
+/// model's calls still queued or in flight, or handed off by the model step that ran out of time,
+/// and before the fix none of them counted at the model: its budget stayed healthy (spent 0) and
+/// the rule `when = { completion_budget = "at_risk", dependency = "model-primary" }` never fired
+/// (2 100 s NORMAL, 0 transitions).
+#[test]
+fn a_call_left_unanswered_at_the_deadline_is_bad_for_the_dependency_it_waited_on() {
+    let (m, header, rows) = incident_without_bulkhead();
+    let metric = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("no metric {k}"));
+    let column = |k: &str| header.iter().position(|h| h == k).unwrap_or_else(|| panic!("no column {k}"));
+    let (start, state) = (
+        column("window_start_s"),
+        column("workflow.meeting-analysis-draft.dependency.model-primary.error_budget.state"),
+    );
+    let worst_during_incident =
+        rows.iter().filter(|r| (600.0..1800.0).contains(&r[start])).map(|r| r[state]).fold(0.0, f64::max);
+    assert!(worst_during_incident >= 1.0, "the model's budget stays healthy while the model is slow");
+    assert!(metric("degradation_transition_total.normal.constrained") >= 1.0, "the model's budget rule never fires");
+    assert!(metric("degradation_mode_time_s.constrained") > 0.0);
+}
+
+/// Session e, the same defect on the small scenario, with runs waiting on two dependencies at
+/// once: the model hangs (20 s a call, [100 s, 200 s)) and the answer step has no fallback, so
+/// each run ends when its model step gives up, while search (in parallel) has answered. Only the
+/// dependency whose call went unanswered is bad: the model's budget rule fires (before: 0
+/// transitions, the model step was skipped as "abandoned" by its own end of the run; after:
+/// CONSTRAINED 291 s), search's never does (0 before and after).
+#[test]
+fn only_the_dependency_a_run_waited_on_in_vain_is_bad_for_it() {
+    let policy = |dependency: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"at_risk\", dependency = \"{dependency}\" }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let hang = "kind = \"latency\"\ntarget = \"model\"\nservice_time = { dist = \"constant\", value_ms = 20000 }";
+    let text = |dependency: &str| scenario(hang, &policy(dependency)).replace("fallback = \"backup\"\n", "");
+    let on_model = run(&text("model"));
+    assert!(get(&on_model, "outcome_total.failed") > 1000.0, "the runs fail at the model: {on_model:?}");
+    assert!(get(&on_model, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&on_model));
+    let on_search = run(&text("search"));
+    assert_eq!(get(&on_search, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&on_search));
+}
+
+/// cargo mutants (session e): `ModeController::run_finalized` emptied survived every test: no
+/// test drove a mode from a budget counted when a run's last attempt leaves its station. The
+/// safe-outcome SLI is counted there: with no fallback for the model, its outage fails the runs
+/// (not a safe outcome), and the rule on that budget enters CONSTRAINED; a run handed off (the
+/// step's `on_give_up = "handoff"`) is a safe outcome, and the same rule stays quiet.
+#[test]
+fn a_safe_outcome_budget_is_counted_as_runs_are_finalized() {
+    let policy = |on_give_up: &str| {
+        format!(
+            "[policy.p.steps]\nanswer = {{ on_give_up = \"{on_give_up}\" }}\n[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"safe_outcome\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"at_risk\" }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let text = |on_give_up: &str| scenario(FAILING_MODEL, &policy(on_give_up)).replace("fallback = \"backup\"\n", "");
+    let failing = run(&text("fail"));
+    assert!(get(&failing, "outcome_total.failed") > 1000.0, "{failing:?}");
+    assert!(get(&failing, "error_budget_time_s.at_risk") > 0.0, "{}", modes(&failing));
+    assert!(get(&failing, "degradation_transition_total.normal.constrained") >= 1.0, "{}", modes(&failing));
+    let handed_off = run(&text("handoff"));
+    assert!(get(&handed_off, "outcome_total.handoff") > 1000.0, "{handed_off:?}");
+    assert_eq!(get(&handed_off, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&handed_off));
 }

@@ -148,6 +148,10 @@ pub struct RunMachine {
     write_paused: bool,
     /// The run was cancelled as its workflow entered a mode with `cancel_in_flight`.
     cancelled_by_mode: bool,
+    /// The step whose failure or hand-off ended the run, if one did.
+    ended_by: Option<u8>,
+    /// The run ended with no result by its deadline (its `deadline_exceeded`).
+    deadline_exceeded_at_end: bool,
     pub ended: bool,
     pub outcome: Outcome,
     in_flight: Vec<InFlight>,
@@ -174,6 +178,8 @@ impl RunMachine {
             evidence: EvidenceLevel::Live,
             write_paused: false,
             cancelled_by_mode: false,
+            ended_by: None,
+            deadline_exceeded_at_end: false,
             ended: false,
             outcome: Outcome::Failed,
             in_flight: Vec::new(),
@@ -207,6 +213,8 @@ impl RunMachine {
         self.evidence = EvidenceLevel::Live;
         self.write_paused = false;
         self.cancelled_by_mode = false;
+        self.ended_by = None;
+        self.deadline_exceeded_at_end = false;
         self.ended = false;
         self.outcome = Outcome::Failed;
         self.in_flight.clear();
@@ -267,18 +275,43 @@ impl RunMachine {
     }
 
     /// How its logical calls at dependency `d` went: None if it made none, else whether each
-    /// that it made got its answer from `d` itself (not a fallback, not given up).
+    /// that it made got its answer from `d` itself (not a fallback, not given up, not left
+    /// unanswered as the run ended).
     pub fn answered_at(&self, workflow: &WorkflowModel, d: usize) -> Option<bool> {
         let mut called = false;
         let mut answered = true;
-        for (st, step) in self.steps.iter().zip(&workflow.steps) {
-            // A call its guards refused counts (the dependency did not answer it); one still in
-            // flight when another step ended the run says nothing of the dependency.
-            if step.dependency != d || !st.tried_primary || st.phase == StepPhase::Abandoned {
+        for (s, (st, step)) in self.steps.iter().zip(&workflow.steps).enumerate() {
+            // A call its guards refused counts (the dependency did not answer it).
+            if step.dependency != d || !st.tried_primary {
                 continue;
             }
+            let good = match st.phase {
+                StepPhase::Done => !st.on_fallback,
+                StepPhase::Omitted => false,
+                // Still going as the run ended. No answer in time is a bad event for what the
+                // run waited on (the SRE workbook's latency SLI): the step that ended the run
+                // (ran out of time, gave up, handed off), every call cut off by a run that ran
+                // out of time (still queued or in flight at the deadline), and a call the
+                // dependency had already failed (backing off, or on its fallback). A first
+                // attempt still in flight when another step ended the run early, time left,
+                // says nothing of the dependency: not counted.
+                StepPhase::Abandoned
+                | StepPhase::Blocked
+                | StepPhase::Waiting
+                | StepPhase::Active
+                | StepPhase::Sleeping => {
+                    let unanswered = self.ended_by == Some(s as u8)
+                        || self.deadline_exceeded_at_end
+                        || st.on_fallback
+                        || st.last_failure.is_some();
+                    if !unanswered {
+                        continue;
+                    }
+                    false
+                }
+            };
             called = true;
-            answered &= st.phase == StepPhase::Done && !st.on_fallback;
+            answered &= good;
         }
         called.then_some(answered)
     }
@@ -550,7 +583,6 @@ impl RunMachine {
         let st = self.steps[s as usize];
         let (dependency, route) = cx.target(s, st);
         let kind = if st.next_is_retry() { AttemptKind::Retry } else { AttemptKind::First };
-        self.steps[s as usize].tried_primary |= !st.on_fallback;
         if step.effect == Effect::Write && cx.writes_paused.covers(dependency) {
             // The mode stops automatic writes: a human gets the run with its evidence.
             self.unsent(kind);
@@ -581,6 +613,9 @@ impl RunMachine {
         };
         let info = cx.info(kind, false, st.last_failure);
         let attempt = Attempt { dependency, route, info, purpose, timeout_us, cost: cost.cost_units };
+        // The dependency is asked now (a guard may still refuse it): a write the mode paused, or
+        // an attempt the deadline or the cost budget stopped before it left, never reached it.
+        self.steps[s as usize].tried_primary |= !st.on_fallback;
         if self.send(cx, out, s, attempt) {
             self.budget.spend_cost(cost);
             self.steps[s as usize].count_attempt();
@@ -1052,6 +1087,7 @@ impl RunMachine {
             self.hand_off(cx, out, s);
         } else {
             self.time_ran_out = self.steps[s as usize].out_of_time;
+            self.ended_by = self.ended_by.or(Some(s));
             out.observe(Observation::StepFailed { step: cx.step_offset + u32::from(s) });
             out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Failed });
             self.end_run(cx, out, Outcome::Failed);
@@ -1117,6 +1153,7 @@ impl RunMachine {
     /// Step `s` leaves the run to a human (an unknown write effect): the run ends as a handoff.
     fn hand_off(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.time_ran_out = self.steps[s as usize].out_of_time;
+        self.ended_by = self.ended_by.or(Some(s));
         out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Handoff });
         self.end_run(cx, out, Outcome::Handoff);
     }
@@ -1148,6 +1185,7 @@ impl RunMachine {
         // overlaps a store still in flight waits for the store to reach the cache.
         self.ended = true;
         self.outcome = outcome;
+        self.deadline_exceeded_at_end = deadline_exceeded;
         // Stop every branch still running: the caller no longer waits for them.
         for s in 0..self.steps.len() {
             if self.steps[s].phase.is_open() {
