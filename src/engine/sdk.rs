@@ -173,7 +173,8 @@ impl<T: Tracer> Simulation<'_, T> {
         });
         self.sdk_calls[id].call = call;
         match decision {
-            SdkDecision::Retry { delay_us: 0 } => self.sdk_attempt(now, id),
+            // At once: the same checks as after a sleep (the run may have ended meanwhile).
+            SdkDecision::Retry { delay_us: 0 } => self.on_sdk_wake(now, id, generation),
             SdkDecision::Retry { delay_us } => {
                 if now.saturating_add(delay_us) <= self.stop_at {
                     self.queue.schedule(now + delay_us, Event::SdkWake { call: id, generation });
