@@ -256,9 +256,9 @@ pub fn compile_sdk_client(
             (table, timeout)
         }
     };
+    // 0: no timeout of its own.
     let timeout_us = match spec.timeout_ms {
-        Some(v) if v == 0.0 => None,
-        Some(v) => Some(duration_ms(source, &path.key("timeout_ms"), v)?),
+        Some(v) => Some(duration_ms(source, &path.key("timeout_ms"), v)?).filter(|&us| us > 0),
         None => d.timeout_us,
     };
     let config = SdkClientConfig {
