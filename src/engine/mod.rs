@@ -7,6 +7,7 @@ mod event;
 mod remote;
 mod runs;
 mod sdk;
+mod sdk_slot;
 mod simulation;
 mod stations;
 mod task_slots;

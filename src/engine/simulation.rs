@@ -238,7 +238,7 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub clients: Arena<ClientSlot>,
     pub tasks: Arena<RemoteTask>,
     /// SDK calls: runtime attempts at dependencies the policy calls through an SDK client.
-    pub sdk_calls: Arena<super::sdk::SdkSlot>,
+    pub sdk_calls: Arena<super::sdk_slot::SdkSlot>,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
