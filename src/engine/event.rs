@@ -20,6 +20,10 @@ pub enum Event {
     RemoteWake { job: u32, generation: u32 },
     /// A capacity fault starts or ends somewhere: recompute servers in force.
     CapacityChange { dependency: u16 },
+    /// An SDK client's sleep before its next hidden attempt is over.
+    SdkWake { call: u32, generation: u32 },
+    /// The runtime's timeout for an attempt made through an SDK client (the whole SDK call).
+    SdkTimeout { call: u32, generation: u32 },
     /// End of a time-series window: sample queue depths.
     WindowEnd,
     /// The degradation modes read their signals (every `evaluation_interval_ms`).

@@ -6,6 +6,8 @@ mod arena;
 mod event;
 mod remote;
 mod runs;
+mod sdk;
+mod sdk_slot;
 mod simulation;
 mod stations;
 mod task_slots;
@@ -91,6 +93,7 @@ impl Model {
                 .iter()
                 .flatten()
                 .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
+            sdk_clients: self.policies.iter().any(|p| p.sdk_clients.iter().any(Option::is_some)),
         }
     }
 

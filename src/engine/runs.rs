@@ -4,6 +4,7 @@
 //! bulkhead permits handed between runs.
 
 use super::event::Event;
+use super::sdk::{SDK_HANDLE, SdkStart};
 use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_MODE, TAG_RESUBMIT};
 use super::stations::NewAttempt;
 use super::tasks::CLIENT_HANDLE;
@@ -199,6 +200,10 @@ impl<T: Tracer> Simulation<'_, T> {
             self.runs[r].machine.attach(s, serial, handle);
             return;
         }
+        if self.policy.sdk_clients[station].is_some() {
+            self.send_through_sdk(now, r, s, serial, station, purpose, timeout_us);
+            return;
+        }
         let attempt = NewAttempt {
             station,
             purpose,
@@ -229,10 +234,57 @@ impl<T: Tracer> Simulation<'_, T> {
         self.runs[r].machine.attach(s, serial, (u64::from(job) << 32) | u64::from(generation));
     }
 
+    /// As `send`, through the dependency's SDK client: the same key, tokens and first-token
+    /// timeout for its first hidden attempt.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn send_through_sdk(
+        &mut self,
+        now: Micros,
+        r: u32,
+        s: u8,
+        serial: u32,
+        station: usize,
+        purpose: Purpose,
+        timeout_us: Option<Micros>,
+    ) {
+        let slot = &self.runs[r];
+        let w = slot.machine.workflow as usize;
+        let workflow = &self.model.workflows[w];
+        let sp = &self.policy.steps[w][s as usize];
+        let tokens = match &self.model.world.dependencies[station].tokens {
+            Some(shape) if purpose != Purpose::Lookup => {
+                let mut tokens = workflow.steps[s as usize].tokens_in(slot.key, shape);
+                tokens.reduce_input(slot.machine.context_share(sp, s));
+                Some(tokens)
+            }
+            Some(_) | None => None,
+        };
+        let start = SdkStart {
+            run: r,
+            step: s,
+            serial,
+            station,
+            purpose,
+            priority: workflow.priority,
+            key: slot.key.with_part(workflow.steps[s as usize].stream_part).with(u64::from(serial)),
+            tokens,
+            first_token_timeout_us: sp.first_token_timeout_us,
+            timeout_us,
+        };
+        let handle = self.start_sdk_call(now, start);
+        self.runs[r].machine.attach(s, serial, handle);
+    }
+
     fn cancel(&mut self, now: Micros, handle: Option<u64>) {
         let Some(handle) = handle else { return };
         if handle & CLIENT_HANDLE != 0 {
             self.cancel_client(now, handle);
+            return;
+        }
+        if handle & SDK_HANDLE != 0 {
+            self.cancel_sdk_call(now, handle);
             return;
         }
         let (job, generation) = ((handle >> 32) as u32, handle as u32);
@@ -244,9 +296,24 @@ impl<T: Tracer> Simulation<'_, T> {
     /// Delivers the result of `job`, attempt `serial` of step `s`, to the run that waits for it.
     #[inline(always)]
     pub(super) fn on_step_result(&mut self, now: Micros, job: &Job, s: u8, serial: u32, result: AttemptResult) {
-        let (r, purpose) = (job.run, job.purpose);
+        self.deliver_step_result(now, job.run, job.run_gen, job.purpose, s, serial, result);
+    }
+
+    /// Delivers the result of attempt `serial` of step `s` of run `r` (generation `run_gen`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn deliver_step_result(
+        &mut self,
+        now: Micros,
+        r: u32,
+        run_gen: u32,
+        purpose: Purpose,
+        s: u8,
+        serial: u32,
+        result: AttemptResult,
+    ) {
         let slot = &mut self.runs[r];
-        if slot.generation != job.run_gen {
+        if slot.generation != run_gen {
             return;
         }
         // A lookup's answer is what the dependency knows about the key: committed or not.

@@ -54,6 +54,12 @@ pub(super) enum Caller {
         task: u32,
         generation: u32,
     },
+    /// A hidden attempt of an SDK client's call for a step (engine::sdk).
+    Sdk {
+        call: u32,
+        generation: u32,
+        step: u8,
+    },
 }
 
 /// A streaming caller's first-token deadline for one attempt.
@@ -231,6 +237,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     /// Task clients (one per step attempt at a task dependency) and remote tasks.
     pub clients: Arena<ClientSlot>,
     pub tasks: Arena<RemoteTask>,
+    /// SDK calls: runtime attempts at dependencies the policy calls through an SDK client.
+    pub sdk_calls: Arena<super::sdk_slot::SdkSlot>,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
@@ -291,6 +299,7 @@ pub fn simulate_following<T: Tracer>(
         first_token_watch: Vec::new(),
         clients: Arena::new(),
         tasks: Arena::new(),
+        sdk_calls: Arena::new(),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -392,6 +401,8 @@ impl<T: Tracer> Simulation<'_, T> {
             | Event::TaskWake { .. }
             | Event::StreamsBroken { .. }
             | Event::PushDelivered { .. } => self.on_task_event(now, event),
+            Event::SdkWake { call, generation } => self.on_sdk_wake(now, call, generation),
+            Event::SdkTimeout { call, generation } => self.on_sdk_timeout(now, call, generation),
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;
@@ -439,6 +450,8 @@ impl<T: Tracer> Simulation<'_, T> {
             | Event::GuardWake
             | Event::RemoteWake { .. }
             | Event::CapacityChange { .. }
+            | Event::SdkWake { .. }
+            | Event::SdkTimeout { .. }
             | Event::WindowEnd
             | Event::ModeTick => debug_assert!(false, "not a task event: {event:?}"),
         }

@@ -256,7 +256,7 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         let run = &self.runs[a.run];
         let step = match a.caller {
-            Caller::Step { step, .. } => Some(step),
+            Caller::Step { step, .. } | Caller::Sdk { step, .. } => Some(step),
             Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } => None,
         };
         let entry = AttemptTrace {
@@ -293,6 +293,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 TraceCaller::TaskClient { step: c.step, serial: c.serial, call: c.in_flight }
             }
             Caller::Task { task, .. } => TraceCaller::TaskWork { task },
+            Caller::Sdk { call, .. } => {
+                let (step, serial, retry) = self.sdk_position(call);
+                TraceCaller::Sdk { step, serial, retry }
+            }
         };
         let event = TraceEvent::StationArrived { job: id, caller, dependency: a.station as u16 };
         self.tracer.record(a.run, now, event);
@@ -555,7 +559,8 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     fn commit_write(&mut self, now: Micros, id: u32, job: &Job, deduplicated: bool) {
-        let Caller::Step { step, .. } = job.caller else { return };
+        // An SDK's hidden attempt writes for its step too (a resent request commits again).
+        let (Caller::Step { step, .. } | Caller::Sdk { step, .. }) = job.caller else { return };
         let run = &mut self.runs[job.run];
         debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
         if let Commit::Applied { duplicate } = run.ledgers[step as usize].commit(deduplicated) {
@@ -582,6 +587,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Caller::Remote { job: parent, generation } => self.on_remote_child_result(now, parent, generation, result),
             Caller::Client { client, generation, .. } => self.on_client_reply(now, client, generation, result),
             Caller::Task { task, generation } => self.on_task_work_done(now, task, generation, result),
+            Caller::Sdk { call, generation, .. } => self.on_sdk_child_result(now, call, generation, result),
         }
     }
 

@@ -846,7 +846,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     return;
                 }
                 Caller::Remote { job, .. } => caller = self.jobs[job].caller,
-                Caller::Step { .. } | Caller::Client { .. } => return,
+                Caller::Step { .. } | Caller::Client { .. } | Caller::Sdk { .. } => return,
             }
         }
     }
@@ -1330,7 +1330,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 let task = &self.tasks[task];
                 task.generation == generation && task.left_at.is_some()
             }
-            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } => false,
+            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } | Caller::Sdk { .. } => false,
         }
     }
 
@@ -1341,7 +1341,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 let task = &self.tasks[task];
                 task.generation == generation && task.deadline_at.is_some_and(|d| now >= d)
             }
-            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } => false,
+            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } | Caller::Sdk { .. } => false,
         }
     }
 

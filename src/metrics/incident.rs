@@ -17,6 +17,8 @@ pub struct IncidentStats {
     pub duplicate_effect_runs: u64,
     pub logical_calls: u64,
     pub attempts: u64,
+    /// Of them, SDK clients' own retries (runtime::sdk_client).
+    pub hidden_attempts: u64,
     pub cost_units: f64,
 }
 
@@ -31,6 +33,7 @@ impl IncidentStats {
             duplicate_effect_runs: 0,
             logical_calls: 0,
             attempts: 0,
+            hidden_attempts: 0,
             cost_units: 0.0,
         }
     }
@@ -55,7 +58,8 @@ impl IncidentStats {
         }
     }
 
-    pub fn put(&self, m: &mut MetricMap) {
+    /// `sdk_clients`: the scenario has SDK clients, so the hidden-attempt figures exist.
+    pub fn put(&self, m: &mut MetricMap, sdk_clients: bool) {
         let runs = self.runs as f64;
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         let successes: u64 = Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| self.outcomes[o.index()]).sum();
@@ -72,6 +76,11 @@ impl IncidentStats {
         m.insert("incident.logical_call_total".into(), self.logical_calls as f64);
         m.insert("incident.dependency_attempt_total".into(), self.attempts as f64);
         m.insert("incident.retry_amplification_ratio".into(), ratio(self.attempts as f64, self.logical_calls as f64));
+        if sdk_clients {
+            m.insert("incident.hidden_attempt_total".into(), self.hidden_attempts as f64);
+            let seen = self.attempts.saturating_sub(self.hidden_attempts) as f64;
+            m.insert("incident.runtime_retry_amplification_ratio".into(), ratio(seen, self.logical_calls as f64));
+        }
         m.insert("incident.cost_per_success".into(), ratio(self.cost_units, successes as f64));
         m.insert("incident.cost_per_full_quality_success".into(), ratio(self.cost_units, full));
     }
@@ -91,7 +100,7 @@ mod tests {
         s.run_finalized(150, Outcome::Handoff, false);
         s.run_finalized(250, Outcome::Failed, false);
         let mut m = MetricMap::new();
-        s.put(&mut m);
+        s.put(&mut m, false);
         assert_eq!(m["incident.logical_run_total"], 2.0);
         assert_eq!(m["incident.deadline_exceeded_ratio"], 0.5);
         assert_eq!(m["incident.auto_completion_ratio"], 0.5);

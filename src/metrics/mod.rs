@@ -52,4 +52,7 @@ pub struct Labels {
     /// Some fallback candidate of the policy reduces the context: `degraded_total.context_reduced`
     /// exists.
     pub context_reduction: bool,
+    /// Some policy of the scenario calls a dependency through an SDK client: the hidden-attempt
+    /// metrics exist (for every policy, so they compare side by side).
+    pub sdk_clients: bool,
 }

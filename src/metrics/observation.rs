@@ -105,6 +105,11 @@ pub enum Observation {
         dependency: u16,
         cost_units: f64,
     },
+    /// An SDK client's own retry inside the caller, sent as an attempt (`AttemptSent` too)
+    /// that the runtime never sees (runtime::sdk_client).
+    HiddenAttempt {
+        dependency: u16,
+    },
     /// Admission refused a root run before it started; `async_path` when it became an
     /// asynchronous task instead.
     AdmissionRefused {

@@ -39,6 +39,8 @@ pub struct RunStats {
     pub latency_max_us: u64,
     pub logical_calls: u64,
     pub attempts: u64,
+    /// Attempts of them an SDK client made on its own (runtime::sdk_client).
+    pub hidden_attempts: u64,
     pub budget_exhausted: [u64; BudgetKind::COUNT],
     pub effects: u64,
     pub duplicate_effects: u64,
@@ -63,6 +65,7 @@ pub struct RunStats {
 /// Station-level figures for one dependency.
 pub struct DependencyStats {
     pub attempts: u64,
+    pub hidden_attempts: u64,
     /// Requests that are no attempt of a logical call: task polls, subscriptions, lookups,
     /// cancels, and a task's work at its runner.
     pub control_requests: u64,
@@ -92,6 +95,7 @@ impl DependencyStats {
     fn new() -> Self {
         DependencyStats {
             attempts: 0,
+            hidden_attempts: 0,
             control_requests: 0,
             timeouts: 0,
             rejected: 0,
@@ -257,6 +261,7 @@ impl Recorder {
                 latency_max_us: 0,
                 logical_calls: 0,
                 attempts: 0,
+                hidden_attempts: 0,
                 budget_exhausted: [0; BudgetKind::COUNT],
                 effects: 0,
                 duplicate_effects: 0,
@@ -562,6 +567,17 @@ impl Recorder {
             }
             Observation::QueueRejected { dependency } => self.dependencies[dependency as usize].rejected += 1,
             Observation::TimedOut { dependency } => self.dependencies[dependency as usize].timeouts += 1,
+            Observation::HiddenAttempt { dependency } => {
+                if measured {
+                    r.hidden_attempts += 1;
+                    self.dependencies[dependency as usize].hidden_attempts += 1;
+                    if let Some(incident) = &mut self.incident
+                        && incident.covers(now)
+                    {
+                        incident.hidden_attempts += 1;
+                    }
+                }
+            }
             Observation::HedgeSent { dependency } => self.dependencies[dependency as usize].hedges_sent += 1,
             Observation::HedgeWon { dependency } => self.dependencies[dependency as usize].hedges_won += 1,
         }
@@ -650,7 +666,7 @@ impl Recorder {
     /// Every metric of the replication under its one name (docs/metrics.md).
     pub fn to_map(&self, labels: &Labels) -> MetricMap {
         let mut m = MetricMap::new();
-        self.put_runs(&mut m);
+        self.put_runs(labels, &mut m);
         if !labels.context_reduction {
             // Only a policy whose fallbacks reduce a context can have the reason (and other
             // outputs keep the metrics they always had).
@@ -666,7 +682,7 @@ impl Recorder {
             modes.put(self.window, &mut m);
         }
         if let Some(incident) = &self.incident {
-            incident.put(&mut m);
+            incident.put(&mut m, labels.sdk_clients);
         }
         if let Some(tasks) = &self.tasks {
             tasks.put(&mut m);
@@ -680,7 +696,7 @@ impl Recorder {
     }
 
     /// Root runs, logical calls, attempts, budgets, effects, cost and refusals in all.
-    fn put_runs(&self, m: &mut MetricMap) {
+    fn put_runs(&self, labels: &Labels, m: &mut MetricMap) {
         let r = &self.run;
         let mut put = |name: String, value: f64| {
             m.insert(name, value);
@@ -711,6 +727,11 @@ impl Recorder {
         put("logical_call_total".into(), r.logical_calls as f64);
         put("dependency_attempt_total".into(), r.attempts as f64);
         put("retry_amplification_ratio".into(), ratio(r.attempts as f64, r.logical_calls as f64));
+        if labels.sdk_clients {
+            put("hidden_attempt_total".into(), r.hidden_attempts as f64);
+            let seen = r.attempts.saturating_sub(r.hidden_attempts) as f64;
+            put("runtime_retry_amplification_ratio".into(), ratio(seen, r.logical_calls as f64));
+        }
         for budget in BudgetKind::ALL {
             put(format!("budget_exhausted_total.{}", budget.name()), r.budget_exhausted[budget.index()] as f64);
         }
@@ -806,6 +827,9 @@ impl Recorder {
             put(p("attempt_total"), d.attempts as f64);
             if !labels.task_dependencies.is_empty() {
                 put(p("control_request_total"), d.control_requests as f64);
+            }
+            if labels.sdk_clients {
+                put(p("hidden_attempt_total"), d.hidden_attempts as f64);
             }
             put(p("attempt_rate_per_s"), ratio(d.attempts as f64, measured_us / 1e6));
             put(p("timeout_total"), d.timeouts as f64);

@@ -16,6 +16,7 @@ pub mod hedging;
 pub mod mechanisms;
 pub mod policy;
 pub mod run;
+pub mod sdk_client;
 pub mod step;
 pub mod step_policy;
 pub mod task_client;

@@ -55,6 +55,8 @@ pub struct PolicyModel {
     pub snapshots: bool,
     /// How runs track long-running tasks.
     pub task_client: crate::runtime::task_client::TaskClientConfig,
+    /// Per dependency, the SDK client the runtime calls it through, if any: its hidden retries.
+    pub sdk_clients: Vec<Option<crate::runtime::sdk_client::SdkClientConfig>>,
     /// What the guards' sliding windows take in one simulation, in bytes.
     pub guard_window_bytes: u64,
 }
@@ -202,7 +204,34 @@ fn compile_policy(
             &path.key("task_client"),
             p.task_client.as_ref(),
         )?,
+        sdk_clients: compile_sdk_clients(source, &path.key("sdk_client"), p, world)?,
     })
+}
+
+/// `[policy.P.sdk_client.<dependency>]`, by dependency index. A task dependency has its task
+/// client instead: an SDK in front of it is refused.
+fn compile_sdk_clients(
+    source: &Source,
+    path: &FieldPath,
+    p: &Policy,
+    world: &World,
+) -> Result<Vec<Option<crate::runtime::sdk_client::SdkClientConfig>>, ScenarioError> {
+    let mut clients = vec![None; world.dependencies.len()];
+    for (name, spec) in &p.sdk_client {
+        let at = path.key(name);
+        let Some(d) = world.dependency_index(name) else {
+            return Err(error_at_path(source, &at, unknown_name("dependency", name, world.dependency_names())));
+        };
+        if world.dependencies[d].task.is_some() {
+            let message = format!(
+                "{} is a task dependency: its calls go through the policy's task_client, not an SDK client",
+                quote(name)
+            );
+            return Err(error_at_path(source, &at, message));
+        }
+        clients[d] = Some(crate::runtime::sdk_client::compile_sdk_client(source, &at, spec)?);
+    }
+    Ok(clients)
 }
 
 /// The kinds a policy retries: the default table, or its own `retry_on` list, which may not

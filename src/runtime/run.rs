@@ -333,6 +333,26 @@ impl RunMachine {
     }
 
     /// Attempts the run still waits for (sent or queued at a bulkhead).
+    /// An SDK client charged to the root budget asks before a hidden retry that sleeps
+    /// `delay_us` from `now`: it goes only while the run lives, holds a retry token (taken
+    /// here, the budget's one place that spends it) and the retry starts before the deadline.
+    /// A refusal for the token counts as `budget_exhausted_total.retry`, for time as `.time`.
+    pub fn allow_hidden_retry(&mut self, now: Micros, delay_us: Micros, out: &mut impl Effects) -> bool {
+        if self.ended {
+            return false;
+        }
+        if !self.budget.has_retry_token() {
+            out.observe(Observation::BudgetExhausted(BudgetKind::Retry));
+            return false;
+        }
+        if now.saturating_add(delay_us) >= self.budget.deadline_at {
+            out.observe(Observation::BudgetExhausted(BudgetKind::Time));
+            return false;
+        }
+        self.budget.take_retry_token();
+        true
+    }
+
     pub fn attempts_in_flight(&self) -> usize {
         self.in_flight.len()
     }

@@ -50,6 +50,13 @@ pub enum TraceCaller {
     TaskWork {
         task: u32,
     },
+    /// Hidden attempt `retry` (0: the first) of the SDK client's call that is attempt `serial`
+    /// of step `step`.
+    Sdk {
+        step: u8,
+        serial: u32,
+        retry: u32,
+    },
 }
 
 /// How a station attempt left its station.

@@ -748,6 +748,52 @@ pub struct Policy {
     /// How this policy's runtime tracks long-running tasks (every task dependency).
     #[serde(default)]
     pub task_client: Option<TaskClientSpec>,
+    /// Provider SDK clients the runtime calls dependencies through, by dependency name: their
+    /// own hidden retries inside the caller (docs/essay.md sections 2 and 28). Not written
+    /// when empty, so a scenario without one keeps its digest.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sdk_client: BTreeMap<String, SdkClientSpec>,
+}
+
+/// One dependency's SDK client (runtime::sdk_client); every default is openai-python's.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct SdkClientSpec {
+    /// Retries after the first attempt (default 2).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// The first retry's sleep before jitter (default 500).
+    #[serde(default)]
+    pub initial_delay_ms: Option<f64>,
+    /// The sleep's cap before jitter (default 8000).
+    #[serde(default)]
+    pub max_delay_ms: Option<f64>,
+    /// Each retry's sleep is the previous one times this (default 2).
+    #[serde(default)]
+    pub multiplier: Option<f64>,
+    /// The most a sleep is shortened by, as a share: sleep x (1 - jitter x U) (default 0.25).
+    #[serde(default)]
+    pub jitter: Option<f64>,
+    /// Failure kinds retried, and "timeout" (default: rate_limited, overloaded,
+    /// transient_transport, permanent_provider, timeout).
+    #[serde(default)]
+    pub retry_on: Option<Vec<String>>,
+    /// One hidden attempt's timeout; 0: none (default 600 000).
+    #[serde(default)]
+    pub timeout_ms: Option<f64>,
+    /// honour (default) or ignore.
+    #[serde(default)]
+    pub retry_after: Option<String>,
+    /// The longest Retry-After honoured (default 120 000).
+    #[serde(default)]
+    pub retry_after_max_ms: Option<f64>,
+    /// give_up (default), backoff or sleep: a Retry-After beyond the cap.
+    #[serde(default)]
+    pub retry_after_over_max: Option<String>,
+    /// Each hidden retry takes a root retry token and must fit the root deadline (default false).
+    #[serde(default)]
+    pub charged_to_root_budget: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -1144,6 +1190,7 @@ tables_only!(
     TaskSpec,
     TokensSpec,
     TaskClientSpec,
+    SdkClientSpec,
     QueuePolicySpec,
     CodelSpec,
     RatePhase,

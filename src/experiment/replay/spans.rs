@@ -439,7 +439,10 @@ impl Builder<'_> {
     /// work): it ends at its station, not at a result of the run's machine.
     fn is_remote(&self, span: usize) -> bool {
         let s = &self.spans[span];
-        s.attribute("remote.call").is_some() || s.attribute("task.call").is_some() || s.attribute("task.work").is_some()
+        s.attribute("remote.call").is_some()
+            || s.attribute("task.call").is_some()
+            || s.attribute("task.work").is_some()
+            || s.attribute("sdk.attempt").is_some()
     }
 
     fn end_attempt(&mut self, span: usize, at: Micros, kind: Option<FailureKind>, word: &str) {
@@ -636,6 +639,19 @@ impl Builder<'_> {
                     self.jobs.insert(job, span);
                     self.exited.remove(&job);
                 }
+            }
+            TraceCaller::Sdk { step, serial, retry } => {
+                let Some(&parent) = self.attempts.get(&(step, serial)) else { return };
+                let name = self.model.dependency_names[dependency as usize].clone();
+                let mut span = Span::new(Some(parent), format!("sdk.attempt {name}"), SpanKind::Client, at);
+                span.set("sdk.attempt", Value::Int(i64::from(retry) + 1));
+                span.set("sdk.hidden", Value::Bool(retry > 0));
+                self.dependency_attributes(&mut span, dependency);
+                let hidden = if retry > 0 { ", hidden retry" } else { "" };
+                span.summary = format!("{} {name} (the SDK's attempt {}{hidden})", retry + 1, retry + 1);
+                let id = self.push(span);
+                self.jobs.insert(job, id);
+                self.exited.remove(&job);
             }
             TraceCaller::Remote { parent, call, repeat, sub_attempt } => {
                 let Some(&parent_span) = self.jobs.get(&parent) else { return };

@@ -1,0 +1,242 @@
+//! SDK clients inside the caller: a runtime attempt at a dependency the policy calls through an
+//! SDK client ([`crate::runtime::sdk_client`]) is one SDK call, made of hidden attempts that
+//! the SDK retries on its own after its backoff. Each hidden attempt is a real attempt at the
+//! station (load, queue, rate limit, cost); the runtime's timeout covers the whole call, the
+//! SDK's `timeout_ms` each hidden attempt. The first hidden attempt has the key, tokens and
+//! draws the runtime attempt would have had without an SDK, so `max_retries = 0` changes
+//! nothing.
+
+use super::event::Event;
+use super::sdk_slot::SdkSlot;
+use super::simulation::{Caller, Simulation};
+use super::stations::NewAttempt;
+use crate::metrics::Observation;
+use crate::runtime::sdk_client::{SdkCall, SdkDecision};
+use crate::runtime::{AttemptResult, Purpose, Tracer};
+use crate::sim::{Micros, StreamKey};
+use crate::vocab::Priority;
+use crate::world::tokens::CallTokens;
+
+/// Marks a runtime attempt's handle as an SDK call's (the task clients' handles use bit 63).
+pub(super) const SDK_HANDLE: u64 = 1 << 62;
+/// Stream tags below a runtime attempt's key: hidden attempt n's key, and its sleep's jitter.
+const TAG_SDK_ATTEMPT: u64 = 0x5D4C_0001;
+const TAG_SDK_JITTER: u64 = 0x5D4C_0002;
+
+/// What a runtime attempt through an SDK client needs.
+pub(super) struct SdkStart {
+    pub run: u32,
+    pub step: u8,
+    pub serial: u32,
+    pub station: usize,
+    pub purpose: Purpose,
+    pub priority: Priority,
+    pub key: StreamKey,
+    pub tokens: Option<CallTokens>,
+    pub first_token_timeout_us: Option<Micros>,
+    /// The runtime's timeout for its attempt: the whole SDK call.
+    pub timeout_us: Option<Micros>,
+}
+
+impl<T: Tracer> Simulation<'_, T> {
+    /// Starts an SDK call for a runtime attempt; returns the handle the run machine keeps.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn start_sdk_call(&mut self, now: Micros, s: SdkStart) -> u64 {
+        let run = &self.runs[s.run];
+        let (run_gen, measured) = (run.generation, run.measured);
+        let id = self.sdk_calls.alloc(SdkSlot::vacant);
+        let slot = &mut self.sdk_calls[id];
+        let generation = slot.generation;
+        *slot = SdkSlot {
+            generation,
+            live: true,
+            run: s.run,
+            run_gen,
+            step: s.step,
+            serial: s.serial,
+            station: s.station as u16,
+            purpose: s.purpose,
+            priority: s.priority,
+            measured,
+            key: s.key,
+            tokens: s.tokens,
+            first_token_timeout_us: s.first_token_timeout_us,
+            call: SdkCall::default(),
+            child: None,
+        };
+        if let Some(t) = s.timeout_us
+            && now.saturating_add(t) <= self.stop_at
+        {
+            self.queue.schedule(now + t, Event::SdkTimeout { call: id, generation });
+        }
+        self.sdk_attempt(now, id);
+        SDK_HANDLE | (u64::from(id) << 32) | u64::from(generation)
+    }
+
+    /// Sends the call's next hidden attempt (number `retries_taken`).
+    fn sdk_attempt(&mut self, now: Micros, id: u32) {
+        let slot = self.sdk_calls[id];
+        let n = slot.call.retries_taken;
+        let key = if n == 0 { slot.key } else { slot.key.with(TAG_SDK_ATTEMPT).with(u64::from(n)) };
+        let config = self.policy.sdk_clients[slot.station as usize].as_ref();
+        let attempt = NewAttempt {
+            station: slot.station as usize,
+            purpose: slot.purpose,
+            priority: slot.priority,
+            caller: Caller::Sdk { call: id, generation: slot.generation, step: slot.step },
+            run: slot.run,
+            run_gen: slot.run_gen,
+            measured: slot.measured,
+            key,
+            timeout_us: config.and_then(|c| c.timeout_us),
+            owned: true,
+            stuck: false,
+            counted: true,
+            // The SDK resends the same request: the same tokens.
+            tokens: slot.tokens,
+            first_token_timeout_us: slot.first_token_timeout_us,
+        };
+        if n > 0 {
+            self.observe(now, slot.measured, Observation::HiddenAttempt { dependency: slot.station });
+        }
+        // A station answers through an event, never within `submit`: the call still waits.
+        let child = self.submit(now, attempt);
+        self.sdk_calls[id].child = Some(child);
+    }
+
+    /// A hidden attempt ended: the SDK retries after its sleep or answers the runtime.
+    pub(super) fn on_sdk_child_result(&mut self, now: Micros, id: u32, generation: u32, result: AttemptResult) {
+        let slot = self.sdk_calls[id];
+        if !slot.live || slot.generation != generation {
+            return;
+        }
+        self.sdk_calls[id].child = None;
+        let Some(config) = self.policy.sdk_clients[slot.station as usize].as_ref() else {
+            debug_assert!(false, "an SDK call exists only for a dependency with an SDK client");
+            return;
+        };
+        let n = slot.call.retries_taken;
+        let unit = slot.key.with(TAG_SDK_JITTER).with(u64::from(n)).stream().unit();
+        let mut call = slot.call;
+        let (recorder, runs) = (&mut self.recorder, &mut self.runs);
+        let decision = call.on_result(config, result, unit, |delay_us| {
+            let run = &mut runs[slot.run];
+            if run.generation != slot.run_gen {
+                return false;
+            }
+            let mut out = ObserveOnly { recorder, now, measured: slot.measured };
+            run.machine.allow_hidden_retry(now, delay_us, &mut out)
+        });
+        self.sdk_calls[id].call = call;
+        match decision {
+            // At once: the same checks as after a sleep (the run may have ended meanwhile).
+            SdkDecision::Retry { delay_us: 0 } => self.on_sdk_wake(now, id, generation),
+            SdkDecision::Retry { delay_us } => {
+                if now.saturating_add(delay_us) <= self.stop_at {
+                    self.queue.schedule(now + delay_us, Event::SdkWake { call: id, generation });
+                }
+            }
+            SdkDecision::Answer(_) => {
+                self.end_sdk_call(id);
+                self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, result);
+            }
+        }
+    }
+
+    /// The sleep is over: the next hidden attempt, unless the run stopped waiting.
+    pub(super) fn on_sdk_wake(&mut self, now: Micros, id: u32, generation: u32) {
+        let slot = self.sdk_calls[id];
+        if !slot.live || slot.generation != generation || slot.child.is_some() {
+            return;
+        }
+        let run = &self.runs[slot.run];
+        // A run that ended (its slot may be reused) makes no more attempts.
+        if run.generation != slot.run_gen || run.machine.ended {
+            self.end_sdk_call(id);
+            return;
+        }
+        self.sdk_attempt(now, id);
+    }
+
+    /// The runtime's timeout for the whole SDK call: the hidden attempt out is abandoned.
+    pub(super) fn on_sdk_timeout(&mut self, now: Micros, id: u32, generation: u32) {
+        let slot = self.sdk_calls[id];
+        if !slot.live || slot.generation != generation {
+            return;
+        }
+        self.stop_sdk_call(now, id, true);
+        let result = AttemptResult::TimedOut;
+        self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, result);
+    }
+
+    /// The run machine cancels the runtime attempt (a hedge won, the run ended).
+    pub(super) fn cancel_sdk_call(&mut self, now: Micros, handle: u64) {
+        let (id, generation) = (((handle & !SDK_HANDLE) >> 32) as u32, handle as u32);
+        let slot = self.sdk_calls[id];
+        if slot.live && slot.generation == generation {
+            self.stop_sdk_call(now, id, false);
+        }
+    }
+
+    /// Abandons the hidden attempt out, if any, and frees the call. `timed_out`: the
+    /// runtime's timeout cut that attempt, counted at its dependency as a caller's timeout.
+    fn stop_sdk_call(&mut self, now: Micros, id: u32, timed_out: bool) {
+        if let Some((child, child_gen)) = self.sdk_calls[id].child
+            && self.jobs[child].generation == child_gen
+        {
+            if timed_out {
+                let job = &self.jobs[child];
+                self.observe(now, job.measured, Observation::TimedOut { dependency: job.station });
+                if T::ON {
+                    self.trace_sdk_timed_out(now, child);
+                }
+            }
+            self.abandon(now, child);
+        }
+        self.end_sdk_call(id);
+    }
+
+    fn end_sdk_call(&mut self, id: u32) {
+        let slot = &mut self.sdk_calls[id];
+        slot.live = false;
+        slot.child = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.sdk_calls.release(id);
+    }
+
+    #[cold]
+    fn trace_sdk_timed_out(&mut self, now: Micros, child: u32) {
+        let run = self.jobs[child].run;
+        self.tracer.record(run, now, crate::runtime::TraceEvent::CallerTimedOut { job: child });
+    }
+
+    /// The serial of SDK call `id` and the retry its hidden attempt out is (for the trace).
+    pub(super) fn sdk_position(&self, id: u32) -> (u8, u32, u32) {
+        let slot = &self.sdk_calls[id];
+        (slot.step, slot.serial, slot.call.retries_taken)
+    }
+}
+
+/// The effects of the one input an SDK client gives a run machine: it only observes.
+struct ObserveOnly<'a> {
+    recorder: &'a mut crate::metrics::Recorder,
+    now: Micros,
+    measured: bool,
+}
+
+impl crate::runtime::Effects for ObserveOnly<'_> {
+    fn command(&mut self, c: crate::runtime::Command) {
+        debug_assert!(false, "an SDK client's question to the run gives no command: {c:?}");
+    }
+
+    fn observe(&mut self, o: Observation) {
+        self.recorder.observe(self.now, self.measured, o);
+    }
+
+    fn observe_shared(&mut self, o: Observation) {
+        self.recorder.observe(self.now, true, o);
+    }
+
+    fn trace(&mut self, _event: crate::runtime::TraceEvent) {}
+}

@@ -1,0 +1,52 @@
+//! An SDK call's state in the engine (engine::sdk drives it): data only, so the simulation
+//! can hold the calls without importing their driver.
+
+use crate::runtime::Purpose;
+use crate::runtime::sdk_client::SdkCall;
+use crate::sim::{Micros, StreamKey};
+use crate::vocab::Priority;
+use crate::world::tokens::CallTokens;
+
+/// One SDK call: one runtime attempt of a step.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SdkSlot {
+    pub generation: u32,
+    pub live: bool,
+    pub run: u32,
+    pub run_gen: u32,
+    pub step: u8,
+    pub serial: u32,
+    pub station: u16,
+    pub purpose: Purpose,
+    pub priority: Priority,
+    pub measured: bool,
+    /// The runtime attempt's key: hidden attempt 0 uses it as it is.
+    pub key: StreamKey,
+    pub tokens: Option<CallTokens>,
+    pub first_token_timeout_us: Option<Micros>,
+    pub call: SdkCall,
+    /// The hidden attempt out, if any (none while the client sleeps).
+    pub child: Option<(u32, u32)>,
+}
+
+impl SdkSlot {
+    pub fn vacant() -> SdkSlot {
+        SdkSlot {
+            generation: 0,
+            live: false,
+            run: 0,
+            run_gen: 0,
+            step: 0,
+            serial: 0,
+            station: 0,
+            purpose: Purpose::Call,
+            priority: Priority::Critical,
+            measured: false,
+            key: StreamKey::root(0),
+            tokens: None,
+            first_token_timeout_us: None,
+            call: SdkCall { retries_taken: 0 },
+            child: None,
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! A provider SDK's own retries inside the caller (docs/essay.md sections 2 and 28): the
+//! client library the runtime calls a dependency through retries on its own, with its own
+//! backoff, Retry-After handling and per-attempt timeout, before the runtime sees an answer.
+//! Its hidden attempts are real load at the provider; the runtime's guards never see them, and
+//! only `charged_to_root_budget` ties them to the root run's retry budget.
+//!
+//! The defaults are openai-python's (`src/openai/_base_client.py`: `_calculate_retry_timeout`,
+//! `_should_retry`, `_parse_retry_after_header`; `src/openai/_constants.py`:
+//! `DEFAULT_MAX_RETRIES = 2`, `INITIAL_RETRY_DELAY = 0.5`, `MAX_RETRY_DELAY = 8.0`,
+//! `DEFAULT_TIMEOUT = 600`). anthropic-sdk-python's `src/anthropic/_base_client.py` has the
+//! same shape. Retry `n` (0-based) sleeps `min(initial x multiplier^n, max) x (1 - jitter x U)`.
+//!
+//! A pure machine: the engine tells it how each hidden attempt ended, with one uniform draw
+//! from the call's own stream and whether the root budget lets a charged retry go, and it
+//! answers with the next hidden attempt's delay or the answer the runtime sees.
+
+use crate::scenario::{
+    FieldPath, ScenarioError, SdkClientSpec, Source, duration_ms, error_at_path, parse_named, quote,
+};
+use crate::sim::Micros;
+use crate::vocab::FailureKind;
+
+use super::AttemptResult;
+
+crate::named_enum! {
+    /// Whether the client reads a refusal's Retry-After (`retry-after-ms`, then `retry-after`).
+    pub enum RetryAfter {
+        /// Sleep what the server asks, within `retry_after_max_ms` (openai-python, anthropic).
+        Honour => "honour",
+        /// Always the computed backoff (botocore ignores `Retry-After`).
+        Ignore => "ignore",
+    }
+}
+
+crate::named_enum! {
+    /// What the client does with a Retry-After beyond `retry_after_max_ms`.
+    pub enum OverMax {
+        /// Does not retry: the refusal is the answer (openai-python: beyond 120 s).
+        GiveUp => "give_up",
+        /// Sleeps the computed backoff instead (older Stainless SDKs: beyond 60 s).
+        Backoff => "backoff",
+        /// Sleeps it in full, whatever its size (anthropic-sdk-python 2.17 as measured).
+        Sleep => "sleep",
+    }
+}
+
+/// One dependency's SDK client, compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SdkClientConfig {
+    /// Retries after the first attempt (openai: `DEFAULT_MAX_RETRIES = 2`).
+    pub max_retries: u32,
+    pub initial_delay_us: Micros,
+    pub max_delay_us: Micros,
+    pub multiplier: f64,
+    /// The most a sleep is shortened by, as a share: sleep x (1 - jitter x U). 0.25 in the
+    /// Stainless SDKs, 0 in Portkey.
+    pub jitter: f64,
+    /// Failure kinds it retries (HTTP 409, 429, 5xx and connection errors map to these).
+    pub retry_on: [bool; FailureKind::COUNT],
+    /// It retries its own timeouts and HTTP 408.
+    pub retry_on_timeout: bool,
+    /// One hidden attempt's timeout; None: none (0 in the file).
+    pub timeout_us: Option<Micros>,
+    pub retry_after: RetryAfter,
+    pub retry_after_max_us: Micros,
+    pub over_max: OverMax,
+    /// Each hidden retry takes one of the root run's retry tokens and must fit its deadline;
+    /// without a token or time left the client answers with the failure it has.
+    pub charged_to_root_budget: bool,
+}
+
+impl Default for SdkClientConfig {
+    fn default() -> Self {
+        let mut retry_on = [false; FailureKind::COUNT];
+        for kind in DEFAULT_RETRY_ON {
+            retry_on[kind.index()] = true;
+        }
+        SdkClientConfig {
+            max_retries: 2,
+            initial_delay_us: 500_000,
+            max_delay_us: 8_000_000,
+            multiplier: 2.0,
+            jitter: 0.25,
+            retry_on,
+            retry_on_timeout: true,
+            timeout_us: Some(600_000_000),
+            retry_after: RetryAfter::Honour,
+            retry_after_max_us: 120_000_000,
+            over_max: OverMax::GiveUp,
+            charged_to_root_budget: false,
+        }
+    }
+}
+
+/// What the Stainless SDKs retry, as failure kinds: 429 (RATE_LIMITED), 503 and 529
+/// (OVERLOADED), connection errors, 502, 504 and 409 (TRANSIENT_TRANSPORT), any other 5xx
+/// (PERMANENT_PROVIDER: the SDK reads the status, not the business meaning). Not 400, 401,
+/// 403, 404, 422, nor a 200 whose content is unusable (RESULT_INVALID).
+pub const DEFAULT_RETRY_ON: [FailureKind; 4] = [
+    FailureKind::RateLimited,
+    FailureKind::Overloaded,
+    FailureKind::TransientTransport,
+    FailureKind::PermanentProvider,
+];
+
+/// The name `retry_on` uses for the client's own timeouts and HTTP 408.
+pub const TIMEOUT: &str = "timeout";
+
+/// Why the client answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The attempt succeeded (or a lookup found nothing: an answer too).
+    Answered,
+    /// The failure is not in `retry_on`.
+    NotRetried,
+    /// `max_retries` retries were made.
+    RetriesSpent,
+    /// Retry-After was beyond `retry_after_max_ms` with `over_max = "give_up"`.
+    RetryAfterTooLong,
+    /// Charged to the root budget, and the run had no retry token or time left.
+    RootBudget,
+}
+
+/// The client's next move after a hidden attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdkDecision {
+    /// Send hidden attempt number `retries_taken` (1-based) after this sleep.
+    Retry { delay_us: Micros },
+    /// The runtime sees the last attempt's result.
+    Answer(Stop),
+}
+
+/// One SDK call in progress: how many retries it has made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SdkCall {
+    pub retries_taken: u32,
+}
+
+impl SdkCall {
+    /// The attempt ended with `result`. `unit` is a uniform draw in [0, 1) for the jitter;
+    /// `root_allows(delay)` is asked only for a charged retry that would otherwise be made, and
+    /// takes the root token when it answers true.
+    pub fn on_result(
+        &mut self,
+        config: &SdkClientConfig,
+        result: AttemptResult,
+        unit: f64,
+        root_allows: impl FnOnce(Micros) -> bool,
+    ) -> SdkDecision {
+        let retry_after_us = match result {
+            AttemptResult::Ok | AttemptResult::NotFound => return SdkDecision::Answer(Stop::Answered),
+            AttemptResult::Failed { kind, retry_after_us } => {
+                if !config.retry_on[kind.index()] {
+                    return SdkDecision::Answer(Stop::NotRetried);
+                }
+                retry_after_us
+            }
+            AttemptResult::TimedOut => {
+                if !config.retry_on_timeout {
+                    return SdkDecision::Answer(Stop::NotRetried);
+                }
+                None
+            }
+        };
+        let told = match (config.retry_after, retry_after_us) {
+            (RetryAfter::Honour, Some(t)) if t > 0 => Some(t),
+            (RetryAfter::Honour, Some(_) | None) | (RetryAfter::Ignore, _) => None,
+        };
+        // openai-python refuses a too-long Retry-After in `_should_retry`, before it counts
+        // retries; either way no retry is made.
+        if let Some(t) = told
+            && t > config.retry_after_max_us
+            && config.over_max == OverMax::GiveUp
+        {
+            return SdkDecision::Answer(Stop::RetryAfterTooLong);
+        }
+        if self.retries_taken >= config.max_retries {
+            return SdkDecision::Answer(Stop::RetriesSpent);
+        }
+        let delay_us = match told {
+            Some(t) if t <= config.retry_after_max_us => t,
+            Some(t) if config.over_max == OverMax::Sleep => t,
+            Some(_) | None => backoff_us(config, self.retries_taken, unit),
+        };
+        if config.charged_to_root_budget && !root_allows(delay_us) {
+            return SdkDecision::Answer(Stop::RootBudget);
+        }
+        self.retries_taken += 1;
+        SdkDecision::Retry { delay_us }
+    }
+}
+
+/// Retry `n`'s sleep (0-based) without a Retry-After: min(initial x multiplier^n, max) x
+/// (1 - jitter x unit).
+pub fn backoff_us(config: &SdkClientConfig, n: u32, unit: f64) -> Micros {
+    let exponent = n.min(1000) as i32;
+    let capped = (config.initial_delay_us as f64 * config.multiplier.powi(exponent)).min(config.max_delay_us as f64);
+    (capped * (1.0 - config.jitter * unit)).max(0.0) as Micros
+}
+
+impl SdkClientConfig {
+    /// Its values make sense: a field name and the reason otherwise.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !(self.multiplier.is_finite() && self.multiplier >= 1.0) {
+            return Err(("multiplier", format!("must be at least 1, got {}", self.multiplier)));
+        }
+        if !(0.0..=1.0).contains(&self.jitter) {
+            return Err((
+                "jitter",
+                format!("must be in [0, 1] (the share a sleep may be shortened by), got {}", self.jitter),
+            ));
+        }
+        if self.max_delay_us < self.initial_delay_us {
+            return Err(("max_delay_ms", "must be at least initial_delay_ms".to_string()));
+        }
+        if self.max_retries > MAX_RETRIES {
+            return Err(("max_retries", format!("at most {MAX_RETRIES}, got {}", self.max_retries)));
+        }
+        Ok(())
+    }
+}
+
+/// Bounds one call's hidden attempts (Portkey allows 5 retries; no SDK needs hundreds).
+pub const MAX_RETRIES: u32 = 100;
+
+/// Compiles one `[policy.P.sdk_client.<dependency>]` table.
+pub fn compile_sdk_client(
+    source: &Source,
+    path: &FieldPath,
+    spec: &SdkClientSpec,
+) -> Result<SdkClientConfig, ScenarioError> {
+    let d = SdkClientConfig::default();
+    let ms = |field: &str, value: Option<f64>, default: Micros| match value {
+        Some(v) => duration_ms(source, &path.key(field), v),
+        None => Ok(default),
+    };
+    let (retry_on, retry_on_timeout) = match &spec.retry_on {
+        None => (d.retry_on, d.retry_on_timeout),
+        Some(names) => {
+            let mut table = [false; FailureKind::COUNT];
+            let mut timeout = false;
+            for (i, name) in names.iter().enumerate() {
+                if name == TIMEOUT {
+                    timeout = true;
+                    continue;
+                }
+                let kind = FailureKind::parse(name).ok_or_else(|| {
+                    let message = format!(
+                        "unknown failure kind {} (expected a failure kind such as rate_limited, or \"timeout\")",
+                        quote(name)
+                    );
+                    error_at_path(source, &path.key("retry_on").index(i), message)
+                })?;
+                table[kind.index()] = true;
+            }
+            (table, timeout)
+        }
+    };
+    // 0: no timeout of its own.
+    let timeout_us = match spec.timeout_ms {
+        Some(v) => Some(duration_ms(source, &path.key("timeout_ms"), v)?).filter(|&us| us > 0),
+        None => d.timeout_us,
+    };
+    let config = SdkClientConfig {
+        max_retries: spec.max_retries.unwrap_or(d.max_retries),
+        initial_delay_us: ms("initial_delay_ms", spec.initial_delay_ms, d.initial_delay_us)?,
+        max_delay_us: ms("max_delay_ms", spec.max_delay_ms, d.max_delay_us)?,
+        multiplier: spec.multiplier.unwrap_or(d.multiplier),
+        jitter: spec.jitter.unwrap_or(d.jitter),
+        retry_on,
+        retry_on_timeout,
+        timeout_us,
+        retry_after: parse_named(source, &path.key("retry_after"), spec.retry_after.as_deref(), d.retry_after)?,
+        retry_after_max_us: ms("retry_after_max_ms", spec.retry_after_max_ms, d.retry_after_max_us)?,
+        over_max: parse_named(
+            source,
+            &path.key("retry_after_over_max"),
+            spec.retry_after_over_max.as_deref(),
+            d.over_max,
+        )?,
+        charged_to_root_budget: spec.charged_to_root_budget.unwrap_or(d.charged_to_root_budget),
+    };
+    config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(kind: FailureKind) -> AttemptResult {
+        AttemptResult::Failed { kind, retry_after_us: None }
+    }
+
+    fn refused_for(retry_after_us: Micros) -> AttemptResult {
+        AttemptResult::Failed { kind: FailureKind::RateLimited, retry_after_us: Some(retry_after_us) }
+    }
+
+    #[test]
+    fn openai_defaults_retry_twice_with_the_stainless_backoff() {
+        let c = SdkClientConfig::default();
+        let mut call = SdkCall::default();
+        // U = 0: the full sleep; U -> 1: 25 % shorter.
+        assert_eq!(
+            call.on_result(&c, failed(FailureKind::Overloaded), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 500_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, AttemptResult::TimedOut, 0.5, |_| true),
+            SdkDecision::Retry { delay_us: 875_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, failed(FailureKind::TransientTransport), 0.0, |_| true),
+            SdkDecision::Answer(Stop::RetriesSpent)
+        );
+        assert_eq!(call.retries_taken, 2);
+    }
+
+    #[test]
+    fn backoff_is_capped_then_jittered() {
+        let c = SdkClientConfig::default();
+        assert_eq!(backoff_us(&c, 4, 0.0), 8_000_000);
+        assert_eq!(backoff_us(&c, 9, 0.0), 8_000_000);
+        assert_eq!(backoff_us(&c, 9, 1.0), 6_000_000);
+        assert_eq!(backoff_us(&c, 1000, 0.0), 8_000_000, "no overflow for a huge retry count");
+        let portkey = SdkClientConfig { jitter: 0.0, ..c };
+        assert_eq!(backoff_us(&portkey, 1, 0.99), 1_000_000);
+    }
+
+    #[test]
+    fn request_faults_and_unusable_results_are_not_retried() {
+        let c = SdkClientConfig::default();
+        for kind in [FailureKind::InvalidInput, FailureKind::Unauthorized, FailureKind::ResultInvalid] {
+            let mut call = SdkCall::default();
+            assert_eq!(call.on_result(&c, failed(kind), 0.0, |_| true), SdkDecision::Answer(Stop::NotRetried));
+            assert_eq!(call.retries_taken, 0);
+        }
+        let mut call = SdkCall::default();
+        assert_eq!(call.on_result(&c, AttemptResult::Ok, 0.0, |_| true), SdkDecision::Answer(Stop::Answered));
+        let no_timeouts = SdkClientConfig { retry_on_timeout: false, ..c };
+        let decision = call.on_result(&no_timeouts, AttemptResult::TimedOut, 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Answer(Stop::NotRetried));
+    }
+
+    #[test]
+    fn retry_after_within_the_cap_is_slept_exactly() {
+        let c = SdkClientConfig::default();
+        let mut call = SdkCall::default();
+        assert_eq!(
+            call.on_result(&c, refused_for(3_000_000), 0.9, |_| true),
+            SdkDecision::Retry { delay_us: 3_000_000 }
+        );
+        // Exactly the cap is still honoured (openai: `0 < retry_after <= 120`).
+        assert_eq!(
+            call.on_result(&c, refused_for(120_000_000), 0.9, |_| true),
+            SdkDecision::Retry { delay_us: 120_000_000 }
+        );
+    }
+
+    #[test]
+    fn retry_after_beyond_the_cap_gives_up_backs_off_or_sleeps() {
+        let beyond = refused_for(120_000_001);
+        let openai = SdkClientConfig::default();
+        let mut call = SdkCall::default();
+        assert_eq!(call.on_result(&openai, beyond, 0.0, |_| true), SdkDecision::Answer(Stop::RetryAfterTooLong));
+        let older = SdkClientConfig { over_max: OverMax::Backoff, ..openai.clone() };
+        assert_eq!(call.on_result(&older, beyond, 0.0, |_| true), SdkDecision::Retry { delay_us: 500_000 });
+        let anthropic = SdkClientConfig { over_max: OverMax::Sleep, ..openai.clone() };
+        assert_eq!(call.on_result(&anthropic, beyond, 0.0, |_| true), SdkDecision::Retry { delay_us: 120_000_001 });
+        let ignoring = SdkClientConfig { retry_after: RetryAfter::Ignore, ..openai };
+        let mut call = SdkCall::default();
+        assert_eq!(call.on_result(&ignoring, beyond, 0.0, |_| true), SdkDecision::Retry { delay_us: 500_000 });
+    }
+
+    #[test]
+    fn a_charged_client_asks_the_root_budget_for_each_retry_and_only_then() {
+        let c = SdkClientConfig { charged_to_root_budget: true, ..SdkClientConfig::default() };
+        let mut call = SdkCall::default();
+        let mut asked = Vec::new();
+        let d = call.on_result(&c, failed(FailureKind::Overloaded), 0.0, |delay| {
+            asked.push(delay);
+            true
+        });
+        assert_eq!(d, SdkDecision::Retry { delay_us: 500_000 });
+        let d = call.on_result(&c, failed(FailureKind::Overloaded), 0.0, |delay| {
+            asked.push(delay);
+            false
+        });
+        assert_eq!(d, SdkDecision::Answer(Stop::RootBudget));
+        assert_eq!(call.retries_taken, 1, "a refused retry is not taken");
+        // Not retryable: the budget is not asked.
+        let d = call.on_result(&c, failed(FailureKind::InvalidInput), 0.0, |delay| {
+            asked.push(delay);
+            true
+        });
+        assert_eq!(d, SdkDecision::Answer(Stop::NotRetried));
+        assert_eq!(asked, vec![500_000, 1_000_000]);
+        // Not charged: never asked.
+        let free = SdkClientConfig { charged_to_root_budget: false, ..c };
+        let d = SdkCall::default().on_result(&free, failed(FailureKind::Overloaded), 0.0, |_| false);
+        assert_eq!(d, SdkDecision::Retry { delay_us: 500_000 });
+    }
+
+    #[test]
+    fn checks_name_the_field() {
+        let c = SdkClientConfig::default();
+        assert_eq!(SdkClientConfig { multiplier: 0.5, ..c.clone() }.check().unwrap_err().0, "multiplier");
+        assert_eq!(SdkClientConfig { jitter: 1.5, ..c.clone() }.check().unwrap_err().0, "jitter");
+        assert_eq!(SdkClientConfig { max_delay_us: 1, ..c.clone() }.check().unwrap_err().0, "max_delay_ms");
+        assert_eq!(SdkClientConfig { max_retries: 101, ..c.clone() }.check().unwrap_err().0, "max_retries");
+        assert!(c.check().is_ok());
+    }
+}

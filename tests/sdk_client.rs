@@ -1,0 +1,252 @@
+//! SDK clients inside the caller (runtime::sdk_client, docs/scenario.md 8.18), shown from
+//! outside: scenario runs whose figures follow the closed forms of independent retries, the
+//! backoff's range, the Retry-After cap, and the incident unchanged by an SDK that never retries.
+
+mod common;
+
+use common::{assert_in_ci, metric, metric_bits, model, replicate};
+use faultline::engine::{simulate, simulate_traced};
+use faultline::runtime::AttemptTrace;
+use std::collections::BTreeMap;
+use std::process::Command;
+
+/// One step at a dependency whose attempts fail independently with probability `p` after a
+/// constant 100 ms, no runtime retry and no runtime timeout: every extra attempt is the SDK's.
+fn independent(p: f64, sdk: &str, budget: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 1500
+warmup_s = 0
+seed = 11
+replications = 10
+
+[[dependency]]
+name = "model"
+servers = 1000
+queue_capacity = 1000
+service_time = {{ dist = "constant", value_ms = 100 }}
+errors = {{ transient_transport = {p} }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 20 }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "call"
+  dependency = "model"
+
+[policy.p]
+timeout_ms = 0
+retry = {{ max_attempts = 1 }}
+{budget}
+
+[policy.p.sdk_client.model]
+{sdk}
+"#
+    )
+}
+
+/// Failure share p^(k+1) and attempts per call (1 - p^(k+1)) / (1 - p) with k retries, checked
+/// in the confidence interval of 10 replications (family-wise over the test's checks).
+fn check_closed_forms(label: &str, toml: &str, p: f64, k: i32, checks: usize) -> Vec<faultline::metrics::MetricMap> {
+    let reps = replicate(&model(toml), 0);
+    let failed: Vec<_> = reps
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            let share = m["outcome_total.failed"] / m["logical_run_total"];
+            m.insert("failed_share".into(), share);
+            m
+        })
+        .collect();
+    assert_in_ci(&format!("{label} failure share"), &metric(&failed, "failed_share"), p.powi(k + 1), checks);
+    let mean_attempts = (1.0 - p.powi(k + 1)) / (1.0 - p);
+    assert_in_ci(
+        &format!("{label} attempts per call"),
+        &metric(&reps, "retry_amplification_ratio"),
+        mean_attempts,
+        checks,
+    );
+    reps
+}
+
+#[test]
+fn hidden_retries_follow_the_closed_forms_of_independent_failures() {
+    let p = 0.3;
+    // Two SDK retries: p^3 of calls fail, 1 + p + p^2 attempts per call.
+    let reps = check_closed_forms("r=2", &independent(p, "max_retries = 2", ""), p, 2, 6);
+    for m in &reps {
+        // The runtime saw one attempt per call; everything else was hidden.
+        assert_eq!(m["runtime_retry_amplification_ratio"], 1.0);
+        assert_eq!(m["hidden_attempt_total"], m["dependency_attempt_total"] - m["logical_call_total"]);
+        assert_eq!(m["dependency.model.hidden_attempt_total"], m["hidden_attempt_total"]);
+    }
+    // Four retries, no jitter (Portkey's shape): p^5 and 1 + p + ... + p^4.
+    check_closed_forms("r=4", &independent(p, "max_retries = 4\njitter = 0", ""), p, 4, 6);
+    // Charged to a root budget of 1 retry token: the SDK's second retry is refused, so the
+    // closed forms are those of one retry, and each refusal is a budget_exhausted_total.retry.
+    let charged = independent(p, "max_retries = 2\ncharged_to_root_budget = true", "budget = { retry_tokens = 1 }");
+    let reps = check_closed_forms("charged, 1 token", &charged, p, 1, 6);
+    for m in &reps {
+        // Calls whose two attempts failed asked for a second retry: p^2 of them, all refused.
+        assert_eq!(m["budget_exhausted_total.retry"], m["outcome_total.failed"]);
+    }
+}
+
+/// Attempts of each run (one step, no runtime retry) in order of arrival.
+fn attempts_by_run(traces: &[AttemptTrace]) -> Vec<Vec<u64>> {
+    let mut runs: BTreeMap<(u32, u8), Vec<u64>> = BTreeMap::new();
+    for t in traces {
+        runs.entry((t.arrival, t.resubmission)).or_default().push(t.at_us);
+    }
+    runs.into_values()
+        .map(|mut v| {
+            v.sort_unstable();
+            v
+        })
+        .collect()
+}
+
+/// The sleeps before retry 1 and retry 2, given each answer comes `answer_us` after its attempt.
+fn sleeps(traces: &[AttemptTrace], answer_us: u64) -> [Vec<u64>; 2] {
+    let mut out = [Vec::new(), Vec::new()];
+    for at in attempts_by_run(traces) {
+        for n in 1..at.len().min(3) {
+            out[n - 1].push(at[n] - at[n - 1] - answer_us);
+        }
+    }
+    out
+}
+
+#[test]
+fn backoff_sleeps_fill_the_stainless_range() {
+    // openai-python's defaults: retry n sleeps min(0.5 s x 2^n, 8 s) x (1 - 0.25 U).
+    let m = model(&independent(0.5, "", ""));
+    let (_, traces) = simulate_traced(&m, 0, 3).unwrap();
+    let [first, second] = sleeps(&traces, 100_000);
+    for (label, sleeps, cap) in [("retry 1", &first, 500_000u64), ("retry 2", &second, 1_000_000)] {
+        assert!(sleeps.len() > 1000, "{label}: {} sleeps", sleeps.len());
+        let (min, max) = (*sleeps.iter().min().unwrap(), *sleeps.iter().max().unwrap());
+        eprintln!("{label}: {} sleeps in [{min}, {max}] us, formula [{}, {cap}]", sleeps.len(), cap * 3 / 4);
+        assert!(min >= cap * 3 / 4 && max <= cap, "{label}: [{min}, {max}] outside [{}, {cap}]", cap * 3 / 4);
+        // Thousands of uniform draws reach within 0.5 % of both ends.
+        assert!(
+            min < cap * 3 / 4 + cap / 200 && max > cap - cap / 200,
+            "{label}: [{min}, {max}] does not fill the range"
+        );
+    }
+}
+
+/// Arrivals at 10/s at a dependency that admits 5/s and refuses the rest at once with
+/// RATE_LIMITED and `retry_after_ms`.
+fn rate_limited(retry_after_ms: u64, sdk: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 600
+warmup_s = 0
+seed = 5
+replications = 2
+
+[[dependency]]
+name = "model"
+servers = 1000
+queue_capacity = 1000
+service_time = {{ dist = "constant", value_ms = 100 }}
+rate_limit = {{ per_s = 5, burst = 5, retry_after_ms = {retry_after_ms} }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 10 }}
+deadline_ms = 1000000
+
+  [[workflow.step]]
+  id = "call"
+  dependency = "model"
+
+[policy.p]
+timeout_ms = 0
+retry = {{ max_attempts = 1 }}
+
+[policy.p.sdk_client.model]
+{sdk}
+"#
+    )
+}
+
+#[test]
+fn retry_after_is_slept_exactly_up_to_its_cap_then_refused_backed_off_or_slept() {
+    // Within the 120 s cap: every hidden retry comes exactly 3 s after its refusal.
+    let (r, traces) = simulate_traced(&model(&rate_limited(3000, "")), 0, 1).unwrap();
+    let [first, second] = sleeps(&traces, 0);
+    assert!(!first.is_empty() && !second.is_empty());
+    assert!(first.iter().chain(&second).all(|&s| s == 3_000_000), "{:?}", &first[..first.len().min(5)]);
+    assert!(r.metrics["hidden_attempt_total"] > 0.0);
+    // Beyond it, openai-python gives up at once: refusals, and no hidden attempt.
+    let r = simulate(&model(&rate_limited(130_000, "")), 0, 1).unwrap();
+    assert!(r.metrics["dependency.model.error_total.rate_limited"] > 100.0);
+    assert_eq!(r.metrics["hidden_attempt_total"], 0.0);
+    // An SDK that backs off instead sleeps its own backoff...
+    let (_, traces) =
+        simulate_traced(&model(&rate_limited(130_000, "retry_after_over_max = \"backoff\"")), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    assert!(!first.is_empty() && first.iter().all(|&s| (375_000..=500_000).contains(&s)));
+    // ...and one that sleeps any value (anthropic as measured) waits the full 130 s.
+    let (_, traces) =
+        simulate_traced(&model(&rate_limited(130_000, "retry_after_over_max = \"sleep\"")), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    assert!(!first.is_empty() && first.iter().all(|&s| s == 130_000_000));
+    // Ignored: the backoff, whatever the header says.
+    let (_, traces) = simulate_traced(&model(&rate_limited(3000, "retry_after = \"ignore\"")), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    assert!(!first.is_empty() && first.iter().all(|&s| (375_000..=500_000).contains(&s)));
+}
+
+#[test]
+fn an_sdk_that_never_retries_leaves_the_incident_as_it_was() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/scenarios/meeting-analysis-incident.toml")).unwrap();
+    let off = format!(
+        "{text}\n[policy.naive.sdk_client.model-primary]\nmax_retries = 0\n\n[policy.resilient.sdk_client.model-primary]\nmax_retries = 0\n"
+    );
+    let (plain, through_sdk) = (model(&text), model(&off));
+    for policy in 0..2 {
+        let a = simulate(&plain, policy, 7).unwrap().metrics;
+        let mut b = simulate(&through_sdk, policy, 7).unwrap().metrics;
+        assert_eq!(b.remove("hidden_attempt_total"), Some(0.0));
+        assert_eq!(b.remove("incident.hidden_attempt_total"), Some(0.0));
+        assert_eq!(
+            b.remove("runtime_retry_amplification_ratio").map(f64::to_bits),
+            Some(a["retry_amplification_ratio"].to_bits())
+        );
+        b.remove("incident.runtime_retry_amplification_ratio");
+        b.retain(|k, _| !k.ends_with(".hidden_attempt_total"));
+        assert_eq!(metric_bits(&a), metric_bits(&b), "policy {policy}");
+    }
+}
+
+#[test]
+fn a_bad_sdk_client_table_is_an_error_at_its_field() {
+    let dir = std::env::temp_dir().join(format!("faultline-sdk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("[policy.p.sdk_client.model]\njitter = 1.5\n", "jitter"),
+        ("[policy.p.sdk_client.nowhere]\n", "nowhere"),
+        ("[policy.p.sdk_client.model]\nretry_on = [\"rate_limited\", \"teapot\"]\n", "retry_on[1]"),
+        ("[policy.p.sdk_client.model]\nretry_after_over_max = \"maybe\"\n", "retry_after_over_max"),
+        ("[policy.p.sdk_client.model]\nmax_retry = 3\n", "max_retry"),
+    ];
+    for (i, (table, field)) in cases.iter().enumerate() {
+        let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);
+        let path = dir.join(format!("bad-{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["run", path.to_str().unwrap()]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{table}: {err}");
+        assert!(err.contains(field) && err.contains(&format!("bad-{i}.toml:")), "{table}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
