@@ -10,6 +10,7 @@ mod simulation;
 mod stations;
 mod task_slots;
 mod tasks;
+mod users;
 
 pub use crate::runtime::AttemptTrace;
 pub use event::Event;
@@ -91,6 +92,7 @@ impl Model {
                 .iter()
                 .flatten()
                 .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
+            closed_population: self.world.workloads.iter().any(|w| w.population.is_some()),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod stats;
 pub mod tasks;
 pub mod timeseries;
 pub mod tokens;
+pub mod users;
 
 pub use observation::Observation;
 pub use recorder::{DependencyStats, Recorder, RunStats};
@@ -52,4 +53,6 @@ pub struct Labels {
     /// Some fallback candidate of the policy reduces the context: `degraded_total.context_reduced`
     /// exists.
     pub context_reduction: bool,
+    /// Some workflow's load is a closed population: user metrics exist.
+    pub closed_population: bool,
 }
