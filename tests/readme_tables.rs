@@ -504,10 +504,13 @@ fn numbers_are_grouped_as_readme_writes_them() {
     assert_eq!(number(-12345.0, 0), "-12 345");
 }
 
+/// A policy, its summary and its mean model-primary queue during the incident.
+type LoadRow = (String, Summary, f64);
+
 /// The incident, open (scenarios/meeting-analysis-incident.toml) or with a closed population
 /// (scenarios/meeting-analysis-incident-closed.toml): each policy's summary and its mean
 /// model-primary queue over the windows inside the faults (600 s to 1800 s).
-fn load_run(file: &str) -> Vec<(String, Summary, f64)> {
+fn load_run(file: &str) -> Vec<LoadRow> {
     let dir = std::env::temp_dir().join(format!("faultline-readme-{file}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
@@ -534,7 +537,7 @@ fn load_run(file: &str) -> Vec<(String, Summary, f64)> {
 }
 
 /// The storm open and closed, side by side.
-fn load_table(loads: &[(&str, Vec<(String, Summary, f64)>)]) -> String {
+fn load_table(loads: &[(&str, Vec<LoadRow>)]) -> String {
     use Style::*;
     let mut t = String::from(
         "| load | policy | runs started during the incident | retry amplification | deadline misses | model-primary queue (mean) | runs given up on |\n|---|---|---|---|---|---|---|\n",

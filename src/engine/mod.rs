@@ -10,6 +10,7 @@ mod simulation;
 mod stations;
 mod task_slots;
 mod tasks;
+mod user_slots;
 mod users;
 
 pub use crate::runtime::AttemptTrace;

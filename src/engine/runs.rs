@@ -27,7 +27,7 @@ impl<T: Tracer> Simulation<'_, T> {
         workflow: usize,
         arrival: u32,
         resubmission: u8,
-        user: Option<super::users::UserLink>,
+        user: Option<super::user_slots::UserLink>,
     ) {
         let model = self.model;
         if self.live_runs >= model.world.max_in_flight_runs as usize {

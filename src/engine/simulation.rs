@@ -19,7 +19,6 @@ use std::fmt;
 pub(super) const TAG_RUN: u64 = 1;
 pub(super) const TAG_RESUBMIT: u64 = 3;
 pub(super) const TAG_MODE: u64 = 5;
-pub(super) const TAG_USER: u64 = 21;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum JobPhase {
@@ -136,7 +135,7 @@ pub(super) struct RunSlot {
     pub arrival: u32,
     pub resubmission: u8,
     /// The closed population's user waiting for this run, if any.
-    pub user: Option<super::users::UserLink>,
+    pub user: Option<super::user_slots::UserLink>,
     pub key: StreamKey,
     pub measured: bool,
     /// Attempts of this run (its own and its remote agents' calls) still at a station: the
@@ -217,7 +216,7 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub costs: Vec<f64>,
     pub arrivals: Vec<ArrivalProcess>,
     /// Per workflow, its closed population's users (None for open arrivals).
-    pub populations: Vec<Option<super::users::Population>>,
+    pub populations: Vec<Option<super::user_slots::Population>>,
     pub recorder: Recorder,
     pub live_runs: usize,
     /// Root runs started so far: the number of the latest (counted only when traced).
@@ -281,7 +280,7 @@ pub fn simulate_following<T: Tracer>(
         permits: VecDeque::new(),
         costs: world.dependencies.iter().map(|d| d.cost_units).collect(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
-        populations: world.workloads.iter().map(|w| super::users::Population::new(seed, w)).collect(),
+        populations: world.workloads.iter().map(|w| super::user_slots::Population::new(seed, w)).collect(),
         recorder: Recorder::new(
             &labels,
             (world.warmup_us, world.duration_us),

@@ -8,69 +8,11 @@
 //! in, so two policies compared on one seed give the same user the same think times.
 
 use super::event::Event;
-use super::simulation::{Simulation, TAG_USER};
+use super::simulation::Simulation;
+use super::user_slots::{UserLink, UserState};
 use crate::metrics::Observation;
 use crate::runtime::Tracer;
-use crate::sim::{Micros, StreamKey};
-use crate::world::WorkloadModel;
-
-/// The user a run answers to, and which of its waits the run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UserLink {
-    pub user: u32,
-    pub cycle: u32,
-    /// The run started after the warm-up (its abandonment is counted).
-    pub measured: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum UserState {
-    /// Waits for the answer of its current run.
-    Waiting,
-    Thinking,
-    /// Left: after a failure, or let go by a ramp down.
-    Gone,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct User {
-    state: UserState,
-    /// The number of its current wait; an answer or a timer for an older one is stale.
-    cycle: u32,
-}
-
-/// One workflow's users during a replication.
-pub struct Population {
-    users: Vec<User>,
-    /// The next entry of the schedule to apply.
-    next_step: usize,
-    /// Users the schedule wants now.
-    target: u32,
-    /// Users present (waiting or thinking).
-    active: u32,
-    /// Root runs the population started: the run keys' arrival numbers.
-    runs: u32,
-    /// `root.with(TAG_USER).with(stream_id)`: a user's draws are below it.
-    key: StreamKey,
-}
-
-impl Population {
-    pub fn new(seed: u64, workload: &WorkloadModel) -> Option<Population> {
-        workload.population.as_ref().map(|_| Population {
-            users: Vec::new(),
-            next_step: 0,
-            target: 0,
-            active: 0,
-            runs: 0,
-            key: StreamKey::root(seed).with(TAG_USER).with(workload.stream_id),
-        })
-    }
-
-    /// When the schedule next changes the target, if it does.
-    pub fn next_step_at(&self, workload: &WorkloadModel) -> Option<Micros> {
-        workload.population.as_ref()?.schedule.get(self.next_step).map(|&(t, _)| t)
-    }
-}
+use crate::sim::Micros;
 
 impl<T: Tracer> Simulation<'_, T> {
     /// The populations' own events, out of the hot dispatch.
@@ -123,7 +65,7 @@ impl<T: Tracer> Simulation<'_, T> {
         for _ in 0..spawn {
             let p = self.populations[w].as_mut().expect("checked above");
             let user = p.users.len() as u32;
-            p.users.push(User { state: UserState::Waiting, cycle: 0 });
+            p.users.push(super::user_slots::User { state: UserState::Waiting, cycle: 0 });
             p.active += 1;
             self.observe_users(now);
             self.start_user_run(now, w, user);
