@@ -120,7 +120,12 @@ pub fn scenario_text(name: &str, text: &str, format: Format, pick: u64, arrivals
 /// A short simulation: about `arrivals` expected arrivals at most, a drain of at most 60 s.
 fn cap(model: &mut Model, arrivals: f64) {
     let world = &mut model.world;
-    let rate: f64 = world.workloads.iter().map(|w| w.phases.iter().map(|p| p.1).fold(0.0, f64::max)).sum();
+    let peak = |w: &faultline::world::WorkloadModel| match &w.population {
+        // A closed population starts at most one run per user per think time.
+        Some(p) => f64::from(p.max_users) / p.wait.mean_s(),
+        None => w.phases.iter().map(|p| p.start_rate_per_s.max(p.end_rate_per_s)).fold(0.0, f64::max),
+    };
+    let rate: f64 = world.workloads.iter().map(peak).sum();
     let budget_us = if rate > 0.0 { (arrivals / rate * 1e6) as u64 } else { u64::MAX };
     world.duration_us = world.duration_us.min(budget_us).clamp(1, 30_000_000);
     world.warmup_us = world.warmup_us.min(world.duration_us / 2);

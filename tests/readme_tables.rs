@@ -509,3 +509,78 @@ fn numbers_are_grouped_as_readme_writes_them() {
     assert_eq!(number(0.0289, 4), "0.0289");
     assert_eq!(number(-12345.0, 0), "-12 345");
 }
+
+/// A policy, its summary and its mean model-primary queue during the incident.
+type LoadRow = (String, Summary, f64);
+
+/// The incident, open (scenarios/meeting-analysis-incident.toml) or with a closed population
+/// (scenarios/meeting-analysis-incident-closed.toml): each policy's summary and its mean
+/// model-primary queue over the windows inside the faults (600 s to 1800 s).
+fn load_run(file: &str) -> Vec<LoadRow> {
+    let dir = std::env::temp_dir().join(format!("faultline-readme-{file}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .arg("run")
+        .arg(Path::new(ROOT).join(format!("scenarios/{file}.toml")))
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{file}: {}", String::from_utf8_lossy(&o.stderr));
+    let out = ["naive", "resilient"]
+        .iter()
+        .map(|p| {
+            let (h, rows) = series(&dir.join(p).join("timeseries.csv"));
+            let (start, queue) = (column(&h, "window_start_s"), column(&h, "dependency.model-primary.queue_depth"));
+            let inside: Vec<f64> =
+                rows.iter().filter(|r| (600.0..1800.0).contains(&r[start])).map(|r| r[queue]).collect();
+            let queue_mean = inside.iter().sum::<f64>() / inside.len() as f64;
+            (p.to_string(), Summary::read(&dir.join(p).join("summary.json")), queue_mean)
+        })
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    out
+}
+
+/// The storm open and closed, side by side.
+fn load_table(loads: &[(&str, Vec<LoadRow>)]) -> String {
+    use Style::*;
+    let mut t = String::from(
+        "| load | policy | runs started during the incident | retry amplification | deadline misses | model-primary queue (mean) | runs given up on |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (load, policies) in loads {
+        for (policy, s, queue) in policies {
+            let abandoned = if s.0["metrics"].get("abandoned_run_total").is_some() {
+                figure(s, "abandoned_run_total", Plain(0))
+            } else {
+                "—".to_string()
+            };
+            t += &format!(
+                "| {load} | `{policy}` | {} | {} | {} | {} | {abandoned} |\n",
+                figure(s, "incident.logical_run_total", Plain(0)),
+                figure(s, "incident.retry_amplification_ratio", Plain(2)),
+                figure(s, "incident.deadline_exceeded_ratio", Percent(1)),
+                number(*queue, 0),
+            );
+        }
+    }
+    t
+}
+
+#[test]
+fn readme_load_table_is_what_the_open_and_closed_incidents_give() {
+    let loads = [
+        ("open, 15 runs/s", load_run("meeting-analysis-incident")),
+        ("closed, 900 users", load_run("meeting-analysis-incident-closed")),
+    ];
+    let table = load_table(&loads);
+    let path = Path::new(ROOT).join("README.md");
+    let mut readme = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = between(&readme, "loads");
+    if std::env::var_os("FAULTLINE_UPDATE_DOCS").is_some() {
+        readme.replace_range(start..end, &table);
+        std::fs::write(&path, readme).unwrap();
+    } else {
+        assert_eq!(&readme[start..end], table, "README's open/closed table (FAULTLINE_UPDATE_DOCS=1 rewrites it)");
+    }
+}

@@ -6,6 +6,12 @@ pub enum Event {
     Arrival { workflow: u16 },
     /// A user resubmits a failed run.
     Resubmit { workflow: u16, arrival: u32, resubmission: u8 },
+    /// A closed population's target number of users changes (its next schedule entry).
+    PopulationStep { workflow: u16 },
+    /// A user of a closed population ends its think time (`cycle` names the wait it ends).
+    UserWake { workflow: u16, user: u32, cycle: u32 },
+    /// A user stops waiting for its run's answer (`abandon_after_ms`), unless it came.
+    UserAbandon { workflow: u16, user: u32, cycle: u32 },
     /// An attempt leaves its station: service done, or an immediate rejection.
     ServiceEnd { job: u32, generation: u32 },
     /// The caller's timeout for an attempt.

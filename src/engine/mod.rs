@@ -12,6 +12,8 @@ mod simulation;
 mod stations;
 mod task_slots;
 mod tasks;
+mod user_slots;
+mod users;
 
 pub use crate::runtime::AttemptTrace;
 pub use event::Event;
@@ -94,6 +96,7 @@ impl Model {
                 .flatten()
                 .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
             sdk_clients: self.policies.iter().any(|p| p.sdk_clients.iter().any(Option::is_some)),
+            closed_population: self.world.workloads.iter().any(|w| w.population.is_some()),
         }
     }
 

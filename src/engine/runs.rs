@@ -22,7 +22,14 @@ use crate::vocab::Outcome;
 use crate::world::LedgerEntry;
 
 impl<T: Tracer> Simulation<'_, T> {
-    pub(super) fn start_run(&mut self, now: Micros, workflow: usize, arrival: u32, resubmission: u8) {
+    pub(super) fn start_run(
+        &mut self,
+        now: Micros,
+        workflow: usize,
+        arrival: u32,
+        resubmission: u8,
+        user: Option<super::user_slots::UserLink>,
+    ) {
         let model = self.model;
         if self.live_runs >= model.world.max_in_flight_runs as usize {
             self.error = Some(SimError::TooManyRuns { limit: model.world.max_in_flight_runs, at_s: now as f64 / 1e6 });
@@ -46,6 +53,7 @@ impl<T: Tracer> Simulation<'_, T> {
         slot.generation = slot.generation.wrapping_add(1);
         slot.arrival = arrival;
         slot.resubmission = resubmission;
+        slot.user = user;
         slot.key = key;
         slot.measured = measured;
         slot.outstanding = 0;
@@ -383,6 +391,12 @@ impl<T: Tracer> Simulation<'_, T> {
                 self.queue.schedule(now + resubmit.delay_us, event);
                 self.observe(now, measured, Observation::Resubmitted);
             }
+        }
+        let slot = &mut self.runs[r];
+        // The answer reaches the user who waits for it (if it still does) before the slot can go.
+        if let Some(link) = slot.user.take() {
+            let failed = !outcome.is_success() || deadline_exceeded;
+            self.user_answered(now, workflow as usize, link, failed);
         }
         let slot = &self.runs[r];
         if slot.outstanding == 0 && !slot.finalized {

@@ -140,6 +140,8 @@ pub(super) struct RunSlot {
     pub generation: u32,
     pub arrival: u32,
     pub resubmission: u8,
+    /// The closed population's user waiting for this run, if any.
+    pub user: Option<super::user_slots::UserLink>,
     pub key: StreamKey,
     pub measured: bool,
     /// Attempts of this run (its own and its remote agents' calls) still at a station: the
@@ -158,6 +160,7 @@ impl RunSlot {
             generation: 0,
             arrival: 0,
             resubmission: 0,
+            user: None,
             key: StreamKey::root(0),
             measured: false,
             outstanding: 0,
@@ -218,6 +221,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     /// cost_units per dependency, as the run machines read them.
     pub costs: Vec<f64>,
     pub arrivals: Vec<ArrivalProcess>,
+    /// Per workflow, its closed population's users (None for open arrivals).
+    pub populations: Vec<Option<super::user_slots::Population>>,
     pub recorder: Recorder,
     pub live_runs: usize,
     /// Root runs started so far: the number of the latest (counted only when traced).
@@ -283,6 +288,7 @@ pub fn simulate_following<T: Tracer>(
         permits: VecDeque::new(),
         costs: world.dependencies.iter().map(|d| d.cost_units).collect(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
+        populations: world.workloads.iter().map(|w| super::user_slots::Population::new(seed, w)).collect(),
         recorder: Recorder::new(
             &labels,
             (world.warmup_us, world.duration_us),
@@ -327,6 +333,14 @@ impl<T: Tracer> Simulation<'_, T> {
                 && t < world.duration_us
             {
                 self.queue.schedule(t, Event::Arrival { workflow: w as u16 });
+            }
+        }
+        for w in 0..world.workloads.len() {
+            if let Some(population) = &self.populations[w]
+                && let Some(t) = population.next_step_at(&world.workloads[w])
+                && t < world.duration_us
+            {
+                self.queue.schedule(t, Event::PopulationStep { workflow: w as u16 });
             }
         }
         for fault in &world.faults {
@@ -383,10 +397,13 @@ impl<T: Tracer> Simulation<'_, T> {
                 {
                     self.queue.schedule(t, Event::Arrival { workflow });
                 }
-                self.start_run(now, w, arrival, 0);
+                self.start_run(now, w, arrival, 0, None);
             }
             Event::Resubmit { workflow, arrival, resubmission } => {
-                self.start_run(now, workflow as usize, arrival, resubmission)
+                self.start_run(now, workflow as usize, arrival, resubmission, None)
+            }
+            Event::PopulationStep { .. } | Event::UserWake { .. } | Event::UserAbandon { .. } => {
+                self.on_user_event(now, event)
             }
             Event::ServiceEnd { job, generation } => self.on_service_end(now, job, generation),
             Event::Timeout { job, generation } => self.on_timeout(now, job, generation),
@@ -443,6 +460,9 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             Event::Arrival { .. }
             | Event::Resubmit { .. }
+            | Event::PopulationStep { .. }
+            | Event::UserWake { .. }
+            | Event::UserAbandon { .. }
             | Event::ServiceEnd { .. }
             | Event::Timeout { .. }
             | Event::StepWake { .. }

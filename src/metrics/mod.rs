@@ -13,6 +13,7 @@ pub mod stats;
 pub mod tasks;
 pub mod timeseries;
 pub mod tokens;
+pub mod users;
 
 pub use observation::Observation;
 pub use recorder::{DependencyStats, Recorder, RunStats};
@@ -55,4 +56,6 @@ pub struct Labels {
     /// Some policy of the scenario calls a dependency through an SDK client: the hidden-attempt
     /// metrics exist (for every policy, so they compare side by side).
     pub sdk_clients: bool,
+    /// Some workflow's load is a closed population: user metrics exist.
+    pub closed_population: bool,
 }

@@ -84,6 +84,18 @@ pub enum Observation {
         start_us: Micros,
     },
     Resubmitted,
+    /// A closed population now has `active` users present (all populations together).
+    UsersActive {
+        active: u32,
+    },
+    /// A user of a closed population starts thinking for `think_us`.
+    UserThought {
+        think_us: Micros,
+    },
+    /// A user stopped waiting for its run's answer (`abandon_after_ms`); the run goes on.
+    RunAbandoned,
+    /// A user left the population for good after a failure.
+    UserLeft,
     LogicalCall,
     BudgetExhausted(BudgetKind),
     /// A write attempt timed out: its effect is unknown.

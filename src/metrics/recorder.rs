@@ -8,6 +8,7 @@ use super::recovery::{self, Span};
 use super::tasks::{TaskObservation, TaskStats};
 use super::timeseries::{self, BUDGET_SCALE, Layout, TimeSeries};
 use super::tokens::TokenStats;
+use super::users::UserStats;
 use super::{Labels, MetricMap};
 use crate::sim::{Micros, us_as_f64, us_to_ms};
 use crate::vocab::{
@@ -225,6 +226,8 @@ pub struct Recorder {
     pub tasks: Option<TaskStats>,
     /// Token-shaped model calls, when some dependency has a token shape.
     pub tokens: Option<TokenStats>,
+    /// Closed populations' users, when some workflow has one.
+    pub users: Option<UserStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -304,6 +307,7 @@ impl Recorder {
             incident: fault_span_us.map(IncidentStats::new),
             tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
             tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
+            users: labels.closed_population.then(UserStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -531,8 +535,28 @@ impl Recorder {
             }
             Observation::AdmissionRefused { .. } if !measured => self.refused_all[Refusal::Admission.index()] += 1,
             Observation::RunPaused if !measured => self.refused_all[Refusal::Paused.index()] += 1,
+            Observation::UsersActive { active } => {
+                if let Some(users) = &mut self.users {
+                    users.set_active(now, self.window, active);
+                }
+            }
             _ if !measured => {}
             Observation::Resubmitted => r.resubmitted += 1,
+            Observation::UserThought { think_us } => {
+                if let Some(users) = &mut self.users {
+                    users.thought(think_us);
+                }
+            }
+            Observation::RunAbandoned => {
+                if let Some(users) = &mut self.users {
+                    users.abandoned += 1;
+                }
+            }
+            Observation::UserLeft => {
+                if let Some(users) = &mut self.users {
+                    users.left += 1;
+                }
+            }
             Observation::AdmissionRefused { async_path } => {
                 self.refused_all[Refusal::Admission.index()] += 1;
                 if async_path {
@@ -611,6 +635,9 @@ impl Recorder {
         if let Some(modes) = &mut self.modes {
             modes.finish(end_us, window);
         }
+        if let Some(users) = &mut self.users {
+            users.finish(end_us, window);
+        }
     }
 
     /// Marks the window that opens at `window_start` with every breaker's state and every
@@ -686,6 +713,9 @@ impl Recorder {
         }
         if let Some(tasks) = &self.tasks {
             tasks.put(&mut m);
+        }
+        if let Some(users) = &self.users {
+            users.put(self.window, &mut m);
         }
         if let Some(tokens) = &self.tokens {
             let successes: f64 =

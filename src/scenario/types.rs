@@ -439,6 +439,73 @@ pub struct Arrivals {
     /// Piecewise-constant Poisson rate.
     #[serde(default)]
     pub profile: Option<Vec<RatePhase>>,
+    /// k6's ramping-arrival-rate: the rate ramps linearly from the previous stage's target
+    /// (`start_rate` for the first) to this stage's target over its duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<Stage>>,
+    /// The rate at t = 0 when `stages` are given, per `time_unit_s` (k6's startRate, default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_rate: Option<f64>,
+    /// The period `start_rate` and the stages' targets count root runs in (k6's timeUnit,
+    /// default 1 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_unit_s: Option<f64>,
+    /// A closed population of users instead of open arrivals (Locust's users, k6's ramping-vus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<Users>,
+}
+
+/// One stage of a ramp: the target (a rate, or a number of users) is reached linearly at its end.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct Stage {
+    pub duration_s: f64,
+    pub target: f64,
+}
+
+/// A closed population: each user starts a root run, waits for its answer (or gives up after
+/// `abandon_after_ms`), thinks for `wait_time`, and starts the next.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct Users {
+    /// A fixed number of users (Locust's --users); or give `stages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<f64>,
+    /// Users started per second until `count` run (Locust's --spawn-rate); all at t = 0 without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn_rate: Option<f64>,
+    /// The number of users ramps linearly to each stage's target (k6's ramping-vus).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<Stage>>,
+    /// Users at t = 0 when `stages` are given (k6's startVUs; default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_users: Option<f64>,
+    /// The think time between an answer (or giving up) and the next run.
+    pub wait_time: WaitTime,
+    /// A user stops waiting for an answer after this long; the run goes on in the system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abandon_after_ms: Option<f64>,
+    /// The share of users who leave for good after a failed, late or abandoned run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leave_after_failure: Option<f64>,
+}
+
+/// Locust's wait_time functions: exactly one of them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct WaitTime {
+    /// Locust's constant(s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_s: Option<f64>,
+    /// Locust's between(min, max): uniform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_s: Option<Vec<f64>>,
+    /// Exponential with this mean (a memoryless human).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exponential_mean_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1195,6 +1262,9 @@ tables_only!(
     CodelSpec,
     RatePhase,
     Arrivals,
+    Stage,
+    Users,
+    WaitTime,
     Resubmit,
     Workflow,
     Step,

@@ -11,8 +11,8 @@ use super::task::{CancelBehaviour, IgnoredCancelAnswer, OnTtl, RepeatedMessage, 
 use super::tokens::{QuotaLimits, TokenPrices, TokenShape};
 use crate::scenario::types::{TokenCount, TokensSpec};
 use crate::scenario::{
-    Arrivals, Dependency, Fault, FieldPath, RateLimit, Scenario, ScenarioError, Source, TaskSpec, Workflow, quote,
-    unknown_name,
+    Arrivals, Dependency, Fault, FieldPath, RateLimit, Scenario, ScenarioError, Source, Stage, TaskSpec, Users,
+    Workflow, quote, unknown_name,
 };
 use crate::sim::{Micros, ms_to_us, s_to_us, stable_name_id};
 use crate::vocab::DependencyKind;
@@ -165,13 +165,69 @@ pub struct ResubmitModel {
     pub max_resubmissions: u32,
 }
 
-/// A workflow's arrival process: piecewise-constant Poisson rates.
+/// One phase of an open arrival rate: linear from `start_rate_per_s` at the previous phase's
+/// end (0 for the first) to `end_rate_per_s` at `end_us`; equal rates make it constant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatePhaseModel {
+    pub end_us: Micros,
+    pub start_rate_per_s: f64,
+    pub end_rate_per_s: f64,
+}
+
+impl RatePhaseModel {
+    pub fn constant(end_us: Micros, rate_per_s: f64) -> Self {
+        RatePhaseModel { end_us, start_rate_per_s: rate_per_s, end_rate_per_s: rate_per_s }
+    }
+}
+
+/// Locust's wait_time functions, in microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WaitModel {
+    Constant { us: f64 },
+    Between { min_us: f64, max_us: f64 },
+    Exponential { mean_us: f64 },
+}
+
+impl WaitModel {
+    /// The think time for a uniform draw `u` in [0, 1).
+    pub fn draw_us(&self, u: f64) -> Micros {
+        let us = match *self {
+            WaitModel::Constant { us } => us,
+            WaitModel::Between { min_us, max_us } => min_us + u * (max_us - min_us),
+            WaitModel::Exponential { mean_us } => -mean_us * (1.0 - u).ln(),
+        };
+        crate::sim::round_u64(us)
+    }
+
+    pub fn mean_s(&self) -> f64 {
+        match *self {
+            WaitModel::Constant { us } => us / 1e6,
+            WaitModel::Between { min_us, max_us } => (min_us + max_us) / 2e6,
+            WaitModel::Exponential { mean_us } => mean_us / 1e6,
+        }
+    }
+}
+
+/// A closed population of users (docs/scenario.md 4.3.2).
+#[derive(Debug, Clone)]
+pub struct PopulationModel {
+    /// (time, target number of users), in time order: the population follows it one user at a time.
+    pub schedule: Vec<(Micros, u32)>,
+    pub wait: WaitModel,
+    pub abandon_after_us: Option<Micros>,
+    pub leave_after_failure: f64,
+    /// The largest target the schedule reaches.
+    pub max_users: u32,
+}
+
+/// A workflow's load: open arrivals (Poisson with a piecewise-linear rate) or a closed population.
 #[derive(Debug, Clone)]
 pub struct WorkloadModel {
     pub name: String,
     pub stream_id: u64,
-    /// (phase end, rate per second); the last phase extends to infinity.
-    pub phases: Vec<(Micros, f64)>,
+    /// The open arrival rate's phases; the last extends to infinity. Empty for a closed population.
+    pub phases: Vec<RatePhaseModel>,
+    pub population: Option<PopulationModel>,
     pub deadline_us: Micros,
     pub resubmit: Option<ResubmitModel>,
 }
@@ -498,14 +554,25 @@ fn compile_protocol(c: &Checker, path: &FieldPath, text: Option<&str>) -> Result
     })
 }
 
-/// The integral of a piecewise-constant rate over [0, duration).
-fn expected_arrivals(w: &WorkloadModel, duration_us: Micros) -> f64 {
+/// The integral of the arrival rate over [0, duration); for a closed population, its largest
+/// number of users each starting a run every think time (an upper bound: runs take time too).
+pub fn expected_arrivals(w: &WorkloadModel, duration_us: Micros) -> f64 {
+    if let Some(p) = &w.population {
+        return f64::from(p.max_users) * (duration_us as f64 / 1e6) / p.wait.mean_s();
+    }
     let mut start = 0;
     let mut total = 0.0;
-    for &(end, rate_per_s) in &w.phases {
+    for phase in &w.phases {
+        let (end, r0, r1) = (phase.end_us, phase.start_rate_per_s, phase.end_rate_per_s);
         let stop = end.min(duration_us);
         if stop > start {
-            total += rate_per_s * (stop - start) as f64 / 1e6;
+            if r0 == r1 {
+                total += r0 * (stop - start) as f64 / 1e6;
+            } else {
+                // Linear: the mean of the rates at both ends of [start, stop).
+                let at_stop = r0 + (r1 - r0) * (stop - start) as f64 / (end - start) as f64;
+                total += (r0 + at_stop) / 2.0 * (stop - start) as f64 / 1e6;
+            }
         }
         start = end;
         if start >= duration_us {
@@ -788,7 +855,32 @@ fn fault_delay(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Res
 
 fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {
     check_name(&w.name).map_err(|m| c.err(&path.key("name"), m))?;
-    let phases = compile_phases(c, &path.key("arrivals"), &w.arrivals)?;
+    let ap = path.key("arrivals");
+    let (phases, population) = match &w.arrivals.users {
+        Some(users) => {
+            let open = [
+                ("rate_per_s", w.arrivals.rate_per_s.is_some()),
+                ("profile", w.arrivals.profile.is_some()),
+                ("stages", w.arrivals.stages.is_some()),
+                ("start_rate", w.arrivals.start_rate.is_some()),
+                ("time_unit_s", w.arrivals.time_unit_s.is_some()),
+            ];
+            if let Some((field, _)) = open.iter().find(|(_, given)| *given) {
+                return Err(c.err(
+                    &ap.key(field),
+                    format!("`{field}` shapes open arrivals; a closed population (`users`) sets its own pace"),
+                ));
+            }
+            if w.resubmit.is_some() {
+                return Err(c.err(
+                    &path.key("resubmit"),
+                    "a closed population's users start their next run themselves (wait_time, leave_after_failure); drop `resubmit`",
+                ));
+            }
+            (Vec::new(), Some(compile_population(c, &ap.key("users"), users)?))
+        }
+        None => (compile_phases(c, &ap, &w.arrivals)?, None),
+    };
     let resubmit = match &w.resubmit {
         Some(r) => {
             let rp = path.key("resubmit");
@@ -809,17 +901,34 @@ fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<Workl
         name: w.name.clone(),
         stream_id: stable_name_id(&w.name),
         phases,
+        population,
         deadline_us: ms_to_us(c.positive(&path.key("deadline_ms"), w.deadline_ms)?),
         resubmit,
     })
 }
 
-/// (phase end, rate per second) pairs; the last phase never ends.
-fn compile_phases(c: &Checker, ap: &FieldPath, arrivals: &Arrivals) -> Result<Vec<(Micros, f64)>, ScenarioError> {
+/// The open arrival rate's phases; the last phase never ends.
+fn compile_phases(c: &Checker, ap: &FieldPath, arrivals: &Arrivals) -> Result<Vec<RatePhaseModel>, ScenarioError> {
+    let given = [arrivals.rate_per_s.is_some(), arrivals.profile.is_some(), arrivals.stages.is_some()];
+    if given.iter().filter(|g| **g).count() != 1 {
+        return Err(c.err(ap, "give exactly one of rate_per_s, profile, stages or users"));
+    }
+    if arrivals.stages.is_none() {
+        for (field, value) in [("start_rate", arrivals.start_rate), ("time_unit_s", arrivals.time_unit_s)] {
+            if value.is_some() {
+                return Err(c.err(&ap.key(field), format!("`{field}` goes with `stages` (k6's ramping-arrival-rate)")));
+            }
+        }
+    }
+    if let Some(stages) = &arrivals.stages {
+        return compile_rate_stages(c, ap, arrivals, stages);
+    }
     let profile = match (&arrivals.rate_per_s, &arrivals.profile) {
-        (Some(rate), None) => return Ok(vec![(Micros::MAX, c.non_negative(&ap.key("rate_per_s"), *rate)?)]),
+        (Some(rate), _) => {
+            return Ok(vec![RatePhaseModel::constant(Micros::MAX, c.non_negative(&ap.key("rate_per_s"), *rate)?)]);
+        }
         (None, Some(profile)) => profile,
-        (Some(_), Some(_)) | (None, None) => return Err(c.err(ap, "give exactly one of rate_per_s or profile")),
+        (None, None) => return Err(c.err(ap, "give exactly one of rate_per_s, profile, stages or users")),
     };
     if profile.is_empty() {
         return Err(c.err(&ap.key("profile"), "a rate profile needs at least one phase"));
@@ -836,7 +945,160 @@ fn compile_phases(c: &Checker, ap: &FieldPath, arrivals: &Arrivals) -> Result<Ve
         }
         previous = until;
         let end = if i + 1 == profile.len() { Micros::MAX } else { s_to_us(until) };
-        phases.push((end, c.non_negative(&pp.key("rate_per_s"), phase.rate_per_s)?));
+        phases.push(RatePhaseModel::constant(end, c.non_negative(&pp.key("rate_per_s"), phase.rate_per_s)?));
     }
     Ok(phases)
+}
+
+/// k6's ramping-arrival-rate: linear from the previous target to each stage's target over its
+/// duration; the last target holds after the last stage.
+fn compile_rate_stages(
+    c: &Checker,
+    ap: &FieldPath,
+    arrivals: &Arrivals,
+    stages: &[Stage],
+) -> Result<Vec<RatePhaseModel>, ScenarioError> {
+    let unit_s = match arrivals.time_unit_s {
+        Some(u) => c.positive(&ap.key("time_unit_s"), u)?,
+        None => 1.0,
+    };
+    let start = match arrivals.start_rate {
+        Some(r) => c.non_negative(&ap.key("start_rate"), r)?,
+        None => 0.0,
+    };
+    if stages.is_empty() {
+        return Err(c.err(&ap.key("stages"), "give at least one stage ({ duration_s = ..., target = ... })"));
+    }
+    let mut phases = Vec::with_capacity(stages.len() + 1);
+    let (mut rate_per_s, mut at_s, mut at_us) = (start / unit_s, 0.0, 0);
+    for (i, stage) in stages.iter().enumerate() {
+        let sp = ap.key("stages").index(i);
+        let duration_s = c.non_negative(&sp.key("duration_s"), stage.duration_s)?;
+        let target_per_s = c.non_negative(&sp.key("target"), stage.target)? / unit_s;
+        at_s += duration_s;
+        if at_s > MAX_SIMULATED_S {
+            return Err(c.err(&sp.key("duration_s"), format!("the stages last past {MAX_SIMULATED_S} s")));
+        }
+        let end_us = s_to_us(at_s);
+        // A stage of no duration is a step: nothing to integrate over.
+        if end_us > at_us {
+            phases.push(RatePhaseModel { end_us, start_rate_per_s: rate_per_s, end_rate_per_s: target_per_s });
+        }
+        (rate_per_s, at_us) = (target_per_s, end_us);
+    }
+    phases.push(RatePhaseModel::constant(Micros::MAX, rate_per_s));
+    Ok(phases)
+}
+
+/// Users are whole and bounded: the schedule has one entry per user a ramp crosses.
+pub const MAX_USERS: u32 = 1_000_000;
+
+fn whole_users(c: &Checker, path: &FieldPath, value: f64) -> Result<u32, ScenarioError> {
+    if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= f64::from(MAX_USERS) {
+        Ok(value as u32)
+    } else {
+        Err(c.err(path, format!("a number of users is a whole number between 0 and {MAX_USERS}, got {value}")))
+    }
+}
+
+fn compile_population(c: &Checker, up: &FieldPath, users: &Users) -> Result<PopulationModel, ScenarioError> {
+    let mut schedule: Vec<(Micros, u32)> = Vec::new();
+    match (&users.count, &users.stages) {
+        (Some(count), None) => {
+            if users.start_users.is_some() {
+                return Err(c.err(&up.key("start_users"), "`start_users` goes with `stages` (k6's startVUs)"));
+            }
+            let n = whole_users(c, &up.key("count"), *count)?;
+            if n == 0 {
+                return Err(c.err(&up.key("count"), "a closed population needs at least 1 user"));
+            }
+            match users.spawn_rate {
+                // Locust starts the first user at once, then one every 1/spawn_rate seconds.
+                Some(rate) => {
+                    let rate = c.positive(&up.key("spawn_rate"), rate)?;
+                    schedule.extend((1..=n).map(|k| (s_to_us(f64::from(k - 1) / rate), k)));
+                }
+                None => schedule.push((0, n)),
+            }
+        }
+        (None, Some(stages)) => {
+            if users.spawn_rate.is_some() {
+                return Err(c.err(&up.key("spawn_rate"), "`spawn_rate` goes with `count`; `stages` ramp by themselves"));
+            }
+            if stages.is_empty() {
+                return Err(c.err(&up.key("stages"), "give at least one stage ({ duration_s = ..., target = ... })"));
+            }
+            let mut users_now = match users.start_users {
+                Some(s) => whole_users(c, &up.key("start_users"), s)?,
+                None => 0,
+            };
+            if users_now > 0 {
+                schedule.push((0, users_now));
+            }
+            let mut at_s = 0.0;
+            for (i, stage) in stages.iter().enumerate() {
+                let sp = up.key("stages").index(i);
+                let duration_s = c.non_negative(&sp.key("duration_s"), stage.duration_s)?;
+                let target = whole_users(c, &sp.key("target"), stage.target)?;
+                let start_s = at_s;
+                at_s += duration_s;
+                if at_s > MAX_SIMULATED_S {
+                    return Err(c.err(&sp.key("duration_s"), format!("the stages last past {MAX_SIMULATED_S} s")));
+                }
+                // The count follows the linear ramp, one user at each whole number it crosses.
+                let (from, to) = (f64::from(users_now), f64::from(target));
+                let crossing = |k: u32| start_s + duration_s * (f64::from(k) - from).abs() / (to - from).abs();
+                if target > users_now {
+                    schedule.extend((users_now + 1..=target).map(|k| (s_to_us(crossing(k)), k)));
+                } else {
+                    schedule.extend((target..users_now).rev().map(|k| (s_to_us(crossing(k)), k)));
+                }
+                users_now = target;
+            }
+            if schedule.iter().all(|&(_, n)| n == 0) {
+                return Err(c.err(&up.key("stages"), "the stages never have a user: give a target of at least 1"));
+            }
+        }
+        (Some(_), Some(_)) | (None, None) => {
+            return Err(c.err(up, "give exactly one of count (with spawn_rate) or stages"));
+        }
+    }
+    let wp = up.key("wait_time");
+    let wt = &users.wait_time;
+    let wait = match (wt.constant_s, &wt.between_s, wt.exponential_mean_s) {
+        (Some(s), None, None) => {
+            if s == 0.0 {
+                // Locust's default is constant(0); here a run refused at once would start again
+                // at the same instant, forever.
+                return Err(c.err(&wp.key("constant_s"), "a closed population needs a think time > 0, got 0"));
+            }
+            WaitModel::Constant { us: c.positive(&wp.key("constant_s"), s)? * 1e6 }
+        }
+        (None, Some(range), None) => {
+            let bp = wp.key("between_s");
+            let [min, max] = range[..] else {
+                return Err(c.err(&bp, format!("between_s is [min, max], got {} numbers", range.len())));
+            };
+            let min = c.non_negative(&bp.index(0), min)?;
+            let max = c.positive(&bp.index(1), max)?;
+            if max < min {
+                return Err(c.err(&bp, format!("between_s is [min, max] with min <= max, got [{min}, {max}]")));
+            }
+            WaitModel::Between { min_us: min * 1e6, max_us: max * 1e6 }
+        }
+        (None, None, Some(mean)) => {
+            WaitModel::Exponential { mean_us: c.positive(&wp.key("exponential_mean_s"), mean)? * 1e6 }
+        }
+        _ => return Err(c.err(&wp, "give exactly one of constant_s, between_s or exponential_mean_s")),
+    };
+    let abandon_after_us = match users.abandon_after_ms {
+        Some(ms) => Some(ms_to_us(c.positive(&up.key("abandon_after_ms"), ms)?)),
+        None => None,
+    };
+    let leave_after_failure = match users.leave_after_failure {
+        Some(p) => c.probability(&up.key("leave_after_failure"), p)?,
+        None => 0.0,
+    };
+    let max_users = schedule.iter().map(|&(_, n)| n).max().unwrap_or(0);
+    Ok(PopulationModel { schedule, wait, abandon_after_us, leave_after_failure, max_users })
 }

@@ -1,6 +1,7 @@
-//! The open-loop arrival process of one workflow: Poisson with a piecewise-constant rate,
-//! sampled exactly by inverting the integrated rate (no thinning, so one Exp(1) draw per arrival
-//! and the sequence is the same under every policy).
+//! The open-loop arrival process of one workflow: Poisson with a piecewise-linear rate
+//! (piecewise-constant phases, or k6-style stages that ramp), sampled exactly by inverting the
+//! integrated rate (no thinning, so one Exp(1) draw per arrival and the sequence is the same
+//! under every policy).
 
 use super::model::WorkloadModel;
 use crate::sim::{Micros, SequentialStream};
@@ -18,37 +19,64 @@ impl ArrivalProcess {
         ArrivalProcess { stream: SequentialStream::new(seed, workload.stream_id), clock_us: 0.0, arrivals: 0 }
     }
 
-    /// The next arrival time, or None if the rate stays zero forever.
+    /// The next arrival time, or None if the rate stays zero forever (or the workflow's load is
+    /// a closed population, which has no phases).
     pub fn next(&mut self, workload: &WorkloadModel) -> Option<Micros> {
         let mut need = -self.stream.open01().ln(); // Exp(1) of integrated rate still to cover
         let mut t = self.clock_us;
-        for &(end_us, rate_per_s) in &workload.phases {
-            let end = end_us as f64;
+        let mut phase_start = 0.0;
+        for phase in &workload.phases {
+            let end = phase.end_us as f64;
+            let start = phase_start;
+            phase_start = end;
             if t >= end {
                 continue;
             }
-            let rate_per_us = rate_per_s / 1e6;
-            if rate_per_us > 0.0 {
-                let candidate = t + need / rate_per_us;
-                if candidate < end {
-                    self.clock_us = candidate;
-                    self.arrivals += 1;
-                    return Some(crate::sim::round_u64(candidate));
+            if phase.start_rate_per_s == phase.end_rate_per_s {
+                // A constant rate: the arithmetic of the piecewise-constant process, unchanged.
+                let rate_per_us = phase.start_rate_per_s / 1e6;
+                if rate_per_us > 0.0 {
+                    let candidate = t + need / rate_per_us;
+                    if candidate < end {
+                        return Some(self.arrive(candidate));
+                    }
+                    need -= rate_per_us * (end - t);
                 }
-                need -= rate_per_us * (end - t);
+            } else {
+                // A linear ramp r(x) = r_t + k (x - t) from t: the mass up to the phase's end is
+                // the trapezoid; inside it, solve r_t d + k d^2 / 2 = need for d.
+                let k = (phase.end_rate_per_s - phase.start_rate_per_s) / 1e6 / (end - start);
+                let r_t = phase.start_rate_per_s / 1e6 + k * (t - start);
+                let r_end = phase.end_rate_per_s / 1e6;
+                let mass = (r_t + r_end) / 2.0 * (end - t);
+                if need < mass {
+                    // The root without cancellation: d = 2 need / (r_t + sqrt(r_t^2 + 2 k need)).
+                    let root = (r_t * r_t + 2.0 * k * need).max(0.0).sqrt();
+                    // Rounding may put it a hair past the phase's end, where it belongs anyway.
+                    return Some(self.arrive((t + 2.0 * need / (r_t + root)).min(end)));
+                }
+                need -= mass;
             }
             t = end;
         }
         None
+    }
+
+    fn arrive(&mut self, at_us: f64) -> Micros {
+        self.clock_us = at_us;
+        self.arrivals += 1;
+        crate::sim::round_u64(at_us)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::model::RatePhaseModel;
 
     fn workload(phases: Vec<(Micros, f64)>) -> WorkloadModel {
-        WorkloadModel { name: "w".into(), stream_id: 9, phases, deadline_us: 1, resubmit: None }
+        let phases = phases.into_iter().map(|(end, rate)| RatePhaseModel::constant(end, rate)).collect();
+        WorkloadModel { name: "w".into(), stream_id: 9, phases, population: None, deadline_us: 1, resubmit: None }
     }
 
     #[test]
