@@ -1,8 +1,8 @@
 //! `faultline export RESULT_DIR` from outside: folders that `run` wrote (the incident, 2
-//! replications; metastability's breaker policy, which has the breaker columns the incident
-//! lacks) exported as Prometheus text, OpenMetrics and OTLP/JSON, read back by their own rules
-//! (and by promtool where it is installed), and the Grafana dashboard in examples/ checked
-//! against what the export writes.
+//! replications; metastability's breaker and retry_budget policies, which have the breaker and
+//! retry-budget columns the incident lacks) exported as Prometheus text, OpenMetrics and
+//! OTLP/JSON, read back by their own rules (and by promtool where it is installed), and the
+//! Grafana dashboard in examples/ checked against what the export writes.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +48,8 @@ fn folders() -> &'static (PathBuf, PathBuf) {
                 &scenario,
                 "-p",
                 "breaker",
+                "-p",
+                "retry_budget",
                 "--replications",
                 "2",
                 "-j",
@@ -201,7 +203,8 @@ fn whole_run_figures_carry_the_mean_and_each_replication_in_base_units() {
         find("faultline_result_run_latency_seconds", &[("stat", "p95"), ("replication", "mean"), ("scope", "run")]);
     assert_eq!(mean.len(), 1);
     assert!((mean[0].value - p95_ms / 1000.0).abs() < 1e-9, "{} vs {p95_ms} ms", mean[0].value);
-    assert_eq!(mean[0].time_ms, START_MS + 2_400_000, "at the run's end");
+    let end_s = *csv_column(&incident.join("naive/timeseries.csv"), "window_end_s").last().unwrap();
+    assert_eq!(mean[0].time_ms, START_MS + (end_s * 1000.0) as i64, "at the last window's end");
     let incident_ratio = summary["metrics"]["incident.retry_amplification_ratio"].as_f64().unwrap();
     let got = find("faultline_result_retry_amplification_ratio", &[("scope", "incident"), ("replication", "mean")]);
     assert_eq!(got.len(), 1);
@@ -400,7 +403,10 @@ fn every_dashboard_query_names_a_metric_the_export_writes() {
             assert!(written.contains(name), "{expr} names {name}, which the export does not write");
             used.insert(name);
         }
-        assert!(expr.contains("policy=~\"$policy\"") || !expr.contains("{"), "{expr} ignores the policy variable");
+        assert!(
+            expr.starts_with("label_values(") || expr.contains("policy=~\"$policy\""),
+            "{expr} ignores the policy variable"
+        );
     }
     // The report's panels: on-time goodput, deadline misses, amplification, queues, modes, cost.
     for name in [
@@ -425,7 +431,9 @@ fn a_damaged_folder_exits_2_naming_the_file_line_and_column() {
     let csv = dir.join("naive/timeseries.csv");
     let original = std::fs::read_to_string(&csv).unwrap();
     let mut lines: Vec<String> = original.lines().map(str::to_string).collect();
-    lines[3] = lines[3].replacen(',', ",x", 3);
+    let mut cells: Vec<String> = lines[3].split(',').map(str::to_string).collect();
+    cells[2] = format!("x{}", cells[2]);
+    lines[3] = cells.join(",");
     std::fs::write(&csv, lines.join("\n")).unwrap();
     let out = dir.join("out.prom");
     let o = faultline(&["export", dir.to_str().unwrap(), "-o", out.to_str().unwrap()]);
@@ -443,4 +451,38 @@ fn a_damaged_folder_exits_2_naming_the_file_line_and_column() {
     let o = faultline(&["export", incident.to_str().unwrap(), "--start-epoch-ms", "-5"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--start-epoch-ms -5"));
+}
+
+/// `run --format json` carries each policy's `[slo]` verdicts as the text prints them: the
+/// incident's naive policy misses its deadlines (87 % in the incident), the resilient one passes.
+#[test]
+fn run_json_carries_the_slo_verdicts() {
+    let scenario = format!("{ROOT}/scenarios/meeting-analysis-incident.toml");
+    let out = std::env::temp_dir().join(format!("faultline-export-json-{}", std::process::id()));
+    let o = ok(
+        faultline(&[
+            "run",
+            &scenario,
+            "--replications",
+            "2",
+            "-j",
+            "1",
+            "--format",
+            "json",
+            "-o",
+            out.to_str().unwrap(),
+        ]),
+        "run --format json",
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for (policy, pass) in [("naive", false), ("resilient", true)] {
+        let slo = doc[policy]["slo"].as_array().unwrap_or_else(|| panic!("{policy}: no slo in {doc}"));
+        assert_eq!(slo.len(), 4, "{slo:?}");
+        let misses = slo.iter().find(|v| v["metric"] == "deadline_exceeded_ratio").unwrap();
+        assert_eq!(misses["threshold"], "deadline_exceeded_ratio < 0.05");
+        assert_eq!(misses["pass"], pass, "{policy}: {misses}");
+        let judged = misses["judged"].as_f64().unwrap();
+        assert!(if pass { judged < 0.05 } else { judged > 0.3 }, "{policy}: {judged}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }
