@@ -99,7 +99,7 @@ fn parse_prometheus(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
             continue;
         }
         let (series, rest) = match line.find('{') {
-            Some(open) => {
+            Some(_) => {
                 let close = line.rfind('}').expect(&at);
                 (&line[..close + 1], &line[close + 2..])
             }
@@ -344,8 +344,7 @@ fn otlp_json_reads_back_as_an_export_metrics_service_request() {
     let last = sum
         .data_points
         .iter()
-        .filter(|p| p.attributes.iter().any(|a| format!("{:?}", a.value).contains("naive")))
-        .last()
+        .rfind(|p| p.attributes.iter().any(|a| format!("{:?}", a.value).contains("naive")))
         .unwrap();
     let end_s = *csv_column(&incident.join("naive/timeseries.csv"), "window_end_s").last().unwrap();
     assert_eq!(last.time_unix_nano, (START_MS as u64 + (end_s * 1000.0) as u64) * 1_000_000);

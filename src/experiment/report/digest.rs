@@ -397,10 +397,10 @@ mod tests {
         let mut d = Digest::new(&layout(&[("rows", &["1", "2"]), ("cols", &column_refs)]), key);
         let mut point = 0;
         for r in [1.0, 2.0] {
-            for c in 0..12 {
+            for (c, column) in columns.iter().enumerate() {
                 // Figures of different widths down a column: 5 and 1005.
                 let a = if r == 1.0 { 5.0 } else { 1005.0 + c as f64 };
-                d.add(point, &[r.to_string(), columns[c].clone()], "p", &aggregate(&[("a", a), ("b", 0.25)]));
+                d.add(point, &[r.to_string(), column.clone()], "p", &aggregate(&[("a", a), ("b", 0.25)]));
                 point += 1;
             }
         }
