@@ -26,8 +26,8 @@ command -v "$python" >/dev/null || skip "no $python"
 # absolute path, since the tests run from python/tests.
 venv=$(cd "$venv" && pwd)
 export PATH="$venv/bin:$PATH"
-"$venv/bin/python" -m pip install --quiet 'maturin>=1.9.4,<2' 'pandas>=1.3' 'pytest>=7' tqdm matplotlib ||
-  skip "cannot install maturin, pandas, pytest, tqdm and matplotlib from PyPI"
+"$venv/bin/python" -m pip install --quiet 'maturin>=1.9.4,<2' 'pandas>=1.3' 'pytest>=7' tqdm matplotlib 'prometheus_client>=0.20' ||
+  skip "cannot install maturin, pandas, pytest, tqdm, matplotlib and prometheus_client from PyPI"
 
 # From here on a failure is a failure: the package must build and its tests pass.
 # FAULTLINE_BUILD_LOCK: a file every build on a shared machine takes in turn (`flock`), for

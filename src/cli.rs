@@ -7,6 +7,7 @@ use crate::experiment::calibrate::{CalibrateOptions, calibrate};
 use crate::experiment::compare::{CompareFormat, CompareOptions, compare};
 use crate::experiment::docs::docs;
 use crate::experiment::explore::{ExploreOptions, explore};
+use crate::experiment::export::{ExportFormat, ExportOptions, export};
 use crate::experiment::gate::{GateOptions, gate};
 use crate::experiment::init::{InitOptions, init};
 use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
@@ -57,6 +58,28 @@ impl Format {
         match self {
             Format::Text => OutputFormat::Text,
             Format::Json => OutputFormat::Json,
+        }
+    }
+}
+
+/// `export`'s formats.
+#[derive(Copy, Clone, Debug, ValueEnum)]
+pub enum ExportForm {
+    /// Prometheus text exposition format 0.0.4, timestamps in milliseconds.
+    Prometheus,
+    /// OpenMetrics 1.0 text ending in `# EOF`, timestamps in seconds: what
+    /// `promtool tsdb create-blocks-from openmetrics` backfills.
+    Openmetrics,
+    /// An OTLP/JSON ExportMetricsServiceRequest (POST it to an OTLP/HTTP /v1/metrics endpoint).
+    OtlpJson,
+}
+
+impl ExportForm {
+    fn format(self) -> ExportFormat {
+        match self {
+            ExportForm::Prometheus => ExportFormat::Prometheus,
+            ExportForm::Openmetrics => ExportFormat::OpenMetrics,
+            ExportForm::OtlpJson => ExportFormat::OtlpJson,
         }
     }
 }
@@ -228,6 +251,16 @@ Examples:
   faultline compare results/before results/after
   faultline compare results/before results/after -p resilient --metrics incident.cost_per_success,run_latency_ms.p95
   faultline compare results/before results/after --format csv -o comparison.csv";
+
+const EXPORT_EXAMPLES: &str = "Reads the folder only (no simulation). Virtual time 0 is 2026-01-01T00:00:00Z unless
+--start-epoch-ms says otherwise; docs/export.md names every metric and shows how to load them.
+
+Examples:
+  faultline run scenarios/meeting-analysis-incident.toml -o results/incident
+  faultline export results/incident --format prometheus -o results/incident/metrics.prom
+  faultline export results/incident --format openmetrics --start-epoch-ms $(( ($(date +%s) - 7200) * 1000 )) -o results/incident/metrics.om
+  promtool tsdb create-blocks-from openmetrics results/incident/metrics.om data/
+  faultline export results/incident --format otlp-json -o results/incident/metrics.otlp.json";
 
 const DOCS_EXAMPLES: &str = "Examples:
   faultline docs                      # the topics
@@ -538,6 +571,24 @@ pub enum Command {
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// Write a result folder that `faultline run` wrote as metrics for Prometheus or an
+    /// OpenTelemetry collector, without simulating: the time series per window and the
+    /// whole-run figures (mean and each replication), with timestamps.
+    #[command(after_help = EXPORT_EXAMPLES)]
+    Export {
+        /// The result folder (`faultline run SCENARIO --out DIR`).
+        result: PathBuf,
+        /// Prometheus text 0.0.4, OpenMetrics (for backfilling with promtool) or OTLP/JSON.
+        #[arg(long, value_enum, default_value = "prometheus")]
+        format: ExportForm,
+        /// Write to FILE (through a temporary name) instead of standard output.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// The instant virtual time 0 is mapped to, in milliseconds since the Unix epoch.
+        /// Default: 1767225600000 (2026-01-01T00:00:00Z).
+        #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+        start_epoch_ms: Option<i64>,
+    },
     /// Print the documentation built into this binary: a topic (scenario, metrics, trace,
     /// tune, calibrate, cluster, references, essay), or the list of topics.
     #[command(after_help = DOCS_EXAMPLES)]
@@ -798,6 +849,10 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                     let _ = writeln!(std::io::stderr(), "warning: {w}");
                 }
             }
+            Ok((report.text, EXIT_OK))
+        }
+        Command::Export { result, format, out, start_epoch_ms } => {
+            let report = export(&ExportOptions { folder: result, format: format.format(), out, start_epoch_ms })?;
             Ok((report.text, EXIT_OK))
         }
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),

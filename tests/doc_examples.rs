@@ -119,6 +119,11 @@ fn trace_doc_commands_run_as_written() {
 }
 
 #[test]
+fn export_doc_commands_run_as_written() {
+    run_all("docs/export.md");
+}
+
+#[test]
 fn tune_doc_commands_run_as_written() {
     run_all("docs/tune.md");
 }

@@ -257,6 +257,27 @@ pub fn thresholds(slo: &SloChecks, policies: &[Policy]) -> Verdicts {
     Verdicts { text, failed }
 }
 
+/// Each `[slo]` threshold's verdict on one policy, for `run --format json`: the check as the
+/// scenario writes it, whether it passed and the value judged (the unfavourable bound of the
+/// clipped 95 % interval, as the table prints it; null where the metric is undefined).
+pub fn threshold_verdicts(slo: &SloChecks, policy: &Policy) -> Vec<serde_json::Value> {
+    slo.thresholds
+        .iter()
+        .map(|check| {
+            let values: Vec<f64> =
+                policy.replications.iter().map(|r| r.get(&check.metric).copied().unwrap_or(f64::NAN)).collect();
+            let (verdict, _) = judge_threshold(check, &values);
+            serde_json::json!({
+                "threshold": said(check),
+                "metric": check.metric,
+                "expression": check.expression,
+                "pass": verdict.pass,
+                "judged": if verdict.judged.is_finite() { serde_json::json!(verdict.judged) } else { serde_json::Value::Null },
+            })
+        })
+        .collect()
+}
+
 /// As the scenario file writes the check: `deadline_exceeded_ratio < 0.05`.
 fn said(check: &Check) -> String {
     format!("{} {}", check.metric, check.expression)

@@ -17,7 +17,8 @@
 //!   merge), `replay/` (spans and OTLP), `gate/` (with JUnit), `explore/` (with the per-run
 //!   checks; it traces what it finds as `replay` does), `tune/` (candidates, racing on common
 //!   random numbers, the front), `calibrate/`, `init`, `compare/` (two saved `run` folders,
-//!   without simulating).
+//!   without simulating), `export/` (a saved `run` folder as Prometheus, OpenMetrics or OTLP
+//!   metrics).
 
 pub mod batch;
 pub mod calibrate;
@@ -25,6 +26,7 @@ pub mod command;
 pub mod compare;
 pub mod docs;
 pub mod explore;
+pub mod export;
 pub mod gate;
 pub mod headline;
 pub mod init;

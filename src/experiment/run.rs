@@ -9,7 +9,7 @@ use crate::experiment::batch::slo::SloChecks;
 use crate::experiment::batch::slo::{compile_slo, compile_slo_with};
 use crate::experiment::batch::workers::{Workers, replication_seed};
 use crate::experiment::command::{CommandError, OutputFormat};
-use crate::experiment::headline::{Figures, Policy, figures_table, thresholds};
+use crate::experiment::headline::{Figures, Policy, figures_table, threshold_verdicts, thresholds};
 use crate::experiment::output::folder::OutputFolder;
 use crate::experiment::output::formats::{number, scenario_digest, summary_json, timeseries_csv};
 use crate::experiment::replay::sample_traces;
@@ -208,15 +208,22 @@ impl RunResults {
     /// Every policy's summary.json in one JSON object.
     pub fn json(&self) -> String {
         let mut text = String::from("{");
+        let policies = self.policies();
         for (i, name) in self.names.iter().enumerate() {
             if i > 0 {
                 text.push(',');
             }
-            text.push_str(&format!(
-                "\n  {}: {}",
-                serde_json::to_string(name).unwrap_or_default(),
-                String::from_utf8_lossy(&self.summary(i)).trim_end()
-            ));
+            let mut summary = String::from_utf8_lossy(&self.summary(i)).trim_end().to_string();
+            // The `[slo]` verdicts as the text prints them, after the summary's fields (k6's
+            // --summary-export carries its thresholds' pass or fail the same way).
+            if !self.slo.thresholds.is_empty() {
+                let verdicts = serde_json::to_string_pretty(&threshold_verdicts(&self.slo, &policies[i]))
+                    .expect("verdicts always serialize");
+                if let Some(body) = summary.strip_suffix('}') {
+                    summary = format!("{},\n  \"slo\": {verdicts}\n}}", body.trim_end());
+                }
+            }
+            text.push_str(&format!("\n  {}: {summary}", serde_json::to_string(name).unwrap_or_default()));
         }
         text.push_str("\n}\n");
         text

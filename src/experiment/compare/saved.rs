@@ -180,6 +180,12 @@ impl SavedPolicy {
         self.means.contains_key(metric) && self.columns.contains_key(metric)
     }
 
+    /// A metric's per-replication values as replications.csv holds them, unchecked (`export`
+    /// writes each file's figures as they are).
+    pub fn column(&self, metric: &str) -> Option<&[f64]> {
+        self.columns.get(metric).map(Vec::as_slice)
+    }
+
     /// The metric names summary.json holds, for hints.
     pub fn names(&self) -> Vec<String> {
         self.means.keys().cloned().collect()

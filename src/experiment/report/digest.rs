@@ -177,30 +177,87 @@ impl Digest {
         let labels: Vec<&str> = shown.metrics.iter().map(|(_, l)| *l).collect();
         let mut text = format!("cells: {}\n", labels.join(" / "));
         let (rows, columns) = (&self.params[0], &self.params[1]);
+        let width = columns.values.len();
         for policy in shown.policies() {
-            let mut cells = vec![String::new(); rows.values.len() * columns.values.len()];
+            // Each cell's figures, kept apart so that a column can line them up.
+            let mut parts = vec![Vec::new(); rows.values.len() * width];
             for p in shown.points.iter().filter(|p| p.policy == policy) {
-                cells[p.point] = p
-                    .figures
-                    .iter()
-                    .zip(&shown.metrics)
-                    .map(|(f, (m, _))| figure(f, m))
-                    .collect::<Vec<_>>()
-                    .join(" / ");
+                parts[p.point] = p.figures.iter().zip(&shown.metrics).map(|(f, (m, _))| figure(f, m)).collect();
             }
-            let mut header = vec![rows.path.clone()];
-            header.extend(columns.values.iter().cloned());
-            let table: Vec<Vec<String>> = rows
-                .values
-                .iter()
-                .zip(cells.chunks(columns.values.len()))
-                .map(|(r, line)| std::iter::once(r.clone()).chain(line.iter().cloned()).collect())
-                .collect();
+            let cells = aligned_cells(&parts, width);
             text.push_str(&format!("\n{policy}: rows {}, columns {}\n", rows.path, columns.path));
-            text.push_str(&render(&header, &table));
+            // A grid wider than a terminal is cut into blocks of columns, each under the row
+            // labels again, rather than wrapped line by line by the terminal.
+            let row_label_width =
+                rows.values.iter().chain(std::iter::once(&rows.path)).map(|v| v.chars().count()).max().unwrap_or(0);
+            let column_width = |c: usize| {
+                (0..rows.values.len())
+                    .map(|r| cells[r * width + c].chars().count())
+                    .chain(std::iter::once(columns.values[c].chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            };
+            let mut first = 0;
+            while first < width {
+                let mut last = first + 1;
+                let mut used = row_label_width + 2 + column_width(first);
+                while last < width && used + 2 + column_width(last) <= GRID_WIDTH {
+                    used += 2 + column_width(last);
+                    last += 1;
+                }
+                if first > 0 {
+                    text.push('\n');
+                }
+                if first > 0 || last < width {
+                    text.push_str(&format!("columns {} to {} of {width}:\n", first + 1, last));
+                }
+                let mut header = vec![rows.path.clone()];
+                header.extend(columns.values[first..last].iter().cloned());
+                let table: Vec<Vec<String>> = rows
+                    .values
+                    .iter()
+                    .enumerate()
+                    .map(|(r, label)| {
+                        std::iter::once(label.clone())
+                            .chain(cells[r * width + first..r * width + last].iter().cloned())
+                            .collect()
+                    })
+                    .collect();
+                text.push_str(&render(&header, &table));
+                first = last;
+            }
         }
         text
     }
+}
+
+/// How wide a grid's table may be before its columns are cut into blocks: a wide terminal.
+const GRID_WIDTH: usize = 120;
+
+/// Each cell's figures joined by " / ", every figure right-aligned to the widest of its kind in
+/// the cell's column, so that the figures of a column stand under each other.
+fn aligned_cells(parts: &[Vec<String>], width: usize) -> Vec<String> {
+    let figures = parts.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![vec![0; figures]; width];
+    for (k, cell) in parts.iter().enumerate() {
+        for (f, part) in cell.iter().enumerate() {
+            widths[k % width][f] = widths[k % width][f].max(part.chars().count());
+        }
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(k, cell)| {
+            if cell.is_empty() {
+                return String::new();
+            }
+            cell.iter()
+                .enumerate()
+                .map(|(f, part)| format!("{part:>w$}", w = widths[k % width][f]))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        })
+        .collect()
 }
 
 /// A figure with its 95 % interval clipped to the metric's range: a sweep compares points, and
@@ -330,5 +387,31 @@ mod tests {
                     1     15 / 0.500  20 / 0.500\n\
                     2     25 / 0.500  30 / 0.500\n";
         assert_eq!(text, want);
+    }
+
+    #[test]
+    fn a_wide_grid_lines_its_figures_up_and_is_cut_into_blocks_of_columns() {
+        let key = KeyMetrics::chosen(&["a".into(), "b".into()]);
+        let columns: Vec<String> = (0..12).map(|c| (1000 * (c + 1)).to_string()).collect();
+        let column_refs: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let mut d = Digest::new(&layout(&[("rows", &["1", "2"]), ("cols", &column_refs)]), key);
+        let mut point = 0;
+        for r in [1.0, 2.0] {
+            for (c, column) in columns.iter().enumerate() {
+                // Figures of different widths down a column: 5 and 1005.
+                let a = if r == 1.0 { 5.0 } else { 1005.0 + c as f64 };
+                d.add(point, &[r.to_string(), column.clone()], "p", &aggregate(&[("a", a), ("b", 0.25)]));
+                point += 1;
+            }
+        }
+        let text = d.render(TableLayout::Grid);
+        assert!(text.lines().all(|l| l.chars().count() <= GRID_WIDTH), "{text}");
+        assert!(text.contains("columns 1 to ") && text.contains(" of 12:"), "{text}");
+        // Every column's slashes stand under each other.
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("1 ") || l.starts_with("2 ")).collect();
+        for pair in rows.chunks(2) {
+            let slashes = |l: &str| l.match_indices(" / ").map(|(i, _)| i).collect::<Vec<_>>();
+            assert_eq!(slashes(pair[0]), slashes(pair[1]), "{text}");
+        }
     }
 }
