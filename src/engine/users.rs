@@ -38,7 +38,9 @@ impl<T: Tracer> Simulation<'_, T> {
             | Event::ClientTimeout { .. }
             | Event::TaskWake { .. }
             | Event::StreamsBroken { .. }
-            | Event::PushDelivered { .. } => debug_assert!(false, "not a user event: {event:?}"),
+            | Event::PushDelivered { .. }
+            | Event::SdkWake { .. }
+            | Event::SdkTimeout { .. } => debug_assert!(false, "not a user event: {event:?}"),
         }
     }
 
