@@ -215,3 +215,51 @@ fn a_down_front_end_that_answers_503_with_a_retry_after_slows_the_polls_it_refus
     assert_in_ci("capped at 5 s", &refused(", retry_after_max_ms = 5000"), 820.0, 3);
     assert_in_ci("not honoured", &refused(", honor_retry_after = false"), 4100.0, 3);
 }
+
+#[test]
+fn an_answer_that_fails_is_sent_again_and_only_the_one_that_arrives_resumes_the_task() {
+    // scenario.md 8.17: "An answer that fails is sent again after the retry pause". The agent's
+    // front end refuses half the requests at once (a `down` fault of toxicity 0.5 for the whole
+    // run). A2A's blocking send returns at the interrupted state, the user answers 3 s later,
+    // each refused answer is sent again 1 s later (the retry pause, no jitter): 1 refusal per
+    // task on average (p / (1 - p)), so a task waits for input 3 + 1 s, plus the 5 ms mean
+    // service of the answer that arrives; and each answer that arrives was sent twice on average.
+    let fault = "\n[[fault]]\nkind = \"down\"\ntarget = \"agent\"\nstart_s = 0\nduration_s = 100000\ntoxicity = 0.5\n";
+    let policy = format!("timeout_ms = 600000\nretry = {{ max_attempts = 1 }}\ntask_client = {{ {WAIT} }}");
+    let reps = run(&asking("{ dist = \"constant\", value_ms = 3000 }", 0.0), 2000.0, fault, &policy);
+    assert_in_ci("time waiting for input", &metric(&reps, "task_state_time_s.waiting_input"), 4.005, 2);
+    assert_in_ci(
+        "answers sent per answer that resumed",
+        &per(&reps, "task_request_total.answer", "task_input_answered_total"),
+        2.0,
+        2,
+    );
+}
+
+#[test]
+fn a_push_of_a_state_the_client_already_read_from_a_reply_changes_nothing() {
+    // A2A push notifications may arrive late; a client drops one no newer than what it has
+    // seen. Here every notification takes 60 s, the fallback poll comes every 30 s: the first
+    // get (30 s) shows the task waiting for input, the user answers 1 s later, and the reply to
+    // the answer shows it working again. The notification of the wait, at 60 s, is older than
+    // both replies: the client neither learns from it nor asks the user again, and every end is
+    // read by a poll before its notification comes.
+    let task = format!(
+        "{}, push_delivery_time = {{ dist = \"constant\", value_ms = 60000 }}",
+        asking("{ dist = \"constant\", value_ms = 1000 }", 0.0)
+    );
+    let policy = PUSH.replace("poll_interval_ms = 30000", &format!("poll_interval_ms = 30000, {WAIT}"));
+    let reps = run(&task, 2000.0, "", &policy);
+    for r in &reps {
+        // Four notifications a task (its start, the wait, the resumption, the end), the last
+        // tasks' aside.
+        assert!(r["task_push_sent_total"] > 3.9 * r["task_created_total"], "{}", r["task_push_sent_total"]);
+        assert_eq!(r["task_push_learned_total"], 0.0, "no notification is newer than the replies");
+        // The user is asked once a task, and every answer sent resumes its task (but one still
+        // out when the simulation stops).
+        assert!(r["task_request_total.answer"] - r["task_input_answered_total"] <= 1.0, "{r:?}");
+        // Only the tasks of the last 31 s are not answered yet (2 a second).
+        assert!(r["task_input_required_total"] - r["task_input_answered_total"] < 100.0, "{r:?}");
+        assert!(r["task_input_answered_total"] > 3000.0, "{}", r["task_input_answered_total"]);
+    }
+}
