@@ -267,3 +267,29 @@ fn a_push_of_a_state_the_client_already_read_from_a_reply_changes_nothing() {
         assert!(r["task_input_answered_total"] > 3000.0, "{}", r["task_input_answered_total"]);
     }
 }
+
+#[test]
+fn a_get_still_out_when_a_push_tells_the_end_is_dropped_and_its_service_wasted() {
+    // scenario.md 8.17: a notification that shows the task ended tells the step at once, "a
+    // request still out is dropped". Notifications come at once; each get takes 5 s at the
+    // agent (100 servers: nobody waits) and the client polls 30 s after each reply, so its
+    // gets are in service over [35k - 5, 35k) s after the handle. A task whose work (exponential,
+    // mean 20 s) ends inside one has that get dropped, and the get's whole 5 s is served for
+    // nobody. With q = e^-35/20: gets per task e^1/4 q / (1 - q), dropped (e^1/4 - 1) q / (1 - q),
+    // and the agent's service per task is the create's 20 ms plus 5 s a get.
+    let text = scenario("", 20000.0, "", PUSH).replace("servers = 8\n", "servers = 100\n").replace(
+        "status_lookup_time = { dist = \"exponential\", mean_ms = 5 }",
+        "status_lookup_time = { dist = \"constant\", value_ms = 5000 }",
+    );
+    let reps = replicate(&model(&text), 0);
+    let q = (-1.75f64).exp();
+    let gets = 0.25f64.exp() * q / (1.0 - q);
+    let dropped = (0.25f64.exp() - 1.0) * q / (1.0 - q);
+    let theory = 5.0 * dropped / (0.02 + 5.0 * gets);
+    assert_in_ci(
+        "wasted share of the agent's service",
+        &metric(&reps, "dependency.agent.wasted_service_ratio"),
+        theory,
+        1,
+    );
+}
