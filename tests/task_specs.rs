@@ -643,6 +643,11 @@ fn a_refused_request_carries_the_protocols_error_code_in_the_trace() {
         let cancel = if protocol == "a2a" { "CancelTask agent" } else { "tasks/cancel agent" };
         let line = tree.lines().find(|l| l.contains(cancel)).unwrap_or_else(|| panic!("{tree}"));
         assert!(line.contains(&format!("{name} ({code})")) && !line.contains("SUCCESS"), "{line}");
+        // The refusal says the task had ended: the client reads it with a get, made after the
+        // step's attempt ended, which has a span of its own under the same attempt.
+        let get = if protocol == "a2a" { "GetTask agent" } else { "tasks/get agent" };
+        let after: Vec<&str> = tree.lines().skip_while(|l| !l.contains(cancel)).skip(1).collect();
+        assert!(after.iter().any(|l| l.contains(get)), "{protocol}: no span for the get after the refusal: {tree}");
         assert!(
             json.contains("rpc.jsonrpc.error_code") && json.contains(code),
             "{protocol}: the code in the OTLP file"
