@@ -643,6 +643,11 @@ fn a_refused_request_carries_the_protocols_error_code_in_the_trace() {
         let cancel = if protocol == "a2a" { "CancelTask agent" } else { "tasks/cancel agent" };
         let line = tree.lines().find(|l| l.contains(cancel)).unwrap_or_else(|| panic!("{tree}"));
         assert!(line.contains(&format!("{name} ({code})")) && !line.contains("SUCCESS"), "{line}");
+        // The refusal says the task had ended: the client reads it with a get, made after the
+        // step's attempt ended, which has a span of its own under the same attempt.
+        let get = if protocol == "a2a" { "GetTask agent" } else { "tasks/get agent" };
+        let after: Vec<&str> = tree.lines().skip_while(|l| !l.contains(cancel)).skip(1).collect();
+        assert!(after.iter().any(|l| l.contains(get)), "{protocol}: no span for the get after the refusal: {tree}");
         assert!(
             json.contains("rpc.jsonrpc.error_code") && json.contains(code),
             "{protocol}: the code in the OTLP file"
@@ -692,4 +697,72 @@ fn settings_that_can_never_act_are_refused_at_their_field() {
     let e = refused("", "task_client = { honor_retry_after = false, retry_after_max_ms = 1000 }").expect("cap");
     assert!(e.contains("task_client.retry_after_max_ms"), "{e}");
     assert!(refused("", "task_client = { retry_after_max_ms = 1000 }").is_none());
+}
+
+#[test]
+fn a_tasks_work_at_a_token_shaped_runner_is_the_call_of_its_own_workflows_step() {
+    // scenario.md 4.6: "A task's work at a token-shaped runner is the step's own call: it takes
+    // the step's counts". The task's step is in the second workflow, whose step gives 2 000
+    // input and 300 output tokens; the first workflow's step declares none, and the model's
+    // defaults are 500 and 50. Every call the model serves is a task's work: each bills the
+    // task's step's counts, and its first chunk comes after 400 + 2 x 50 ms.
+    let toml = r#"
+[simulation]
+duration_s = 200
+warmup_s = 0
+seed = 3
+replications = 2
+
+[[dependency]]
+name = "api"
+servers = 10
+service_time = { dist = "constant", value_ms = 10 }
+
+[[dependency]]
+name = "llm"
+servers = 100
+
+[dependency.tokens]
+time_to_first_token = { dist = "constant", value_ms = 400 }
+ttft_ms_per_1k_input_tokens = 50
+time_per_output_token = { dist = "constant", value_ms = 20 }
+input_tokens = { dist = "constant", value = 500 }
+output_tokens = { dist = "constant", value = 50 }
+
+[[dependency]]
+name = "agent"
+servers = 8
+service_time = { dist = "constant", value_ms = 10 }
+task = { runner = "llm", poll_interval_ms = 1000 }
+
+[[workflow]]
+name = "lookup"
+arrivals = { rate_per_s = 1 }
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "fetch"
+  dependency = "api"
+
+[[workflow]]
+name = "research"
+arrivals = { rate_per_s = 0.5 }
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "delegate"
+  dependency = "agent"
+  input_tokens = { dist = "constant", value = 2000 }
+  output_tokens = { dist = "constant", value = 300 }
+
+[policy.p]
+timeout_ms = 300000
+"#;
+    for r in replicate(&model(toml), 0) {
+        let calls = r["gen_ai.client.calls_served_total"];
+        assert!(calls > 50.0, "{calls}");
+        assert_eq!(r["gen_ai.client.token.usage.input_total"], 2000.0 * calls);
+        assert_eq!(r["gen_ai.client.token.usage.output_total"], 300.0 * calls);
+        assert_eq!(r["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
+    }
 }

@@ -609,7 +609,19 @@ impl Builder<'_> {
     fn station_arrived(&mut self, at: Micros, job: u32, caller: TraceCaller, dependency: u16) {
         match caller {
             TraceCaller::TaskClient { step, serial, call } => {
-                let Some(&parent) = self.attempts.get(&(step, serial)) else { return };
+                // The attempt's span; for a request the client makes after the attempt ended
+                // (the get that reads a task whose cancel was refused), the parent of its
+                // earlier requests. Without one, the job's old entry must not take this
+                // request's events.
+                let parent = self
+                    .attempts
+                    .get(&(step, serial))
+                    .copied()
+                    .or_else(|| self.client_calls.get(&(step, serial)).and_then(|&c| self.spans[c].parent));
+                let Some(parent) = parent else {
+                    self.jobs.remove(&job);
+                    return;
+                };
                 let dep = &self.model.world.dependencies[dependency as usize];
                 let Some(task) = &dep.task else { return };
                 let method = task.protocol.call_name(call);
