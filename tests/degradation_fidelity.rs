@@ -620,3 +620,28 @@ fn a_safe_outcome_budget_is_counted_as_runs_are_finalized() {
     assert!(get(&handed_off, "outcome_total.handoff") > 1000.0, "{handed_off:?}");
     assert_eq!(get(&handed_off, "degradation_transition_total.normal.constrained"), 0.0, "{}", modes(&handed_off));
 }
+
+/// Mutant `&&` -> `||` in `ModeController::run_ended`: only runs that started in RECOVERY and
+/// are not probe runs are the canary's "other runs". Probe runs sent while the model's breaker
+/// is half-open at the start of the recovery are on the normal policy, as slow as the canaries
+/// (search answers in 8 s from 150 s on, past the 3 s deadline), and end in the canary stage;
+/// the mode's own runs omit search and are fast. A single stage of 1.0 leaves the canary, as
+/// other runs, only a few of the mode's fast runs started during the probes, so its deadline
+/// misses (all of them) exceed the others' (0) by more than 0.5: the stage fails. Counted as
+/// others, the probes make the others' share about as late as the canary's: the stage passes.
+#[test]
+fn probe_runs_are_not_the_canary_s_other_runs() {
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"open\" }\nmin_dwell_ms = 0\nactions = { omit_soft_steps = true }\n";
+    let degradation = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nrecovery = { probe_evaluations = 1, probe_share = 1, canary_stages = [1.0], stage_ms = 10000, min_canary_runs = 10, canary_min_success = 0, canary_max_deadline_miss_increase = 0.5 }\n";
+    let slow_search = "[[fault]]\nkind = \"latency\"\ntarget = \"search\"\nstart_s = 150\nduration_s = 250\nservice_time = { dist = \"constant\", value_ms = 8000 }\n";
+    let text = scenario(SLOW_MODEL, &format!("{degradation}{rule}"))
+        .replace("deadline_ms = 10000", "deadline_ms = 3000")
+        .replace("[policy.p]\n", &format!("{slow_search}\n[policy.p]\n"));
+    let m = run(&text);
+    assert!(get(&m, "degradation_probe_run_total") > 0.0, "{}", modes(&m));
+    assert!(get(&m, "degradation_canary_run_total") >= 10.0, "{}", modes(&m));
+    // The figures: failed canary stages (64; 0 under the mutant, whose first stage passes on the
+    // probes' misses) and returns to normal while search is slow (0; 1 under the mutant).
+    assert!(get(&m, "degradation_canary_stage_failed_total") >= 1.0, "{}", modes(&m));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 0.0, "{}", modes(&m));
+}
