@@ -940,8 +940,8 @@ mod tests {
             }
         }
         assert_eq!(
-            commands, 13,
-            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, validate, docs, init, completions"
+            commands, 14,
+            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, export, validate, docs, init, completions"
         );
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();
