@@ -645,3 +645,38 @@ fn probe_runs_are_not_the_canary_s_other_runs() {
     assert!(get(&m, "degradation_canary_stage_failed_total") >= 1.0, "{}", modes(&m));
     assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 0.0, "{}", modes(&m));
 }
+
+/// Input checks of the modes' compiler that cargo mutants found untested (a one-in-eight sample
+/// of compile.rs, machine.rs and error_budget.rs, session 4 of 2026-12-05): a burn window of
+/// exactly `MAX_WINDOW_INTERVALS` evaluations is accepted and one more refused (`n > MAX` read
+/// as `>=` or `==` survived), and a `backoff_multiplier` below 1 is refused although it is finite
+/// (`is_finite() && >= 1` read as `||` survived).
+#[test]
+fn burn_windows_are_bounded_at_exactly_the_documented_count_and_backoff_below_one_is_refused() {
+    let policy = |long_window_s: u64, backoff: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, period_s = 100000, burn_rate = [{{ long_window_s = {long_window_s}, short_window_s = 5, burn_rate = 10 }}] }}\nrecovery = {{ probe_evaluations = 2, canary_stages = [1.0], min_canary_runs = 10{backoff} }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"at_risk\" }}\n"
+        )
+    };
+    let max = faultline::runtime::degradation::compile::MAX_WINDOW_INTERVALS;
+    model(&scenario(SLOW_MODEL, &policy(max, "")));
+    let err = faultline_error(&scenario(SLOW_MODEL, &policy(max + 1, "")));
+    assert!(err.contains("long_window_s") && err.contains("at most 100000"), "{err}");
+    let err = faultline_error(&scenario(SLOW_MODEL, &policy(30, ", backoff_multiplier = 0.5")));
+    assert!(err.contains("recovery.backoff_multiplier") && err.contains(">= 1, got 0.5"), "{err}");
+    model(&scenario(SLOW_MODEL, &policy(30, ", backoff_multiplier = 1")));
+}
+
+/// The canary's defaults are durations in milliseconds (cargo mutants: the default `stage_ms`
+/// scaled by `* 1e3` instead of `/ 1e3` survived, since every recovery test sets `stage_ms`).
+/// With the documented default of 60 s, a one-stage canary after a 100 s slow model passes and the
+/// workflow is back in NORMAL within the 400 s run, its RECOVERY lasting at least the stage's
+/// 60 s; scaled a million times, the stage would never end and NORMAL never come back.
+#[test]
+fn the_default_canary_stage_lasts_sixty_seconds() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nrecovery = { probe_evaluations = 2, canary_stages = [1.0], min_canary_runs = 10 }\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { dependency = \"model\", breaker = \"open\" }\n";
+    let m = run(&scenario(SLOW_MODEL, policy));
+    assert_eq!(get(&m, "degradation_transition_total.recovery.normal"), 1.0, "{}", modes(&m));
+    let recovery_s = get(&m, "degradation_mode_time_s.recovery");
+    assert!((60.0..120.0).contains(&recovery_s), "RECOVERY {recovery_s} s: {}", modes(&m));
+}
