@@ -680,3 +680,18 @@ fn the_default_canary_stage_lasts_sixty_seconds() {
     let recovery_s = get(&m, "degradation_mode_time_s.recovery");
     assert!((60.0..120.0).contains(&recovery_s), "RECOVERY {recovery_s} s: {}", modes(&m));
 }
+
+/// A rule names its workflow by name (cargo mutants: the name compared with `!=` survived, as no
+/// test named one): the workflow `w` is found, an unknown name is refused naming the field.
+#[test]
+fn a_rule_finds_the_workflow_it_names() {
+    let policy = |workflow: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nworkflow = \"{workflow}\"\nwhen = {{ dependency = \"model\", breaker = \"open\" }}\n"
+        )
+    };
+    let m = run(&scenario(SLOW_MODEL, &policy("w")));
+    assert!(get(&m, "degradation_mode_time_s.constrained") > 0.0, "the rule on `w` fires: {}", modes(&m));
+    let err = faultline_error(&scenario(SLOW_MODEL, &policy("other")));
+    assert!(err.contains("runtime_policy[0].workflow") && err.contains("other"), "{err}");
+}
