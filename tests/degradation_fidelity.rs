@@ -695,3 +695,33 @@ fn a_rule_finds_the_workflow_it_names() {
     let err = faultline_error(&scenario(SLOW_MODEL, &policy("other")));
     assert!(err.contains("runtime_policy[0].workflow") && err.contains("other"), "{err}");
 }
+
+/// The duplicate-effect half of review D1 (cargo mutants of issue 30's run: every mutant of the
+/// engine's `duplicated_at`, `step.dependency == d && ledger.duplicates() > 0`, survived, as no
+/// test made a duplicate effect with a rule on a dependency's budget): the ticket writes carry
+/// no idempotency key, so a lost reply retried commits twice. The duplicate is an integrity event
+/// of the tickets' budget only: a rule on the model's budget stays quiet, one on the tickets'
+/// fires. Under the mutants the model's budget reads the tickets' duplicates (`>=`, `||`, `!=`) or
+/// the tickets' reads none (`==`, `<`).
+#[test]
+fn a_duplicate_effect_reaches_the_budget_of_the_dependency_it_happened_at_only() {
+    let policy = |dependency: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = {{ objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }}] }}\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {{ completion_budget = \"integrity_incident\"{dependency} }}\nmin_dwell_ms = 5000\n"
+        )
+    };
+    let lost = "kind = \"lost_response\"\ntarget = \"tickets\"\ntoxicity = 0.05";
+    // No idempotency key, and a write that timed out is sent again (the incident's naive way).
+    let unkeyed = |text: String| {
+        text.replace("  idempotency = \"key\"\n", "").replace(
+            "[policy.p]\ntimeout_ms = 5000\n",
+            "[policy.p]\ntimeout_ms = 5000\nretry = { max_attempts = 2 }\non_effect_unknown = \"retry\"\n",
+        )
+    };
+    let on_model = run(&unkeyed(scenario(lost, &policy(", dependency = \"model\""))));
+    assert!(get(&on_model, "duplicate_effect_total") >= 3.0, "writes committed twice: {on_model:?}");
+    assert!(get(&on_model, "error_budget_time_s.integrity_incident") > 0.0, "the workflow's own budget reads it");
+    assert_eq!(get(&on_model, "degradation_mode_time_s.constrained"), 0.0, "{}", modes(&on_model));
+    let on_tickets = run(&unkeyed(scenario(lost, &policy(", dependency = \"tickets\""))));
+    assert!(get(&on_tickets, "degradation_mode_time_s.constrained") > 0.0, "{}", modes(&on_tickets));
+}
