@@ -725,3 +725,35 @@ fn a_duplicate_effect_reaches_the_budget_of_the_dependency_it_happened_at_only()
     let on_tickets = run(&unkeyed(scenario(lost, &policy(", dependency = \"tickets\""))));
     assert!(get(&on_tickets, "degradation_mode_time_s.constrained") > 0.0, "{}", modes(&on_tickets));
 }
+
+/// The rest of the compiler's input checks the cargo-mutants sample found untested: a queue
+/// condition must name the dependency it watches (the check's `||` read as `&&` survived), and a
+/// refusal-rate bound must be >= 0 (`is_finite() && >= 0` read as `||` survived).
+#[test]
+fn a_queue_condition_names_its_dependency_and_refusal_bounds_are_not_negative() {
+    let policy = |when: &str| {
+        format!(
+            "[policy.p.degradation]\nevaluation_interval_ms = 1000\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = {when}\n"
+        )
+    };
+    let err = faultline_error(&scenario(SLOW_MODEL, &policy("{ queue_depth_above = 10 }")));
+    assert!(err.contains("runtime_policy[0].when.dependency") && err.contains("name the dependency"), "{err}");
+    model(&scenario(SLOW_MODEL, &policy("{ queue_depth_above = 10, dependency = \"model\" }")));
+    let err = faultline_error(&scenario(
+        SLOW_MODEL,
+        &policy("{ refusal = \"circuit_open\", refused_per_s_above = -1, dependency = \"model\" }"),
+    ));
+    assert!(err.contains("refused_per_s_above") && err.contains(">= 0, got -1"), "{err}");
+}
+
+/// Two rules on two dependencies' budgets each read their own (cargo mutants sample: the budget
+/// slot found with `!=` survived, under which the second rule, on the model, read search's
+/// budget, the first one named). The model failing: the model's rule (DEGRADED) fires, search's
+/// (CONSTRAINED) does not.
+#[test]
+fn rules_on_two_dependencies_budgets_each_read_their_own() {
+    let policy = "[policy.p.degradation]\nevaluation_interval_ms = 1000\nerror_budget = { objective = 0.99, sli = \"full_quality\", period_s = 3600, min_runs = 20, burn_rate = [{ long_window_s = 30, short_window_s = 5, burn_rate = 10 }] }\n[[policy.p.runtime_policy]]\nmode = \"constrained\"\nwhen = { completion_budget = \"at_risk\", dependency = \"search\" }\n[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { completion_budget = \"at_risk\", dependency = \"model\" }\n";
+    let m = run(&scenario(FAILING_MODEL, policy));
+    assert!(get(&m, "degradation_transition_total.normal.degraded") >= 1.0, "{}", modes(&m));
+    assert_eq!(get(&m, "degradation_mode_time_s.constrained"), 0.0, "{}", modes(&m));
+}
