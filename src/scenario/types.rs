@@ -734,8 +734,9 @@ pub struct StepOverride {
     #[serde(default)]
     pub on_schema_failure: Option<String>,
     /// A check of every answer the step gets (runtime/validator.rs): what it finds becomes
-    /// RESULT_INVALID.
-    #[serde(default)]
+    /// RESULT_INVALID. Left out of the serialized scenario when absent, so a scenario without
+    /// one keeps its `scenario_digest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validator: Option<ValidatorSpec>,
 }
 
