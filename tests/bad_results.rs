@@ -277,3 +277,88 @@ fn scenarios_without_them_have_no_bad_result_metrics() {
     let m = one(&model_scenario("", "", 0));
     assert!(m.keys().all(|k| !k.contains("bad_result") && !k.starts_with("validat")));
 }
+
+fn faultline(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-bad-results-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The mean of `metric` in `policy`'s summary.json under `out`.
+fn summary_mean(out: &std::path::Path, policy: &str, metric: &str) -> f64 {
+    let text = std::fs::read_to_string(out.join(policy).join("summary.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let m = &json["metrics"][metric];
+    m.as_f64().or_else(|| m["mean"].as_f64()).unwrap_or_else(|| panic!("{metric}: {m}"))
+}
+
+#[test]
+fn a_validators_share_is_a_set_path_and_explore_draws_the_new_kinds_where_they_fit() {
+    let dir = scratch("cli");
+    let file = dir.join("tool.toml");
+    std::fs::write(&file, tool_scenario(SCHEMA_FAULT, TWO_POLICIES).replace("replications = 10", "replications = 2"))
+        .unwrap();
+    let file = file.to_str().unwrap();
+    // A validator that catches every violation: no answer rests on one (0.2 with half).
+    let out = dir.join("run");
+    let o = faultline(&[
+        "run",
+        file,
+        "--set",
+        "policy.checked.steps.call.validator.detects.schema_violation=1.0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(summary_mean(&out, "checked", "run_on_undetected_bad_result_ratio"), 0.0);
+    assert!(summary_mean(&out, "unchecked", "run_on_undetected_bad_result_ratio") > 0.35);
+    // A value out of range is refused at its path, exit 2.
+    let o = faultline(&["run", file, "--set", "policy.checked.steps.call.validator.detects.schema_violation=2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("detects.schema_violation"));
+
+    // explore: the kinds that look like success join where the scenario deals in them, and only
+    // those its dependencies can take (no tokens, no retrieval here).
+    let explored = dir.join("explored");
+    let explored = explored.to_str().unwrap();
+    let o = faultline(&["explore", file, "-p", "checked", "--schedules", "2", "--replications", "1", "-o", explored]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let kinds = text.split("kinds ").nth(1).and_then(|k| k.split(')').next()).unwrap_or_else(|| panic!("{text}"));
+    for k in ["truncated_result", "empty_result", "schema_violation", "latency"] {
+        assert!(kinds.contains(k), "{k} in {kinds}");
+    }
+    for k in ["stream_cut", "slow_stream", "quota_cut", "partial_result", "stale_index"] {
+        assert!(!kinds.contains(k), "{k} in {kinds}");
+    }
+    let o = faultline(&["explore", file, "-p", "checked", "--kind", "stream_cut", "-o", explored]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[dependency.tokens]"));
+    // A token model with a quota takes all three of its kinds when asked.
+    let tokens = dir.join("llm.toml");
+    std::fs::write(&tokens, model_scenario("", "tokens_per_minute = 300000", 0)).unwrap();
+    let o = faultline(&[
+        "explore",
+        tokens.to_str().unwrap(),
+        "-p",
+        "plain",
+        "--kind",
+        "stream_cut",
+        "--kind",
+        "slow_stream",
+        "--kind",
+        "quota_cut",
+        "--schedules",
+        "3",
+        "--replications",
+        "1",
+        "-o",
+        explored,
+    ]);
+    assert!(matches!(o.status.code(), Some(0 | 99)), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
