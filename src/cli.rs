@@ -364,7 +364,8 @@ pub enum Command {
         /// Faults per schedule at most.
         #[arg(long, default_value_t = 3)]
         max_faults: usize,
-        /// Fault kinds to draw from (repeatable). Default: all.
+        /// Fault kinds to draw from (repeatable). Default: every kind the scenario can take (those
+        /// that look like success only when it injects one or validates a step).
         #[arg(long = "kind", value_name = "KIND")]
         kinds: Vec<String>,
         /// Add the schedules to the scenario's own faults instead of replacing them.

@@ -97,6 +97,12 @@ impl Model {
                 .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
             sdk_clients: self.policies.iter().any(|p| p.sdk_clients.iter().any(Option::is_some)),
             closed_population: self.world.workloads.iter().any(|w| w.population.is_some()),
+            bad_results: self
+                .world
+                .faults
+                .iter()
+                .any(|f| crate::world::bad_result::BadResult::of_fault(f.kind).is_some())
+                || self.policies.iter().any(|p| p.steps.iter().flatten().any(|sp| sp.validator.is_some())),
         }
     }
 

@@ -304,7 +304,27 @@ impl<T: Tracer> Simulation<'_, T> {
     /// Delivers the result of `job`, attempt `serial` of step `s`, to the run that waits for it.
     #[inline(always)]
     pub(super) fn on_step_result(&mut self, now: Micros, job: &Job, s: u8, serial: u32, result: AttemptResult) {
+        if let (Some(bad), AttemptResult::Ok, Purpose::Call) = (job.bad, result, job.purpose) {
+            // An answer that looks like success and is not: the run's machine weighs it.
+            return self.deliver_bad_result(now, job.run, job.run_gen, s, serial, bad);
+        }
         self.deliver_step_result(now, job.run, job.run_gen, job.purpose, s, serial, result);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn deliver_bad_result(
+        &mut self,
+        now: Micros,
+        r: u32,
+        run_gen: u32,
+        s: u8,
+        serial: u32,
+        bad: crate::world::bad_result::BadResult,
+    ) {
+        if self.runs[r].generation == run_gen {
+            self.drive(now, r, |m, cx, out| m.on_bad_result(cx, out, s, serial, bad));
+        }
     }
 
     /// Delivers the result of attempt `serial` of step `s` of run `r` (generation `run_gen`).

@@ -99,6 +99,8 @@ pub(super) struct Job {
     pub no_reply: bool,
     /// A token-shaped call's counts (zero elsewhere).
     pub tokens: CallTokens,
+    /// Its answer, if it comes back as a success, is not one (world/bad_result.rs).
+    pub bad: Option<crate::world::bad_result::BadResult>,
     // A remote agent's progress through its calls.
     pub call: u16,
     pub repeat: u32,
@@ -128,6 +130,7 @@ impl Job {
             retry_after_us: None,
             no_reply: false,
             tokens: CallTokens { input: 0, output: 0, truncated: false },
+            bad: None,
             call: 0,
             repeat: 0,
             sub_attempt: 0,

@@ -8,6 +8,7 @@ use crate::metrics::tokens::TokenObservation;
 use crate::runtime::{AttemptResult, AttemptTrace, Purpose, StationExit, TraceCaller, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{FailureKind, Priority, Refusal};
+use crate::world::bad_result::BadResult;
 use crate::world::queue_policy::Overflow;
 use crate::world::tokens::CallTokens;
 use crate::world::{Admission, AttemptDraws, Commit, Station, attempt_conditions};
@@ -80,6 +81,7 @@ impl<T: Tracer> Simulation<'_, T> {
             retry_after_us: None,
             no_reply: conditions.no_reply,
             tokens: tokens.unwrap_or_default(),
+            bad: conditions.bad,
             call: 0,
             repeat: 0,
             sub_attempt: 0,
@@ -221,6 +223,8 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         let (t, measured, waited_us, service_us) = (job.tokens, job.measured, now - job.arrived_us, job.service_us);
+        // A stream cut bills what streamed before the cut.
+        let t = if job.bad == Some(BadResult::StreamCut) { crate::world::station::stream_cut(t) } else { t };
         let first_token_us = match self.first_token_watch.get(id as usize) {
             Some(w) if w.generation == job.generation => w.first_token_us,
             Some(_) | None => 0,
@@ -533,7 +537,9 @@ impl<T: Tracer> Simulation<'_, T> {
         self.record_departure(now, &job);
         let dependency = &self.model.world.dependencies[d];
         if dependency.tokens.is_some() && job.purpose != Purpose::Lookup {
-            self.stations[d].settle_tokens(dependency, now, job.tokens);
+            let produced =
+                if job.bad == Some(BadResult::StreamCut) { job.tokens.output.min(1) } else { job.tokens.output };
+            self.stations[d].settle_tokens(dependency, &self.model.world.faults, now, job.tokens, produced);
         }
         self.release_server(now, d);
         if let Purpose::Write { deduplicated } = job.purpose

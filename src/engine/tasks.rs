@@ -782,7 +782,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Capacity { .. }
                 | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::BadResult(_)
+                | FaultEffect::SlowStream { .. }
+                | FaultEffect::QuotaCut { .. } => {}
             }
         }
         effects
@@ -1055,7 +1058,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Capacity { .. }
                 | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::BadResult(_)
+                | FaultEffect::SlowStream { .. }
+                | FaultEffect::QuotaCut { .. } => {}
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);

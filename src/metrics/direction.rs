@@ -27,7 +27,7 @@ const HIGHER: [&str; 5] = [
 ];
 
 /// Metrics (or metric + label) where less is better; every `*_ms` latency is one too.
-const LOWER: [&str; 30] = [
+const LOWER: [&str; 32] = [
     "deadline_exceeded_ratio",
     "deadline_exceeded_total",
     "run_past_deadline_ratio",
@@ -58,6 +58,8 @@ const LOWER: [&str; 30] = [
     "wasted_service_ratio",
     "queue_rejected_total",
     "degradation_flaps_per_hour",
+    "run_on_undetected_bad_result_total",
+    "run_on_undetected_bad_result_ratio",
 ];
 
 impl Direction {

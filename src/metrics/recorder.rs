@@ -1,6 +1,7 @@
 //! Counters, histograms and time integrals for one replication. Everything is fixed-size or
 //! grows with the number of windows, never with the number of events.
 
+use super::bad_results::{BadResultObservation, BadResultStats};
 use super::incident::IncidentStats;
 use super::modes::ModeStats;
 use super::observation::Observation;
@@ -228,6 +229,8 @@ pub struct Recorder {
     pub tokens: Option<TokenStats>,
     /// Closed populations' users, when some workflow has one.
     pub users: Option<UserStats>,
+    /// Answers that looked like success, when a fault makes them or a policy validates.
+    pub bad_results: Option<BadResultStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -308,6 +311,7 @@ impl Recorder {
             tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
             tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
             users: labels.closed_population.then(UserStats::default),
+            bad_results: labels.bad_results.then(BadResultStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -455,6 +459,20 @@ impl Recorder {
             Observation::Tokens(t) => {
                 if let (Some(tokens), true) = (&mut self.tokens, measured) {
                     tokens.observe(t);
+                }
+            }
+            Observation::BadResult(b) => {
+                if let (Some(stats), true) = (&mut self.bad_results, measured) {
+                    // A validator's cost is the run's cost like any attempt's.
+                    if let BadResultObservation::Validated { cost_units } = b {
+                        r.cost_units += cost_units;
+                        if let Some(incident) = &mut self.incident
+                            && incident.covers(now)
+                        {
+                            incident.cost_units += cost_units;
+                        }
+                    }
+                    stats.observe(b);
                 }
             }
             Observation::Task(t) => {
@@ -716,6 +734,11 @@ impl Recorder {
         }
         if let Some(users) = &self.users {
             users.put(self.window, &mut m);
+        }
+        if let Some(bad) = &self.bad_results {
+            let answered: f64 =
+                Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| self.run.outcomes[o.index()] as f64).sum();
+            bad.put(answered, &mut m);
         }
         if let Some(tokens) = &self.tokens {
             let successes: f64 =

@@ -15,12 +15,14 @@ pub mod guard;
 pub mod hedging;
 pub mod mechanisms;
 pub mod policy;
+pub mod quorum;
 pub mod run;
 pub mod sdk_client;
 pub mod step;
 pub mod step_policy;
 pub mod task_client;
 pub mod trace;
+pub mod validator;
 pub mod workflow;
 
 pub use attempt::{AttemptResult, Purpose};

@@ -363,6 +363,11 @@ impl StepContext<'_> {
                 o.on_schema_failure.as_deref(),
                 OnSchemaFailure::Fail,
             )?,
+            validator: o
+                .validator
+                .as_ref()
+                .map(|v| super::validator::compile_validator(source, &sp.key("validator"), v))
+                .transpose()?,
             fallback,
             fallbacks,
             routes: StepRoutes::default(),

@@ -20,14 +20,17 @@ use super::policy::PolicyModel;
 use super::step::{StepPhase, StepState};
 use super::step_policy::{OnGiveUp, OnSchemaFailure, StepPolicy, reduced_tokens};
 use super::trace::{StepEnd, TraceEvent};
+use super::validator::{PendingValidation, TAG_VALIDATOR, Verdict};
 use super::workflow::{StepModel, WorkflowModel};
 use crate::metrics::Observation;
+use crate::metrics::bad_results::BadResultObservation;
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{
     AttemptKind, BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome, Refusal,
 };
 use crate::world::DependencyModel;
+use crate::world::bad_result::BadResult;
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.
@@ -158,6 +161,10 @@ pub struct RunMachine {
     /// Attempts made so far and the cost of those in flight (fan-out limits).
     attempts_total: u32,
     cost_in_flight: f64,
+    /// Answers whose validator has not spoken yet (runtime/validator.rs).
+    validations: Vec<PendingValidation>,
+    /// Some step's answer was bad and no validator caught it: the run's answer rests on it.
+    rests_on_bad_result: bool,
 }
 
 impl RunMachine {
@@ -185,6 +192,8 @@ impl RunMachine {
             in_flight: Vec::new(),
             attempts_total: 0,
             cost_in_flight: 0.0,
+            validations: Vec::new(),
+            rests_on_bad_result: false,
         }
     }
 
@@ -220,6 +229,8 @@ impl RunMachine {
         self.in_flight.clear();
         self.attempts_total = 0;
         self.cost_in_flight = 0.0;
+        self.validations.clear();
+        self.rests_on_bad_result = false;
     }
 
     /// The driver names a sent attempt; a cancel gives the name back, so the driver keeps no
@@ -394,6 +405,25 @@ impl RunMachine {
         serial: u32,
         result: AttemptResult,
     ) {
+        self.on_result(cx, out, s, serial, result, None);
+    }
+
+    /// Attempt `serial` of step `s` came back as a success whose answer is `bad`
+    /// (world/bad_result.rs): to the runtime it is a success; a validator may tell.
+    pub fn on_bad_result(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, serial: u32, bad: BadResult) {
+        self.on_result(cx, out, s, serial, AttemptResult::Ok, Some(bad));
+    }
+
+    #[inline(always)]
+    fn on_result(
+        &mut self,
+        cx: &mut RunContext,
+        out: &mut impl Effects,
+        s: u8,
+        serial: u32,
+        result: AttemptResult,
+        bad: Option<BadResult>,
+    ) {
         let Some(i) = self.in_flight.iter().position(|a| a.step == s && a.serial == serial && !a.waiting()) else {
             return;
         };
@@ -430,6 +460,13 @@ impl RunMachine {
                     // fails or hands off, as its policy says).
                     return self.step_gave_up(cx, out, s, MayFallBack::No);
                 }
+                if let Some(kind) = bad {
+                    out.observe(Observation::BadResult(BadResultObservation::Received { kind }));
+                }
+                if cx.step(s).1.validator.is_some() {
+                    return self.start_validation(cx, out, s, bad, via_fallback);
+                }
+                self.rests_on_bad_result |= bad.is_some();
                 self.step_succeeded(cx, out, s, via_fallback);
             }
             Some(kind) => {
@@ -459,6 +496,10 @@ impl RunMachine {
     pub fn on_wake(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, wake: u32) {
         if self.ended {
             return;
+        }
+        if let Some(i) = self.validations.iter().position(|v| v.step == s && v.wake == wake) {
+            let pending = self.validations.swap_remove(i);
+            return self.finish_validation(cx, out, pending);
         }
         let st = &mut self.steps[s as usize];
         if st.phase == StepPhase::Sleeping && st.wake == wake {
@@ -1054,6 +1095,51 @@ impl RunMachine {
         self.release_step(cx, out, s);
     }
 
+    /// Step `s` got an answer (`bad`, if it is not one) and its policy validates it: the check
+    /// costs its cost now and gives its verdict after its latency (at once without one). The
+    /// step stays active meanwhile: a run that ends first abandons it.
+    fn start_validation(
+        &mut self,
+        cx: &mut RunContext,
+        out: &mut impl Effects,
+        s: u8,
+        bad: Option<BadResult>,
+        via_fallback: bool,
+    ) {
+        let Some(v) = &cx.step(s).1.validator else { return };
+        let (latency_us, cost_units) = (v.latency_us, v.cost_units);
+        out.observe(Observation::BadResult(BadResultObservation::Validated { cost_units }));
+        let st = &mut self.steps[s as usize];
+        st.hedge_wake = None; // the answer is in: no hedge is sent while it is checked
+        let pending = PendingValidation { step: s, wake: st.next_wake(), bad, via_fallback };
+        if latency_us == 0 {
+            return self.finish_validation(cx, out, pending);
+        }
+        self.validations.push(pending);
+        out.command(Command::Sleep { step: s, wake: pending.wake, until: cx.now + latency_us });
+    }
+
+    /// The validator's verdict on step `s`'s answer: a good answer or a missed bad one ends
+    /// the step as a success (the missed one under the run's answer); a detected one is
+    /// RESULT_INVALID, handled as the policy handles it.
+    fn finish_validation(&mut self, cx: &mut RunContext, out: &mut impl Effects, p: PendingValidation) {
+        let (step, sp) = cx.step(p.step);
+        let Some(v) = &sp.validator else { return };
+        let serial = u64::from(self.steps[p.step as usize].serial);
+        let u = self.key.with(TAG_VALIDATOR).with(step.stream_id).with(serial).stream().unit();
+        match v.judge(p.bad, u) {
+            Verdict::Good => self.step_succeeded(cx, out, p.step, p.via_fallback),
+            Verdict::Missed(_) => {
+                self.rests_on_bad_result = true;
+                self.step_succeeded(cx, out, p.step, p.via_fallback);
+            }
+            Verdict::Detected(kind) => {
+                out.observe(Observation::BadResult(BadResultObservation::Detected { kind }));
+                self.after_failure(cx, out, p.step, FailureKind::ResultInvalid, None);
+            }
+        }
+    }
+
     /// The step's own attempts are over without success: fall back (unless time ran out),
     /// omit a soft step, or fail the run.
     fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: MayFallBack) {
@@ -1189,6 +1275,9 @@ impl RunMachine {
         let no_result_for_lack_of_time = self.time_ran_out && matches!(outcome, Outcome::Failed | Outcome::Handoff);
         let deadline_exceeded = past_deadline || no_result_for_lack_of_time;
         let latency_us = cx.now - self.start_us;
+        if self.rests_on_bad_result && outcome.is_success() {
+            out.observe(Observation::BadResult(BadResultObservation::AnswerRestsOnBadResult));
+        }
         let (workflow, mode, degraded, evidence) = (self.workflow, self.mode.label, self.degraded, self.evidence);
         out.observe(Observation::RunEnded {
             workflow,

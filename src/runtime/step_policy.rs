@@ -22,6 +22,8 @@ pub struct StepPolicy {
     pub on_give_up: OnGiveUp,
     /// What a RESULT_INVALID answer does.
     pub on_schema_failure: OnSchemaFailure,
+    /// The check every answer of the step goes through, if any.
+    pub validator: Option<super::validator::Validator>,
     pub routes: StepRoutes,
 }
 

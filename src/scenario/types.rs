@@ -733,6 +733,27 @@ pub struct StepOverride {
     /// fail (default) or repair_once_then_handoff: what a RESULT_INVALID answer does.
     #[serde(default)]
     pub on_schema_failure: Option<String>,
+    /// A check of every answer the step gets (runtime/validator.rs): what it finds becomes
+    /// RESULT_INVALID. Left out of the serialized scenario when absent, so a scenario without
+    /// one keeps its `scenario_digest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validator: Option<ValidatorSpec>,
+}
+
+/// A step's validator (docs/scenario.md 8.4): one check, its time and cost per answer, and
+/// the share of each bad-result kind it detects.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct ValidatorSpec {
+    /// schema, length or grounding.
+    pub check: String,
+    #[serde(default)]
+    pub latency_ms: f64,
+    #[serde(default)]
+    pub cost_units: f64,
+    /// Bad-result kind to the share of it the check detects, in [0, 1].
+    pub detects: std::collections::BTreeMap<String, f64>,
 }
 
 /// One fallback candidate of a step (docs/essay.md section 17).
@@ -1274,6 +1295,7 @@ tables_only!(
     Budget,
     StepOverride,
     FallbackCandidateSpec,
+    ValidatorSpec,
     Policy,
     AdmissionSpec,
     FanOutSpec,

@@ -17,10 +17,86 @@ crate::named_enum! {
         LateCancel => "late_cancel",
         LateResult => "late_result",
         LostHandle => "lost_handle",
+        TruncatedResult => "truncated_result",
+        EmptyResult => "empty_result",
+        SchemaViolation => "schema_violation",
+        StreamCut => "stream_cut",
+        SlowStream => "slow_stream",
+        PartialResult => "partial_result",
+        StaleIndex => "stale_index",
+        QuotaCut => "quota_cut",
     }
 }
 
+/// What a fault's target must have for the fault to mean anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetNeed {
+    Nothing,
+    /// A `[dependency.task]` (long-running tasks).
+    Task,
+    /// A `[dependency.tokens]` table (a token-shaped model that streams).
+    Tokens,
+    /// A `[dependency.tokens]` table with a per-minute quota.
+    Quota,
+    /// `kind = "retrieval"` (a vector search).
+    Retrieval,
+}
+
 impl FaultKind {
+    /// What the target must have.
+    pub fn target_need(self) -> TargetNeed {
+        match self {
+            FaultKind::StreamCut | FaultKind::SlowStream => TargetNeed::Tokens,
+            FaultKind::QuotaCut => TargetNeed::Quota,
+            FaultKind::PartialResult | FaultKind::StaleIndex => TargetNeed::Retrieval,
+            FaultKind::StuckTask
+            | FaultKind::InputRequired
+            | FaultKind::IgnoredCancel
+            | FaultKind::LateCancel
+            | FaultKind::LateResult
+            | FaultKind::LostHandle => TargetNeed::Task,
+            FaultKind::Latency
+            | FaultKind::Timeout
+            | FaultKind::Errors
+            | FaultKind::Capacity
+            | FaultKind::Down
+            | FaultKind::RateLimit
+            | FaultKind::LostResponse
+            | FaultKind::TruncatedResult
+            | FaultKind::EmptyResult
+            | FaultKind::SchemaViolation => TargetNeed::Nothing,
+        }
+    }
+
+    /// Kinds whose answers look like success (docs/scenario.md): they, `slow_stream` and
+    /// `quota_cut` are the kinds `explore` draws only for a scenario that already uses them or a
+    /// validator, so the schedules of every other scenario stay as they were.
+    pub fn looks_like_success(self) -> bool {
+        match self {
+            FaultKind::TruncatedResult
+            | FaultKind::EmptyResult
+            | FaultKind::SchemaViolation
+            | FaultKind::StreamCut
+            | FaultKind::SlowStream
+            | FaultKind::PartialResult
+            | FaultKind::StaleIndex
+            | FaultKind::QuotaCut => true,
+            FaultKind::Latency
+            | FaultKind::Timeout
+            | FaultKind::Errors
+            | FaultKind::Capacity
+            | FaultKind::Down
+            | FaultKind::RateLimit
+            | FaultKind::LostResponse
+            | FaultKind::StuckTask
+            | FaultKind::InputRequired
+            | FaultKind::IgnoredCancel
+            | FaultKind::LateCancel
+            | FaultKind::LateResult
+            | FaultKind::LostHandle => false,
+        }
+    }
+
     /// Kinds that act on long-running tasks: their target needs a `[dependency.task]`.
     pub fn needs_task(self) -> bool {
         match self {
@@ -36,7 +112,15 @@ impl FaultKind {
             | FaultKind::Capacity
             | FaultKind::Down
             | FaultKind::RateLimit
-            | FaultKind::LostResponse => false,
+            | FaultKind::LostResponse
+            | FaultKind::TruncatedResult
+            | FaultKind::EmptyResult
+            | FaultKind::SchemaViolation
+            | FaultKind::StreamCut
+            | FaultKind::SlowStream
+            | FaultKind::PartialResult
+            | FaultKind::StaleIndex
+            | FaultKind::QuotaCut => false,
         }
     }
 
@@ -51,7 +135,15 @@ impl FaultKind {
             | FaultKind::StuckTask
             | FaultKind::InputRequired
             | FaultKind::IgnoredCancel
-            | FaultKind::LostHandle => &["toxicity"],
+            | FaultKind::LostHandle
+            | FaultKind::TruncatedResult
+            | FaultKind::EmptyResult
+            | FaultKind::SchemaViolation
+            | FaultKind::StreamCut
+            | FaultKind::PartialResult
+            | FaultKind::StaleIndex => &["toxicity"],
+            FaultKind::SlowStream => &["factor", "toxicity"],
+            FaultKind::QuotaCut => &["factor"],
             FaultKind::LateCancel | FaultKind::LateResult => &["latency_ms", "toxicity"],
             FaultKind::Errors => &["errors", "toxicity"],
             FaultKind::Capacity => &["servers"],

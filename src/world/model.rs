@@ -139,6 +139,17 @@ pub enum FaultEffect {
     /// Create requests answered in the window lose their reply: the task exists, its handle
     /// never reaches the client.
     LostHandle,
+    /// Answers in the window come back as successes that are not (world/bad_result.rs); a
+    /// `stream_cut` also ends the call after its first token.
+    BadResult(super::bad_result::BadResult),
+    /// Each output token of a call in the window takes `factor` times as long.
+    SlowStream {
+        factor: f64,
+    },
+    /// The provider's per-minute quota is `factor` of its own during the window.
+    QuotaCut {
+        factor: f64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -294,15 +305,8 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     for (i, f) in scenario.faults.iter().enumerate() {
         let path = FieldPath::root().key("fault").index(i);
         let fault = compile_fault(&c, &path, f, &names)?;
-        if fault.kind.needs_task() && dependencies[fault.target].task.is_none() {
-            return Err(c.err(
-                &path.key("target"),
-                format!(
-                    "a {} fault acts on tasks, and dependency {} has no [dependency.task]",
-                    fault.kind.name(),
-                    quote(&dependencies[fault.target].name)
-                ),
-            ));
+        if let Some(message) = target_lacks(fault.kind, &dependencies[fault.target]) {
+            return Err(c.err(&path.key("target"), message));
         }
         dependencies[fault.target].faults.push(i);
         faults.push(fault);
@@ -774,6 +778,35 @@ fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) ->
     Ok(FaultModel { kind, target, start_us: s_to_us(start_s), end_us: s_to_us(start_s + duration_s), toxicity, effect })
 }
 
+/// Why `target` cannot take a fault of `kind`, in words; None when it can.
+fn target_lacks(kind: FaultKind, target: &DependencyModel) -> Option<String> {
+    use super::fault_kind::TargetNeed;
+    let (k, name) = (kind.name(), quote(&target.name));
+    let lacks = match kind.target_need() {
+        TargetNeed::Nothing => false,
+        TargetNeed::Task => target.task.is_none(),
+        TargetNeed::Tokens => target.tokens.is_none(),
+        TargetNeed::Quota => !target.tokens.as_ref().is_some_and(|t| t.quota.any()),
+        TargetNeed::Retrieval => target.kind != DependencyKind::Retrieval,
+    };
+    if !lacks {
+        return None;
+    }
+    Some(match kind.target_need() {
+        TargetNeed::Nothing => String::new(),
+        TargetNeed::Task => format!("a {k} fault acts on tasks, and dependency {name} has no [dependency.task]"),
+        TargetNeed::Tokens => {
+            format!("a {k} fault acts on streamed tokens, and dependency {name} has no [dependency.tokens]")
+        }
+        TargetNeed::Quota => format!(
+            "a {k} fault lowers a provider's quota, and dependency {name} has no [dependency.tokens] *_per_minute limit"
+        ),
+        TargetNeed::Retrieval => {
+            format!("a {k} fault acts on a vector search's hits, and dependency {name} is not kind = \"retrieval\"")
+        }
+    })
+}
+
 fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<(), ScenarioError> {
     let present: [(&str, bool); 10] = [
         ("service_time", f.service_time.is_some()),
@@ -818,6 +851,39 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
         FaultKind::LateCancel => FaultEffect::LateCancel { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LateResult => FaultEffect::LateResult { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LostResponse => FaultEffect::LostResponse,
+        FaultKind::TruncatedResult
+        | FaultKind::EmptyResult
+        | FaultKind::SchemaViolation
+        | FaultKind::StreamCut
+        | FaultKind::PartialResult
+        | FaultKind::StaleIndex => {
+            FaultEffect::BadResult(super::bad_result::BadResult::of_fault(kind).expect("a bad-result kind"))
+        }
+        FaultKind::SlowStream => {
+            let factor = f
+                .factor
+                .ok_or_else(|| c.err(path, "a slow_stream fault needs `factor`, the slowdown of each output token"))?;
+            let factor = c.positive(&path.key("factor"), factor)?;
+            if factor < 1.0 {
+                return Err(c.err(
+                    &path.key("factor"),
+                    format!("a slow_stream fault slows tokens down: factor must be at least 1, got {factor}"),
+                ));
+            }
+            FaultEffect::SlowStream { factor }
+        }
+        FaultKind::QuotaCut => {
+            let factor =
+                f.factor.ok_or_else(|| c.err(path, "a quota_cut fault needs `factor`, the share of the quota left"))?;
+            let factor = c.positive(&path.key("factor"), factor)?;
+            if factor > 1.0 {
+                return Err(c.err(
+                    &path.key("factor"),
+                    format!("a quota_cut fault lowers the quota: factor must be in (0, 1], got {factor}"),
+                ));
+            }
+            FaultEffect::QuotaCut { factor }
+        }
         FaultKind::Down => FaultEffect::Down {
             retry_after_us: f
                 .retry_after_ms

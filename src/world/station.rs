@@ -2,6 +2,7 @@
 //! waiting room (bounded), the provider's token bucket, and the conditions in force at a moment
 //! (base parameters plus active faults).
 
+use super::bad_result::BadResult;
 use super::bucket::TokenBucket;
 use super::dist::Distribution;
 use super::failure::ErrorTable;
@@ -57,6 +58,8 @@ pub struct AttemptConditions {
     pub no_reply: bool,
     /// At a token-shaped model: when the first token comes, after service starts (0 elsewhere).
     pub first_token_us: Micros,
+    /// The answer, should it come back as a success, is not one (world/bad_result.rs).
+    pub bad: Option<BadResult>,
 }
 
 /// What each of the first positions of an attempt's keyed stream decides, in stream order.
@@ -118,6 +121,13 @@ impl AttemptDraws {
         Draw::ALL.map(|d| self.get(d))
     }
 
+    /// The draw at `position` of the attempt's stream, for the draws that sit far past the fixed
+    /// ones and the service times (world/bad_result.rs).
+    #[inline]
+    pub fn at(&self, position: u64) -> f64 {
+        self.stream.unit_at(position)
+    }
+
     /// The attempt's stream after the fixed draws: service times are drawn from here.
     #[inline]
     pub fn rest(&self) -> KeyedStream {
@@ -139,10 +149,19 @@ impl Station {
         }
     }
 
-    /// A served token-shaped call gives back the output it was charged for and did not produce.
-    pub fn settle_tokens(&mut self, model: &DependencyModel, now: Micros, tokens: CallTokens) {
+    /// A served token-shaped call gives back the output it was charged for and did not produce
+    /// (`produced`: its output, or what streamed before a `stream_cut`).
+    pub fn settle_tokens(
+        &mut self,
+        model: &DependencyModel,
+        faults: &[FaultModel],
+        now: Micros,
+        tokens: CallTokens,
+        produced: u32,
+    ) {
         if let (Some(quota), Some(shape)) = (&mut self.quota, &model.tokens) {
-            quota.settle(now, &shape.quota, shape.output_estimate(tokens), tokens.output);
+            let share = quota_share(model, faults, now);
+            quota.settle_scaled(now, &shape.quota, share, shape.output_estimate(tokens), produced);
         }
     }
 
@@ -181,7 +200,10 @@ impl Station {
                 | FaultEffect::IgnoredCancel
                 | FaultEffect::LateCancel { .. }
                 | FaultEffect::LateResult { .. }
-                | FaultEffect::LostHandle => {}
+                | FaultEffect::LostHandle
+                | FaultEffect::BadResult(_)
+                | FaultEffect::SlowStream { .. }
+                | FaultEffect::QuotaCut { .. } => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -192,7 +214,8 @@ impl Station {
             }
         }
         if let (Some(quota), Some(shape), Some(tokens)) = (&mut self.quota, &model.tokens, tokens) {
-            match quota.admit(now, &shape.quota, tokens, shape.output_estimate(tokens)) {
+            let share = quota_share(model, faults, now);
+            match quota.admit_scaled(now, &shape.quota, share, tokens, shape.output_estimate(tokens)) {
                 Ok(()) => {}
                 Err(QuotaRefusal::RetryAfter(retry_after_us)) => return Admission::RateLimited { retry_after_us },
                 Err(QuotaRefusal::TooLarge) => return Admission::LargerThanQuota,
@@ -293,6 +316,7 @@ pub fn attempt_conditions(
     // Probabilities are at least 0 and a draw is too: at 0 the draw cannot decide anything.
     let mut hang = model.hang_probability > 0.0 && draws.get(Draw::Hang) < model.hang_probability;
     let mut lost = false;
+    let mut per_token_factor = 1.0;
     for &f in &model.faults {
         let fault = &faults[f];
         if !fault.active_at(now) {
@@ -313,7 +337,14 @@ pub fn attempt_conditions(
             FaultEffect::Hang if applies(draws.get(Draw::FaultHang)) => hang = true,
             FaultEffect::LostResponse if applies(draws.get(Draw::Lost)) => lost = true,
             FaultEffect::Errors(extra) if applies(draws.get(Draw::FaultErrors)) => errors = errors.plus(extra),
-            FaultEffect::Latency { .. }
+            // Drawn apart from the fixed draws (world/bad_result.rs), so the others stay put.
+            FaultEffect::SlowStream { factor } if applies(draws.at(SLOW_STREAM_DRAWS + f as u64)) => {
+                per_token_factor *= factor
+            }
+            FaultEffect::SlowStream { .. }
+            | FaultEffect::BadResult(_)
+            | FaultEffect::QuotaCut { .. }
+            | FaultEffect::Latency { .. }
             | FaultEffect::Hang
             | FaultEffect::LostResponse
             | FaultEffect::Errors(_)
@@ -330,12 +361,16 @@ pub fn attempt_conditions(
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first
     // token; the prompt and the output add to it.
+    let bad = draw_bad_result(model, faults, now, draws);
     let (base_ms, first_token_ms) = match (&model.tokens, tokens) {
         (Some(shape), Some(tokens)) if !lookup => {
             let ttft_dist = if std::ptr::eq(dist, base) { &shape.time_to_first_token } else { dist };
             let ttft_ms = sample(ttft_dist);
             let first_ms = shape.first_token_ms(tokens, ttft_ms);
-            (shape.service_ms(tokens, ttft_ms, sample(&shape.time_per_output_token)), first_ms * factor + add_ms)
+            // A stream cut after its first token ends the call there.
+            let streamed = if bad == Some(BadResult::StreamCut) { stream_cut(tokens) } else { tokens };
+            let per_token_ms = sample(&shape.time_per_output_token) * per_token_factor;
+            (shape.service_ms(streamed, ttft_ms, per_token_ms), first_ms * factor + add_ms)
         }
         _ => (sample(dist), 0.0),
     };
@@ -345,7 +380,55 @@ pub fn attempt_conditions(
         error: if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) },
         no_reply: hang || lost,
         first_token_us: crate::sim::ms_to_us(first_token_ms),
+        bad,
     }
+}
+
+/// Where the bad-result draws start in an attempt's stream: far past anything a service time
+/// can consume, so they never meet the draws that decide its fate and timing.
+const BAD_RESULT_DRAWS: u64 = 1 << 40;
+
+/// The bad result, if any, of an attempt arriving at `now` at `model`: the first active
+/// bad-result fault (in file order) whose toxicity catches the attempt. Each fault draws at its
+/// own position (its index in the scenario), so one fault's draw never depends on another's.
+pub fn draw_bad_result(
+    model: &DependencyModel,
+    faults: &[FaultModel],
+    now: Micros,
+    draws: &AttemptDraws,
+) -> Option<BadResult> {
+    model.faults.iter().find_map(|&f| {
+        let fault = &faults[f];
+        if let FaultEffect::BadResult(bad) = fault.effect
+            && fault.active_at(now)
+            && draws.at(BAD_RESULT_DRAWS + f as u64) < fault.toxicity
+        {
+            return Some(bad);
+        }
+        None
+    })
+}
+
+/// Where `slow_stream` draws sit in an attempt's stream (past the bad-result draws).
+const SLOW_STREAM_DRAWS: u64 = 1 << 41;
+
+/// What a call cut after its first token produced: one output token, at most.
+pub fn stream_cut(tokens: CallTokens) -> CallTokens {
+    CallTokens { output: tokens.output.min(1), truncated: false, ..tokens }
+}
+
+/// The share of a provider's quota in force at `now`: the lowest `quota_cut` factor active, 1
+/// without one.
+pub fn quota_share(model: &DependencyModel, faults: &[FaultModel], now: Micros) -> f64 {
+    let mut share: f64 = 1.0;
+    for &f in &model.faults {
+        if let FaultEffect::QuotaCut { factor } = faults[f].effect
+            && faults[f].active_at(now)
+        {
+            share = share.min(factor);
+        }
+    }
+    share
 }
 
 #[cfg(test)]

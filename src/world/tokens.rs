@@ -175,15 +175,33 @@ impl TokenQuota {
         tokens: CallTokens,
         output_estimate: u32,
     ) -> Result<(), QuotaRefusal> {
+        self.admit_scaled(now, limits, 1.0, tokens, output_estimate)
+    }
+
+    /// As `admit`, while the provider has cut its quota to `share` of `limits` (a `quota_cut`
+    /// fault; 1 is no cut): each bucket holds and refills `share` of its own. A request larger
+    /// than the cut bucket but not the real one is a 429 that asks for a minute, the window a
+    /// per-minute quota is counted over; one larger than the real bucket stays invalid.
+    pub fn admit_scaled(
+        &mut self,
+        now: Micros,
+        limits: &QuotaLimits,
+        share: f64,
+        tokens: CallTokens,
+        output_estimate: u32,
+    ) -> Result<(), QuotaRefusal> {
         let charges = Self::charges(tokens, output_estimate);
         let mut wait_us: Micros = 0;
         for ((bucket, limit), n) in self.buckets.iter_mut().zip(limits.limits()).zip(charges) {
-            let (Some(bucket), Some(capacity)) = (bucket, limit) else { continue };
-            if n > capacity {
+            let (Some(bucket), Some(full)) = (bucket, limit) else { continue };
+            if n > full {
                 return Err(QuotaRefusal::TooLarge);
             }
+            let capacity = full * share;
             bucket.refill(now, capacity / 60.0, capacity);
-            if bucket.level() < n {
+            if n > capacity {
+                wait_us = wait_us.max(60_000_000);
+            } else if bucket.level() < n {
                 wait_us = wait_us.max(bucket.wait_us(n, capacity / 60.0));
             }
         }
@@ -200,10 +218,16 @@ impl TokenQuota {
 
     /// Gives back the output a served request was charged for and did not produce.
     pub fn settle(&mut self, now: Micros, limits: &QuotaLimits, output_estimate: u32, output: u32) {
+        self.settle_scaled(now, limits, 1.0, output_estimate, output);
+    }
+
+    /// As `settle`, while the quota is cut to `share` of `limits`.
+    pub fn settle_scaled(&mut self, now: Micros, limits: &QuotaLimits, share: f64, output_estimate: u32, output: u32) {
         let unused = f64::from(output_estimate.saturating_sub(output));
         let refunds = [0.0, unused, 0.0, unused];
         for ((bucket, limit), n) in self.buckets.iter_mut().zip(limits.limits()).zip(refunds) {
-            if let (Some(bucket), Some(capacity)) = (bucket, limit) {
+            if let (Some(bucket), Some(full)) = (bucket, limit) {
+                let capacity = full * share;
                 bucket.refill(now, capacity / 60.0, capacity);
                 bucket.give_back(n, capacity);
             }

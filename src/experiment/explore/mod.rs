@@ -23,7 +23,7 @@ use crate::metrics::MetricMap;
 use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{Dependency, ErrorMix, Fault, Scenario, ScenarioInput, Source};
 use crate::sim::StreamKey;
-use crate::world::fault_kind::FaultKind;
+use crate::world::fault_kind::{FaultKind, TargetNeed};
 use rayon::prelude::*;
 use run_checks::RunChecks;
 use std::path::{Path, PathBuf};
@@ -109,11 +109,11 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
     (0..count)
         .map(|_| {
             let kind = enabled[d.below(enabled.len())];
-            let target = if kind.needs_task() {
-                let tasks: Vec<&Dependency> = base.dependencies.iter().filter(|d| d.task.is_some()).collect();
-                tasks[d.below(tasks.len())]
-            } else {
+            let target = if kind.target_need() == TargetNeed::Nothing {
                 &base.dependencies[d.below(base.dependencies.len())]
+            } else {
+                let fitting: Vec<&Dependency> = base.dependencies.iter().filter(|t| fits(kind, t)).collect();
+                fitting[d.below(fitting.len())]
             };
             let start_s = round_to(warmup + d.unit() * span * 0.8, 0.1);
             let duration_s = round_to((d.unit() * 0.3 * span).max(1.0), 0.1);
@@ -149,6 +149,18 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                 }
                 FaultKind::Capacity => f.servers = Some((d.unit() * f64::from(target.servers)).floor() as u32),
                 FaultKind::RateLimit => f.per_s = Some(round_to(1.0 + 99.0 * d.unit(), 0.1)),
+                FaultKind::TruncatedResult
+                | FaultKind::EmptyResult
+                | FaultKind::SchemaViolation
+                | FaultKind::StreamCut
+                | FaultKind::PartialResult
+                | FaultKind::StaleIndex => f.toxicity = Some(toxicity),
+                FaultKind::SlowStream => {
+                    f.factor = Some(round_to(1.5 + 8.5 * d.unit(), 0.1));
+                    f.toxicity = Some(toxicity);
+                }
+                // 5 % to 50 % of the quota left.
+                FaultKind::QuotaCut => f.factor = Some(round_to(0.05 + 0.45 * d.unit(), 0.01)),
             }
             f
         })
@@ -568,10 +580,39 @@ fn check_counts(opts: &ExploreOptions) -> Result<(), CommandError> {
 
 /// The kinds to draw from: those asked for, or every kind the scenario can take (the task
 /// kinds only when some dependency runs tasks).
+/// Whether dependency `d` of the scenario can take a fault of `kind` (`FaultKind::target_need`).
+fn fits(kind: FaultKind, d: &Dependency) -> bool {
+    match kind.target_need() {
+        TargetNeed::Nothing => true,
+        TargetNeed::Task => d.task.is_some(),
+        TargetNeed::Tokens => d.tokens.is_some(),
+        TargetNeed::Quota => d.tokens.as_ref().is_some_and(|t| {
+            [t.requests_per_minute, t.tokens_per_minute, t.input_tokens_per_minute, t.output_tokens_per_minute]
+                .iter()
+                .any(Option::is_some)
+        }),
+        TargetNeed::Retrieval => d.kind.as_deref() == Some("retrieval"),
+    }
+}
+
+/// The scenario already deals in answers that look like success: one of its faults makes them
+/// (or slows a stream or cuts a quota), or one of its policies validates a step.
+fn uses_bad_results(base: &Scenario) -> bool {
+    base.faults.iter().any(|f| FaultKind::parse(&f.kind).is_some_and(FaultKind::looks_like_success))
+        || base.policies.values().any(|p| p.steps.values().any(|s| s.validator.is_some()))
+}
+
 fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>, CommandError> {
     let has_tasks = base.dependencies.iter().any(|d| d.task.is_some());
     if opts.kinds.is_empty() {
-        return Ok(FaultKind::ALL.into_iter().filter(|k| has_tasks || !k.needs_task()).collect());
+        // The kinds that look like success join by default only where the scenario deals in
+        // them already, so every other scenario's schedules stay the ones they were.
+        let bad_results = uses_bad_results(base);
+        return Ok(FaultKind::ALL
+            .into_iter()
+            .filter(|k| has_tasks || !k.needs_task())
+            .filter(|&k| !k.looks_like_success() || (bad_results && base.dependencies.iter().any(|d| fits(k, d))))
+            .collect());
     }
     opts.kinds
         .iter()
@@ -586,6 +627,17 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
             if kind.needs_task() && !has_tasks {
                 return Err(CommandError::Input(format!(
                     "argument `--kind {k}`: acts on tasks, and no dependency of the scenario has a [dependency.task]"
+                )));
+            }
+            if !base.dependencies.iter().any(|d| fits(kind, d)) {
+                let need = match kind.target_need() {
+                    TargetNeed::Tokens => "a [dependency.tokens] table",
+                    TargetNeed::Quota => "a [dependency.tokens] table with a *_per_minute limit",
+                    TargetNeed::Retrieval => "kind = \"retrieval\"",
+                    TargetNeed::Task | TargetNeed::Nothing => "what it acts on",
+                };
+                return Err(CommandError::Input(format!(
+                    "argument `--kind {k}`: needs a dependency with {need}, and the scenario has none"
                 )));
             }
             Ok(kind)

@@ -1,0 +1,216 @@
+//! k-of-n quorum over model or agent calls (docs/essay.md section 22: "a quorum is evidence of
+//! reliability, not a guarantee of truth"), as a pure machine and its closed forms. Not yet
+//! driven by the engine (see the note of issue 31): a run's branches are not sent from here.
+//!
+//! The model. Each of the n branches answers right or wrong, or fails (an error, a timeout:
+//! no answer to count). The answer space is binary, right or the one plausible wrong answer,
+//! so two wrong branches agree with each other: the case the essay warns of, branches that
+//! share a retrieval result or a prompt and are wrong together. A shared cause (the shared
+//! retrieval result is bad, the shared prompt misleads) occurs with probability `shared` per
+//! quorum and makes every branch that shares it wrong; otherwise each branch is wrong on its
+//! own with probability `wrong`. The quorum agrees when k branches give the same answer; it
+//! needs a strict majority (2k > n) so that two answers can never both reach it. A quorum that
+//! agrees on the wrong answer is `AgreedWrong`, never a success.
+//!
+//! With every branch answering and sharing the cause, P(agreed wrong) is
+//! s + (1 - s) x sum over j >= k of C(n, j) q^j (1 - q)^(n - j); for 2-of-3,
+//! s + (1 - s) x (3 q^2 (1 - q) + q^3).
+
+/// One branch's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchAnswer {
+    Right,
+    Wrong,
+    /// No answer to count (an error, a timeout, a refusal).
+    Failed,
+}
+
+/// What a quorum decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuorumOutcome {
+    AgreedRight,
+    /// k branches agreed on a wrong answer: counted as such, never as a success.
+    AgreedWrong,
+    /// Too few branches agree: no answer from the quorum.
+    NoQuorum,
+}
+
+/// A quorum's shape and its error model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuorumSpec {
+    pub n: u32,
+    pub k: u32,
+    /// Each branch's own probability of a wrong answer.
+    pub wrong: f64,
+    /// Probability of the shared cause that makes every sharing branch wrong.
+    pub shared: f64,
+}
+
+impl QuorumSpec {
+    /// Why the spec cannot be a quorum, if it cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if self.n == 0 || self.n > 15 {
+            return Err(format!("n must be between 1 and 15, got {}", self.n));
+        }
+        if self.k == 0 || self.k > self.n || 2 * self.k <= self.n {
+            return Err(format!("k must be a strict majority of n = {} (2k > n, k <= n), got {}", self.n, self.k));
+        }
+        for (name, p) in [("wrong", self.wrong), ("shared", self.shared)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("{name} must be in [0, 1], got {p}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The branches' answers from uniform draws: `shared_u` decides the shared cause,
+    /// `branch_u[i]` branch i's own error, `sharing[i]` whether branch i shares the cause.
+    pub fn answers(&self, shared_u: f64, branch_u: &[f64], sharing: &[bool]) -> Vec<BranchAnswer> {
+        let cause = shared_u < self.shared;
+        branch_u
+            .iter()
+            .zip(sharing)
+            .map(
+                |(&u, &shares)| {
+                    if (cause && shares) || u < self.wrong { BranchAnswer::Wrong } else { BranchAnswer::Right }
+                },
+            )
+            .collect()
+    }
+
+    /// P(the quorum agrees on the wrong answer) when every branch answers and shares the cause.
+    pub fn p_agreed_wrong(&self) -> f64 {
+        let n = self.n;
+        let tail: f64 = (self.k..=n)
+            .map(|j| binomial(n, j) * self.wrong.powi(j as i32) * (1.0 - self.wrong).powi((n - j) as i32))
+            .sum();
+        self.shared + (1.0 - self.shared) * tail
+    }
+
+    /// P(the quorum agrees on the right answer) under the same conditions.
+    pub fn p_agreed_right(&self) -> f64 {
+        let n = self.n;
+        let right = 1.0 - self.wrong;
+        let tail: f64 =
+            (self.k..=n).map(|j| binomial(n, j) * right.powi(j as i32) * self.wrong.powi((n - j) as i32)).sum();
+        (1.0 - self.shared) * tail
+    }
+}
+
+/// C(n, j) as a float (n <= 15: exact).
+fn binomial(n: u32, j: u32) -> f64 {
+    (0..j).fold(1.0, |c, i| c * f64::from(n - i) / f64::from(i + 1))
+}
+
+/// A quorum's count as its branches answer, deciding as soon as the outcome is certain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuorumTally {
+    n: u32,
+    k: u32,
+    right: u32,
+    wrong: u32,
+    failed: u32,
+}
+
+impl QuorumTally {
+    pub fn new(spec: &QuorumSpec) -> QuorumTally {
+        QuorumTally { n: spec.n, k: spec.k, right: 0, wrong: 0, failed: 0 }
+    }
+
+    /// Branches that have answered (or failed) so far.
+    pub fn heard(&self) -> u32 {
+        self.right + self.wrong + self.failed
+    }
+
+    /// Counts one branch; returns the outcome once it is decided (the rest need not be awaited).
+    pub fn record(&mut self, answer: BranchAnswer) -> Option<QuorumOutcome> {
+        assert!(self.heard() < self.n, "a quorum hears each of its n branches once");
+        match answer {
+            BranchAnswer::Right => self.right += 1,
+            BranchAnswer::Wrong => self.wrong += 1,
+            BranchAnswer::Failed => self.failed += 1,
+        }
+        self.outcome()
+    }
+
+    /// The outcome if it is decided: k agree, or too few are left for either answer to reach k.
+    pub fn outcome(&self) -> Option<QuorumOutcome> {
+        let left = self.n - self.heard();
+        if self.right >= self.k {
+            Some(QuorumOutcome::AgreedRight)
+        } else if self.wrong >= self.k {
+            Some(QuorumOutcome::AgreedWrong)
+        } else if self.right + left < self.k && self.wrong + left < self.k {
+            Some(QuorumOutcome::NoQuorum)
+        } else {
+            None
+        }
+    }
+}
+
+/// The outcome of one quorum whose branches answered `answers` in this order.
+pub fn decide(spec: &QuorumSpec, answers: &[BranchAnswer]) -> QuorumOutcome {
+    let mut tally = QuorumTally::new(spec);
+    for &a in answers {
+        if let Some(outcome) = tally.record(a) {
+            return outcome;
+        }
+    }
+    tally.outcome().unwrap_or(QuorumOutcome::NoQuorum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BranchAnswer::*;
+
+    fn spec(n: u32, k: u32, wrong: f64, shared: f64) -> QuorumSpec {
+        QuorumSpec { n, k, wrong, shared }
+    }
+
+    #[test]
+    fn two_of_three_decides_as_soon_as_it_can() {
+        let s = spec(3, 2, 0.1, 0.0);
+        let mut t = QuorumTally::new(&s);
+        assert_eq!(t.record(Right), None);
+        assert_eq!(t.record(Right), Some(QuorumOutcome::AgreedRight), "the third need not be awaited");
+        assert_eq!(decide(&s, &[Wrong, Right, Wrong]), QuorumOutcome::AgreedWrong);
+        assert_eq!(decide(&s, &[Wrong, Failed, Right]), QuorumOutcome::NoQuorum);
+        // A failure and a wrong answer: only the wrong one can still reach 2; a right third ends it.
+        let mut t = QuorumTally::new(&s);
+        assert_eq!(t.record(Failed), None);
+        assert_eq!(t.record(Wrong), None);
+        assert_eq!(t.record(Right), Some(QuorumOutcome::NoQuorum));
+        let mut t = QuorumTally::new(&s);
+        t.record(Failed);
+        assert_eq!(t.record(Failed), Some(QuorumOutcome::NoQuorum), "two failures of three: no quorum is possible");
+    }
+
+    #[test]
+    fn a_quorum_needs_a_strict_majority() {
+        assert!(spec(3, 2, 0.1, 0.0).check().is_ok());
+        assert!(spec(4, 2, 0.1, 0.0).check().is_err(), "2 of 4 could agree on both answers");
+        assert!(spec(3, 4, 0.1, 0.0).check().is_err());
+        assert!(spec(3, 2, 1.1, 0.0).check().is_err());
+        assert!(spec(0, 0, 0.1, 0.0).check().is_err());
+    }
+
+    #[test]
+    fn the_closed_forms_of_two_of_three() {
+        let q: f64 = 0.1;
+        let independent = 3.0 * q * q * (1.0 - q) + q.powi(3);
+        assert!((spec(3, 2, q, 0.0).p_agreed_wrong() - independent).abs() < 1e-15);
+        let s = 0.05;
+        assert!((spec(3, 2, q, s).p_agreed_wrong() - (s + (1.0 - s) * independent)).abs() < 1e-15);
+        // Without failures every 2-of-3 quorum agrees on one answer or the other.
+        let p = spec(3, 2, q, s);
+        assert!((p.p_agreed_wrong() + p.p_agreed_right() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_shared_cause_makes_the_sharing_branches_wrong_together() {
+        let s = spec(3, 2, 0.0, 0.5);
+        assert_eq!(s.answers(0.4, &[0.9, 0.9, 0.9], &[true, true, false]), vec![Wrong, Wrong, Right]);
+        assert_eq!(s.answers(0.6, &[0.9, 0.9, 0.9], &[true, true, true]), vec![Right, Right, Right]);
+    }
+}

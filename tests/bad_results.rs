@@ -1,0 +1,364 @@
+//! Faults that look like success, observed from outside: the share of runs whose answer rests
+//! on an undetected bad result is toxicity x (1 - the validator's detection share); a
+//! validator's latency and cost show in the run's; a stream cut after the first token bills one
+//! output token and ends early; a quota cut raises 429s in its window only; slow streaming
+//! chunks lengthen a call by the factor on its output; and the file's checks.
+
+mod common;
+use common::{assert_in_ci, metric, model, replicate};
+use faultline::engine::simulate;
+use faultline::metrics::MetricMap;
+use faultline::scenario::{Format, Source, parse_source};
+
+/// A tool with a good fallback, one step; `faults` and `policies` are appended.
+fn tool_scenario(faults: &str, policies: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 100
+warmup_s = 0
+seed = 7
+replications = 10
+
+[[dependency]]
+name = "tool"
+servers = 1000
+cost_units = 1
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+[[dependency]]
+name = "tool-b"
+servers = 1000
+cost_units = 1
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 20 }}
+deadline_ms = 60000
+
+  [[workflow.step]]
+  id = "call"
+  dependency = "tool"
+  fallback = "tool-b"
+
+{faults}
+
+{policies}
+"#
+    )
+}
+
+const SCHEMA_FAULT: &str = r#"
+[[fault]]
+kind = "schema_violation"
+target = "tool"
+start_s = 0
+duration_s = 1000
+toxicity = 0.4
+"#;
+
+const TWO_POLICIES: &str = r#"
+[policy.unchecked]
+timeout_ms = 5000
+
+[policy.checked]
+timeout_ms = 5000
+[policy.checked.steps.call.validator]
+check = "schema"
+latency_ms = 50
+cost_units = 0.25
+detects = { schema_violation = 0.5 }
+"#;
+
+#[test]
+fn the_share_of_answers_on_an_undetected_bad_result_is_toxicity_times_what_the_validator_misses() {
+    let m = model(&tool_scenario(SCHEMA_FAULT, TWO_POLICIES));
+    let unchecked = replicate(&m, m.policy_index("unchecked").unwrap());
+    let checked = replicate(&m, m.policy_index("checked").unwrap());
+    // Every run answers: a detected bad result goes to the fallback, which is good.
+    for reps in [&unchecked, &checked] {
+        assert_eq!(metric(reps, "auto_completion_ratio").mean, 1.0);
+    }
+    // Unchecked: 0.4 of the answers rest on a schema violation; checked: 0.4 x (1 - 0.5).
+    assert_in_ci("unchecked share", &metric(&unchecked, "run_on_undetected_bad_result_ratio"), 0.4, 4);
+    assert_in_ci("checked share", &metric(&checked, "run_on_undetected_bad_result_ratio"), 0.2, 4);
+    // Half of what reached the validator was caught; the other policy caught nothing.
+    let detected: f64 = checked.iter().map(|r| r["bad_result_detected_total.schema_violation"]).sum();
+    let received: f64 = checked.iter().map(|r| r["bad_result_total.schema_violation"]).sum();
+    let share = detected / received;
+    assert!((share - 0.5).abs() < 0.03, "detected share {share}");
+    assert_eq!(metric(&unchecked, "bad_result_detected_total.schema_violation").mean, 0.0);
+    // The caught ones went to the fallback: 0.4 x 0.5 of the runs.
+    let fell_back: f64 = checked.iter().map(|r| r["fallback_used_total"]).sum();
+    let runs: f64 = checked.iter().map(|r| r["logical_run_total"]).sum();
+    assert!((fell_back / runs - 0.2).abs() < 0.02, "{}", fell_back / runs);
+    assert_eq!(fell_back, detected, "each caught answer went to the fallback");
+}
+
+#[test]
+fn a_validators_latency_and_cost_show_in_the_runs() {
+    let m = model(&tool_scenario("", TWO_POLICIES));
+    let unchecked = simulate(&m, m.policy_index("unchecked").unwrap(), 3).unwrap().metrics;
+    let checked = simulate(&m, m.policy_index("checked").unwrap(), 3).unwrap().metrics;
+    assert_eq!(unchecked["run_latency_ms.mean"], 100.0);
+    assert_eq!(checked["run_latency_ms.mean"], 150.0, "100 ms of service and 50 of checking");
+    let runs = checked["logical_run_total"];
+    assert_eq!(runs, unchecked["logical_run_total"]);
+    assert!((unchecked["cost_units_total"] - runs).abs() < 1e-9);
+    assert!((checked["cost_units_total"] - 1.25 * runs).abs() < 1e-6, "{}", checked["cost_units_total"]);
+    assert_eq!(checked["validation_total"], runs);
+    assert_eq!(checked["run_on_undetected_bad_result_total"], 0.0);
+}
+
+/// One token-shaped model; `faults` appended.
+fn model_scenario(faults: &str, tokens: &str, warmup_s: u32) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 200
+warmup_s = {warmup_s}
+seed = 3
+replications = 1
+
+[[dependency]]
+name = "llm"
+kind = "model"
+servers = 1000
+
+[dependency.tokens]
+time_to_first_token = {{ dist = "constant", value_ms = 400 }}
+ttft_ms_per_1k_input_tokens = 50
+time_per_output_token = {{ dist = "constant", value_ms = 20 }}
+price_per_million_input_tokens = 3
+price_per_million_output_tokens = 15
+{tokens}
+
+[[workflow]]
+name = "chat"
+arrivals = {{ rate_per_s = 1 }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "answer"
+  dependency = "llm"
+  input_tokens = {{ dist = "constant", value = 2000 }}
+  output_tokens = {{ dist = "constant", value = 300 }}
+
+{faults}
+
+[policy.plain]
+timeout_ms = 300000
+retry = {{ max_attempts = 1 }}
+"#
+    )
+}
+
+fn one(toml: &str) -> MetricMap {
+    let m = model(toml);
+    simulate(&m, 0, 11).unwrap_or_else(|e| panic!("{e}")).metrics
+}
+
+#[test]
+fn a_stream_cut_after_the_first_token_ends_early_and_bills_one_output_token() {
+    let cut = r#"
+[[fault]]
+kind = "stream_cut"
+target = "llm"
+start_s = 0
+duration_s = 1000
+"#;
+    let whole = one(&model_scenario("", "", 0));
+    let m = one(&model_scenario(cut, "", 0));
+    let calls = m["gen_ai.client.calls_served_total"];
+    assert_eq!(calls, whole["gen_ai.client.calls_served_total"]);
+    assert_eq!(whole["gen_ai.client.token.usage.output_total"], 300.0 * calls);
+    assert_eq!(m["gen_ai.client.token.usage.output_total"], calls, "one token each");
+    // 400 + 2 x 50 + 1 x 20 ms instead of 400 + 100 + 300 x 20.
+    assert_eq!(whole["run_latency_ms.mean"], 6500.0);
+    assert_eq!(m["run_latency_ms.mean"], 520.0);
+    // It looked like success: every run answered, on a cut stream.
+    assert_eq!(m["auto_completion_ratio"], 1.0);
+    assert_eq!(m["bad_result_total.stream_cut"], calls);
+    assert_eq!(m["run_on_undetected_bad_result_ratio"], 1.0);
+    // Money: 2000 x 3e-6 + 1 x 15e-6 a call.
+    assert!((m["cost_money_total"] - (0.006 + 15e-6) * calls).abs() < 1e-9, "{}", m["cost_money_total"]);
+}
+
+#[test]
+fn slow_streaming_chunks_lengthen_the_output_by_the_factor() {
+    let slow = r#"
+[[fault]]
+kind = "slow_stream"
+target = "llm"
+start_s = 0
+duration_s = 1000
+factor = 3
+"#;
+    let m = one(&model_scenario(slow, "", 0));
+    // 400 + 100 + 300 x 20 x 3; the first chunk is as early as ever.
+    assert_eq!(m["run_latency_ms.mean"], 18_500.0);
+    assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
+    assert!(!m.contains_key("bad_result_total.truncated"), "slow chunks are no bad result");
+}
+
+#[test]
+fn a_quota_cut_raises_429s_in_its_window_only() {
+    // 2300 tokens a call, 1 call a second: 138 000 a minute of a 300 000 quota.
+    let quota = "tokens_per_minute = 300000";
+    let cut = r#"
+[[fault]]
+kind = "quota_cut"
+target = "llm"
+start_s = 60
+duration_s = 60
+factor = 0.1
+"#;
+    let limited = |m: &MetricMap| m["dependency.llm.error_total.rate_limited"];
+    assert_eq!(limited(&one(&model_scenario("", quota, 0))), 0.0, "no cut, no 429");
+    let during = one(&model_scenario(cut, quota, 0));
+    // 30 000 tokens a minute left: the cut bucket and its minute's refill hold about 26 calls
+    // of 2 300 tokens, of the 60 or so that arrive in the window; the rest are refused.
+    assert!(limited(&during) > 15.0, "{}", limited(&during));
+    assert!(limited(&during) < 45.0, "{}", limited(&during));
+    // Runs that arrive once the window is over meet no 429.
+    let after = one(&model_scenario(cut, quota, 125));
+    assert_eq!(limited(&after), 0.0);
+}
+
+fn refusal(toml: &str) -> String {
+    let source = Source::from_text("bad.toml", toml, Format::Toml);
+    let scenario = match parse_source(&source) {
+        Ok(s) => s,
+        Err(e) => return e.to_string(),
+    };
+    match faultline::engine::Model::compile(&scenario, &source) {
+        Ok(_) => panic!("accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_files_checks_name_the_field() {
+    let stream_at_api = tool_scenario(
+        "[[fault]]\nkind = \"stream_cut\"\ntarget = \"tool\"\nstart_s = 0\nduration_s = 10\n",
+        "[policy.p]\ntimeout_ms = 1000\n",
+    );
+    let e = refusal(&stream_at_api);
+    assert!(e.contains("fault[0].target") && e.contains("[dependency.tokens]"), "{e}");
+    let stale_at_api = stream_at_api.replace("stream_cut", "stale_index");
+    let e = refusal(&stale_at_api);
+    assert!(e.contains("retrieval"), "{e}");
+    let quota_without_limit = model_scenario(
+        "[[fault]]\nkind = \"quota_cut\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 10\nfactor = 0.5\n",
+        "",
+        0,
+    );
+    assert!(refusal(&quota_without_limit).contains("per_minute"));
+    let big_cut = model_scenario(
+        "[[fault]]\nkind = \"quota_cut\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 10\nfactor = 2\n",
+        "tokens_per_minute = 300000",
+        0,
+    );
+    assert!(refusal(&big_cut).contains("fault[0].factor"), "{}", refusal(&big_cut));
+    let toxic_quota = big_cut.replace("factor = 2", "factor = 0.5\ntoxicity = 0.5");
+    assert!(refusal(&toxic_quota).contains("`toxicity` does not apply"), "{}", refusal(&toxic_quota));
+    let blind = tool_scenario("", &TWO_POLICIES.replace("schema_violation = 0.5", "stale_index = 0.5"));
+    let e = refusal(&blind);
+    assert!(e.contains("detects.stale_index") && e.contains("cannot see"), "{e}");
+    let over = tool_scenario("", &TWO_POLICIES.replace("0.5 }", "1.5 }"));
+    assert!(refusal(&over).contains("[0, 1]"), "{}", refusal(&over));
+    let unknown = tool_scenario("", &TWO_POLICIES.replace("\"schema\"", "\"vibes\""));
+    assert!(refusal(&unknown).contains("validator.check"), "{}", refusal(&unknown));
+}
+
+#[test]
+fn scenarios_without_them_have_no_bad_result_metrics() {
+    let m = one(&model_scenario("", "", 0));
+    assert!(m.keys().all(|k| !k.contains("bad_result") && !k.starts_with("validat")));
+}
+
+fn faultline(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap()
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-bad-results-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The mean of `metric` in `policy`'s summary.json under `out`.
+fn summary_mean(out: &std::path::Path, policy: &str, metric: &str) -> f64 {
+    let text = std::fs::read_to_string(out.join(policy).join("summary.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let m = &json["metrics"][metric];
+    m.as_f64().or_else(|| m["mean"].as_f64()).unwrap_or_else(|| panic!("{metric}: {m}"))
+}
+
+#[test]
+fn a_validators_share_is_a_set_path_and_explore_draws_the_new_kinds_where_they_fit() {
+    let dir = scratch("cli");
+    let file = dir.join("tool.toml");
+    std::fs::write(&file, tool_scenario(SCHEMA_FAULT, TWO_POLICIES).replace("replications = 10", "replications = 2"))
+        .unwrap();
+    let file = file.to_str().unwrap();
+    // A validator that catches every violation: no answer rests on one (0.2 with half).
+    let out = dir.join("run");
+    let o = faultline(&[
+        "run",
+        file,
+        "--set",
+        "policy.checked.steps.call.validator.detects.schema_violation=1.0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(summary_mean(&out, "checked", "run_on_undetected_bad_result_ratio"), 0.0);
+    assert!(summary_mean(&out, "unchecked", "run_on_undetected_bad_result_ratio") > 0.35);
+    // A value out of range is refused at its path, exit 2.
+    let o = faultline(&["run", file, "--set", "policy.checked.steps.call.validator.detects.schema_violation=2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("detects.schema_violation"));
+
+    // explore: the kinds that look like success join where the scenario deals in them, and only
+    // those its dependencies can take (no tokens, no retrieval here).
+    let explored = dir.join("explored");
+    let explored = explored.to_str().unwrap();
+    let o = faultline(&["explore", file, "-p", "checked", "--schedules", "2", "--replications", "1", "-o", explored]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let kinds = text.split("kinds ").nth(1).and_then(|k| k.split(')').next()).unwrap_or_else(|| panic!("{text}"));
+    for k in ["truncated_result", "empty_result", "schema_violation", "latency"] {
+        assert!(kinds.contains(k), "{k} in {kinds}");
+    }
+    for k in ["stream_cut", "slow_stream", "quota_cut", "partial_result", "stale_index"] {
+        assert!(!kinds.contains(k), "{k} in {kinds}");
+    }
+    let o = faultline(&["explore", file, "-p", "checked", "--kind", "stream_cut", "-o", explored]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[dependency.tokens]"));
+    // A token model with a quota takes all three of its kinds when asked.
+    let tokens = dir.join("llm.toml");
+    std::fs::write(&tokens, model_scenario("", "tokens_per_minute = 300000", 0)).unwrap();
+    let o = faultline(&[
+        "explore",
+        tokens.to_str().unwrap(),
+        "-p",
+        "plain",
+        "--kind",
+        "stream_cut",
+        "--kind",
+        "slow_stream",
+        "--kind",
+        "quota_cut",
+        "--schedules",
+        "3",
+        "--replications",
+        "1",
+        "-o",
+        explored,
+    ]);
+    assert!(matches!(o.status.code(), Some(0 | 99)), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
