@@ -421,6 +421,112 @@ fn every_dashboard_query_names_a_metric_the_export_writes() {
     }
 }
 
+/// Prometheus's OTLP receiver (and the collector's Prometheus exporter) name a metric by
+/// prometheus/otlptranslator's `normalizeName`, the default with suffixes: the name split into
+/// tokens at every character outside [a-zA-Z0-9:], the unit's suffix appended unless a token
+/// already is it (`s` -> `seconds`, `1/s` -> `per_second`, `1` and `{...}` -> none), `total`
+/// moved last for a monotonic sum, `ratio` moved last for a gauge of unit `1`. Every OTLP metric
+/// must come out under the Prometheus export's name, which the dashboard queries: before, the
+/// burn rate (a gauge of unit `1`) arrived as `faultline_error_budget_burn_rate_ratio` and every
+/// `_per_second` figure as `..._per_second_per_second` (the token check sees `per` and
+/// `second`, not `per_second`).
+#[test]
+fn otlp_metrics_arrive_in_prometheus_under_the_names_the_dashboard_queries() {
+    fn translated(name: &str, unit: &str, monotonic_sum: bool, gauge: bool) -> String {
+        let mut tokens: Vec<String> = name
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != ':')
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect();
+        let (main, per) = match unit.split_once('/') {
+            Some((main, per)) => (main, Some(per)),
+            None => (unit, None),
+        };
+        let main = match main {
+            "s" => "seconds",
+            "ms" => "milliseconds",
+            "By" => "bytes",
+            "%" => "percent",
+            u if u == "1" || u.starts_with('{') => "",
+            u => u,
+        };
+        let per = per.map(|p| match p {
+            "s" => "per_second",
+            "m" => "per_minute",
+            "h" => "per_hour",
+            other => panic!("per unit {other}"),
+        });
+        if !main.is_empty() && !tokens.iter().any(|t| t == main) {
+            tokens.push(main.to_string());
+        }
+        if let Some(per) = per
+            && !tokens.iter().any(|t| t == per)
+        {
+            tokens.push(per.to_string());
+        }
+        if monotonic_sum {
+            tokens.retain(|t| t != "total");
+            tokens.push("total".into());
+        }
+        if unit == "1" && gauge {
+            tokens.retain(|t| t != "ratio");
+            tokens.push("ratio".into());
+        }
+        tokens.join("_")
+    }
+    let (incident, _) = folders();
+    let prometheus: BTreeSet<String> = parse_prometheus(&export(incident, "prometheus")).0.into_keys().collect();
+    let otlp: Value = serde_json::from_str(&export(incident, "otlp-json")).unwrap();
+    let mut checked = 0;
+    let mut units = BTreeSet::new();
+    for metric in otlp["resourceMetrics"][0]["scopeMetrics"][0]["metrics"].as_array().unwrap() {
+        let (name, unit) = (metric["name"].as_str().unwrap(), metric["unit"].as_str().unwrap());
+        let sum = metric.get("sum").is_some_and(|s| s["isMonotonic"] == true);
+        let gauge = metric.get("gauge").is_some();
+        let arrives = translated(name, unit, sum, gauge);
+        assert!(
+            prometheus.contains(&arrives),
+            "OTLP {name} (unit {unit:?}) arrives in Prometheus as {arrives}, which the export and the dashboard call otherwise"
+        );
+        units.insert(unit.to_string());
+        checked += 1;
+    }
+    assert!(checked > 100, "{checked}");
+    // The incident has every kind of unit the export writes.
+    for unit in ["s", "1", "1/s", "{run}"] {
+        assert!(units.contains(unit), "{units:?}");
+    }
+}
+
+/// "Retry amplification" is attempts per logical call (docs/metrics.md,
+/// `retry_amplification_ratio`: naive 2.97 during the incident). The time series counts no
+/// logical calls, so a per-window panel of attempts over arrivals is attempts per root run (the
+/// incident's naive policy: 9.9 before the fault, 28.9 during it, one per step and tool call and
+/// more for retries): titled "Retry amplification" beside the bar gauge of 2.97 it read as a
+/// storm ten times worse.
+#[test]
+fn only_a_panel_of_the_retry_amplification_metric_is_called_amplification() {
+    let dashboard: Value =
+        serde_json::from_slice(&std::fs::read(format!("{ROOT}/examples/grafana/faultline-dashboard.json")).unwrap())
+            .unwrap();
+    let mut named = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        let title = panel["title"].as_str().unwrap().to_lowercase();
+        if panel["type"] == "row" || !title.contains("amplification") {
+            continue;
+        }
+        named += 1;
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            assert!(
+                expr.contains("faultline_result_retry_amplification_ratio"),
+                "panel `{title}` is called amplification but shows {expr}"
+            );
+        }
+    }
+    assert_eq!(named, 1, "the whole-run bar gauge");
+}
+
 #[test]
 fn a_damaged_folder_exits_2_naming_the_file_line_and_column() {
     let (incident, _) = folders();

@@ -345,3 +345,129 @@ fn the_closed_incident_validates_and_differs_from_the_open_one_only_in_its_load(
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `--set` reaches the new load fields from the command line as it reaches the others: a
+/// closed population's count, think time and stages, and an open load replaced by k6 stages
+/// with a time unit. Each changes the figures as the closed forms say; a bad value is exit 2
+/// naming the field, as in the file.
+#[test]
+fn set_on_the_command_line_shapes_the_load() {
+    let dir = std::env::temp_dir().join(format!("faultline-load-set-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let users = "[workflow.arrivals.users]\ncount = 10\nwait_time = { constant_s = 1 }";
+    let text = station(users, 4, 10.0, 200.0, 0.0, "").replace("replications = 10", "replications = 2");
+    std::fs::write(dir.join("s.toml"), text).unwrap();
+    let run = |sets: &[&str]| -> serde_json::Value {
+        let mut args = vec!["run", "s.toml", "-o", "out", "--format", "json"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(&args).current_dir(&dir).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{sets:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let summary = std::fs::read(dir.join("out/plain/summary.json")).unwrap();
+        serde_json::from_slice::<serde_json::Value>(&summary).unwrap()["metrics"].clone()
+    };
+    let figure = |s: &serde_json::Value, m: &str| s[m].as_f64().unwrap_or_else(|| panic!("{m} in {s}"));
+    // 10 users, 1 s think, ~10 ms service on 4 servers: X ~ N / (Z + S) = 9.9/s.
+    let base = run(&[]);
+    assert_eq!(figure(&base, "users_active.max"), 10.0);
+    let x = figure(&base, "logical_run_total") / 200.0;
+    assert!((x - 10.0 / 1.01).abs() < 0.3, "{x}/s");
+    // Twice the users: twice the runs.
+    let more = run(&["workflow.customers.arrivals.users.count=20"]);
+    assert_eq!(figure(&more, "users_active.max"), 20.0);
+    let ratio = figure(&more, "logical_run_total") / figure(&base, "logical_run_total");
+    assert!((ratio - 2.0).abs() < 0.05, "{ratio}");
+    // A think time of 4 s: N / (Z + S) = 2.49/s.
+    let slow = run(&["workflow.customers.arrivals.users.wait_time={ constant_s = 4 }"]);
+    assert_eq!(figure(&slow, "think_time_s.mean"), 4.0);
+    let x = figure(&slow, "logical_run_total") / 200.0;
+    assert!((x - 10.0 / 4.01).abs() < 0.1, "{x}/s");
+    // Users as k6 stages: 0 to 10 over 100 s, then held. User k joins when the ramp crosses k,
+    // at 10k s: (sum over k of 200 - 10k) / 200 = 7.25 users on average (a joiner stays).
+    let ramp = run(&[
+        "workflow.customers.arrivals.users={ stages = [{ duration_s = 100, target = 10 }], wait_time = { constant_s = 1 } }",
+    ]);
+    let mean_users = figure(&ramp, "users_active.mean");
+    assert!((mean_users - 7.25).abs() < 0.01, "{mean_users}");
+    // The closed load replaced by an open ramp in runs per minute: 300 to 900 per minute over
+    // the 200 s is 200 x (5 + 15) / 2 = 2000 runs a replication, and no users.
+    let open = run(&[
+        "workflow.customers.arrivals={ start_rate = 300, time_unit_s = 60, stages = [{ duration_s = 200, target = 900 }] }",
+    ]);
+    let runs = figure(&open, "logical_run_total");
+    // Poisson: the mean of 2 replications has a standard deviation of sqrt(2000 / 2).
+    assert!((runs - 2000.0).abs() < 3.3 * (2000.0f64 / 2.0).sqrt(), "{runs}");
+    assert!(open.get("users_active.mean").is_none(), "{open}");
+    // A bad value is refused at its field, exit 2.
+    for (set, says) in [
+        ("workflow.customers.arrivals.users.count=0", "workflow[0].arrivals.users.count"),
+        (
+            "workflow.customers.arrivals.users.wait_time={ between_s = [3, 1] }",
+            "workflow[0].arrivals.users.wait_time.between_s",
+        ),
+        ("workflow.customers.arrivals.users.spawn_rate=-1", "workflow[0].arrivals.users.spawn_rate"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["run", "s.toml", "-o", "bad", "--set", set])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{set}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{set}: {err}");
+    }
+    assert!(!dir.join("bad").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Locust's constant_pacing(s): the wait is s less the run's time, so each user starts a run
+/// every s seconds while runs take less than s (X = N / s, whatever the response time), and back
+/// to back once they take longer (X = N / R, no think time). constant_throughput(x) is
+/// constant_pacing(1 / x). Against `constant_s`, whose throughput N / (s + R) falls with R.
+#[test]
+fn constant_pacing_starts_a_run_every_pace_whatever_the_run_takes() {
+    let runs_per_s = |wait: &str, service_ms: f64| -> f64 {
+        let load = format!("[workflow.arrivals.users]\ncount = 10\nwait_time = {wait}");
+        let m = model(&station(&load, 10, service_ms, 400.0, 0.0, ""));
+        let reps = replicate(&m, 0);
+        reps.iter().map(|r| r["logical_run_total"]).sum::<f64>() / reps.len() as f64 / 400.0
+    };
+    // Pace 2 s, runs of ~0.5 s on 10 servers (no queue): 10 / 2 = 5 runs/s; constant 2 s gives
+    // 10 / 2.5 = 4.
+    let paced = runs_per_s("{ constant_pacing_s = 2 }", 500.0);
+    assert!((paced - 5.0).abs() < 0.05, "paced {paced}/s");
+    let throughput = runs_per_s("{ constant_throughput_per_s = 0.5 }", 500.0);
+    assert_eq!(throughput, paced, "constant_throughput(0.5) is constant_pacing(2)");
+    let constant = runs_per_s("{ constant_s = 2 }", 500.0);
+    assert!((constant - 4.0).abs() < 0.1, "constant {constant}/s");
+    // Runs of 4 s on average (exponential) against a 2 s pace: mostly back to back. Each cycle
+    // lasts C = max(2, S): E C = 2 + 4 e^(-1/2) = 4.426 s, E C^2 = 4 (1 - e^(-1/2)) + 52 e^(-1/2).
+    // A renewal process that starts with a run at 0 makes (t + (Var C + (E C)^2) / (2 E C)) / E C
+    // runs by t: 2.2805 runs/s for each 10 users over 400 s (2.259 without the first run's edge).
+    let slow = runs_per_s("{ constant_pacing_s = 2 }", 4000.0);
+    let e = (-0.5f64).exp();
+    let (mean, second) = (2.0 + 4.0 * e, 4.0 * (1.0 - e) + 52.0 * e);
+    let expected = 10.0 * (400.0 / mean + second / (2.0 * mean * mean)) / 400.0;
+    assert!((slow - expected).abs() < 0.05, "slow {slow}/s against {expected}");
+    let (code, err) = validate(
+        &station("[workflow.arrivals.users]\ncount = 10\nwait_time = { constant_pacing_s = 0 }", 1, 1.0, 10.0, 0.0, ""),
+        "pacing.toml",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("workflow[0].arrivals.users.wait_time.constant_pacing_s"), "{err}");
+    let (code, err) = validate(
+        &station(
+            "[workflow.arrivals.users]\ncount = 10\nwait_time = { constant_s = 1, constant_pacing_s = 2 }",
+            1,
+            1.0,
+            10.0,
+            0.0,
+            "",
+        ),
+        "two.toml",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("give exactly one of"), "{err}");
+}

@@ -103,8 +103,8 @@ fn the_incident_headline_shows_the_figures_readme_quotes_during_the_fault() {
             "retry_amplification_ratio",
             "cost_per_success",
             "duplicate_effect_total",
-            // Named by the file's [slo.regression].
-            "incident.retry_amplification_ratio",
+            // The file's [slo.regression] names incident.retry_amplification_ratio: that is
+            // retry_amplification_ratio's "during the faults" column above, not a row again.
             "recovery_time_s"
         ],
         "{text}"

@@ -30,6 +30,8 @@ pub(super) struct User {
     pub state: UserState,
     /// The number of its current wait; an answer or a timer for an older one is stale.
     pub cycle: u32,
+    /// When its current run started (constant pacing subtracts the run's time from the pace).
+    pub run_started: Micros,
 }
 
 /// One workflow's users during a replication.

@@ -67,7 +67,7 @@ impl<T: Tracer> Simulation<'_, T> {
         for _ in 0..spawn {
             let p = self.populations[w].as_mut().expect("checked above");
             let user = p.users.len() as u32;
-            p.users.push(super::user_slots::User { state: UserState::Waiting, cycle: 0 });
+            p.users.push(super::user_slots::User { state: UserState::Waiting, cycle: 0, run_started: now });
             p.active += 1;
             self.observe_users(now);
             self.start_user_run(now, w, user);
@@ -81,6 +81,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let p = self.populations[w].as_mut().expect("a closed population");
         let u = &mut p.users[user as usize];
         u.state = UserState::Waiting;
+        u.run_started = now;
         let cycle = u.cycle;
         let arrival = p.runs;
         p.runs = p.runs.wrapping_add(1);
@@ -119,7 +120,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let model = self.model;
         let spec = model.world.workloads[w].population.as_ref().expect("a closed population");
         let p = self.populations[w].as_mut().expect("a closed population");
-        let cycle = p.users[user as usize].cycle;
+        let (cycle, run_started) = (p.users[user as usize].cycle, p.users[user as usize].run_started);
         // Both draws always, so the think time does not depend on the outcome.
         let mut stream = p.key.with(u64::from(user)).with(u64::from(cycle)).stream();
         let (leave_draw, think_draw) = (stream.unit(), stream.unit());
@@ -135,7 +136,7 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         p.users[user as usize].state = UserState::Thinking;
-        let think_us = spec.wait.draw_us(think_draw);
+        let think_us = spec.wait.draw_us(think_draw, now.saturating_sub(run_started));
         let at = now.saturating_add(think_us);
         // Runs start in [0, duration): a user whose think ends later starts none.
         if at < model.world.duration_us {

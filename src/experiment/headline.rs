@@ -117,6 +117,12 @@ fn rows(figures: &Figures, slo: &SloChecks, policies: &[Policy]) -> (Vec<Row>, V
                 slo.thresholds.iter().chain(&slo.regressions).map(|c| c.metric.as_str()).collect();
             let mut names: Vec<String> = Vec::new();
             for name in STORY.iter().copied().chain(slo_metrics.iter().copied()).chain(RECOVERY) {
+                // An [slo] metric `incident.x` is x's "during the faults" column: x's row shows
+                // it, so a row of its own would print the same figure twice.
+                let name = match name.strip_prefix(INCIDENT) {
+                    Some(whole) if has(whole) => whole,
+                    _ => name,
+                };
                 if names.iter().any(|n| n == name) || !has(name) {
                     continue;
                 }
@@ -126,7 +132,8 @@ fn rows(figures: &Figures, slo: &SloChecks, policies: &[Policy]) -> (Vec<Row>, V
                         .any(|p| p.aggregate.estimates.get(metric).is_some_and(|e| e.mean != 0.0 && !e.mean.is_nan()))
                 };
                 let incident = format!("{INCIDENT}{name}");
-                if slo_metrics.contains(&name) || informative(name) || informative(&incident) {
+                let in_slo = slo_metrics.contains(&name) || slo_metrics.contains(&incident.as_str());
+                if in_slo || informative(name) || informative(&incident) {
                     names.push(name.to_string());
                 } else {
                     left_out.push(name.to_string());

@@ -506,6 +506,13 @@ pub struct WaitTime {
     /// Exponential with this mean (a memoryless human).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exponential_mean_s: Option<f64>,
+    /// Locust's constant_pacing(s): a run starts every s seconds at most (the wait is s less
+    /// the time the last run took, 0 when it took longer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_pacing_s: Option<f64>,
+    /// Locust's constant_throughput(x): constant_pacing(1 / x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constant_throughput_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

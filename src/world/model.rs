@@ -194,25 +194,41 @@ impl RatePhaseModel {
 /// Locust's wait_time functions, in microseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum WaitModel {
-    Constant { us: f64 },
-    Between { min_us: f64, max_us: f64 },
-    Exponential { mean_us: f64 },
+    Constant {
+        us: f64,
+    },
+    Between {
+        min_us: f64,
+        max_us: f64,
+    },
+    Exponential {
+        mean_us: f64,
+    },
+    /// Locust's constant_pacing (and constant_throughput): one run every `us` at most.
+    Pacing {
+        us: f64,
+    },
 }
 
 impl WaitModel {
-    /// The think time for a uniform draw `u` in [0, 1).
-    pub fn draw_us(&self, u: f64) -> Micros {
+    /// The think time for a uniform draw `u` in [0, 1), after a run (or a wait for one) that
+    /// lasted `run_us`: only pacing reads it.
+    pub fn draw_us(&self, u: f64, run_us: Micros) -> Micros {
         let us = match *self {
             WaitModel::Constant { us } => us,
             WaitModel::Between { min_us, max_us } => min_us + u * (max_us - min_us),
             WaitModel::Exponential { mean_us } => -mean_us * (1.0 - u).ln(),
+            // Locust: max(0, wait_time - run_time). A run refused at its start took 0 time and
+            // waits the whole pace, so a user never restarts at the same instant for ever.
+            WaitModel::Pacing { us } => (us - run_us as f64).max(0.0),
         };
         crate::sim::round_u64(us)
     }
 
+    /// The mean think time; for pacing, the pace (a user starts a run every pace at most).
     pub fn mean_s(&self) -> f64 {
         match *self {
-            WaitModel::Constant { us } => us / 1e6,
+            WaitModel::Constant { us } | WaitModel::Pacing { us } => us / 1e6,
             WaitModel::Between { min_us, max_us } => (min_us + max_us) / 2e6,
             WaitModel::Exponential { mean_us } => mean_us / 1e6,
         }
@@ -1131,31 +1147,44 @@ fn compile_population(c: &Checker, up: &FieldPath, users: &Users) -> Result<Popu
     }
     let wp = up.key("wait_time");
     let wt = &users.wait_time;
-    let wait = match (wt.constant_s, &wt.between_s, wt.exponential_mean_s) {
-        (Some(s), None, None) => {
-            if s == 0.0 {
-                // Locust's default is constant(0); here a run refused at once would start again
-                // at the same instant, forever.
-                return Err(c.err(&wp.key("constant_s"), "a closed population needs a think time > 0, got 0"));
-            }
-            WaitModel::Constant { us: c.positive(&wp.key("constant_s"), s)? * 1e6 }
+    let given = [
+        wt.constant_s.is_some(),
+        wt.between_s.is_some(),
+        wt.exponential_mean_s.is_some(),
+        wt.constant_pacing_s.is_some(),
+        wt.constant_throughput_per_s.is_some(),
+    ];
+    if given.iter().filter(|&&g| g).count() != 1 {
+        return Err(c.err(
+            &wp,
+            "give exactly one of constant_s, between_s, exponential_mean_s, constant_pacing_s or constant_throughput_per_s",
+        ));
+    }
+    let wait = if let Some(s) = wt.constant_s {
+        if s == 0.0 {
+            // Locust's default is constant(0); here a run refused at once would start again
+            // at the same instant, forever.
+            return Err(c.err(&wp.key("constant_s"), "a closed population needs a think time > 0, got 0"));
         }
-        (None, Some(range), None) => {
-            let bp = wp.key("between_s");
-            let [min, max] = range[..] else {
-                return Err(c.err(&bp, format!("between_s is [min, max], got {} numbers", range.len())));
-            };
-            let min = c.non_negative(&bp.index(0), min)?;
-            let max = c.positive(&bp.index(1), max)?;
-            if max < min {
-                return Err(c.err(&bp, format!("between_s is [min, max] with min <= max, got [{min}, {max}]")));
-            }
-            WaitModel::Between { min_us: min * 1e6, max_us: max * 1e6 }
+        WaitModel::Constant { us: c.positive(&wp.key("constant_s"), s)? * 1e6 }
+    } else if let Some(range) = &wt.between_s {
+        let bp = wp.key("between_s");
+        let [min, max] = range[..] else {
+            return Err(c.err(&bp, format!("between_s is [min, max], got {} numbers", range.len())));
+        };
+        let min = c.non_negative(&bp.index(0), min)?;
+        let max = c.positive(&bp.index(1), max)?;
+        if max < min {
+            return Err(c.err(&bp, format!("between_s is [min, max] with min <= max, got [{min}, {max}]")));
         }
-        (None, None, Some(mean)) => {
-            WaitModel::Exponential { mean_us: c.positive(&wp.key("exponential_mean_s"), mean)? * 1e6 }
-        }
-        _ => return Err(c.err(&wp, "give exactly one of constant_s, between_s or exponential_mean_s")),
+        WaitModel::Between { min_us: min * 1e6, max_us: max * 1e6 }
+    } else if let Some(mean) = wt.exponential_mean_s {
+        WaitModel::Exponential { mean_us: c.positive(&wp.key("exponential_mean_s"), mean)? * 1e6 }
+    } else if let Some(pace) = wt.constant_pacing_s {
+        WaitModel::Pacing { us: c.positive(&wp.key("constant_pacing_s"), pace)? * 1e6 }
+    } else {
+        let per_s = wt.constant_throughput_per_s.expect("exactly one is given");
+        WaitModel::Pacing { us: 1e6 / c.positive(&wp.key("constant_throughput_per_s"), per_s)? }
     };
     let abandon_after_us = match users.abandon_after_ms {
         Some(ms) => Some(ms_to_us(c.positive(&up.key("abandon_after_ms"), ms)?)),

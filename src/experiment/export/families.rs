@@ -46,6 +46,9 @@ impl Family {
         }
         match self.otlp_unit {
             "s" => name.strip_suffix("_seconds").unwrap_or(name),
+            // The translation looks for a token `per_second`, which a name split at every `_`
+            // never has: it would append a second `_per_second`.
+            "1/s" => name.strip_suffix("_per_second").unwrap_or(name),
             "1" if self.kind == Kind::Gauge => name.strip_suffix("_ratio").unwrap_or(name),
             _ => name,
         }
@@ -262,11 +265,13 @@ fn budget_column(mut labels: Labels, rest: &[&str]) -> Option<Def> {
         ["burn_rate", rule, window @ ("long" | "short")] => {
             labels.push(label("rule", rule));
             labels.push(label("window", window));
+            // A multiple of the rate that spends the budget exactly, dimensionless; no unit "1",
+            // for which Prometheus's OTLP translation would append `_ratio` to the name.
             Some(def(
                 "error_budget_burn_rate",
                 "The largest burn rate of the burn-rate rule's long or short window in the window; mean over the replications.",
                 Gauge,
-                "1",
+                "",
                 labels,
             ))
         }
@@ -413,6 +418,7 @@ mod tests {
         assert_eq!(f("faultline_x_seconds", Kind::Gauge, "s").otlp_name(), "faultline_x");
         assert_eq!(f("faultline_x_ratio", Kind::Gauge, "1").otlp_name(), "faultline_x");
         assert_eq!(f("faultline_queue_depth", Kind::Gauge, "{attempt}").otlp_name(), "faultline_queue_depth");
+        assert_eq!(f("faultline_x_per_second", Kind::Gauge, "1/s").otlp_name(), "faultline_x");
     }
 
     #[test]

@@ -70,7 +70,9 @@ fn charts(out: &mut String, svgs: &[String]) {
 
 fn cell(aggregate: &Aggregate, metric: &str) -> String {
     match aggregate.estimates.get(metric) {
-        Some(e) if e.high > e.low => format!("{} ±{}", label(e.mean), label((e.high - e.low) / 2.0)),
+        // As the terminal's headline says it: the interval clipped to the figure's range (a
+        // recovery time of 30 s ± 71 s would read as -41 s to 101 s).
+        Some(e) if e.high > e.low => super::table::with_interval(e.mean, e.low, e.high, Range::of_metric(metric)),
         Some(e) => label(e.mean),
         None => "n/a".into(),
     }
@@ -86,7 +88,7 @@ pub fn run_report(model: &Model, names: &[&str], aggregates: &[Aggregate], runs:
     let mut body = String::new();
     let _ = write!(
         body,
-        "<h1>{}</h1><p class=\"note\">{} replication(s) per policy of {} s simulated (warm-up {} s), seed {}; faultline {}. Charts over time have one point per {} window, at its end. Shaded: fault windows. Figures are means over replications; ± is the half-width of the 95 % interval, drawn as a band or whisker where a chart compares policies. Hover a point for its value.</p>",
+        "<h1>{}</h1><p class=\"note\">{} replication(s) per policy of {} s simulated (warm-up {} s), seed {}; faultline {}. Charts over time have one point per {} window, at its end. Shaded: fault windows. Figures are means over replications; [low, high] is the 95 % interval, clipped to the values the figure can take, drawn as a band or whisker where a chart compares policies. Hover a point for its value.</p>",
         escape(&model.name),
         model.world.replications,
         label(model.world.duration_us as f64 / 1e6),
@@ -535,7 +537,12 @@ fn sweep_heat_maps(body: &mut String, rows: &Param, columns: &Param, shown: &Sho
                     } else if mean.is_nan() {
                         HeatCell::Undefined
                     } else {
-                        HeatCell::Value { mean, low: range.clip(low), high: range.clip(high) }
+                        let never = if metric.rsplit('.').next() == Some("recovery_time_s") && p.never > 0.0 {
+                            p.never
+                        } else {
+                            0.0
+                        };
+                        HeatCell::Value { mean, low: range.clip(low), high: range.clip(high), never }
                     };
                 }
                 grid

@@ -772,7 +772,14 @@ pub fn bars(b: &Bars) -> String {
 /// recovered), or undefined (not applicable: no fault, no baseline).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HeatCell {
-    Value { mean: f64, low: f64, high: f64 },
+    /// A mean with its interval; `never` is the share of replications that never recovered
+    /// when the figure is a recovery time (the mean is then over those that did), else 0.
+    Value {
+        mean: f64,
+        low: f64,
+        high: f64,
+        never: f64,
+    },
     Never,
     Undefined,
 }
@@ -833,7 +840,7 @@ pub fn heat_map(m: &HeatMap) -> String {
     open_as(&mut svg, m.title, m.shown, HEIGHT);
     let (w, h) =
         ((WIDTH - LEFT - RIGHT) / m.columns.len().max(1) as f64, (HEIGHT - TOP - BOTTOM) / m.rows.len().max(1) as f64);
-    let (mut undefined, mut never) = (false, false);
+    let (mut undefined, mut never, mut partly) = (false, false, false);
     let room = h >= 26.0 && w >= 44.0;
     for (r, row) in m.rows.iter().enumerate() {
         let y = TOP + h * r as f64;
@@ -842,10 +849,21 @@ pub fn heat_map(m: &HeatMap) -> String {
             let (x, cx) = (LEFT + w * c as f64, LEFT + w * (c as f64 + 0.5));
             let place = format!("{} {} / {} {}", m.row_label, row, m.column_label, column);
             let (fill, ink, text, tip) = match cell {
-                HeatCell::Value { mean, low, high } => {
+                HeatCell::Value { mean, low, high, never } => {
                     let (fill, dark) = heat_colour(mean, m.scale);
                     let ci = if low.is_finite() && high.is_finite() && high > low {
                         format!(" (95 % CI {} to {})", label(low), label(high))
+                    } else {
+                        String::new()
+                    };
+                    // A recovery time over the replications that recovered, beside some that
+                    // never did: the number alone would read as the whole story.
+                    let some_never = if never > 0.0 {
+                        partly = true;
+                        format!(
+                            "; {} % of the replications never recovered, the time is over the others",
+                            label(never * 100.0)
+                        )
                     } else {
                         String::new()
                     };
@@ -853,7 +871,7 @@ pub fn heat_map(m: &HeatMap) -> String {
                         fill,
                         if dark { "#ffffff" } else { "#000000" },
                         label(mean),
-                        format!("{place}: {}{ci}", label(mean)),
+                        format!("{place}: {}{ci}{some_never}", label(mean)),
                     )
                 }
                 HeatCell::Never => {
@@ -877,6 +895,18 @@ pub fn heat_map(m: &HeatMap) -> String {
                 h - 1.0,
                 escape(&tip)
             );
+            if let HeatCell::Value { never, .. } = cell
+                && never > 0.0
+            {
+                let _ = write!(
+                    svg,
+                    r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="{NEVER}" stroke-width="3" class="partly-never"/>"#,
+                    x + 1.5,
+                    y + 1.5,
+                    w - 4.0,
+                    h - 4.0
+                );
+            }
             if cell == HeatCell::Undefined {
                 let _ = write!(
                     svg,
@@ -888,6 +918,9 @@ pub fn heat_map(m: &HeatMap) -> String {
                 );
             }
             let half = match cell {
+                HeatCell::Value { never, .. } if room && never > 0.0 => {
+                    Some(format!("{} % never", label(never * 100.0)))
+                }
                 HeatCell::Value { low, high, .. } if room && low.is_finite() && high.is_finite() && high > low => {
                     Some(format!("[{}, {}]", label(low), label(high)))
                 }
@@ -925,7 +958,7 @@ pub fn heat_map(m: &HeatMap) -> String {
             escape(column)
         );
     }
-    heat_legend(&mut svg, m, undefined, never);
+    heat_legend(&mut svg, m, undefined, never, partly);
     let _ = write!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" class="axis-label" text-anchor="middle">{}</text>"#,
@@ -944,7 +977,7 @@ const LEGEND_STEPS: usize = 8;
 /// The scale on the right: a colour bar from the scale's high (top) to its low (bottom) with
 /// both values, or one neutral swatch with the value every cell has; then the marks for
 /// "never" and "not applicable" when a cell has them.
-fn heat_legend(svg: &mut String, m: &HeatMap, undefined: bool, never: bool) {
+fn heat_legend(svg: &mut String, m: &HeatMap, undefined: bool, never: bool, partly: bool) {
     let x = WIDTH - RIGHT + 14.0;
     let _ = write!(
         svg,
@@ -995,6 +1028,20 @@ fn heat_legend(svg: &mut String, m: &HeatMap, undefined: bool, never: bool) {
             bottom + 19.0
         );
         bottom += 22.0;
+    }
+    if partly {
+        let _ = write!(
+            svg,
+            r#"<rect x="{:.1}" y="{:.1}" width="13" height="11" fill="none" stroke="{NEVER}" stroke-width="3"/><text x="{:.1}" y="{:.1}" class="legend"><tspan x="{:.1}">red edge: some</tspan><tspan x="{:.1}" dy="12">never recovered;</tspan><tspan x="{:.1}" dy="12">time of the rest</tspan></text>"#,
+            x + 1.5,
+            bottom + 9.5,
+            x + 22.0,
+            bottom + 19.0,
+            x + 22.0,
+            x + 22.0,
+            x + 22.0
+        );
+        bottom += 46.0;
     }
     if undefined {
         let _ = write!(

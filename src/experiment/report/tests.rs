@@ -668,3 +668,78 @@ fn count_axes_tick_whole_numbers() {
         assert!(!ticks.is_empty() && ticks.iter().all(|t| t.fract() == 0.0), "{title}: {ticks:?}");
     }
 }
+
+/// The summary table says each figure as the terminal's headline does: `mean [low, high]`, the
+/// 95 % interval clipped to what the figure can take, not a half-width that reads as a range
+/// below 0 (the incident's resilient recovery time was "30 ±70.95": -41 s to 101 s).
+#[test]
+fn the_summary_table_shows_intervals_clipped_to_the_figures_range() {
+    let page = parse(&report(&format!("{BASE}{GUARDED}")));
+    let table = page.named("table")[0];
+    let mut intervals = 0;
+    for row in table.named("tr").iter().skip(1) {
+        let cells = row.named("td");
+        let metric = cells[0].text.clone();
+        let range = crate::metrics::range::Range::of_metric(&metric);
+        for cell in &cells[1..] {
+            let text = &cell.text;
+            assert!(!text.contains('±'), "{metric}: {text}");
+            if let Some((mean, interval)) = text.split_once(" [") {
+                let (low, high) = interval.trim_end_matches(']').split_once(", ").unwrap();
+                let (mean, low, high): (f64, f64, f64) =
+                    (mean.parse().unwrap(), low.parse().unwrap(), high.parse().unwrap());
+                assert!(low <= mean && mean <= high, "{metric}: {text}");
+                assert_eq!((range.clip(low), range.clip(high)), (low, high), "{metric}: {text} outside its range");
+                intervals += 1;
+            }
+        }
+    }
+    assert!(intervals >= 6, "{intervals} intervals");
+    let note = &page.named("p")[0].text;
+    assert!(note.contains("[low, high]"), "{note}");
+}
+
+/// A recovery time where some replications never recovered is the mean over those that did:
+/// metastability's naive policy at 50 servers x 10 s read "30" (darkest blue, 1 of 4 recovered
+/// after 30 s) with nothing saying the other 3 never did. Such a cell has a dark red edge, says
+/// the share under its mean and in its tooltip, and the legend names the edge.
+#[test]
+fn a_recovery_time_beside_replications_that_never_recovered_says_so() {
+    use super::digest::{Digest, KeyMetrics};
+    use super::html::sweep_report;
+    use crate::experiment::batch::grid::{Param, SweepLayout};
+    use crate::metrics::stats::{Aggregate, Estimate};
+    let layout = SweepLayout {
+        scenario: "s".into(),
+        seed: 1,
+        params: vec![
+            Param { path: "a".into(), values: vec!["1".into(), "2".into()] },
+            Param { path: "b".into(), values: vec!["1".into(), "2".into()] },
+        ],
+        metric_names: vec![],
+        points: 4,
+    };
+    let mut d = Digest::new(&layout, KeyMetrics::chosen(&["recovery_time_s".into()]));
+    let estimate = |v: f64| Estimate { mean: v, low: v, high: v, n: 4 };
+    // Point 0 recovers at once every time, 1 once in four (after 30 s), 2 never, 3 after 10 s.
+    for (point, time, never) in [(0, 0.0, 0.0), (1, 30.0, 0.75), (2, f64::NAN, 1.0), (3, 10.0, 0.0)] {
+        let mut estimates = std::collections::BTreeMap::new();
+        estimates.insert("recovery_time_s".to_string(), estimate(time));
+        estimates.insert("recovery_never_total".to_string(), estimate(never));
+        let values = [format!("{}", point / 2 + 1), format!("{}", point % 2 + 1)];
+        d.add(point, &values, "p", &Aggregate { replications: 4, estimates });
+    }
+    let page = parse(&sweep_report(&layout, &d.shown()));
+    let map = page.class("chart")[0];
+    let edges = map.class("partly-never");
+    assert_eq!(edges.len(), 1, "only the cell that recovered sometimes");
+    assert_eq!(edges[0].attr("stroke"), Some(super::svg::NEVER));
+    let cells = map.class("heat");
+    assert!(cells[1].title().contains("75 % of the replications never recovered"), "{}", cells[1].title());
+    assert!(!cells[3].title().contains("never"), "{}", cells[3].title());
+    let under: Vec<String> = map.class("cell-ci").iter().map(|t| t.text.clone()).collect();
+    assert_eq!(under, ["75 % never"]);
+    let legend: Vec<String> = map.class("legend").iter().map(|t| t.legend_text()).collect();
+    assert!(legend.iter().any(|l| l.starts_with("red edge: some never recovered")), "{legend:?}");
+    assert_no_overlap(map);
+}
