@@ -44,6 +44,32 @@ echo "pip install . took $(($(date +%s) - started)) s" >&2
 # Absolute: the tests run from python/tests.
 FAULTLINE_BIN=$(realpath "${FAULTLINE_BIN:-${CARGO_TARGET_DIR:-target}/debug/faultline}")
 export FAULTLINE_BIN
+root=$(pwd)
 # Run from outside the repository, so `import faultline` is the installed package.
-cd python/tests
-MPLBACKEND=Agg "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" .
+(cd python/tests && MPLBACKEND=Agg "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" .)
+# The docstrings' examples (help() shows them), run on the installed package from the
+# repository's root, since they name scenarios/ and tests/data/ files.
+doctests() {
+  MPLBACKEND=Agg "$venv/bin/python" -m pytest -q -p no:cacheprovider --doctest-modules --pyargs faultline
+}
+doctests
+
+# The wheel a release ships: abi3, tagged manylinux2014 (glibc 2.17, checked by maturin's
+# auditwheel), linked with zig from PyPI. Installed over the package above; the same-bytes
+# tests and the docstrings run again on it. Where zig cannot be installed, say so; with
+# FAULTLINE_REQUIRE_PYTHON=1 that is a failure.
+if ! "$venv/bin/python" -m pip install --quiet ziglang; then
+  echo "*** WARNING: cannot install ziglang from PyPI: the manylinux2014 wheel is NOT BUILT ***" >&2
+  [[ ${FAULTLINE_REQUIRE_PYTHON:-} == 1 ]] && exit 1
+  exit 0
+fi
+wheels=${CARGO_TARGET_DIR:-target}/wheels
+[[ $wheels == /* ]] || wheels=$root/$wheels
+rm -rf "$wheels"
+${locked[@]+"${locked[@]}"} "$venv/bin/maturin" build --quiet --release --zig --compatibility manylinux2014 \
+  --auditwheel check --out "$wheels"
+wheel=$(ls "$wheels"/faultline-*-cp39-abi3-manylinux*_x86_64*.whl)
+echo "wheel: $(basename "$wheel"), $(($(stat -c %s "$wheel") / 1024)) KiB" >&2
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+(cd python/tests && MPLBACKEND=Agg "$venv/bin/python" -m pytest -q -p no:cacheprovider test_same_bytes.py)
+doctests

@@ -24,7 +24,7 @@ class ScenarioError(FaultlineError, ValueError):
     >>> try:
     ...     faultline.validate("[simulation]\\nduration_s = -1\\n")
     ... except faultline.ScenarioError as e:
-    ...     print(e.line, e.field)  # doctest: +SKIP
+    ...     print(e.line, e.field)
     2 simulation.duration_s
     """
 

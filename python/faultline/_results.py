@@ -95,9 +95,14 @@ class RunResult:
         failed_thresholds: how many ``[slo]`` threshold verdicts failed, over every policy
             (0 when the scenario has no ``[slo]``); ``run(check_slo=True)`` raises when not 0.
 
-    >>> r = faultline.run("scenarios/mmc.toml", replications=2)   # doctest: +SKIP
-    >>> r.summary["plain"]["metrics"]["auto_completion_ratio"]    # doctest: +SKIP
-    >>> r.replications.groupby("policy")["run_latency_ms.p95"].mean()  # doctest: +SKIP
+    >>> import faultline
+    >>> r = faultline.run("scenarios/mmc.toml", replications=2)
+    >>> r.summary["plain"]["metrics"]["auto_completion_ratio"]
+    1.0
+    >>> r.replications.groupby("policy")["run_latency_ms.p95"].mean()
+    policy
+    plain    444.287
+    Name: run_latency_ms.p95, dtype: float64
     """
 
     def __init__(self, native: Dict[str, Any]) -> None:
@@ -188,8 +193,15 @@ class SweepResult:
         finished, points: grid points finished, of all (fewer only when interrupted).
         interrupted: Ctrl-C stopped it; the tables hold the finished points, in grid order.
 
-    >>> s = faultline.sweep("scenarios/mmc.toml", params={"dependency.station.servers": [10, 12]})  # doctest: +SKIP
-    >>> s.table.plot(x="dependency.station.servers", y="run_latency_ms.p95")  # doctest: +SKIP
+    >>> import faultline
+    >>> s = faultline.sweep("scenarios/mmc.toml", params={"dependency.station.servers": [10, 12]},
+    ...                     replications=2)
+    >>> s.table[["dependency.station.servers", "run_latency_ms.p95"]]
+       dependency.station.servers  run_latency_ms.p95
+    0                          10             444.287
+    1                          12             311.807
+    >>> s.table.plot(x="dependency.station.servers", y="run_latency_ms.p95")  # doctest: +ELLIPSIS
+    <Axes: ...>
     """
 
     def __init__(self, native: Dict[str, Any], out: Optional[str] = None) -> None:
@@ -252,9 +264,10 @@ class GateResult:
     ``bool(result)`` is ``passed``; ``table`` is the text ``faultline gate`` prints;
     ``document`` its ``--format json`` report.
 
-    >>> g = faultline.gate("scenarios/meeting-analysis-incident.toml",  # doctest: +SKIP
-    ...                    candidate="resilient", baseline="naive")
-    >>> g.passed, g.verdict                                             # doctest: +SKIP
+    >>> import faultline
+    >>> g = faultline.gate("scenarios/meeting-analysis-incident.toml",
+    ...                    candidate="resilient", baseline="naive", replications=2)
+    >>> g.passed, g.verdict
     (True, 'PASS')
     """
 

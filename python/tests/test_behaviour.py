@@ -84,6 +84,17 @@ def test_an_interrupted_sweep_keeps_its_finished_points(starter: Path) -> None:
     assert isinstance(caught.value, KeyboardInterrupt)
 
 
+@pytest.fixture
+def ctrl_c_raises() -> object:
+    """Python's own Ctrl-C handler for the test: a process started in the background by a
+    shell without job control inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt (a user's terminal or notebook has the handler)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_stops_a_sweep(starter: Path) -> None:
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
@@ -97,6 +108,7 @@ def test_ctrl_c_stops_a_sweep(starter: Path) -> None:
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_ctrl_c_stops_a_run(starter: Path) -> None:
     timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
