@@ -150,6 +150,7 @@ impl Harness {
             } else {
                 faultline::runtime::degradation::WritePause::None
             },
+            approvals: &mut [],
         };
         f(&mut self.machine, &mut cx, &mut self.out);
         assert!(self.out.shared.is_empty(), "no guards, no shared observations");
@@ -800,6 +801,10 @@ fn check_outcome(h: &Harness, l: &Ledger) {
         }
         Outcome::Failed | Outcome::Handoff | Outcome::Rejected => {
             assert!(!phases.iter().any(|p| p.is_open()), "{phases:?}")
+        }
+        // This harness has no approval dependency (tests/approval.rs drives those).
+        Outcome::ApprovalRefused | Outcome::ApprovalExpired | Outcome::AwaitingApproval => {
+            panic!("no approval step here: {:?}", h.machine.outcome)
         }
     }
 }

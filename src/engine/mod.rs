@@ -97,6 +97,12 @@ impl Model {
                 .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
             sdk_clients: self.policies.iter().any(|p| p.sdk_clients.iter().any(Option::is_some)),
             closed_population: self.world.workloads.iter().any(|w| w.population.is_some()),
+            approvals: self.world.dependencies.iter().any(|d| d.approval.is_some()),
+            advisory: self
+                .workflows
+                .iter()
+                .flat_map(|w| &w.steps)
+                .any(|s| s.criticality == crate::scenario::Criticality::Advisory),
         }
     }
 

@@ -2,6 +2,7 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
+pub mod approval;
 pub mod direction;
 pub mod incident;
 pub mod modes;
@@ -58,4 +59,8 @@ pub struct Labels {
     pub sdk_clients: bool,
     /// Some workflow's load is a closed population: user metrics exist.
     pub closed_population: bool,
+    /// Some dependency is an approval desk: the approval metrics and outcomes exist.
+    pub approvals: bool,
+    /// Some step is advisory: the advisory metrics exist.
+    pub advisory: bool,
 }

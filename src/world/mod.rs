@@ -1,6 +1,7 @@
 //! What the runtime calls: dependency stations, service-time distributions, failure kinds,
 //! faults, workloads and the side-effect ledger.
 
+pub mod approval;
 pub mod bucket;
 mod check;
 pub mod dist;
