@@ -160,90 +160,6 @@ impl ApprovalDesk {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const H: Micros = US_PER_HOUR;
-
-    fn office() -> WorkingHours {
-        let mut days = [true; 7];
-        days[5] = false;
-        days[6] = false;
-        WorkingHours { start_us: 9 * H, end_us: 17 * H, days, offset_us: 0 }
-    }
-
-    fn model(approvers: Option<u32>, hours: Option<WorkingHours>) -> ApprovalModel {
-        ApprovalModel {
-            decision_time: Distribution::Constant { value_ms: 0.0 },
-            approvers,
-            approved_share: 1.0,
-            expires_after_us: 1_000 * H,
-            working_hours: hours,
-        }
-    }
-
-    #[test]
-    fn a_request_at_night_waits_for_the_morning() {
-        let h = office();
-        assert_eq!(h.next_open(2 * H), 9 * H, "Monday 02:00 opens at 09:00");
-        assert_eq!(h.next_open(10 * H), 10 * H, "open already");
-        assert_eq!(h.next_open(17 * H), 24 * H + 9 * H, "closing time is closed: Tuesday 09:00");
-        assert_eq!(h.advance(2 * H, H), 10 * H);
-        // Friday 16:30 with one hour of work: half an hour Friday, half an hour Monday.
-        let friday = 4 * 24 * H;
-        assert_eq!(h.advance(friday + 16 * H + H / 2, H), 7 * 24 * H + 9 * H + H / 2);
-        assert!(!h.is_open(5 * 24 * H + 10 * H), "Saturday is closed");
-    }
-
-    #[test]
-    fn long_work_skips_whole_weeks_and_agrees_with_the_walk() {
-        let h = office();
-        // 40 working hours a week: 81 hours of work from Monday 09:00 end on the third Monday at 10:00.
-        assert_eq!(h.advance(9 * H, 81 * H), 2 * US_PER_WEEK + 10 * H);
-        assert_eq!(h.advance(9 * H, 83 * H), 2 * US_PER_WEEK + 12 * H);
-        // Exactly a week of work from an opening ends at the previous Friday's closing.
-        assert_eq!(h.advance(9 * H, 40 * H), 4 * 24 * H + 17 * H);
-        // The offset moves virtual 0 into the week: 0 is Saturday 00:00, so Monday 09:00 is 57 h.
-        let shifted = WorkingHours { offset_us: 5 * 24 * H, ..office() };
-        assert_eq!(shifted.next_open(0), 2 * 24 * H + 9 * H);
-    }
-
-    #[test]
-    fn approvers_take_requests_in_order_and_expired_ones_hold_nobody() {
-        let m = model(Some(2), None);
-        let mut desk = ApprovalDesk::new(Some(&m));
-        let a = desk.request(&m, 0, 10 * H, true);
-        let b = desk.request(&m, 0, 4 * H, false);
-        let c = desk.request(&m, H, 2 * H, true);
-        assert_eq!(a, Scheduled { verdict: ApprovalVerdict::Approved, at: 10 * H });
-        assert_eq!(b, Scheduled { verdict: ApprovalVerdict::Refused, at: 4 * H });
-        assert_eq!(c.at, 6 * H, "waits for the second approver, free at 4 h");
-        let short = ApprovalModel { expires_after_us: H, ..m.clone() };
-        let d = desk.request(&short, 2 * H, H, true);
-        assert_eq!(d, Scheduled { verdict: ApprovalVerdict::Expired, at: 3 * H }, "nobody is free before 6 h");
-        let e = desk.request(&m, 2 * H, H, true);
-        assert_eq!(e.at, 7 * H, "the lapsed request took nobody's time");
-    }
-
-    #[test]
-    fn a_decision_past_the_expiry_lapses_and_frees_its_approver_then() {
-        let m = ApprovalModel { expires_after_us: 2 * H, ..model(Some(1), None) };
-        let mut desk = ApprovalDesk::new(Some(&m));
-        assert_eq!(desk.request(&m, 0, 3 * H, true), Scheduled { verdict: ApprovalVerdict::Expired, at: 2 * H });
-        assert_eq!(desk.request(&m, 0, H, true).at, 3 * H, "the approver let the first go at its expiry");
-    }
-
-    #[test]
-    fn unlimited_approvers_never_queue_but_keep_the_hours() {
-        let m = model(None, Some(office()));
-        let mut desk = ApprovalDesk::new(Some(&m));
-        for _ in 0..3 {
-            assert_eq!(desk.request(&m, 20 * H, H, true).at, 24 * H + 10 * H);
-        }
-    }
-}
-
 /// Compiles a dependency's `approval` table; every error names its field.
 pub(super) fn compile_approval(
     c: &super::check::Checker,
@@ -316,4 +232,88 @@ fn compile_hours(
     }
     let offset_us = ((at_start * US_PER_HOUR as f64).round() as Micros).min(US_PER_WEEK - 1);
     Ok(WorkingHours { start_us, end_us, days, offset_us })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: Micros = US_PER_HOUR;
+
+    fn office() -> WorkingHours {
+        let mut days = [true; 7];
+        days[5] = false;
+        days[6] = false;
+        WorkingHours { start_us: 9 * H, end_us: 17 * H, days, offset_us: 0 }
+    }
+
+    fn model(approvers: Option<u32>, hours: Option<WorkingHours>) -> ApprovalModel {
+        ApprovalModel {
+            decision_time: Distribution::Constant { value_ms: 0.0 },
+            approvers,
+            approved_share: 1.0,
+            expires_after_us: 1_000 * H,
+            working_hours: hours,
+        }
+    }
+
+    #[test]
+    fn a_request_at_night_waits_for_the_morning() {
+        let h = office();
+        assert_eq!(h.next_open(2 * H), 9 * H, "Monday 02:00 opens at 09:00");
+        assert_eq!(h.next_open(10 * H), 10 * H, "open already");
+        assert_eq!(h.next_open(17 * H), 24 * H + 9 * H, "closing time is closed: Tuesday 09:00");
+        assert_eq!(h.advance(2 * H, H), 10 * H);
+        // Friday 16:30 with one hour of work: half an hour Friday, half an hour Monday.
+        let friday = 4 * 24 * H;
+        assert_eq!(h.advance(friday + 16 * H + H / 2, H), 7 * 24 * H + 9 * H + H / 2);
+        assert!(!h.is_open(5 * 24 * H + 10 * H), "Saturday is closed");
+    }
+
+    #[test]
+    fn long_work_skips_whole_weeks_and_agrees_with_the_walk() {
+        let h = office();
+        // 40 working hours a week: 81 hours of work from Monday 09:00 end on the third Monday at 10:00.
+        assert_eq!(h.advance(9 * H, 81 * H), 2 * US_PER_WEEK + 10 * H);
+        assert_eq!(h.advance(9 * H, 83 * H), 2 * US_PER_WEEK + 12 * H);
+        // Exactly a week of work from an opening ends at the previous Friday's closing.
+        assert_eq!(h.advance(9 * H, 40 * H), 4 * 24 * H + 17 * H);
+        // The offset moves virtual 0 into the week: 0 is Saturday 00:00, so Monday 09:00 is 57 h.
+        let shifted = WorkingHours { offset_us: 5 * 24 * H, ..office() };
+        assert_eq!(shifted.next_open(0), 2 * 24 * H + 9 * H);
+    }
+
+    #[test]
+    fn approvers_take_requests_in_order_and_expired_ones_hold_nobody() {
+        let m = model(Some(2), None);
+        let mut desk = ApprovalDesk::new(Some(&m));
+        let a = desk.request(&m, 0, 10 * H, true);
+        let b = desk.request(&m, 0, 4 * H, false);
+        let c = desk.request(&m, H, 2 * H, true);
+        assert_eq!(a, Scheduled { verdict: ApprovalVerdict::Approved, at: 10 * H });
+        assert_eq!(b, Scheduled { verdict: ApprovalVerdict::Refused, at: 4 * H });
+        assert_eq!(c.at, 6 * H, "waits for the second approver, free at 4 h");
+        let short = ApprovalModel { expires_after_us: H, ..m.clone() };
+        let d = desk.request(&short, 2 * H, H, true);
+        assert_eq!(d, Scheduled { verdict: ApprovalVerdict::Expired, at: 3 * H }, "nobody is free before 6 h");
+        let e = desk.request(&m, 2 * H, H, true);
+        assert_eq!(e.at, 7 * H, "the lapsed request took nobody's time");
+    }
+
+    #[test]
+    fn a_decision_past_the_expiry_lapses_and_frees_its_approver_then() {
+        let m = ApprovalModel { expires_after_us: 2 * H, ..model(Some(1), None) };
+        let mut desk = ApprovalDesk::new(Some(&m));
+        assert_eq!(desk.request(&m, 0, 3 * H, true), Scheduled { verdict: ApprovalVerdict::Expired, at: 2 * H });
+        assert_eq!(desk.request(&m, H, H, true).at, 3 * H, "the approver let the first go at its expiry");
+    }
+
+    #[test]
+    fn unlimited_approvers_never_queue_but_keep_the_hours() {
+        let m = model(None, Some(office()));
+        let mut desk = ApprovalDesk::new(Some(&m));
+        for _ in 0..3 {
+            assert_eq!(desk.request(&m, 20 * H, H, true).at, 24 * H + 10 * H);
+        }
+    }
 }
