@@ -1212,7 +1212,9 @@ impl RunMachine {
             ApprovalVerdict::PendingAtDeadline => Outcome::AwaitingApproval,
         };
         self.ended_by = self.ended_by.or(Some(s));
-        out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Failed });
+        // Still waiting, the request goes on to a task (a hand-off); refused or lapsed, it ended.
+        let end = if verdict == ApprovalVerdict::PendingAtDeadline { StepEnd::Handoff } else { StepEnd::Failed };
+        out.trace(TraceEvent::StepEnded { step: s, end });
         self.end_run(cx, out, outcome);
     }
 
