@@ -20,6 +20,8 @@ pub const US_PER_WEEK: Micros = 7 * US_PER_DAY;
 pub const DAY_NAMES: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
 /// At most this many approvers at one desk (a bound on the desk's memory).
 pub const MAX_APPROVERS: u32 = 100_000;
+/// A decision later than any simulation (beyond every duration's bound): it never comes.
+pub const NEVER: Micros = 1 << 61;
 
 /// When humans decide: the same hours `[start, end)` on each listed day, on the run's virtual
 /// clock, where virtual time 0 is `week_hour_at_start` hours after Monday 00:00.
@@ -71,7 +73,11 @@ impl WorkingHours {
         if left > week {
             // Leave (0, week] to walk: a whole week from an open instant is a week of work.
             let weeks = (left - 1) / week;
-            t = t.saturating_add(weeks * US_PER_WEEK);
+            match weeks.checked_mul(US_PER_WEEK).and_then(|span| t.checked_add(span)) {
+                Some(later) if later < NEVER => t = later,
+                // A few open minutes a week and a decision of centuries: never, in any run.
+                _ => return NEVER,
+            }
             left -= weeks * week;
         }
         loop {
@@ -281,6 +287,18 @@ mod tests {
         // The offset moves virtual 0 into the week: 0 is Saturday 00:00, so Monday 09:00 is 57 h.
         let shifted = WorkingHours { offset_us: 5 * 24 * H, ..office() };
         assert_eq!(shifted.next_open(0), 2 * 24 * H + 9 * H);
+    }
+
+    #[test]
+    fn a_decision_of_centuries_in_a_few_open_minutes_a_week_never_comes_and_never_overflows() {
+        let mut days = [false; 7];
+        days[0] = true;
+        let thin = WorkingHours { start_us: 0, end_us: 1_000_000, days, offset_us: 0 };
+        assert_eq!(thin.advance(5, crate::sim::time::MAX_SPAN_US), NEVER);
+        let m = ApprovalModel { working_hours: Some(thin), ..model(Some(1), None) };
+        let mut desk = ApprovalDesk::new(Some(&m));
+        let s = desk.request(&m, crate::sim::time::MAX_SPAN_US, crate::sim::time::MAX_SPAN_US, true);
+        assert_eq!(s.verdict, ApprovalVerdict::Expired);
     }
 
     #[test]
