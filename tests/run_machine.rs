@@ -150,6 +150,7 @@ impl Harness {
             } else {
                 faultline::runtime::degradation::WritePause::None
             },
+            approvals: &mut [],
         };
         f(&mut self.machine, &mut cx, &mut self.out);
         assert!(self.out.shared.is_empty(), "no guards, no shared observations");
@@ -801,6 +802,10 @@ fn check_outcome(h: &Harness, l: &Ledger) {
         Outcome::Failed | Outcome::Handoff | Outcome::Rejected => {
             assert!(!phases.iter().any(|p| p.is_open()), "{phases:?}")
         }
+        // This harness has no approval dependency (tests/approval.rs drives those).
+        Outcome::ApprovalRefused | Outcome::ApprovalExpired | Outcome::AwaitingApproval => {
+            panic!("no approval step here: {:?}", h.machine.outcome)
+        }
     }
 }
 
@@ -859,4 +864,47 @@ fn an_invalid_result_is_repaired_once_then_handed_off() {
     let mut h = Harness::new(&scenario(10_000, &single(), BASE));
     h.start();
     assert_eq!(h.at(100_000).fail(0, 0, FailureKind::ResultInvalid).0, vec![end(Outcome::Failed)]);
+}
+
+/// An answer at the model beside an advisory estimate at the tools with a 300 ms window.
+fn with_advisory() -> Harness {
+    let text =
+        steps(&[("answer", "llm", ""), ("estimate", "tools", "criticality = \"advisory\"\nadvisory_wait_ms = 300")]);
+    Harness::new(&scenario(10_000, &text, BASE))
+}
+
+#[test]
+fn an_advisory_step_is_cancelled_when_its_window_closes_and_the_run_is_not_degraded() {
+    let mut h = with_advisory();
+    let (commands, _) = h.start();
+    assert!(commands.contains(&sleep(1, 1, 300_000)), "the window opens as the step starts: {commands:?}");
+    assert!(commands.contains(&call(1, 0, TOOLS, 2_000_000)));
+    let (commands, observations) = h.at(300_000).wake(1, 1);
+    assert_eq!(commands, vec![cancel(1, 0)]);
+    assert_eq!(observations, vec![Observation::AdvisoryOmitted]);
+    assert_eq!(h.machine.steps[1].phase, StepPhase::Omitted);
+    // The late answer is ignored; the run ends when the hard step does, of full quality.
+    assert_eq!(h.at(350_000).ok(1, 0), none());
+    let (commands, observations) = h.at(400_000).ok(0, 0);
+    assert_eq!(commands, vec![end(Outcome::Succeeded)]);
+    assert!(observations.contains(&run_ended(Outcome::Succeeded, 400_000)), "{observations:?}");
+}
+
+#[test]
+fn a_failed_advisory_step_is_omitted_at_once_without_a_retry_and_a_timely_one_is_used() {
+    let mut h = with_advisory();
+    h.start();
+    let (commands, observations) = h.at(100_000).fail(1, 0, FailureKind::TransientTransport);
+    assert!(commands.is_empty(), "no retry, though max_attempts = 3: {commands:?}");
+    assert_eq!(observations, vec![Observation::AdvisoryOmitted]);
+    assert_eq!(h.at(300_000).wake(1, 1), none(), "the window's timer finds nothing to do");
+
+    let mut h = with_advisory();
+    h.start();
+    let (commands, observations) = h.at(200_000).ok(1, 0);
+    assert!(commands.is_empty(), "{commands:?}");
+    assert_eq!(observations, vec![Observation::AdvisoryUsed]);
+    assert_eq!(h.at(300_000).wake(1, 1), none());
+    let (commands, _) = h.at(400_000).ok(0, 0);
+    assert_eq!(commands, vec![end(Outcome::Succeeded)]);
 }

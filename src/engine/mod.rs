@@ -103,6 +103,12 @@ impl Model {
                 .iter()
                 .any(|f| crate::world::bad_result::BadResult::of_fault(f.kind).is_some())
                 || self.policies.iter().any(|p| p.steps.iter().flatten().any(|sp| sp.validator.is_some())),
+            approvals: self.world.dependencies.iter().any(|d| d.approval.is_some()),
+            advisory: self
+                .workflows
+                .iter()
+                .flat_map(|w| &w.steps)
+                .any(|s| s.criticality == crate::scenario::Criticality::Advisory),
         }
     }
 

@@ -130,6 +130,7 @@ impl<T: Tracer> Simulation<'_, T> {
             loads: Loads { stations: &self.stations, dependencies: &model.world.dependencies },
             run_slot: r,
             writes_paused,
+            approvals: &mut self.approvals,
         };
         let mut out = RunEffects::<T> {
             recorder: &mut self.recorder,

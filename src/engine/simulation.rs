@@ -223,6 +223,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub permits: VecDeque<(u64, bool)>,
     /// cost_units per dependency, as the run machines read them.
     pub costs: Vec<f64>,
+    /// Each dependency's approval desk (docs/scenario.md section 4.7): the humans every run shares.
+    pub approvals: Vec<crate::world::approval::ApprovalDesk>,
     pub arrivals: Vec<ArrivalProcess>,
     /// Per workflow, its closed population's users (None for open arrivals).
     pub populations: Vec<Option<super::user_slots::Population>>,
@@ -290,6 +292,11 @@ pub fn simulate_following<T: Tracer>(
         commands: Vec::with_capacity(64),
         permits: VecDeque::new(),
         costs: world.dependencies.iter().map(|d| d.cost_units).collect(),
+        approvals: world
+            .dependencies
+            .iter()
+            .map(|d| crate::world::approval::ApprovalDesk::new(d.approval.as_ref()))
+            .collect(),
         arrivals: world.workloads.iter().map(|w| ArrivalProcess::new(seed, w)).collect(),
         populations: world.workloads.iter().map(|w| super::user_slots::Population::new(seed, w)).collect(),
         recorder: Recorder::new(

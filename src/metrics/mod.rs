@@ -3,6 +3,7 @@
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
 pub mod bad_results;
+pub mod approval;
 pub mod direction;
 pub mod incident;
 pub mod modes;
@@ -62,4 +63,8 @@ pub struct Labels {
     /// Some fault makes answers that look like success, or some policy validates a step: the
     /// bad-result metrics exist (for every policy, so they compare side by side).
     pub bad_results: bool,
+    /// Some dependency is an approval desk: the approval metrics and outcomes exist.
+    pub approvals: bool,
+    /// Some step is advisory: the advisory metrics exist.
+    pub advisory: bool,
 }

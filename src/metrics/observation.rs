@@ -7,7 +7,8 @@ use super::tasks::TaskObservation;
 use super::tokens::TokenObservation;
 use crate::sim::Micros;
 use crate::vocab::{
-    BreakerState, BudgetKind, BudgetState, DegradationMode, EvidenceLevel, FailureKind, Outcome, Refusal,
+    ApprovalVerdict, BreakerState, BudgetKind, BudgetState, DegradationMode, EvidenceLevel, FailureKind, Outcome,
+    Refusal,
 };
 
 /// Something that happened at a moment of virtual time. Small and `Copy`.
@@ -76,6 +77,18 @@ pub enum Observation {
     EvidenceStale,
     /// A RESULT_INVALID answer was sent back once for repair (`on_schema_failure`).
     SchemaRepair,
+    /// An approval step asked its desk for a human's decision.
+    ApprovalRequested,
+    /// An approval step stopped waiting: its verdict, or the root deadline first
+    /// (`PendingAtDeadline`); `wait_us` from the request.
+    ApprovalEnded {
+        verdict: ApprovalVerdict,
+        wait_us: Micros,
+    },
+    /// An advisory step's result came within its window and was used.
+    AdvisoryUsed,
+    /// An advisory step failed or its window closed first: left out with a notice.
+    AdvisoryOmitted,
     /// The degradation mode refused a new run (PAUSED).
     RunPaused,
     /// The degradation mode stopped a write: the run went to a human.

@@ -32,6 +32,7 @@ const FRACTIONS: [&str; 10] = [
     "wasted_service_ratio",
     "recovery_never_total",
     "run_on_undetected_bad_result_ratio",
+    "advisory_omitted_ratio",
 ];
 
 impl Range {

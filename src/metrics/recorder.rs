@@ -231,6 +231,10 @@ pub struct Recorder {
     pub users: Option<UserStats>,
     /// Answers that looked like success, when a fault makes them or a policy validates.
     pub bad_results: Option<BadResultStats>,
+    /// Approvals, when some dependency is an approval desk.
+    pub approvals: Option<super::approval::ApprovalStats>,
+    /// Advisory results, when some step is advisory.
+    pub advisory: Option<super::approval::AdvisoryStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -312,6 +316,8 @@ impl Recorder {
             tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
             users: labels.closed_population.then(UserStats::default),
             bad_results: labels.bad_results.then(BadResultStats::default),
+            approvals: labels.approvals.then(|| super::approval::ApprovalStats::new(histogram(3))),
+            advisory: labels.advisory.then(super::approval::AdvisoryStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -597,6 +603,26 @@ impl Recorder {
             Observation::FallbackRefused => r.fallback_refused += 1,
             Observation::EvidenceStale => r.evidence_stale += 1,
             Observation::SchemaRepair => r.schema_repairs += 1,
+            Observation::ApprovalRequested => {
+                if let Some(a) = &mut self.approvals {
+                    a.requested += 1;
+                }
+            }
+            Observation::ApprovalEnded { verdict, wait_us } => {
+                if let Some(a) = &mut self.approvals {
+                    a.ended(verdict, wait_us);
+                }
+            }
+            Observation::AdvisoryUsed => {
+                if let Some(a) = &mut self.advisory {
+                    a.used += 1;
+                }
+            }
+            Observation::AdvisoryOmitted => {
+                if let Some(a) = &mut self.advisory {
+                    a.omitted += 1;
+                }
+            }
             Observation::RunPaused => {
                 self.refused_all[Refusal::Paused.index()] += 1;
                 r.runs_paused += 1;
@@ -739,6 +765,22 @@ impl Recorder {
             let answered: f64 =
                 Outcome::ALL.iter().filter(|o| o.is_success()).map(|o| self.run.outcomes[o.index()] as f64).sum();
             bad.put(answered, &mut m);
+        }
+        if let Some(approvals) = &self.approvals {
+            approvals.put(&mut m);
+        }
+        if let Some(advisory) = &self.advisory {
+            advisory.put(&mut m);
+        }
+        if !labels.approvals {
+            // Outcomes only an approval step can have: other scenarios keep the metrics they
+            // always had (run-level, per workflow and tenant, per mode, during the incident).
+            let names: Vec<String> = Outcome::ALL
+                .into_iter()
+                .filter(|o| o.needs_approval())
+                .map(|o| format!("outcome_total.{}", o.name()))
+                .collect();
+            m.retain(|k, _| !names.iter().any(|n| k.ends_with(n.as_str())));
         }
         if let Some(tokens) = &self.tokens {
             let successes: f64 =

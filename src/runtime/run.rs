@@ -27,10 +27,12 @@ use crate::metrics::bad_results::BadResultObservation;
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::{
-    AttemptKind, BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome, Refusal,
+    ApprovalVerdict, AttemptKind, BudgetKind, DegradationMode, DegradedReason, EvidenceLevel, FailureKind, Outcome,
+    Refusal,
 };
 use crate::world::DependencyModel;
 use crate::world::bad_result::BadResult;
+use crate::world::approval::{ApprovalDesk, Scheduled};
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.
@@ -42,6 +44,18 @@ pub use super::workflow::TAG_CONTEXT;
 /// Purpose tag of the age of the snapshot a step is served, below a run's key: the same draws
 /// under every policy.
 pub const TAG_SNAPSHOT_AGE: u64 = 7;
+/// Purpose tag of an approval's draws (decision time, then approve or refuse) below a run's
+/// key: the same human decides alike under every policy.
+pub const TAG_APPROVAL: u64 = 11;
+
+/// An approval step's request, waiting for its verdict or the root deadline.
+#[derive(Debug, Clone, Copy)]
+struct AwaitedApproval {
+    step: u8,
+    wake: u32,
+    requested_at: Micros,
+    scheduled: Scheduled,
+}
 
 /// Everything a run machine reads besides its own state, and the shared guards it asks.
 pub struct RunContext<'a, 'p> {
@@ -60,6 +74,9 @@ pub struct RunContext<'a, 'p> {
     pub run_slot: u32,
     /// The writes the workflow's degradation mode stops now (they go to a human).
     pub writes_paused: WritePause<'a>,
+    /// Each dependency's approval desk (empty at other dependencies): the humans are shared
+    /// by every run of the replication.
+    pub approvals: &'a mut [ApprovalDesk],
 }
 
 impl RunContext<'_, '_> {
@@ -165,6 +182,10 @@ pub struct RunMachine {
     validations: Vec<PendingValidation>,
     /// Some step's answer was bad and no validator caught it: the run's answer rests on it.
     rests_on_bad_result: bool,
+    /// Approval steps waiting for a human (docs/essay.md section 4); empty in most runs.
+    approvals: Vec<AwaitedApproval>,
+    /// Advisory steps whose window is open: (step, wake token).
+    advisory_windows: Vec<(u8, u32)>,
 }
 
 impl RunMachine {
@@ -194,6 +215,8 @@ impl RunMachine {
             cost_in_flight: 0.0,
             validations: Vec::new(),
             rests_on_bad_result: false,
+            approvals: Vec::new(),
+            advisory_windows: Vec::new(),
         }
     }
 
@@ -231,6 +254,8 @@ impl RunMachine {
         self.cost_in_flight = 0.0;
         self.validations.clear();
         self.rests_on_bad_result = false;
+        self.approvals.clear();
+        self.advisory_windows.clear();
     }
 
     /// The driver names a sent attempt; a cancel gives the name back, so the driver keeps no
@@ -501,6 +526,18 @@ impl RunMachine {
             let pending = self.validations.swap_remove(i);
             return self.finish_validation(cx, out, pending);
         }
+        if !self.approvals.is_empty() || !self.advisory_windows.is_empty() {
+            if let Some(i) = self.approvals.iter().position(|a| a.step == s && a.wake == wake) {
+                return self.on_approval_wake(cx, out, i);
+            }
+            if let Some(i) = self.advisory_windows.iter().position(|&(step, w)| step == s && w == wake) {
+                self.advisory_windows.swap_remove(i);
+                if self.steps[s as usize].phase.is_open() {
+                    return self.omit_advisory(cx, out, s);
+                }
+                return;
+            }
+        }
         let st = &mut self.steps[s as usize];
         if st.phase == StepPhase::Sleeping && st.wake == wake {
             st.phase = StepPhase::Active;
@@ -560,7 +597,7 @@ impl RunMachine {
             return self.omit_by_mode(cx, out, s);
         }
         let branches_full = !self.treatment.fan_out.has_branch_room(self.budget.in_flight);
-        if branches_full && cx.workflow.steps[s as usize].criticality == Criticality::Soft {
+        if branches_full && cx.workflow.steps[s as usize].criticality != Criticality::Hard {
             let dependency = cx.workflow.steps[s as usize].dependency as u16;
             refused(out, s, dependency, Refusal::FanOut, (Purpose::Call, AttemptKind::First), None);
             self.budget.in_flight += 1; // released again as the step is omitted
@@ -610,6 +647,13 @@ impl RunMachine {
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
         out.trace(TraceEvent::StepStarted { step: s });
+        let step = &cx.workflow.steps[s as usize];
+        if step.approval {
+            return self.request_approval(cx, out, s);
+        }
+        if step.criticality == Criticality::Advisory {
+            self.open_advisory_window(cx, out, s);
+        }
         let t = self.treatment;
         if t.fallback == FallbackMode::FallbackFirst || t.per_step {
             self.maybe_start_on_fallback(cx, out, s);
@@ -807,7 +851,10 @@ impl RunMachine {
             return;
         }
         let st = &mut self.steps[s as usize];
-        if !hedging.may_hedge(cx.workflow.steps[s as usize].effect, st.hedges) {
+        // An advisory call is worth one attempt in its window, not a hedge's retry token.
+        if cx.workflow.steps[s as usize].criticality == Criticality::Advisory
+            || !hedging.may_hedge(cx.workflow.steps[s as usize].effect, st.hedges)
+        {
             return;
         }
         let wake = st.next_wake();
@@ -914,6 +961,10 @@ impl RunMachine {
         }
         if self.steps[s as usize].in_flight > 0 {
             return; // hedged: another attempt of this call may still succeed
+        }
+        if cx.step(s).0.criticality == Criticality::Advisory {
+            // Reference only: never retried (a retry token is worth more to the hard steps).
+            return self.omit_advisory(cx, out, s);
         }
         if kind == FailureKind::ResultInvalid
             && cx.step(s).1.on_schema_failure == OnSchemaFailure::RepairOnceThenHandoff
@@ -1078,6 +1129,10 @@ impl RunMachine {
     #[inline]
     fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, via_fallback: bool) {
         self.steps[s as usize].phase = StepPhase::Done;
+        if cx.workflow.steps[s as usize].criticality == Criticality::Advisory {
+            self.advisory_windows.retain(|&(step, _)| step != s);
+            out.observe(Observation::AdvisoryUsed);
+        }
         let end =
             if self.steps[s as usize].lookups > 0 { StepEnd::Reconciled } else { StepEnd::Succeeded { via_fallback } };
         out.trace(TraceEvent::StepEnded { step: s, end });
@@ -1144,6 +1199,9 @@ impl RunMachine {
     /// omit a soft step, or fail the run.
     fn step_gave_up(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, may_fall_back: MayFallBack) {
         let (step, sp) = cx.step(s);
+        if step.criticality == Criticality::Advisory {
+            return self.omit_advisory(cx, out, s);
+        }
         let fallback_allowed = self.treatment.fallback != FallbackMode::NoFallback;
         let st0 = self.steps[s as usize];
         // The next candidate in order: the first after the primary, the one after the
@@ -1198,6 +1256,74 @@ impl RunMachine {
             out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Failed });
             self.end_run(cx, out, Outcome::Failed);
         }
+    }
+
+    /// Approval step `s` asks its desk (docs/essay.md section 4). The human's decision time and
+    /// verdict are drawn per run and step, so every policy meets the same person; the desk says
+    /// when the verdict comes, and the step sleeps until then or the root deadline. The runtime
+    /// never retries it and gives it no attempt timeout: asking a person again duplicates
+    /// their work while the first request is still open, so only the business expiry (the
+    /// desk's) and the root deadline (the run's) bound the wait.
+    fn request_approval(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        let step = &cx.workflow.steps[s as usize];
+        let Some(model) = &cx.loads.dependencies[step.dependency].approval else {
+            debug_assert!(false, "an approval step's dependency has an approval desk");
+            return;
+        };
+        let mut draws = self.key.with(TAG_APPROVAL).with(step.stream_id).stream();
+        let work_us = crate::sim::ms_to_us(model.decision_time.sample_ms(&mut draws));
+        let approve = draws.unit() < model.approved_share;
+        let scheduled = cx.approvals[step.dependency].request(model, cx.now, work_us, approve);
+        out.observe(Observation::ApprovalRequested);
+        let wake = self.steps[s as usize].next_wake();
+        self.approvals.push(AwaitedApproval { step: s, wake, requested_at: cx.now, scheduled });
+        let until = scheduled.at.min(self.budget.deadline_at).max(cx.now);
+        out.command(Command::Sleep { step: s, wake, until });
+    }
+
+    /// An approval step's verdict came, or the root deadline did first: approved, the step is
+    /// done; refused or lapsed, the run ends with that outcome; still open at the deadline,
+    /// the run is handed to an asynchronous task that keeps waiting (the user is told on time:
+    /// no deadline miss).
+    fn on_approval_wake(&mut self, cx: &mut RunContext, out: &mut impl Effects, i: usize) {
+        let a = self.approvals.swap_remove(i);
+        let s = a.step;
+        let decided = cx.now >= a.scheduled.at;
+        let verdict = if decided { a.scheduled.verdict } else { ApprovalVerdict::PendingAtDeadline };
+        out.observe(Observation::ApprovalEnded { verdict, wait_us: cx.now - a.requested_at });
+        let outcome = match verdict {
+            ApprovalVerdict::Approved => return self.step_succeeded(cx, out, s, false),
+            ApprovalVerdict::Refused => Outcome::ApprovalRefused,
+            ApprovalVerdict::Expired => Outcome::ApprovalExpired,
+            ApprovalVerdict::PendingAtDeadline => Outcome::AwaitingApproval,
+        };
+        self.ended_by = self.ended_by.or(Some(s));
+        // Still waiting, the request goes on to a task (a hand-off); refused or lapsed, it ended.
+        let end = if verdict == ApprovalVerdict::PendingAtDeadline { StepEnd::Handoff } else { StepEnd::Failed };
+        out.trace(TraceEvent::StepEnded { step: s, end });
+        self.end_run(cx, out, outcome);
+    }
+
+    /// Advisory step `s` starts: its result is used only within its window.
+    fn open_advisory_window(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        let wake = self.steps[s as usize].next_wake();
+        self.advisory_windows.push((s, wake));
+        let until = cx.now + cx.workflow.steps[s as usize].advisory_wait_us;
+        out.command(Command::Sleep { step: s, wake, until });
+    }
+
+    /// Advisory step `s` failed or its window closed: its attempts are cancelled and the run
+    /// goes on without it, marked with a notice (`advisory_omitted_total`). Unlike a soft step
+    /// the answer is not degraded: the result was for reference only.
+    fn omit_advisory(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
+        if self.steps[s as usize].in_flight > 0 {
+            self.cancel_step_attempts(cx, out, s);
+        }
+        self.advisory_windows.retain(|&(step, _)| step != s);
+        self.steps[s as usize].phase = StepPhase::Omitted;
+        out.observe(Observation::AdvisoryOmitted);
+        out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
+        self.release_step(cx, out, s);
     }
 
     fn release_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {

@@ -34,6 +34,10 @@ pub struct StepModel {
     pub task_class: Option<String>,
     /// At a task dependency: what becomes of a result that arrives after the caller left.
     pub late_result: LateResult,
+    /// The step waits for a human's decision (its dependency is an approval desk).
+    pub approval: bool,
+    /// An advisory step's window (docs/scenario.md section 6.1); 0 for other steps.
+    pub advisory_wait_us: crate::sim::Micros,
     pub predecessors: u32,
     pub successors: Vec<u8>,
 }
@@ -221,11 +225,100 @@ fn compile_step(
         output_tokens: count_distribution(source, &sp.key("output_tokens"), &s.output_tokens)?,
         task_class: s.task_class.clone(),
         late_result: late_result(source, world, sp, s, dependency)?,
+        approval: world.dependencies[dependency].approval.is_some(),
+        advisory_wait_us: advisory_wait(source, sp, s)?,
         predecessors: 0,
         successors: Vec::new(),
     };
     check_step_tokens(source, world, sp, &step)?;
+    check_contract(source, world, sp, s, &step)?;
     Ok(step)
+}
+
+/// An advisory step's window in microseconds: required there, refused elsewhere.
+fn advisory_wait(
+    source: &Source,
+    sp: &FieldPath,
+    s: &crate::scenario::Step,
+) -> Result<crate::sim::Micros, ScenarioError> {
+    let path = sp.key("advisory_wait_ms");
+    match (s.criticality, s.advisory_wait_ms) {
+        (Criticality::Advisory, Some(ms)) if ms.is_finite() && ms > 0.0 => Ok(crate::sim::ms_to_us(ms)),
+        (Criticality::Advisory, Some(ms)) => {
+            Err(error_at_path(source, &path, format!("must be a finite number > 0, got {ms}")))
+        }
+        (Criticality::Advisory, None) => Err(error_at_path(
+            source,
+            sp,
+            "an advisory step needs `advisory_wait_ms`: how long after it starts its result is still used",
+        )),
+        (Criticality::Hard | Criticality::Soft, Some(_)) => Err(error_at_path(
+            source,
+            &path,
+            "`advisory_wait_ms` applies only to steps with criticality = \"advisory\"",
+        )),
+        (Criticality::Hard | Criticality::Soft, None) => Ok(0),
+    }
+}
+
+/// The contracts of the essay's approval and advisory classes (docs/essay.md section 4): a
+/// human decision commits nothing, cannot be skipped and has no other path; a reference-only
+/// result never writes and has no fallback worth waiting for.
+fn check_contract(
+    source: &Source,
+    world: &World,
+    sp: &FieldPath,
+    s: &crate::scenario::Step,
+    step: &StepModel,
+) -> Result<(), ScenarioError> {
+    let err = |field: &str, m: String| Err(error_at_path(source, &sp.key(field), m));
+    if let Some(f) = step.fallback
+        && world.dependencies[f].approval.is_some()
+    {
+        return err(
+            "fallback",
+            format!("{} is an approval dependency: a human is nobody's fallback", quote(&world.dependencies[f].name)),
+        );
+    }
+    if step.approval {
+        let name = quote(&s.dependency);
+        if step.effect == Effect::Write {
+            return err(
+                "effect",
+                format!(
+                    "the step asks the approval dependency {name}: a decision is not a write (put the write in a step after it)"
+                ),
+            );
+        }
+        if step.criticality != Criticality::Hard {
+            return err(
+                "criticality",
+                format!(
+                    "the step asks the approval dependency {name}: an approval cannot be left out (docs/essay.md section 3), so it is hard"
+                ),
+            );
+        }
+        if step.fallback.is_some() {
+            return err(
+                "fallback",
+                format!(
+                    "the step asks the approval dependency {name}: no other path may stand in for a human's decision"
+                ),
+            );
+        }
+    }
+    if step.criticality == Criticality::Advisory {
+        if step.effect == Effect::Write {
+            return err("effect", "an advisory step is used for reference only: it cannot be a write (an omitted write would leave its effect unknown)".into());
+        }
+        if step.fallback.is_some() {
+            return err(
+                "fallback",
+                "an advisory step is omitted when it fails or is late; a fallback would only delay the run".into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A write's late result goes to review, a model's is discarded, any other is cached, unless

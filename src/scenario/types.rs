@@ -283,6 +283,44 @@ pub struct Dependency {
     /// time per output token, token quotas, prices (docs/scenario.md section 4.6).
     #[serde(default)]
     pub tokens: Option<TokensSpec>,
+    /// A human approval desk instead of a service (docs/scenario.md section 4.7): steps at this
+    /// dependency wait for a person's decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct ApprovalSpec {
+    /// A human's time to decide, counted in working time (a distribution in ms).
+    pub decision_time: ServiceTime,
+    /// People deciding, first come first served; absent: unlimited (nobody queues).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvers: Option<u32>,
+    /// The share of decisions that approve (the rest refuse); default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_share: Option<f64>,
+    /// The business expiry: a request nobody decided this long after it was made lapses.
+    pub expires_after_s: f64,
+    /// When people decide; absent: at any hour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_hours: Option<WorkingHoursSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct WorkingHoursSpec {
+    /// Opening hour of day, 0 <= start_h < end_h <= 24 (fractions allowed: 8.5 is 08:30).
+    pub start_h: f64,
+    pub end_h: f64,
+    /// Open days: "mon" .. "sun"; default Monday to Friday.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<Vec<String>>,
+    /// Where virtual time 0 falls, in hours after Monday 00:00 (0 <= h < 168); default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub week_hour_at_start: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -558,6 +596,9 @@ pub enum Criticality {
     #[default]
     Hard,
     Soft,
+    /// Used for reference only (docs/essay.md section 4): used when it answers within the
+    /// step's `advisory_wait_ms`, else omitted with a notice; never retried, never fails the run.
+    Advisory,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -613,6 +654,9 @@ pub struct Step {
     /// for a model, cache otherwise).
     #[serde(default)]
     pub late_result: Option<String>,
+    /// An advisory step's window: how long after it starts its result is still used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advisory_wait_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1275,6 +1319,8 @@ pub(crate) use tables_only;
 
 tables_only!(
     Scenario,
+    ApprovalSpec,
+    WorkingHoursSpec,
     Simulation,
     ServiceTime,
     TokenCount,

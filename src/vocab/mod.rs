@@ -3,6 +3,7 @@
 //! so no other module writes a literal 10 or 4 or matches a name with a catch-all arm.
 //! Sits just above the kernel: world, metrics and runtime all speak it.
 
+mod approval;
 mod attempt_kind;
 mod breaker;
 mod budget;
@@ -14,6 +15,7 @@ mod outcome;
 mod refusal;
 mod traffic;
 
+pub use approval::ApprovalVerdict;
 pub use attempt_kind::AttemptKind;
 pub use breaker::BreakerState;
 pub use budget::BudgetKind;

@@ -11,6 +11,13 @@ crate::named_enum! {
         Failed => "failed",
         /// Refused at admission: never started.
         Rejected => "rejected",
+        /// A human refused the run's approval step (docs/essay.md section 4).
+        ApprovalRefused => "approval_refused",
+        /// The run's approval request lapsed at its business expiry before anyone decided.
+        ApprovalExpired => "approval_expired",
+        /// The root deadline came while the run waited for a human: it was handed to an
+        /// asynchronous task that keeps waiting (not a deadline miss: the user was told on time).
+        AwaitingApproval => "awaiting_approval",
     }
 }
 
@@ -53,19 +60,40 @@ impl DegradedReason {
 }
 
 impl Outcome {
+    /// The outcomes only a scenario with an approval dependency can have: their metrics exist
+    /// only then, so other scenarios keep their outputs.
+    pub fn needs_approval(self) -> bool {
+        match self {
+            Outcome::ApprovalRefused | Outcome::ApprovalExpired | Outcome::AwaitingApproval => true,
+            Outcome::Succeeded | Outcome::Degraded | Outcome::Handoff | Outcome::Failed | Outcome::Rejected => false,
+        }
+    }
+
     /// Counts as goodput: the user got an answer.
     pub fn is_success(self) -> bool {
         match self {
             Outcome::Succeeded | Outcome::Degraded => true,
-            Outcome::Handoff | Outcome::Failed | Outcome::Rejected => false,
+            Outcome::Handoff
+            | Outcome::Failed
+            | Outcome::Rejected
+            | Outcome::ApprovalRefused
+            | Outcome::ApprovalExpired
+            | Outcome::AwaitingApproval => false,
         }
     }
 
     /// Safe unless it caused a duplicate effect: an answer, an honest hand-off or an up-front
-    /// refusal. A plain failure is not safe (the user sees an error).
+    /// refusal. A plain failure is not safe (the user sees an error). A human's refusal, a
+    /// lapsed approval and a run handed on to wait for one are honest answers: safe.
     pub fn is_safe(self) -> bool {
         match self {
-            Outcome::Succeeded | Outcome::Degraded | Outcome::Handoff | Outcome::Rejected => true,
+            Outcome::Succeeded
+            | Outcome::Degraded
+            | Outcome::Handoff
+            | Outcome::Rejected
+            | Outcome::ApprovalRefused
+            | Outcome::ApprovalExpired
+            | Outcome::AwaitingApproval => true,
             Outcome::Failed => false,
         }
     }
@@ -80,6 +108,6 @@ mod tests {
         for (i, o) in Outcome::ALL.into_iter().enumerate() {
             assert_eq!(o.index(), i);
         }
-        assert_eq!(Outcome::COUNT, 5);
+        assert_eq!(Outcome::COUNT, 8);
     }
 }

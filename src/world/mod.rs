@@ -2,6 +2,7 @@
 //! faults, workloads and the side-effect ledger.
 
 pub mod bad_result;
+pub mod approval;
 pub mod bucket;
 mod check;
 pub mod dist;

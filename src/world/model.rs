@@ -93,6 +93,9 @@ pub struct DependencyModel {
     pub task: Option<TaskModel>,
     /// Calls shaped by tokens (a model provider).
     pub tokens: Option<TokenShape>,
+    /// A desk of humans who approve (docs/scenario.md section 4.7): steps here wait for a
+    /// decision, never for the station.
+    pub approval: Option<super::approval::ApprovalModel>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
 }
@@ -415,6 +418,13 @@ fn compile_dependencies<'s>(
                 let known = specs.iter().map(|d| d.name.as_str());
                 c.err(&path.key("dependency"), unknown_name("dependency", &call.dependency, known))
             })?;
+            if specs[target].approval.is_some() {
+                let message = format!(
+                    "{} is an approval dependency: only a workflow step asks humans, not a remote agent's call",
+                    quote(&call.dependency)
+                );
+                return Err(c.err(&path.key("dependency"), message));
+            }
             dependencies[i].calls.push(RemoteCallModel {
                 dependency: target,
                 count: c.in_range(&path.key("count"), call.count, 1, MAX_REMOTE_CALL_COUNT)?,
@@ -608,6 +618,8 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         (Some(spec), _) => c.distribution(&path.key("service_time"), spec)?,
         // Unused: the token shape gives every call's service time.
         (None, Some(_)) => Distribution::Constant { value_ms: 0.0 },
+        // Unused: humans decide, nothing is served.
+        (None, None) if d.approval.is_some() => Distribution::Constant { value_ms: 0.0 },
         (None, None) => {
             let message = "missing field `service_time` (or a [dependency.tokens] table that shapes it)";
             return Err(c.err(path, message));
@@ -619,6 +631,22 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         (None, None) => service.clone(),
     };
     let default_kind = if d.calls.is_empty() { DependencyKind::Api } else { DependencyKind::A2aAgent };
+    let approval = match &d.approval {
+        Some(spec) => {
+            let ap = path.key("approval");
+            // A person is not a provider: nothing of a station's work or a task applies.
+            for (field, given) in
+                [("task", d.task.is_some()), ("tokens", tokens.is_some()), ("calls", !d.calls.is_empty())]
+            {
+                if given {
+                    let message = format!("an approval dependency is a desk of humans; `{field}` does not apply to it");
+                    return Err(c.err(&path.key(field), message));
+                }
+            }
+            Some(super::approval::compile_approval(c, &ap, spec)?)
+        }
+        None => None,
+    };
     Ok(DependencyModel {
         name: d.name.clone(),
         kind: c.named(&path.key("kind"), d.kind.as_deref(), default_kind)?,
@@ -643,6 +671,7 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         calls: Vec::new(),
         task: None,
         tokens,
+        approval,
         faults: Vec::new(),
     })
 }

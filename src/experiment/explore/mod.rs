@@ -207,10 +207,8 @@ fn identity_sums(m: &MetricMap, measured_s: f64) -> Vec<(String, f64, f64)> {
         m.iter().filter(|(k, _)| k.starts_with(prefix) && k.ends_with(suffix)).map(|(_, v)| *v).sum()
     };
     let get = |k: &str| m.get(k).copied().unwrap_or(0.0);
-    let outcomes: f64 = ["succeeded", "degraded", "handoff", "failed", "rejected"]
-        .iter()
-        .map(|o| get(&format!("outcome_total.{o}")))
-        .sum();
+    // Every outcome, those of approval steps included (absent, so 0, without approvals).
+    let outcomes: f64 = crate::vocab::Outcome::ALL.iter().map(|o| get(&format!("outcome_total.{}", o.name()))).sum();
     let mut checks = vec![
         ("outcomes add up to logical_run_total".to_string(), outcomes, get("logical_run_total")),
         (

@@ -535,6 +535,11 @@ impl Builder<'_> {
             Outcome::Failed => Status::Error("the run failed".into()),
             Outcome::Handoff => Status::Error("handed off to a human".into()),
             Outcome::Rejected => Status::Error("refused before it started (admission, or a paused mode)".into()),
+            Outcome::ApprovalRefused => Status::Error("a human refused its approval".into()),
+            Outcome::ApprovalExpired => Status::Error("its approval lapsed at the business expiry".into()),
+            Outcome::AwaitingApproval => {
+                Status::Error("handed to an asynchronous task at its deadline, awaiting approval".into())
+            }
             Outcome::Succeeded | Outcome::Degraded => Status::Ok,
         };
         let late = match (deadline_exceeded, past_deadline) {
