@@ -782,7 +782,8 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Capacity { .. }
                 | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::DelegationLoop { .. } => {}
             }
         }
         effects
@@ -1055,7 +1056,8 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Capacity { .. }
                 | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::DelegationLoop { .. } => {}
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);

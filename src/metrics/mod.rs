@@ -2,6 +2,7 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
+pub mod delegation;
 pub mod direction;
 pub mod incident;
 pub mod modes;
@@ -58,4 +59,7 @@ pub struct Labels {
     pub sdk_clients: bool,
     /// Some workflow's load is a closed population: user metrics exist.
     pub closed_population: bool,
+    /// Some call delegates between agents or a fault makes a delegation loop: delegation
+    /// metrics exist.
+    pub delegation: bool,
 }

@@ -2,6 +2,7 @@
 //! these observations by [`Recorder::observe`](super::Recorder::observe), so the engine never
 //! touches a counter and a trace of a run can reuse the same stream.
 
+use super::delegation::DelegationObservation;
 use super::tasks::TaskObservation;
 use super::tokens::TokenObservation;
 use crate::sim::Micros;
@@ -16,6 +17,8 @@ pub enum Observation {
     Task(TaskObservation),
     /// Something about a token-shaped model call.
     Tokens(TokenObservation),
+    /// Something about a delegation hop between agents or a delegating run.
+    Delegation(DelegationObservation),
     /// A request that loads a dependency without being an attempt of a logical call: a task
     /// client's poll, subscription, lookup or cancel, or a task's work at its runner. Counted
     /// at the dependency and in cost, not in retry amplification.

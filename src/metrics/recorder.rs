@@ -1,6 +1,7 @@
 //! Counters, histograms and time integrals for one replication. Everything is fixed-size or
 //! grows with the number of windows, never with the number of events.
 
+use super::delegation::DelegationStats;
 use super::incident::IncidentStats;
 use super::modes::ModeStats;
 use super::observation::Observation;
@@ -228,6 +229,7 @@ pub struct Recorder {
     pub tokens: Option<TokenStats>,
     /// Closed populations' users, when some workflow has one.
     pub users: Option<UserStats>,
+    pub delegation: Option<DelegationStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -308,6 +310,7 @@ impl Recorder {
             tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
             tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
             users: labels.closed_population.then(UserStats::default),
+            delegation: labels.delegation.then(DelegationStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -455,6 +458,11 @@ impl Recorder {
             Observation::Tokens(t) => {
                 if let (Some(tokens), true) = (&mut self.tokens, measured) {
                     tokens.observe(t);
+                }
+            }
+            Observation::Delegation(o) => {
+                if let (Some(delegation), true) = (&mut self.delegation, measured) {
+                    delegation.observe(o);
                 }
             }
             Observation::Task(t) => {
@@ -716,6 +724,9 @@ impl Recorder {
         }
         if let Some(users) = &self.users {
             users.put(self.window, &mut m);
+        }
+        if let Some(delegation) = &self.delegation {
+            delegation.put(&mut m);
         }
         if let Some(tokens) = &self.tokens {
             let successes: f64 =

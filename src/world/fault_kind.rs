@@ -17,6 +17,7 @@ crate::named_enum! {
         LateCancel => "late_cancel",
         LateResult => "late_result",
         LostHandle => "lost_handle",
+        DelegationLoop => "delegation_loop",
     }
 }
 
@@ -36,7 +37,8 @@ impl FaultKind {
             | FaultKind::Capacity
             | FaultKind::Down
             | FaultKind::RateLimit
-            | FaultKind::LostResponse => false,
+            | FaultKind::LostResponse
+            | FaultKind::DelegationLoop => false,
         }
     }
 
@@ -56,6 +58,7 @@ impl FaultKind {
             FaultKind::Errors => &["errors", "toxicity"],
             FaultKind::Capacity => &["servers"],
             FaultKind::RateLimit => &["per_s", "burst"],
+            FaultKind::DelegationLoop => &["timeout_ms", "max_attempts", "toxicity"],
         }
     }
 }

@@ -181,7 +181,8 @@ impl Station {
                 | FaultEffect::IgnoredCancel
                 | FaultEffect::LateCancel { .. }
                 | FaultEffect::LateResult { .. }
-                | FaultEffect::LostHandle => {}
+                | FaultEffect::LostHandle
+                | FaultEffect::DelegationLoop { .. } => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -325,7 +326,8 @@ pub fn attempt_conditions(
             | FaultEffect::IgnoredCancel
             | FaultEffect::LateCancel { .. }
             | FaultEffect::LateResult { .. }
-            | FaultEffect::LostHandle => {}
+            | FaultEffect::LostHandle
+            | FaultEffect::DelegationLoop { .. } => {}
         }
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first

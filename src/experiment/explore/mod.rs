@@ -93,6 +93,8 @@ fn fault(kind: FaultKind, target: &str, start_s: f64, duration_s: f64) -> Fault 
         per_s: None,
         burst: None,
         retry_after_ms: None,
+        timeout_ms: None,
+        max_attempts: None,
     }
 }
 
@@ -149,6 +151,11 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                 }
                 FaultKind::Capacity => f.servers = Some((d.unit() * f64::from(target.servers)).floor() as u32),
                 FaultKind::RateLimit => f.per_s = Some(round_to(1.0 + 99.0 * d.unit(), 0.1)),
+                FaultKind::DelegationLoop => {
+                    // 1 s to 10 s per attempt of the hop back.
+                    f.timeout_ms = Some((10.0 + 90.0 * d.unit()).round() * 100.0);
+                    f.toxicity = Some(toxicity);
+                }
             }
             f
         })
@@ -567,11 +574,16 @@ fn check_counts(opts: &ExploreOptions) -> Result<(), CommandError> {
 }
 
 /// The kinds to draw from: those asked for, or every kind the scenario can take (the task
-/// kinds only when some dependency runs tasks).
+/// kinds only when some dependency runs tasks, a delegation loop only when some call delegates).
 fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>, CommandError> {
     let has_tasks = base.dependencies.iter().any(|d| d.task.is_some());
+    let delegates = base.dependencies.iter().flat_map(|d| &d.calls).any(|c| c.delegate == Some(true));
     if opts.kinds.is_empty() {
-        return Ok(FaultKind::ALL.into_iter().filter(|k| has_tasks || !k.needs_task()).collect());
+        return Ok(FaultKind::ALL
+            .into_iter()
+            .filter(|k| has_tasks || !k.needs_task())
+            .filter(|&k| delegates || k != FaultKind::DelegationLoop)
+            .collect());
     }
     opts.kinds
         .iter()
