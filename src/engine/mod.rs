@@ -3,6 +3,8 @@
 //! a stale event (an attempt's timeout after it completed) is recognised and dropped.
 
 mod arena;
+mod delegation;
+mod delegation_slot;
 mod event;
 mod remote;
 mod runs;
@@ -109,6 +111,7 @@ impl Model {
                 .iter()
                 .flat_map(|w| &w.steps)
                 .any(|s| s.criticality == crate::scenario::Criticality::Advisory),
+            delegation: self.world.delegates(),
         }
     }
 

@@ -22,8 +22,12 @@ impl<T: Tracer> Simulation<'_, T> {
     }
 
     /// Starts the current sub-attempt, or completes the job when every call is done.
-    fn remote_next(&mut self, now: Micros, id: u32) {
+    pub(super) fn remote_next(&mut self, now: Micros, id: u32) {
         let model = self.model;
+        // A looping agent first delegates back (engine/delegation.rs).
+        if self.delegation.on && self.delegation_loop_next(now, id) {
+            return;
+        }
         let job = &self.jobs[id];
         let calls = &model.world.dependencies[job.station as usize].calls;
         let Some(call) = calls.get(job.call as usize) else {
@@ -37,6 +41,14 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         let key = job.key.with(u64::from(job.call)).with(u64::from(job.repeat)).with(u64::from(job.sub_attempt));
+        if call.delegate {
+            match self.delegate_call(now, id, call.dependency, key, call.timeout_us) {
+                Ok(true) | Err(()) => {}
+                // A refused revisit: the agent it would go to is at work on this chain already.
+                Ok(false) => self.remote_call_done(now, id),
+            }
+            return;
+        }
         let attempt = NewAttempt {
             station: call.dependency,
             purpose: Purpose::Call,
@@ -69,18 +81,15 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         job.child = None;
+        if self.delegation.on && self.delegation_loop_result(now, id, result) {
+            return;
+        }
+        let job = &self.jobs[id];
         let call = &model.world.dependencies[job.station as usize].calls[job.call as usize];
         let kind = match result {
             // A remote agent's own calls are never lookups.
             AttemptResult::Ok | AttemptResult::NotFound => {
-                let j = &mut self.jobs[id];
-                j.sub_attempt = 0;
-                j.repeat += 1;
-                if j.repeat >= call.count {
-                    j.repeat = 0;
-                    j.call += 1;
-                }
-                self.remote_next(now, id);
+                self.remote_call_done(now, id);
                 return;
             }
             AttemptResult::Failed { kind, .. } => kind,
@@ -99,6 +108,19 @@ impl<T: Tracer> Simulation<'_, T> {
             j.error = Some(kind);
             self.complete_service(now, id);
         }
+    }
+
+    /// One repeat of the current call is done: on to the next, or the next call.
+    fn remote_call_done(&mut self, now: Micros, id: u32) {
+        let j = &mut self.jobs[id];
+        let count = self.model.world.dependencies[j.station as usize].calls[j.call as usize].count;
+        j.sub_attempt = 0;
+        j.repeat += 1;
+        if j.repeat >= count {
+            j.repeat = 0;
+            j.call += 1;
+        }
+        self.remote_next(now, id);
     }
 
     pub(super) fn on_remote_wake(&mut self, now: Micros, id: u32, generation: u32) {

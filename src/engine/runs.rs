@@ -429,6 +429,9 @@ impl<T: Tracer> Simulation<'_, T> {
     /// duplicate and safety flags are final.
     #[inline]
     pub(super) fn finalize_run(&mut self, now: Micros, r: u32) {
+        if self.delegation.on {
+            self.delegation_run_finalized(now, r);
+        }
         let slot = &mut self.runs[r];
         debug_assert!(slot.machine.ended, "only an ended run is finalized");
         slot.finalized = true;

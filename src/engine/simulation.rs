@@ -249,6 +249,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub tasks: Arena<RemoteTask>,
     /// SDK calls: runtime attempts at dependencies the policy calls through an SDK client.
     pub sdk_calls: Arena<super::sdk_slot::SdkSlot>,
+    /// Delegation hops' chains and runs' figures (empty unless the world delegates).
+    pub delegation: super::delegation_slot::Delegation,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
@@ -316,6 +318,7 @@ pub fn simulate_following<T: Tracer>(
         clients: Arena::new(),
         tasks: Arena::new(),
         sdk_calls: Arena::new(),
+        delegation: super::delegation_slot::Delegation::new(world.delegates()),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;

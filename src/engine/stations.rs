@@ -498,7 +498,9 @@ impl<T: Tracer> Simulation<'_, T> {
             JobPhase::InService => {
                 let has_calls = !self.model.world.dependencies[job.station as usize].calls.is_empty();
                 // A status lookup asks the agent about a key; it does not redo the agent's work.
-                if has_calls && job.error.is_none() && job.purpose != Purpose::Lookup {
+                let works = job.error.is_none() && job.purpose != Purpose::Lookup;
+                let loops = works && self.delegation.on && self.starts_delegation_loop(now, id);
+                if (has_calls || loops) && works {
                     self.begin_remote_calls(now, id);
                 } else {
                     self.complete_service(now, id);
@@ -601,6 +603,9 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn free_job(&mut self, now: Micros, id: u32) {
         // Its caller's timeout can no longer matter (and the slot is about to be reused).
         self.queue.cancel_timer(id);
+        if self.delegation.on {
+            self.delegation_job_freed(id);
+        }
         let job = &mut self.jobs[id];
         job.generation = job.generation.wrapping_add(1);
         job.phase = JobPhase::Free;

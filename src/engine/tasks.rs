@@ -785,7 +785,8 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::LostResponse
                 | FaultEffect::BadResult(_)
                 | FaultEffect::SlowStream { .. }
-                | FaultEffect::QuotaCut { .. } => {}
+                | FaultEffect::QuotaCut { .. }
+                | FaultEffect::DelegationLoop { .. } => {}
             }
         }
         effects
@@ -1061,7 +1062,8 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::LostResponse
                 | FaultEffect::BadResult(_)
                 | FaultEffect::SlowStream { .. }
-                | FaultEffect::QuotaCut { .. } => {}
+                | FaultEffect::QuotaCut { .. }
+                | FaultEffect::DelegationLoop { .. } => {}
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);

@@ -311,6 +311,7 @@ pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
         .iter()
         .filter_map(|p| p.degradation.as_ref())
         .flat_map(|d| &d.warnings)
+        .chain(crate::runtime::failure_domain::failure_domain_warnings(&scenario, &source).iter())
         .map(|w| format!("warning: {w}\n"))
         .collect();
     Ok(format!(

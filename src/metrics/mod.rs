@@ -4,6 +4,7 @@
 
 pub mod bad_results;
 pub mod approval;
+pub mod delegation;
 pub mod direction;
 pub mod incident;
 pub mod modes;
@@ -67,4 +68,7 @@ pub struct Labels {
     pub approvals: bool,
     /// Some step is advisory: the advisory metrics exist.
     pub advisory: bool,
+    /// Some call delegates between agents or a fault makes a delegation loop: delegation
+    /// metrics exist.
+    pub delegation: bool,
 }

@@ -3,6 +3,7 @@
 //! touches a counter and a trace of a run can reuse the same stream.
 
 use super::bad_results::BadResultObservation;
+use super::delegation::DelegationObservation;
 use super::tasks::TaskObservation;
 use super::tokens::TokenObservation;
 use crate::sim::Micros;
@@ -20,6 +21,8 @@ pub enum Observation {
     Tokens(TokenObservation),
     /// Something about an answer that looked like success, or a validator.
     BadResult(BadResultObservation),
+    /// Something about a delegation hop between agents or a delegating run.
+    Delegation(DelegationObservation),
     /// A request that loads a dependency without being an attempt of a logical call: a task
     /// client's poll, subscription, lookup or cancel, or a task's work at its runner. Counted
     /// at the dependency and in cost, not in retry amplification.

@@ -21,7 +21,7 @@ pub struct Range {
 /// none of which is one of these, so the last segment names the metric. The other quotients
 /// can exceed 1: `retry_amplification_ratio` (attempts per call), `utilization` (during a
 /// capacity cut), the recovery storm, peak and goodput-floor ratios.
-const FRACTIONS: [&str; 10] = [
+const FRACTIONS: [&str; 11] = [
     "auto_completion_ratio",
     "full_quality_completion_ratio",
     "safe_outcome_ratio",

@@ -2,6 +2,7 @@
 //! grows with the number of windows, never with the number of events.
 
 use super::bad_results::{BadResultObservation, BadResultStats};
+use super::delegation::DelegationStats;
 use super::incident::IncidentStats;
 use super::modes::ModeStats;
 use super::observation::Observation;
@@ -235,6 +236,7 @@ pub struct Recorder {
     pub approvals: Option<super::approval::ApprovalStats>,
     /// Advisory results, when some step is advisory.
     pub advisory: Option<super::approval::AdvisoryStats>,
+    pub delegation: Option<DelegationStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -318,6 +320,7 @@ impl Recorder {
             bad_results: labels.bad_results.then(BadResultStats::default),
             approvals: labels.approvals.then(|| super::approval::ApprovalStats::new(histogram(3))),
             advisory: labels.advisory.then(super::approval::AdvisoryStats::default),
+            delegation: labels.delegation.then(DelegationStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -479,6 +482,11 @@ impl Recorder {
                         }
                     }
                     stats.observe(b);
+                }
+            }
+            Observation::Delegation(o) => {
+                if let (Some(delegation), true) = (&mut self.delegation, measured) {
+                    delegation.observe(o);
                 }
             }
             Observation::Task(t) => {
@@ -781,6 +789,9 @@ impl Recorder {
                 .map(|o| format!("outcome_total.{}", o.name()))
                 .collect();
             m.retain(|k, _| !names.iter().any(|n| k.ends_with(n.as_str())));
+        }
+        if let Some(delegation) = &self.delegation {
+            delegation.put(&mut m);
         }
         if let Some(tokens) = &self.tokens {
             let successes: f64 =

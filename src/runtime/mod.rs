@@ -10,6 +10,8 @@ pub mod command;
 pub mod deadline;
 pub mod decision;
 pub mod degradation;
+pub mod delegation;
+pub mod failure_domain;
 pub mod fan_out;
 pub mod guard;
 pub mod hedging;

@@ -1471,3 +1471,42 @@ struct Attempt {
     purpose: Purpose,
     timeout_us: Option<Micros>,
 }
+
+/// What the root run keeps for its agents' delegation hops (runtime/delegation.rs): a hop is an
+/// attempt of the run and its cost is in flight, so the runtime's own fan-out limits see the
+/// hops too, and a hop sees the runtime's attempts.
+impl RunMachine {
+    /// The root run's side of a hop's check. The deadline travels with the hop only when the
+    /// policy propagates it.
+    pub fn root_ledger(&self, now: Micros, propagates_deadline: bool) -> super::delegation::RootLedger {
+        super::delegation::RootLedger {
+            attempts_total: self.attempts_total,
+            cost_in_flight: self.cost_in_flight,
+            deadline_passed: propagates_deadline && self.budget.remaining_us(now) == 0,
+        }
+    }
+
+    /// The fan-out and delegation limits this run runs under (its mode's).
+    pub fn fan_out_limits(&self) -> &super::fan_out::FanOutLimits {
+        &self.treatment.fan_out
+    }
+
+    /// Attempts of the run so far, its agents' hops included.
+    pub fn attempts_total(&self) -> u32 {
+        self.attempts_total
+    }
+
+    /// Cost units of the run's attempts and hops in flight now.
+    pub fn cost_in_flight(&self) -> f64 {
+        self.cost_in_flight
+    }
+
+    pub fn hop_sent(&mut self, cost: f64) {
+        self.attempts_total += 1;
+        self.cost_in_flight += cost;
+    }
+
+    pub fn hop_ended(&mut self, cost: f64) {
+        self.cost_in_flight = (self.cost_in_flight - cost).max(0.0);
+    }
+}

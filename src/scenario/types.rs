@@ -216,6 +216,10 @@ pub struct RemoteCall {
     /// Fixed pause between the remote agent's own attempts.
     #[serde(default)]
     pub backoff_ms: f64,
+    /// An A2A delegation hop: the callee gets the root run's delegation context, and the hop is
+    /// checked against the policy's `fan_out` delegation limits before it is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegate: Option<bool>,
 }
 
 fn one() -> u32 {
@@ -275,6 +279,11 @@ pub struct Dependency {
     /// with its own attempts and timeouts, outside the caller's budget.
     #[serde(default)]
     pub calls: Vec<RemoteCall>,
+    /// What fails together with this dependency: a provider, a region, a shared input such as
+    /// one retrieval result. `validate` warns when a fallback or a parallel branch shares its
+    /// primary's domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_domain: Option<String>,
     /// Long-running work: a call returns a task handle at once and the work runs at `runner`
     /// (A2A tasks, MCP tasks); this dependency's servers answer the protocol's requests.
     #[serde(default)]
@@ -665,7 +674,7 @@ pub struct Step {
 pub struct Fault {
     /// latency, timeout, errors, capacity, down, rate_limit, lost_response, and at a task
     /// dependency stuck_task, input_required, ignored_cancel, late_cancel, late_result,
-    /// lost_handle
+    /// lost_handle; at a remote agent delegation_loop
     pub kind: String,
     pub target: String,
     pub start_s: f64,
@@ -699,6 +708,12 @@ pub struct Fault {
     pub per_s: Option<f64>,
     #[serde(default)]
     pub burst: Option<f64>,
+    /// delegation_loop: the timeout of each attempt of the hop back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<f64>,
+    /// delegation_loop: attempts of the hop back (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -1161,6 +1176,12 @@ pub struct FanOutSpec {
     /// Cost units of one run's attempts in flight at once.
     #[serde(default)]
     pub max_parallel_cost_units: Option<f64>,
+    /// Delegation hops between A2A agents below the run's first agent (1..=16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_delegation_depth: Option<u32>,
+    /// A delegation hop to an agent already on the chain is refused at once (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visited_agents_required: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -47,6 +47,7 @@ impl BadResult {
             | FaultKind::LateResult
             | FaultKind::LostHandle
             | FaultKind::SlowStream
+            | FaultKind::DelegationLoop
             | FaultKind::QuotaCut => None,
         }
     }

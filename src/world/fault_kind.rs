@@ -25,6 +25,7 @@ crate::named_enum! {
         PartialResult => "partial_result",
         StaleIndex => "stale_index",
         QuotaCut => "quota_cut",
+        DelegationLoop => "delegation_loop",
     }
 }
 
@@ -64,7 +65,8 @@ impl FaultKind {
             | FaultKind::LostResponse
             | FaultKind::TruncatedResult
             | FaultKind::EmptyResult
-            | FaultKind::SchemaViolation => TargetNeed::Nothing,
+            | FaultKind::SchemaViolation
+            | FaultKind::DelegationLoop => TargetNeed::Nothing,
         }
     }
 
@@ -93,7 +95,8 @@ impl FaultKind {
             | FaultKind::IgnoredCancel
             | FaultKind::LateCancel
             | FaultKind::LateResult
-            | FaultKind::LostHandle => false,
+            | FaultKind::LostHandle
+            | FaultKind::DelegationLoop => false,
         }
     }
 
@@ -120,7 +123,8 @@ impl FaultKind {
             | FaultKind::SlowStream
             | FaultKind::PartialResult
             | FaultKind::StaleIndex
-            | FaultKind::QuotaCut => false,
+            | FaultKind::QuotaCut
+            | FaultKind::DelegationLoop => false,
         }
     }
 
@@ -148,6 +152,7 @@ impl FaultKind {
             FaultKind::Errors => &["errors", "toxicity"],
             FaultKind::Capacity => &["servers"],
             FaultKind::RateLimit => &["per_s", "burst"],
+            FaultKind::DelegationLoop => &["timeout_ms", "max_attempts", "toxicity"],
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct RemoteCallModel {
     pub max_attempts: u32,
     pub timeout_us: Micros,
     pub backoff_us: Micros,
+    /// An A2A delegation hop: carries the root run's delegation context (runtime/delegation.rs).
+    pub delegate: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +91,8 @@ pub struct DependencyModel {
     /// An approved snapshot's age (ms), drawn per run and step.
     pub snapshot_age: Option<Distribution>,
     pub calls: Vec<RemoteCallModel>,
+    /// What fails together with it (a provider, a region, a shared input), if stated.
+    pub failure_domain: Option<String>,
     /// Long-running work: calls create tasks that run at another dependency.
     pub task: Option<TaskModel>,
     /// Calls shaped by tokens (a model provider).
@@ -152,6 +156,12 @@ pub enum FaultEffect {
     /// The provider's per-minute quota is `factor` of its own during the window.
     QuotaCut {
         factor: f64,
+    },
+    /// An agent served in the window first delegates back to the first agent of its chain (a
+    /// loop A -> B -> A ...), each attempt of that hop with this timeout.
+    DelegationLoop {
+        timeout_us: Micros,
+        max_attempts: u32,
     },
 }
 
@@ -284,6 +294,13 @@ impl World {
 
     pub fn dependency_index(&self, name: &str) -> Option<usize> {
         self.dependencies.iter().position(|d| d.name == name)
+    }
+
+    /// Whether any run may delegate between agents: a call delegates or a fault makes a loop.
+    /// Delegation's bookkeeping and metrics exist only then.
+    pub fn delegates(&self) -> bool {
+        self.dependencies.iter().flat_map(|d| &d.calls).any(|c| c.delegate)
+            || self.faults.iter().any(|f| matches!(f.effect, FaultEffect::DelegationLoop { .. }))
     }
 }
 
@@ -431,6 +448,7 @@ fn compile_dependencies<'s>(
                 max_attempts: c.in_range(&path.key("max_attempts"), call.max_attempts, 1, MAX_ATTEMPTS_LIMIT)?,
                 timeout_us: ms_to_us(c.positive(&path.key("timeout_ms"), call.timeout_ms)?),
                 backoff_us: ms_to_us(c.non_negative(&path.key("backoff_ms"), call.backoff_ms)?),
+                delegate: call.delegate.unwrap_or(false),
             });
         }
     }
@@ -669,6 +687,14 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         quality_score: d.quality_score.map(|q| c.probability(&path.key("quality_score"), q)).transpose()?,
         forbidden_task_classes: d.forbidden_task_classes.clone(),
         calls: Vec::new(),
+        failure_domain: match &d.failure_domain {
+            Some(domain) if domain.trim().is_empty() => {
+                return Err(
+                    c.err(&path.key("failure_domain"), "must name a domain (a provider, region or shared input)")
+                );
+            }
+            domain => domain.clone(),
+        },
         task: None,
         tokens,
         approval,
@@ -853,7 +879,7 @@ fn target_lacks(kind: FaultKind, target: &DependencyModel) -> Option<String> {
 }
 
 fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<(), ScenarioError> {
-    let present: [(&str, bool); 10] = [
+    let present: [(&str, bool); 12] = [
         ("service_time", f.service_time.is_some()),
         ("factor", f.factor.is_some()),
         ("latency_ms", f.latency_ms.is_some()),
@@ -864,6 +890,8 @@ fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind)
         ("burst", f.burst.is_some()),
         ("toxicity", f.toxicity.is_some()),
         ("retry_after_ms", f.retry_after_ms.is_some()),
+        ("timeout_ms", f.timeout_ms.is_some()),
+        ("max_attempts", f.max_attempts.is_some()),
     ];
     let allowed = kind.allowed_fields();
     match present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
@@ -952,6 +980,20 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
                 f.per_s.ok_or_else(|| c.err(path, "a rate_limit fault needs `per_s`"))?,
             )?;
             FaultEffect::RateLimit { per_s, burst: burst(c, path, f.burst, per_s)? }
+        }
+        FaultKind::DelegationLoop => {
+            let timeout_ms = f.timeout_ms.ok_or_else(|| {
+                c.err(path, "a delegation_loop fault needs `timeout_ms` (each attempt of the hop back)")
+            })?;
+            FaultEffect::DelegationLoop {
+                timeout_us: ms_to_us(c.positive(&path.key("timeout_ms"), timeout_ms)?),
+                max_attempts: c.in_range(
+                    &path.key("max_attempts"),
+                    f.max_attempts.unwrap_or(1),
+                    1,
+                    MAX_ATTEMPTS_LIMIT,
+                )?,
+            }
         }
     })
 }

@@ -203,7 +203,8 @@ impl Station {
                 | FaultEffect::LostHandle
                 | FaultEffect::BadResult(_)
                 | FaultEffect::SlowStream { .. }
-                | FaultEffect::QuotaCut { .. } => {}
+                | FaultEffect::QuotaCut { .. }
+                | FaultEffect::DelegationLoop { .. } => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -356,7 +357,8 @@ pub fn attempt_conditions(
             | FaultEffect::IgnoredCancel
             | FaultEffect::LateCancel { .. }
             | FaultEffect::LateResult { .. }
-            | FaultEffect::LostHandle => {}
+            | FaultEffect::LostHandle
+            | FaultEffect::DelegationLoop { .. } => {}
         }
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first

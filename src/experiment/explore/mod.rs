@@ -93,6 +93,8 @@ fn fault(kind: FaultKind, target: &str, start_s: f64, duration_s: f64) -> Fault 
         per_s: None,
         burst: None,
         retry_after_ms: None,
+        timeout_ms: None,
+        max_attempts: None,
     }
 }
 
@@ -161,6 +163,11 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                 }
                 // 5 % to 50 % of the quota left.
                 FaultKind::QuotaCut => f.factor = Some(round_to(0.05 + 0.45 * d.unit(), 0.01)),
+                FaultKind::DelegationLoop => {
+                    // 1 s to 10 s per attempt of the hop back.
+                    f.timeout_ms = Some((10.0 + 90.0 * d.unit()).round() * 100.0);
+                    f.toxicity = Some(toxicity);
+                }
             }
             f
         })
@@ -576,8 +583,6 @@ fn check_counts(opts: &ExploreOptions) -> Result<(), CommandError> {
     Ok(())
 }
 
-/// The kinds to draw from: those asked for, or every kind the scenario can take (the task
-/// kinds only when some dependency runs tasks).
 /// Whether dependency `d` of the scenario can take a fault of `kind` (`FaultKind::target_need`).
 fn fits(kind: FaultKind, d: &Dependency) -> bool {
     match kind.target_need() {
@@ -600,8 +605,11 @@ fn uses_bad_results(base: &Scenario) -> bool {
         || base.policies.values().any(|p| p.steps.values().any(|s| s.validator.is_some()))
 }
 
+/// The kinds to draw from: those asked for, or every kind the scenario can take (the task
+/// kinds only when some dependency runs tasks, a delegation loop only when some call delegates).
 fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>, CommandError> {
     let has_tasks = base.dependencies.iter().any(|d| d.task.is_some());
+    let delegates = base.dependencies.iter().flat_map(|d| &d.calls).any(|c| c.delegate == Some(true));
     if opts.kinds.is_empty() {
         // The kinds that look like success join by default only where the scenario deals in
         // them already, so every other scenario's schedules stay the ones they were.
@@ -610,6 +618,7 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
             .into_iter()
             .filter(|k| has_tasks || !k.needs_task())
             .filter(|&k| !k.looks_like_success() || (bad_results && base.dependencies.iter().any(|d| fits(k, d))))
+            .filter(|&k| delegates || k != FaultKind::DelegationLoop)
             .collect());
     }
     opts.kinds

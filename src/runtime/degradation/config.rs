@@ -96,12 +96,8 @@ pub struct Treatment {
 
 impl Treatment {
     /// A policy without modes, before a run starts.
-    pub const PLAIN: Treatment = Treatment {
-        fan_out: FanOutLimits { max_branches: None, max_total_attempts: None, max_parallel_cost_units: None },
-        hedging: true,
-        fallback: FallbackMode::Normal,
-        per_step: false,
-    };
+    pub const PLAIN: Treatment =
+        Treatment { fan_out: FanOutLimits::NONE, hedging: true, fallback: FallbackMode::Normal, per_step: false };
 }
 
 /// Which writes a mode stops now.
