@@ -250,3 +250,44 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn data(name: &str) -> faultline::engine::Model {
+    let root = env!("CARGO_MANIFEST_DIR");
+    model(&std::fs::read_to_string(format!("{root}/tests/data/{name}")).unwrap())
+}
+
+#[test]
+fn a_charged_client_pays_no_token_for_a_retry_the_runtime_timeout_would_cut() {
+    // Review S1: the SDK's sleep (0.75-1 s) always outlasts the runtime's 500 ms timeout. Before
+    // the fix the charged client took the run's only token for that retry, never sent, and the
+    // runtime's own retry was refused: 2 931 attempts (one per run), 2 931 refusals. Now the
+    // client answers at once and the runtime retries: two attempts a run, as without charging.
+    let m = data("sdk-token-cut.toml");
+    let charged = simulate(&m, 0, 3).unwrap().metrics;
+    let nosdk = simulate(&m, 2, 3).unwrap().metrics;
+    let runs = charged["logical_run_total"];
+    assert!(runs > 2500.0, "{runs}");
+    assert_eq!(charged["hidden_attempt_total"], 0.0);
+    assert_eq!(charged["dependency_attempt_total"], 2.0 * runs);
+    assert_eq!(charged["dependency_attempt_total"], nosdk["dependency_attempt_total"]);
+    // The second call's hidden retry is refused too: never for a token, and nothing waits.
+    assert_eq!(charged["budget_exhausted_total.retry"], 0.0);
+    assert!(charged["run_latency_ms.max"] < 300.0, "{}", charged["run_latency_ms.max"]);
+}
+
+#[test]
+fn a_charged_retry_never_sent_gives_its_token_back() {
+    // Review S1, 8.3's rule: a token pays only for an attempt that is sent. Step a's first SDK
+    // call fails at 100 ms and sleeps 0.75-1 s on a charged token; its hedge (150 ms, the
+    // run's second token) wins half the time, cancelling the sleeping call. Step b always fails
+    // once and wants a runtime retry: with the token back it has one. Of the runs reaching b,
+    // b's retry is granted when a's first attempt succeeded (1/2 of all runs) or its hedge won
+    // with the token back (1/4): about (1/2 + 1/4) / P(a succeeds). Before the fix: 0.576
+    // (3 018 of 5 239), the token of the cancelled call lost.
+    let m = data("sdk-token-return-hedge.toml");
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    let reached_b = r["logical_run_total"] - r["step.a.failed_total"];
+    let granted = (r["dependency.other.attempt_total"] - reached_b) / reached_b;
+    eprintln!("b reached {reached_b}, retries granted {granted:.4}");
+    assert!(granted > 0.7, "{granted}");
+}

@@ -62,6 +62,8 @@ impl<T: Tracer> Simulation<'_, T> {
             key: s.key,
             tokens: s.tokens,
             first_token_timeout_us: s.first_token_timeout_us,
+            cut_at: s.timeout_us.map_or(Micros::MAX, |t| now.saturating_add(t)),
+            held: false,
             call: SdkCall::default(),
             child: None,
         };
@@ -99,6 +101,8 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         if n > 0 {
             self.observe(now, slot.measured, Observation::HiddenAttempt { dependency: slot.station });
+            // Sent: a charged retry's token is spent for good.
+            self.sdk_calls[id].held = false;
         }
         // A station answers through an event, never within `submit`: the call still waits.
         let child = self.submit(now, attempt);
@@ -122,13 +126,16 @@ impl<T: Tracer> Simulation<'_, T> {
         let (recorder, runs) = (&mut self.recorder, &mut self.runs);
         let decision = call.on_result(config, result, unit, |delay_us| {
             let run = &mut runs[slot.run];
-            if run.generation != slot.run_gen {
+            // A retry that would start when the runtime's own timeout has cut the call is
+            // never sent: a charged client does not pay for it (it answers now instead).
+            if run.generation != slot.run_gen || now.saturating_add(delay_us) >= slot.cut_at {
                 return false;
             }
             let mut out = ObserveOnly { recorder, now, measured: slot.measured };
             run.machine.allow_hidden_retry(now, delay_us, &mut out)
         });
         self.sdk_calls[id].call = call;
+        self.sdk_calls[id].held = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
         match decision {
             // At once: the same checks as after a sleep (the run may have ended meanwhile).
             SdkDecision::Retry { delay_us: 0 } => self.on_sdk_wake(now, id, generation),
@@ -153,6 +160,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let run = &self.runs[slot.run];
         // A run that ended (its slot may be reused) makes no more attempts.
         if run.generation != slot.run_gen || run.machine.ended {
+            self.release_held_token(id);
             self.end_sdk_call(id);
             return;
         }
@@ -194,7 +202,22 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             self.abandon(now, child);
         }
+        self.release_held_token(id);
         self.end_sdk_call(id);
+    }
+
+    /// A charged retry granted but never sent gives its root token back (scenario.md 8.3: a
+    /// token pays only for an attempt that is sent).
+    fn release_held_token(&mut self, id: u32) {
+        let slot = &mut self.sdk_calls[id];
+        if !std::mem::take(&mut slot.held) {
+            return;
+        }
+        let (r, run_gen) = (slot.run, slot.run_gen);
+        let run = &mut self.runs[r];
+        if run.generation == run_gen {
+            run.machine.return_hidden_retry();
+        }
     }
 
     fn end_sdk_call(&mut self, id: u32) {

@@ -24,6 +24,11 @@ pub(super) struct SdkSlot {
     pub key: StreamKey,
     pub tokens: Option<CallTokens>,
     pub first_token_timeout_us: Option<Micros>,
+    /// When the runtime's timeout for its attempt cuts the whole call (Micros::MAX: never).
+    pub cut_at: Micros,
+    /// A charged retry's root token is held for the hidden attempt the client sleeps before:
+    /// it comes back if that attempt is never sent.
+    pub held: bool,
     pub call: SdkCall,
     /// The hidden attempt out, if any (none while the client sleeps).
     pub child: Option<(u32, u32)>,
@@ -45,6 +50,8 @@ impl SdkSlot {
             key: StreamKey::root(0),
             tokens: None,
             first_token_timeout_us: None,
+            cut_at: Micros::MAX,
+            held: false,
             call: SdkCall { retries_taken: 0 },
             child: None,
         }

@@ -332,10 +332,12 @@ impl RunMachine {
         self.cancelled_by_mode
     }
 
-    /// Attempts the run still waits for (sent or queued at a bulkhead).
     /// An SDK client charged to the root budget asks before a hidden retry that sleeps
-    /// `delay_us` from `now`: it goes only while the run lives, holds a retry token (taken
-    /// here, the budget's one place that spends it) and the retry starts before the deadline.
+    /// `delay_us` from `now`: it goes only while the run lives, holds a retry token and the
+    /// retry starts before the deadline (the root deadline, read even when the policy does not
+    /// propagate it: a charged client is told the run's budgets). The token is taken here (the
+    /// budget's one place that spends it) and comes back through
+    /// [`RunMachine::return_hidden_retry`] if the retry is never sent (8.3's token rule).
     /// A refusal for the token counts as `budget_exhausted_total.retry`, for time as `.time`.
     pub fn allow_hidden_retry(&mut self, now: Micros, delay_us: Micros, out: &mut impl Effects) -> bool {
         if self.ended {
@@ -353,6 +355,13 @@ impl RunMachine {
         true
     }
 
+    /// A charged hidden retry was granted but never sent (the runtime's timeout, a won hedge or
+    /// the run's end stopped the SDK call in its sleep): its token comes back.
+    pub fn return_hidden_retry(&mut self) {
+        self.budget.return_retry_token();
+    }
+
+    /// Attempts the run still waits for (sent or queued at a bulkhead).
     pub fn attempts_in_flight(&self) -> usize {
         self.in_flight.len()
     }
