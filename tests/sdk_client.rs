@@ -291,3 +291,20 @@ fn a_charged_retry_never_sent_gives_its_token_back() {
     eprintln!("b reached {reached_b}, retries granted {granted:.4}");
     assert!(granted > 0.7, "{granted}");
 }
+
+#[test]
+fn an_sdks_resends_keep_the_runtime_attempts_key_under_per_attempt() {
+    // Review S2: with one runtime attempt per call, `per_call` and `per_attempt` put the same
+    // single key in the request and the SDK resends that request (openai-python sets
+    // `idempotency_key` once and reuses it across its retries), so `api-dedup` deduplicates
+    // the SDK's resends under both: only `api`'s count. Before the fix: 1 139 (per_call) and
+    // 2 285 (per_attempt), the resends at `api-dedup` counted as fresh keys.
+    let m = data("sdk-write-keys.toml");
+    let per_call = simulate(&m, 0, 3).unwrap().metrics;
+    let per_attempt = simulate(&m, 1, 3).unwrap().metrics;
+    eprintln!("duplicates: per_call {}, per_attempt {}", per_call["duplicate_effect_total"], per_attempt["duplicate_effect_total"]);
+    assert!(per_attempt["dependency.api-dedup.hidden_attempt_total"] > 500.0);
+    assert!(per_call["duplicate_effect_total"] > 500.0);
+    assert_eq!(per_attempt["duplicate_effect_total"], per_call["duplicate_effect_total"]);
+    assert_eq!(per_attempt["duplicate_effect_run_total"], per_call["duplicate_effect_run_total"]);
+}

@@ -34,6 +34,8 @@ pub(super) struct SdkStart {
     pub key: StreamKey,
     pub tokens: Option<CallTokens>,
     pub first_token_timeout_us: Option<Micros>,
+    /// A write with the runtime attempt's own key at a dependency that honours keys.
+    pub attempt_key: bool,
     /// The runtime's timeout for its attempt: the whole SDK call.
     pub timeout_us: Option<Micros>,
 }
@@ -62,6 +64,7 @@ impl<T: Tracer> Simulation<'_, T> {
             key: s.key,
             tokens: s.tokens,
             first_token_timeout_us: s.first_token_timeout_us,
+            attempt_key: s.attempt_key,
             cut_at: s.timeout_us.map_or(Micros::MAX, |t| now.saturating_add(t)),
             held: false,
             call: SdkCall::default(),
@@ -86,7 +89,13 @@ impl<T: Tracer> Simulation<'_, T> {
             station: slot.station as usize,
             purpose: slot.purpose,
             priority: slot.priority,
-            caller: Caller::Sdk { call: id, generation: slot.generation, step: slot.step },
+            caller: Caller::Sdk {
+                call: id,
+                generation: slot.generation,
+                step: slot.step,
+                attempt_key: slot.attempt_key,
+                serial: slot.serial,
+            },
             run: slot.run,
             run_gen: slot.run_gen,
             measured: slot.measured,

@@ -24,6 +24,9 @@ pub(super) struct SdkSlot {
     pub key: StreamKey,
     pub tokens: Option<CallTokens>,
     pub first_token_timeout_us: Option<Micros>,
+    /// Its writes carry the runtime attempt's own key to a dependency that honours keys
+    /// (`idempotency_key = "per_attempt"`): its resends share that key.
+    pub attempt_key: bool,
     /// When the runtime's timeout for its attempt cuts the whole call (Micros::MAX: never).
     pub cut_at: Micros,
     /// A charged retry's root token is held for the hidden attempt the client sleeps before:
@@ -50,6 +53,7 @@ impl SdkSlot {
             key: StreamKey::root(0),
             tokens: None,
             first_token_timeout_us: None,
+            attempt_key: false,
             cut_at: Micros::MAX,
             held: false,
             call: SdkCall { retries_taken: 0 },
