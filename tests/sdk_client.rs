@@ -308,3 +308,19 @@ fn an_sdks_resends_keep_the_runtime_attempts_key_under_per_attempt() {
     assert_eq!(per_attempt["duplicate_effect_total"], per_call["duplicate_effect_total"]);
     assert_eq!(per_attempt["duplicate_effect_run_total"], per_call["duplicate_effect_run_total"]);
 }
+
+#[test]
+fn the_runtimes_first_token_timeout_cuts_the_sdk_call_and_is_not_retried() {
+    // Review S3: an SDK returns at the response's headers; the wait for the first chunk is the
+    // streaming caller's, so the runtime's 200 ms first-token timeout ends the whole SDK call
+    // and the SDK never retries it. Before the fix each hidden attempt got its own 200 ms and
+    // the SDK retried it as its own timeout: 1 782 attempts, 1 188 hidden, money x3.
+    let m = data("sdk-first-token.toml");
+    let sdk = simulate(&m, 0, 3).unwrap().metrics;
+    let nosdk = simulate(&m, 2, 3).unwrap().metrics;
+    assert!(nosdk["first_token_timeout_total"] > 400.0, "{}", nosdk["first_token_timeout_total"]);
+    assert_eq!(sdk["hidden_attempt_total"], 0.0);
+    for name in ["dependency_attempt_total", "first_token_timeout_total", "cost_money_total", "run_latency_ms.p50"] {
+        assert_eq!(sdk[name].to_bits(), nosdk[name].to_bits(), "{name}: {} vs {}", sdk[name], nosdk[name]);
+    }
+}

@@ -63,7 +63,7 @@ impl<T: Tracer> Simulation<'_, T> {
             measured,
             key: s.key,
             tokens: s.tokens,
-            first_token_timeout_us: s.first_token_timeout_us,
+            first_token_at: s.first_token_timeout_us.map(|t| now.saturating_add(t)),
             attempt_key: s.attempt_key,
             cut_at: s.timeout_us.map_or(Micros::MAX, |t| now.saturating_add(t)),
             held: false,
@@ -106,7 +106,8 @@ impl<T: Tracer> Simulation<'_, T> {
             counted: true,
             // The SDK resends the same request: the same tokens.
             tokens: slot.tokens,
-            first_token_timeout_us: slot.first_token_timeout_us,
+            // What is left of the runtime's first-token deadline (all of it for attempt 0).
+            first_token_timeout_us: slot.first_token_at.map(|at| at.saturating_sub(now)),
         };
         if n > 0 {
             self.observe(now, slot.measured, Observation::HiddenAttempt { dependency: slot.station });
@@ -125,6 +126,14 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         self.sdk_calls[id].child = None;
+        // The runtime's first-token timeout ended the attempt: it cuts the whole call, as a
+        // streaming caller does (an SDK returns at the response's headers, so a wait for the
+        // first chunk is the caller's, never retried by the SDK).
+        if matches!(result, AttemptResult::TimedOut) && slot.first_token_at.is_some_and(|at| at <= now) {
+            self.end_sdk_call(id);
+            self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, result);
+            return;
+        }
         let Some(config) = self.policy.sdk_clients[slot.station as usize].as_ref() else {
             debug_assert!(false, "an SDK call exists only for a dependency with an SDK client");
             return;
@@ -137,7 +146,8 @@ impl<T: Tracer> Simulation<'_, T> {
             let run = &mut runs[slot.run];
             // A retry that would start when the runtime's own timeout has cut the call is
             // never sent: a charged client does not pay for it (it answers now instead).
-            if run.generation != slot.run_gen || now.saturating_add(delay_us) >= slot.cut_at {
+            let cut_at = slot.cut_at.min(slot.first_token_at.unwrap_or(Micros::MAX));
+            if run.generation != slot.run_gen || now.saturating_add(delay_us) >= cut_at {
                 return false;
             }
             let mut out = ObserveOnly { recorder, now, measured: slot.measured };
@@ -145,6 +155,18 @@ impl<T: Tracer> Simulation<'_, T> {
         });
         self.sdk_calls[id].call = call;
         self.sdk_calls[id].held = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
+        if let SdkDecision::Retry { delay_us } = decision
+            && let Some(at) = slot.first_token_at
+            && now.saturating_add(delay_us) >= at
+        {
+            // The retry would start after the runtime's first-token deadline: the runtime
+            // cuts the call then, in the SDK's sleep.
+            let at = at.max(now);
+            if at <= self.stop_at {
+                self.queue.schedule(at, Event::SdkTimeout { call: id, generation });
+            }
+            return;
+        }
         match decision {
             // At once: the same checks as after a sleep (the run may have ended meanwhile).
             SdkDecision::Retry { delay_us: 0 } => self.on_sdk_wake(now, id, generation),
@@ -181,6 +203,11 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = self.sdk_calls[id];
         if !slot.live || slot.generation != generation {
             return;
+        }
+        if slot.child.is_none() && slot.first_token_at.is_some_and(|at| at <= now) {
+            // The runtime's first-token timeout, in the SDK's sleep.
+            let timed_out = Observation::Tokens(crate::metrics::tokens::TokenObservation::FirstTokenTimedOut);
+            self.observe(now, slot.measured, timed_out);
         }
         self.stop_sdk_call(now, id, true);
         let result = AttemptResult::TimedOut;
@@ -241,6 +268,15 @@ impl<T: Tracer> Simulation<'_, T> {
     fn trace_sdk_timed_out(&mut self, now: Micros, child: u32) {
         let run = self.jobs[child].run;
         self.tracer.record(run, now, crate::runtime::TraceEvent::CallerTimedOut { job: child });
+    }
+
+    /// A hidden attempt's first token came before the runtime's first-token deadline: the
+    /// runtime's streaming watch is satisfied for the rest of the call.
+    pub(super) fn sdk_first_token_came(&mut self, id: u32, generation: u32) {
+        let slot = &mut self.sdk_calls[id];
+        if slot.live && slot.generation == generation {
+            slot.first_token_at = None;
+        }
     }
 
     /// The serial of SDK call `id` and the retry its hidden attempt out is (for the trace).

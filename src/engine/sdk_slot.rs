@@ -23,7 +23,10 @@ pub(super) struct SdkSlot {
     /// The runtime attempt's key: hidden attempt 0 uses it as it is.
     pub key: StreamKey,
     pub tokens: Option<CallTokens>,
-    pub first_token_timeout_us: Option<Micros>,
+    /// The runtime's first-token deadline for the whole call (its start plus the step's
+    /// `first_token_timeout_ms`), until a hidden attempt's first token came: the runtime's
+    /// side of the call, like its timeout, never retried by the SDK.
+    pub first_token_at: Option<Micros>,
     /// Its writes carry the runtime attempt's own key to a dependency that honours keys
     /// (`idempotency_key = "per_attempt"`): its resends share that key.
     pub attempt_key: bool,
@@ -52,7 +55,7 @@ impl SdkSlot {
             measured: false,
             key: StreamKey::root(0),
             tokens: None,
-            first_token_timeout_us: None,
+            first_token_at: None,
             attempt_key: false,
             cut_at: Micros::MAX,
             held: false,

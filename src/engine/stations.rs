@@ -204,6 +204,9 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(now, job.measured, Observation::Tokens(TokenObservation::FirstTokenTimedOut));
             return false;
         }
+        if let Caller::Sdk { call, generation: call_gen, .. } = job.caller {
+            self.sdk_first_token_came(call, call_gen);
+        }
         if let Some(at) = total_at_us
             && at <= self.stop_at
         {
