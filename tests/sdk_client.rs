@@ -324,3 +324,20 @@ fn the_runtimes_first_token_timeout_cuts_the_sdk_call_and_is_not_retried() {
         assert_eq!(sdk[name].to_bits(), nosdk[name].to_bits(), "{name}: {} vs {}", sdk[name], nosdk[name]);
     }
 }
+
+#[test]
+fn a_charged_clients_retries_pass_the_runs_cost_budget() {
+    // Review S9, the essay's "SDK retries in the root budget" (sections 2, 9, 29): a charged
+    // client's hidden retry costs the run what the runtime's attempt cost. Every attempt fails
+    // and costs 1 unit against a budget of 1.5: the first attempt fits, the SDK's retry does
+    // not, nor does the runtime's. Before the fix: 3 attempts a run (cost 3.0 a run), the
+    // cost budget refusing only the runtime's retries.
+    let m = data("sdk-cost-budget.toml");
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    let runs = r["logical_run_total"];
+    assert!(runs > 500.0, "{runs}");
+    assert_eq!(r["hidden_attempt_total"], 0.0);
+    assert_eq!(r["cost_units_total"], runs);
+    // Each run: the SDK's retry refused, then the runtime's.
+    assert_eq!(r["budget_exhausted_total.cost"], 2.0 * runs);
+}

@@ -12,7 +12,7 @@ use super::simulation::{Caller, Simulation};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::runtime::sdk_client::{SdkCall, SdkDecision};
-use crate::runtime::{AttemptResult, Purpose, Tracer};
+use crate::runtime::{AttemptResult, Purpose, Spend, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
 use crate::world::tokens::CallTokens;
@@ -66,7 +66,7 @@ impl<T: Tracer> Simulation<'_, T> {
             first_token_at: s.first_token_timeout_us.map(|t| now.saturating_add(t)),
             attempt_key: s.attempt_key,
             cut_at: s.timeout_us.map_or(Micros::MAX, |t| now.saturating_add(t)),
-            held: false,
+            held: None,
             call: SdkCall::default(),
             child: None,
         };
@@ -112,7 +112,7 @@ impl<T: Tracer> Simulation<'_, T> {
         if n > 0 {
             self.observe(now, slot.measured, Observation::HiddenAttempt { dependency: slot.station });
             // Sent: a charged retry's token is spent for good.
-            self.sdk_calls[id].held = false;
+            self.sdk_calls[id].held = None;
         }
         // A station answers through an event, never within `submit`: the call still waits.
         let child = self.submit(now, attempt);
@@ -141,6 +141,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let n = slot.call.retries_taken;
         let unit = slot.key.with(TAG_SDK_JITTER).with(u64::from(n)).stream().unit();
         let mut call = slot.call;
+        let spend = self.hidden_spend(&slot);
         let (recorder, runs) = (&mut self.recorder, &mut self.runs);
         let decision = call.on_result(config, result, unit, |delay_us| {
             let run = &mut runs[slot.run];
@@ -151,10 +152,11 @@ impl<T: Tracer> Simulation<'_, T> {
                 return false;
             }
             let mut out = ObserveOnly { recorder, now, measured: slot.measured };
-            run.machine.allow_hidden_retry(now, delay_us, &mut out)
+            run.machine.allow_hidden_retry(now, delay_us, spend, &mut out)
         });
         self.sdk_calls[id].call = call;
-        self.sdk_calls[id].held = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
+        let charged = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
+        self.sdk_calls[id].held = charged.then_some(spend);
         if let SdkDecision::Retry { delay_us } = decision
             && let Some(at) = slot.first_token_at
             && now.saturating_add(delay_us) >= at
@@ -246,13 +248,26 @@ impl<T: Tracer> Simulation<'_, T> {
     /// token pays only for an attempt that is sent).
     fn release_held_token(&mut self, id: u32) {
         let slot = &mut self.sdk_calls[id];
-        if !std::mem::take(&mut slot.held) {
-            return;
-        }
+        let Some(spend) = slot.held.take() else { return };
         let (r, run_gen) = (slot.run, slot.run_gen);
         let run = &mut self.runs[r];
         if run.generation == run_gen {
-            run.machine.return_hidden_retry();
+            run.machine.return_hidden_retry(spend);
+        }
+    }
+
+    /// What a hidden retry costs the run's cost budget when charged: the runtime attempt's
+    /// cost again (the same request: its cost units, tokens and their price).
+    fn hidden_spend(&self, slot: &SdkSlot) -> Spend {
+        let station = slot.station as usize;
+        let units = Spend::units(self.costs[station]);
+        match (&self.model.world.dependencies[station].tokens, slot.tokens) {
+            (Some(shape), Some(t)) => Spend {
+                model_tokens: f64::from(t.input) + f64::from(t.output),
+                money: shape.price(t),
+                ..units
+            },
+            (Some(_) | None, _) => units,
         }
     }
 

@@ -1,7 +1,7 @@
 //! An SDK call's state in the engine (engine::sdk drives it): data only, so the simulation
 //! can hold the calls without importing their driver.
 
-use crate::runtime::Purpose;
+use crate::runtime::{Purpose, Spend};
 use crate::runtime::sdk_client::SdkCall;
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
@@ -32,9 +32,9 @@ pub(super) struct SdkSlot {
     pub attempt_key: bool,
     /// When the runtime's timeout for its attempt cuts the whole call (Micros::MAX: never).
     pub cut_at: Micros,
-    /// A charged retry's root token is held for the hidden attempt the client sleeps before:
-    /// it comes back if that attempt is never sent.
-    pub held: bool,
+    /// A charged retry's root token and cost are held for the hidden attempt the client sleeps
+    /// before: they come back if that attempt is never sent.
+    pub held: Option<Spend>,
     pub call: SdkCall,
     /// The hidden attempt out, if any (none while the client sleeps).
     pub child: Option<(u32, u32)>,
@@ -58,7 +58,7 @@ impl SdkSlot {
             first_token_at: None,
             attempt_key: false,
             cut_at: Micros::MAX,
-            held: false,
+            held: None,
             call: SdkCall { retries_taken: 0 },
             child: None,
         }
