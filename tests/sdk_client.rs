@@ -237,6 +237,8 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
         ("[policy.p.sdk_client.model]\nretry_on = [\"rate_limited\", \"teapot\"]\n", "retry_on[1]"),
         ("[policy.p.sdk_client.model]\nretry_after_over_max = \"maybe\"\n", "retry_after_over_max"),
         ("[policy.p.sdk_client.model]\nmax_retry = 3\n", "max_retry"),
+        // Review S13: the message names both values, the one the user set included.
+        ("[policy.p.sdk_client.model]\ninitial_delay_ms = 9000\n", "initial_delay_ms 9000 ms"),
     ];
     for (i, (table, field)) in cases.iter().enumerate() {
         let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);
@@ -340,4 +342,34 @@ fn a_charged_clients_retries_pass_the_runs_cost_budget() {
     assert_eq!(r["cost_units_total"], runs);
     // Each run: the SDK's retry refused, then the runtime's.
     assert_eq!(r["budget_exhausted_total.cost"], 2.0 * runs);
+}
+
+#[test]
+fn a_zero_initial_delay_never_sleeps_whatever_the_multiplier() {
+    // Review S6: 0 x 1e200^4 overflowed to 0 x infinity = NaN, and NaN.min(8 s) is 8 s: runs of
+    // 16 284.9 ms. Now every sleep is 0: 5 attempts of 100 ms at most.
+    let sdk = "initial_delay_ms = 0\nmultiplier = 1e200\nmax_retries = 4\nmax_delay_ms = 8000";
+    let r = simulate(&model(&independent(0.3, sdk, "")), 0, 3).unwrap().metrics;
+    assert!(r["hidden_attempt_total"] > 1000.0);
+    assert!(r["run_latency_ms.max"] <= 500.5, "{}", r["run_latency_ms.max"]);
+}
+
+#[test]
+fn an_sdk_timeout_bounds_a_hanging_dependency_without_a_runtime_timeout() {
+    // Review S12: no runtime timeout and no propagation, but the SDK's own 600 s timeout ends
+    // each of its 3 attempts: the run ends, so the file is accepted (it was refused, "the run
+    // would never end"). A hung call lasts 3 x 600 s plus two sleeps of at most 0.5 and 1 s.
+    let m = data("sdk-hang.toml");
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    assert!(r["hidden_attempt_total"] > 0.0);
+    let max = r["run_latency_ms.max"];
+    assert!(max > 600_000.0 && max <= 1_801_500.0, "{max}");
+    // Without the SDK client's timeout it is refused, as before.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/tests/data/sdk-hang.toml")).unwrap();
+    let refused = format!("{text}timeout_ms = 0\n");
+    let source = faultline::scenario::Source::from_text("s.toml", &refused, faultline::scenario::Format::Toml);
+    let scenario = faultline::scenario::parse_source(&source).unwrap();
+    let err = faultline::engine::Model::compile(&scenario, &source).err().expect("refused").to_string();
+    assert!(err.contains("can hang"), "{err}");
 }
