@@ -373,3 +373,21 @@ fn an_sdk_timeout_bounds_a_hanging_dependency_without_a_runtime_timeout() {
     let err = faultline::engine::Model::compile(&scenario, &source).err().expect("refused").to_string();
     assert!(err.contains("can hang"), "{err}");
 }
+
+#[test]
+fn validate_warns_of_an_sdk_client_no_step_calls() {
+    // Review S10: an SDK client on a dependency the policy's steps never call (here `spare`;
+    // in the incident, the remote agent's runner) was accepted silently and never used.
+    let dir = std::env::temp_dir().join(format!("faultline-sdk-unused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spare = "[[dependency]]\nname = \"spare\"\nservice_time = { dist = \"constant\", value_ms = 10 }\n\n[[workflow]]";
+    let text = independent(0.1, "", "").replacen("[[workflow]]", spare, 1) + "\n[policy.p.sdk_client.spare]\n";
+    let path = dir.join("unused.toml");
+    std::fs::write(&path, text).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["validate", path.to_str().unwrap()]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("warning: policy.p.sdk_client.spare: no step calls `spare`"), "{out}");
+    assert!(!out.contains("sdk_client.model"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
