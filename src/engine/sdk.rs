@@ -262,11 +262,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let station = slot.station as usize;
         let units = Spend::units(self.costs[station]);
         match (&self.model.world.dependencies[station].tokens, slot.tokens) {
-            (Some(shape), Some(t)) => Spend {
-                model_tokens: f64::from(t.input) + f64::from(t.output),
-                money: shape.price(t),
-                ..units
-            },
+            (Some(shape), Some(t)) => {
+                Spend { model_tokens: f64::from(t.input) + f64::from(t.output), money: shape.price(t), ..units }
+            }
             (Some(_) | None, _) => units,
         }
     }

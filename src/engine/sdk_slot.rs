@@ -1,8 +1,8 @@
 //! An SDK call's state in the engine (engine::sdk drives it): data only, so the simulation
 //! can hold the calls without importing their driver.
 
-use crate::runtime::{Purpose, Spend};
 use crate::runtime::sdk_client::SdkCall;
+use crate::runtime::{Purpose, Spend};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
 use crate::world::tokens::CallTokens;

@@ -341,13 +341,7 @@ impl RunMachine {
     /// The token and the cost are taken here (the budget's one place that spends them) and
     /// come back through [`RunMachine::return_hidden_retry`] if the retry is never sent (8.3's
     /// token rule). A refusal counts as `budget_exhausted_total.retry`, `.time` or `.cost`.
-    pub fn allow_hidden_retry(
-        &mut self,
-        now: Micros,
-        delay_us: Micros,
-        spend: Spend,
-        out: &mut impl Effects,
-    ) -> bool {
+    pub fn allow_hidden_retry(&mut self, now: Micros, delay_us: Micros, spend: Spend, out: &mut impl Effects) -> bool {
         if self.ended {
             return false;
         }
