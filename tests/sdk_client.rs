@@ -258,6 +258,12 @@ fn data(name: &str) -> faultline::engine::Model {
     model(&std::fs::read_to_string(format!("{root}/tests/data/{name}")).unwrap())
 }
 
+/// Runs policy `name` of the model (policies are held in name order, not the file's).
+fn run_policy(m: &faultline::engine::Model, name: &str, seed: u64) -> faultline::metrics::MetricMap {
+    let p = m.policies.iter().position(|p| p.name == name).unwrap_or_else(|| panic!("no policy {name}"));
+    simulate(m, p, seed).unwrap().metrics
+}
+
 #[test]
 fn a_charged_client_pays_no_token_for_a_retry_the_runtime_timeout_would_cut() {
     // Review S1: the SDK's sleep (0.75-1 s) always outlasts the runtime's 500 ms timeout. Before
@@ -265,8 +271,8 @@ fn a_charged_client_pays_no_token_for_a_retry_the_runtime_timeout_would_cut() {
     // runtime's own retry was refused: 2 931 attempts (one per run), 2 931 refusals. Now the
     // client answers at once and the runtime retries: two attempts a run, as without charging.
     let m = data("sdk-token-cut.toml");
-    let charged = simulate(&m, 0, 3).unwrap().metrics;
-    let nosdk = simulate(&m, 2, 3).unwrap().metrics;
+    let charged = run_policy(&m, "charged", 3);
+    let nosdk = run_policy(&m, "nosdk", 3);
     let runs = charged["logical_run_total"];
     assert!(runs > 2500.0, "{runs}");
     assert_eq!(charged["hidden_attempt_total"], 0.0);
@@ -302,9 +308,12 @@ fn an_sdks_resends_keep_the_runtime_attempts_key_under_per_attempt() {
     // the SDK's resends under both: only `api`'s count. Before the fix: 1 139 (per_call) and
     // 2 285 (per_attempt), the resends at `api-dedup` counted as fresh keys.
     let m = data("sdk-write-keys.toml");
-    let per_call = simulate(&m, 0, 3).unwrap().metrics;
-    let per_attempt = simulate(&m, 1, 3).unwrap().metrics;
-    eprintln!("duplicates: per_call {}, per_attempt {}", per_call["duplicate_effect_total"], per_attempt["duplicate_effect_total"]);
+    let per_call = run_policy(&m, "sdk", 3);
+    let per_attempt = run_policy(&m, "sdk_perattempt", 3);
+    eprintln!(
+        "duplicates: per_call {}, per_attempt {}",
+        per_call["duplicate_effect_total"], per_attempt["duplicate_effect_total"]
+    );
     assert!(per_attempt["dependency.api-dedup.hidden_attempt_total"] > 500.0);
     assert!(per_call["duplicate_effect_total"] > 500.0);
     assert_eq!(per_attempt["duplicate_effect_total"], per_call["duplicate_effect_total"]);
@@ -318,8 +327,8 @@ fn the_runtimes_first_token_timeout_cuts_the_sdk_call_and_is_not_retried() {
     // and the SDK never retries it. Before the fix each hidden attempt got its own 200 ms and
     // the SDK retried it as its own timeout: 1 782 attempts, 1 188 hidden, money x3.
     let m = data("sdk-first-token.toml");
-    let sdk = simulate(&m, 0, 3).unwrap().metrics;
-    let nosdk = simulate(&m, 2, 3).unwrap().metrics;
+    let sdk = run_policy(&m, "sdk", 3);
+    let nosdk = run_policy(&m, "nosdk", 3);
     assert!(nosdk["first_token_timeout_total"] > 400.0, "{}", nosdk["first_token_timeout_total"]);
     assert_eq!(sdk["hidden_attempt_total"], 0.0);
     for name in ["dependency_attempt_total", "first_token_timeout_total", "cost_money_total", "run_latency_ms.p50"] {
@@ -335,7 +344,7 @@ fn a_charged_clients_retries_pass_the_runs_cost_budget() {
     // not, nor does the runtime's. Before the fix: 3 attempts a run (cost 3.0 a run), the
     // cost budget refusing only the runtime's retries.
     let m = data("sdk-cost-budget.toml");
-    let r = simulate(&m, 0, 3).unwrap().metrics;
+    let r = run_policy(&m, "charged", 3);
     let runs = r["logical_run_total"];
     assert!(runs > 500.0, "{runs}");
     assert_eq!(r["hidden_attempt_total"], 0.0);
@@ -380,7 +389,8 @@ fn validate_warns_of_an_sdk_client_no_step_calls() {
     // in the incident, the remote agent's runner) was accepted silently and never used.
     let dir = std::env::temp_dir().join(format!("faultline-sdk-unused-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let spare = "[[dependency]]\nname = \"spare\"\nservice_time = { dist = \"constant\", value_ms = 10 }\n\n[[workflow]]";
+    let spare =
+        "[[dependency]]\nname = \"spare\"\nservice_time = { dist = \"constant\", value_ms = 10 }\n\n[[workflow]]";
     let text = independent(0.1, "", "").replacen("[[workflow]]", spare, 1) + "\n[policy.p.sdk_client.spare]\n";
     let path = dir.join("unused.toml");
     std::fs::write(&path, text).unwrap();
@@ -389,5 +399,38 @@ fn validate_warns_of_an_sdk_client_no_step_calls() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("warning: policy.p.sdk_client.spare: no step calls `spare`"), "{out}");
     assert!(!out.contains("sdk_client.model"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn calibrate_fits_the_dependency_from_the_sdks_attempts_and_emits_its_client() {
+    // Review S7: `calibrate` read the `sdk.attempt` spans as a remote agent's calls and fitted
+    // the SDK call instead: errors 37 of 2 000 (the calls' p^3), a p95 of 1 571 ms (the sleeps
+    // folded in), no sdk_client. Now the dependency is fitted from the SDK's attempts (30 %
+    // fail, 100 ms each) and the policy gets the client with the most retries seen.
+    let dir = std::env::temp_dir().join(format!("faultline-sdk-calibrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let out = dir.join("out");
+    let scenario = format!("{root}/tests/data/sdk-calibrate.toml");
+    run(&["run", &scenario, "--traces", "2000", "-o", out.to_str().unwrap()]);
+    let calibrated = dir.join("cal.toml");
+    let traces = out.join("p/traces.otlp.jsonl");
+    let report = run(&["calibrate", traces.to_str().unwrap(), "-o", calibrated.to_str().unwrap()]);
+    assert!(report.contains("sdk.attempt spans"), "{report}");
+    let t: toml::Table = std::fs::read_to_string(&calibrated).unwrap().parse().unwrap();
+    let dep = t["dependency"].as_array().unwrap()[0].as_table().unwrap();
+    let share = dep["errors"]["transient_transport"].as_float().unwrap();
+    // About 2 770 attempts: the share's standard error is under 0.009.
+    assert!((share - 0.3).abs() < 0.04, "{share}");
+    let client = &t["policy"]["calibrated"]["sdk_client"]["model"];
+    assert_eq!(client["max_retries"].as_integer(), Some(2), "{client:?}");
+    assert_eq!(t["policy"]["calibrated"]["retry"]["max_attempts"].as_integer(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }
