@@ -379,7 +379,8 @@ fn an_sdk_timeout_bounds_a_hanging_dependency_without_a_runtime_timeout() {
     let refused = format!("{text}timeout_ms = 0\n");
     let source = faultline::scenario::Source::from_text("s.toml", &refused, faultline::scenario::Format::Toml);
     let scenario = faultline::scenario::parse_source(&source).unwrap();
-    let err = faultline::engine::Model::compile(&scenario, &source).err().expect("refused").to_string();
+    let Err(err) = faultline::engine::Model::compile(&scenario, &source) else { panic!("accepted") };
+    let err = err.to_string();
     assert!(err.contains("can hang"), "{err}");
 }
 
