@@ -237,6 +237,8 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
         ("[policy.p.sdk_client.model]\nretry_on = [\"rate_limited\", \"teapot\"]\n", "retry_on[1]"),
         ("[policy.p.sdk_client.model]\nretry_after_over_max = \"maybe\"\n", "retry_after_over_max"),
         ("[policy.p.sdk_client.model]\nmax_retry = 3\n", "max_retry"),
+        // Review S13: the message names both values, the one the user set included.
+        ("[policy.p.sdk_client.model]\ninitial_delay_ms = 9000\n", "initial_delay_ms 9000 ms"),
     ];
     for (i, (table, field)) in cases.iter().enumerate() {
         let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);
@@ -248,5 +250,188 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
         assert!(err.contains(field) && err.contains(&format!("bad-{i}.toml:")), "{table}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn data(name: &str) -> faultline::engine::Model {
+    let root = env!("CARGO_MANIFEST_DIR");
+    model(&std::fs::read_to_string(format!("{root}/tests/data/{name}")).unwrap())
+}
+
+/// Runs policy `name` of the model (policies are held in name order, not the file's).
+fn run_policy(m: &faultline::engine::Model, name: &str, seed: u64) -> faultline::metrics::MetricMap {
+    let p = m.policies.iter().position(|p| p.name == name).unwrap_or_else(|| panic!("no policy {name}"));
+    simulate(m, p, seed).unwrap().metrics
+}
+
+#[test]
+fn a_charged_client_pays_no_token_for_a_retry_the_runtime_timeout_would_cut() {
+    // Review S1: the SDK's sleep (0.75-1 s) always outlasts the runtime's 500 ms timeout. Before
+    // the fix the charged client took the run's only token for that retry, never sent, and the
+    // runtime's own retry was refused: 2 931 attempts (one per run), 2 931 refusals. Now the
+    // client answers at once and the runtime retries: two attempts a run, as without charging.
+    let m = data("sdk-token-cut.toml");
+    let charged = run_policy(&m, "charged", 3);
+    let nosdk = run_policy(&m, "nosdk", 3);
+    let runs = charged["logical_run_total"];
+    assert!(runs > 2500.0, "{runs}");
+    assert_eq!(charged["hidden_attempt_total"], 0.0);
+    assert_eq!(charged["dependency_attempt_total"], 2.0 * runs);
+    assert_eq!(charged["dependency_attempt_total"], nosdk["dependency_attempt_total"]);
+    // The second call's hidden retry is refused too: never for a token, and nothing waits.
+    assert_eq!(charged["budget_exhausted_total.retry"], 0.0);
+    assert!(charged["run_latency_ms.max"] < 300.0, "{}", charged["run_latency_ms.max"]);
+}
+
+#[test]
+fn a_charged_retry_never_sent_gives_its_token_back() {
+    // Review S1, 8.3's rule: a token pays only for an attempt that is sent. Step a's first SDK
+    // call fails at 100 ms and sleeps 0.75-1 s on a charged token; its hedge (150 ms, the
+    // run's second token) wins half the time, cancelling the sleeping call. Step b always fails
+    // once and wants a runtime retry: with the token back it has one. Of the runs reaching b,
+    // b's retry is granted when a's first attempt succeeded (1/2 of all runs) or its hedge won
+    // with the token back (1/4): about (1/2 + 1/4) / P(a succeeds). Before the fix: 0.576
+    // (3 018 of 5 239), the token of the cancelled call lost.
+    let m = data("sdk-token-return-hedge.toml");
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    let reached_b = r["logical_run_total"] - r["step.a.failed_total"];
+    let granted = (r["dependency.other.attempt_total"] - reached_b) / reached_b;
+    eprintln!("b reached {reached_b}, retries granted {granted:.4}");
+    assert!(granted > 0.7, "{granted}");
+}
+
+#[test]
+fn an_sdks_resends_keep_the_runtime_attempts_key_under_per_attempt() {
+    // Review S2: with one runtime attempt per call, `per_call` and `per_attempt` put the same
+    // single key in the request and the SDK resends that request (openai-python sets
+    // `idempotency_key` once and reuses it across its retries), so `api-dedup` deduplicates
+    // the SDK's resends under both: only `api`'s count. Before the fix: 1 139 (per_call) and
+    // 2 285 (per_attempt), the resends at `api-dedup` counted as fresh keys.
+    let m = data("sdk-write-keys.toml");
+    let per_call = run_policy(&m, "sdk", 3);
+    let per_attempt = run_policy(&m, "sdk_perattempt", 3);
+    eprintln!(
+        "duplicates: per_call {}, per_attempt {}",
+        per_call["duplicate_effect_total"], per_attempt["duplicate_effect_total"]
+    );
+    assert!(per_attempt["dependency.api-dedup.hidden_attempt_total"] > 500.0);
+    assert!(per_call["duplicate_effect_total"] > 500.0);
+    assert_eq!(per_attempt["duplicate_effect_total"], per_call["duplicate_effect_total"]);
+    assert_eq!(per_attempt["duplicate_effect_run_total"], per_call["duplicate_effect_run_total"]);
+}
+
+#[test]
+fn the_runtimes_first_token_timeout_cuts_the_sdk_call_and_is_not_retried() {
+    // Review S3: an SDK returns at the response's headers; the wait for the first chunk is the
+    // streaming caller's, so the runtime's 200 ms first-token timeout ends the whole SDK call
+    // and the SDK never retries it. Before the fix each hidden attempt got its own 200 ms and
+    // the SDK retried it as its own timeout: 1 782 attempts, 1 188 hidden, money x3.
+    let m = data("sdk-first-token.toml");
+    let sdk = run_policy(&m, "sdk", 3);
+    let nosdk = run_policy(&m, "nosdk", 3);
+    assert!(nosdk["first_token_timeout_total"] > 400.0, "{}", nosdk["first_token_timeout_total"]);
+    assert_eq!(sdk["hidden_attempt_total"], 0.0);
+    for name in ["dependency_attempt_total", "first_token_timeout_total", "cost_money_total", "run_latency_ms.p50"] {
+        assert_eq!(sdk[name].to_bits(), nosdk[name].to_bits(), "{name}: {} vs {}", sdk[name], nosdk[name]);
+    }
+}
+
+#[test]
+fn a_charged_clients_retries_pass_the_runs_cost_budget() {
+    // Review S9, the essay's "SDK retries in the root budget" (sections 2, 9, 29): a charged
+    // client's hidden retry costs the run what the runtime's attempt cost. Every attempt fails
+    // and costs 1 unit against a budget of 1.5: the first attempt fits, the SDK's retry does
+    // not, nor does the runtime's. Before the fix: 3 attempts a run (cost 3.0 a run), the
+    // cost budget refusing only the runtime's retries.
+    let m = data("sdk-cost-budget.toml");
+    let r = run_policy(&m, "charged", 3);
+    let runs = r["logical_run_total"];
+    assert!(runs > 500.0, "{runs}");
+    assert_eq!(r["hidden_attempt_total"], 0.0);
+    assert_eq!(r["cost_units_total"], runs);
+    // Each run: the SDK's retry refused, then the runtime's.
+    assert_eq!(r["budget_exhausted_total.cost"], 2.0 * runs);
+}
+
+#[test]
+fn a_zero_initial_delay_never_sleeps_whatever_the_multiplier() {
+    // Review S6: 0 x 1e200^4 overflowed to 0 x infinity = NaN, and NaN.min(8 s) is 8 s: runs of
+    // 16 284.9 ms. Now every sleep is 0: 5 attempts of 100 ms at most.
+    let sdk = "initial_delay_ms = 0\nmultiplier = 1e200\nmax_retries = 4\nmax_delay_ms = 8000";
+    let r = simulate(&model(&independent(0.3, sdk, "")), 0, 3).unwrap().metrics;
+    assert!(r["hidden_attempt_total"] > 1000.0);
+    assert!(r["run_latency_ms.max"] <= 500.5, "{}", r["run_latency_ms.max"]);
+}
+
+#[test]
+fn an_sdk_timeout_bounds_a_hanging_dependency_without_a_runtime_timeout() {
+    // Review S12: no runtime timeout and no propagation, but the SDK's own 600 s timeout ends
+    // each of its 3 attempts: the run ends, so the file is accepted (it was refused, "the run
+    // would never end"). A hung call lasts 3 x 600 s plus two sleeps of at most 0.5 and 1 s.
+    let m = data("sdk-hang.toml");
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    assert!(r["hidden_attempt_total"] > 0.0);
+    let max = r["run_latency_ms.max"];
+    assert!(max > 600_000.0 && max <= 1_801_500.0, "{max}");
+    // Without the SDK client's timeout it is refused, as before.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/tests/data/sdk-hang.toml")).unwrap();
+    let refused = format!("{text}timeout_ms = 0\n");
+    let source = faultline::scenario::Source::from_text("s.toml", &refused, faultline::scenario::Format::Toml);
+    let scenario = faultline::scenario::parse_source(&source).unwrap();
+    let Err(err) = faultline::engine::Model::compile(&scenario, &source) else { panic!("accepted") };
+    let err = err.to_string();
+    assert!(err.contains("can hang"), "{err}");
+}
+
+#[test]
+fn validate_warns_of_an_sdk_client_no_step_calls() {
+    // Review S10: an SDK client on a dependency the policy's steps never call (here `spare`;
+    // in the incident, the remote agent's runner) was accepted silently and never used.
+    let dir = std::env::temp_dir().join(format!("faultline-sdk-unused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spare =
+        "[[dependency]]\nname = \"spare\"\nservice_time = { dist = \"constant\", value_ms = 10 }\n\n[[workflow]]";
+    let text = independent(0.1, "", "").replacen("[[workflow]]", spare, 1) + "\n[policy.p.sdk_client.spare]\n";
+    let path = dir.join("unused.toml");
+    std::fs::write(&path, text).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(["validate", path.to_str().unwrap()]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("warning: policy.p.sdk_client.spare: no step calls `spare`"), "{out}");
+    assert!(!out.contains("sdk_client.model"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn calibrate_fits_the_dependency_from_the_sdks_attempts_and_emits_its_client() {
+    // Review S7: `calibrate` read the `sdk.attempt` spans as a remote agent's calls and fitted
+    // the SDK call instead: errors 37 of 2 000 (the calls' p^3), a p95 of 1 571 ms (the sleeps
+    // folded in), no sdk_client. Now the dependency is fitted from the SDK's attempts (30 %
+    // fail, 100 ms each) and the policy gets the client with the most retries seen.
+    let dir = std::env::temp_dir().join(format!("faultline-sdk-calibrate-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let out = dir.join("out");
+    let scenario = format!("{root}/tests/data/sdk-calibrate.toml");
+    run(&["run", &scenario, "--traces", "2000", "-o", out.to_str().unwrap()]);
+    let calibrated = dir.join("cal.toml");
+    let traces = out.join("p/traces.otlp.jsonl");
+    let report = run(&["calibrate", traces.to_str().unwrap(), "-o", calibrated.to_str().unwrap()]);
+    assert!(report.contains("sdk.attempt spans"), "{report}");
+    let t: toml::Table = std::fs::read_to_string(&calibrated).unwrap().parse().unwrap();
+    let dep = t["dependency"].as_array().unwrap()[0].as_table().unwrap();
+    let share = dep["errors"]["transient_transport"].as_float().unwrap();
+    // About 2 770 attempts: the share's standard error is under 0.009.
+    assert!((share - 0.3).abs() < 0.04, "{share}");
+    let client = &t["policy"]["calibrated"]["sdk_client"]["model"];
+    assert_eq!(client["max_retries"].as_integer(), Some(2), "{client:?}");
+    assert_eq!(t["policy"]["calibrated"]["retry"]["max_attempts"].as_integer(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }

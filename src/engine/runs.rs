@@ -280,6 +280,11 @@ impl<T: Tracer> Simulation<'_, T> {
             key: slot.key.with_part(workflow.steps[s as usize].stream_part).with(u64::from(serial)),
             tokens,
             first_token_timeout_us: sp.first_token_timeout_us,
+            // The runtime made this attempt's key (per_attempt, a write to a dependency that
+            // honours keys): the SDK's resends carry it, so they deduplicate among themselves.
+            attempt_key: matches!(purpose, Purpose::Write { deduplicated: false })
+                && self.policy.key_per_attempt
+                && workflow.steps[s as usize].idempotency == crate::scenario::Idempotency::Key,
             timeout_us,
         };
         let handle = self.start_sdk_call(now, start);

@@ -12,7 +12,7 @@ use super::simulation::{Caller, Simulation};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::runtime::sdk_client::{SdkCall, SdkDecision};
-use crate::runtime::{AttemptResult, Purpose, Tracer};
+use crate::runtime::{AttemptResult, Purpose, Spend, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
 use crate::world::tokens::CallTokens;
@@ -34,6 +34,8 @@ pub(super) struct SdkStart {
     pub key: StreamKey,
     pub tokens: Option<CallTokens>,
     pub first_token_timeout_us: Option<Micros>,
+    /// A write with the runtime attempt's own key at a dependency that honours keys.
+    pub attempt_key: bool,
     /// The runtime's timeout for its attempt: the whole SDK call.
     pub timeout_us: Option<Micros>,
 }
@@ -61,7 +63,10 @@ impl<T: Tracer> Simulation<'_, T> {
             measured,
             key: s.key,
             tokens: s.tokens,
-            first_token_timeout_us: s.first_token_timeout_us,
+            first_token_at: s.first_token_timeout_us.map(|t| now.saturating_add(t)),
+            attempt_key: s.attempt_key,
+            cut_at: s.timeout_us.map_or(Micros::MAX, |t| now.saturating_add(t)),
+            held: None,
             call: SdkCall::default(),
             child: None,
         };
@@ -84,7 +89,13 @@ impl<T: Tracer> Simulation<'_, T> {
             station: slot.station as usize,
             purpose: slot.purpose,
             priority: slot.priority,
-            caller: Caller::Sdk { call: id, generation: slot.generation, step: slot.step },
+            caller: Caller::Sdk {
+                call: id,
+                generation: slot.generation,
+                step: slot.step,
+                attempt_key: slot.attempt_key,
+                serial: slot.serial,
+            },
             run: slot.run,
             run_gen: slot.run_gen,
             measured: slot.measured,
@@ -95,10 +106,13 @@ impl<T: Tracer> Simulation<'_, T> {
             counted: true,
             // The SDK resends the same request: the same tokens.
             tokens: slot.tokens,
-            first_token_timeout_us: slot.first_token_timeout_us,
+            // What is left of the runtime's first-token deadline (all of it for attempt 0).
+            first_token_timeout_us: slot.first_token_at.map(|at| at.saturating_sub(now)),
         };
         if n > 0 {
             self.observe(now, slot.measured, Observation::HiddenAttempt { dependency: slot.station });
+            // Sent: a charged retry's token is spent for good.
+            self.sdk_calls[id].held = None;
         }
         // A station answers through an event, never within `submit`: the call still waits.
         let child = self.submit(now, attempt);
@@ -112,6 +126,14 @@ impl<T: Tracer> Simulation<'_, T> {
             return;
         }
         self.sdk_calls[id].child = None;
+        // The runtime's first-token timeout ended the attempt: it cuts the whole call, as a
+        // streaming caller does (an SDK returns at the response's headers, so a wait for the
+        // first chunk is the caller's, never retried by the SDK).
+        if matches!(result, AttemptResult::TimedOut) && slot.first_token_at.is_some_and(|at| at <= now) {
+            self.end_sdk_call(id);
+            self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, result);
+            return;
+        }
         let Some(config) = self.policy.sdk_clients[slot.station as usize].as_ref() else {
             debug_assert!(false, "an SDK call exists only for a dependency with an SDK client");
             return;
@@ -119,16 +141,34 @@ impl<T: Tracer> Simulation<'_, T> {
         let n = slot.call.retries_taken;
         let unit = slot.key.with(TAG_SDK_JITTER).with(u64::from(n)).stream().unit();
         let mut call = slot.call;
+        let spend = self.hidden_spend(&slot);
         let (recorder, runs) = (&mut self.recorder, &mut self.runs);
         let decision = call.on_result(config, result, unit, |delay_us| {
             let run = &mut runs[slot.run];
-            if run.generation != slot.run_gen {
+            // A retry that would start when the runtime's own timeout has cut the call is
+            // never sent: a charged client does not pay for it (it answers now instead).
+            let cut_at = slot.cut_at.min(slot.first_token_at.unwrap_or(Micros::MAX));
+            if run.generation != slot.run_gen || now.saturating_add(delay_us) >= cut_at {
                 return false;
             }
             let mut out = ObserveOnly { recorder, now, measured: slot.measured };
-            run.machine.allow_hidden_retry(now, delay_us, &mut out)
+            run.machine.allow_hidden_retry(now, delay_us, spend, &mut out)
         });
         self.sdk_calls[id].call = call;
+        let charged = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
+        self.sdk_calls[id].held = charged.then_some(spend);
+        if let SdkDecision::Retry { delay_us } = decision
+            && let Some(at) = slot.first_token_at
+            && now.saturating_add(delay_us) >= at
+        {
+            // The retry would start after the runtime's first-token deadline: the runtime
+            // cuts the call then, in the SDK's sleep.
+            let at = at.max(now);
+            if at <= self.stop_at {
+                self.queue.schedule(at, Event::SdkTimeout { call: id, generation });
+            }
+            return;
+        }
         match decision {
             // At once: the same checks as after a sleep (the run may have ended meanwhile).
             SdkDecision::Retry { delay_us: 0 } => self.on_sdk_wake(now, id, generation),
@@ -153,6 +193,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let run = &self.runs[slot.run];
         // A run that ended (its slot may be reused) makes no more attempts.
         if run.generation != slot.run_gen || run.machine.ended {
+            self.release_held_token(id);
             self.end_sdk_call(id);
             return;
         }
@@ -164,6 +205,11 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = self.sdk_calls[id];
         if !slot.live || slot.generation != generation {
             return;
+        }
+        if slot.child.is_none() && slot.first_token_at.is_some_and(|at| at <= now) {
+            // The runtime's first-token timeout, in the SDK's sleep.
+            let timed_out = Observation::Tokens(crate::metrics::tokens::TokenObservation::FirstTokenTimedOut);
+            self.observe(now, slot.measured, timed_out);
         }
         self.stop_sdk_call(now, id, true);
         let result = AttemptResult::TimedOut;
@@ -194,7 +240,33 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             self.abandon(now, child);
         }
+        self.release_held_token(id);
         self.end_sdk_call(id);
+    }
+
+    /// A charged retry granted but never sent gives its root token back (scenario.md 8.3: a
+    /// token pays only for an attempt that is sent).
+    fn release_held_token(&mut self, id: u32) {
+        let slot = &mut self.sdk_calls[id];
+        let Some(spend) = slot.held.take() else { return };
+        let (r, run_gen) = (slot.run, slot.run_gen);
+        let run = &mut self.runs[r];
+        if run.generation == run_gen {
+            run.machine.return_hidden_retry(spend);
+        }
+    }
+
+    /// What a hidden retry costs the run's cost budget when charged: the runtime attempt's
+    /// cost again (the same request: its cost units, tokens and their price).
+    fn hidden_spend(&self, slot: &SdkSlot) -> Spend {
+        let station = slot.station as usize;
+        let units = Spend::units(self.costs[station]);
+        match (&self.model.world.dependencies[station].tokens, slot.tokens) {
+            (Some(shape), Some(t)) => {
+                Spend { model_tokens: f64::from(t.input) + f64::from(t.output), money: shape.price(t), ..units }
+            }
+            (Some(_) | None, _) => units,
+        }
     }
 
     fn end_sdk_call(&mut self, id: u32) {
@@ -209,6 +281,15 @@ impl<T: Tracer> Simulation<'_, T> {
     fn trace_sdk_timed_out(&mut self, now: Micros, child: u32) {
         let run = self.jobs[child].run;
         self.tracer.record(run, now, crate::runtime::TraceEvent::CallerTimedOut { job: child });
+    }
+
+    /// A hidden attempt's first token came before the runtime's first-token deadline: the
+    /// runtime's streaming watch is satisfied for the rest of the call.
+    pub(super) fn sdk_first_token_came(&mut self, id: u32, generation: u32) {
+        let slot = &mut self.sdk_calls[id];
+        if slot.live && slot.generation == generation {
+            slot.first_token_at = None;
+        }
     }
 
     /// The serial of SDK call `id` and the retry its hidden attempt out is (for the trace).

@@ -1,8 +1,8 @@
 //! An SDK call's state in the engine (engine::sdk drives it): data only, so the simulation
 //! can hold the calls without importing their driver.
 
-use crate::runtime::Purpose;
 use crate::runtime::sdk_client::SdkCall;
+use crate::runtime::{Purpose, Spend};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
 use crate::world::tokens::CallTokens;
@@ -23,7 +23,18 @@ pub(super) struct SdkSlot {
     /// The runtime attempt's key: hidden attempt 0 uses it as it is.
     pub key: StreamKey,
     pub tokens: Option<CallTokens>,
-    pub first_token_timeout_us: Option<Micros>,
+    /// The runtime's first-token deadline for the whole call (its start plus the step's
+    /// `first_token_timeout_ms`), until a hidden attempt's first token came: the runtime's
+    /// side of the call, like its timeout, never retried by the SDK.
+    pub first_token_at: Option<Micros>,
+    /// Its writes carry the runtime attempt's own key to a dependency that honours keys
+    /// (`idempotency_key = "per_attempt"`): its resends share that key.
+    pub attempt_key: bool,
+    /// When the runtime's timeout for its attempt cuts the whole call (Micros::MAX: never).
+    pub cut_at: Micros,
+    /// A charged retry's root token and cost are held for the hidden attempt the client sleeps
+    /// before: they come back if that attempt is never sent.
+    pub held: Option<Spend>,
     pub call: SdkCall,
     /// The hidden attempt out, if any (none while the client sleeps).
     pub child: Option<(u32, u32)>,
@@ -44,7 +55,10 @@ impl SdkSlot {
             measured: false,
             key: StreamKey::root(0),
             tokens: None,
-            first_token_timeout_us: None,
+            first_token_at: None,
+            attempt_key: false,
+            cut_at: Micros::MAX,
+            held: None,
             call: SdkCall { retries_taken: 0 },
             child: None,
         }

@@ -59,6 +59,10 @@ pub(super) enum Caller {
         call: u32,
         generation: u32,
         step: u8,
+        /// A write carrying runtime attempt `serial`'s own key (`idempotency_key =
+        /// "per_attempt"` at a dependency that honours keys): the SDK's resends share it.
+        attempt_key: bool,
+        serial: u32,
     },
 }
 

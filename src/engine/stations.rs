@@ -206,6 +206,9 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(now, job.measured, Observation::Tokens(TokenObservation::FirstTokenTimedOut));
             return false;
         }
+        if let Caller::Sdk { call, generation: call_gen, .. } = job.caller {
+            self.sdk_first_token_came(call, call_gen);
+        }
         if let Some(at) = total_at_us
             && at <= self.stop_at
         {
@@ -568,10 +571,19 @@ impl<T: Tracer> Simulation<'_, T> {
 
     fn commit_write(&mut self, now: Micros, id: u32, job: &Job, deduplicated: bool) {
         // An SDK's hidden attempt writes for its step too (a resent request commits again).
-        let (Caller::Step { step, .. } | Caller::Sdk { step, .. }) = job.caller else { return };
+        let (step, attempt_key) = match job.caller {
+            Caller::Step { step, .. } => (step, None),
+            Caller::Sdk { step, attempt_key, serial, .. } => (step, attempt_key.then_some(serial)),
+            Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } => return,
+        };
         let run = &mut self.runs[job.run];
         debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
-        if let Commit::Applied { duplicate } = run.ledgers[step as usize].commit(deduplicated) {
+        let ledger = &mut run.ledgers[step as usize];
+        let commit = match attempt_key {
+            Some(serial) => ledger.commit_attempt_key(serial),
+            None => ledger.commit(deduplicated),
+        };
+        if let Commit::Applied { duplicate } = commit {
             if duplicate {
                 run.duplicate = true;
             }

@@ -301,6 +301,33 @@ fn replications_csv(model: &Model, names: &[String], runs: &PolicyRuns) -> Vec<u
     w.into_inner().expect("flushing memory cannot fail")
 }
 
+/// An `sdk_client` on a dependency none of the policy's steps calls (first or fallback): a
+/// remote agent's own calls and a task's work do not go through the policy's SDK clients, so
+/// the client is never used.
+fn unused_sdk_clients(model: &crate::engine::Model) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &model.policies {
+        let mut called = vec![false; model.world.dependencies.len()];
+        for (w, workflow) in model.workflows.iter().enumerate() {
+            for (s, step) in workflow.steps.iter().enumerate() {
+                called[step.dependency] = true;
+                for c in &p.steps[w][s].fallbacks {
+                    called[c.dependency] = true;
+                }
+            }
+        }
+        for (d, client) in p.sdk_clients.iter().enumerate() {
+            if client.is_some() && !called[d] {
+                out.push(format!(
+                    "policy.{}.sdk_client.{}: no step calls `{}` (a remote agent's own calls and a task's work do not go through the policy's SDK clients): this client is never used",
+                    p.name, model.world.dependencies[d].name, model.world.dependencies[d].name
+                ));
+            }
+        }
+    }
+    out
+}
+
 pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
     let Loaded { model, scenario, source } = load_model(input, &[])?;
     let slo = compile_slo(scenario.slo.as_ref(), &model, &source)?;
@@ -313,6 +340,7 @@ pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
         .flat_map(|d| &d.warnings)
         .chain(crate::runtime::failure_domain::failure_domain_warnings(&scenario, &source).iter())
         .map(|w| format!("warning: {w}\n"))
+        .chain(unused_sdk_clients(&model).into_iter().map(|w| format!("warning: {w}\n")))
         .collect();
     Ok(format!(
         "{warnings}{}: ok ({} dependencies, {} workflows, {} faults, policies: {}, {} SLO checks, {} regression checks)\n",

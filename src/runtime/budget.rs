@@ -123,6 +123,16 @@ impl RunBudget {
         if self.cost_fits(spend) { Ok(()) } else { Err(BudgetKind::Cost) }
     }
 
+    /// Gives back what [`RunBudget::spend_cost`] took for an attempt that was not sent after
+    /// all (a charged SDK retry stopped in its sleep).
+    pub fn return_cost(&mut self, spend: Spend) {
+        self.cost_used = (self.cost_used - spend.cost_units).max(0.0);
+        if let Some(t) = &mut self.tokens_and_money {
+            t.model_tokens_used = (t.model_tokens_used - spend.model_tokens).max(0.0);
+            t.money_used = (t.money_used - spend.money).max(0.0);
+        }
+    }
+
     /// Spends what an admitted attempt costs.
     pub fn spend_cost(&mut self, spend: Spend) {
         debug_assert!(self.cost_fits(spend), "spend only what was checked");

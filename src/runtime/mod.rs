@@ -29,7 +29,7 @@ pub mod workflow;
 
 pub use attempt::{AttemptResult, Purpose};
 pub use backoff::{Backoff, BackoffKind, Jitter};
-pub use budget::{BudgetLimits, RunBudget};
+pub use budget::{BudgetLimits, RunBudget, Spend};
 pub use command::{Command, Effects, Outbox};
 pub use deadline::{AttemptTimeout, attempt_timeout, retry_fits};
 pub use decision::{Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide};

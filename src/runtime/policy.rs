@@ -327,8 +327,14 @@ impl StepContext<'_> {
         let fallbacks = self.fallback_candidates(s, &o, &sp)?;
         let fallback = fallbacks.first().map(|c| c.dependency);
         if timeout_us.is_none() && !self.rules.deadline_propagation {
+            // An SDK client's own timeout (600 s unless set to 0) ends each of its attempts, and
+            // it makes at most max_retries + 1 of them: the call ends.
+            let sdk_bounds = |dep: usize| {
+                let client = self.policy.sdk_client.get(&world.dependencies[dep].name);
+                client.is_some_and(|c| c.timeout_ms.is_none_or(|ms| ms > 0.0))
+            };
             for dep in std::iter::once(s.dependency).chain(fallbacks.iter().map(|c| c.dependency)) {
-                if can_hang(world, dep) {
+                if can_hang(world, dep) && !sdk_bounds(dep) {
                     let field = if o.timeout_ms.is_some() { sp.key("timeout_ms") } else { self.path.key("timeout_ms") };
                     let message = format!(
                         "step {} has no timeout and no deadline propagation, but {} can hang: the run would never end",

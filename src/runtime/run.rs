@@ -368,12 +368,16 @@ impl RunMachine {
         self.cancelled_by_mode
     }
 
-    /// Attempts the run still waits for (sent or queued at a bulkhead).
     /// An SDK client charged to the root budget asks before a hidden retry that sleeps
-    /// `delay_us` from `now`: it goes only while the run lives, holds a retry token (taken
-    /// here, the budget's one place that spends it) and the retry starts before the deadline.
-    /// A refusal for the token counts as `budget_exhausted_total.retry`, for time as `.time`.
-    pub fn allow_hidden_retry(&mut self, now: Micros, delay_us: Micros, out: &mut impl Effects) -> bool {
+    /// `delay_us` from `now` and costs `spend`: it goes only while the run lives, holds a
+    /// retry token, the retry starts before the deadline (the root deadline, read even when
+    /// the policy does not propagate it: a charged client is told the run's budgets) and its
+    /// cost fits the run's cost budget (the essay's "SDK retries in the root budget": time,
+    /// retries and cost; concurrency is already held by the runtime attempt the SDK call is).
+    /// The token and the cost are taken here (the budget's one place that spends them) and
+    /// come back through [`RunMachine::return_hidden_retry`] if the retry is never sent (8.3's
+    /// token rule). A refusal counts as `budget_exhausted_total.retry`, `.time` or `.cost`.
+    pub fn allow_hidden_retry(&mut self, now: Micros, delay_us: Micros, spend: Spend, out: &mut impl Effects) -> bool {
         if self.ended {
             return false;
         }
@@ -385,10 +389,23 @@ impl RunMachine {
             out.observe(Observation::BudgetExhausted(BudgetKind::Time));
             return false;
         }
+        if let Err(exhausted) = self.budget.check_cost(spend) {
+            out.observe(Observation::BudgetExhausted(exhausted));
+            return false;
+        }
         self.budget.take_retry_token();
+        self.budget.spend_cost(spend);
         true
     }
 
+    /// A charged hidden retry was granted but never sent (a won hedge or the run's end stopped
+    /// the SDK call in its sleep): its token and its cost come back.
+    pub fn return_hidden_retry(&mut self, spend: Spend) {
+        self.budget.return_retry_token();
+        self.budget.return_cost(spend);
+    }
+
+    /// Attempts the run still waits for (sent or queued at a bulkhead).
     pub fn attempts_in_flight(&self) -> usize {
         self.in_flight.len()
     }

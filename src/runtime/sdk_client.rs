@@ -194,6 +194,11 @@ impl SdkCall {
 /// (1 - jitter x unit).
 pub fn backoff_us(config: &SdkClientConfig, n: u32, unit: f64) -> Micros {
     let exponent = n.min(1000) as i32;
+    // A zero initial delay stays zero: 0 x an overflowed power (infinity) would be NaN, whose
+    // min with the cap is the cap.
+    if config.initial_delay_us == 0 {
+        return 0;
+    }
     let capped = (config.initial_delay_us as f64 * config.multiplier.powi(exponent)).min(config.max_delay_us as f64);
     (capped * (1.0 - config.jitter * unit)).max(0.0) as Micros
 }
@@ -211,7 +216,14 @@ impl SdkClientConfig {
             ));
         }
         if self.max_delay_us < self.initial_delay_us {
-            return Err(("max_delay_ms", "must be at least initial_delay_ms".to_string()));
+            return Err((
+                "max_delay_ms",
+                format!(
+                    "must be at least initial_delay_ms: max_delay_ms is {} ms, initial_delay_ms {} ms",
+                    self.max_delay_us as f64 / 1e3,
+                    self.initial_delay_us as f64 / 1e3
+                ),
+            ));
         }
         if self.max_retries > MAX_RETRIES {
             return Err(("max_retries", format!("at most {MAX_RETRIES}, got {}", self.max_retries)));
@@ -323,6 +335,9 @@ mod tests {
         assert_eq!(backoff_us(&c, 9, 0.0), 8_000_000);
         assert_eq!(backoff_us(&c, 9, 1.0), 6_000_000);
         assert_eq!(backoff_us(&c, 1000, 0.0), 8_000_000, "no overflow for a huge retry count");
+        // 0 x 1e200^4 would be 0 x infinity = NaN, whose min with the cap is the cap.
+        let zero = SdkClientConfig { initial_delay_us: 0, multiplier: 1e200, ..c.clone() };
+        assert_eq!(backoff_us(&zero, 3, 0.0), 0);
         let portkey = SdkClientConfig { jitter: 0.0, ..c };
         assert_eq!(backoff_us(&portkey, 1, 0.99), 1_000_000);
     }

@@ -109,6 +109,9 @@ pub struct Observations {
     /// Status lookups (reconciliation) and calls below another call (a remote agent's own
     /// calls), left out of the callers' steps.
     pub nested_calls: usize,
+    /// Per dependency, what SDK clients inside the callers did (faultline's `sdk.attempt`
+    /// spans below a runtime attempt): the dependency's figures come from these attempts.
+    pub sdk: BTreeMap<String, SdkObservations>,
     /// Names from the traces changed to scenario names (letters, digits, `_`, `-`): the
     /// scenario's name and the traces' spelling.
     pub renamed: BTreeMap<String, String>,
@@ -121,6 +124,19 @@ pub struct Observations {
     /// Spans that end before they start (clock skew between hosts, a broken exporter): read as
     /// lasting 0 ms.
     pub backwards_spans: usize,
+}
+
+/// An SDK client's calls at one dependency, as its `sdk.attempt` spans show them.
+#[derive(Debug, Clone, Default)]
+pub struct SdkObservations {
+    /// Runtime attempts made through the SDK (spans with `sdk.attempt` children).
+    pub calls: usize,
+    /// The SDK's attempts, the first of each call included.
+    pub attempts: usize,
+    /// Its own retries (`sdk.hidden = true`).
+    pub hidden: usize,
+    /// The most attempts seen in one call (`sdk.attempt`, from 1).
+    pub most_attempts: u32,
 }
 
 /// Traces left out because two of their spans share a span id.
@@ -263,6 +279,17 @@ pub enum Ending {
 }
 
 pub fn ending(span: &ObservedSpan) -> Ending {
+    // An SDK's attempt (faultline's `sdk.attempt` span) says its kind in `failure.kind` only.
+    if span.attr("sdk.attempt").is_some()
+        && span.attr("error.type").is_none()
+        && let Some(kind) = span.attr("failure.kind").and_then(Attr::as_str).and_then(FailureKind::parse)
+    {
+        return match kind {
+            FailureKind::DeadlineExhausted => Ending::TimedOut,
+            FailureKind::Canceled => Ending::Cancelled,
+            other => Ending::Answered(Some(other)),
+        };
+    }
     if span.attr("attempt.refused").is_some() {
         return Ending::Refused;
     }
@@ -359,11 +386,30 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
     let is_client = |i: usize| trace.spans[i].kind == 3;
     let client_above = client_above(trace.spans.len(), parent, is_client);
     let mut calls: Calls = BTreeMap::new();
+    // A runtime attempt made through an SDK client: its `sdk.attempt` children are what the
+    // dependency received, so the dependency is fitted from them, not from the whole call.
+    let mut through_sdk = vec![false; trace.spans.len()];
+    for (i, span) in trace.spans.iter().enumerate() {
+        if span.attr("sdk.attempt").is_some()
+            && let Some(p) = parent(i)
+        {
+            through_sdk[p] = true;
+        }
+    }
     for (i, &nested) in client_above.iter().enumerate() {
         if !is_client(i) || i == root {
             continue;
         }
         let span = &trace.spans[i];
+        if let Some(n) = span.attr("sdk.attempt").and_then(Attr::as_f64) {
+            let name = named(callee(span, rename), &mut obs.renamed);
+            let sdk = obs.sdk.entry(name.clone()).or_default();
+            sdk.attempts += 1;
+            sdk.hidden += usize::from(matches!(span.attr("sdk.hidden"), Some(Attr::Bool(true))));
+            sdk.most_attempts = sdk.most_attempts.max(n.clamp(1.0, 1000.0) as u32);
+            record_attempt(obs.dependencies.entry(name).or_default(), span);
+            continue;
+        }
         let lookup = matches!(span.attr("attempt.kind").and_then(Attr::as_str), Some("reconciliation"));
         if nested || lookup {
             obs.nested_calls += 1;
@@ -375,7 +421,11 @@ fn observe_trace(trace: &ObservedTrace, rename: &BTreeMap<String, String>, obs: 
         if !spellings.contains(&raw) {
             spellings.insert(raw);
         }
-        record_attempt(obs.dependencies.entry(name.clone()).or_default(), span);
+        if through_sdk[i] {
+            obs.sdk.entry(name.clone()).or_default().calls += 1;
+        } else {
+            record_attempt(obs.dependencies.entry(name.clone()).or_default(), span);
+        }
         let site_span = parent(i).unwrap_or(root);
         let mut site = attempt_site(trace, site_span, parent(site_span), &name);
         site.step = named(std::mem::take(&mut site.step), &mut obs.renamed);

@@ -392,6 +392,25 @@ impl Calibrated<'_> {
                 );
             }
         }
+        self.sdk_clients(t);
+    }
+
+    /// An `sdk_client` for each dependency the callers reached through an SDK client (the
+    /// traces' `sdk.attempt` spans): the most retries seen in one call, the rest the defaults.
+    fn sdk_clients(&self, t: &mut String) {
+        for (dep, sdk) in &self.observations.sdk {
+            if sdk.calls == 0 {
+                continue;
+            }
+            let retries = sdk.most_attempts.saturating_sub(1).min(crate::runtime::sdk_client::MAX_RETRIES);
+            let _ = writeln!(t, "\n[policy.{POLICY}.sdk_client.{}]", toml_string(dep));
+            let _ = writeln!(
+                t,
+                "# {} call(s) through an SDK client: {} attempt(s) at the dependency, {} of them its own retries; sleeps and the other fields are openai-python's defaults",
+                sdk.calls, sdk.attempts, sdk.hidden
+            );
+            let _ = writeln!(t, "max_retries = {retries}   # the most retries seen in one call");
+        }
     }
 
     /// What the traces could not show, for the scenario's last comment and the report.
@@ -444,6 +463,12 @@ impl Calibrated<'_> {
                     ));
                 }
             }
+        }
+        for (dep, sdk) in &o.sdk {
+            notes.push(format!(
+                "{dep}: {} attempt(s) an SDK client made inside the caller (sdk.attempt spans, {} of them its own retries) fitted the dependency; the {} runtime attempt(s) around them are the policy's",
+                sdk.attempts, sdk.hidden, sdk.calls
+            ));
         }
         if o.nested_calls > 0 {
             notes.push(format!(
