@@ -17,7 +17,7 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Tag -> (output folder key, policy).
-const TAGS: [(&str, &str, &str); 16] = [
+const TAGS: [(&str, &str, &str); 18] = [
     ("MA-R", "MA", "resilient"),
     ("MA-N", "MA", "naive"),
     ("MMC", "MMC", "plain"),
@@ -34,11 +34,13 @@ const TAGS: [(&str, &str, &str); 16] = [
     ("PS-J", "PS", "jittered"),
     ("MS-N", "MS", "naive"),
     ("MS-R", "MS", "resilient"),
+    ("MC-N", "MC", "naive"),
+    ("MC-R", "MC", "resilient"),
 ];
 
 /// Output folder key -> the command's arguments after `faultline run` (MA8 is the committed
 /// reference output, checked against the binary by tests/reference_output.rs).
-const RUNS: [(&str, &str, &str); 8] = [
+const RUNS: [(&str, &str, &str); 9] = [
     ("MA", "scenarios/meeting-analysis-incident.toml", "2"),
     ("MMC", "scenarios/mmc.toml", "2"),
     ("MMCK", "scenarios/mmck.toml", "2"),
@@ -47,6 +49,7 @@ const RUNS: [(&str, &str, &str); 8] = [
     ("SS", "scenarios/a2a-subscribe-storm.toml", ""),
     ("PS", "scenarios/a2a-poll-storm.toml", ""),
     ("MS", "scenarios/meeting-analysis-incident-sdk.toml", "2"),
+    ("MC", "scenarios/meeting-analysis-incident-cache.toml", "2"),
 ];
 
 /// Every policy's summary means: (folder key, policy) -> metric -> mean.

@@ -3,6 +3,8 @@
 //! a stale event (an attempt's timeout after it completed) is recognised and dropped.
 
 mod arena;
+mod cache;
+mod cache_slot;
 mod event;
 mod remote;
 mod runs;
@@ -97,6 +99,7 @@ impl Model {
                 .any(|sp| sp.fallbacks.iter().any(|c| c.context_share.is_some())),
             sdk_clients: self.policies.iter().any(|p| p.sdk_clients.iter().any(Option::is_some)),
             closed_population: self.world.workloads.iter().any(|w| w.population.is_some()),
+            caches: self.policies.iter().any(|p| p.caches.iter().any(Option::is_some)),
         }
     }
 

@@ -256,7 +256,7 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         let run = &self.runs[a.run];
         let step = match a.caller {
-            Caller::Step { step, .. } | Caller::Sdk { step, .. } => Some(step),
+            Caller::Step { step, .. } | Caller::Sdk { step, .. } | Caller::Cache { step, .. } => Some(step),
             Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } => None,
         };
         let entry = AttemptTrace {
@@ -296,6 +296,10 @@ impl<T: Tracer> Simulation<'_, T> {
             Caller::Sdk { call, .. } => {
                 let (step, serial, retry) = self.sdk_position(call);
                 TraceCaller::Sdk { step, serial, retry }
+            }
+            Caller::Cache { fill, step, .. } => {
+                let (step, serial) = self.fill_position(fill, step);
+                TraceCaller::Step { step, serial }
             }
         };
         let event = TraceEvent::StationArrived { job: id, caller, dependency: a.station as u16 };
@@ -588,6 +592,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Caller::Client { client, generation, .. } => self.on_client_reply(now, client, generation, result),
             Caller::Task { task, generation } => self.on_task_work_done(now, task, generation, result),
             Caller::Sdk { call, generation, .. } => self.on_sdk_child_result(now, call, generation, result),
+            Caller::Cache { fill, generation, .. } => self.on_cache_fill_result(now, fill, generation, result),
         }
     }
 

@@ -782,7 +782,9 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Capacity { .. }
                 | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::CacheOutage
+                | FaultEffect::ColdCache => {}
             }
         }
         effects
@@ -846,7 +848,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     return;
                 }
                 Caller::Remote { job, .. } => caller = self.jobs[job].caller,
-                Caller::Step { .. } | Caller::Client { .. } | Caller::Sdk { .. } => return,
+                Caller::Step { .. } | Caller::Client { .. } | Caller::Sdk { .. } | Caller::Cache { .. } => return,
             }
         }
     }
@@ -1055,7 +1057,9 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::Capacity { .. }
                 | FaultEffect::Down { .. }
                 | FaultEffect::RateLimit { .. }
-                | FaultEffect::LostResponse => {}
+                | FaultEffect::LostResponse
+                | FaultEffect::CacheOutage
+                | FaultEffect::ColdCache => {}
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);
@@ -1330,7 +1334,11 @@ impl<T: Tracer> Simulation<'_, T> {
                 let task = &self.tasks[task];
                 task.generation == generation && task.left_at.is_some()
             }
-            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } | Caller::Sdk { .. } => false,
+            Caller::Step { .. }
+            | Caller::Remote { .. }
+            | Caller::Client { .. }
+            | Caller::Sdk { .. }
+            | Caller::Cache { .. } => false,
         }
     }
 
@@ -1341,7 +1349,11 @@ impl<T: Tracer> Simulation<'_, T> {
                 let task = &self.tasks[task];
                 task.generation == generation && task.deadline_at.is_some_and(|d| now >= d)
             }
-            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } | Caller::Sdk { .. } => false,
+            Caller::Step { .. }
+            | Caller::Remote { .. }
+            | Caller::Client { .. }
+            | Caller::Sdk { .. }
+            | Caller::Cache { .. } => false,
         }
     }
 

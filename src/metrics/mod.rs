@@ -2,6 +2,7 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
+pub mod cache;
 pub mod direction;
 pub mod incident;
 pub mod modes;
@@ -58,4 +59,7 @@ pub struct Labels {
     pub sdk_clients: bool,
     /// Some workflow's load is a closed population: user metrics exist.
     pub closed_population: bool,
+    /// Some policy of the scenario looks in a dependency's cache: the cache metrics and
+    /// `degraded_total.stale_cache` exist (for every policy, so they compare side by side).
+    pub caches: bool,
 }

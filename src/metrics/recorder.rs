@@ -228,6 +228,8 @@ pub struct Recorder {
     pub tokens: Option<TokenStats>,
     /// Closed populations' users, when some workflow has one.
     pub users: Option<UserStats>,
+    /// Present when some policy of the scenario uses a cache.
+    pub cache: Option<super::cache::CacheStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -308,6 +310,7 @@ impl Recorder {
             tasks: (!labels.task_dependencies.is_empty()).then(TaskStats::default),
             tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
             users: labels.closed_population.then(UserStats::default),
+            cache: labels.caches.then(super::cache::CacheStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -455,6 +458,11 @@ impl Recorder {
             Observation::Tokens(t) => {
                 if let (Some(tokens), true) = (&mut self.tokens, measured) {
                     tokens.observe(t);
+                }
+            }
+            Observation::Cache(c) => {
+                if let (Some(cache), true) = (&mut self.cache, measured) {
+                    cache.observe(c);
                 }
             }
             Observation::Task(t) => {
@@ -698,6 +706,12 @@ impl Recorder {
             // Only a policy whose fallbacks reduce a context can have the reason (and other
             // outputs keep the metrics they always had).
             m.remove(&format!("degraded_total.{}", DegradedReason::ContextReduced.name()));
+        }
+        match &self.cache {
+            Some(cache) => cache.put(&mut m),
+            None => {
+                m.remove(&format!("degraded_total.{}", DegradedReason::StaleCache.name()));
+            }
         }
         self.put_recovery(&mut m);
         self.put_task_recovery(labels, &mut m);

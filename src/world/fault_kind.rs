@@ -17,6 +17,10 @@ crate::named_enum! {
         LateCancel => "late_cancel",
         LateResult => "late_result",
         LostHandle => "lost_handle",
+        /// The cache in front of the target fails its lookups (world::cache).
+        CacheOutage => "cache_outage",
+        /// The cache in front of the target restarts empty at the fault's start.
+        ColdCache => "cold_cache",
     }
 }
 
@@ -30,13 +34,35 @@ impl FaultKind {
             | FaultKind::LateCancel
             | FaultKind::LateResult
             | FaultKind::LostHandle => true,
-            FaultKind::Latency
+            FaultKind::CacheOutage
+            | FaultKind::ColdCache
+            | FaultKind::Latency
             | FaultKind::Timeout
             | FaultKind::Errors
             | FaultKind::Capacity
             | FaultKind::Down
             | FaultKind::RateLimit
             | FaultKind::LostResponse => false,
+        }
+    }
+
+    /// Kinds that act on a cache: their target needs a `[dependency.cache]`.
+    pub fn needs_cache(self) -> bool {
+        match self {
+            FaultKind::CacheOutage | FaultKind::ColdCache => true,
+            FaultKind::Latency
+            | FaultKind::Timeout
+            | FaultKind::Errors
+            | FaultKind::Capacity
+            | FaultKind::Down
+            | FaultKind::RateLimit
+            | FaultKind::LostResponse
+            | FaultKind::StuckTask
+            | FaultKind::InputRequired
+            | FaultKind::IgnoredCancel
+            | FaultKind::LateCancel
+            | FaultKind::LateResult
+            | FaultKind::LostHandle => false,
         }
     }
 
@@ -51,7 +77,10 @@ impl FaultKind {
             | FaultKind::StuckTask
             | FaultKind::InputRequired
             | FaultKind::IgnoredCancel
-            | FaultKind::LostHandle => &["toxicity"],
+            | FaultKind::LostHandle
+            | FaultKind::CacheOutage => &["toxicity"],
+            // Emptied once, at start_s; the window only shows when it happened.
+            FaultKind::ColdCache => &[],
             FaultKind::LateCancel | FaultKind::LateResult => &["latency_ms", "toxicity"],
             FaultKind::Errors => &["errors", "toxicity"],
             FaultKind::Capacity => &["servers"],

@@ -2,6 +2,7 @@
 //! faults, workloads and the side-effect ledger.
 
 pub mod bucket;
+pub mod cache;
 mod check;
 pub mod dist;
 pub mod failure;

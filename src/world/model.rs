@@ -95,6 +95,8 @@ pub struct DependencyModel {
     pub tokens: Option<TokenShape>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
+    /// A cache in front of it (world::cache), which policies may look in first.
+    pub cache: Option<super::cache::CacheModel>,
 }
 
 #[derive(Debug, Clone)]
@@ -139,6 +141,11 @@ pub enum FaultEffect {
     /// Create requests answered in the window lose their reply: the task exists, its handle
     /// never reaches the client.
     LostHandle,
+    /// The dependency's cache fails its lookups in the window (a share: the toxicity): they
+    /// go to the dependency as if there were no cache.
+    CacheOutage,
+    /// The dependency's cache restarts empty at the fault's start.
+    ColdCache,
 }
 
 #[derive(Debug, Clone)]
@@ -289,11 +296,22 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     let sim = &scenario.simulation;
     let (duration_s, warmup_s, window_s, drain_limit_s) = compile_simulation(&c, sim)?;
     let (mut dependencies, names) = compile_dependencies(&c, &scenario.dependencies)?;
+    compile_caches(&c, scenario, &mut dependencies)?;
 
     let mut faults = Vec::with_capacity(scenario.faults.len());
     for (i, f) in scenario.faults.iter().enumerate() {
         let path = FieldPath::root().key("fault").index(i);
         let fault = compile_fault(&c, &path, f, &names)?;
+        if fault.kind.needs_cache() && dependencies[fault.target].cache.is_none() {
+            return Err(c.err(
+                &path.key("target"),
+                format!(
+                    "a {} fault acts on a cache, and dependency {} has no [dependency.cache]",
+                    fault.kind.name(),
+                    quote(&dependencies[fault.target].name)
+                ),
+            ));
+        }
         if fault.kind.needs_task() && dependencies[fault.target].task.is_none() {
             return Err(c.err(
                 &path.key("target"),
@@ -624,6 +642,7 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         task: None,
         tokens,
         faults: Vec::new(),
+        cache: None,
     })
 }
 
@@ -758,6 +777,23 @@ fn cycle_from(deps: &[DependencyModel], stack: &[(usize, usize)], j: usize) -> (
     (j, format!("{head} -> ... ({} more) -> {tail} ({members} dependencies)", members + 1 - 2 * SHOWN))
 }
 
+/// Every `[dependency.cache]`: a cache answers for a plain request-response dependency, not
+/// for a task dependency (its calls are protocol requests about tasks).
+fn compile_caches(c: &Checker, scenario: &Scenario, dependencies: &mut [DependencyModel]) -> Result<(), ScenarioError> {
+    let tenants: Vec<Option<String>> = scenario.workflows.iter().map(|w| w.tenant.clone()).collect();
+    for (i, d) in scenario.dependencies.iter().enumerate() {
+        let Some(spec) = &d.cache else { continue };
+        let path = FieldPath::root().key("dependency").index(i).key("cache");
+        if d.task.is_some() {
+            return Err(
+                c.err(&path, format!("{} is a task dependency: a cache cannot answer for its tasks", quote(&d.name)))
+            );
+        }
+        dependencies[i].cache = Some(super::cache::compile_cache(c, &path, &d.name, spec, &tenants)?);
+    }
+    Ok(())
+}
+
 fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) -> Result<FaultModel, ScenarioError> {
     let kind = FaultKind::parse(&f.kind).ok_or_else(|| {
         let all: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
@@ -815,6 +851,8 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
         FaultKind::InputRequired => FaultEffect::InputRequired,
         FaultKind::IgnoredCancel => FaultEffect::IgnoredCancel,
         FaultKind::LostHandle => FaultEffect::LostHandle,
+        FaultKind::CacheOutage => FaultEffect::CacheOutage,
+        FaultKind::ColdCache => FaultEffect::ColdCache,
         FaultKind::LateCancel => FaultEffect::LateCancel { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LateResult => FaultEffect::LateResult { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LostResponse => FaultEffect::LostResponse,

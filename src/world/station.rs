@@ -181,7 +181,9 @@ impl Station {
                 | FaultEffect::IgnoredCancel
                 | FaultEffect::LateCancel { .. }
                 | FaultEffect::LateResult { .. }
-                | FaultEffect::LostHandle => {}
+                | FaultEffect::LostHandle
+                | FaultEffect::CacheOutage
+                | FaultEffect::ColdCache => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -325,7 +327,9 @@ pub fn attempt_conditions(
             | FaultEffect::IgnoredCancel
             | FaultEffect::LateCancel { .. }
             | FaultEffect::LateResult { .. }
-            | FaultEffect::LostHandle => {}
+            | FaultEffect::LostHandle
+            | FaultEffect::CacheOutage
+            | FaultEffect::ColdCache => {}
         }
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first

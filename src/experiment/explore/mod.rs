@@ -112,6 +112,9 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
             let target = if kind.needs_task() {
                 let tasks: Vec<&Dependency> = base.dependencies.iter().filter(|d| d.task.is_some()).collect();
                 tasks[d.below(tasks.len())]
+            } else if kind.needs_cache() {
+                let caches: Vec<&Dependency> = base.dependencies.iter().filter(|d| d.cache.is_some()).collect();
+                caches[d.below(caches.len())]
             } else {
                 &base.dependencies[d.below(base.dependencies.len())]
             };
@@ -130,7 +133,9 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                 | FaultKind::StuckTask
                 | FaultKind::InputRequired
                 | FaultKind::IgnoredCancel
-                | FaultKind::LostHandle => f.toxicity = Some(toxicity),
+                | FaultKind::LostHandle
+                | FaultKind::CacheOutage => f.toxicity = Some(toxicity),
+                FaultKind::ColdCache => {}
                 FaultKind::LateCancel | FaultKind::LateResult => {
                     // 1 s to 60 s in steps of 100 ms.
                     f.latency_ms = Some((10.0 + 590.0 * d.unit()).round() * 100.0);
@@ -570,8 +575,12 @@ fn check_counts(opts: &ExploreOptions) -> Result<(), CommandError> {
 /// kinds only when some dependency runs tasks).
 fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>, CommandError> {
     let has_tasks = base.dependencies.iter().any(|d| d.task.is_some());
+    let has_caches = base.dependencies.iter().any(|d| d.cache.is_some());
     if opts.kinds.is_empty() {
-        return Ok(FaultKind::ALL.into_iter().filter(|k| has_tasks || !k.needs_task()).collect());
+        return Ok(FaultKind::ALL
+            .into_iter()
+            .filter(|k| (has_tasks || !k.needs_task()) && (has_caches || !k.needs_cache()))
+            .collect());
     }
     opts.kinds
         .iter()
@@ -583,6 +592,11 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
                     crate::scenario::unknown_name("fault kind", k, known)
                 ))
             })?;
+            if kind.needs_cache() && !has_caches {
+                return Err(CommandError::Input(format!(
+                    "argument `--kind {k}`: acts on a cache, and no dependency of the scenario has a [dependency.cache]"
+                )));
+            }
             if kind.needs_task() && !has_tasks {
                 return Err(CommandError::Input(format!(
                     "argument `--kind {k}`: acts on tasks, and no dependency of the scenario has a [dependency.task]"
