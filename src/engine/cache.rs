@@ -23,7 +23,7 @@ use crate::metrics::cache::CacheObservation;
 use crate::runtime::{AttemptResult, Purpose, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::world::FaultEffect;
-use crate::world::cache::{CacheStore, LookupState};
+use crate::world::cache::LookupState;
 
 /// Marks a runtime attempt's handle as a cache call's (task clients use bit 63, SDK calls 62).
 pub(super) const CACHE_HANDLE: u64 = 1 << 61;
@@ -31,30 +31,6 @@ pub(super) const CACHE_HANDLE: u64 = 1 << 61;
 const TAG_CACHE_KEY: u64 = 0xCAC4_0001;
 const TAG_CACHE_USER: u64 = 0xCAC4_0002;
 const TAG_CACHE_OUTAGE: u64 = 0xCAC4_0003;
-
-/// The caches a policy uses, empty: None when it uses none.
-pub(super) fn cache_state(model: &super::Model, policy: &crate::runtime::PolicyModel) -> Option<Box<CacheState>> {
-    if policy.caches.iter().all(Option::is_none) {
-        return None;
-    }
-    let stores = model
-        .world
-        .dependencies
-        .iter()
-        .zip(&policy.caches)
-        .map(|(d, used)| match (&d.cache, used) {
-            (Some(cache), Some(_)) => Some(CacheStore::new(cache)),
-            (Some(_), None) | (None, _) => None,
-        })
-        .collect();
-    Some(Box::new(CacheState {
-        stores,
-        calls: super::arena::Arena::new(),
-        fills: super::arena::Arena::new(),
-        stale_runs: Vec::new(),
-        scratch: Vec::new(),
-    }))
-}
 
 impl<T: Tracer> Simulation<'_, T> {
     /// Attempt `serial` of step `s` of run `r` looks in `station`'s cache. Returns false when

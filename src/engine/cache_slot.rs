@@ -74,3 +74,27 @@ pub(super) struct CacheState {
     /// Waiters of the fill being answered (kept for its capacity).
     pub scratch: Vec<u32>,
 }
+
+/// The caches a policy uses, empty: None when it uses none.
+pub(super) fn cache_state(model: &super::Model, policy: &crate::runtime::PolicyModel) -> Option<Box<CacheState>> {
+    if policy.caches.iter().all(Option::is_none) {
+        return None;
+    }
+    let stores = model
+        .world
+        .dependencies
+        .iter()
+        .zip(&policy.caches)
+        .map(|(d, used)| match (&d.cache, used) {
+            (Some(cache), Some(_)) => Some(CacheStore::new(cache)),
+            (Some(_), None) | (None, _) => None,
+        })
+        .collect();
+    Some(Box::new(CacheState {
+        stores,
+        calls: super::arena::Arena::new(),
+        fills: super::arena::Arena::new(),
+        stale_runs: Vec::new(),
+        scratch: Vec::new(),
+    }))
+}

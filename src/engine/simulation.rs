@@ -314,7 +314,7 @@ pub fn simulate_following<T: Tracer>(
         clients: Arena::new(),
         tasks: Arena::new(),
         sdk_calls: Arena::new(),
-        caches: super::cache::cache_state(model, &model.policies[policy]),
+        caches: super::cache_slot::cache_state(model, &model.policies[policy]),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
