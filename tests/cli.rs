@@ -834,7 +834,7 @@ fn shipped_scenarios_validate() {
         assert_success(&o);
         assert!(stdout(&o).contains(": ok ("), "{}: {}", path.display(), stdout(&o));
     }
-    assert_eq!(found, 10, "expected the ten shipped scenarios");
+    assert_eq!(found, 12, "expected the twelve shipped scenarios");
     let o = faultline_in(repo(), ["validate", "scenarios/meeting-analysis-incident.toml"]);
     assert_success(&o);
     let out = stdout(&o);

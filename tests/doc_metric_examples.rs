@@ -17,7 +17,7 @@ use std::process::Command;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Tag -> (output folder key, policy).
-const TAGS: [(&str, &str, &str); 18] = [
+const TAGS: [(&str, &str, &str); 20] = [
     ("MA-R", "MA", "resilient"),
     ("MA-N", "MA", "naive"),
     ("MMC", "MMC", "plain"),
@@ -36,11 +36,13 @@ const TAGS: [(&str, &str, &str); 18] = [
     ("MS-R", "MS", "resilient"),
     ("MC-N", "MC", "naive"),
     ("MC-R", "MC", "resilient"),
+    ("MK-N", "MK", "naive"),
+    ("MK-R", "MK", "resilient"),
 ];
 
 /// Output folder key -> the command's arguments after `faultline run` (MA8 is the committed
 /// reference output, checked against the binary by tests/reference_output.rs).
-const RUNS: [(&str, &str, &str); 9] = [
+const RUNS: [(&str, &str, &str); 10] = [
     ("MA", "scenarios/meeting-analysis-incident.toml", "2"),
     ("MMC", "scenarios/mmc.toml", "2"),
     ("MMCK", "scenarios/mmck.toml", "2"),
@@ -50,6 +52,7 @@ const RUNS: [(&str, &str, &str); 9] = [
     ("PS", "scenarios/a2a-poll-storm.toml", ""),
     ("MS", "scenarios/meeting-analysis-incident-sdk.toml", "2"),
     ("MC", "scenarios/meeting-analysis-incident-closed.toml", "2"),
+    ("MK", "scenarios/meeting-analysis-incident-cache.toml", "2"),
 ];
 
 /// Every policy's summary means: (folder key, policy) -> metric -> mean.

@@ -163,7 +163,9 @@ fn fault_kinds_round_trip_through_their_names() {
             "ignored_cancel",
             "late_cancel",
             "late_result",
-            "lost_handle"
+            "lost_handle",
+            "cache_outage",
+            "cold_cache"
         ]
     );
     assert_eq!(FaultKind::parse("meteor"), None);

@@ -30,6 +30,10 @@ pub enum Event {
     SdkWake { call: u32, generation: u32 },
     /// The runtime's timeout for an attempt made through an SDK client (the whole SDK call).
     SdkTimeout { call: u32, generation: u32 },
+    /// A cache hit's answer, after the lookup's time (engine::cache).
+    CacheAnswer { call: u32, generation: u32 },
+    /// The runtime's timeout for an attempt waiting on another's call to the dependency.
+    CacheTimeout { call: u32, generation: u32 },
     /// End of a time-series window: sample queue depths.
     WindowEnd,
     /// The degradation modes read their signals (every `evaluation_interval_ms`).

@@ -5,6 +5,8 @@
 mod arena;
 mod delegation;
 mod delegation_slot;
+mod cache;
+mod cache_slot;
 mod event;
 mod remote;
 mod runs;
@@ -112,6 +114,7 @@ impl Model {
                 .flat_map(|w| &w.steps)
                 .any(|s| s.criticality == crate::scenario::Criticality::Advisory),
             delegation: self.world.delegates(),
+            caches: self.policies.iter().any(|p| p.caches.iter().any(Option::is_some)),
         }
     }
 

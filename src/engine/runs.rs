@@ -3,6 +3,7 @@
 //! sent to stations, attempts cancelled, timers, ends (with resubmission by the user) and
 //! bulkhead permits handed between runs.
 
+use super::cache::CACHE_HANDLE;
 use super::event::Event;
 use super::sdk::{SDK_HANDLE, SdkStart};
 use super::simulation::{Caller, Job, RunSlot, SimError, Simulation, TAG_MODE, TAG_RESUBMIT};
@@ -198,6 +199,13 @@ impl<T: Tracer> Simulation<'_, T> {
         purpose: Purpose,
         timeout_us: Option<Micros>,
     ) {
+        // A cache the policy looks in answers first (none: one load of a None).
+        if self.policy.caches[station].is_some()
+            && purpose == Purpose::Call
+            && self.send_through_cache(now, r, s, serial, station, timeout_us)
+        {
+            return;
+        }
         let slot = &self.runs[r];
         let workflow = &self.model.workflows[slot.machine.workflow as usize];
         let stream_part = workflow.steps[s as usize].stream_part;
@@ -299,6 +307,10 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         if handle & SDK_HANDLE != 0 {
             self.cancel_sdk_call(now, handle);
+            return;
+        }
+        if handle & CACHE_HANDLE != 0 {
+            self.cancel_cache_call(now, handle);
             return;
         }
         let (job, generation) = ((handle >> 32) as u32, handle as u32);
@@ -405,6 +417,10 @@ impl<T: Tracer> Simulation<'_, T> {
             let wf = &model.workflows[workflow as usize];
             modes.run_ended(run, |d| machine.answered_at(wf, d), |d| machine.left_effect_unknown_at(wf, d));
         }
+        if self.caches.is_some() {
+            self.cache_run_ended(now, r);
+        }
+        let slot = &self.runs[r];
         let workload = &model.world.workloads[workflow as usize];
         if let Some(resubmit) = &workload.resubmit
             && (outcome == Outcome::Failed || deadline_exceeded)

@@ -64,6 +64,12 @@ pub(super) enum Caller {
         attempt_key: bool,
         serial: u32,
     },
+    /// A cache's one call for a missed key, for the step attempts that wait (engine::cache).
+    Cache {
+        fill: u32,
+        generation: u32,
+        step: u8,
+    },
 }
 
 /// A streaming caller's first-token deadline for one attempt.
@@ -255,6 +261,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub sdk_calls: Arena<super::sdk_slot::SdkSlot>,
     /// Delegation hops' chains and runs' figures (empty unless the world delegates).
     pub delegation: super::delegation_slot::Delegation,
+    /// The caches the policy uses (None: it uses none, and nothing of them is allocated).
+    pub caches: Option<Box<super::cache_slot::CacheState>>,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
@@ -323,6 +331,7 @@ pub fn simulate_following<T: Tracer>(
         tasks: Arena::new(),
         sdk_calls: Arena::new(),
         delegation: super::delegation_slot::Delegation::new(world.delegates()),
+        caches: super::cache_slot::cache_state(model, &model.policies[policy]),
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -437,6 +446,8 @@ impl<T: Tracer> Simulation<'_, T> {
             | Event::PushDelivered { .. } => self.on_task_event(now, event),
             Event::SdkWake { call, generation } => self.on_sdk_wake(now, call, generation),
             Event::SdkTimeout { call, generation } => self.on_sdk_timeout(now, call, generation),
+            Event::CacheAnswer { call, generation } => self.on_cache_answer(now, call, generation),
+            Event::CacheTimeout { call, generation } => self.on_cache_timeout(now, call, generation),
             Event::WindowEnd => {
                 for d in 0..self.stations.len() {
                     let depth = self.stations[d].queued;
@@ -489,6 +500,8 @@ impl<T: Tracer> Simulation<'_, T> {
             | Event::CapacityChange { .. }
             | Event::SdkWake { .. }
             | Event::SdkTimeout { .. }
+            | Event::CacheAnswer { .. }
+            | Event::CacheTimeout { .. }
             | Event::WindowEnd
             | Event::ModeTick => debug_assert!(false, "not a task event: {event:?}"),
         }

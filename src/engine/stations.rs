@@ -263,7 +263,7 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         let run = &self.runs[a.run];
         let step = match a.caller {
-            Caller::Step { step, .. } | Caller::Sdk { step, .. } => Some(step),
+            Caller::Step { step, .. } | Caller::Sdk { step, .. } | Caller::Cache { step, .. } => Some(step),
             Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } => None,
         };
         let entry = AttemptTrace {
@@ -303,6 +303,10 @@ impl<T: Tracer> Simulation<'_, T> {
             Caller::Sdk { call, .. } => {
                 let (step, serial, retry) = self.sdk_position(call);
                 TraceCaller::Sdk { step, serial, retry }
+            }
+            Caller::Cache { fill, step, .. } => {
+                let (step, serial) = self.fill_position(fill, step);
+                TraceCaller::Step { step, serial }
             }
         };
         let event = TraceEvent::StationArrived { job: id, caller, dependency: a.station as u16 };
@@ -574,7 +578,8 @@ impl<T: Tracer> Simulation<'_, T> {
         let (step, attempt_key) = match job.caller {
             Caller::Step { step, .. } => (step, None),
             Caller::Sdk { step, attempt_key, serial, .. } => (step, attempt_key.then_some(serial)),
-            Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } => return,
+            // A cache's shared call is a read's (writes never go through a cache).
+            Caller::Remote { .. } | Caller::Client { .. } | Caller::Task { .. } | Caller::Cache { .. } => return,
         };
         let run = &mut self.runs[job.run];
         debug_assert_eq!(run.generation, job.run_gen, "a run outlives its attempts");
@@ -608,6 +613,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Caller::Client { client, generation, .. } => self.on_client_reply(now, client, generation, result),
             Caller::Task { task, generation } => self.on_task_work_done(now, task, generation, result),
             Caller::Sdk { call, generation, .. } => self.on_sdk_child_result(now, call, generation, result),
+            Caller::Cache { fill, generation, .. } => self.on_cache_fill_result(now, fill, generation, result),
         }
     }
 

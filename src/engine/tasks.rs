@@ -786,7 +786,9 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::BadResult(_)
                 | FaultEffect::SlowStream { .. }
                 | FaultEffect::QuotaCut { .. }
-                | FaultEffect::DelegationLoop { .. } => {}
+                | FaultEffect::DelegationLoop { .. }
+                | FaultEffect::CacheOutage
+                | FaultEffect::ColdCache => {}
             }
         }
         effects
@@ -850,7 +852,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     return;
                 }
                 Caller::Remote { job, .. } => caller = self.jobs[job].caller,
-                Caller::Step { .. } | Caller::Client { .. } | Caller::Sdk { .. } => return,
+                Caller::Step { .. } | Caller::Client { .. } | Caller::Sdk { .. } | Caller::Cache { .. } => return,
             }
         }
     }
@@ -1063,7 +1065,9 @@ impl<T: Tracer> Simulation<'_, T> {
                 | FaultEffect::BadResult(_)
                 | FaultEffect::SlowStream { .. }
                 | FaultEffect::QuotaCut { .. }
-                | FaultEffect::DelegationLoop { .. } => {}
+                | FaultEffect::DelegationLoop { .. }
+                | FaultEffect::CacheOutage
+                | FaultEffect::ColdCache => {}
             }
         }
         let (behaviour, late_us) = fault.unwrap_or(dependency);
@@ -1338,7 +1342,11 @@ impl<T: Tracer> Simulation<'_, T> {
                 let task = &self.tasks[task];
                 task.generation == generation && task.left_at.is_some()
             }
-            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } | Caller::Sdk { .. } => false,
+            Caller::Step { .. }
+            | Caller::Remote { .. }
+            | Caller::Client { .. }
+            | Caller::Sdk { .. }
+            | Caller::Cache { .. } => false,
         }
     }
 
@@ -1349,7 +1357,11 @@ impl<T: Tracer> Simulation<'_, T> {
                 let task = &self.tasks[task];
                 task.generation == generation && task.deadline_at.is_some_and(|d| now >= d)
             }
-            Caller::Step { .. } | Caller::Remote { .. } | Caller::Client { .. } | Caller::Sdk { .. } => false,
+            Caller::Step { .. }
+            | Caller::Remote { .. }
+            | Caller::Client { .. }
+            | Caller::Sdk { .. }
+            | Caller::Cache { .. } => false,
         }
     }
 

@@ -32,6 +32,8 @@ impl<T: Tracer> Simulation<'_, T> {
             | Event::GuardWake
             | Event::RemoteWake { .. }
             | Event::CapacityChange { .. }
+            | Event::CacheAnswer { .. }
+            | Event::CacheTimeout { .. }
             | Event::WindowEnd
             | Event::ModeTick
             | Event::ClientWake { .. }

@@ -5,6 +5,7 @@
 pub mod bad_results;
 pub mod approval;
 pub mod delegation;
+pub mod cache;
 pub mod direction;
 pub mod incident;
 pub mod modes;
@@ -71,4 +72,7 @@ pub struct Labels {
     /// Some call delegates between agents or a fault makes a delegation loop: delegation
     /// metrics exist.
     pub delegation: bool,
+    /// Some policy of the scenario looks in a dependency's cache: the cache metrics and
+    /// `degraded_total.stale_cache` exist (for every policy, so they compare side by side).
+    pub caches: bool,
 }

@@ -23,6 +23,8 @@ pub enum Observation {
     BadResult(BadResultObservation),
     /// Something about a delegation hop between agents or a delegating run.
     Delegation(DelegationObservation),
+    /// What a dependency's cache did (metrics::cache).
+    Cache(super::cache::CacheObservation),
     /// A request that loads a dependency without being an attempt of a logical call: a task
     /// client's poll, subscription, lookup or cancel, or a task's work at its runner. Counted
     /// at the dependency and in cost, not in retry amplification.

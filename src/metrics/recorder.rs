@@ -237,6 +237,8 @@ pub struct Recorder {
     /// Advisory results, when some step is advisory.
     pub advisory: Option<super::approval::AdvisoryStats>,
     pub delegation: Option<DelegationStats>,
+    /// Present when some policy of the scenario uses a cache.
+    pub cache: Option<super::cache::CacheStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -321,6 +323,7 @@ impl Recorder {
             approvals: labels.approvals.then(|| super::approval::ApprovalStats::new(histogram(3))),
             advisory: labels.advisory.then(super::approval::AdvisoryStats::default),
             delegation: labels.delegation.then(DelegationStats::default),
+            cache: labels.caches.then(super::cache::CacheStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -487,6 +490,11 @@ impl Recorder {
             Observation::Delegation(o) => {
                 if let (Some(delegation), true) = (&mut self.delegation, measured) {
                     delegation.observe(o);
+                }
+            }
+            Observation::Cache(c) => {
+                if let (Some(cache), true) = (&mut self.cache, measured) {
+                    cache.observe(c);
                 }
             }
             Observation::Task(t) => {
@@ -750,6 +758,12 @@ impl Recorder {
             // Only a policy whose fallbacks reduce a context can have the reason (and other
             // outputs keep the metrics they always had).
             m.remove(&format!("degraded_total.{}", DegradedReason::ContextReduced.name()));
+        }
+        match &self.cache {
+            Some(cache) => cache.put(&mut m),
+            None => {
+                m.remove(&format!("degraded_total.{}", DegradedReason::StaleCache.name()));
+            }
         }
         self.put_recovery(&mut m);
         self.put_task_recovery(labels, &mut m);

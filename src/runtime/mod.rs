@@ -6,6 +6,7 @@ pub mod admission;
 pub mod attempt;
 pub mod backoff;
 pub mod budget;
+pub mod cache_use;
 pub mod command;
 pub mod deadline;
 pub mod decision;

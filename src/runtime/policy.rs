@@ -57,6 +57,8 @@ pub struct PolicyModel {
     pub task_client: crate::runtime::task_client::TaskClientConfig,
     /// Per dependency, the SDK client the runtime calls it through, if any: its hidden retries.
     pub sdk_clients: Vec<Option<crate::runtime::sdk_client::SdkClientConfig>>,
+    /// Per dependency, how the runtime uses its cache, if it looks there first.
+    pub caches: Vec<Option<crate::runtime::cache_use::CacheUse>>,
     /// What the guards' sliding windows take in one simulation, in bytes.
     pub guard_window_bytes: u64,
 }
@@ -205,6 +207,7 @@ fn compile_policy(
             p.task_client.as_ref(),
         )?,
         sdk_clients: compile_sdk_clients(source, &path.key("sdk_client"), p, world)?,
+        caches: crate::runtime::cache_use::compile_cache_uses(source, &path.key("cache"), p, world)?,
     })
 }
 

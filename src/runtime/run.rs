@@ -368,6 +368,18 @@ impl RunMachine {
         self.cancelled_by_mode
     }
 
+    /// A cache answers one of the run's attempts with a stale entry (stale-if-error). With
+    /// provenance (`marked`) the answer carries its time and source: the run's result is
+    /// degraded and its evidence stale (docs/essay.md sections 18 and 23); without, it passes
+    /// as fresh and nothing in the run shows it.
+    pub fn rests_on_stale_entry(&mut self, marked: bool) {
+        if marked && !self.ended {
+            self.degraded |= DegradedReason::StaleCache.bit();
+            self.own_degraded |= DegradedReason::StaleCache.bit();
+            self.evidence = self.evidence.max(EvidenceLevel::Stale);
+        }
+    }
+
     /// An SDK client charged to the root budget asks before a hidden retry that sleeps
     /// `delay_us` from `now` and costs `spend`: it goes only while the run lives, holds a
     /// retry token, the retry starts before the deadline (the root deadline, read even when

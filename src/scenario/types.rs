@@ -296,6 +296,11 @@ pub struct Dependency {
     /// dependency wait for a person's decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalSpec>,
+    /// A cache in front of this dependency with its contract and key space (docs/essay.md
+    /// section 23); a policy uses it through `[policy.P.cache.<dependency>]`. Not written when
+    /// absent, so a scenario without one keeps its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -330,6 +335,66 @@ pub struct WorkingHoursSpec {
     /// Where virtual time 0 falls, in hours after Monday 00:00 (0 <= h < 168); default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub week_hour_at_start: Option<f64>,
+}
+
+/// A dependency's cache (world::cache): the essay's `cache_contract` with units last, and the
+/// key space its lookups draw from.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct CacheSpec {
+    /// What is cached (a label, e.g. policy-document).
+    #[serde(default)]
+    pub data_class: Option<String>,
+    /// global (default), tenant or user: whose lookups share entries.
+    #[serde(default)]
+    pub cache_scope: Option<String>,
+    /// An entry is fresh this long after it was stored; 0: never fresh.
+    pub fresh_ttl_s: f64,
+    /// After its fresh TTL, an entry may still answer this long when the dependency fails
+    /// (RFC 5861 stale-if-error; default 0).
+    #[serde(default)]
+    pub stale_if_error_s: Option<f64>,
+    /// A not-found answer is kept this long (default 0: not kept).
+    #[serde(default)]
+    pub negative_ttl_s: Option<f64>,
+    /// A stale answer carries its time and source: the run is degraded and its evidence stale
+    /// (default true); false serves it as if fresh.
+    #[serde(default)]
+    pub provenance_required: Option<bool>,
+    /// Task classes (a step's `task_class`) never served a stale entry.
+    #[serde(default)]
+    pub forbidden_for: Vec<String>,
+    /// Keys per scope (per tenant, per user, or in all).
+    pub keys: u32,
+    /// uniform (default) or zipf: how a lookup picks its key.
+    #[serde(default)]
+    pub popularity: Option<String>,
+    /// The Zipf law's exponent s: key k (from 1) has weight k^-s (default 1).
+    #[serde(default)]
+    pub zipf_exponent: Option<f64>,
+    /// The share of keys the dependency finds nothing for (default 0).
+    #[serde(default)]
+    pub not_found_ratio: Option<f64>,
+    /// With cache_scope = "user": the users whose runs draw keys, one drawn per run.
+    #[serde(default)]
+    pub users: Option<u32>,
+    /// A lookup's own time (default 0).
+    #[serde(default)]
+    pub lookup_ms: Option<f64>,
+}
+
+/// How a policy's runtime uses a dependency's cache (runtime::cache_use).
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct CacheUseSpec {
+    /// Serve a stale entry within the contract's window when the dependency fails (default true).
+    #[serde(default)]
+    pub stale_if_error: Option<bool>,
+    /// Concurrent misses on one key wait for one call (default true).
+    #[serde(default)]
+    pub single_flight: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -907,6 +972,10 @@ pub struct Policy {
     /// when empty, so a scenario without one keeps its digest.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sdk_client: BTreeMap<String, SdkClientSpec>,
+    /// The dependencies' caches this policy's runtime looks in first, by dependency name
+    /// (docs/essay.md section 23). Not written when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cache: BTreeMap<String, CacheUseSpec>,
 }
 
 /// One dependency's SDK client (runtime::sdk_client); every default is openai-python's.
@@ -1353,6 +1422,8 @@ tables_only!(
     TokensSpec,
     TaskClientSpec,
     SdkClientSpec,
+    CacheSpec,
+    CacheUseSpec,
     QueuePolicySpec,
     CodelSpec,
     RatePhase,

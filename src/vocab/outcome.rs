@@ -33,6 +33,9 @@ crate::named_enum! {
         /// A fallback candidate answered from a reduced context (`context_reduction`): the
         /// part it was not sent is missing from the result.
         ContextReduced => "context_reduced",
+        /// A cached entry past its fresh TTL answered under stale-if-error, marked with its
+        /// time and source (a cache contract with provenance_required).
+        StaleCache => "stale_cache",
     }
 }
 

@@ -48,6 +48,8 @@ impl BadResult {
             | FaultKind::LostHandle
             | FaultKind::SlowStream
             | FaultKind::DelegationLoop
+            | FaultKind::CacheOutage
+            | FaultKind::ColdCache
             | FaultKind::QuotaCut => None,
         }
     }

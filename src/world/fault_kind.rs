@@ -26,6 +26,10 @@ crate::named_enum! {
         StaleIndex => "stale_index",
         QuotaCut => "quota_cut",
         DelegationLoop => "delegation_loop",
+        /// The cache in front of the target fails its lookups (world::cache).
+        CacheOutage => "cache_outage",
+        /// The cache in front of the target restarts empty at the fault's start.
+        ColdCache => "cold_cache",
     }
 }
 
@@ -41,6 +45,8 @@ pub enum TargetNeed {
     Quota,
     /// `kind = "retrieval"` (a vector search).
     Retrieval,
+    /// A `[dependency.cache]` table.
+    Cache,
 }
 
 impl FaultKind {
@@ -50,6 +56,7 @@ impl FaultKind {
             FaultKind::StreamCut | FaultKind::SlowStream => TargetNeed::Tokens,
             FaultKind::QuotaCut => TargetNeed::Quota,
             FaultKind::PartialResult | FaultKind::StaleIndex => TargetNeed::Retrieval,
+            FaultKind::CacheOutage | FaultKind::ColdCache => TargetNeed::Cache,
             FaultKind::StuckTask
             | FaultKind::InputRequired
             | FaultKind::IgnoredCancel
@@ -96,7 +103,9 @@ impl FaultKind {
             | FaultKind::LateCancel
             | FaultKind::LateResult
             | FaultKind::LostHandle
-            | FaultKind::DelegationLoop => false,
+            | FaultKind::DelegationLoop
+            | FaultKind::CacheOutage
+            | FaultKind::ColdCache => false,
         }
     }
 
@@ -109,6 +118,31 @@ impl FaultKind {
             | FaultKind::LateCancel
             | FaultKind::LateResult
             | FaultKind::LostHandle => true,
+            FaultKind::CacheOutage
+            | FaultKind::ColdCache
+            | FaultKind::Latency
+            | FaultKind::Timeout
+            | FaultKind::Errors
+            | FaultKind::Capacity
+            | FaultKind::Down
+            | FaultKind::RateLimit
+            | FaultKind::LostResponse
+            | FaultKind::TruncatedResult
+            | FaultKind::EmptyResult
+            | FaultKind::SchemaViolation
+            | FaultKind::StreamCut
+            | FaultKind::SlowStream
+            | FaultKind::PartialResult
+            | FaultKind::StaleIndex
+            | FaultKind::QuotaCut
+            | FaultKind::DelegationLoop => false,
+        }
+    }
+
+    /// Kinds that act on a cache: their target needs a `[dependency.cache]`.
+    pub fn needs_cache(self) -> bool {
+        match self {
+            FaultKind::CacheOutage | FaultKind::ColdCache => true,
             FaultKind::Latency
             | FaultKind::Timeout
             | FaultKind::Errors
@@ -116,6 +150,12 @@ impl FaultKind {
             | FaultKind::Down
             | FaultKind::RateLimit
             | FaultKind::LostResponse
+            | FaultKind::StuckTask
+            | FaultKind::InputRequired
+            | FaultKind::IgnoredCancel
+            | FaultKind::LateCancel
+            | FaultKind::LateResult
+            | FaultKind::LostHandle
             | FaultKind::TruncatedResult
             | FaultKind::EmptyResult
             | FaultKind::SchemaViolation
@@ -145,9 +185,12 @@ impl FaultKind {
             | FaultKind::SchemaViolation
             | FaultKind::StreamCut
             | FaultKind::PartialResult
-            | FaultKind::StaleIndex => &["toxicity"],
+            | FaultKind::StaleIndex
+            | FaultKind::CacheOutage => &["toxicity"],
             FaultKind::SlowStream => &["factor", "toxicity"],
             FaultKind::QuotaCut => &["factor"],
+            // Emptied once, at start_s; the window only shows when it happened.
+            FaultKind::ColdCache => &[],
             FaultKind::LateCancel | FaultKind::LateResult => &["latency_ms", "toxicity"],
             FaultKind::Errors => &["errors", "toxicity"],
             FaultKind::Capacity => &["servers"],

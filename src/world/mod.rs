@@ -4,6 +4,7 @@
 pub mod bad_result;
 pub mod approval;
 pub mod bucket;
+pub mod cache;
 mod check;
 pub mod dist;
 pub mod failure;

@@ -102,6 +102,8 @@ pub struct DependencyModel {
     pub approval: Option<super::approval::ApprovalModel>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
+    /// A cache in front of it (world::cache), which policies may look in first.
+    pub cache: Option<super::cache::CacheModel>,
 }
 
 #[derive(Debug, Clone)]
@@ -163,6 +165,11 @@ pub enum FaultEffect {
         timeout_us: Micros,
         max_attempts: u32,
     },
+    /// The dependency's cache fails its lookups in the window (a share: the toxicity): they
+    /// go to the dependency as if there were no cache.
+    CacheOutage,
+    /// The dependency's cache restarts empty at the fault's start.
+    ColdCache,
 }
 
 #[derive(Debug, Clone)]
@@ -336,6 +343,7 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     let sim = &scenario.simulation;
     let (duration_s, warmup_s, window_s, drain_limit_s) = compile_simulation(&c, sim)?;
     let (mut dependencies, names) = compile_dependencies(&c, &scenario.dependencies)?;
+    compile_caches(&c, scenario, &mut dependencies)?;
 
     let mut faults = Vec::with_capacity(scenario.faults.len());
     for (i, f) in scenario.faults.iter().enumerate() {
@@ -699,6 +707,7 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         tokens,
         approval,
         faults: Vec::new(),
+        cache: None,
     })
 }
 
@@ -833,6 +842,23 @@ fn cycle_from(deps: &[DependencyModel], stack: &[(usize, usize)], j: usize) -> (
     (j, format!("{head} -> ... ({} more) -> {tail} ({members} dependencies)", members + 1 - 2 * SHOWN))
 }
 
+/// Every `[dependency.cache]`: a cache answers for a plain request-response dependency, not
+/// for a task dependency (its calls are protocol requests about tasks).
+fn compile_caches(c: &Checker, scenario: &Scenario, dependencies: &mut [DependencyModel]) -> Result<(), ScenarioError> {
+    let tenants: Vec<Option<String>> = scenario.workflows.iter().map(|w| w.tenant.clone()).collect();
+    for (i, d) in scenario.dependencies.iter().enumerate() {
+        let Some(spec) = &d.cache else { continue };
+        let path = FieldPath::root().key("dependency").index(i).key("cache");
+        if d.task.is_some() {
+            return Err(
+                c.err(&path, format!("{} is a task dependency: a cache cannot answer for its tasks", quote(&d.name)))
+            );
+        }
+        dependencies[i].cache = Some(super::cache::compile_cache(c, &path, &d.name, spec, &tenants)?);
+    }
+    Ok(())
+}
+
 fn compile_fault(c: &Checker, path: &FieldPath, f: &Fault, names: &NameIndex) -> Result<FaultModel, ScenarioError> {
     let kind = FaultKind::parse(&f.kind).ok_or_else(|| {
         let all: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
@@ -859,6 +885,7 @@ fn target_lacks(kind: FaultKind, target: &DependencyModel) -> Option<String> {
         TargetNeed::Tokens => target.tokens.is_none(),
         TargetNeed::Quota => !target.tokens.as_ref().is_some_and(|t| t.quota.any()),
         TargetNeed::Retrieval => target.kind != DependencyKind::Retrieval,
+        TargetNeed::Cache => target.cache.is_none(),
     };
     if !lacks {
         return None;
@@ -875,6 +902,7 @@ fn target_lacks(kind: FaultKind, target: &DependencyModel) -> Option<String> {
         TargetNeed::Retrieval => {
             format!("a {k} fault acts on a vector search's hits, and dependency {name} is not kind = \"retrieval\"")
         }
+        TargetNeed::Cache => format!("a {k} fault acts on a cache, and dependency {name} has no [dependency.cache]"),
     })
 }
 
@@ -921,6 +949,8 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
         FaultKind::InputRequired => FaultEffect::InputRequired,
         FaultKind::IgnoredCancel => FaultEffect::IgnoredCancel,
         FaultKind::LostHandle => FaultEffect::LostHandle,
+        FaultKind::CacheOutage => FaultEffect::CacheOutage,
+        FaultKind::ColdCache => FaultEffect::ColdCache,
         FaultKind::LateCancel => FaultEffect::LateCancel { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LateResult => FaultEffect::LateResult { delay_us: fault_delay(c, path, f, kind)? },
         FaultKind::LostResponse => FaultEffect::LostResponse,

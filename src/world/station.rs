@@ -204,7 +204,9 @@ impl Station {
                 | FaultEffect::BadResult(_)
                 | FaultEffect::SlowStream { .. }
                 | FaultEffect::QuotaCut { .. }
-                | FaultEffect::DelegationLoop { .. } => {}
+                | FaultEffect::DelegationLoop { .. }
+                | FaultEffect::CacheOutage
+                | FaultEffect::ColdCache => {}
             }
         }
         if let Some((per_s, burst, retry_after_us)) = limit {
@@ -358,7 +360,9 @@ pub fn attempt_conditions(
             | FaultEffect::LateCancel { .. }
             | FaultEffect::LateResult { .. }
             | FaultEffect::LostHandle
-            | FaultEffect::DelegationLoop { .. } => {}
+            | FaultEffect::DelegationLoop { .. }
+            | FaultEffect::CacheOutage
+            | FaultEffect::ColdCache => {}
         }
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first

@@ -132,7 +132,9 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
                 | FaultKind::StuckTask
                 | FaultKind::InputRequired
                 | FaultKind::IgnoredCancel
-                | FaultKind::LostHandle => f.toxicity = Some(toxicity),
+                | FaultKind::LostHandle
+                | FaultKind::CacheOutage => f.toxicity = Some(toxicity),
+                FaultKind::ColdCache => {}
                 FaultKind::LateCancel | FaultKind::LateResult => {
                     // 1 s to 60 s in steps of 100 ms.
                     f.latency_ms = Some((10.0 + 590.0 * d.unit()).round() * 100.0);
@@ -595,6 +597,7 @@ fn fits(kind: FaultKind, d: &Dependency) -> bool {
                 .any(Option::is_some)
         }),
         TargetNeed::Retrieval => d.kind.as_deref() == Some("retrieval"),
+        TargetNeed::Cache => d.cache.is_some(),
     }
 }
 
@@ -610,6 +613,7 @@ fn uses_bad_results(base: &Scenario) -> bool {
 fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>, CommandError> {
     let has_tasks = base.dependencies.iter().any(|d| d.task.is_some());
     let delegates = base.dependencies.iter().flat_map(|d| &d.calls).any(|c| c.delegate == Some(true));
+    let has_caches = base.dependencies.iter().any(|d| d.cache.is_some());
     if opts.kinds.is_empty() {
         // The kinds that look like success join by default only where the scenario deals in
         // them already, so every other scenario's schedules stay the ones they were.
@@ -619,6 +623,7 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
             .filter(|k| has_tasks || !k.needs_task())
             .filter(|&k| !k.looks_like_success() || (bad_results && base.dependencies.iter().any(|d| fits(k, d))))
             .filter(|&k| delegates || k != FaultKind::DelegationLoop)
+            .filter(|&k| has_caches || !k.needs_cache())
             .collect());
     }
     opts.kinds
@@ -631,6 +636,11 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
                     crate::scenario::unknown_name("fault kind", k, known)
                 ))
             })?;
+            if kind.needs_cache() && !has_caches {
+                return Err(CommandError::Input(format!(
+                    "argument `--kind {k}`: acts on a cache, and no dependency of the scenario has a [dependency.cache]"
+                )));
+            }
             if kind.needs_task() && !has_tasks {
                 return Err(CommandError::Input(format!(
                     "argument `--kind {k}`: acts on tasks, and no dependency of the scenario has a [dependency.task]"
@@ -641,7 +651,7 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
                     TargetNeed::Tokens => "a [dependency.tokens] table",
                     TargetNeed::Quota => "a [dependency.tokens] table with a *_per_minute limit",
                     TargetNeed::Retrieval => "kind = \"retrieval\"",
-                    TargetNeed::Task | TargetNeed::Nothing => "what it acts on",
+                    TargetNeed::Task | TargetNeed::Cache | TargetNeed::Nothing => "what it acts on",
                 };
                 return Err(CommandError::Input(format!(
                     "argument `--kind {k}`: needs a dependency with {need}, and the scenario has none"

@@ -1,0 +1,325 @@
+//! Caches in front of dependencies (world::cache, engine::cache, docs/scenario.md 4.7), shown
+//! from outside: scenario runs whose figures follow the closed forms of a TTL cache, of
+//! single-flight merging, of a cold start, and stale-if-error during an outage (with a task
+//! class the contract forbids never served stale).
+
+mod common;
+
+use common::{assert_in_ci, metric, metric_bits, model, replicate};
+use std::process::Command;
+
+/// One workflow of `rate` runs per second whose one step reads `search` through its cache of
+/// `keys` uniform keys. The search answers in `service` and never fails unless a fault says so;
+/// no runtime timeout or retry, so every figure is the cache's.
+#[allow(clippy::too_many_arguments)]
+fn scenario(
+    warmup_s: f64,
+    duration_s: f64,
+    rate: f64,
+    keys: u32,
+    cache: &str,
+    service: &str,
+    faults: &str,
+    use_cache: &str,
+) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = {duration_s}
+warmup_s = {warmup_s}
+seed = 23
+replications = 10
+
+[[dependency]]
+name = "search"
+servers = 100000
+queue_capacity = 0
+service_time = {service}
+
+  [dependency.cache]
+  data_class = "policy-document"
+  keys = {keys}
+  {cache}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = {rate} }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+  task_class = "summary"
+
+{faults}
+
+[policy.p]
+timeout_ms = 0
+retry = {{ max_attempts = 1 }}
+
+[policy.p.cache.search]
+{use_cache}
+"#
+    )
+}
+
+const FAST: &str = r#"{ dist = "constant", value_ms = 1 }"#;
+
+#[test]
+fn a_ttl_cache_hits_lambda_t_over_one_plus_lambda_t() {
+    // 200 keys at 20 runs/s: lambda = 0.1 per key per s. An entry set by a miss and not
+    // renewed by hits is fresh for T after its fill (1 ms), then the next request misses:
+    // a cycle holds 1 miss, lambda S merges and lambda T hits in S + T + 1/lambda.
+    // A sliding TTL (hits renew) would give 1 - exp(-lambda T): 0.632 and 0.950.
+    let (lambda, s) = (0.1, 0.001);
+    for t in [10.0, 30.0] {
+        let toml = scenario(200.0, 2200.0, 20.0, 200, &format!("fresh_ttl_s = {t}"), FAST, "", "");
+        let reps = replicate(&model(&toml), 0);
+        let theory = lambda * t / (1.0 + lambda * s + lambda * t);
+        assert_in_ci(&format!("T = {t} hit ratio"), &metric(&reps, "cache_hit_ratio"), theory, 2);
+        for m in &reps {
+            // Every miss reached the dependency once; a hit never did.
+            let sent = m["dependency.search.attempt_total"];
+            assert_eq!(sent, m["cache_dependency_call_total"]);
+            let lookups: f64 = ["fresh", "negative", "stale", "expired", "miss", "unavailable"]
+                .iter()
+                .map(|s| m[&format!("cache_lookup_total.{s}")])
+                .sum();
+            assert_eq!(lookups, m["logical_call_total"]);
+            assert_eq!(m["cache_stale_run_total"], 0.0);
+        }
+    }
+}
+
+#[test]
+fn single_flight_merges_lambda_times_the_mean_call_time_per_call() {
+    // Never fresh (fresh_ttl_s = 0): every lookup needs the dependency. 10 keys at 20 runs/s
+    // (lambda = 2 per key per s) and calls of mean 200 ms: a call gathers lambda E[S] = 0.4
+    // merged lookups on average (Poisson arrivals during it); the next lookup after it sends
+    // the next call.
+    let service = r#"{ dist = "exponential", mean_ms = 200 }"#;
+    let toml = scenario(50.0, 1050.0, 20.0, 10, "fresh_ttl_s = 0", service, "", "");
+    let reps: Vec<_> = replicate(&model(&toml), 0)
+        .into_iter()
+        .map(|mut m| {
+            let per_call = m["cache_single_flight_merge_total"] / m["cache_dependency_call_total"];
+            m.insert("merges_per_call".into(), per_call);
+            m
+        })
+        .collect();
+    assert_in_ci("merges per call", &metric(&reps, "merges_per_call"), 2.0 * 0.2, 1);
+    // Without single-flight every lookup is its own call.
+    let off = scenario(50.0, 1050.0, 20.0, 10, "fresh_ttl_s = 0", service, "", "single_flight = false");
+    for m in replicate(&model(&off), 0) {
+        assert_eq!(m["cache_single_flight_merge_total"], 0.0);
+        assert_eq!(m["cache_dependency_call_total"], m["logical_call_total"]);
+    }
+}
+
+#[test]
+fn a_cold_cache_misses_once_per_key_in_the_window_after_it() {
+    // T = 600 s, lambda = 0.1: warm, the hit ratio is 60 / 61. Emptied at 1000 s, the start of
+    // the measured window W = 100 s: each key misses on its first lookup in the window and then
+    // hits (T > W): 1 - (1 - exp(-lambda W)) / (lambda W) = 0.900005.
+    let warm = scenario(1000.0, 1100.0, 20.0, 200, "fresh_ttl_s = 600", FAST, "", "");
+    let fault = "[[fault]]\nkind = \"cold_cache\"\ntarget = \"search\"\nstart_s = 1000\nduration_s = 100\n";
+    let cold = scenario(1000.0, 1100.0, 20.0, 200, "fresh_ttl_s = 600", FAST, fault, "");
+    let warm_reps = replicate(&model(&warm), 0);
+    let cold_reps = replicate(&model(&cold), 0);
+    let lw: f64 = 0.1 * 100.0;
+    assert_in_ci("cold hit ratio", &metric(&cold_reps, "cache_hit_ratio"), 1.0 - (1.0 - (-lw).exp()) / lw, 2);
+    // Warm: a cycle of 1 miss and lambda T hits, started before the window (near 60 / 61).
+    assert!(metric(&warm_reps, "cache_hit_ratio").low > 0.97, "{:?}", metric(&warm_reps, "cache_hit_ratio"));
+}
+
+/// Two workflows at the same cached search, one of a task class the contract forbids stale
+/// data for; the search is down from 600 s to 900 s.
+fn outage(stale_if_error: bool) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 1200
+warmup_s = 300
+seed = 29
+replications = 6
+
+[[dependency]]
+name = "search"
+servers = 100000
+queue_capacity = 0
+service_time = {{ dist = "constant", value_ms = 5 }}
+
+  [dependency.cache]
+  keys = 50
+  fresh_ttl_s = 10
+  stale_if_error_s = 3600
+  forbidden_for = ["permission_decision"]
+
+[[workflow]]
+name = "answer"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 60000
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+  task_class = "summary"
+
+[[workflow]]
+name = "permission"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 60000
+
+  [[workflow.step]]
+  id = "check"
+  dependency = "search"
+  task_class = "permission_decision"
+
+[[fault]]
+kind = "down"
+target = "search"
+start_s = 600
+duration_s = 300
+
+[policy.p]
+timeout_ms = 0
+retry = {{ max_attempts = 1 }}
+
+[policy.p.cache.search]
+stale_if_error = {stale_if_error}
+"#
+    )
+}
+
+#[test]
+fn stale_if_error_answers_through_an_outage_except_for_a_forbidden_task_class() {
+    let with = replicate(&model(&outage(true)), 0);
+    let without = replicate(&model(&outage(false)), 0);
+    for (w, wo) in with.iter().zip(&without) {
+        // The outage's runs of the allowed class all complete on stale data (every key was
+        // filled long before; none ages past 3610 s), marked: degraded, evidence stale.
+        let answer_runs = w["workflow.answer.logical_run_total"];
+        let answer_failed = w["workflow.answer.outcome_total.failed"];
+        assert_eq!(answer_failed, 0.0, "no allowed run fails with stale-if-error");
+        assert!(w["cache_stale_run_total"] > 0.0);
+        assert_eq!(w["cache_stale_run_total"], w["cache_stale_served_total"]);
+        assert_eq!(w["cache_stale_run_total"], w["degraded_total.stale_cache"]);
+        assert_eq!(w["cache_stale_run_total"], w["workflow.answer.outcome_total.degraded"]);
+        assert_eq!(w["cache_unmarked_stale_run_total"], 0.0);
+        assert!(w["evidence_run_total.stale"] >= w["cache_stale_run_total"]);
+        // The forbidden class is never served stale: its runs are those of the policy that
+        // serves no stale entry, run for run.
+        for name in ["logical_run_total", "outcome_total.failed", "outcome_total.succeeded"] {
+            let key = format!("workflow.permission.{name}");
+            assert_eq!(w[&key], wo[&key], "{key}");
+        }
+        // Without stale-if-error the outage fails what fresh entries cannot answer: most
+        // of 300 s x 5 runs/s; with it, none of the allowed class.
+        let lost = wo["workflow.answer.outcome_total.failed"];
+        assert!(lost > 0.8 * 300.0 * 5.0, "{lost}");
+        assert_eq!(wo["cache_stale_served_total"], 0.0);
+        assert!(w["workflow.answer.auto_completion_ratio"] > wo["workflow.answer.auto_completion_ratio"]);
+        assert!(answer_runs > 0.0);
+    }
+}
+
+#[test]
+fn an_outage_of_the_cache_sends_every_lookup_to_the_dependency() {
+    let fault = "[[fault]]\nkind = \"cache_outage\"\ntarget = \"search\"\nstart_s = 100\nduration_s = 1000\n";
+    let toml = scenario(100.0, 1100.0, 20.0, 200, "fresh_ttl_s = 600", FAST, fault, "");
+    for m in replicate(&model(&toml), 0) {
+        assert_eq!(m["cache_lookup_total.unavailable"], m["logical_call_total"]);
+        assert_eq!(m["dependency.search.attempt_total"], m["logical_call_total"]);
+        assert_eq!(m["cache_hit_ratio"], 0.0);
+    }
+}
+
+#[test]
+fn negative_entries_answer_not_found_keys_for_their_own_ttl() {
+    // A share q of keys holds nothing: their entries are negative and answer for T_n; the
+    // others are fresh for T. Hit ratio (1 - q) lambda T / (1 + lambda T) + q lambda T_n /
+    // (1 + lambda T_n), with lambda = 0.1, T = 30 s, T_n = 5 s (fills of 1 ms left out).
+    let cache = "fresh_ttl_s = 30\nnot_found_ratio = 0.5\nnegative_ttl_s = 5";
+    let toml = scenario(200.0, 2200.0, 20.0, 200, cache, FAST, "", "");
+    let reps: Vec<_> = replicate(&model(&toml), 0)
+        .into_iter()
+        .map(|mut m| {
+            let share = m["cache_lookup_total.negative"] / m["logical_call_total"];
+            m.insert("negative_share".into(), share);
+            m
+        })
+        .collect();
+    // Which keys hold nothing is the key space's own draw, so the realised share of 200 keys
+    // is read from the model (lookups are uniform over keys: it is their share too).
+    let model = model(&toml);
+    let cache = model.world.dependencies[0].cache.as_ref().expect("a cache");
+    let q = (0..200).filter(|&e| cache.absent(e)).count() as f64 / 200.0;
+    assert!((0.35..0.65).contains(&q), "{q}");
+    let negative = q * 0.5 / 1.5;
+    assert_in_ci("negative hit share", &metric(&reps, "negative_share"), negative, 2);
+    let hits = (1.0 - q) * 3.0 / 4.0 + negative;
+    assert_in_ci("hit ratio", &metric(&reps, "cache_hit_ratio"), hits, 2);
+}
+
+#[test]
+fn a_cache_no_policy_uses_changes_nothing() {
+    // The same scenario with the dependency's cache table and without it: bit for bit.
+    let with_table = scenario(100.0, 600.0, 20.0, 200, "fresh_ttl_s = 30", FAST, "", "");
+    let with_table = with_table.replace("[policy.p.cache.search]\n", "");
+    let cache_start = with_table.find("  [dependency.cache]").expect("a cache table");
+    let cache_end = with_table.find("[[workflow]]").expect("a workflow");
+    let without = format!("{}{}", &with_table[..cache_start], &with_table[cache_end..]);
+    let a = replicate(&model(&with_table), 0);
+    let b = replicate(&model(&without), 0);
+    for (a, b) in a.iter().zip(&b) {
+        assert_eq!(metric_bits(a), metric_bits(b));
+        assert!(!a.contains_key("cache_hit_ratio"));
+        assert!(!a.contains_key("degraded_total.stale_cache"));
+    }
+}
+
+fn validate(toml: &str) -> (i32, String) {
+    let dir = std::env::temp_dir().join(format!("faultline-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("s{}.toml", toml.len()));
+    std::fs::write(&path, toml).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline")).arg("validate").arg(&path).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn bad_cache_tables_and_faults_are_located_errors() {
+    let good = scenario(10.0, 100.0, 1.0, 10, "fresh_ttl_s = 30", FAST, "", "");
+    assert_eq!(validate(&good).0, 0, "{}", validate(&good).1);
+    let cases = [
+        (good.replace("fresh_ttl_s = 30", "fresh_ttl_s = -1"), "dependency[0].cache.fresh_ttl_s"),
+        (good.replace("keys = 10", "keys = 0"), "dependency[0].cache.keys"),
+        (good.replace("fresh_ttl_s = 30", "fresh_ttl_s = 30\n  cache_scope = \"planet\""), "cache_scope"),
+        (good.replace("fresh_ttl_s = 30", "fresh_ttl_s = 30\n  cache_scope = \"user\""), "users"),
+        (good.replace("fresh_ttl_s = 30", "fresh_ttl_s = 30\n  zipf_exponent = 1.2"), "zipf_exponent"),
+        (good.replace("[policy.p.cache.search]", "[policy.p.cache.nowhere]"), "policy.p.cache.nowhere"),
+        (
+            good.replace(
+                "[policy.p]",
+                "[[fault]]\nkind = \"cold_cache\"\ntarget = \"search\"\nstart_s = 1\nduration_s = 1\ntoxicity = 0.5\n\n[policy.p]",
+            ),
+            "fault[0].toxicity",
+        ),
+    ];
+    for (toml, field) in cases {
+        let (code, stderr) = validate(&toml);
+        assert_eq!(code, 2, "{field}: {stderr}");
+        assert!(stderr.contains(field), "{field} not named in: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // A cache fault at a dependency with no cache.
+    let no_cache =
+        good.replace("  [dependency.cache]\n  data_class = \"policy-document\"\n  keys = 10\n  fresh_ttl_s = 30\n", "");
+    let no_cache = no_cache.replace("[policy.p.cache.search]\n", "").replace(
+        "[policy.p]",
+        "[[fault]]\nkind = \"cache_outage\"\ntarget = \"search\"\nstart_s = 1\nduration_s = 1\n\n[policy.p]",
+    );
+    let (code, stderr) = validate(&no_cache);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("fault[0].target") && stderr.contains("no [dependency.cache]"), "{stderr}");
+}
