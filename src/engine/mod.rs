@@ -3,10 +3,10 @@
 //! a stale event (an attempt's timeout after it completed) is recognised and dropped.
 
 mod arena;
-mod delegation;
-mod delegation_slot;
 mod cache;
 mod cache_slot;
+mod delegation;
+mod delegation_slot;
 mod event;
 mod remote;
 mod runs;

@@ -2,10 +2,10 @@
 //! into the flat metric map at the end of a replication, and statistics across replications.
 //! One metric name means the same thing in summary.json, CSV columns, tables and SLOs.
 
-pub mod bad_results;
 pub mod approval;
-pub mod delegation;
+pub mod bad_results;
 pub mod cache;
+pub mod delegation;
 pub mod direction;
 pub mod incident;
 pub mod modes;

@@ -31,8 +31,8 @@ use crate::vocab::{
     Refusal,
 };
 use crate::world::DependencyModel;
-use crate::world::bad_result::BadResult;
 use crate::world::approval::{ApprovalDesk, Scheduled};
+use crate::world::bad_result::BadResult;
 use std::collections::VecDeque;
 
 /// Purpose tag of the backoff jitter draws below a run's key.

@@ -1,8 +1,8 @@
 //! What the runtime calls: dependency stations, service-time distributions, failure kinds,
 //! faults, workloads and the side-effect ledger.
 
-pub mod bad_result;
 pub mod approval;
+pub mod bad_result;
 pub mod bucket;
 pub mod cache;
 mod check;
