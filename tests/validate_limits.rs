@@ -164,6 +164,15 @@ fn fault_kinds_round_trip_through_their_names() {
             "late_cancel",
             "late_result",
             "lost_handle",
+            "truncated_result",
+            "empty_result",
+            "schema_violation",
+            "stream_cut",
+            "slow_stream",
+            "partial_result",
+            "stale_index",
+            "quota_cut",
+            "delegation_loop",
             "cache_outage",
             "cold_cache"
         ]

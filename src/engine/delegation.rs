@@ -239,7 +239,8 @@ impl<T: Tracer> Simulation<'_, T> {
         let hops = hops.unwrap_or_default();
         let o = DelegationObservation::RunFinalized {
             attempts,
-            max_depth: hops.max_depth,
+            // The simulator bounds a chain at 16 hops (runtime/delegation.rs).
+            max_depth: u16::try_from(hops.max_depth).unwrap_or(u16::MAX),
             peak_cost_units: hops.peak_cost_units,
         };
         self.observe(now, measured, Observation::Delegation(o));

@@ -14,8 +14,9 @@ pub enum DelegationObservation {
     /// A hop was refused before it was sent.
     Refused(DelegationRefusal),
     /// A run's last attempt left its station: its attempts across hops, the deepest hop it
-    /// sent, and the highest cost in flight any of its hops saw as it was sent.
-    RunFinalized { attempts: u32, max_depth: u32, peak_cost_units: f64 },
+    /// sent (u16: a chain is at most 16 hops deep, and it keeps `Observation` at 24 bytes), and
+    /// the highest cost in flight any of its hops saw as it was sent.
+    RunFinalized { attempts: u32, max_depth: u16, peak_cost_units: f64 },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -44,7 +45,7 @@ impl DelegationStats {
                 self.attempts_sum += u64::from(attempts);
                 self.attempts_max = self.attempts_max.max(attempts);
                 self.depth_sum += u64::from(max_depth);
-                self.depth_max = self.depth_max.max(max_depth);
+                self.depth_max = self.depth_max.max(u32::from(max_depth));
                 self.peak_cost_units = self.peak_cost_units.max(peak_cost_units);
             }
         }

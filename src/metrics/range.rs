@@ -21,7 +21,7 @@ pub struct Range {
 /// none of which is one of these, so the last segment names the metric. The other quotients
 /// can exceed 1: `retry_amplification_ratio` (attempts per call), `utilization` (during a
 /// capacity cut), the recovery storm, peak and goodput-floor ratios.
-const FRACTIONS: [&str; 11] = [
+const FRACTIONS: [&str; 13] = [
     "auto_completion_ratio",
     "full_quality_completion_ratio",
     "safe_outcome_ratio",
@@ -33,7 +33,13 @@ const FRACTIONS: [&str; 11] = [
     "recovery_never_total",
     "run_on_undetected_bad_result_ratio",
     "advisory_omitted_ratio",
+    "cache_hit_ratio",
+    "cache_stale_run_ratio",
 ];
+
+/// Shares whose name ends in a label from a closed set (`cache_lookup_ratio.<state>`): the
+/// segment before the label names the metric.
+const LABELLED_FRACTIONS: [&str; 1] = ["cache_lookup_ratio"];
 
 impl Range {
     pub const FRACTION: Range = Range { low: 0.0, high: 1.0 };
@@ -42,8 +48,10 @@ impl Range {
 
     /// The range of the metric named `name` (a flat name of docs/metrics.md).
     pub fn of_metric(name: &str) -> Range {
-        let leaf = name.rsplit('.').next().unwrap_or(name);
-        if FRACTIONS.contains(&leaf) { Range::FRACTION } else { Range::NON_NEGATIVE }
+        let mut segments = name.rsplit('.');
+        let leaf = segments.next().unwrap_or(name);
+        let labelled = segments.next().is_some_and(|metric| LABELLED_FRACTIONS.contains(&metric));
+        if FRACTIONS.contains(&leaf) || labelled { Range::FRACTION } else { Range::NON_NEGATIVE }
     }
 
     /// The range of a - b for a and b in this range: a paired difference candidate - baseline.
