@@ -323,3 +323,34 @@ fn bad_cache_tables_and_faults_are_located_errors() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("fault[0].target") && stderr.contains("no [dependency.cache]"), "{stderr}");
 }
+
+/// `scenario`'s file with `policy` added to `[policy.p]`.
+fn with_policy(toml: &str, policy: &str) -> String {
+    toml.replace("retry = { max_attempts = 1 }\n", &format!("retry = {{ max_attempts = 1 }}\n{policy}\n"))
+}
+
+#[test]
+fn a_hedge_of_a_cached_step_races_its_own_call_and_every_run_ends() {
+    // Never fresh, a million keys (no two runs share one), calls of lognormal time (p50
+    // 100 ms, long tail) hedged at 300 ms with single-flight on. The hedge's lookup finds the
+    // fill its own primary waits for: joining it could never win, so it sends a call of its
+    // own. Before the fix it joined, and the primary's answer cancelled it after its fill's
+    // slot was freed, which freed the slot twice: runs never ended ("still in flight").
+    let service = r#"{ dist = "lognormal", p50_ms = 100, p95_ms = 2000 }"#;
+    let toml = scenario(0.0, 300.0, 20.0, 1_000_000, "fresh_ttl_s = 0", service, "", "");
+    let toml = with_policy(&toml, "hedging = { delay_ms = 300 }");
+    for m in replicate(&model(&toml), 0) {
+        let (runs, hedges) = (m["logical_run_total"], m["hedge_sent_total"]);
+        assert_eq!(
+            m["outcome_total.succeeded"], runs,
+            "every run ends and succeeds (no attempt timeout, the search never fails)"
+        );
+        assert!(hedges > 0.1 * runs, "{hedges} hedges of {runs} runs");
+        // Every hedge reached the search (no merge into its own primary's fill) and some won.
+        assert_eq!(m["cache_single_flight_merge_total"], 0.0);
+        assert_eq!(m["dependency.search.attempt_total"], runs + hedges);
+        assert_eq!(m["cache_dependency_call_total"], runs + hedges);
+        assert!(m["hedge_won_total"] > 0.2 * hedges, "{} of {hedges} hedges won", m["hedge_won_total"]);
+    }
+}
+

@@ -72,7 +72,18 @@ impl<T: Tracer> Simulation<'_, T> {
         let stale_ok = found == LookupState::Stale
             && using.stale_if_error
             && !step.task_class.as_ref().is_some_and(|c| cache.forbidden_for.contains(c));
+        // A hedge finds the fill its own step's attempt is waiting for: joining it could never
+        // win the race the hedge is for, so it sends a call of its own (not the key's fill:
+        // other lookups keep joining the first).
+        let own_step_waits = |fill: u32| {
+            state.fills[fill].waiters.iter().any(|&waiter| {
+                let c = &state.calls[waiter];
+                c.live && c.run == r && c.run_gen == run_gen && c.step == s
+            })
+        };
         let merge_into = if using.single_flight { store.fill(entry) } else { None };
+        let bypass = merge_into.is_some_and(own_step_waits);
+        let merge_into = merge_into.filter(|_| !bypass);
         let call = CacheCall {
             generation: 0,
             live: true,
@@ -105,7 +116,7 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         } else {
             self.observe(now, measured, Observation::Cache(CacheObservation::Filled));
-            self.start_fill(now, r, s, serial, station, entry, id, timeout_us, using.single_flight);
+            self.start_fill(now, r, s, serial, station, entry, id, timeout_us, using.single_flight && !bypass);
         }
         self.runs[r].machine.attach(s, serial, handle);
         true
@@ -230,13 +241,16 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let mut waiters = std::mem::take(&mut state.scratch);
         waiters.clear();
-        waiters.append(&mut state.fills[fill].waiters);
+        // Every waiter leaves the fill before any is answered: an answer may cancel another
+        // waiter (a hedge of the same step) or free its slot for a new call, which must not
+        // leave (and free) this fill's slot a second time, nor be taken for a waiter.
+        for &id in &state.fills[fill].waiters {
+            state.calls[id].fill = NO_FILL;
+            waiters.push((id, state.calls[id].generation));
+        }
         release_fill(state, fill);
-        for &id in &waiters {
-            let call = self.caches.as_deref().expect("present").calls[id];
-            if !call.live {
-                continue;
-            }
+        for &(id, generation) in &waiters {
+            let Some(call) = self.live_call(id, generation) else { continue };
             match result {
                 AttemptResult::Ok | AttemptResult::NotFound => {
                     self.end_cache_call(id);

@@ -71,8 +71,8 @@ pub(super) struct CacheState {
     pub fills: Arena<FillSlot>,
     /// By run slot: (the run's generation, it got a stale answer, one without provenance).
     pub stale_runs: Vec<(u32, bool, bool)>,
-    /// Waiters of the fill being answered (kept for its capacity).
-    pub scratch: Vec<u32>,
+    /// Waiters of the fill being answered and their generations (kept for its capacity).
+    pub scratch: Vec<(u32, u32)>,
 }
 
 /// The caches a policy uses, empty: None when it uses none.
