@@ -354,3 +354,38 @@ fn a_hedge_of_a_cached_step_races_its_own_call_and_every_run_ends() {
     }
 }
 
+fn scratch_file(name: &str, toml: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+#[test]
+fn a_stale_answer_is_in_the_trace_and_explore_takes_it_as_a_degraded_run_s_evidence() {
+    // The outage file with one replication: its degraded runs rest on stale entries (marked).
+    let toml = outage(true).replace("replications = 6", "replications = 1");
+    let path = scratch_file("stale", &toml);
+    let out = path.with_file_name("explore");
+    let args = ["explore", path.to_str().unwrap(), "-p", "p", "--schedules", "3", "--seed", "1"];
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .args(["--replications", "1", "--kind", "down", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    // Before the fix every schedule broke "a degraded result carries its evidence" (exit 99).
+    assert!(!text.contains("ended degraded with every step answered"), "{text}");
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    // replay names the stale entry on the attempt it answered.
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["replay", path.to_str().unwrap(), "-p", "p", "--first", "degraded"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("DEGRADED") && text.contains("search STALE_CACHE_ENTRY"), "{text}");
+}
+

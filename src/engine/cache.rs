@@ -20,7 +20,7 @@ use super::simulation::{Caller, Simulation};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::cache::CacheObservation;
-use crate::runtime::{AttemptResult, Purpose, Tracer};
+use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::world::FaultEffect;
 use crate::world::cache::LookupState;
@@ -298,6 +298,9 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         mark.2 |= !marked;
         self.observe(now, call.measured, Observation::Cache(CacheObservation::StaleServed));
+        // The trace shows why the run is degraded (explore's evidence check reads it).
+        let event = TraceEvent::CacheStaleAnswer { step: call.step, serial: call.serial, marked };
+        self.tracer.record(call.run, now, event);
         self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, AttemptResult::Ok);
     }
 
