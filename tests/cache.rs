@@ -354,6 +354,24 @@ fn a_hedge_of_a_cached_step_races_its_own_call_and_every_run_ends() {
     }
 }
 
+#[test]
+fn a_user_scoped_cache_draws_the_user_once_per_run() {
+    // One key, a million users, entries fresh for the whole run: two steps of one run are the
+    // same user, so the second always finds what the first filled (hit ratio 1/2); were the
+    // user drawn per step, the second would almost never find it (0.0014 before the fix).
+    let toml =
+        scenario(0.0, 200.0, 1.0, 1, "fresh_ttl_s = 100000\n  cache_scope = \"user\"\n  users = 1000000", FAST, "", "");
+    let toml = toml.replace(
+        "  task_class = \"summary\"\n",
+        "  task_class = \"summary\"\n\n  [[workflow.step]]\n  id = \"rag2\"\n  dependency = \"search\"\n  after = [\"rag\"]\n",
+    );
+    for m in replicate(&model(&toml), 0) {
+        let (fresh, miss) = (m["cache_lookup_total.fresh"], m["cache_lookup_total.miss"]);
+        assert!(miss > 150.0, "{miss}");
+        assert!((fresh - miss).abs() <= 2.0, "fresh {fresh} vs miss {miss}: one user per run");
+    }
+}
+
 fn scratch_file(name: &str, toml: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("faultline-cache-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -27,7 +27,8 @@ use crate::world::cache::LookupState;
 
 /// Marks a runtime attempt's handle as a cache call's (task clients use bit 63, SDK calls 62).
 pub(super) const CACHE_HANDLE: u64 = 1 << 61;
-/// Stream tags below a run's step key: the key its lookups ask for, its user, an outage's draw.
+/// Stream tags: below a run's step key, the key its lookups ask for and an outage's draw; below
+/// the run's key, its user.
 const TAG_CACHE_KEY: u64 = 0xCAC4_0001;
 const TAG_CACHE_USER: u64 = 0xCAC4_0002;
 const TAG_CACHE_OUTAGE: u64 = 0xCAC4_0003;
@@ -60,8 +61,10 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(now, measured, Observation::Cache(CacheObservation::Lookup(LookupState::Unavailable)));
             return false;
         }
+        // A run is one user (drawn from the run's key, the same at every step and cache); each
+        // step asks for a key of its own.
         let entry =
-            cache.entry(w, step_key.with(TAG_CACHE_KEY).stream().unit(), step_key.with(TAG_CACHE_USER).stream().unit());
+            cache.entry(w, step_key.with(TAG_CACHE_KEY).stream().unit(), slot.key.with(TAG_CACHE_USER).stream().unit());
         let cold_start = self.last_cold_start(now, station);
         let Some(state) = self.caches.as_deref_mut() else { return false };
         let Some(store) = state.stores[station].as_mut() else { return false };
