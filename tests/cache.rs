@@ -372,6 +372,34 @@ fn a_user_scoped_cache_draws_the_user_once_per_run() {
     }
 }
 
+#[test]
+fn a_bad_answer_filled_into_the_cache_stays_bad_for_every_lookup_it_answers() {
+    // Half of the search's answers are partial (a success-looking fault) and a grounding
+    // validator catches every one. Without a cache, half the runs fail on it; with the cache
+    // (fresh 60 s over 100 keys at 20 runs/s: ~92 % hits) a bad answer is stored as it came and
+    // served to every hit until it expires, so about as many runs get a bad answer and fail.
+    // Before the fix the cache dropped the fault: 0 bad results, 0 failed.
+    let fault =
+        "[[fault]]\nkind = \"partial_result\"\ntarget = \"search\"\nstart_s = 0\nduration_s = 1000\ntoxicity = 0.5\n";
+    let toml = scenario(0.0, 600.0, 20.0, 100, "fresh_ttl_s = 60", FAST, fault, "");
+    let toml = toml.replace("servers = 100000", "kind = \"retrieval\"\nservers = 100000");
+    let validator = "[policy.p.steps.rag.validator]\ncheck = \"grounding\"\ndetects = { partial_result = 1.0 }\n";
+    let toml = toml.replace("[policy.p.cache.search]", &format!("{validator}\n[policy.p.cache.search]"));
+    let plain = toml.replace("[policy.p.cache.search]\n", "");
+    for (cached, plain) in replicate(&model(&toml), 0).iter().zip(replicate(&model(&plain), 0)) {
+        let runs = cached["logical_run_total"];
+        let bad = cached["bad_result_total.partial_result"];
+        assert!(cached["cache_hit_ratio"] > 0.85, "{}", cached["cache_hit_ratio"]);
+        // Each entry is bad with probability 1/2 and answers every lookup while fresh.
+        assert!((0.4 * runs..0.6 * runs).contains(&bad), "{bad} bad of {runs}");
+        assert_eq!(cached["outcome_total.failed"], bad, "the validator catches each, no fallback");
+        let plain_share = plain["bad_result_total.partial_result"] / plain["logical_run_total"];
+        assert!((0.45..0.55).contains(&plain_share), "{plain_share}");
+        // Only the fills reached the search.
+        assert_eq!(cached["dependency.search.attempt_total"], cached["cache_dependency_call_total"]);
+    }
+}
+
 fn scratch_file(name: &str, toml: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("faultline-cache-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -23,6 +23,7 @@ use crate::metrics::cache::CacheObservation;
 use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
 use crate::world::FaultEffect;
+use crate::world::bad_result::BadResult;
 use crate::world::cache::LookupState;
 
 /// Marks a runtime attempt's handle as a cache call's (task clients use bit 63, SDK calls 62).
@@ -99,6 +100,7 @@ impl<T: Tracer> Simulation<'_, T> {
             measured,
             fill: NO_FILL,
             stale_ok,
+            bad: if found.is_hit() { store.bad(entry) } else { None },
         };
         let id = state.calls.alloc(CacheCall::vacant);
         let generation = state.calls[id].generation;
@@ -205,7 +207,18 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn on_cache_answer(&mut self, now: Micros, id: u32, generation: u32) {
         let Some(call) = self.live_call(id, generation) else { return };
         self.end_cache_call(id);
-        self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, AttemptResult::Ok);
+        self.answer_ok(now, call, call.bad);
+    }
+
+    /// `call` is answered as a success: a good one, or the bad answer the entry holds.
+    fn answer_ok(&mut self, now: Micros, call: CacheCall, bad: Option<BadResult>) {
+        match bad {
+            Some(bad) => self.deliver_bad_result(now, call.run, call.run_gen, call.step, call.serial, bad),
+            None => {
+                let ok = AttemptResult::Ok;
+                self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, ok);
+            }
+        }
     }
 
     /// A merged waiter's own timeout: it stops waiting (a stale entry may still answer it).
@@ -226,7 +239,17 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// The fill answered: its entry is stored (found, or a negative entry), or it failed; every
     /// waiter gets the answer, or its stale entry.
-    pub(super) fn on_cache_fill_result(&mut self, now: Micros, fill: u32, generation: u32, result: AttemptResult) {
+    pub(super) fn on_cache_fill_result(
+        &mut self,
+        now: Micros,
+        fill: u32,
+        generation: u32,
+        result: AttemptResult,
+        bad: Option<BadResult>,
+    ) {
+        // An answer that looked like success and was not is stored as it came, and every
+        // lookup it answers gets it (a cache does not know its answers are bad).
+        let bad = bad.filter(|_| result == AttemptResult::Ok);
         let Some(state) = self.caches.as_deref_mut() else { return };
         if state.fills[fill].generation != generation {
             return;
@@ -239,7 +262,7 @@ impl<T: Tracer> Simulation<'_, T> {
                 store.end_fill(entry);
             }
             if result == AttemptResult::Ok {
-                store.store(now, entry, cache.absent(entry));
+                store.store(now, entry, cache.absent(entry), bad);
             }
         }
         let mut waiters = std::mem::take(&mut state.scratch);
@@ -255,7 +278,11 @@ impl<T: Tracer> Simulation<'_, T> {
         for &(id, generation) in &waiters {
             let Some(call) = self.live_call(id, generation) else { continue };
             match result {
-                AttemptResult::Ok | AttemptResult::NotFound => {
+                AttemptResult::Ok => {
+                    self.end_cache_call(id);
+                    self.answer_ok(now, call, bad);
+                }
+                AttemptResult::NotFound => {
                     self.end_cache_call(id);
                     self.deliver_step_result(
                         now,
@@ -282,8 +309,10 @@ impl<T: Tracer> Simulation<'_, T> {
         let model = self.model;
         let cache = model.world.dependencies[station].cache.as_ref().expect("a call belongs to a cache");
         let state = self.caches.as_deref_mut().expect("a call belongs to a cache");
+        let store = state.stores[station].as_ref();
         let usable =
             call.stale_ok && state.stores[station].as_ref().is_some_and(|s| s.stale_usable(cache, now, call.entry));
+        let bad = store.and_then(|s| s.bad(call.entry));
         let run = &mut self.runs[call.run];
         if !usable || run.generation != call.run_gen || run.machine.ended {
             self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, result);
@@ -304,7 +333,7 @@ impl<T: Tracer> Simulation<'_, T> {
         // The trace shows why the run is degraded (explore's evidence check reads it).
         let event = TraceEvent::CacheStaleAnswer { step: call.step, serial: call.serial, marked };
         self.tracer.record(call.run, now, event);
-        self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, AttemptResult::Ok);
+        self.answer_ok(now, call, bad);
     }
 
     /// Run `r` ended: counted, with whether it rests on stale data.

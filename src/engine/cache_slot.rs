@@ -2,6 +2,7 @@
 //! can hold it without importing its driver.
 
 use super::arena::Arena;
+use crate::world::bad_result::BadResult;
 use crate::world::cache::CacheStore;
 
 /// No fill: the call is answered from the cache (a hit) after the lookup's time.
@@ -24,6 +25,8 @@ pub(super) struct CacheCall {
     /// It may be answered by a stale entry if the dependency fails (the entry was stale at
     /// the lookup, the policy serves stale, the step's task class is not forbidden).
     pub stale_ok: bool,
+    /// A hit on an entry that stored a bad answer (a success-looking fault at its fill).
+    pub bad: Option<BadResult>,
 }
 
 impl CacheCall {
@@ -40,6 +43,7 @@ impl CacheCall {
             measured: false,
             fill: NO_FILL,
             stale_ok: false,
+            bad: None,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! or nothing (a miss). A cold cache (a restart) empties every entry at once: an entry
 //! stored before the last restart is a miss.
 
+use super::bad_result::BadResult;
 use super::check::Checker;
 use crate::scenario::types::CacheSpec;
 use crate::scenario::{FieldPath, ScenarioError, quote};
@@ -234,6 +235,9 @@ const NEVER: Micros = Micros::MAX;
 struct Entry {
     stored_at: Micros,
     negative: bool,
+    /// The answer stored looked like success and was not (a success-looking fault at the fill):
+    /// every lookup it answers gets it, as a real cache serves what it was given.
+    bad: Option<BadResult>,
     /// The fill in flight for this key (single-flight), or NO_FILL.
     fill: u32,
 }
@@ -249,7 +253,7 @@ pub struct CacheStore {
 impl CacheStore {
     pub fn new(model: &CacheModel) -> CacheStore {
         CacheStore {
-            entries: vec![Entry { stored_at: NEVER, negative: false, fill: NO_FILL }; model.entries()],
+            entries: vec![Entry { stored_at: NEVER, negative: false, bad: None, fill: NO_FILL }; model.entries()],
             cleared_at: 0,
         }
     }
@@ -295,11 +299,18 @@ impl CacheStore {
         self.entries[entry as usize].fill = NO_FILL;
     }
 
-    /// The dependency answered for `entry` at `now`: found, or not (`negative`).
-    pub fn store(&mut self, now: Micros, entry: u32, negative: bool) {
+    /// The dependency answered for `entry` at `now`: found, or not (`negative`), and what was
+    /// wrong with an answer that looked like success (`bad`).
+    pub fn store(&mut self, now: Micros, entry: u32, negative: bool, bad: Option<BadResult>) {
         let e = &mut self.entries[entry as usize];
         e.stored_at = now;
         e.negative = negative;
+        e.bad = bad;
+    }
+
+    /// What is wrong with the answer stored for `entry`, if it was a bad one.
+    pub fn bad(&self, entry: u32) -> Option<BadResult> {
+        self.entries[entry as usize].bad
     }
 
     /// The cache restarted at `at` (a cold_cache fault's start): every entry stored before is
@@ -344,7 +355,7 @@ mod tests {
         let m = model(10, 20, 0);
         let mut store = CacheStore::new(&m);
         assert_eq!(store.lookup(&m, 0, 1), LookupState::Miss);
-        store.store(5 * S, 1, false);
+        store.store(5 * S, 1, false, None);
         assert_eq!(store.lookup(&m, 5 * S, 1), LookupState::Fresh);
         assert_eq!(store.lookup(&m, 15 * S - 1, 1), LookupState::Fresh);
         assert_eq!(store.lookup(&m, 15 * S, 1), LookupState::Stale);
@@ -359,7 +370,7 @@ mod tests {
     fn a_negative_entry_answers_for_its_own_ttl_and_never_as_stale() {
         let m = model(100, 100, 2);
         let mut store = CacheStore::new(&m);
-        store.store(0, 2, true);
+        store.store(0, 2, true, None);
         assert_eq!(store.lookup(&m, S, 2), LookupState::Negative);
         assert!(LookupState::Negative.is_hit());
         assert_eq!(store.lookup(&m, 2 * S, 2), LookupState::Expired);
@@ -370,12 +381,12 @@ mod tests {
     fn hits_do_not_renew_an_entry_and_a_fill_replaces_it() {
         let m = model(10, 0, 0);
         let mut store = CacheStore::new(&m);
-        store.store(0, 0, false);
+        store.store(0, 0, false, None);
         for t in 0..10 {
             assert_eq!(store.lookup(&m, t * S, 0), LookupState::Fresh);
         }
         assert_eq!(store.lookup(&m, 10 * S, 0), LookupState::Expired);
-        store.store(10 * S, 0, false);
+        store.store(10 * S, 0, false, None);
         assert_eq!(store.lookup(&m, 19 * S, 0), LookupState::Fresh);
     }
 
@@ -383,12 +394,12 @@ mod tests {
     fn a_restart_empties_what_was_stored_before_it_only() {
         let m = model(100, 0, 100);
         let mut store = CacheStore::new(&m);
-        store.store(S, 0, false);
-        store.store(S, 1, true);
+        store.store(S, 0, false, None);
+        store.store(S, 1, true, None);
         store.clear(2 * S);
         assert_eq!(store.lookup(&m, 3 * S, 0), LookupState::Miss);
         assert_eq!(store.lookup(&m, 3 * S, 1), LookupState::Miss);
-        store.store(3 * S, 0, false);
+        store.store(3 * S, 0, false, None);
         assert_eq!(store.lookup(&m, 4 * S, 0), LookupState::Fresh);
         // An earlier restart does not bring entries back.
         store.clear(S);
