@@ -400,6 +400,26 @@ fn a_bad_answer_filled_into_the_cache_stays_bad_for_every_lookup_it_answers() {
     }
 }
 
+#[test]
+fn a_cache_hit_spends_nothing_of_the_run_s_cost_budget() {
+    // Two parallel steps at a search of cost 1 with one key that stays fresh: after the first
+    // fill every lookup is a hit and nothing is spent, so a budget of 1.5 cost units never
+    // runs out. Before the fix each step reserved 1 at its send and the second was refused:
+    // every run failed "over budget" having spent nothing.
+    let toml = scenario(10.0, 200.0, 5.0, 1, "fresh_ttl_s = 100000", FAST, "", "");
+    let toml = toml.replace("servers = 100000", "cost_units = 1\nservers = 100000").replace(
+        "  task_class = \"summary\"\n",
+        "  task_class = \"summary\"\n\n  [[workflow.step]]\n  id = \"rag2\"\n  dependency = \"search\"\n",
+    );
+    let toml = with_policy(&toml, "budget = { cost_units = 1.5 }");
+    for m in replicate(&model(&toml), 0) {
+        assert_eq!(m["cache_hit_ratio"], 1.0);
+        assert_eq!(m["cost_units_total"], 0.0);
+        assert_eq!(m["budget_exhausted_total.cost"], 0.0);
+        assert_eq!(m["outcome_total.succeeded"], m["logical_run_total"]);
+    }
+}
+
 fn scratch_file(name: &str, toml: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("faultline-cache-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -121,10 +121,24 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         } else {
             self.observe(now, measured, Observation::Cache(CacheObservation::Filled));
+            self.charge_cached_call(r, s, station);
             self.start_fill(now, r, s, serial, station, entry, id, timeout_us, using.single_flight && !bypass);
         }
         self.runs[r].machine.attach(s, serial, handle);
         true
+    }
+
+    /// Attempt of step `s` of run `r` goes to the dependency (a miss, or the cache is out): it
+    /// spends its cost now (docs/scenario.md 8.3); a hit, or a lookup that joins the call out
+    /// for its key, spends nothing.
+    pub(super) fn charge_cached_call(&mut self, r: u32, s: u8, station: usize) {
+        let model = self.model;
+        let machine = &mut self.runs[r].machine;
+        let w = machine.workflow as usize;
+        let step = (&model.workflows[w].steps[s as usize], &self.policy.steps[w][s as usize]);
+        let shape = model.world.dependencies[station].tokens.as_ref();
+        let spend = machine.spend_at(self.costs[station], shape, step, s);
+        machine.budget.charge(spend);
     }
 
     /// Sends the one call for `entry`, with the key and timeout attempt `serial` would have had.
