@@ -420,6 +420,33 @@ fn a_cache_hit_spends_nothing_of_the_run_s_cost_budget() {
     }
 }
 
+/// `outage(true)`'s file with the search failing with `errors` of one kind instead of `down`.
+fn failing_with(kind: &str) -> String {
+    outage(true).replace(
+        "kind = \"down\"\ntarget = \"search\"",
+        &format!("kind = \"errors\"\ntarget = \"search\"\nerrors = {{ {kind} = 1.0 }}"),
+    )
+}
+
+#[test]
+fn stale_if_error_answers_only_the_failures_rfc_5861_names() {
+    // RFC 5861: an error is what would be a 500, 502, 503 or 504 (and a transport's timeout or
+    // refused connection). A caller refused for itself (401/403, 400, 429) gets the refusal,
+    // not the stale entry (before the fix it got the entry: 0 failed).
+    for kind in ["transient_transport", "overloaded", "permanent_provider"] {
+        for m in replicate(&model(&failing_with(kind)), 0) {
+            assert_eq!(m["workflow.answer.outcome_total.failed"], 0.0, "{kind}");
+            assert!(m["cache_stale_served_total"] > 1000.0, "{kind}: {}", m["cache_stale_served_total"]);
+        }
+    }
+    for kind in ["unauthorized", "invalid_input", "rate_limited"] {
+        for m in replicate(&model(&failing_with(kind)), 0) {
+            assert_eq!(m["cache_stale_served_total"], 0.0, "{kind}");
+            assert!(m["workflow.answer.outcome_total.failed"] > 0.8 * 300.0 * 5.0, "{kind}");
+        }
+    }
+}
+
 fn scratch_file(name: &str, toml: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("faultline-cache-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -22,6 +22,7 @@ use crate::metrics::Observation;
 use crate::metrics::cache::CacheObservation;
 use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
+use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
 use crate::world::bad_result::BadResult;
 use crate::world::cache::LookupState;
@@ -325,7 +326,7 @@ impl<T: Tracer> Simulation<'_, T> {
         let state = self.caches.as_deref_mut().expect("a call belongs to a cache");
         let store = state.stores[station].as_ref();
         let usable =
-            call.stale_ok && state.stores[station].as_ref().is_some_and(|s| s.stale_usable(cache, now, call.entry));
+            call.stale_ok && serves_stale_on(result) && store.is_some_and(|s| s.stale_usable(cache, now, call.entry));
         let bad = store.and_then(|s| s.bad(call.entry));
         let run = &mut self.runs[call.run];
         if !usable || run.generation != call.run_gen || run.machine.ended {
@@ -411,6 +412,32 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn fill_position(&self, fill: u32, step: u8) -> (u8, u32) {
         let serial = self.caches.as_deref().map_or(0, |s| s.fills[fill].leader_serial);
         (step, serial)
+    }
+}
+
+/// The failures a stale entry may answer: RFC 5861's errors, "any situation that would result
+/// in a 500, 502, 503, or 504 HTTP response status code" (a provider's failure, a transport
+/// or gateway failure, an overloaded server, a deadline run out at the dependency) and the
+/// transport's own equivalents (a timeout, a connection refused: `down` fails as a transport
+/// error). A refusal of the request itself (401/403, 400, 429, a malformed result) is the
+/// dependency's answer about this caller, not an outage: serving stale there would let a
+/// revoked user keep reading.
+fn serves_stale_on(result: AttemptResult) -> bool {
+    match result {
+        AttemptResult::TimedOut => true,
+        AttemptResult::Failed { kind, .. } => match kind {
+            FailureKind::TransientTransport
+            | FailureKind::Overloaded
+            | FailureKind::PermanentProvider
+            | FailureKind::DeadlineExhausted => true,
+            FailureKind::InvalidInput
+            | FailureKind::Unauthorized
+            | FailureKind::RateLimited
+            | FailureKind::ResultInvalid
+            | FailureKind::EffectUnknown
+            | FailureKind::Canceled => false,
+        },
+        AttemptResult::Ok | AttemptResult::NotFound => false,
     }
 }
 
