@@ -482,3 +482,14 @@ fn a_stale_answer_is_in_the_trace_and_explore_takes_it_as_a_degraded_run_s_evide
     assert!(text.contains("DEGRADED") && text.contains("search STALE_CACHE_ENTRY"), "{text}");
 }
 
+#[test]
+fn a_lookup_slower_than_a_minute_and_a_field_on_a_cold_cache_are_named() {
+    let good = scenario(10.0, 100.0, 1.0, 10, "fresh_ttl_s = 30", FAST, "", "");
+    let (code, stderr) = validate(&good.replace("fresh_ttl_s = 30", "fresh_ttl_s = 30\n  lookup_ms = 1e300"));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dependency[0].cache.lookup_ms"), "{stderr}");
+    let cold = "[[fault]]\nkind = \"cold_cache\"\ntarget = \"search\"\nstart_s = 1\nduration_s = 1\ntoxicity = 0.5\n\n[policy.p]";
+    let (code, stderr) = validate(&good.replace("[policy.p]", cold));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("(it takes no field)"), "{stderr}");
+}

@@ -21,6 +21,8 @@ use crate::sim::{Micros, StreamKey, s_to_us, stable_name_id};
 /// Keys in one scope, and entries in all scopes (16 bytes each: 64 MB at the limit).
 pub const MAX_CACHE_KEYS: u32 = 1_000_000;
 pub const MAX_CACHE_ENTRIES: u64 = 4_000_000;
+/// A hit's time, at most (a cache slower than a minute is no cache).
+pub const MAX_LOOKUP_MS: f64 = 60_000.0;
 
 crate::named_enum! {
     /// Whose lookups share entries (the essay's `cache_scope`).
@@ -142,7 +144,13 @@ pub(super) fn compile_cache(
     let fresh_ttl_us = seconds("fresh_ttl_s", Some(spec.fresh_ttl_s))?;
     let stale_if_error_us = seconds("stale_if_error_s", spec.stale_if_error_s)?;
     let negative_ttl_us = seconds("negative_ttl_s", spec.negative_ttl_s)?;
-    let lookup_us = crate::sim::ms_to_us(c.non_negative(&path.key("lookup_ms"), spec.lookup_ms.unwrap_or(0.0))?);
+    let lookup_ms = c.non_negative(&path.key("lookup_ms"), spec.lookup_ms.unwrap_or(0.0))?;
+    // A hit has no timeout of its own: a lookup slower than this is a misconfiguration, not a
+    // cache (and one past the simulation's end would leave its run in flight for ever).
+    if lookup_ms > MAX_LOOKUP_MS {
+        return Err(c.err(&path.key("lookup_ms"), format!("{lookup_ms} ms is more than {MAX_LOOKUP_MS} ms (a minute)")));
+    }
+    let lookup_us = crate::sim::ms_to_us(lookup_ms);
     let scope = c.named(&path.key("cache_scope"), spec.cache_scope.as_deref(), CacheScope::Global)?;
     let popularity = c.named(&path.key("popularity"), spec.popularity.as_deref(), Popularity::Uniform)?;
     let keys = c.in_range(&path.key("keys"), spec.keys, 1, MAX_CACHE_KEYS)?;
