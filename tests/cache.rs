@@ -1,4 +1,4 @@
-//! Caches in front of dependencies (world::cache, engine::cache, docs/scenario.md 4.7), shown
+//! Caches in front of dependencies (world::cache, engine::cache, docs/scenario.md 4.8), shown
 //! from outside: scenario runs whose figures follow the closed forms of a TTL cache, of
 //! single-flight merging, of a cold start, and stale-if-error during an outage (with a task
 //! class the contract forbids never served stale).
