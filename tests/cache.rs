@@ -1,4 +1,4 @@
-//! Caches in front of dependencies (world::cache, engine::cache, docs/scenario.md 4.7), shown
+//! Caches in front of dependencies (world::cache, engine::cache, docs/scenario.md 4.8), shown
 //! from outside: scenario runs whose figures follow the closed forms of a TTL cache, of
 //! single-flight merging, of a cold start, and stale-if-error during an outage (with a task
 //! class the contract forbids never served stale).
@@ -322,4 +322,174 @@ fn bad_cache_tables_and_faults_are_located_errors() {
     let (code, stderr) = validate(&no_cache);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("fault[0].target") && stderr.contains("no [dependency.cache]"), "{stderr}");
+}
+
+/// `scenario`'s file with `policy` added to `[policy.p]`.
+fn with_policy(toml: &str, policy: &str) -> String {
+    toml.replace("retry = { max_attempts = 1 }\n", &format!("retry = {{ max_attempts = 1 }}\n{policy}\n"))
+}
+
+#[test]
+fn a_hedge_of_a_cached_step_races_its_own_call_and_every_run_ends() {
+    // Never fresh, a million keys (no two runs share one), calls of lognormal time (p50
+    // 100 ms, long tail) hedged at 300 ms with single-flight on. The hedge's lookup finds the
+    // fill its own primary waits for: joining it could never win, so it sends a call of its
+    // own. Before the fix it joined, and the primary's answer cancelled it after its fill's
+    // slot was freed, which freed the slot twice: runs never ended ("still in flight").
+    let service = r#"{ dist = "lognormal", p50_ms = 100, p95_ms = 2000 }"#;
+    let toml = scenario(0.0, 300.0, 20.0, 1_000_000, "fresh_ttl_s = 0", service, "", "");
+    let toml = with_policy(&toml, "hedging = { delay_ms = 300 }");
+    for m in replicate(&model(&toml), 0) {
+        let (runs, hedges) = (m["logical_run_total"], m["hedge_sent_total"]);
+        assert_eq!(
+            m["outcome_total.succeeded"], runs,
+            "every run ends and succeeds (no attempt timeout, the search never fails)"
+        );
+        assert!(hedges > 0.1 * runs, "{hedges} hedges of {runs} runs");
+        // Every hedge reached the search (no merge into its own primary's fill) and some won.
+        assert_eq!(m["cache_single_flight_merge_total"], 0.0);
+        assert_eq!(m["dependency.search.attempt_total"], runs + hedges);
+        assert_eq!(m["cache_dependency_call_total"], runs + hedges);
+        assert!(m["hedge_won_total"] > 0.2 * hedges, "{} of {hedges} hedges won", m["hedge_won_total"]);
+    }
+}
+
+#[test]
+fn a_user_scoped_cache_draws_the_user_once_per_run() {
+    // One key, a million users, entries fresh for the whole run: two steps of one run are the
+    // same user, so the second always finds what the first filled (hit ratio 1/2); were the
+    // user drawn per step, the second would almost never find it (0.0014 before the fix).
+    let toml =
+        scenario(0.0, 200.0, 1.0, 1, "fresh_ttl_s = 100000\n  cache_scope = \"user\"\n  users = 1000000", FAST, "", "");
+    let toml = toml.replace(
+        "  task_class = \"summary\"\n",
+        "  task_class = \"summary\"\n\n  [[workflow.step]]\n  id = \"rag2\"\n  dependency = \"search\"\n  after = [\"rag\"]\n",
+    );
+    for m in replicate(&model(&toml), 0) {
+        let (fresh, miss) = (m["cache_lookup_total.fresh"], m["cache_lookup_total.miss"]);
+        assert!(miss > 150.0, "{miss}");
+        assert!((fresh - miss).abs() <= 2.0, "fresh {fresh} vs miss {miss}: one user per run");
+    }
+}
+
+#[test]
+fn a_bad_answer_filled_into_the_cache_stays_bad_for_every_lookup_it_answers() {
+    // Half of the search's answers are partial (a success-looking fault) and a grounding
+    // validator catches every one. Without a cache, half the runs fail on it; with the cache
+    // (fresh 60 s over 100 keys at 20 runs/s: ~92 % hits) a bad answer is stored as it came and
+    // served to every hit until it expires, so about as many runs get a bad answer and fail.
+    // Before the fix the cache dropped the fault: 0 bad results, 0 failed.
+    let fault =
+        "[[fault]]\nkind = \"partial_result\"\ntarget = \"search\"\nstart_s = 0\nduration_s = 1000\ntoxicity = 0.5\n";
+    let toml = scenario(0.0, 600.0, 20.0, 100, "fresh_ttl_s = 60", FAST, fault, "");
+    let toml = toml.replace("servers = 100000", "kind = \"retrieval\"\nservers = 100000");
+    let validator = "[policy.p.steps.rag.validator]\ncheck = \"grounding\"\ndetects = { partial_result = 1.0 }\n";
+    let toml = toml.replace("[policy.p.cache.search]", &format!("{validator}\n[policy.p.cache.search]"));
+    let plain = toml.replace("[policy.p.cache.search]\n", "");
+    for (cached, plain) in replicate(&model(&toml), 0).iter().zip(replicate(&model(&plain), 0)) {
+        let runs = cached["logical_run_total"];
+        let bad = cached["bad_result_total.partial_result"];
+        assert!(cached["cache_hit_ratio"] > 0.85, "{}", cached["cache_hit_ratio"]);
+        // Each entry is bad with probability 1/2 and answers every lookup while fresh.
+        assert!((0.4 * runs..0.6 * runs).contains(&bad), "{bad} bad of {runs}");
+        assert_eq!(cached["outcome_total.failed"], bad, "the validator catches each, no fallback");
+        let plain_share = plain["bad_result_total.partial_result"] / plain["logical_run_total"];
+        assert!((0.45..0.55).contains(&plain_share), "{plain_share}");
+        // Only the fills reached the search.
+        assert_eq!(cached["dependency.search.attempt_total"], cached["cache_dependency_call_total"]);
+    }
+}
+
+#[test]
+fn a_cache_hit_spends_nothing_of_the_run_s_cost_budget() {
+    // Two parallel steps at a search of cost 1 with one key that stays fresh: after the first
+    // fill every lookup is a hit and nothing is spent, so a budget of 1.5 cost units never
+    // runs out. Before the fix each step reserved 1 at its send and the second was refused:
+    // every run failed "over budget" having spent nothing.
+    let toml = scenario(10.0, 200.0, 5.0, 1, "fresh_ttl_s = 100000", FAST, "", "");
+    let toml = toml.replace("servers = 100000", "cost_units = 1\nservers = 100000").replace(
+        "  task_class = \"summary\"\n",
+        "  task_class = \"summary\"\n\n  [[workflow.step]]\n  id = \"rag2\"\n  dependency = \"search\"\n",
+    );
+    let toml = with_policy(&toml, "budget = { cost_units = 1.5 }");
+    for m in replicate(&model(&toml), 0) {
+        assert_eq!(m["cache_hit_ratio"], 1.0);
+        assert_eq!(m["cost_units_total"], 0.0);
+        assert_eq!(m["budget_exhausted_total.cost"], 0.0);
+        assert_eq!(m["outcome_total.succeeded"], m["logical_run_total"]);
+    }
+}
+
+/// `outage(true)`'s file with the search failing with `errors` of one kind instead of `down`.
+fn failing_with(kind: &str) -> String {
+    outage(true).replace(
+        "kind = \"down\"\ntarget = \"search\"",
+        &format!("kind = \"errors\"\ntarget = \"search\"\nerrors = {{ {kind} = 1.0 }}"),
+    )
+}
+
+#[test]
+fn stale_if_error_answers_only_the_failures_rfc_5861_names() {
+    // RFC 5861: an error is what would be a 500, 502, 503 or 504 (and a transport's timeout or
+    // refused connection). A caller refused for itself (401/403, 400, 429) gets the refusal,
+    // not the stale entry (before the fix it got the entry: 0 failed).
+    for kind in ["transient_transport", "overloaded", "permanent_provider"] {
+        for m in replicate(&model(&failing_with(kind)), 0) {
+            assert_eq!(m["workflow.answer.outcome_total.failed"], 0.0, "{kind}");
+            assert!(m["cache_stale_served_total"] > 1000.0, "{kind}: {}", m["cache_stale_served_total"]);
+        }
+    }
+    for kind in ["unauthorized", "invalid_input", "rate_limited"] {
+        for m in replicate(&model(&failing_with(kind)), 0) {
+            assert_eq!(m["cache_stale_served_total"], 0.0, "{kind}");
+            assert!(m["workflow.answer.outcome_total.failed"] > 0.8 * 300.0 * 5.0, "{kind}");
+        }
+    }
+}
+
+fn scratch_file(name: &str, toml: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-cache-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+#[test]
+fn a_stale_answer_is_in_the_trace_and_explore_takes_it_as_a_degraded_run_s_evidence() {
+    // The outage file with one replication: its degraded runs rest on stale entries (marked).
+    let toml = outage(true).replace("replications = 6", "replications = 1");
+    let path = scratch_file("stale", &toml);
+    let out = path.with_file_name("explore");
+    let args = ["explore", path.to_str().unwrap(), "-p", "p", "--schedules", "3", "--seed", "1"];
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(args)
+        .args(["--replications", "1", "--kind", "down", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    // Before the fix every schedule broke "a degraded result carries its evidence" (exit 99).
+    assert!(!text.contains("ended degraded with every step answered"), "{text}");
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    // replay names the stale entry on the attempt it answered.
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["replay", path.to_str().unwrap(), "-p", "p", "--first", "degraded"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("DEGRADED") && text.contains("search STALE_CACHE_ENTRY"), "{text}");
+}
+
+#[test]
+fn a_lookup_slower_than_a_minute_and_a_field_on_a_cold_cache_are_named() {
+    let good = scenario(10.0, 100.0, 1.0, 10, "fresh_ttl_s = 30", FAST, "", "");
+    let (code, stderr) = validate(&good.replace("fresh_ttl_s = 30", "fresh_ttl_s = 30\n  lookup_ms = 1e300"));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dependency[0].cache.lookup_ms"), "{stderr}");
+    let cold = "[[fault]]\nkind = \"cold_cache\"\ntarget = \"search\"\nstart_s = 1\nduration_s = 1\ntoxicity = 0.5\n\n[policy.p]";
+    let (code, stderr) = validate(&good.replace("[policy.p]", cold));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("(it takes no field)"), "{stderr}");
 }

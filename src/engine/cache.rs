@@ -20,14 +20,17 @@ use super::simulation::{Caller, Simulation};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
 use crate::metrics::cache::CacheObservation;
-use crate::runtime::{AttemptResult, Purpose, Tracer};
+use crate::runtime::{AttemptResult, Purpose, TraceEvent, Tracer};
 use crate::sim::{Micros, StreamKey};
+use crate::vocab::FailureKind;
 use crate::world::FaultEffect;
+use crate::world::bad_result::BadResult;
 use crate::world::cache::LookupState;
 
 /// Marks a runtime attempt's handle as a cache call's (task clients use bit 63, SDK calls 62).
 pub(super) const CACHE_HANDLE: u64 = 1 << 61;
-/// Stream tags below a run's step key: the key its lookups ask for, its user, an outage's draw.
+/// Stream tags: below a run's step key, the key its lookups ask for and an outage's draw; below
+/// the run's key, its user.
 const TAG_CACHE_KEY: u64 = 0xCAC4_0001;
 const TAG_CACHE_USER: u64 = 0xCAC4_0002;
 const TAG_CACHE_OUTAGE: u64 = 0xCAC4_0003;
@@ -60,8 +63,10 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(now, measured, Observation::Cache(CacheObservation::Lookup(LookupState::Unavailable)));
             return false;
         }
+        // A run is one user (drawn from the run's key, the same at every step and cache); each
+        // step asks for a key of its own.
         let entry =
-            cache.entry(w, step_key.with(TAG_CACHE_KEY).stream().unit(), step_key.with(TAG_CACHE_USER).stream().unit());
+            cache.entry(w, step_key.with(TAG_CACHE_KEY).stream().unit(), slot.key.with(TAG_CACHE_USER).stream().unit());
         let cold_start = self.last_cold_start(now, station);
         let Some(state) = self.caches.as_deref_mut() else { return false };
         let Some(store) = state.stores[station].as_mut() else { return false };
@@ -72,7 +77,18 @@ impl<T: Tracer> Simulation<'_, T> {
         let stale_ok = found == LookupState::Stale
             && using.stale_if_error
             && !step.task_class.as_ref().is_some_and(|c| cache.forbidden_for.contains(c));
+        // A hedge finds the fill its own step's attempt is waiting for: joining it could never
+        // win the race the hedge is for, so it sends a call of its own (not the key's fill:
+        // other lookups keep joining the first).
+        let own_step_waits = |fill: u32| {
+            state.fills[fill].waiters.iter().any(|&waiter| {
+                let c = &state.calls[waiter];
+                c.live && c.run == r && c.run_gen == run_gen && c.step == s
+            })
+        };
         let merge_into = if using.single_flight { store.fill(entry) } else { None };
+        let bypass = merge_into.is_some_and(own_step_waits);
+        let merge_into = merge_into.filter(|_| !bypass);
         let call = CacheCall {
             generation: 0,
             live: true,
@@ -85,6 +101,7 @@ impl<T: Tracer> Simulation<'_, T> {
             measured,
             fill: NO_FILL,
             stale_ok,
+            bad: if found.is_hit() { store.bad(entry) } else { None },
         };
         let id = state.calls.alloc(CacheCall::vacant);
         let generation = state.calls[id].generation;
@@ -105,10 +122,24 @@ impl<T: Tracer> Simulation<'_, T> {
             }
         } else {
             self.observe(now, measured, Observation::Cache(CacheObservation::Filled));
-            self.start_fill(now, r, s, serial, station, entry, id, timeout_us, using.single_flight);
+            self.charge_cached_call(r, s, station);
+            self.start_fill(now, r, s, serial, station, entry, id, timeout_us, using.single_flight && !bypass);
         }
         self.runs[r].machine.attach(s, serial, handle);
         true
+    }
+
+    /// Attempt of step `s` of run `r` goes to the dependency (a miss, or the cache is out): it
+    /// spends its cost now (docs/scenario.md 8.3); a hit, or a lookup that joins the call out
+    /// for its key, spends nothing.
+    pub(super) fn charge_cached_call(&mut self, r: u32, s: u8, station: usize) {
+        let model = self.model;
+        let machine = &mut self.runs[r].machine;
+        let w = machine.workflow as usize;
+        let step = (&model.workflows[w].steps[s as usize], &self.policy.steps[w][s as usize]);
+        let shape = model.world.dependencies[station].tokens.as_ref();
+        let spend = machine.spend_at(self.costs[station], shape, step, s);
+        machine.budget.charge(spend);
     }
 
     /// Sends the one call for `entry`, with the key and timeout attempt `serial` would have had.
@@ -191,7 +222,18 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn on_cache_answer(&mut self, now: Micros, id: u32, generation: u32) {
         let Some(call) = self.live_call(id, generation) else { return };
         self.end_cache_call(id);
-        self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, AttemptResult::Ok);
+        self.answer_ok(now, call, call.bad);
+    }
+
+    /// `call` is answered as a success: a good one, or the bad answer the entry holds.
+    fn answer_ok(&mut self, now: Micros, call: CacheCall, bad: Option<BadResult>) {
+        match bad {
+            Some(bad) => self.deliver_bad_result(now, call.run, call.run_gen, call.step, call.serial, bad),
+            None => {
+                let ok = AttemptResult::Ok;
+                self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, ok);
+            }
+        }
     }
 
     /// A merged waiter's own timeout: it stops waiting (a stale entry may still answer it).
@@ -212,7 +254,17 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// The fill answered: its entry is stored (found, or a negative entry), or it failed; every
     /// waiter gets the answer, or its stale entry.
-    pub(super) fn on_cache_fill_result(&mut self, now: Micros, fill: u32, generation: u32, result: AttemptResult) {
+    pub(super) fn on_cache_fill_result(
+        &mut self,
+        now: Micros,
+        fill: u32,
+        generation: u32,
+        result: AttemptResult,
+        bad: Option<BadResult>,
+    ) {
+        // An answer that looked like success and was not is stored as it came, and every
+        // lookup it answers gets it (a cache does not know its answers are bad).
+        let bad = bad.filter(|_| result == AttemptResult::Ok);
         let Some(state) = self.caches.as_deref_mut() else { return };
         if state.fills[fill].generation != generation {
             return;
@@ -225,20 +277,27 @@ impl<T: Tracer> Simulation<'_, T> {
                 store.end_fill(entry);
             }
             if result == AttemptResult::Ok {
-                store.store(now, entry, cache.absent(entry));
+                store.store(now, entry, cache.absent(entry), bad);
             }
         }
         let mut waiters = std::mem::take(&mut state.scratch);
         waiters.clear();
-        waiters.append(&mut state.fills[fill].waiters);
+        // Every waiter leaves the fill before any is answered: an answer may cancel another
+        // waiter (a hedge of the same step) or free its slot for a new call, which must not
+        // leave (and free) this fill's slot a second time, nor be taken for a waiter.
+        for &id in &state.fills[fill].waiters {
+            state.calls[id].fill = NO_FILL;
+            waiters.push((id, state.calls[id].generation));
+        }
         release_fill(state, fill);
-        for &id in &waiters {
-            let call = self.caches.as_deref().expect("present").calls[id];
-            if !call.live {
-                continue;
-            }
+        for &(id, generation) in &waiters {
+            let Some(call) = self.live_call(id, generation) else { continue };
             match result {
-                AttemptResult::Ok | AttemptResult::NotFound => {
+                AttemptResult::Ok => {
+                    self.end_cache_call(id);
+                    self.answer_ok(now, call, bad);
+                }
+                AttemptResult::NotFound => {
                     self.end_cache_call(id);
                     self.deliver_step_result(
                         now,
@@ -265,8 +324,10 @@ impl<T: Tracer> Simulation<'_, T> {
         let model = self.model;
         let cache = model.world.dependencies[station].cache.as_ref().expect("a call belongs to a cache");
         let state = self.caches.as_deref_mut().expect("a call belongs to a cache");
+        let store = state.stores[station].as_ref();
         let usable =
-            call.stale_ok && state.stores[station].as_ref().is_some_and(|s| s.stale_usable(cache, now, call.entry));
+            call.stale_ok && serves_stale_on(result) && store.is_some_and(|s| s.stale_usable(cache, now, call.entry));
+        let bad = store.and_then(|s| s.bad(call.entry));
         let run = &mut self.runs[call.run];
         if !usable || run.generation != call.run_gen || run.machine.ended {
             self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, result);
@@ -284,7 +345,10 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         mark.2 |= !marked;
         self.observe(now, call.measured, Observation::Cache(CacheObservation::StaleServed));
-        self.deliver_step_result(now, call.run, call.run_gen, Purpose::Call, call.step, call.serial, AttemptResult::Ok);
+        // The trace shows why the run is degraded (explore's evidence check reads it).
+        let event = TraceEvent::CacheStaleAnswer { step: call.step, serial: call.serial, marked };
+        self.tracer.record(call.run, now, event);
+        self.answer_ok(now, call, bad);
     }
 
     /// Run `r` ended: counted, with whether it rests on stale data.
@@ -348,6 +412,32 @@ impl<T: Tracer> Simulation<'_, T> {
     pub(super) fn fill_position(&self, fill: u32, step: u8) -> (u8, u32) {
         let serial = self.caches.as_deref().map_or(0, |s| s.fills[fill].leader_serial);
         (step, serial)
+    }
+}
+
+/// The failures a stale entry may answer: RFC 5861's errors, "any situation that would result
+/// in a 500, 502, 503, or 504 HTTP response status code" (a provider's failure, a transport
+/// or gateway failure, an overloaded server, a deadline run out at the dependency) and the
+/// transport's own equivalents (a timeout, a connection refused: `down` fails as a transport
+/// error). A refusal of the request itself (401/403, 400, 429, a malformed result) is the
+/// dependency's answer about this caller, not an outage: serving stale there would let a
+/// revoked user keep reading.
+fn serves_stale_on(result: AttemptResult) -> bool {
+    match result {
+        AttemptResult::TimedOut => true,
+        AttemptResult::Failed { kind, .. } => match kind {
+            FailureKind::TransientTransport
+            | FailureKind::Overloaded
+            | FailureKind::PermanentProvider
+            | FailureKind::DeadlineExhausted => true,
+            FailureKind::InvalidInput
+            | FailureKind::Unauthorized
+            | FailureKind::RateLimited
+            | FailureKind::ResultInvalid
+            | FailureKind::EffectUnknown
+            | FailureKind::Canceled => false,
+        },
+        AttemptResult::Ok | AttemptResult::NotFound => false,
     }
 }
 

@@ -2,6 +2,7 @@
 //! can hold it without importing its driver.
 
 use super::arena::Arena;
+use crate::world::bad_result::BadResult;
 use crate::world::cache::CacheStore;
 
 /// No fill: the call is answered from the cache (a hit) after the lookup's time.
@@ -24,6 +25,8 @@ pub(super) struct CacheCall {
     /// It may be answered by a stale entry if the dependency fails (the entry was stale at
     /// the lookup, the policy serves stale, the step's task class is not forbidden).
     pub stale_ok: bool,
+    /// A hit on an entry that stored a bad answer (a success-looking fault at its fill).
+    pub bad: Option<BadResult>,
 }
 
 impl CacheCall {
@@ -40,6 +43,7 @@ impl CacheCall {
             measured: false,
             fill: NO_FILL,
             stale_ok: false,
+            bad: None,
         }
     }
 }
@@ -71,8 +75,8 @@ pub(super) struct CacheState {
     pub fills: Arena<FillSlot>,
     /// By run slot: (the run's generation, it got a stale answer, one without provenance).
     pub stale_runs: Vec<(u32, bool, bool)>,
-    /// Waiters of the fill being answered (kept for its capacity).
-    pub scratch: Vec<u32>,
+    /// Waiters of the fill being answered and their generations (kept for its capacity).
+    pub scratch: Vec<(u32, u32)>,
 }
 
 /// The caches a policy uses, empty: None when it uses none.

@@ -200,11 +200,12 @@ impl<T: Tracer> Simulation<'_, T> {
         timeout_us: Option<Micros>,
     ) {
         // A cache the policy looks in answers first (none: one load of a None).
-        if self.policy.caches[station].is_some()
-            && purpose == Purpose::Call
-            && self.send_through_cache(now, r, s, serial, station, timeout_us)
-        {
-            return;
+        if self.policy.caches[station].is_some() && purpose == Purpose::Call {
+            if self.send_through_cache(now, r, s, serial, station, timeout_us) {
+                return;
+            }
+            // The cache is out: the call goes to the dependency, and spends there.
+            self.charge_cached_call(r, s, station);
         }
         let slot = &self.runs[r];
         let workflow = &self.model.workflows[slot.machine.workflow as usize];
@@ -331,7 +332,7 @@ impl<T: Tracer> Simulation<'_, T> {
 
     #[cold]
     #[inline(never)]
-    fn deliver_bad_result(
+    pub(super) fn deliver_bad_result(
         &mut self,
         now: Micros,
         r: u32,

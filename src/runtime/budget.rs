@@ -136,6 +136,13 @@ impl RunBudget {
     /// Spends what an admitted attempt costs.
     pub fn spend_cost(&mut self, spend: Spend) {
         debug_assert!(self.cost_fits(spend), "spend only what was checked");
+        self.charge(spend);
+    }
+
+    /// Spends what an attempt checked when it was sent costs now that it reaches its
+    /// dependency (a cache's miss): steps sent together were checked apart, so this may pass
+    /// the budget by what they spend together.
+    pub fn charge(&mut self, spend: Spend) {
         debug_assert!(
             spend.cost_units >= 0.0 && spend.model_tokens >= 0.0 && spend.money >= 0.0,
             "costs are never negative"

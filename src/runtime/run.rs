@@ -751,7 +751,7 @@ impl RunMachine {
         // an attempt the deadline or the cost budget stopped before it left, never reached it.
         self.steps[s as usize].tried_primary |= !st.on_fallback;
         if self.send(cx, out, s, attempt) {
-            self.budget.spend_cost(cost);
+            self.spend_unless_cached(cx, dependency, purpose, cost);
             self.steps[s as usize].count_attempt();
             self.arm_hedge(cx, out, s);
         } else {
@@ -760,17 +760,39 @@ impl RunMachine {
         }
     }
 
+    /// Spends what a sent attempt costs. A call at a dependency whose cache the policy looks
+    /// in was checked against the budget like any (it may miss) but spends only if its lookup
+    /// needs the dependency: the engine charges it then (engine::cache), a hit costs nothing.
+    fn spend_unless_cached(&mut self, cx: &RunContext, dependency: usize, purpose: Purpose, cost: Spend) {
+        if purpose != Purpose::Call || cx.policy.caches[dependency].is_none() {
+            self.budget.spend_cost(cost);
+        }
+    }
+
     /// What an attempt of step `s` at `dependency` costs: its cost units, and when the budget
     /// limits tokens or money and the dependency is a token-shaped model, the call's tokens
     /// (the step's counts, drawn once per run and step) and their price.
     fn spend_of(&self, cx: &RunContext, s: u8, dependency: usize) -> Spend {
-        let units = Spend::units(cx.costs[dependency]);
+        let (step, sp) = cx.step(s);
+        self.spend_at(cx.costs[dependency], cx.loads.dependencies[dependency].tokens.as_ref(), (step, sp), s)
+    }
+
+    /// As `spend_of`, for a dependency of `cost_units` and token shape `shape` (the engine
+    /// asks it back for an attempt a cache answered without a call).
+    pub fn spend_at(
+        &self,
+        cost_units: f64,
+        shape: Option<&crate::world::tokens::TokenShape>,
+        (step, sp): (&StepModel, &StepPolicy),
+        s: u8,
+    ) -> Spend {
+        let units = Spend::units(cost_units);
         if !self.budget.limits_tokens_or_money() {
             return units;
         }
-        let Some(shape) = &cx.loads.dependencies[dependency].tokens else { return units };
-        let mut tokens = cx.step(s).0.tokens_in(self.key, shape);
-        tokens.reduce_input(self.context_share(cx.step(s).1, s));
+        let Some(shape) = shape else { return units };
+        let mut tokens = step.tokens_in(self.key, shape);
+        tokens.reduce_input(self.context_share(sp, s));
         Spend { model_tokens: f64::from(tokens.input) + f64::from(tokens.output), money: shape.price(tokens), ..units }
     }
 
@@ -912,7 +934,7 @@ impl RunMachine {
         let info = cx.info(AttemptKind::Hedge, false, None);
         let attempt = Attempt { dependency, route, info, purpose: Purpose::Call, timeout_us, cost: cost.cost_units };
         if self.send(cx, out, s, attempt) {
-            self.budget.spend_cost(cost);
+            self.spend_unless_cached(cx, dependency, Purpose::Call, cost);
             self.steps[s as usize].hedges += 1;
             out.observe(Observation::HedgeSent { dependency: dependency as u16 });
             self.arm_hedge(cx, out, s);

@@ -223,6 +223,14 @@ pub enum TraceEvent {
         job: u32,
         duplicate: bool,
     },
+    /// Attempt `serial` of step `step` was answered by a stale cache entry after its
+    /// dependency failed (RFC 5861 stale-if-error); `marked` when the cache's contract
+    /// requires provenance: the run is then degraded and its evidence `stale`.
+    CacheStaleAnswer {
+        step: u8,
+        serial: u32,
+        marked: bool,
+    },
 }
 
 /// What the engine calls as it simulates. `ON` and `DRAWS` are constants, so every hook of

@@ -12,6 +12,7 @@
 //! or nothing (a miss). A cold cache (a restart) empties every entry at once: an entry
 //! stored before the last restart is a miss.
 
+use super::bad_result::BadResult;
 use super::check::Checker;
 use crate::scenario::types::CacheSpec;
 use crate::scenario::{FieldPath, ScenarioError, quote};
@@ -20,6 +21,8 @@ use crate::sim::{Micros, StreamKey, s_to_us, stable_name_id};
 /// Keys in one scope, and entries in all scopes (16 bytes each: 64 MB at the limit).
 pub const MAX_CACHE_KEYS: u32 = 1_000_000;
 pub const MAX_CACHE_ENTRIES: u64 = 4_000_000;
+/// A hit's time, at most (a cache slower than a minute is no cache).
+pub const MAX_LOOKUP_MS: f64 = 60_000.0;
 
 crate::named_enum! {
     /// Whose lookups share entries (the essay's `cache_scope`).
@@ -141,7 +144,13 @@ pub(super) fn compile_cache(
     let fresh_ttl_us = seconds("fresh_ttl_s", Some(spec.fresh_ttl_s))?;
     let stale_if_error_us = seconds("stale_if_error_s", spec.stale_if_error_s)?;
     let negative_ttl_us = seconds("negative_ttl_s", spec.negative_ttl_s)?;
-    let lookup_us = crate::sim::ms_to_us(c.non_negative(&path.key("lookup_ms"), spec.lookup_ms.unwrap_or(0.0))?);
+    let lookup_ms = c.non_negative(&path.key("lookup_ms"), spec.lookup_ms.unwrap_or(0.0))?;
+    // A hit has no timeout of its own: a lookup slower than this is a misconfiguration, not a
+    // cache (and one past the simulation's end would leave its run in flight for ever).
+    if lookup_ms > MAX_LOOKUP_MS {
+        return Err(c.err(&path.key("lookup_ms"), format!("{lookup_ms} ms is more than {MAX_LOOKUP_MS} ms (a minute)")));
+    }
+    let lookup_us = crate::sim::ms_to_us(lookup_ms);
     let scope = c.named(&path.key("cache_scope"), spec.cache_scope.as_deref(), CacheScope::Global)?;
     let popularity = c.named(&path.key("popularity"), spec.popularity.as_deref(), Popularity::Uniform)?;
     let keys = c.in_range(&path.key("keys"), spec.keys, 1, MAX_CACHE_KEYS)?;
@@ -234,6 +243,9 @@ const NEVER: Micros = Micros::MAX;
 struct Entry {
     stored_at: Micros,
     negative: bool,
+    /// The answer stored looked like success and was not (a success-looking fault at the fill):
+    /// every lookup it answers gets it, as a real cache serves what it was given.
+    bad: Option<BadResult>,
     /// The fill in flight for this key (single-flight), or NO_FILL.
     fill: u32,
 }
@@ -249,7 +261,7 @@ pub struct CacheStore {
 impl CacheStore {
     pub fn new(model: &CacheModel) -> CacheStore {
         CacheStore {
-            entries: vec![Entry { stored_at: NEVER, negative: false, fill: NO_FILL }; model.entries()],
+            entries: vec![Entry { stored_at: NEVER, negative: false, bad: None, fill: NO_FILL }; model.entries()],
             cleared_at: 0,
         }
     }
@@ -295,11 +307,18 @@ impl CacheStore {
         self.entries[entry as usize].fill = NO_FILL;
     }
 
-    /// The dependency answered for `entry` at `now`: found, or not (`negative`).
-    pub fn store(&mut self, now: Micros, entry: u32, negative: bool) {
+    /// The dependency answered for `entry` at `now`: found, or not (`negative`), and what was
+    /// wrong with an answer that looked like success (`bad`).
+    pub fn store(&mut self, now: Micros, entry: u32, negative: bool, bad: Option<BadResult>) {
         let e = &mut self.entries[entry as usize];
         e.stored_at = now;
         e.negative = negative;
+        e.bad = bad;
+    }
+
+    /// What is wrong with the answer stored for `entry`, if it was a bad one.
+    pub fn bad(&self, entry: u32) -> Option<BadResult> {
+        self.entries[entry as usize].bad
     }
 
     /// The cache restarted at `at` (a cold_cache fault's start): every entry stored before is
@@ -344,7 +363,7 @@ mod tests {
         let m = model(10, 20, 0);
         let mut store = CacheStore::new(&m);
         assert_eq!(store.lookup(&m, 0, 1), LookupState::Miss);
-        store.store(5 * S, 1, false);
+        store.store(5 * S, 1, false, None);
         assert_eq!(store.lookup(&m, 5 * S, 1), LookupState::Fresh);
         assert_eq!(store.lookup(&m, 15 * S - 1, 1), LookupState::Fresh);
         assert_eq!(store.lookup(&m, 15 * S, 1), LookupState::Stale);
@@ -359,7 +378,7 @@ mod tests {
     fn a_negative_entry_answers_for_its_own_ttl_and_never_as_stale() {
         let m = model(100, 100, 2);
         let mut store = CacheStore::new(&m);
-        store.store(0, 2, true);
+        store.store(0, 2, true, None);
         assert_eq!(store.lookup(&m, S, 2), LookupState::Negative);
         assert!(LookupState::Negative.is_hit());
         assert_eq!(store.lookup(&m, 2 * S, 2), LookupState::Expired);
@@ -370,12 +389,12 @@ mod tests {
     fn hits_do_not_renew_an_entry_and_a_fill_replaces_it() {
         let m = model(10, 0, 0);
         let mut store = CacheStore::new(&m);
-        store.store(0, 0, false);
+        store.store(0, 0, false, None);
         for t in 0..10 {
             assert_eq!(store.lookup(&m, t * S, 0), LookupState::Fresh);
         }
         assert_eq!(store.lookup(&m, 10 * S, 0), LookupState::Expired);
-        store.store(10 * S, 0, false);
+        store.store(10 * S, 0, false, None);
         assert_eq!(store.lookup(&m, 19 * S, 0), LookupState::Fresh);
     }
 
@@ -383,12 +402,12 @@ mod tests {
     fn a_restart_empties_what_was_stored_before_it_only() {
         let m = model(100, 0, 100);
         let mut store = CacheStore::new(&m);
-        store.store(S, 0, false);
-        store.store(S, 1, true);
+        store.store(S, 0, false, None);
+        store.store(S, 1, true, None);
         store.clear(2 * S);
         assert_eq!(store.lookup(&m, 3 * S, 0), LookupState::Miss);
         assert_eq!(store.lookup(&m, 3 * S, 1), LookupState::Miss);
-        store.store(3 * S, 0, false);
+        store.store(3 * S, 0, false, None);
         assert_eq!(store.lookup(&m, 4 * S, 0), LookupState::Fresh);
         // An earlier restart does not bring entries back.
         store.clear(S);

@@ -925,7 +925,10 @@ fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind)
     match present.iter().find(|(name, set)| *set && !allowed.contains(name)) {
         Some((name, _)) => Err(c.err(
             &path.key(name),
-            format!("`{name}` does not apply to a `{}` fault (it takes {})", kind.name(), allowed.join(", ")),
+            match allowed {
+                [] => format!("`{name}` does not apply to a `{}` fault (it takes no field)", kind.name()),
+                _ => format!("`{name}` does not apply to a `{}` fault (it takes {})", kind.name(), allowed.join(", ")),
+            },
         )),
         None => Ok(()),
     }

@@ -28,7 +28,8 @@ pub const CONTROL_CAPACITY: &str = "the control path kept its capacity (no statu
 pub const SOFT_FIRST: &str =
     "soft branches cut before hard ones (no hard call given up for time or cost while a soft one ran)";
 pub const WRITES_PAUSED: &str = "no write attempt while the workflow's mode pauses writes";
-pub const DEGRADED_SAYS_WHY: &str = "a degraded result carries its evidence (an omitted step or a fallback's answer)";
+pub const DEGRADED_SAYS_WHY: &str =
+    "a degraded result carries its evidence (an omitted step, a fallback's answer or a stale cache entry)";
 
 /// Attempts of one step per target.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,7 +50,8 @@ struct LiveRun {
     measured: bool,
     retries: u32,
     retry_token_limit: u32,
-    /// A step was omitted or answered by its fallback: what a degraded result must show.
+    /// A step was omitted, answered by its fallback or by a stale cache entry marked as such:
+    /// what a degraded result must show.
     lacks_something: bool,
     steps: Vec<StepCount>,
 }
@@ -219,6 +221,9 @@ impl Tracer for RunChecks<'_> {
                     self.hard_step_ended(slot, step);
                 }
             }
+            // A stale entry served with its provenance is the run's evidence (scenario.md 4.8);
+            // an unmarked one passes as fresh and degrades nothing.
+            TraceEvent::CacheStaleAnswer { marked, .. } => self.runs[slot].lacks_something |= marked,
             TraceEvent::AttemptRefused { purpose: Purpose::Lookup, reason, .. } => {
                 self.lookup_lost(slot, format!("refused ({})", reason.name()))
             }

@@ -265,6 +265,14 @@ impl Builder<'_> {
                     }
                 }
             }
+            TraceEvent::CacheStaleAnswer { step, serial, marked } => {
+                if let Some(&span) = self.attempts.get(&(step, serial)) {
+                    let s = &mut self.spans[span];
+                    s.set("cache.stale", Value::Bool(true));
+                    s.set("cache.provenance", Value::Bool(marked));
+                    s.event(at, "cache.stale_answer", vec![("cache.provenance", Value::Bool(marked))]);
+                }
+            }
             TraceEvent::EffectCommitted { job, duplicate } => {
                 if let Some(&span) = self.jobs.get(&job) {
                     let attrs = vec![("effect.duplicate", Value::Bool(duplicate))];
@@ -410,6 +418,8 @@ impl Builder<'_> {
         let word = match (result, kind) {
             (AttemptResult::Ok, _) if self.is_lookup(span) => "FOUND",
             (AttemptResult::NotFound, _) => "NOT_FOUND",
+            // The dependency failed; a stale cache entry answered (stale-if-error).
+            (AttemptResult::Ok, _) if self.spans[span].attribute("cache.stale").is_some() => "STALE_CACHE_ENTRY",
             (AttemptResult::Ok, _) => "SUCCESS",
             (AttemptResult::TimedOut, Some(FailureKind::EffectUnknown)) => "TIMEOUT EFFECT_UNKNOWN",
             (AttemptResult::TimedOut, _) => "TIMEOUT",
