@@ -362,3 +362,24 @@ fn a_validators_share_is_a_set_path_and_explore_draws_the_new_kinds_where_they_f
     assert!(matches!(o.status.code(), Some(0 | 99)), "{}", String::from_utf8_lossy(&o.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `outcome_total.<o>`, 0 when no run had it.
+fn outcome(m: &MetricMap, o: &str) -> f64 {
+    m.get(&format!("outcome_total.{o}")).copied().unwrap_or(0.0)
+}
+
+#[test]
+fn a_validators_check_ends_at_the_root_deadline() {
+    // Before: runs "succeeded" at 120 100 ms on a 60 s deadline, and 1e300 ms hung every run.
+    for latency_ms in ["120000", "1e300"] {
+        let policy = format!(
+            "[policy.p]\ntimeout_ms = 5000\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = {latency_ms}\ndetects = {{ schema_violation = 0.5 }}\n"
+        );
+        let m = model(&tool_scenario("", &policy));
+        let r = simulate(&m, 0, 3).unwrap_or_else(|e| panic!("{latency_ms}: {e}")).metrics;
+        assert_eq!(r["run_latency_ms.max"], 60_000.0, "{latency_ms}: the check is cut at the deadline");
+        assert_eq!(outcome(&r, "succeeded"), 0.0, "{latency_ms}: no answer was checked in time");
+        assert_eq!(outcome(&r, "failed"), r["logical_run_total"]);
+        assert_eq!(r["deadline_exceeded_ratio"], 1.0);
+    }
+}

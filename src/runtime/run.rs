@@ -1181,7 +1181,10 @@ impl RunMachine {
 
     /// Step `s` got an answer (`bad`, if it is not one) and its policy validates it: the check
     /// costs its cost now and gives its verdict after its latency (at once without one). The
-    /// step stays active meanwhile: a run that ends first abandons it.
+    /// step stays active meanwhile: a run that ends first abandons it. The check is the
+    /// runtime's own work, and the runtime knows its root deadline: a check that would end
+    /// after it is cut there, with or without propagation (like an approval's wait), and the
+    /// step runs out of time with an unchecked answer (docs/scenario.md 8.4).
     fn start_validation(
         &mut self,
         cx: &mut RunContext,
@@ -1193,20 +1196,29 @@ impl RunMachine {
         let Some(v) = &cx.step(s).1.validator else { return };
         let (latency_us, cost_units) = (v.latency_us, v.cost_units);
         out.observe(Observation::BadResult(BadResultObservation::Validated { cost_units }));
+        let verdict_at = cx.now.saturating_add(latency_us);
+        let until = verdict_at.min(self.budget.deadline_at.max(cx.now));
+        let cut_by_deadline = until < verdict_at;
         let st = &mut self.steps[s as usize];
         st.hedge_wake = None; // the answer is in: no hedge is sent while it is checked
-        let pending = PendingValidation { step: s, wake: st.next_wake(), bad, via_fallback };
+        let pending = PendingValidation { step: s, wake: st.next_wake(), bad, via_fallback, cut_by_deadline };
         if latency_us == 0 {
             return self.finish_validation(cx, out, pending);
         }
         self.validations.push(pending);
-        out.command(Command::Sleep { step: s, wake: pending.wake, until: cx.now + latency_us });
+        out.command(Command::Sleep { step: s, wake: pending.wake, until });
     }
 
     /// The validator's verdict on step `s`'s answer: a good answer or a missed bad one ends
     /// the step as a success (the missed one under the run's answer); a detected one is
     /// RESULT_INVALID, handled as the policy handles it.
     fn finish_validation(&mut self, cx: &mut RunContext, out: &mut impl Effects, p: PendingValidation) {
+        if p.cut_by_deadline {
+            // No verdict by the root deadline: the answer cannot be used unchecked, and no
+            // time is left for anything else (a fallback that fits would be none).
+            self.exhausted(out, p.step, BudgetKind::Time);
+            return self.step_gave_up(cx, out, p.step, MayFallBack::IfItFits);
+        }
         let (step, sp) = cx.step(p.step);
         let Some(v) = &sp.validator else { return };
         let serial = u64::from(self.steps[p.step as usize].serial);

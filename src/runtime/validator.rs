@@ -88,6 +88,8 @@ pub struct PendingValidation {
     pub bad: Option<BadResult>,
     /// The answer came from a fallback candidate.
     pub via_fallback: bool,
+    /// The root deadline comes before the verdict: the timer ends the check unfinished.
+    pub cut_by_deadline: bool,
 }
 
 /// A step's `validator` table at `path`: a known check, times and costs >= 0, and shares in
