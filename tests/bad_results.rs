@@ -383,3 +383,25 @@ fn a_validators_check_ends_at_the_root_deadline() {
         assert_eq!(r["deadline_exceeded_ratio"], 1.0);
     }
 }
+
+#[test]
+fn an_advisory_step_whose_window_closes_during_its_check_ends_once() {
+    // The advisory step answers at 100 ms, its check would end at 200, its window closes at
+    // 150: it is left out then, and the hard step after it runs 150 .. 250 ms. Before: the
+    // step ended twice (used + omitted = 2 x runs) and the run "succeeded" at 200 ms with its
+    // hard step abandoned.
+    let advisory = tool_scenario(SCHEMA_FAULT, "").replace(
+        "  fallback = \"tool-b\"\n",
+        "  criticality = \"advisory\"\n  advisory_wait_ms = 150\n\n  [[workflow.step]]\n  id = \"after\"\n  dependency = \"tool-b\"\n  after = [\"call\"]\n",
+    );
+    let policy = "[policy.p]\ntimeout_ms = 5000\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = 100\ndetects = { schema_violation = 1.0 }\n";
+    let m = model(&format!("{advisory}\n{policy}"));
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    let runs = r["logical_run_total"];
+    let used = r.get("advisory_used_total").copied().unwrap_or(0.0);
+    assert_eq!(used, 0.0, "no check ends inside the window");
+    assert_eq!(r["advisory_omitted_total"], runs, "each advisory step ends once");
+    assert_eq!(r["run_latency_ms.max"], 250.0);
+    assert_eq!(r["run_latency_ms.mean"], 250.0);
+    assert_eq!(outcome(&r, "succeeded"), runs);
+}

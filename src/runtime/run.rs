@@ -1361,6 +1361,9 @@ impl RunMachine {
             self.cancel_step_attempts(cx, out, s);
         }
         self.advisory_windows.retain(|&(step, _)| step != s);
+        // An answer still under its validator's check comes too late to be used: the
+        // check's verdict must not end the step a second time.
+        self.validations.retain(|v| v.step != s);
         self.steps[s as usize].phase = StepPhase::Omitted;
         out.observe(Observation::AdvisoryOmitted);
         out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
