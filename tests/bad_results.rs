@@ -405,3 +405,18 @@ fn an_advisory_step_whose_window_closes_during_its_check_ends_once() {
     assert_eq!(r["run_latency_ms.mean"], 250.0);
     assert_eq!(outcome(&r, "succeeded"), runs);
 }
+
+#[test]
+fn a_stream_cut_leaves_a_failing_call_its_time_and_its_bill() {
+    // Every call fails: a stream cut has no success to touch. Before: the failing calls were
+    // cut to 520 ms and billed one output token (cost 1.2210 instead of 2.1315 in the review).
+    let errors = "[[fault]]\nkind = \"errors\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 1000\nerrors = { permanent_provider = 1.0 }\n";
+    let cut = "[[fault]]\nkind = \"stream_cut\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 1000\n";
+    let failing = one(&model_scenario(errors, "", 0));
+    let both = one(&model_scenario(&format!("{errors}\n{cut}"), "", 0));
+    assert_eq!(failing["run_latency_ms.mean"], 6500.0);
+    for name in ["run_latency_ms.mean", "gen_ai.client.token.usage.output_total", "cost_money_total"] {
+        assert_eq!(both[name], failing[name], "{name}");
+    }
+    assert_eq!(both.get("bad_result_total.stream_cut").copied().unwrap_or(0.0), 0.0);
+}
