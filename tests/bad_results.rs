@@ -420,3 +420,17 @@ fn a_stream_cut_leaves_a_failing_call_its_time_and_its_bill() {
     }
     assert_eq!(both.get("bad_result_total.stream_cut").copied().unwrap_or(0.0), 0.0);
 }
+
+#[test]
+fn an_sdk_clients_answer_carries_its_bad_result() {
+    // The SDK's first attempt is the runtime's call: its bad answer reaches the validator as
+    // without the SDK. Before: 0 bad results and every run succeeded under the SDK.
+    let policies = "[policy.plain]\ntimeout_ms = 5000\n[policy.plain.steps.call.validator]\ncheck = \"schema\"\ndetects = { schema_violation = 1.0 }\n\n[policy.sdk]\ntimeout_ms = 5000\n[policy.sdk.steps.call.validator]\ncheck = \"schema\"\ndetects = { schema_violation = 1.0 }\n[policy.sdk.sdk_client.tool]\n";
+    let m = model(&tool_scenario(SCHEMA_FAULT, policies));
+    let plain = simulate(&m, m.policy_index("plain").unwrap(), 3).unwrap().metrics;
+    let sdk = simulate(&m, m.policy_index("sdk").unwrap(), 3).unwrap().metrics;
+    let bad = |r: &MetricMap| r.get("bad_result_total.schema_violation").copied().unwrap_or(0.0);
+    assert!(bad(&plain) > 0.3 * plain["logical_run_total"], "{}", bad(&plain));
+    assert_eq!(bad(&sdk), bad(&plain), "the same draws, the same bad answers");
+    assert_eq!(outcome(&sdk, "degraded"), outcome(&plain, "degraded"));
+}

@@ -331,7 +331,7 @@ impl<T: Tracer> Simulation<'_, T> {
 
     #[cold]
     #[inline(never)]
-    fn deliver_bad_result(
+    pub(super) fn deliver_bad_result(
         &mut self,
         now: Micros,
         r: u32,
