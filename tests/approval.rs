@@ -264,3 +264,36 @@ fn bad_approval_and_advisory_fields_are_located_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The approval scenario with a machine step `check` at `tool` after the approval, and `extra`
+/// appended.
+fn with_machine_step(extra: &str) -> String {
+    let desk = r#"decision_time = { dist = "constant", value_ms = 100 }, expires_after_s = 1000"#;
+    let base = approval_scenario(SIM, 1.0, 10000.0, desk);
+    let tool = "[[dependency]]\nname = \"tool\"\nservice_time = { dist = \"constant\", value_ms = 10 }\n\n[[workflow]]";
+    let step =
+        "\n  [[workflow.step]]\n  id = \"check\"\n  dependency = \"tool\"\n  after = [\"approve\"]\n\n[policy.p]";
+    format!("{}\n{extra}\n", base.replacen("[[workflow]]", tool, 1).replacen("\n[policy.p]", step, 1))
+}
+
+#[test]
+fn a_policys_fallback_and_a_fault_cannot_name_an_approval_desk() {
+    // Before: the policy's fallback was accepted and the desk answered machine attempts in
+    // 0 ms.
+    let (code, err) = validate(&with_machine_step(""));
+    assert_eq!(code, 0, "{err}");
+    let cases = [
+        ("[policy.p.steps.check]\nfallback = \"change-board\"", "policy.p.steps.check.fallback", "nobody's fallback"),
+        (
+            "[policy.p.steps.check]\nfallbacks = [{ dependency = \"change-board\" }]",
+            "policy.p.steps.check.fallbacks[0].dependency",
+            "nobody's fallback",
+        ),
+    ];
+    for (extra, field, says) in cases {
+        let (code, err) = validate(&with_machine_step(extra));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(err.contains(field) && err.contains(says), "{field} {says}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -396,10 +396,17 @@ impl StepContext<'_> {
             let message = "a write cannot fall back to another dependency";
             Err(error_at_path(source, &field, message))
         };
+        // A fallback candidate: a known dependency, never an approval desk (a human is
+        // nobody's fallback, as the step's own `fallback` is checked in runtime/workflow.rs).
         let dependency = |field: &FieldPath, name: &str| {
-            world
-                .dependency_index(name)
-                .ok_or_else(|| error_at_path(source, field, unknown_name("dependency", name, world.dependency_names())))
+            let d = world.dependency_index(name).ok_or_else(|| {
+                error_at_path(source, field, unknown_name("dependency", name, world.dependency_names()))
+            })?;
+            if world.dependencies[d].approval.is_some() {
+                let message = format!("{} is an approval dependency: a human is nobody's fallback", quote(name));
+                return Err(error_at_path(source, field, message));
+            }
+            Ok(d)
         };
         let candidate = |d: usize, admits_class: bool, context_share: Option<f64>| FallbackCandidate {
             dependency: d,
