@@ -279,9 +279,11 @@ fn with_machine_step(extra: &str) -> String {
 #[test]
 fn a_policys_fallback_and_a_fault_cannot_name_an_approval_desk() {
     // Before: the policy's fallback was accepted and the desk answered machine attempts in
-    // 0 ms.
+    // 0 ms; the faults were accepted and did nothing.
     let (code, err) = validate(&with_machine_step(""));
     assert_eq!(code, 0, "{err}");
+    let down = "[[fault]]\nkind = \"down\"\ntarget = \"change-board\"\nstart_s = 0\nduration_s = 100";
+    let looping = down.replace("\"down\"", "\"delegation_loop\"") + "\ntimeout_ms = 100";
     let cases = [
         ("[policy.p.steps.check]\nfallback = \"change-board\"", "policy.p.steps.check.fallback", "nobody's fallback"),
         (
@@ -289,6 +291,8 @@ fn a_policys_fallback_and_a_fault_cannot_name_an_approval_desk() {
             "policy.p.steps.check.fallbacks[0].dependency",
             "nobody's fallback",
         ),
+        (down, "fault[0].target", "approval desk"),
+        (&looping, "fault[0].target", "approval desk"),
     ];
     for (extra, field, says) in cases {
         let (code, err) = validate(&with_machine_step(extra));

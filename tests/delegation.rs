@@ -236,6 +236,17 @@ fn a_delegation_loop_fault_checks_its_fields_with_located_errors() {
         (base.replace("timeout_ms = 600000\n", "timeout_ms = 600000\nmax_attempts = 0\n"), "max_attempts"),
         (base.replace("timeout_ms = 600000\n", "timeout_ms = 600000\nfactor = 2\n"), "`factor` does not apply"),
         (base.replace("fan_out = {  }", "fan_out = { max_delegation_depth = 17 }"), "max_delegation_depth"),
+        // A loop needs an A2A agent in a delegation (before: accepted; at a model it held its
+        // one server while waiting for itself until the deadline; after a plain call it
+        // started a chain of its own).
+        (base.replace("delegate = true", "delegate = false"), "not an A2A agent in a delegation"),
+        (
+            base.replace("target = \"a1\"", "target = \"m\"").replace(
+                "[[workflow]]",
+                "[[dependency]]\nname = \"m\"\nkind = \"model\"\nservice_time = { dist = \"constant\", value_ms = 1 }\n\n[[workflow]]",
+            ),
+            "not an A2A agent in a delegation",
+        ),
     ];
     for (toml, needle) in cases {
         let source = faultline::scenario::Source::from_text("t.toml", &toml, faultline::scenario::Format::Toml);
