@@ -301,3 +301,56 @@ fn a_policys_fallback_and_a_fault_cannot_name_an_approval_desk() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn an_approval_pending_at_the_deadline_beside_an_unfinished_hard_step_fails_the_run_under_every_policy() {
+    // A 10 s hard step beside a 1 h decision, a 5 s deadline. Before: `failed` with the
+    // request in no verdict under propagation, `awaiting_approval` and no deadline miss
+    // without it (while the hard step still ran).
+    let toml = r#"
+[simulation]
+duration_s = 100
+warmup_s = 0
+seed = 3
+replications = 1
+drain_limit_s = 100000
+
+[[dependency]]
+name = "slow"
+servers = 1000
+service_time = { dist = "constant", value_ms = 10000 }
+
+[[dependency]]
+name = "board"
+approval = { decision_time = { dist = "constant", value_ms = 3600000 }, expires_after_s = 100000 }
+
+[[workflow]]
+name = "par"
+arrivals = { rate_per_s = 1 }
+deadline_ms = 5000
+  [[workflow.step]]
+  id = "slowstep"
+  dependency = "slow"
+  [[workflow.step]]
+  id = "approve"
+  dependency = "board"
+
+[policy.prop]
+timeout_ms = 100000
+
+[policy.noprop]
+timeout_ms = 100000
+deadline_propagation = false
+"#;
+    let m = model(toml);
+    for policy in ["prop", "noprop"] {
+        let r = faultline::engine::simulate(&m, m.policy_index(policy).unwrap(), 1).unwrap().metrics;
+        let runs = r["logical_run_total"];
+        let get = |k: &str| r.get(k).copied().unwrap_or(0.0);
+        assert_eq!(get("outcome_total.failed"), runs, "{policy}");
+        assert_eq!(get("outcome_total.awaiting_approval"), 0.0, "{policy}");
+        assert_eq!(r["deadline_exceeded_ratio"], 1.0, "{policy}");
+        assert_eq!(r["run_latency_ms.max"], 5000.0, "{policy}");
+        assert_eq!(get("approval_total.pending_at_deadline"), r["approval_requested_total"], "{policy}");
+    }
+}

@@ -1336,13 +1336,29 @@ impl RunMachine {
             ApprovalVerdict::Approved => return self.step_succeeded(cx, out, s, false),
             ApprovalVerdict::Refused => Outcome::ApprovalRefused,
             ApprovalVerdict::Expired => Outcome::ApprovalExpired,
+            // A hard machine step still open: the run is not only waiting for a person, and
+            // no hand-off can finish it; it fails at its deadline, under every policy
+            // (docs/scenario.md 4.7), as it does when that step's attempt is cut there first.
+            ApprovalVerdict::PendingAtDeadline if self.hard_work_open(cx, s) => {
+                self.time_ran_out = true;
+                Outcome::Failed
+            }
             ApprovalVerdict::PendingAtDeadline => Outcome::AwaitingApproval,
         };
         self.ended_by = self.ended_by.or(Some(s));
         // Still waiting, the request goes on to a task (a hand-off); refused or lapsed, it ended.
-        let end = if verdict == ApprovalVerdict::PendingAtDeadline { StepEnd::Handoff } else { StepEnd::Failed };
+        let end = if matches!(outcome, Outcome::AwaitingApproval) { StepEnd::Handoff } else { StepEnd::Failed };
         out.trace(TraceEvent::StepEnded { step: s, end });
         self.end_run(cx, out, outcome);
+    }
+
+    /// Whether a hard step other than approval step `s`, and not an approval step itself, is
+    /// still open (waiting, active or sleeping): machine work the run's answer needs. Soft and
+    /// advisory steps are left behind by a hand-off like any open step at a run's end.
+    fn hard_work_open(&self, cx: &RunContext, s: u8) -> bool {
+        self.steps.iter().zip(&cx.workflow.steps).enumerate().any(|(i, (st, step))| {
+            i != s as usize && st.phase.is_open() && step.criticality == Criticality::Hard && !step.approval
+        })
     }
 
     /// Advisory step `s` starts: its result is used only within its window.
@@ -1447,6 +1463,16 @@ impl RunMachine {
         let latency_us = cx.now - self.start_us;
         if self.rests_on_bad_result && outcome.is_success() {
             out.observe(Observation::BadResult(BadResultObservation::AnswerRestsOnBadResult));
+        }
+        // A request still open once the root deadline has come is pending at the deadline,
+        // whatever ends the run (a machine step's failure at the same instant included).
+        if !self.approvals.is_empty() && cx.now >= self.budget.deadline_at {
+            for a in &self.approvals {
+                if cx.now < a.scheduled.at {
+                    let (verdict, wait_us) = (ApprovalVerdict::PendingAtDeadline, cx.now - a.requested_at);
+                    out.observe(Observation::ApprovalEnded { verdict, wait_us });
+                }
+            }
         }
         let (workflow, mode, degraded, evidence) = (self.workflow, self.mode.label, self.degraded, self.evidence);
         out.observe(Observation::RunEnded {
