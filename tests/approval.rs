@@ -354,3 +354,19 @@ deadline_propagation = false
         assert_eq!(get("approval_total.pending_at_deadline"), r["approval_requested_total"], "{policy}");
     }
 }
+
+#[test]
+fn admission_predicts_an_approval_step_as_its_mean_decision_time() {
+    // A 1 h decision against a 15 min deadline. Before: predicted 0 ms, every run admitted.
+    let desk = r#"decision_time = { dist = "constant", value_ms = 3600000 }, expires_after_s = 100000"#;
+    let base = approval_scenario(SIM, 1.0, 900_000.0, desk);
+    let reject = base.replace("[policy.p]", "[policy.p]\nadmission = { on_insufficient = \"reject\" }");
+    let m = model(&reject);
+    let r = faultline::engine::simulate(&m, 0, 1).unwrap().metrics;
+    assert_eq!(r["outcome_total.rejected"], r["logical_run_total"]);
+    // A decision that fits is admitted.
+    let fits = reject.replace("value_ms = 3600000", "value_ms = 60000");
+    let m = model(&fits);
+    let r = faultline::engine::simulate(&m, 0, 1).unwrap().metrics;
+    assert_eq!(r.get("outcome_total.rejected").copied().unwrap_or(0.0), 0.0);
+}

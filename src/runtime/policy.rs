@@ -536,6 +536,11 @@ fn can_hang(world: &World, dep: usize) -> bool {
 /// token-shaped model the service of a call with the median counts, median time to first token
 /// and median time per token.
 fn typical_attempt_ms(dependency: &crate::world::DependencyModel, step: &super::workflow::StepModel) -> f64 {
+    if let Some(desk) = &dependency.approval {
+        // A person's decision: admission (docs/scenario.md 8.13) predicts its mean working
+        // time, not 0 ms; the wait for working hours and for a busy approver is not foreseen.
+        return desk.decision_time.mean_ms();
+    }
     let Some(shape) = &dependency.tokens else { return dependency.service.median_ms() };
     let median = |own: &Option<crate::world::Distribution>, default: &Option<crate::world::Distribution>| {
         own.as_ref().or(default.as_ref()).map_or(0.0, |d| d.median_ms().round().clamp(0.0, f64::from(u32::MAX)))
