@@ -323,3 +323,21 @@ steps.two = { fallback = "model-c" }
     assert!(!stdout.contains("model-c"), "{stdout}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn under_propagation_a_hop_waits_no_longer_than_the_root_deadline() {
+    // a0 (3 s) delegates to a1 (3 s) at 3 s on a 5 s deadline. Before: the hop waited for a1
+    // until 6 s (its call's 600 s timeout), so a0 held its server to 6 000 ms.
+    let slow = looping("")
+        .replace("value_ms = 10 }", "value_ms = 3000 }")
+        .replace("deadline_ms = 600000", "deadline_ms = 5000");
+    let reps = replicate(&model(&slow), 0);
+    for r in &reps {
+        assert_eq!(r["dependency.a0.sojourn_ms.mean"], 5000.0, "a0 stops waiting at the deadline");
+        assert!(r["dependency.a1.timeout_total"] > 0.0);
+    }
+    // Without propagation the hop waits for a1's answer (and its own hop back): 6 s and more.
+    let noprop = slow.replace("timeout_ms = 0\n", "timeout_ms = 100000\ndeadline_propagation = false\n");
+    let reps = replicate(&model(&noprop), 0);
+    assert!(reps.iter().all(|r| r["dependency.a0.sojourn_ms.mean"] > 5000.0));
+}

@@ -1556,6 +1556,12 @@ impl RunMachine {
         }
     }
 
+    /// Time left before the root deadline at `now`: with propagation it bounds each hop's
+    /// timeout, as it bounds the runtime's own attempts (docs/scenario.md 4.3).
+    pub fn deadline_left_us(&self, now: Micros) -> Micros {
+        self.budget.remaining_us(now)
+    }
+
     /// The fan-out and delegation limits this run runs under (its mode's).
     pub fn fan_out_limits(&self) -> &super::fan_out::FanOutLimits {
         &self.treatment.fan_out
