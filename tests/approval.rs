@@ -370,3 +370,12 @@ fn admission_predicts_an_approval_step_as_its_mean_decision_time() {
     let r = faultline::engine::simulate(&m, 0, 1).unwrap().metrics;
     assert_eq!(r.get("outcome_total.rejected").copied().unwrap_or(0.0), 0.0);
 }
+
+#[test]
+fn a_mode_cannot_omit_an_advisory_step_and_says_why() {
+    // Before: "step cost_estimate is hard", of an advisory step.
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { dependency = \"estimator\", queue_depth_below = 1000000 }\nactions = { omit_steps = [\"cost_estimate\"] }\n";
+    let (code, err) = validate(&format!("{}\n{rule}", advisory_scenario("advisory")));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("omit_steps[0]") && err.contains("is advisory") && !err.contains("is hard"), "{err}");
+}

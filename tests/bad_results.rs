@@ -434,3 +434,16 @@ fn an_sdk_clients_answer_carries_its_bad_result() {
     assert_eq!(bad(&sdk), bad(&plain), "the same draws, the same bad answers");
     assert_eq!(outcome(&sdk, "degraded"), outcome(&plain, "degraded"));
 }
+
+#[test]
+fn a_validator_names_kinds_as_the_faults_do_and_is_refused_on_a_write() {
+    // Before: `truncated_result` was an unknown kind, and a validator on a write ran on every
+    // write (cost and latency) with nothing it could ever catch.
+    let by_fault = tool_scenario("", &TWO_POLICIES.replace("schema_violation = 0.5", "truncated_result = 0.5"));
+    let m = model(&by_fault);
+    let r = simulate(&m, m.policy_index("checked").unwrap(), 3).unwrap().metrics;
+    assert_eq!(r["validation_total"], r["logical_run_total"]);
+    let write = tool_scenario("", TWO_POLICIES).replace("  fallback = \"tool-b\"\n", "  effect = \"write\"\n");
+    let e = refusal(&write);
+    assert!(e.contains("policy.checked.steps.call.validator") && e.contains("never a bad result"), "{e}");
+}

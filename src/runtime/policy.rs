@@ -372,11 +372,16 @@ impl StepContext<'_> {
                 o.on_schema_failure.as_deref(),
                 OnSchemaFailure::Fail,
             )?,
-            validator: o
-                .validator
-                .as_ref()
-                .map(|v| super::validator::compile_validator(source, &sp.key("validator"), v))
-                .transpose()?,
+            validator: match &o.validator {
+                // The faults that look like success never touch a write (docs/scenario.md
+                // section 7): a check there would cost on every write and catch nothing.
+                Some(_) if s.effect == crate::scenario::Effect::Write => {
+                    let message = "a write's answer is never a bad result: a validator applies to a read step";
+                    return Err(error_at_path(source, &sp.key("validator"), message));
+                }
+                Some(v) => Some(super::validator::compile_validator(source, &sp.key("validator"), v)?),
+                None => None,
+            },
             fallback,
             fallbacks,
             routes: StepRoutes::default(),

@@ -112,7 +112,9 @@ pub fn compile_validator(source: &Source, path: &FieldPath, spec: &ValidatorSpec
     let mut detects = [0.0; BadResult::COUNT];
     for (name, &share) in &spec.detects {
         let field = dp.key(name);
-        let Some(kind) = BadResult::parse(name) else {
+        // The metric label (`truncated`) or the fault kind that makes it (`truncated_result`).
+        let by_fault = || crate::world::fault_kind::FaultKind::parse(name).and_then(BadResult::of_fault);
+        let Some(kind) = BadResult::parse(name).or_else(by_fault) else {
             let message =
                 crate::scenario::unknown_name("bad-result kind", name, BadResult::ALL.iter().map(|k| k.name()));
             return Err(error_at_path(source, &field, message));
