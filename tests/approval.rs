@@ -264,3 +264,118 @@ fn bad_approval_and_advisory_fields_are_located_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The approval scenario with a machine step `check` at `tool` after the approval, and `extra`
+/// appended.
+fn with_machine_step(extra: &str) -> String {
+    let desk = r#"decision_time = { dist = "constant", value_ms = 100 }, expires_after_s = 1000"#;
+    let base = approval_scenario(SIM, 1.0, 10000.0, desk);
+    let tool = "[[dependency]]\nname = \"tool\"\nservice_time = { dist = \"constant\", value_ms = 10 }\n\n[[workflow]]";
+    let step =
+        "\n  [[workflow.step]]\n  id = \"check\"\n  dependency = \"tool\"\n  after = [\"approve\"]\n\n[policy.p]";
+    format!("{}\n{extra}\n", base.replacen("[[workflow]]", tool, 1).replacen("\n[policy.p]", step, 1))
+}
+
+#[test]
+fn a_policys_fallback_and_a_fault_cannot_name_an_approval_desk() {
+    // Before: the policy's fallback was accepted and the desk answered machine attempts in
+    // 0 ms; the faults were accepted and did nothing.
+    let (code, err) = validate(&with_machine_step(""));
+    assert_eq!(code, 0, "{err}");
+    let down = "[[fault]]\nkind = \"down\"\ntarget = \"change-board\"\nstart_s = 0\nduration_s = 100";
+    let looping = down.replace("\"down\"", "\"delegation_loop\"") + "\ntimeout_ms = 100";
+    let cases = [
+        ("[policy.p.steps.check]\nfallback = \"change-board\"", "policy.p.steps.check.fallback", "nobody's fallback"),
+        (
+            "[policy.p.steps.check]\nfallbacks = [{ dependency = \"change-board\" }]",
+            "policy.p.steps.check.fallbacks[0].dependency",
+            "nobody's fallback",
+        ),
+        (down, "fault[0].target", "approval desk"),
+        (&looping, "fault[0].target", "approval desk"),
+    ];
+    for (extra, field, says) in cases {
+        let (code, err) = validate(&with_machine_step(extra));
+        assert_eq!(code, 2, "{extra}: {err}");
+        assert!(err.contains(field) && err.contains(says), "{field} {says}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn an_approval_pending_at_the_deadline_beside_an_unfinished_hard_step_fails_the_run_under_every_policy() {
+    // A 10 s hard step beside a 1 h decision, a 5 s deadline. Before: `failed` with the
+    // request in no verdict under propagation, `awaiting_approval` and no deadline miss
+    // without it (while the hard step still ran).
+    let toml = r#"
+[simulation]
+duration_s = 100
+warmup_s = 0
+seed = 3
+replications = 1
+drain_limit_s = 100000
+
+[[dependency]]
+name = "slow"
+servers = 1000
+service_time = { dist = "constant", value_ms = 10000 }
+
+[[dependency]]
+name = "board"
+approval = { decision_time = { dist = "constant", value_ms = 3600000 }, expires_after_s = 100000 }
+
+[[workflow]]
+name = "par"
+arrivals = { rate_per_s = 1 }
+deadline_ms = 5000
+  [[workflow.step]]
+  id = "slowstep"
+  dependency = "slow"
+  [[workflow.step]]
+  id = "approve"
+  dependency = "board"
+
+[policy.prop]
+timeout_ms = 100000
+
+[policy.noprop]
+timeout_ms = 100000
+deadline_propagation = false
+"#;
+    let m = model(toml);
+    for policy in ["prop", "noprop"] {
+        let r = faultline::engine::simulate(&m, m.policy_index(policy).unwrap(), 1).unwrap().metrics;
+        let runs = r["logical_run_total"];
+        let get = |k: &str| r.get(k).copied().unwrap_or(0.0);
+        assert_eq!(get("outcome_total.failed"), runs, "{policy}");
+        assert_eq!(get("outcome_total.awaiting_approval"), 0.0, "{policy}");
+        assert_eq!(r["deadline_exceeded_ratio"], 1.0, "{policy}");
+        assert_eq!(r["run_latency_ms.max"], 5000.0, "{policy}");
+        assert_eq!(get("approval_total.pending_at_deadline"), r["approval_requested_total"], "{policy}");
+    }
+}
+
+#[test]
+fn admission_predicts_an_approval_step_as_its_mean_decision_time() {
+    // A 1 h decision against a 15 min deadline. Before: predicted 0 ms, every run admitted.
+    let desk = r#"decision_time = { dist = "constant", value_ms = 3600000 }, expires_after_s = 100000"#;
+    let base = approval_scenario(SIM, 1.0, 900_000.0, desk);
+    let reject = base.replace("[policy.p]", "[policy.p]\nadmission = { on_insufficient = \"reject\" }");
+    let m = model(&reject);
+    let r = faultline::engine::simulate(&m, 0, 1).unwrap().metrics;
+    assert_eq!(r["outcome_total.rejected"], r["logical_run_total"]);
+    // A decision that fits is admitted.
+    let fits = reject.replace("value_ms = 3600000", "value_ms = 60000");
+    let m = model(&fits);
+    let r = faultline::engine::simulate(&m, 0, 1).unwrap().metrics;
+    assert_eq!(r.get("outcome_total.rejected").copied().unwrap_or(0.0), 0.0);
+}
+
+#[test]
+fn a_mode_cannot_omit_an_advisory_step_and_says_why() {
+    // Before: "step cost_estimate is hard", of an advisory step.
+    let rule = "[[policy.p.runtime_policy]]\nmode = \"degraded\"\nwhen = { dependency = \"estimator\", queue_depth_below = 1000000 }\nactions = { omit_steps = [\"cost_estimate\"] }\n";
+    let (code, err) = validate(&format!("{}\n{rule}", advisory_scenario("advisory")));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("omit_steps[0]") && err.contains("is advisory") && !err.contains("is hard"), "{err}");
+}

@@ -362,3 +362,88 @@ fn a_validators_share_is_a_set_path_and_explore_draws_the_new_kinds_where_they_f
     assert!(matches!(o.status.code(), Some(0 | 99)), "{}", String::from_utf8_lossy(&o.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `outcome_total.<o>`, 0 when no run had it.
+fn outcome(m: &MetricMap, o: &str) -> f64 {
+    m.get(&format!("outcome_total.{o}")).copied().unwrap_or(0.0)
+}
+
+#[test]
+fn a_validators_check_ends_at_the_root_deadline() {
+    // Before: runs "succeeded" at 120 100 ms on a 60 s deadline, and 1e300 ms hung every run.
+    for latency_ms in ["120000", "1e300"] {
+        let policy = format!(
+            "[policy.p]\ntimeout_ms = 5000\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = {latency_ms}\ndetects = {{ schema_violation = 0.5 }}\n"
+        );
+        let m = model(&tool_scenario("", &policy));
+        let r = simulate(&m, 0, 3).unwrap_or_else(|e| panic!("{latency_ms}: {e}")).metrics;
+        assert_eq!(r["run_latency_ms.max"], 60_000.0, "{latency_ms}: the check is cut at the deadline");
+        assert_eq!(outcome(&r, "succeeded"), 0.0, "{latency_ms}: no answer was checked in time");
+        assert_eq!(outcome(&r, "failed"), r["logical_run_total"]);
+        assert_eq!(r["deadline_exceeded_ratio"], 1.0);
+    }
+}
+
+#[test]
+fn an_advisory_step_whose_window_closes_during_its_check_ends_once() {
+    // The advisory step answers at 100 ms, its check would end at 200, its window closes at
+    // 150: it is left out then, and the hard step after it runs 150 .. 250 ms. Before: the
+    // step ended twice (used + omitted = 2 x runs) and the run "succeeded" at 200 ms with its
+    // hard step abandoned.
+    let advisory = tool_scenario(SCHEMA_FAULT, "").replace(
+        "  fallback = \"tool-b\"\n",
+        "  criticality = \"advisory\"\n  advisory_wait_ms = 150\n\n  [[workflow.step]]\n  id = \"after\"\n  dependency = \"tool-b\"\n  after = [\"call\"]\n",
+    );
+    let policy = "[policy.p]\ntimeout_ms = 5000\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = 100\ndetects = { schema_violation = 1.0 }\n";
+    let m = model(&format!("{advisory}\n{policy}"));
+    let r = simulate(&m, 0, 3).unwrap().metrics;
+    let runs = r["logical_run_total"];
+    let used = r.get("advisory_used_total").copied().unwrap_or(0.0);
+    assert_eq!(used, 0.0, "no check ends inside the window");
+    assert_eq!(r["advisory_omitted_total"], runs, "each advisory step ends once");
+    assert_eq!(r["run_latency_ms.max"], 250.0);
+    assert_eq!(r["run_latency_ms.mean"], 250.0);
+    assert_eq!(outcome(&r, "succeeded"), runs);
+}
+
+#[test]
+fn a_stream_cut_leaves_a_failing_call_its_time_and_its_bill() {
+    // Every call fails: a stream cut has no success to touch. Before: the failing calls were
+    // cut to 520 ms and billed one output token (cost 1.2210 instead of 2.1315 in the review).
+    let errors = "[[fault]]\nkind = \"errors\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 1000\nerrors = { permanent_provider = 1.0 }\n";
+    let cut = "[[fault]]\nkind = \"stream_cut\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 1000\n";
+    let failing = one(&model_scenario(errors, "", 0));
+    let both = one(&model_scenario(&format!("{errors}\n{cut}"), "", 0));
+    assert_eq!(failing["run_latency_ms.mean"], 6500.0);
+    for name in ["run_latency_ms.mean", "gen_ai.client.token.usage.output_total", "cost_money_total"] {
+        assert_eq!(both[name], failing[name], "{name}");
+    }
+    assert_eq!(both.get("bad_result_total.stream_cut").copied().unwrap_or(0.0), 0.0);
+}
+
+#[test]
+fn an_sdk_clients_answer_carries_its_bad_result() {
+    // The SDK's first attempt is the runtime's call: its bad answer reaches the validator as
+    // without the SDK. Before: 0 bad results and every run succeeded under the SDK.
+    let policies = "[policy.plain]\ntimeout_ms = 5000\n[policy.plain.steps.call.validator]\ncheck = \"schema\"\ndetects = { schema_violation = 1.0 }\n\n[policy.sdk]\ntimeout_ms = 5000\n[policy.sdk.steps.call.validator]\ncheck = \"schema\"\ndetects = { schema_violation = 1.0 }\n[policy.sdk.sdk_client.tool]\n";
+    let m = model(&tool_scenario(SCHEMA_FAULT, policies));
+    let plain = simulate(&m, m.policy_index("plain").unwrap(), 3).unwrap().metrics;
+    let sdk = simulate(&m, m.policy_index("sdk").unwrap(), 3).unwrap().metrics;
+    let bad = |r: &MetricMap| r.get("bad_result_total.schema_violation").copied().unwrap_or(0.0);
+    assert!(bad(&plain) > 0.3 * plain["logical_run_total"], "{}", bad(&plain));
+    assert_eq!(bad(&sdk), bad(&plain), "the same draws, the same bad answers");
+    assert_eq!(outcome(&sdk, "degraded"), outcome(&plain, "degraded"));
+}
+
+#[test]
+fn a_validator_names_kinds_as_the_faults_do_and_is_refused_on_a_write() {
+    // Before: `truncated_result` was an unknown kind, and a validator on a write ran on every
+    // write (cost and latency) with nothing it could ever catch.
+    let by_fault = tool_scenario("", &TWO_POLICIES.replace("schema_violation = 0.5", "truncated_result = 0.5"));
+    let m = model(&by_fault);
+    let r = simulate(&m, m.policy_index("checked").unwrap(), 3).unwrap().metrics;
+    assert_eq!(r["validation_total"], r["logical_run_total"]);
+    let write = tool_scenario("", TWO_POLICIES).replace("  fallback = \"tool-b\"\n", "  effect = \"write\"\n");
+    let e = refusal(&write);
+    assert!(e.contains("policy.checked.steps.call.validator") && e.contains("never a bad result"), "{e}");
+}

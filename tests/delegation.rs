@@ -236,6 +236,17 @@ fn a_delegation_loop_fault_checks_its_fields_with_located_errors() {
         (base.replace("timeout_ms = 600000\n", "timeout_ms = 600000\nmax_attempts = 0\n"), "max_attempts"),
         (base.replace("timeout_ms = 600000\n", "timeout_ms = 600000\nfactor = 2\n"), "`factor` does not apply"),
         (base.replace("fan_out = {  }", "fan_out = { max_delegation_depth = 17 }"), "max_delegation_depth"),
+        // A loop needs an A2A agent in a delegation (before: accepted; at a model it held its
+        // one server while waiting for itself until the deadline; after a plain call it
+        // started a chain of its own).
+        (base.replace("delegate = true", "delegate = false"), "not an A2A agent in a delegation"),
+        (
+            base.replace("target = \"a1\"", "target = \"m\"").replace(
+                "[[workflow]]",
+                "[[dependency]]\nname = \"m\"\nkind = \"model\"\nservice_time = { dist = \"constant\", value_ms = 1 }\n\n[[workflow]]",
+            ),
+            "not an A2A agent in a delegation",
+        ),
     ];
     for (toml, needle) in cases {
         let source = faultline::scenario::Source::from_text("t.toml", &toml, faultline::scenario::Format::Toml);
@@ -311,4 +322,22 @@ steps.two = { fallback = "model-c" }
     // model-c is in another domain: two's fallback is fine.
     assert!(!stdout.contains("model-c"), "{stdout}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn under_propagation_a_hop_waits_no_longer_than_the_root_deadline() {
+    // a0 (3 s) delegates to a1 (3 s) at 3 s on a 5 s deadline. Before: the hop waited for a1
+    // until 6 s (its call's 600 s timeout), so a0 held its server to 6 000 ms.
+    let slow = looping("")
+        .replace("value_ms = 10 }", "value_ms = 3000 }")
+        .replace("deadline_ms = 600000", "deadline_ms = 5000");
+    let reps = replicate(&model(&slow), 0);
+    for r in &reps {
+        assert_eq!(r["dependency.a0.sojourn_ms.mean"], 5000.0, "a0 stops waiting at the deadline");
+        assert!(r["dependency.a1.timeout_total"] > 0.0);
+    }
+    // Without propagation the hop waits for a1's answer (and its own hop back): 6 s and more.
+    let noprop = slow.replace("timeout_ms = 0\n", "timeout_ms = 100000\ndeadline_propagation = false\n");
+    let reps = replicate(&model(&noprop), 0);
+    assert!(reps.iter().all(|r| r["dependency.a0.sojourn_ms.mean"] > 5000.0));
 }

@@ -15,7 +15,7 @@ fn shares(spec: &QuorumSpec, sharing: &[bool], trials: u32, seed: u64) -> (f64, 
         let mut stream = StreamKey::root(seed).with(u64::from(t)).stream();
         let shared_u = stream.unit();
         let branch_u: Vec<f64> = (0..spec.n).map(|_| stream.unit()).collect();
-        match decide(spec, &spec.answers(shared_u, &branch_u, sharing)) {
+        match decide(spec, &spec.answers(shared_u, &branch_u, sharing).unwrap()) {
             QuorumOutcome::AgreedWrong => wrong += 1,
             QuorumOutcome::AgreedRight => right += 1,
             QuorumOutcome::NoQuorum => {}
@@ -75,4 +75,21 @@ fn an_agreed_wrong_answer_is_never_a_success_and_failures_leave_no_quorum() {
         decide(&QuorumSpec { n: 5, k: 3, wrong: 0.1, shared: 0.0 }, &[Wrong, Wrong, Right, Wrong]),
         QuorumOutcome::AgreedWrong
     );
+}
+
+#[test]
+fn a_quorums_draws_must_cover_its_branches() {
+    // Before: the lists were zipped, so two draws for three branches gave two answers and a
+    // 2-of-3 quorum of [Right, Failed-by-omission] looked like no quorum.
+    let spec = QuorumSpec { n: 3, k: 2, wrong: 0.0, shared: 0.0 };
+    assert_eq!(
+        spec.answers(0.5, &[0.9, 0.9, 0.9], &[false; 3]).map(|a| decide(&spec, &a)),
+        Ok(QuorumOutcome::AgreedRight)
+    );
+    for (draws, sharing) in
+        [(&[0.9, 0.9][..], &[false; 3][..]), (&[0.9; 3][..], &[false; 2][..]), (&[0.9; 4][..], &[false; 4][..])]
+    {
+        let err = spec.answers(0.5, draws, sharing).unwrap_err();
+        assert!(err.contains("2-of-3") && err.contains("per branch"), "{err}");
+    }
 }

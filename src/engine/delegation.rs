@@ -156,6 +156,13 @@ impl<T: Tracer> Simulation<'_, T> {
         } else {
             (self.policy.fan_out, RootLedger { attempts_total: 0, cost_in_flight: 0.0, deadline_passed: false })
         };
+        // The deadline the hop carries bounds it: the callee stops when it passes (gRPC's
+        // propagated deadline), not at the call's own timeout long after.
+        let timeout_us = if live_run && self.policy.rules.deadline_propagation {
+            timeout_us.min(run.machine.deadline_left_us(now))
+        } else {
+            timeout_us
+        };
         let hop = Hop { sender: job.station, to: to as u16, cost };
         let HopAllowed { depth, revisit } = match check_hop(&limits, &chain, hop, root) {
             Ok(allowed) => allowed,

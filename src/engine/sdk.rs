@@ -119,8 +119,17 @@ impl<T: Tracer> Simulation<'_, T> {
         self.sdk_calls[id].child = Some(child);
     }
 
-    /// A hidden attempt ended: the SDK retries after its sleep or answers the runtime.
-    pub(super) fn on_sdk_child_result(&mut self, now: Micros, id: u32, generation: u32, result: AttemptResult) {
+    /// A hidden attempt ended: the SDK retries after its sleep or answers the runtime. `bad`
+    /// is the attempt's answer should it look like success and not be one: the answer the
+    /// SDK returns carries it to the runtime (docs/scenario.md section 7).
+    pub(super) fn on_sdk_child_result(
+        &mut self,
+        now: Micros,
+        id: u32,
+        generation: u32,
+        result: AttemptResult,
+        bad: Option<crate::world::bad_result::BadResult>,
+    ) {
         let slot = self.sdk_calls[id];
         if !slot.live || slot.generation != generation {
             return;
@@ -179,6 +188,9 @@ impl<T: Tracer> Simulation<'_, T> {
             }
             SdkDecision::Answer(_) => {
                 self.end_sdk_call(id);
+                if let (Some(bad), AttemptResult::Ok, Purpose::Call) = (bad, result, slot.purpose) {
+                    return self.deliver_bad_result(now, slot.run, slot.run_gen, slot.step, slot.serial, bad);
+                }
                 self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, result);
             }
         }

@@ -612,7 +612,7 @@ impl<T: Tracer> Simulation<'_, T> {
             Caller::Remote { job: parent, generation } => self.on_remote_child_result(now, parent, generation, result),
             Caller::Client { client, generation, .. } => self.on_client_reply(now, client, generation, result),
             Caller::Task { task, generation } => self.on_task_work_done(now, task, generation, result),
-            Caller::Sdk { call, generation, .. } => self.on_sdk_child_result(now, call, generation, result),
+            Caller::Sdk { call, generation, .. } => self.on_sdk_child_result(now, call, generation, result, job.bad),
             Caller::Cache { fill, generation, .. } => self.on_cache_fill_result(now, fill, generation, result, job.bad),
         }
     }

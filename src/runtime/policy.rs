@@ -372,11 +372,16 @@ impl StepContext<'_> {
                 o.on_schema_failure.as_deref(),
                 OnSchemaFailure::Fail,
             )?,
-            validator: o
-                .validator
-                .as_ref()
-                .map(|v| super::validator::compile_validator(source, &sp.key("validator"), v))
-                .transpose()?,
+            validator: match &o.validator {
+                // The faults that look like success never touch a write (docs/scenario.md
+                // section 7): a check there would cost on every write and catch nothing.
+                Some(_) if s.effect == crate::scenario::Effect::Write => {
+                    let message = "a write's answer is never a bad result: a validator applies to a read step";
+                    return Err(error_at_path(source, &sp.key("validator"), message));
+                }
+                Some(v) => Some(super::validator::compile_validator(source, &sp.key("validator"), v)?),
+                None => None,
+            },
             fallback,
             fallbacks,
             routes: StepRoutes::default(),
@@ -396,10 +401,17 @@ impl StepContext<'_> {
             let message = "a write cannot fall back to another dependency";
             Err(error_at_path(source, &field, message))
         };
+        // A fallback candidate: a known dependency, never an approval desk (a human is
+        // nobody's fallback, as the step's own `fallback` is checked in runtime/workflow.rs).
         let dependency = |field: &FieldPath, name: &str| {
-            world
-                .dependency_index(name)
-                .ok_or_else(|| error_at_path(source, field, unknown_name("dependency", name, world.dependency_names())))
+            let d = world.dependency_index(name).ok_or_else(|| {
+                error_at_path(source, field, unknown_name("dependency", name, world.dependency_names()))
+            })?;
+            if world.dependencies[d].approval.is_some() {
+                let message = format!("{} is an approval dependency: a human is nobody's fallback", quote(name));
+                return Err(error_at_path(source, field, message));
+            }
+            Ok(d)
         };
         let candidate = |d: usize, admits_class: bool, context_share: Option<f64>| FallbackCandidate {
             dependency: d,
@@ -529,6 +541,11 @@ fn can_hang(world: &World, dep: usize) -> bool {
 /// token-shaped model the service of a call with the median counts, median time to first token
 /// and median time per token.
 fn typical_attempt_ms(dependency: &crate::world::DependencyModel, step: &super::workflow::StepModel) -> f64 {
+    if let Some(desk) = &dependency.approval {
+        // A person's decision: admission (docs/scenario.md 8.13) predicts its mean working
+        // time, not 0 ms; the wait for working hours and for a busy approver is not foreseen.
+        return desk.decision_time.mean_ms();
+    }
     let Some(shape) = &dependency.tokens else { return dependency.service.median_ms() };
     let median = |own: &Option<crate::world::Distribution>, default: &Option<crate::world::Distribution>| {
         own.as_ref().or(default.as_ref()).map_or(0.0, |d| d.median_ms().round().clamp(0.0, f64::from(u32::MAX)))

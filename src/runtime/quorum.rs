@@ -65,9 +65,20 @@ impl QuorumSpec {
 
     /// The branches' answers from uniform draws: `shared_u` decides the shared cause,
     /// `branch_u[i]` branch i's own error, `sharing[i]` whether branch i shares the cause.
-    pub fn answers(&self, shared_u: f64, branch_u: &[f64], sharing: &[bool]) -> Vec<BranchAnswer> {
+    /// Both lists have one entry per branch (n): a shorter one would silently drop branches
+    /// and turn a quorum into no quorum.
+    pub fn answers(&self, shared_u: f64, branch_u: &[f64], sharing: &[bool]) -> Result<Vec<BranchAnswer>, String> {
+        let n = self.n as usize;
+        if branch_u.len() != n || sharing.len() != n {
+            return Err(format!(
+                "a {}-of-{n} quorum needs one draw and one sharing flag per branch, got {} draws and {} flags",
+                self.k,
+                branch_u.len(),
+                sharing.len()
+            ));
+        }
         let cause = shared_u < self.shared;
-        branch_u
+        Ok(branch_u
             .iter()
             .zip(sharing)
             .map(
@@ -75,7 +86,7 @@ impl QuorumSpec {
                     if (cause && shares) || u < self.wrong { BranchAnswer::Wrong } else { BranchAnswer::Right }
                 },
             )
-            .collect()
+            .collect())
     }
 
     /// P(the quorum agrees on the wrong answer) when every branch answers and shares the cause.
@@ -210,7 +221,7 @@ mod tests {
     #[test]
     fn a_shared_cause_makes_the_sharing_branches_wrong_together() {
         let s = spec(3, 2, 0.0, 0.5);
-        assert_eq!(s.answers(0.4, &[0.9, 0.9, 0.9], &[true, true, false]), vec![Wrong, Wrong, Right]);
-        assert_eq!(s.answers(0.6, &[0.9, 0.9, 0.9], &[true, true, true]), vec![Right, Right, Right]);
+        assert_eq!(s.answers(0.4, &[0.9, 0.9, 0.9], &[true, true, false]), Ok(vec![Wrong, Wrong, Right]));
+        assert_eq!(s.answers(0.6, &[0.9, 0.9, 0.9], &[true, true, true]), Ok(vec![Right, Right, Right]));
     }
 }

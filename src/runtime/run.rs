@@ -1203,7 +1203,10 @@ impl RunMachine {
 
     /// Step `s` got an answer (`bad`, if it is not one) and its policy validates it: the check
     /// costs its cost now and gives its verdict after its latency (at once without one). The
-    /// step stays active meanwhile: a run that ends first abandons it.
+    /// step stays active meanwhile: a run that ends first abandons it. The check is the
+    /// runtime's own work, and the runtime knows its root deadline: a check that would end
+    /// after it is cut there, with or without propagation (like an approval's wait), and the
+    /// step runs out of time with an unchecked answer (docs/scenario.md 8.4).
     fn start_validation(
         &mut self,
         cx: &mut RunContext,
@@ -1215,20 +1218,29 @@ impl RunMachine {
         let Some(v) = &cx.step(s).1.validator else { return };
         let (latency_us, cost_units) = (v.latency_us, v.cost_units);
         out.observe(Observation::BadResult(BadResultObservation::Validated { cost_units }));
+        let verdict_at = cx.now.saturating_add(latency_us);
+        let until = verdict_at.min(self.budget.deadline_at.max(cx.now));
+        let cut_by_deadline = until < verdict_at;
         let st = &mut self.steps[s as usize];
         st.hedge_wake = None; // the answer is in: no hedge is sent while it is checked
-        let pending = PendingValidation { step: s, wake: st.next_wake(), bad, via_fallback };
+        let pending = PendingValidation { step: s, wake: st.next_wake(), bad, via_fallback, cut_by_deadline };
         if latency_us == 0 {
             return self.finish_validation(cx, out, pending);
         }
         self.validations.push(pending);
-        out.command(Command::Sleep { step: s, wake: pending.wake, until: cx.now + latency_us });
+        out.command(Command::Sleep { step: s, wake: pending.wake, until });
     }
 
     /// The validator's verdict on step `s`'s answer: a good answer or a missed bad one ends
     /// the step as a success (the missed one under the run's answer); a detected one is
     /// RESULT_INVALID, handled as the policy handles it.
     fn finish_validation(&mut self, cx: &mut RunContext, out: &mut impl Effects, p: PendingValidation) {
+        if p.cut_by_deadline {
+            // No verdict by the root deadline: the answer cannot be used unchecked, and no
+            // time is left for anything else (a fallback that fits would be none).
+            self.exhausted(out, p.step, BudgetKind::Time);
+            return self.step_gave_up(cx, out, p.step, MayFallBack::IfItFits);
+        }
         let (step, sp) = cx.step(p.step);
         let Some(v) = &sp.validator else { return };
         let serial = u64::from(self.steps[p.step as usize].serial);
@@ -1346,13 +1358,29 @@ impl RunMachine {
             ApprovalVerdict::Approved => return self.step_succeeded(cx, out, s, false),
             ApprovalVerdict::Refused => Outcome::ApprovalRefused,
             ApprovalVerdict::Expired => Outcome::ApprovalExpired,
+            // A hard machine step still open: the run is not only waiting for a person, and
+            // no hand-off can finish it; it fails at its deadline, under every policy
+            // (docs/scenario.md 4.7), as it does when that step's attempt is cut there first.
+            ApprovalVerdict::PendingAtDeadline if self.hard_work_open(cx, s) => {
+                self.time_ran_out = true;
+                Outcome::Failed
+            }
             ApprovalVerdict::PendingAtDeadline => Outcome::AwaitingApproval,
         };
         self.ended_by = self.ended_by.or(Some(s));
         // Still waiting, the request goes on to a task (a hand-off); refused or lapsed, it ended.
-        let end = if verdict == ApprovalVerdict::PendingAtDeadline { StepEnd::Handoff } else { StepEnd::Failed };
+        let end = if matches!(outcome, Outcome::AwaitingApproval) { StepEnd::Handoff } else { StepEnd::Failed };
         out.trace(TraceEvent::StepEnded { step: s, end });
         self.end_run(cx, out, outcome);
+    }
+
+    /// Whether a hard step other than approval step `s`, and not an approval step itself, is
+    /// still open (waiting, active or sleeping): machine work the run's answer needs. Soft and
+    /// advisory steps are left behind by a hand-off like any open step at a run's end.
+    fn hard_work_open(&self, cx: &RunContext, s: u8) -> bool {
+        self.steps.iter().zip(&cx.workflow.steps).enumerate().any(|(i, (st, step))| {
+            i != s as usize && st.phase.is_open() && step.criticality == Criticality::Hard && !step.approval
+        })
     }
 
     /// Advisory step `s` starts: its result is used only within its window.
@@ -1371,6 +1399,9 @@ impl RunMachine {
             self.cancel_step_attempts(cx, out, s);
         }
         self.advisory_windows.retain(|&(step, _)| step != s);
+        // An answer still under its validator's check comes too late to be used: the
+        // check's verdict must not end the step a second time.
+        self.validations.retain(|v| v.step != s);
         self.steps[s as usize].phase = StepPhase::Omitted;
         out.observe(Observation::AdvisoryOmitted);
         out.trace(TraceEvent::StepEnded { step: s, end: StepEnd::Omitted });
@@ -1455,6 +1486,16 @@ impl RunMachine {
         if self.rests_on_bad_result && outcome.is_success() {
             out.observe(Observation::BadResult(BadResultObservation::AnswerRestsOnBadResult));
         }
+        // A request still open once the root deadline has come is pending at the deadline,
+        // whatever ends the run (a machine step's failure at the same instant included).
+        if !self.approvals.is_empty() && cx.now >= self.budget.deadline_at {
+            for a in &self.approvals {
+                if cx.now < a.scheduled.at {
+                    let (verdict, wait_us) = (ApprovalVerdict::PendingAtDeadline, cx.now - a.requested_at);
+                    out.observe(Observation::ApprovalEnded { verdict, wait_us });
+                }
+            }
+        }
         let (workflow, mode, degraded, evidence) = (self.workflow, self.mode.label, self.degraded, self.evidence);
         out.observe(Observation::RunEnded {
             workflow,
@@ -1535,6 +1576,12 @@ impl RunMachine {
             cost_in_flight: self.cost_in_flight,
             deadline_passed: propagates_deadline && self.budget.remaining_us(now) == 0,
         }
+    }
+
+    /// Time left before the root deadline at `now`: with propagation it bounds each hop's
+    /// timeout, as it bounds the runtime's own attempts (docs/scenario.md 4.3).
+    pub fn deadline_left_us(&self, now: Micros) -> Micros {
+        self.budget.remaining_us(now)
     }
 
     /// The fan-out and delegation limits this run runs under (its mode's).

@@ -88,6 +88,8 @@ pub struct PendingValidation {
     pub bad: Option<BadResult>,
     /// The answer came from a fallback candidate.
     pub via_fallback: bool,
+    /// The root deadline comes before the verdict: the timer ends the check unfinished.
+    pub cut_by_deadline: bool,
 }
 
 /// A step's `validator` table at `path`: a known check, times and costs >= 0, and shares in
@@ -110,7 +112,9 @@ pub fn compile_validator(source: &Source, path: &FieldPath, spec: &ValidatorSpec
     let mut detects = [0.0; BadResult::COUNT];
     for (name, &share) in &spec.detects {
         let field = dp.key(name);
-        let Some(kind) = BadResult::parse(name) else {
+        // The metric label (`truncated`) or the fault kind that makes it (`truncated_result`).
+        let by_fault = || crate::world::fault_kind::FaultKind::parse(name).and_then(BadResult::of_fault);
+        let Some(kind) = BadResult::parse(name).or_else(by_fault) else {
             let message =
                 crate::scenario::unknown_name("bad-result kind", name, BadResult::ALL.iter().map(|k| k.name()));
             return Err(error_at_path(source, &field, message));

@@ -349,7 +349,9 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
     for (i, f) in scenario.faults.iter().enumerate() {
         let path = FieldPath::root().key("fault").index(i);
         let fault = compile_fault(&c, &path, f, &names)?;
-        if let Some(message) = target_lacks(fault.kind, &dependencies[fault.target]) {
+        if let Some(message) = target_lacks(fault.kind, &dependencies[fault.target])
+            .or_else(|| target_cannot_act(fault.kind, fault.target, &dependencies))
+        {
             return Err(c.err(&path.key("target"), message));
         }
         dependencies[fault.target].faults.push(i);
@@ -904,6 +906,28 @@ fn target_lacks(kind: FaultKind, target: &DependencyModel) -> Option<String> {
         }
         TargetNeed::Cache => format!("a {k} fault acts on a cache, and dependency {name} has no [dependency.cache]"),
     })
+}
+
+/// Why a fault of `kind` has nothing to act on at dependency `t`, in words; None when it has.
+/// An approval desk is a person's decision, not a station: no fault reaches it. A
+/// delegation loop makes an agent delegate back along its chain: only an A2A agent in a
+/// delegation (one that delegates, or is delegated to) has a chain to loop on.
+fn target_cannot_act(kind: FaultKind, t: usize, dependencies: &[DependencyModel]) -> Option<String> {
+    let (k, target) = (kind.name(), &dependencies[t]);
+    let name = quote(&target.name);
+    if target.approval.is_some() {
+        return Some(format!(
+            "dependency {name} is an approval desk (a person's decision, not a station): a {k} fault has nothing to act on there"
+        ));
+    }
+    let in_delegation = target.calls.iter().any(|c| c.delegate)
+        || dependencies.iter().flat_map(|d| &d.calls).any(|c| c.delegate && c.dependency == t);
+    if kind == FaultKind::DelegationLoop && !(target.kind == DependencyKind::A2aAgent && in_delegation) {
+        return Some(format!(
+            "a {k} fault makes an agent delegate back along its chain, and dependency {name} is not an A2A agent in a delegation (kind = \"a2a_agent\" with a `delegate = true` call from or to it)"
+        ));
+    }
+    None
 }
 
 fn check_fault_fields(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Result<(), ScenarioError> {

@@ -367,7 +367,12 @@ pub fn attempt_conditions(
     }
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first
     // token; the prompt and the output add to it.
-    let bad = draw_bad_result(model, faults, now, draws);
+    // The faults that look like success touch only an attempt that would otherwise succeed
+    // (docs/scenario.md section 7): an error or a missing reply keeps its time and its bill.
+    // The error draw sits at a fixed position, so deciding it first moves no other draw.
+    let error = if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) };
+    let no_reply = hang || lost;
+    let bad = if error.is_none() && !no_reply { draw_bad_result(model, faults, now, draws) } else { None };
     let (base_ms, first_token_ms) = match (&model.tokens, tokens) {
         (Some(shape), Some(tokens)) if !lookup => {
             let ttft_dist = if std::ptr::eq(dist, base) { &shape.time_to_first_token } else { dist };
@@ -383,8 +388,8 @@ pub fn attempt_conditions(
     let service_ms = base_ms * factor + add_ms;
     AttemptConditions {
         service_us: crate::sim::ms_to_us(service_ms),
-        error: if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) },
-        no_reply: hang || lost,
+        error,
+        no_reply,
         first_token_us: crate::sim::ms_to_us(first_token_ms),
         bad,
     }

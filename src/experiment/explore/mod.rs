@@ -111,12 +111,10 @@ fn draw_schedule(base: &Scenario, opts: &ExploreOptions, kinds: &[FaultKind], in
     (0..count)
         .map(|_| {
             let kind = enabled[d.below(enabled.len())];
-            let target = if kind.target_need() == TargetNeed::Nothing {
-                &base.dependencies[d.below(base.dependencies.len())]
-            } else {
-                let fitting: Vec<&Dependency> = base.dependencies.iter().filter(|t| fits(kind, t)).collect();
-                fitting[d.below(fitting.len())]
-            };
+            // Every dependency fits most kinds (then the draw is the one it always was); an
+            // approval desk fits none, and a delegation loop needs an agent in a delegation.
+            let fitting: Vec<&Dependency> = base.dependencies.iter().filter(|t| fits(base, kind, t)).collect();
+            let target = fitting[d.below(fitting.len())];
             let start_s = round_to(warmup + d.unit() * span * 0.8, 0.1);
             let duration_s = round_to((d.unit() * 0.3 * span).max(1.0), 0.1);
             let mut f = fault(kind, &target.name, start_s, duration_s);
@@ -586,7 +584,13 @@ fn check_counts(opts: &ExploreOptions) -> Result<(), CommandError> {
 }
 
 /// Whether dependency `d` of the scenario can take a fault of `kind` (`FaultKind::target_need`).
-fn fits(kind: FaultKind, d: &Dependency) -> bool {
+fn fits(base: &Scenario, kind: FaultKind, d: &Dependency) -> bool {
+    if d.approval.is_some() {
+        return false; // a person's desk, not a station: no fault acts on it
+    }
+    if kind == FaultKind::DelegationLoop {
+        return delegating_agent(base, d);
+    }
     match kind.target_need() {
         TargetNeed::Nothing => true,
         TargetNeed::Task => d.task.is_some(),
@@ -599,6 +603,22 @@ fn fits(kind: FaultKind, d: &Dependency) -> bool {
         TargetNeed::Retrieval => d.kind.as_deref() == Some("retrieval"),
         TargetNeed::Cache => d.cache.is_some(),
     }
+}
+
+/// Whether `d` is an A2A agent in a delegation (it delegates, or is delegated to): the only
+/// target a `delegation_loop` acts on (world/model.rs checks the same of a file).
+fn delegating_agent(base: &Scenario, d: &Dependency) -> bool {
+    let agent = match d.kind.as_deref() {
+        Some(kind) => kind == "a2a_agent",
+        None => !d.calls.is_empty(),
+    };
+    agent
+        && (d.calls.iter().any(|c| c.delegate == Some(true))
+            || base
+                .dependencies
+                .iter()
+                .flat_map(|o| &o.calls)
+                .any(|c| c.delegate == Some(true) && c.dependency == d.name))
 }
 
 /// The scenario already deals in answers that look like success: one of its faults makes them
@@ -621,7 +641,8 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
         return Ok(FaultKind::ALL
             .into_iter()
             .filter(|k| has_tasks || !k.needs_task())
-            .filter(|&k| !k.looks_like_success() || (bad_results && base.dependencies.iter().any(|d| fits(k, d))))
+            .filter(|&k| !k.looks_like_success() || bad_results)
+            .filter(|&k| base.dependencies.iter().any(|d| fits(base, k, d)))
             .filter(|&k| delegates || k != FaultKind::DelegationLoop)
             .filter(|&k| has_caches || !k.needs_cache())
             .collect());
@@ -646,12 +667,14 @@ fn fault_kinds(opts: &ExploreOptions, base: &Scenario) -> Result<Vec<FaultKind>,
                     "argument `--kind {k}`: acts on tasks, and no dependency of the scenario has a [dependency.task]"
                 )));
             }
-            if !base.dependencies.iter().any(|d| fits(kind, d)) {
+            if !base.dependencies.iter().any(|d| fits(base, kind, d)) {
                 let need = match kind.target_need() {
                     TargetNeed::Tokens => "a [dependency.tokens] table",
                     TargetNeed::Quota => "a [dependency.tokens] table with a *_per_minute limit",
                     TargetNeed::Retrieval => "kind = \"retrieval\"",
-                    TargetNeed::Task | TargetNeed::Cache | TargetNeed::Nothing => "what it acts on",
+                    TargetNeed::Task | TargetNeed::Cache | TargetNeed::Nothing => {
+                        "what it acts on (not an approval desk)"
+                    }
                 };
                 return Err(CommandError::Input(format!(
                     "argument `--kind {k}`: needs a dependency with {need}, and the scenario has none"

@@ -728,10 +728,12 @@ fn apply_actions(
                     continue;
                 }
                 if step.criticality != Criticality::Soft {
-                    let message = format!(
-                        "step {} is hard: only soft steps may be omitted (a hard one fails the run)",
-                        quote(id)
-                    );
+                    // An advisory step is reference only: it already goes without when late.
+                    let (what, why) = match step.criticality {
+                        Criticality::Advisory => ("advisory", "an advisory one is left out by its own window"),
+                        Criticality::Hard | Criticality::Soft => ("hard", "a hard one fails the run"),
+                    };
+                    let message = format!("step {} is {what}: only soft steps may be omitted ({why})", quote(id));
                     return Err(cx.err(&ip, message));
                 }
                 o.omit[w][s] = true;
