@@ -111,61 +111,12 @@ impl FaultKind {
 
     /// Kinds that act on long-running tasks: their target needs a `[dependency.task]`.
     pub fn needs_task(self) -> bool {
-        match self {
-            FaultKind::StuckTask
-            | FaultKind::InputRequired
-            | FaultKind::IgnoredCancel
-            | FaultKind::LateCancel
-            | FaultKind::LateResult
-            | FaultKind::LostHandle => true,
-            FaultKind::CacheOutage
-            | FaultKind::ColdCache
-            | FaultKind::Latency
-            | FaultKind::Timeout
-            | FaultKind::Errors
-            | FaultKind::Capacity
-            | FaultKind::Down
-            | FaultKind::RateLimit
-            | FaultKind::LostResponse
-            | FaultKind::TruncatedResult
-            | FaultKind::EmptyResult
-            | FaultKind::SchemaViolation
-            | FaultKind::StreamCut
-            | FaultKind::SlowStream
-            | FaultKind::PartialResult
-            | FaultKind::StaleIndex
-            | FaultKind::QuotaCut
-            | FaultKind::DelegationLoop => false,
-        }
+        self.target_need() == TargetNeed::Task
     }
 
     /// Kinds that act on a cache: their target needs a `[dependency.cache]`.
     pub fn needs_cache(self) -> bool {
-        match self {
-            FaultKind::CacheOutage | FaultKind::ColdCache => true,
-            FaultKind::Latency
-            | FaultKind::Timeout
-            | FaultKind::Errors
-            | FaultKind::Capacity
-            | FaultKind::Down
-            | FaultKind::RateLimit
-            | FaultKind::LostResponse
-            | FaultKind::StuckTask
-            | FaultKind::InputRequired
-            | FaultKind::IgnoredCancel
-            | FaultKind::LateCancel
-            | FaultKind::LateResult
-            | FaultKind::LostHandle
-            | FaultKind::TruncatedResult
-            | FaultKind::EmptyResult
-            | FaultKind::SchemaViolation
-            | FaultKind::StreamCut
-            | FaultKind::SlowStream
-            | FaultKind::PartialResult
-            | FaultKind::StaleIndex
-            | FaultKind::QuotaCut
-            | FaultKind::DelegationLoop => false,
-        }
+        self.target_need() == TargetNeed::Cache
     }
 
     /// The optional `[[fault]]` fields this kind reads; any other one given is an error, so a
