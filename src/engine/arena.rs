@@ -12,15 +12,20 @@ impl<T> Arena<T> {
     }
 
     /// Returns a free slot's index, creating one with `make` when none is free.
-    #[inline]
+    #[inline(always)]
     pub fn alloc(&mut self, make: impl FnOnce() -> T) -> u32 {
         match self.free.pop() {
             Some(i) => i,
-            None => {
-                self.slots.push(make());
-                (self.slots.len() - 1) as u32
-            }
+            None => self.grow(make),
         }
+    }
+
+    /// The arena's first use of a new slot: rare once the simulation warmed up.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, make: impl FnOnce() -> T) -> u32 {
+        self.slots.push(make());
+        (self.slots.len() - 1) as u32
     }
 
     #[inline]

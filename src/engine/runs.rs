@@ -200,7 +200,7 @@ impl<T: Tracer> Simulation<'_, T> {
         timeout_us: Option<Micros>,
     ) {
         // A cache the policy looks in answers first (none: one load of a None).
-        if self.policy.caches[station].is_some() && purpose == Purpose::Call {
+        if self.policy.looks_in_caches && purpose == Purpose::Call && self.policy.caches[station].is_some() {
             if self.send_through_cache(now, r, s, serial, station, timeout_us) {
                 return;
             }

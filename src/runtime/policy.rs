@@ -59,6 +59,8 @@ pub struct PolicyModel {
     pub sdk_clients: Vec<Option<crate::runtime::sdk_client::SdkClientConfig>>,
     /// Per dependency, how the runtime uses its cache, if it looks there first.
     pub caches: Vec<Option<crate::runtime::cache_use::CacheUse>>,
+    /// Whether any of `caches` is set: one load on the attempt path instead of an index.
+    pub looks_in_caches: bool,
     /// What the guards' sliding windows take in one simulation, in bytes.
     pub guard_window_bytes: u64,
 }
@@ -185,6 +187,12 @@ fn compile_policy(
         d.breaker_dependencies = mechanisms.breaker_dependencies.clone();
         d.breaker_half_opens_on_call = mechanisms.breaker_half_opens_on_call.clone();
     }
+    // In the order their errors were always reported: admission, task client, SDK clients, caches.
+    let admission = compile_admission(source, &path.key("admission"), p.admission.as_ref())?;
+    let task_client =
+        crate::runtime::task_client::compile_task_client(source, &path.key("task_client"), p.task_client.as_ref())?;
+    let sdk_clients = compile_sdk_clients(source, &path.key("sdk_client"), p, world)?;
+    let caches = crate::runtime::cache_use::compile_cache_uses(source, &path.key("cache"), p, world)?;
     Ok(PolicyModel {
         name: name.to_string(),
         rules,
@@ -195,19 +203,16 @@ fn compile_policy(
         level_labels: mechanisms.level_labels,
         guard_window_bytes: mechanisms.window_bytes,
         hedging,
-        admission: compile_admission(source, &path.key("admission"), p.admission.as_ref())?,
+        admission,
         fan_out,
         pipeline: mechanisms.pipeline,
         degradation,
         modes,
         snapshots: world.dependencies.iter().any(|d| d.snapshot_age.is_some()),
-        task_client: crate::runtime::task_client::compile_task_client(
-            source,
-            &path.key("task_client"),
-            p.task_client.as_ref(),
-        )?,
-        sdk_clients: compile_sdk_clients(source, &path.key("sdk_client"), p, world)?,
-        caches: crate::runtime::cache_use::compile_cache_uses(source, &path.key("cache"), p, world)?,
+        task_client,
+        sdk_clients,
+        looks_in_caches: caches.iter().any(Option::is_some),
+        caches,
     })
 }
 

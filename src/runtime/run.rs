@@ -514,13 +514,9 @@ impl RunMachine {
                     // fails or hands off, as its policy says).
                     return self.step_gave_up(cx, out, s, MayFallBack::No);
                 }
-                if let Some(kind) = bad {
-                    out.observe(Observation::BadResult(BadResultObservation::Received { kind }));
+                if bad.is_some() || cx.step(s).1.validator.is_some() {
+                    return self.weigh_answer(cx, out, s, bad, via_fallback);
                 }
-                if cx.step(s).1.validator.is_some() {
-                    return self.start_validation(cx, out, s, bad, via_fallback);
-                }
-                self.rests_on_bad_result |= bad.is_some();
                 self.step_succeeded(cx, out, s, via_fallback);
             }
             Some(kind) => {
@@ -670,24 +666,35 @@ impl RunMachine {
         self.budget.has_concurrency_slot() && branches_ok
     }
 
-    #[inline]
+    #[inline(always)]
     fn start_step(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) {
         self.budget.in_flight += 1;
         self.steps[s as usize].phase = StepPhase::Active;
         out.observe(Observation::LogicalCall);
         out.trace(TraceEvent::StepStarted { step: s });
         let step = &cx.workflow.steps[s as usize];
-        if step.approval {
-            return self.request_approval(cx, out, s);
-        }
-        if step.criticality == Criticality::Advisory {
-            self.open_advisory_window(cx, out, s);
+        if (step.approval || step.criticality == Criticality::Advisory) && self.start_for_a_person(cx, out, s) {
+            return;
         }
         let t = self.treatment;
         if t.fallback == FallbackMode::FallbackFirst || t.per_step {
             self.maybe_start_on_fallback(cx, out, s);
         }
         self.try_attempt(cx, out, s);
+    }
+
+    /// An approval step asks its desk (true: the step waits for the person, nothing is sent);
+    /// an advisory step opens its window and goes on. Cold: kept out of `start_step`, which
+    /// every step passes.
+    #[cold]
+    #[inline(never)]
+    fn start_for_a_person(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8) -> bool {
+        if cx.workflow.steps[s as usize].approval {
+            self.request_approval(cx, out, s);
+            return true;
+        }
+        self.open_advisory_window(cx, out, s);
+        false
     }
 
     /// The run's mode sends step `s` straight to its fallback, if the fallback's contract
@@ -764,7 +771,7 @@ impl RunMachine {
     /// in was checked against the budget like any (it may miss) but spends only if its lookup
     /// needs the dependency: the engine charges it then (engine::cache), a hit costs nothing.
     fn spend_unless_cached(&mut self, cx: &RunContext, dependency: usize, purpose: Purpose, cost: Spend) {
-        if purpose != Purpose::Call || cx.policy.caches[dependency].is_none() {
+        if !cx.policy.looks_in_caches || purpose != Purpose::Call || cx.policy.caches[dependency].is_none() {
             self.budget.spend_cost(cost);
         }
     }
@@ -772,7 +779,11 @@ impl RunMachine {
     /// What an attempt of step `s` at `dependency` costs: its cost units, and when the budget
     /// limits tokens or money and the dependency is a token-shaped model, the call's tokens
     /// (the step's counts, drawn once per run and step) and their price.
+    #[inline]
     fn spend_of(&self, cx: &RunContext, s: u8, dependency: usize) -> Spend {
+        if !self.budget.limits_tokens_or_money() {
+            return Spend::units(cx.costs[dependency]);
+        }
         let (step, sp) = cx.step(s);
         self.spend_at(cx.costs[dependency], cx.loads.dependencies[dependency].tokens.as_ref(), (step, sp), s)
     }
@@ -1177,12 +1188,11 @@ impl RunMachine {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn step_succeeded(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, via_fallback: bool) {
         self.steps[s as usize].phase = StepPhase::Done;
         if cx.workflow.steps[s as usize].criticality == Criticality::Advisory {
-            self.advisory_windows.retain(|&(step, _)| step != s);
-            out.observe(Observation::AdvisoryUsed);
+            self.advisory_used(out, s);
         }
         let end =
             if self.steps[s as usize].lookups > 0 { StepEnd::Reconciled } else { StepEnd::Succeeded { via_fallback } };
@@ -1199,6 +1209,37 @@ impl RunMachine {
             out.observe(Observation::FallbackUsed { step: cx.step_offset + u32::from(s) });
         }
         self.release_step(cx, out, s);
+    }
+
+    /// Advisory step `s` answered within its window: its window closes. Cold: kept out of
+    /// `step_succeeded`, which every step passes.
+    #[cold]
+    #[inline(never)]
+    fn advisory_used(&mut self, out: &mut impl Effects, s: u8) {
+        self.advisory_windows.retain(|&(step, _)| step != s);
+        out.observe(Observation::AdvisoryUsed);
+    }
+
+    /// Step `s` got an answer that is bad, or one its policy validates. Cold: kept out of
+    /// `on_result`, which every answer passes.
+    #[cold]
+    #[inline(never)]
+    fn weigh_answer(
+        &mut self,
+        cx: &mut RunContext,
+        out: &mut impl Effects,
+        s: u8,
+        bad: Option<BadResult>,
+        via_fallback: bool,
+    ) {
+        if let Some(kind) = bad {
+            out.observe(Observation::BadResult(BadResultObservation::Received { kind }));
+        }
+        if cx.step(s).1.validator.is_some() {
+            return self.start_validation(cx, out, s, bad, via_fallback);
+        }
+        self.rests_on_bad_result |= bad.is_some();
+        self.step_succeeded(cx, out, s, via_fallback);
     }
 
     /// Step `s` got an answer (`bad`, if it is not one) and its policy validates it: the check

@@ -102,6 +102,10 @@ pub struct DependencyModel {
     pub approval: Option<super::approval::ApprovalModel>,
     /// Indices into `World::faults` of the faults that target this dependency.
     pub faults: Vec<usize>,
+    /// Some fault in `faults` returns bad results (or cuts the quota): the attempt path asks
+    /// only then, one load instead of a walk over the faults.
+    pub has_bad_result_faults: bool,
+    pub has_quota_cuts: bool,
     /// A cache in front of it (world::cache), which policies may look in first.
     pub cache: Option<super::cache::CacheModel>,
 }
@@ -354,7 +358,10 @@ pub fn compile_world(scenario: &Scenario, source: &Source) -> Result<World, Scen
         {
             return Err(c.err(&path.key("target"), message));
         }
-        dependencies[fault.target].faults.push(i);
+        let target = &mut dependencies[fault.target];
+        target.faults.push(i);
+        target.has_bad_result_faults |= matches!(fault.effect, FaultEffect::BadResult(_));
+        target.has_quota_cuts |= matches!(fault.effect, FaultEffect::QuotaCut { .. });
         faults.push(fault);
     }
 
@@ -709,6 +716,8 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         tokens,
         approval,
         faults: Vec::new(),
+        has_bad_result_faults: false,
+        has_quota_cuts: false,
         cache: None,
     })
 }

@@ -372,7 +372,11 @@ pub fn attempt_conditions(
     // The error draw sits at a fixed position, so deciding it first moves no other draw.
     let error = if errors.never_fails() { None } else { errors.pick(draws.get(Draw::Error)) };
     let no_reply = hang || lost;
-    let bad = if error.is_none() && !no_reply { draw_bad_result(model, faults, now, draws) } else { None };
+    let bad = if model.has_bad_result_faults && error.is_none() && !no_reply {
+        draw_bad_result(model, faults, now, draws)
+    } else {
+        None
+    };
     let (base_ms, first_token_ms) = match (&model.tokens, tokens) {
         (Some(shape), Some(tokens)) if !lookup => {
             let ttft_dist = if std::ptr::eq(dist, base) { &shape.time_to_first_token } else { dist };
@@ -430,7 +434,17 @@ pub fn stream_cut(tokens: CallTokens) -> CallTokens {
 
 /// The share of a provider's quota in force at `now`: the lowest `quota_cut` factor active, 1
 /// without one.
+#[inline]
 pub fn quota_share(model: &DependencyModel, faults: &[FaultModel], now: Micros) -> f64 {
+    if !model.has_quota_cuts {
+        return 1.0;
+    }
+    lowest_quota_share(model, faults, now)
+}
+
+#[cold]
+#[inline(never)]
+fn lowest_quota_share(model: &DependencyModel, faults: &[FaultModel], now: Micros) -> f64 {
     let mut share: f64 = 1.0;
     for &f in &model.faults {
         if let FaultEffect::QuotaCut { factor } = faults[f].effect
