@@ -114,6 +114,7 @@ pub fn scenario_text(name: &str, text: &str, format: Format, pick: u64, arrivals
             ScenarioOutcome::Simulated
         }
         Err(SimError::DrainLimit { .. } | SimError::TooManyRuns { .. }) => ScenarioOutcome::DynamicBound,
+        Err(SimError::Stopped) => unreachable!("simulate has no stop flag to stop it"),
     }
 }
 

@@ -127,6 +127,8 @@ fn the_official_python_sdks_traces_calibrate_to_their_distributions() {
     );
     let retry = scenario["policy"]["calibrated"]["retry"].as_table().unwrap();
     assert_eq!(retry["max_attempts"].as_integer(), Some(3));
+    // Fitted families need no samples file: the report says what it wrote and how to run it.
+    assert!(report.ends_with(&format!("\nwrote {}\nnext: faultline run {}\n", s(&out), s(&out))), "{report}");
     // The calibrated scenario runs.
     ok(&["validate", s(&out)]);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -249,9 +251,16 @@ fn exports_and_calibrations_are_the_same_bytes_every_time() {
     assert_eq!(traces("1"), traces("2"), "the export does not depend on --jobs");
     assert_eq!(traces("1").iter().filter(|&&b| b == b'\n').count(), 40, "20 runs of each of 2 replications");
     let trace_file = dir.join("run-1/retrying/traces.otlp.jsonl");
+    let mut reports = Vec::new();
     for k in ["a", "b"] {
-        ok(&["calibrate", s(&trace_file), "--fit", "empirical", "-o", s(&dir.join(format!("{k}.toml")))]);
+        let out = dir.join(format!("{k}.toml"));
+        reports.push((ok(&["calibrate", s(&trace_file), "--fit", "empirical", "-o", s(&out)]), out));
     }
+    // The report ends with what was written, samples files counted, and the command to run it.
+    let (report, out) = &reports[0];
+    let files = std::fs::read_dir(dir.join("a-data")).unwrap().count();
+    let tail = format!("\nwrote {} and {files} samples file(s)\nnext: faultline run {}\n", s(out), s(out));
+    assert!(report.ends_with(&tail), "{report}");
     let read = |p: &str| std::fs::read(dir.join(p)).unwrap();
     // The same scenario but for the name of its samples folder, and the same samples.
     let b = String::from_utf8(read("b.toml")).unwrap().replace("b-data/", "a-data/");

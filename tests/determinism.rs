@@ -3,10 +3,11 @@
 
 mod common;
 use common::*;
-use faultline::engine::{AttemptTrace, simulate, simulate_traced};
+use faultline::engine::{AttemptTrace, SimError, simulate, simulate_traced, simulate_until_stopped};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicBool;
 
 const INCIDENT: &str = "scenarios/meeting-analysis-incident.toml";
 
@@ -31,6 +32,21 @@ fn the_same_seed_gives_bit_identical_metrics_and_time_series() {
         let c = simulate(&m, policy, 43).unwrap();
         assert_ne!(metric_bits(&a.metrics), metric_bits(&c.metrics), "a different seed must give a different run");
     }
+}
+
+/// The Python package's Ctrl-C reaches a running replication through a stop flag, read at each
+/// window's end: unset, it changes no figure; set, the replication ends at the first window
+/// (were the flag ignored, the first call would return the full replication).
+#[test]
+fn a_stop_flag_ends_a_replication_at_a_window_and_an_unset_one_changes_nothing() {
+    let m = incident();
+    let unset = AtomicBool::new(false);
+    let watched = simulate_until_stopped(&m, 0, 42, &unset).unwrap();
+    let plain = simulate(&m, 0, 42).unwrap();
+    assert_eq!(metric_bits(&watched.metrics), metric_bits(&plain.metrics));
+    assert_eq!(watched.events, plain.events);
+    let set = AtomicBool::new(true);
+    assert!(matches!(simulate_until_stopped(&m, 0, 42, &set), Err(SimError::Stopped)));
 }
 
 /// Key of an attempt of a root run: (workflow, arrival, resubmission, stream key).

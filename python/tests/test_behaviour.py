@@ -119,6 +119,22 @@ def test_ctrl_c_stops_a_run(starter: Path) -> None:
         timer.cancel()
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
+def test_ctrl_c_stops_one_long_simulation_at_a_window(starter: Path) -> None:
+    # One replication of 1 000 simulated hours: about 15 s of work a policy if it ran to its
+    # end; its hourly windows are each about 15 ms, and Ctrl-C stops it at the next one.
+    very_long = {"simulation.duration_s": 3_600_000, "simulation.timeseries_window_s": 3600}
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            faultline.run(starter, replications=1, overrides=very_long, jobs=1, progress=False)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 5
+
+
 def test_the_gil_is_released_while_simulating(starter: Path) -> None:
     finished = threading.Event()
 

@@ -21,7 +21,7 @@ mod users;
 
 pub use crate::runtime::AttemptTrace;
 pub use event::Event;
-pub use simulation::{Replication, SimError, simulate, simulate_following, simulate_traced};
+pub use simulation::{Replication, SimError, simulate, simulate_following, simulate_traced, simulate_until_stopped};
 
 use crate::metrics::timeseries::FIXED_COLUMNS;
 use crate::metrics::{Labels, MetricMap, Recorder};

@@ -14,6 +14,7 @@ use crate::world::tokens::CallTokens;
 use crate::world::{ArrivalProcess, LedgerEntry, Station};
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Purpose tags: the first component of every keyed stream path below the root.
 pub(super) const TAG_RUN: u64 = 1;
@@ -187,8 +188,17 @@ impl RunSlot {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SimError {
-    TooManyRuns { limit: u32, at_s: f64 },
-    DrainLimit { live_runs: usize, limit_s: f64 },
+    TooManyRuns {
+        limit: u32,
+        at_s: f64,
+    },
+    DrainLimit {
+        live_runs: usize,
+        limit_s: f64,
+    },
+    /// The caller's stop flag was set (the Python package's Ctrl-C): the replication is
+    /// abandoned at a window's end, its figures never reported.
+    Stopped,
 }
 
 impl fmt::Display for SimError {
@@ -202,6 +212,7 @@ impl fmt::Display for SimError {
                 f,
                 "{live_runs} root runs were still in flight {limit_s} s after the arrival window closed (simulation.drain_limit_s)"
             ),
+            SimError::Stopped => write!(f, "stopped before the simulation ended"),
         }
     }
 }
@@ -263,6 +274,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub delegation: super::delegation_slot::Delegation,
     /// The caches the policy uses (None: it uses none, and nothing of them is allocated).
     pub caches: Option<Box<super::cache_slot::CacheState>>,
+    /// The caller's stop flag, read once a window (never per event).
+    pub stop: Option<&'m AtomicBool>,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
@@ -285,12 +298,34 @@ pub fn simulate_traced(model: &Model, policy: usize, seed: u64) -> Result<(Repli
     simulate_following(model, policy, seed, DrawRecorder::default()).map(|(r, d)| (r, d.attempts))
 }
 
+/// As [`simulate`], abandoned with [`SimError::Stopped`] at the first window's end after `stop`
+/// is set: a long replication stops within one window of simulated time, and a replication that
+/// runs to its end gives the same figures as [`simulate`] (the flag is read, never drawn from).
+pub fn simulate_until_stopped(
+    model: &Model,
+    policy: usize,
+    seed: u64,
+    stop: &AtomicBool,
+) -> Result<Replication, SimError> {
+    simulate_with(model, policy, seed, NoTrace, Some(stop)).map(|(r, _)| r)
+}
+
 /// As [`simulate`], with `tracer` following root runs as they go; returns it with what it kept.
 pub fn simulate_following<T: Tracer>(
     model: &Model,
     policy: usize,
     seed: u64,
     tracer: T,
+) -> Result<(Replication, T), SimError> {
+    simulate_with(model, policy, seed, tracer, None)
+}
+
+fn simulate_with<T: Tracer>(
+    model: &Model,
+    policy: usize,
+    seed: u64,
+    tracer: T,
+    stop: Option<&AtomicBool>,
 ) -> Result<(Replication, T), SimError> {
     let world = &model.world;
     let labels = model.labels(policy);
@@ -332,6 +367,7 @@ pub fn simulate_following<T: Tracer>(
         sdk_calls: Arena::new(),
         delegation: super::delegation_slot::Delegation::new(world.delegates()),
         caches: super::cache_slot::cache_state(model, &model.policies[policy]),
+        stop,
     };
     sim.schedule_start();
     let events = sim.run_loop()?;
@@ -462,6 +498,10 @@ impl<T: Tracer> Simulation<'_, T> {
                     self.recorder.sample_level(now, index, level);
                 }
                 self.recorder.carry_modes(now);
+                if self.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+                    self.error = Some(SimError::Stopped);
+                    return;
+                }
                 if now < self.model.world.duration_us || self.live_runs > 0 {
                     // What holds as the next window opens is part of that window too: a mode
                     // or a breaker state left in its first seconds still marks it.

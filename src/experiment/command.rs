@@ -34,7 +34,12 @@ impl From<crate::scenario::ScenarioError> for CommandError {
 
 impl From<crate::engine::SimError> for CommandError {
     fn from(e: crate::engine::SimError) -> Self {
-        CommandError::Input(e.to_string())
+        match e {
+            crate::engine::SimError::Stopped => CommandError::Interrupted,
+            crate::engine::SimError::TooManyRuns { .. } | crate::engine::SimError::DrainLimit { .. } => {
+                CommandError::Input(e.to_string())
+            }
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Running a batch of simulations in parallel with a progress bar, and the seeds that make
 //! replication k the same for every policy, grid point and thread count.
 
-use crate::engine::{Model, Replication, SimError, simulate};
+use crate::engine::{Model, Replication, SimError, simulate, simulate_until_stopped};
 use crate::experiment::command::CommandError;
 use crate::runtime::mechanisms::MAX_COMMAND_WINDOW_BYTES;
 use crate::sim::StreamKey;
@@ -75,7 +75,9 @@ impl Watch {
         (self.done.load(Ordering::Relaxed), self.total.load(Ordering::Relaxed))
     }
 
-    /// Asks the command to stop: simulations not yet started are not started.
+    /// Asks the command to stop: simulations not yet started are not started, and those
+    /// running stop at their next window's end (within one `simulation.timeseries_window_s` of simulated
+    /// time), their figures dropped.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
     }
@@ -196,7 +198,15 @@ impl Workers {
                     if self.stopped() {
                         return None;
                     }
-                    let r = simulate(&models[t.model], t.policy, t.seed).map(|r| keep(t, r));
+                    let r = match &self.watch {
+                        // A watched command's long replication stops within a window of its own.
+                        Some(w) => simulate_until_stopped(&models[t.model], t.policy, t.seed, &w.stop),
+                        None => simulate(&models[t.model], t.policy, t.seed),
+                    };
+                    if let Err(SimError::Stopped) = r {
+                        return None;
+                    }
+                    let r = r.map(|r| keep(t, r));
                     self.count(1);
                     Some(r)
                 })
