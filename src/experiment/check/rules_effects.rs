@@ -62,9 +62,10 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
         let keyed = step.spec.idempotency == Idempotency::Key;
         let id = &step.spec.id;
         // The runtime's own re-sends after a timeout: one key per call is what deduplicates them.
+        let deduplicated = keyed && !view.policy.key_per_attempt;
         if view.policy.rules.on_effect_unknown == OnEffectUnknown::Retry
             && step.policy.max_attempts > 1
-            && !(keyed && !view.policy.key_per_attempt)
+            && !deduplicated
         {
             let why = if keyed {
                 "idempotency_key = \"per_attempt\" gives each attempt a fresh key"
@@ -193,7 +194,7 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
     let mut unclassified = Vec::new();
     let mut unmarked = Vec::new();
     let mut stale_caches = 0;
-    for (name, _) in &view.spec.cache {
+    for name in view.spec.cache.keys() {
         let Some(d) = view.model.world.dependency_index(name) else { continue };
         let (Some(usage), Some(contract)) = (view.policy.caches[d], view.scenario.dependencies[d].cache.as_ref())
         else {
