@@ -4,6 +4,7 @@
 use crate::experiment::batch::workers::{MAX_JOBS, default_jobs};
 use crate::experiment::calibrate::choose::FitChoice;
 use crate::experiment::calibrate::{CalibrateOptions, calibrate};
+use crate::experiment::check::{CheckOptions, check};
 use crate::experiment::compare::{CompareFormat, CompareOptions, compare};
 use crate::experiment::docs::docs;
 use crate::experiment::explore::{ExploreOptions, explore};
@@ -37,7 +38,7 @@ pub const EXIT_INTERRUPTED: i32 = 130;
     name = "faultline",
     version,
     about = "Deterministic simulator and chaos-test harness for AI-agent runtimes",
-    after_help = "Exit codes: 0 success, 1 an I/O failure, 2 invalid input, 99 a failed gate or --check-slo.\n\n\
+    after_help = "Exit codes: 0 success, 1 an I/O failure or a failed check, 2 invalid input, 99 a failed gate or --check-slo.\n\n\
                   Start here:\n  faultline init                     # writes scenario.toml, a commented starter\n  \
                   faultline run scenario.toml\n  \
                   faultline gate scenario.toml --candidate resilient --baseline naive"
@@ -266,6 +267,13 @@ const DOCS_EXAMPLES: &str = "Examples:
   faultline docs                      # the topics
   faultline docs scenario | less      # every field of a scenario file
   faultline docs metrics > metrics.md";
+
+const CHECK_EXAMPLES: &str = "Examples:
+  faultline check scenarios/meeting-analysis-incident.toml
+  faultline check scenario.toml -p resilient --json > check.json
+  faultline check scenario.toml --format json -o check.json --replications 4
+
+Exit codes: 0 no rule of severity error fired, 1 one did, 2 invalid input.";
 
 const VALIDATE_EXAMPLES: &str = "Example:
   faultline validate scenarios/meeting-analysis-incident.toml";
@@ -597,6 +605,37 @@ pub enum Command {
         /// The document to print; without it, the list.
         topic: Option<String>,
     },
+    /// Answer the essay's checklist (section 29) and verification questions (section 26) for
+    /// each policy, with evidence, and lint the file; exit 1 if a rule of severity error fires.
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check {
+        /// Scenario file (.toml or .json).
+        scenario: PathBuf,
+        /// A policy to check; repeat for several. Default: all.
+        #[arg(short = 'p', long = "policy", value_name = "NAME")]
+        policies: Vec<String>,
+        /// Replications of the short simulation per policy (at most the scenario's).
+        #[arg(long, default_value_t = crate::experiment::check::DEFAULT_REPLICATIONS)]
+        replications: u32,
+        /// Root seed (default: simulation.seed of the scenario).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario value: path=value (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Worker threads. Default: every core.
+        #[arg(short = 'j', long, allow_negative_numbers = true)]
+        jobs: Option<i64>,
+        /// How to print the answers: aligned tables, or JSON records (one per row).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Short for --format json.
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
+        /// Write the report to FILE (whole or not at all) instead of standard output.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Load and check a scenario without running it.
     #[command(after_help = VALIDATE_EXAMPLES)]
     Validate {
@@ -856,6 +895,22 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
             let report = export(&ExportOptions { folder: result, format: format.format(), out, start_epoch_ms })?;
             Ok((report.text, EXIT_OK))
         }
+        Command::Check { scenario, policies, replications, seed, sets, jobs, format, json, out } => {
+            let format = if json { OutputFormat::Json } else { format.output() };
+            let jobs = worker_count(jobs)?;
+            let opts = CheckOptions {
+                scenario: scenario.into(),
+                policies,
+                replications: Some(replications),
+                sets,
+                seed,
+                jobs,
+                format,
+                out,
+            };
+            let report = check(&opts)?;
+            Ok((report.text, if report.failed { EXIT_FAILURE } else { EXIT_OK }))
+        }
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
@@ -941,8 +996,8 @@ mod tests {
             }
         }
         assert_eq!(
-            commands, 14,
-            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, export, validate, docs, init, completions"
+            commands, 15,
+            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, export, check, validate, docs, init, completions"
         );
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();

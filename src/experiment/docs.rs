@@ -4,12 +4,13 @@
 use crate::experiment::command::CommandError;
 
 /// (topic, file, what it documents), in the order `faultline docs` lists them.
-pub const TOPICS: [(&str, &str, &str); 8] = [
+pub const TOPICS: [(&str, &str, &str); 9] = [
     ("scenario", include_str!("../../docs/scenario.md"), "every field of a scenario file"),
     ("metrics", include_str!("../../docs/metrics.md"), "every metric and output file"),
     ("trace", include_str!("../../docs/trace.md"), "replay and the OTLP traces"),
     ("tune", include_str!("../../docs/tune.md"), "faultline tune: the Pareto front of a policy"),
     ("calibrate", include_str!("../../docs/calibrate.md"), "faultline calibrate: a scenario from traces"),
+    ("check", include_str!("../../docs/check.md"), "faultline check: the essay's checklist answered, lint rules"),
     ("cluster", include_str!("../../docs/cluster.md"), "long sweeps, shards, Slurm, Kubernetes, GitHub Actions"),
     (
         "references",

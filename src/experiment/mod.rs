@@ -22,6 +22,7 @@
 
 pub mod batch;
 pub mod calibrate;
+pub mod check;
 pub mod command;
 pub mod compare;
 pub mod docs;

@@ -1,0 +1,210 @@
+//! Lint rules on time, answered from the file alone: an attempt timeout longer than the root
+//! deadline, a breaker's sampling window shorter than twice the attempt timeout, retry delays
+//! that cannot fit the deadline. Without deadline propagation the runtime acts on such a
+//! configuration (an error); with it the deadline cuts what does not fit (a warning: the
+//! setting is dead, not dangerous).
+
+use super::row::{Answer, Ask, Row, RowKind, Severity};
+use super::view::{PolicyView, StepView, ms};
+use crate::scenario::RawTable;
+use crate::sim::Micros;
+
+pub const ATTEMPT_OVER_DEADLINE: Ask = Ask {
+    kind: RowKind::Rule,
+    id: "rule.attempt_timeout_over_deadline",
+    source: ".NET HttpStandardResilienceOptionsCustomValidator (attempt <= total timeout); essay 6",
+    question: "Attempt timeout within the root deadline?",
+};
+
+pub const BREAKER_WINDOW: Ask = Ask {
+    kind: RowKind::Rule,
+    id: "rule.breaker_window_under_twice_attempt_timeout",
+    source: ".NET HttpStandardResilienceOptionsCustomValidator (SamplingDuration >= 2 x AttemptTimeout); resilience4j slidingWindowType TIME_BASED",
+    question: "Breaker sampling window at least twice the attempt timeout?",
+};
+
+pub const RETRY_DELAYS: Ask = Ask {
+    kind: RowKind::Rule,
+    id: "rule.retry_delays_exceed_deadline",
+    source: "essay 10 (backoff within the remaining budget); scenario.md 8.2, 8.5",
+    question: "Retry delays and attempts fit the root deadline?",
+};
+
+/// The severity of a timing rule that fires: the runtime acts on it only without propagation.
+fn timing_severity(view: &PolicyView) -> Severity {
+    if view.policy.rules.deadline_propagation { Severity::Warning } else { Severity::Error }
+}
+
+fn propagation_note(view: &PolicyView) -> &'static str {
+    if view.policy.rules.deadline_propagation {
+        "deadline propagation clips it to the time left"
+    } else {
+        "deadline_propagation = false: nothing cuts it at the deadline"
+    }
+}
+
+/// An attempt's timeout as it can last: its cap, or (without one) unbounded.
+fn timeout_text(t: Option<Micros>) -> String {
+    match t {
+        Some(t) => format!("{} ms", ms(t)),
+        None => "none (timeout_ms = 0)".into(),
+    }
+}
+
+pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for step in view.steps() {
+        let t = step.policy.timeout_us;
+        if t.is_some_and(|t| t <= step.deadline_us) {
+            continue;
+        }
+        let evidence = format!(
+            "step `{}` of workflow `{}`: attempt timeout {} > deadline_ms {}; {}",
+            step.spec.id,
+            view.scenario.workflows[step.workflow].name,
+            timeout_text(t),
+            ms(step.deadline_us),
+            propagation_note(view)
+        );
+        rows.push(ATTEMPT_OVER_DEADLINE.row(
+            view.name,
+            Answer::No,
+            timing_severity(view),
+            evidence,
+            view.timeout_location(step.spec),
+        ));
+    }
+    if rows.is_empty() {
+        let longest = view.steps().filter_map(|s| s.policy.timeout_us).max().unwrap_or(0);
+        let evidence = format!("every step's attempt timeout is within its deadline (longest {} ms)", ms(longest));
+        rows.push(ATTEMPT_OVER_DEADLINE.answer(view.name, Answer::Yes, evidence, view.at(&view.path)));
+    }
+    rows
+}
+
+/// A breaker entry's sampling window in microseconds, with the field that sets it; None for
+/// a count-based window (a number of calls, not a duration: the .NET rule does not apply).
+fn sampling_window(table: &RawTable) -> Option<(Micros, &'static str)> {
+    let text = |k: &str| table.0.get(k).and_then(|v| v.as_str());
+    let number = |k: &str| table.0.get(k).and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)));
+    match text("kind").unwrap_or("resilience4j") {
+        "polly" => {
+            let duration_ms = number("sampling_duration_ms").unwrap_or(30_000.0);
+            Some((crate::sim::ms_to_us(duration_ms), "sampling_duration_ms"))
+        }
+        _ => match text("sliding_window_type").unwrap_or("count_based") {
+            "time_based" => {
+                let seconds = number("sliding_window_size").unwrap_or(100.0);
+                Some((crate::sim::ms_to_us(seconds * 1e3), "sliding_window_size"))
+            }
+            _ => None,
+        },
+    }
+}
+
+/// How long an attempt at a step can last: its timeout, clipped by the deadline when the
+/// policy propagates it; None when nothing bounds it.
+fn attempt_bound(view: &PolicyView, step: &StepView) -> Option<Micros> {
+    let deadline = view.policy.rules.deadline_propagation.then_some(step.deadline_us);
+    match (step.policy.timeout_us, deadline) {
+        (Some(t), Some(d)) => Some(t.min(d)),
+        (Some(t), None) => Some(t),
+        (None, d) => d,
+    }
+}
+
+pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut windows = 0;
+    for (i, table) in view.spec.circuit_breaker.iter().enumerate() {
+        let Some((window_us, field)) = sampling_window(table) else { continue };
+        windows += 1;
+        let guarded =
+            table.0.get("dependency").and_then(|v| v.as_str()).and_then(|d| view.model.world.dependency_index(d));
+        // The longest attempt the breaker judges: every step whose primary or fallback goes there.
+        let covers = |s: &StepView| {
+            guarded.is_none_or(|d| s.model.dependency == d || s.policy.fallbacks.iter().any(|c| c.dependency == d))
+        };
+        let longest = view
+            .steps()
+            .filter(|s| covers(s))
+            .map(|s| (attempt_bound(view, &s), s.spec.id.clone()))
+            .max_by_key(|(b, _)| b.unwrap_or(Micros::MAX));
+        let Some((bound, step)) = longest else { continue };
+        let too_short = bound.is_none_or(|b| window_us < b.saturating_mul(2));
+        if !too_short {
+            continue;
+        }
+        let evidence = format!(
+            "circuit_breaker[{i}].{field} = {} ms of sampling < 2 x attempt timeout {} of step `{step}`: the window closes before the slow calls it should count end",
+            ms(window_us),
+            timeout_text(bound)
+        );
+        let entry = view.field(&["circuit_breaker"]).index(i);
+        let location = if table.0.contains_key(field) { view.at(&entry.key(field)) } else { view.at(&entry) };
+        rows.push(BREAKER_WINDOW.row(view.name, Answer::No, Severity::Error, evidence, location));
+    }
+    if rows.is_empty() {
+        let (answer, evidence) = if windows == 0 {
+            (
+                Answer::NotApplicable,
+                "no circuit breaker with a time window (count-based windows count calls)".to_string(),
+            )
+        } else {
+            (Answer::Yes, format!("{windows} time window(s), each at least twice the attempt timeouts it judges"))
+        };
+        rows.push(BREAKER_WINDOW.answer(view.name, answer, evidence, view.at(&view.field(&["circuit_breaker"]))));
+    }
+    rows
+}
+
+/// The sum of a step's backoff sleeps over its retries, each at the draw `u` (0: the shortest
+/// the jitter can make it; just below 1: the cap).
+fn delay_sum(view: &PolicyView, retries: u32, u: f64) -> Micros {
+    let backoff = &view.policy.rules.backoff;
+    let mut previous = 0;
+    let mut sum: Micros = 0;
+    for n in 0..retries {
+        previous = backoff.sleep_us(n, previous, u);
+        sum = sum.saturating_add(previous);
+    }
+    sum
+}
+
+pub fn retry_delays(view: &PolicyView) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for step in view.steps() {
+        let attempts = step.policy.max_attempts;
+        // An approval waits for a person until its business expiry: its length is no attempt's.
+        if attempts < 2 || step.model.approval {
+            continue;
+        }
+        let shortest = delay_sum(view, attempts - 1, 0.0);
+        let capped = delay_sum(view, attempts - 1, 1.0 - f64::EPSILON);
+        let work = step.policy.predicted_attempt_us.saturating_mul(u64::from(attempts));
+        let need_capped = capped.saturating_add(work);
+        if need_capped < step.deadline_us {
+            continue;
+        }
+        let need_shortest = shortest.saturating_add(work);
+        // Even the shortest draws cannot fit: the retries are dead (propagation) or late.
+        let severity = if need_shortest >= step.deadline_us { timing_severity(view) } else { Severity::Warning };
+        let evidence = format!(
+            "step `{}`: {attempts} attempts x predicted {} ms + backoff sleeps {}..{} ms = {}..{} ms >= deadline_ms {}; {}",
+            step.spec.id,
+            ms(step.policy.predicted_attempt_us),
+            ms(shortest),
+            ms(capped),
+            ms(need_shortest),
+            ms(need_capped),
+            ms(step.deadline_us),
+            propagation_note(view)
+        );
+        rows.push(RETRY_DELAYS.row(view.name, Answer::No, severity, evidence, view.attempts_location(step.spec)));
+    }
+    if rows.is_empty() {
+        let evidence = "every step's attempts and backoff caps fit its deadline".to_string();
+        rows.push(RETRY_DELAYS.answer(view.name, Answer::Yes, evidence, view.at(&view.field(&["retry"]))));
+    }
+    rows
+}

@@ -1,0 +1,212 @@
+//! The essay's section 26 verification questions, answered from the short simulation and the
+//! fields that explain its figures. Each answer names the metric that decides it.
+
+use super::figures::show;
+use super::row::{Answer, Ask, Row, RowKind};
+use super::view::{PolicyView, ms};
+use crate::scenario::{Criticality, Effect};
+
+const fn ask(id: &'static str, question: &'static str) -> Ask {
+    Ask { kind: RowKind::Verification, id, source: "essay 26", question }
+}
+
+pub const DEADLINE_BOUND: Ask =
+    ask("s26.deadline_bounded_every_branch", "Root deadline actually bounded every branch?");
+pub const RETRIES_WITHIN_BUDGET: Ask = ask("s26.retries_within_budget", "Retry attempts stayed within the budget?");
+pub const SOFT_BEFORE_HARD: Ask = ask("s26.soft_stopped_before_hard", "Soft branches stopped before hard ones?");
+pub const WRITES_RECONCILED: Ask =
+    ask("s26.write_timeout_reconciled", "Write timeouts reconciled without duplicate execution?");
+pub const CONTROL_PATH: Ask = ask("s26.control_path_capacity", "Control path (status, cancel) kept its capacity?");
+pub const EVIDENCE_MARKED: Ask =
+    ask("s26.degraded_evidence_marked", "Degraded results marked with their evidence level?");
+pub const NO_OSCILLATION: Ask =
+    ask("s26.restoration_without_oscillation", "Automatic restoration after shedding load did not oscillate?");
+
+pub fn answers(view: &PolicyView) -> Vec<Row> {
+    vec![
+        deadline_bound(view),
+        retries_within_budget(view),
+        soft_before_hard(view),
+        writes_reconciled(view),
+        control_path(view),
+        evidence_marked(view),
+        no_oscillation(view),
+    ]
+}
+
+fn yes_if(ok: bool) -> Answer {
+    if ok { Answer::Yes } else { Answer::No }
+}
+
+fn deadline_bound(view: &PolicyView) -> Row {
+    let f = view.figures;
+    let propagation = view.policy.rules.deadline_propagation;
+    let evidence = format!("{} (deadline_propagation = {propagation})", f.cite("run_past_deadline_ratio"));
+    let location = view.field_or_table(&["deadline_propagation"], view.spec.deadline_propagation.is_some());
+    DEADLINE_BOUND.answer(view.name, yes_if(f.count("run_past_deadline_total") == 0.0), evidence, location)
+}
+
+/// Hidden attempts of SDK clients the root budget does not see.
+fn uncharged_hidden(view: &PolicyView) -> f64 {
+    view.policy
+        .sdk_clients
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.as_ref().is_some_and(|c| !c.charged_to_root_budget))
+        .map(|(d, _)| view.figures.count(&format!("dependency.{}.hidden_attempt_total", view.dependency_name(d))))
+        .sum()
+}
+
+fn retries_within_budget(view: &PolicyView) -> Row {
+    let f = view.figures;
+    let amplification = f.cite("retry_amplification_ratio");
+    let set = view.spec.budget.as_ref().is_some_and(|b| b.retry_tokens.is_some());
+    let location = view.field_or_table(&["budget", "retry_tokens"], set);
+    let hidden = uncharged_hidden(view);
+    let (answer, evidence) = match view.policy.budget.retry_tokens {
+        None => (Answer::No, format!("budget.retry_tokens unlimited: nothing bounds a run's retries; {amplification}")),
+        Some(_) if hidden > 0.0 => (
+            Answer::No,
+            format!("{} hidden SDK attempts a replication outside budget.retry_tokens; {amplification}", show(hidden)),
+        ),
+        Some(tokens) => (
+            Answer::Yes,
+            format!(
+                "budget.retry_tokens {tokens}; {} refused; {amplification}",
+                f.cite("budget_exhausted_total.retry")
+            ),
+        ),
+    };
+    RETRIES_WITHIN_BUDGET.answer(view.name, answer, evidence, location)
+}
+
+fn soft_before_hard(view: &PolicyView) -> Row {
+    let is_soft = |c: Criticality| match c {
+        Criticality::Soft | Criticality::Advisory => true,
+        Criticality::Hard => false,
+    };
+    let timeout =
+        |soft: bool| view.steps().filter(move |s| is_soft(s.spec.criticality) == soft).map(|s| s.policy.timeout_us);
+    if timeout(true).next().is_none() {
+        return SOFT_BEFORE_HARD.answer(view.name, Answer::NotApplicable, "no soft step".into(), view.at(&view.path));
+    }
+    // A soft step gives up first when its longest attempt is shorter than every hard one's, or a
+    // degradation mode omits soft steps outright.
+    let soft_longest = timeout(true).map(|t| t.unwrap_or(u64::MAX)).max().unwrap_or(0);
+    let hard_shortest = timeout(false).map(|t| t.unwrap_or(u64::MAX)).min().unwrap_or(u64::MAX);
+    let by_mode = view.policy.modes.iter().any(|m| m.omit.iter().flatten().any(|&o| o));
+    let shows = |t: u64| if t == u64::MAX { "none".to_string() } else { format!("{} ms", ms(t)) };
+    let evidence = format!(
+        "soft steps' longest attempt timeout {} vs hard steps' shortest {}; a mode omits soft steps: {by_mode}; {}, {}",
+        shows(soft_longest),
+        shows(hard_shortest),
+        view.figures.cite("omitted_step_total"),
+        view.figures.cite("outcome_total.failed")
+    );
+    let answer = yes_if(by_mode || soft_longest < hard_shortest);
+    SOFT_BEFORE_HARD.answer(view.name, answer, evidence, view.at(&view.field(&["steps"])))
+}
+
+fn writes_reconciled(view: &PolicyView) -> Row {
+    let f = view.figures;
+    let location = view.field_or_table(&["on_effect_unknown"], view.spec.on_effect_unknown.is_some());
+    if !view.steps().any(|s| s.spec.effect == Effect::Write) {
+        return WRITES_RECONCILED.answer(view.name, Answer::NotApplicable, "no write step".into(), location);
+    }
+    let evidence = format!(
+        "{}, {}, {} (on_effect_unknown = {})",
+        f.cite("duplicate_effect_total"),
+        f.cite("effect_unknown_total"),
+        f.cite("reconciled_total"),
+        crate::vocab::Named::name(view.policy.rules.on_effect_unknown)
+    );
+    WRITES_RECONCILED.answer(view.name, yes_if(f.count("duplicate_effect_total") == 0.0), evidence, location)
+}
+
+/// Breaker entries that put status lookups in the same circuit as the reads and writes of a
+/// dependency some step looks its writes up at: (entry index, dependency).
+pub fn shared_control_circuits(view: &PolicyView) -> Vec<(usize, String)> {
+    let lookups: Vec<usize> = view.steps().filter(|s| s.spec.status_lookup).map(|s| s.model.dependency).collect();
+    let mut shared = Vec::new();
+    for (i, table) in view.spec.circuit_breaker.iter().enumerate() {
+        let key = table.0.get("circuit_key").and_then(|v| v.as_str()).unwrap_or("dependency");
+        if key == "dependency_operation" {
+            continue;
+        }
+        let guarded = table.0.get("dependency").and_then(|v| v.as_str());
+        for &d in &lookups {
+            let name = view.dependency_name(d);
+            if guarded.is_none_or(|g| g == name) && !shared.iter().any(|(j, n)| *j == i && n == name) {
+                shared.push((i, name.to_string()));
+            }
+        }
+    }
+    shared
+}
+
+fn control_path(view: &PolicyView) -> Row {
+    let lookups = view.steps().filter(|s| s.spec.status_lookup).count();
+    let tasks = view.model.world.dependencies.iter().filter(|d| d.task.is_some()).count();
+    if lookups == 0 && tasks == 0 {
+        let evidence = "no status lookup and no task dependency: no control path".to_string();
+        return CONTROL_PATH.answer(view.name, Answer::NotApplicable, evidence, view.at(&view.path));
+    }
+    let f = view.figures;
+    let shared = shared_control_circuits(view);
+    let (answer, evidence, location) = match shared.first() {
+        Some((i, name)) => (
+            Answer::No,
+            format!(
+                "circuit_breaker[{i}] keeps one circuit for `{name}` (circuit_key = \"dependency\"): an open circuit refuses the status lookups too; {}",
+                f.cite("refused_total.circuit_open")
+            ),
+            view.at(&view.field(&["circuit_breaker"]).index(*i)),
+        ),
+        None => (
+            Answer::Yes,
+            format!(
+                "{lookups} step(s) with status lookups, {tasks} task dependencies, no circuit shared with the control path; {}, {}",
+                f.cite("reconciled_total"),
+                f.cite("task_request_total.cancel")
+            ),
+            view.at(&view.field(&["circuit_breaker"])),
+        ),
+    };
+    CONTROL_PATH.answer(view.name, answer, evidence, location)
+}
+
+fn evidence_marked(view: &PolicyView) -> Row {
+    let f = view.figures;
+    let unmarked = f.count("cache_unmarked_stale_run_total");
+    let degradable = view.steps().any(|s| s.spec.criticality != Criticality::Hard || !s.policy.fallbacks.is_empty())
+        || view.policy.caches.iter().any(Option::is_some)
+        || view.policy.snapshots;
+    let (answer, evidence) = if unmarked > 0.0 {
+        (Answer::No, format!("{} runs a replication rested on stale cache data marked as fresh", show(unmarked)))
+    } else if !degradable {
+        (Answer::NotApplicable, "no soft step, fallback, cache or snapshot: no run can degrade".to_string())
+    } else {
+        (
+            Answer::Yes,
+            format!(
+                "every degraded run carries its reason and evidence level: {}, {}, {}",
+                f.cite("outcome_total.degraded"),
+                f.cite("evidence_run_total.approved_snapshot"),
+                f.cite("evidence_run_total.stale")
+            ),
+        )
+    };
+    EVIDENCE_MARKED.answer(view.name, answer, evidence, view.at(&view.path))
+}
+
+fn no_oscillation(view: &PolicyView) -> Row {
+    let f = view.figures;
+    let location = view.at(&view.field(&["runtime_policy"]));
+    if view.policy.degradation.is_none() {
+        let evidence = "no runtime_policy: no automatic degradation or restoration".to_string();
+        return NO_OSCILLATION.answer(view.name, Answer::NotApplicable, evidence, location);
+    }
+    let flaps = f.count("degradation_flaps_per_hour");
+    let evidence = format!("{}, {}", f.cite("degradation_flaps_per_hour"), f.cite("degradation_transition_total"));
+    NO_OSCILLATION.answer(view.name, yes_if(flaps == 0.0), evidence, location)
+}

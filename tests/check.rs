@@ -1,0 +1,388 @@
+//! `faultline check` from outside (docs/check.md): small scenarios where each rule fires and
+//! where it does not, the shipped scenarios' real answers, the exit codes, the JSON records'
+//! shape, and the same bytes on every run.
+
+use faultline::experiment::OutputFormat;
+use faultline::experiment::check::{Answer, CheckOptions, Row, Severity, check_rows};
+use faultline::scenario::{Format, ScenarioInput, Source};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// One read step at `db` (constant 100 ms) and whatever `extra` adds; `policy` is the body of
+/// `[policy.p]` and `after` any tables after it.
+fn scenario(deadline_ms: u32, extra: &str, policy: &str, after: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 60
+warmup_s = 0
+seed = 5
+replications = 2
+
+[[dependency]]
+name = "db"
+servers = 50
+queue_capacity = 50
+service_time = {{ dist = "constant", value_ms = 100 }}
+errors = {{ transient_transport = 0.2 }}
+{extra}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = {deadline_ms}
+
+  [[workflow.step]]
+  id = "read"
+  dependency = "db"
+
+[policy.p]
+{policy}
+{after}
+"#
+    )
+}
+
+fn rows(toml: &str) -> Vec<Row> {
+    let options = CheckOptions {
+        scenario: ScenarioInput::Text(Source::from_text("t.toml", toml, Format::Toml)),
+        policies: Vec::new(),
+        replications: Some(2),
+        sets: Vec::new(),
+        seed: None,
+        jobs: 1,
+        format: OutputFormat::Text,
+        out: None,
+    };
+    check_rows(&options).unwrap_or_else(|e| panic!("{e}")).0
+}
+
+/// The rows of one question or rule for one policy.
+fn find<'a>(rows: &'a [Row], policy: &str, id: &str) -> Vec<&'a Row> {
+    let found: Vec<&Row> = rows.iter().filter(|r| r.policy == policy && r.id == id).collect();
+    assert!(!found.is_empty(), "no row {id} for {policy}");
+    found
+}
+
+fn one<'a>(rows: &'a [Row], policy: &str, id: &str) -> &'a Row {
+    let found = find(rows, policy, id);
+    assert_eq!(found.len(), 1, "{found:?}");
+    found[0]
+}
+
+/// The line of `needle` in `text` (1-based), where a located row must point.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("no `{needle}`")) + 1
+}
+
+#[test]
+fn attempt_timeout_over_the_deadline_is_an_error_without_propagation_and_a_warning_with_it() {
+    let id = "rule.attempt_timeout_over_deadline";
+    let bad = scenario(2000, "", "deadline_propagation = false\ntimeout_ms = 5000", "");
+    let r = rows(&bad);
+    let row = one(&r, "p", id);
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error), "{row:?}");
+    assert_eq!(row.location.line, Some(line_of(&bad, "timeout_ms = 5000")));
+    assert_eq!(row.location.field, "policy.p.timeout_ms");
+    assert!(row.evidence.contains("attempt timeout 5000 ms > deadline_ms 2000"), "{}", row.evidence);
+
+    let clipped = rows(&scenario(2000, "", "deadline_propagation = true\ntimeout_ms = 5000", ""));
+    assert_eq!(one(&clipped, "p", id).severity, Severity::Warning);
+
+    let fits = rows(&scenario(2000, "", "deadline_propagation = false\ntimeout_ms = 2000", ""));
+    assert_eq!((one(&fits, "p", id).answer, one(&fits, "p", id).severity), (Answer::Yes, Severity::None));
+}
+
+#[test]
+fn breaker_window_must_be_twice_the_attempt_timeout_as_dotnet_validates() {
+    let id = "rule.breaker_window_under_twice_attempt_timeout";
+    let polly = |ms: u32| {
+        let breaker = format!(
+            "[[policy.p.circuit_breaker]]\nkind = \"polly\"\ndependency = \"db\"\nsampling_duration_ms = {ms}\n"
+        );
+        scenario(10_000, "", "timeout_ms = 1000", &breaker)
+    };
+    let short = polly(1999);
+    let r = rows(&short);
+    let row = one(&r, "p", id);
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error), "{row:?}");
+    assert_eq!(row.location.line, Some(line_of(&short, "sampling_duration_ms = 1999")));
+    assert_eq!(row.location.field, "policy.p.circuit_breaker[0].sampling_duration_ms");
+    // .NET's rule is SamplingDuration < 2 x AttemptTimeout: exactly twice passes.
+    assert_eq!(one(&rows(&polly(2000)), "p", id).answer, Answer::Yes);
+
+    let r4j = |seconds: u32| {
+        let breaker = format!(
+            "[[policy.p.circuit_breaker]]\nsliding_window_type = \"time_based\"\nsliding_window_size = {seconds}\n"
+        );
+        scenario(10_000, "", "timeout_ms = 3000", &breaker)
+    };
+    assert_eq!(one(&rows(&r4j(5)), "p", id).severity, Severity::Error);
+    assert_eq!(one(&rows(&r4j(6)), "p", id).answer, Answer::Yes);
+    // A count-based window counts calls, not time.
+    let counted = scenario(10_000, "", "timeout_ms = 3000", "[[policy.p.circuit_breaker]]\nsliding_window_size = 5\n");
+    assert_eq!(one(&rows(&counted), "p", id).answer, Answer::NotApplicable);
+}
+
+#[test]
+fn retry_delays_that_cannot_fit_the_deadline() {
+    let id = "rule.retry_delays_exceed_deadline";
+    // 5 attempts of 100 ms and 4 sleeps of 1000 ms: 4500 ms.
+    let policy = "deadline_propagation = false\nretry = { max_attempts = 5, backoff = { kind = \"constant\", base_ms = 1000, jitter = \"none\" } }";
+    let late = scenario(4500, "", policy, "");
+    let r = rows(&late);
+    let row = one(&r, "p", id);
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error), "{row:?}");
+    assert!(row.evidence.contains("= 4500..4500 ms >= deadline_ms 4500"), "{}", row.evidence);
+    assert_eq!(row.location.line, Some(line_of(&late, "max_attempts = 5")));
+    assert_eq!(one(&rows(&scenario(4501, "", policy, "")), "p", id).answer, Answer::Yes);
+    // Full jitter may draw shorter sleeps: only the caps do not fit, a warning.
+    let jittered = policy.replace("\"none\"", "\"full\"");
+    assert_eq!(one(&rows(&scenario(4500, "", &jittered, "")), "p", id).severity, Severity::Warning);
+}
+
+/// A scenario whose step is a write at `db` with the given step fields.
+fn write_scenario(step: &str, policy: &str, after: &str) -> String {
+    scenario(5000, "", policy, after)
+        .replace("  dependency = \"db\"\n", &format!("  dependency = \"db\"\n  effect = \"write\"\n{step}\n"))
+}
+
+#[test]
+fn a_write_sent_again_needs_a_key_the_dependency_deduplicates() {
+    let id = "rule.write_retried_without_idempotency_key";
+    let bare = write_scenario("", "on_effect_unknown = \"retry\"", "");
+    let r = rows(&bare);
+    let row = one(&r, "p", id);
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error), "{row:?}");
+    assert_eq!(row.location.field, "workflow[0].step[0].idempotency");
+
+    let per_attempt = write_scenario(
+        "  idempotency = \"key\"",
+        "on_effect_unknown = \"retry\"\nidempotency_key = \"per_attempt\"",
+        "",
+    );
+    let r = rows(&per_attempt);
+    let row = one(&r, "p", id);
+    assert_eq!((row.severity, row.location.field.as_str()), (Severity::Error, "policy.p.idempotency_key"));
+    assert_eq!(row.location.line, Some(line_of(&per_attempt, "idempotency_key = \"per_attempt\"")));
+
+    let keyed = write_scenario("  idempotency = \"key\"", "on_effect_unknown = \"retry\"", "");
+    assert_eq!(one(&rows(&keyed), "p", id).answer, Answer::Yes);
+    // Reconciling first never re-sends blindly.
+    assert_eq!(one(&rows(&write_scenario("", "on_effect_unknown = \"handoff\"", "")), "p", id).answer, Answer::Yes);
+
+    // An SDK that retries its own timeout re-sends the write inside the attempt.
+    let sdk = write_scenario(
+        "",
+        "on_effect_unknown = \"handoff\"\ntimeout_ms = 3000",
+        "[policy.p.sdk_client.db]\ntimeout_ms = 500\n",
+    );
+    let r = rows(&sdk);
+    let row = one(&r, "p", id);
+    assert_eq!((row.severity, row.location.field.as_str()), (Severity::Error, "policy.p.sdk_client.db"), "{row:?}");
+    let slow_sdk = sdk.replace("timeout_ms = 500", "timeout_ms = 4000");
+    assert_eq!(one(&rows(&slow_sdk), "p", id).answer, Answer::Yes, "the runtime's 3 s ends the call first");
+}
+
+#[test]
+fn hedges_go_to_reads_only() {
+    let id = "rule.hedge_on_write";
+    let hedged = write_scenario("  idempotency = \"key\"", "hedging = { delay_ms = 50 }", "");
+    let row = one(&rows(&hedged), "p", id).clone();
+    assert_eq!(row.answer, Answer::Yes);
+    assert!(row.evidence.contains("1 write step(s) never hedged"), "{}", row.evidence);
+    assert_eq!(one(&rows(&write_scenario("", "", "")), "p", id).answer, Answer::NotApplicable);
+}
+
+#[test]
+fn sdk_retries_outside_the_root_budget_are_reported_with_their_hidden_amplification() {
+    let uncharged = scenario(5000, "", "budget = { retry_tokens = 2 }", "[policy.p.sdk_client.db]\n");
+    let r = rows(&uncharged);
+    let rule = one(&r, "p", "rule.sdk_retries_not_charged");
+    assert_eq!((rule.answer, rule.severity), (Answer::No, Severity::Warning));
+    assert_eq!(rule.location.line, Some(line_of(&uncharged, "[policy.p.sdk_client.db]")));
+    let question = one(&r, "p", "s29.sdk_retries_in_root_budget");
+    assert_eq!(question.answer, Answer::No);
+    // 20 % of attempts fail and the SDK retries them twice: 1 + 0.2 + 0.04 = 1.24 attempts a call.
+    let amplification: f64 = question.evidence.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!((1.15..1.33).contains(&amplification), "{}", question.evidence);
+    assert_eq!(one(&r, "p", "s26.retries_within_budget").answer, Answer::No, "hidden attempts outside the tokens");
+
+    let charged =
+        uncharged.replace("[policy.p.sdk_client.db]\n", "[policy.p.sdk_client.db]\ncharged_to_root_budget = true\n");
+    let r = rows(&charged);
+    assert_eq!(one(&r, "p", "rule.sdk_retries_not_charged").answer, Answer::Yes);
+    assert_eq!(one(&r, "p", "s29.sdk_retries_in_root_budget").answer, Answer::Yes);
+    assert_eq!(
+        one(&rows(&scenario(5000, "", "", "")), "p", "s29.sdk_retries_in_root_budget").answer,
+        Answer::NotApplicable
+    );
+}
+
+#[test]
+fn a_fallback_in_its_primary_failure_domain_is_flagged() {
+    let id = "rule.shared_failure_domain";
+    let other = |domain: &str| {
+        format!(
+            "failure_domain = \"provider-a\"\n\n[[dependency]]\nname = \"db2\"\nservers = 5\nqueue_capacity = 5\nservice_time = {{ dist = \"constant\", value_ms = 50 }}\nfailure_domain = \"{domain}\"\n"
+        )
+    };
+    let same = scenario(5000, &other("provider-a"), "steps.read = { fallback = \"db2\" }", "");
+    let r = rows(&same);
+    let row = one(&r, "p", id);
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Warning));
+    assert_eq!(row.location.field, "policy.p.steps.read.fallback");
+    let distinct = scenario(5000, &other("provider-b"), "steps.read = { fallback = \"db2\" }", "");
+    assert_eq!(one(&rows(&distinct), "p", id).answer, Answer::Yes);
+}
+
+#[test]
+fn stale_cache_entries_kept_from_forbidden_classes_and_marked() {
+    let cache = |provenance: bool, task_class: &str| {
+        let contract = format!(
+            "\n  [dependency.cache]\n  fresh_ttl_s = 1\n  stale_if_error_s = 600\n  provenance_required = {provenance}\n  forbidden_for = [\"permission_decision\"]\n  keys = 10\n"
+        );
+        scenario(5000, &contract, "", "[policy.p.cache.db]\n")
+            .replace("  dependency = \"db\"\n", &format!("  dependency = \"db\"\n{task_class}\n"))
+    };
+    let unclassified = cache(true, "");
+    let r = rows(&unclassified);
+    let row = one(&r, "p", "rule.stale_cache_unclassified_step");
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Warning));
+    assert_eq!(row.location.field, "workflow[0].step[0]");
+    assert_eq!(one(&r, "p", "rule.stale_cache_unmarked").answer, Answer::Yes);
+    let classified = rows(&cache(true, "  task_class = \"summary\""));
+    assert_eq!(one(&classified, "p", "rule.stale_cache_unclassified_step").answer, Answer::Yes);
+
+    let unmarked = cache(false, "  task_class = \"summary\"");
+    let r = rows(&unmarked);
+    let row = one(&r, "p", "rule.stale_cache_unmarked");
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error));
+    assert_eq!(row.location.line, Some(line_of(&unmarked, "provenance_required = false")));
+    assert_eq!(one(&r, "p", "s29.lower_quality_shown").answer, Answer::No);
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).current_dir(repo()).output().expect("start faultline")
+}
+
+fn answer(rows: &[serde_json::Value], policy: &str, id: &str) -> (String, String) {
+    let r =
+        rows.iter().find(|r| r["policy"] == policy && r["id"] == id).unwrap_or_else(|| panic!("no {id} for {policy}"));
+    (r["answer"].as_str().unwrap().to_string(), r["evidence"].as_str().unwrap().to_string())
+}
+
+fn records(o: &Output) -> Vec<serde_json::Value> {
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON").as_array().expect("an array").clone()
+}
+
+#[test]
+fn the_incident_answers_as_the_essay_tells_it() {
+    let o = faultline(&["check", "scenarios/meeting-analysis-incident.toml", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "naive re-sends its write with fresh keys: an error");
+    let rows = records(&o);
+    let (a, e) = answer(&rows, "naive", "s26.deadline_bounded_every_branch");
+    assert_eq!(a, "no");
+    assert!(e.contains("deadline_propagation = false"), "{e}");
+    assert_eq!(answer(&rows, "resilient", "s26.deadline_bounded_every_branch").0, "yes");
+    assert_eq!(answer(&rows, "naive", "s29.root_budgets_shared").0, "no");
+    assert_eq!(answer(&rows, "resilient", "s29.root_budgets_shared").0, "yes");
+    assert_eq!(answer(&rows, "naive", "s26.write_timeout_reconciled").0, "no");
+    assert_eq!(answer(&rows, "resilient", "s26.write_timeout_reconciled").0, "yes");
+    assert_eq!(answer(&rows, "naive", "s29.write_timeout_not_failure").0, "no");
+    assert_eq!(answer(&rows, "naive", "s29.reconciliation_path").0, "no");
+    assert_eq!(answer(&rows, "naive", "rule.write_retried_without_idempotency_key").0, "no");
+    assert_eq!(answer(&rows, "resilient", "rule.write_retried_without_idempotency_key").0, "yes");
+    assert_eq!(answer(&rows, "naive", "s29.cancel_not_rollback").0, "no");
+    assert_eq!(answer(&rows, "resilient", "s29.cancel_not_rollback").0, "yes");
+    let errors: Vec<&serde_json::Value> = rows.iter().filter(|r| r["severity"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["field"], "policy.naive.idempotency_key");
+
+    let o = faultline(&["check", "scenarios/meeting-analysis-incident.toml", "-p", "resilient"]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("policy resilient: "), "{text}");
+    assert!(text.contains("Root deadline actually bounded every branch?"), "{text}");
+}
+
+#[test]
+fn the_sdk_incident_names_the_hidden_retries() {
+    let o = faultline(&["check", "scenarios/meeting-analysis-incident-sdk.toml", "--format", "json"]);
+    let rows = records(&o);
+    let (a, e) = answer(&rows, "naive", "s29.sdk_retries_in_root_budget");
+    assert_eq!(a, "no");
+    assert!(
+        e.starts_with("dependency model-primary uses an sdk_client with 2 hidden retries; hidden amplification 1."),
+        "{e}"
+    );
+    let (a, e) = answer(&rows, "resilient", "s29.sdk_retries_in_root_budget");
+    assert_eq!(a, "yes", "{e}");
+}
+
+#[test]
+fn exit_codes_and_bad_input() {
+    assert_eq!(faultline(&["check", "scenarios/noisy-tenant.toml"]).status.code(), Some(0));
+    let missing = faultline(&["check", "scenarios/no-such-file.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(missing.stdout.is_empty(), "no partial output");
+    let dir = std::env::temp_dir().join(format!("faultline-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, scenario(5000, "", "timeout_ms = -1", "")).unwrap();
+    let o = faultline(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.toml:") && err.contains("policy.p.timeout_ms"), "{err}");
+    assert!(o.stdout.is_empty());
+    let o = faultline(&["check", "scenarios/mmc.toml", "-p", "nobody"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn json_records_are_flat_and_the_same_bytes_every_time() {
+    let args = ["check", "scenarios/meeting-analysis-incident-cache.toml", "--json"];
+    let first = faultline(&args);
+    let again = faultline(&[&args[..], &["-j", "1"]].concat());
+    assert_eq!(first.stdout, again.stdout, "same bytes whatever the threads");
+    let rows = records(&first);
+    let keys: Vec<&str> = vec![
+        "scenario", "policy", "kind", "id", "source", "question", "answer", "severity", "evidence", "file", "line",
+        "column", "field",
+    ];
+    for r in &rows {
+        let o = r.as_object().unwrap();
+        assert_eq!(o.keys().map(String::as_str).collect::<Vec<_>>().len(), keys.len());
+        for k in &keys {
+            assert!(o.contains_key(*k), "{k} missing in {r}");
+        }
+        assert!(["yes", "no", "not applicable"].contains(&r["answer"].as_str().unwrap()));
+        assert!(["none", "warning", "error"].contains(&r["severity"].as_str().unwrap()));
+        assert!(["verification", "checklist", "rule"].contains(&r["kind"].as_str().unwrap()));
+    }
+    // 7 questions of section 26, 26 of section 29, at least one row per rule, for both policies.
+    let per_policy = |p: &str, kind: &str| rows.iter().filter(|r| r["policy"] == p && r["kind"] == kind).count();
+    for p in ["naive", "resilient"] {
+        assert_eq!((per_policy(p, "verification"), per_policy(p, "checklist")), (7, 26));
+        assert!(per_policy(p, "rule") >= 9);
+    }
+}
+
+#[test]
+fn out_writes_the_whole_report_or_nothing() {
+    let dir = std::env::temp_dir().join(format!("faultline-check-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file: PathBuf = dir.join("check.json");
+    let o = faultline(&["check", "scenarios/approval-change-request.toml", "--json", "-o", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let direct = faultline(&["check", "scenarios/approval-change-request.toml", "--json"]);
+    assert_eq!(std::fs::read(&file).unwrap(), direct.stdout);
+    let names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
