@@ -106,7 +106,8 @@ impl Model {
                 .faults
                 .iter()
                 .any(|f| crate::world::bad_result::BadResult::of_fault(f.kind).is_some())
-                || self.policies.iter().any(|p| p.steps.iter().flatten().any(|sp| sp.validator.is_some())),
+                || self.policies.iter().any(|p| p.steps.iter().flatten().any(|sp| sp.validator.is_some()))
+                || self.workflows.iter().any(|w| w.has_quorum),
             approvals: self.world.dependencies.iter().any(|d| d.approval.is_some()),
             advisory: self
                 .workflows
@@ -115,6 +116,7 @@ impl Model {
                 .any(|s| s.criticality == crate::scenario::Criticality::Advisory),
             delegation: self.world.delegates(),
             caches: self.policies.iter().any(|p| p.caches.iter().any(Option::is_some)),
+            quorum: self.workflows.iter().any(|w| w.has_quorum),
         }
     }
 

@@ -5,8 +5,9 @@
 //! a table of 70 rows hides the few a reader came for.
 //!
 //! The headline's figures (docs/metrics.md 6.5 states the rule): completion, safe outcomes,
-//! deadline misses, p95 run latency, retry amplification and cost per success, then every metric the `[slo]`
-//! section names, then the recovery figures. A figure that is not in `[slo]` and is zero or
+//! deadline misses, p95 run latency, retry amplification and cost per success, then in a scenario
+//! with a quorum step the shares of quorums not met and agreed wrong, then every metric the
+//! `[slo]` section names, then the recovery figures. A figure that is not in `[slo]` and is zero or
 //! undefined for every policy (no deadlines: nothing past one; no prices: no cost) answers no
 //! question, so it is left out and a line names it.
 
@@ -27,6 +28,10 @@ pub const STORY: [&str; 6] = [
     "retry_amplification_ratio",
     "cost_per_success",
 ];
+
+/// After the story, where a step is a quorum (the names exist only there): how often the
+/// quorum gave no answer, and how often it agreed on a wrong one.
+pub const QUORUM: [&str; 2] = ["quorum_ratio.not_met", "quorum_ratio.wrong_agreement"];
 
 /// After the `[slo]` metrics: whether and how fast the system came back after its faults.
 pub const RECOVERY: [&str; 2] = ["recovery_never_total", "recovery_time_s"];
@@ -116,7 +121,7 @@ fn rows(figures: &Figures, slo: &SloChecks, policies: &[Policy]) -> (Vec<Row>, V
             let slo_metrics: Vec<&str> =
                 slo.thresholds.iter().chain(&slo.regressions).map(|c| c.metric.as_str()).collect();
             let mut names: Vec<String> = Vec::new();
-            for name in STORY.iter().copied().chain(slo_metrics.iter().copied()).chain(RECOVERY) {
+            for name in STORY.iter().copied().chain(QUORUM).chain(slo_metrics.iter().copied()).chain(RECOVERY) {
                 // An [slo] metric `incident.x` is x's "during the faults" column: x's row shows
                 // it, so a row of its own would print the same figure twice.
                 let name = match name.strip_prefix(INCIDENT) {

@@ -18,7 +18,8 @@ pub enum Direction {
 }
 
 /// Metrics (or metric + label) where more is better.
-const HIGHER: [&str; 5] = [
+const HIGHER: [&str; 6] = [
+    "quorum_ratio.met",
     "auto_completion_ratio",
     "full_quality_completion_ratio",
     "safe_outcome_ratio",
@@ -27,7 +28,11 @@ const HIGHER: [&str; 5] = [
 ];
 
 /// Metrics (or metric + label) where less is better; every `*_ms` latency is one too.
-const LOWER: [&str; 32] = [
+const LOWER: [&str; 36] = [
+    "quorum_total.not_met",
+    "quorum_ratio.not_met",
+    "quorum_total.wrong_agreement",
+    "quorum_ratio.wrong_agreement",
     "deadline_exceeded_ratio",
     "deadline_exceeded_total",
     "run_past_deadline_ratio",

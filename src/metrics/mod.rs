@@ -10,6 +10,7 @@ pub mod direction;
 pub mod incident;
 pub mod modes;
 pub mod observation;
+pub mod quorum;
 pub mod range;
 pub mod recorder;
 pub mod recovery;
@@ -75,4 +76,6 @@ pub struct Labels {
     /// Some policy of the scenario looks in a dependency's cache: the cache metrics and
     /// `degraded_total.stale_cache` exist (for every policy, so they compare side by side).
     pub caches: bool,
+    /// Some step is a k-of-n quorum: the quorum metrics exist.
+    pub quorum: bool,
 }

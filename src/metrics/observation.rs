@@ -25,6 +25,8 @@ pub enum Observation {
     Delegation(DelegationObservation),
     /// What a dependency's cache did (metrics::cache).
     Cache(super::cache::CacheObservation),
+    /// Something about a k-of-n quorum step (metrics::quorum).
+    Quorum(super::quorum::QuorumObservation),
     /// A request that loads a dependency without being an attempt of a logical call: a task
     /// client's poll, subscription, lookup or cancel, or a task's work at its runner. Counted
     /// at the dependency and in cost, not in retry amplification.

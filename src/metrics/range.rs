@@ -39,7 +39,7 @@ const FRACTIONS: [&str; 13] = [
 
 /// Shares whose name ends in a label from a closed set (`cache_lookup_ratio.<state>`): the
 /// segment before the label names the metric.
-const LABELLED_FRACTIONS: [&str; 1] = ["cache_lookup_ratio"];
+const LABELLED_FRACTIONS: [&str; 2] = ["cache_lookup_ratio", "quorum_ratio"];
 
 impl Range {
     pub const FRACTION: Range = Range { low: 0.0, high: 1.0 };

@@ -239,6 +239,8 @@ pub struct Recorder {
     pub delegation: Option<DelegationStats>,
     /// Present when some policy of the scenario uses a cache.
     pub cache: Option<super::cache::CacheStats>,
+    /// Present when some step is a quorum.
+    pub quorum: Option<super::quorum::QuorumStats>,
     /// Refusals since the start, warm-up included, by reason: a signal the modes read.
     pub refused_all: [u64; Refusal::COUNT],
     /// The measured window: runs arriving in it count; integrals cover it.
@@ -324,6 +326,7 @@ impl Recorder {
             advisory: labels.advisory.then(super::approval::AdvisoryStats::default),
             delegation: labels.delegation.then(DelegationStats::default),
             cache: labels.caches.then(super::cache::CacheStats::default),
+            quorum: labels.quorum.then(super::quorum::QuorumStats::default),
             refused_all: [0; Refusal::COUNT],
             window,
             fault_span_us,
@@ -495,6 +498,11 @@ impl Recorder {
             Observation::Cache(c) => {
                 if let (Some(cache), true) = (&mut self.cache, measured) {
                     cache.observe(c);
+                }
+            }
+            Observation::Quorum(q) => {
+                if let (Some(quorum), true) = (&mut self.quorum, measured) {
+                    quorum.observe(q);
                 }
             }
             Observation::Task(t) => {
@@ -806,6 +814,9 @@ impl Recorder {
         }
         if let Some(delegation) = &self.delegation {
             delegation.put(&mut m);
+        }
+        if let Some(quorum) = &self.quorum {
+            quorum.put(&mut m);
         }
         if let Some(tokens) = &self.tokens {
             let successes: f64 =

@@ -41,6 +41,8 @@ pub struct Mechanisms {
     /// `fallback_routes[w][s][c]`: the route of fallback candidate c (the first is
     /// `routes[w][s].fallback`).
     pub fallback_routes: Vec<Vec<Vec<super::guard::pipeline::RouteId>>>,
+    /// `quorum_routes[w][s][b]`: the route of a quorum step's branch b (empty for other steps).
+    pub quorum_routes: Vec<Vec<Vec<super::guard::pipeline::RouteId>>>,
     /// What the guards' sliding windows take in one simulation, in bytes.
     pub window_bytes: u64,
 }
@@ -121,6 +123,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
     let level_labels = level_labels(&cx, &order);
     let mut routes = Vec::with_capacity(workflows.len());
     let mut fallback_routes = Vec::with_capacity(workflows.len());
+    let mut quorum_routes = Vec::with_capacity(workflows.len());
     for (w, wf) in workflows.iter().enumerate() {
         let tenant = wf.tenant.as_ref().and_then(|t| cx.tenants.iter().position(|n| n == t));
         let mut route = |dependency, class| {
@@ -130,6 +133,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         };
         let mut step_routes = Vec::with_capacity(wf.steps.len());
         let mut candidate_routes = Vec::with_capacity(wf.steps.len());
+        let mut branch_routes = Vec::with_capacity(wf.steps.len());
         for (s, step) in wf.steps.iter().enumerate() {
             let class = match step.effect {
                 Effect::Read => OperationClass::Read,
@@ -147,9 +151,14 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
             candidates.extend(steps[w][s].fallbacks.iter().skip(1).map(|c| route(c.dependency, class)));
             step_routes.push(r);
             candidate_routes.push(candidates);
+            // A quorum's branches get routes of their own, after everything else of the step:
+            // a step without a quorum has the routes it always had.
+            let branches = step.quorum.as_ref().map_or(&[][..], |q| &q.branches[..]);
+            branch_routes.push(branches.iter().map(|&d| route(d, class)).collect());
         }
         routes.push(step_routes);
         fallback_routes.push(candidate_routes);
+        quorum_routes.push(branch_routes);
     }
     Mechanisms {
         pipeline,
@@ -159,6 +168,7 @@ fn finish(cx: Compile<GuardSpec>, workflows: &[WorkflowModel], steps: &[Vec<Step
         level_labels,
         routes,
         fallback_routes,
+        quorum_routes,
         window_bytes: cx.window_bytes,
     }
 }

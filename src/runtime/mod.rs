@@ -19,6 +19,7 @@ pub mod hedging;
 pub mod mechanisms;
 pub mod policy;
 pub mod quorum;
+pub mod quorum_step;
 pub mod run;
 pub mod sdk_client;
 pub mod step;

@@ -175,6 +175,7 @@ fn compile_policy(
                     candidate.route = route;
                 }
             }
+            steps[w][s].quorum_routes = mechanisms.quorum_routes[w][s].clone();
         }
     }
     let budget = compile_budget(source, &path.key("budget"), p.budget.clone().unwrap_or_default())?;
@@ -333,6 +334,11 @@ impl StepContext<'_> {
         };
         let first_token_timeout_us = (first_token_timeout_us > 0).then_some(first_token_timeout_us);
         let fallbacks = self.fallback_candidates(s, &o, &sp)?;
+        if s.quorum.is_some() && !fallbacks.is_empty() {
+            let field = if o.fallbacks.is_some() { sp.key("fallbacks") } else { sp.key("fallback") };
+            let message = "a quorum that is not met gives up: a quorum step has no fallback";
+            return Err(error_at_path(source, &field, message));
+        }
         let fallback = fallbacks.first().map(|c| c.dependency);
         if timeout_us.is_none() && !self.rules.deadline_propagation {
             // An SDK client's own timeout (600 s unless set to 0) ends each of its attempts, and
@@ -384,12 +390,18 @@ impl StepContext<'_> {
                     let message = "a write's answer is never a bad result: a validator applies to a read step";
                     return Err(error_at_path(source, &sp.key("validator"), message));
                 }
+                // The branches' agreement is the quorum's own check (docs/scenario.md 6.2).
+                Some(_) if s.quorum.is_some() => {
+                    let message = "a quorum step's check is its branches' agreement: a validator applies to a step without `quorum`";
+                    return Err(error_at_path(source, &sp.key("validator"), message));
+                }
                 Some(v) => Some(super::validator::compile_validator(source, &sp.key("validator"), v)?),
                 None => None,
             },
             fallback,
             fallbacks,
             routes: StepRoutes::default(),
+            quorum_routes: Vec::new(),
         })
     }
 

@@ -1,6 +1,7 @@
 //! k-of-n quorum over model or agent calls (docs/essay.md section 22: "a quorum is evidence of
-//! reliability, not a guarantee of truth"), as a pure machine and its closed forms. Not yet
-//! driven by the engine (see the note of issue 31): a run's branches are not sent from here.
+//! reliability, not a guarantee of truth"), as a pure machine and its closed forms. A workflow
+//! step's `quorum` table (`runtime/quorum_step.rs`) makes the run machine send its branches
+//! and feed their answers to a [`QuorumTally`] (`runtime/run/quorum.rs`).
 //!
 //! The model. Each of the n branches answers right or wrong, or fails (an error, a timeout:
 //! no answer to count). The answer space is binary, right or the one plausible wrong answer,
@@ -144,6 +145,12 @@ impl QuorumTally {
         self.outcome()
     }
 
+    /// The fewest further answers that could still decide by agreement: k less the larger
+    /// of the two counts (at least 1 while undecided).
+    pub fn need(&self) -> u32 {
+        self.k.saturating_sub(self.right.max(self.wrong))
+    }
+
     /// The outcome if it is decided: k agree, or too few are left for either answer to reach k.
     pub fn outcome(&self) -> Option<QuorumOutcome> {
         let left = self.n - self.heard();
@@ -168,6 +175,91 @@ pub fn decide(spec: &QuorumSpec, answers: &[BranchAnswer]) -> QuorumOutcome {
         }
     }
     tally.outcome().unwrap_or(QuorumOutcome::NoQuorum)
+}
+
+/// A branch's chances of answering right or wrong on its own; it fails (no answer) otherwise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BranchOdds {
+    pub right: f64,
+    pub wrong: f64,
+}
+
+impl BranchOdds {
+    fn failed(&self) -> f64 {
+        (1.0 - self.right - self.wrong).max(0.0)
+    }
+
+    /// Under the shared cause every answer is wrong; failures stay failures.
+    fn under_cause(&self) -> BranchOdds {
+        BranchOdds { right: 0.0, wrong: self.right + self.wrong }
+    }
+}
+
+/// P(at least k of n independent trials succeed, each with probability p).
+fn at_least(n: u32, k: u32, p: f64) -> f64 {
+    (k..=n).map(|j| binomial(n, j) * p.powi(j as i32) * (1.0 - p).powi((n - j) as i32)).sum()
+}
+
+/// The shares of k-of-n quorums that are met, not met, and agreed wrong, when every branch
+/// shares the cause of probability `shared` and otherwise answers by `odds` on its own. The
+/// tally's early decision does not change them: with a strict majority the first answer to
+/// reach k is the one the full count would reach.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutcomeShares {
+    pub met: f64,
+    pub not_met: f64,
+    pub wrong_agreement: f64,
+}
+
+pub fn outcome_shares(n: u32, k: u32, odds: BranchOdds, shared: f64) -> OutcomeShares {
+    let met = (1.0 - shared) * at_least(n, k, odds.right);
+    let wrong_agreement =
+        shared * at_least(n, k, odds.right + odds.wrong) + (1.0 - shared) * at_least(n, k, odds.wrong);
+    OutcomeShares { met, not_met: 1.0 - met - wrong_agreement, wrong_agreement }
+}
+
+/// Expected branches sent and answers heard per quorum, when answers come back in the order
+/// the branches were sent, each by `odds` (every branch sharing the cause of probability
+/// `shared`). `as_needed`: k at first, then one more whenever those out cannot decide (the
+/// run machine's rule); otherwise all n at once, and n - heard are cancelled. For 2-of-3 the
+/// order does not matter: as needed the third is sent unless the first two agree
+/// (3 - r^2 - w^2), and it is heard unless the first two decide, agreeing or both failed
+/// (3 - r^2 - w^2 - f^2).
+pub fn expected_branches(n: u32, k: u32, odds: BranchOdds, shared: f64, as_needed: bool) -> (f64, f64) {
+    let (s1, h1) = walk(n, k, odds.under_cause(), as_needed);
+    let (s0, h0) = walk(n, k, odds, as_needed);
+    (shared * s1 + (1.0 - shared) * s0, shared * h1 + (1.0 - shared) * h0)
+}
+
+/// (E sent, E heard) from the start, by exhausting the answer sequences (n <= 15: 3^n paths at
+/// most; the tests use small n).
+fn walk(n: u32, k: u32, odds: BranchOdds, as_needed: bool) -> (f64, f64) {
+    fn go(tally: QuorumTally, sent: u32, odds: BranchOdds, as_needed: bool) -> (f64, f64) {
+        if tally.outcome().is_some() {
+            return (f64::from(sent), f64::from(tally.heard()));
+        }
+        let mut sent = sent;
+        while sent < tally.n && (!as_needed || sent - tally.heard() < tally.need()) {
+            sent += 1;
+        }
+        let mut e = (0.0, 0.0);
+        for (answer, p) in [
+            (BranchAnswer::Right, odds.right),
+            (BranchAnswer::Wrong, odds.wrong),
+            (BranchAnswer::Failed, odds.failed()),
+        ] {
+            if p == 0.0 {
+                continue;
+            }
+            let mut next = tally;
+            next.record(answer);
+            let (s, h) = go(next, sent, odds, as_needed);
+            e = (e.0 + p * s, e.1 + p * h);
+        }
+        e
+    }
+    let spec = QuorumSpec { n, k, wrong: 0.0, shared: 0.0 };
+    go(QuorumTally::new(&spec), 0, odds, as_needed)
 }
 
 #[cfg(test)]
@@ -216,6 +308,28 @@ mod tests {
         // Without failures every 2-of-3 quorum agrees on one answer or the other.
         let p = spec(3, 2, q, s);
         assert!((p.p_agreed_wrong() + p.p_agreed_right() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_closed_forms_of_a_quorum_with_failing_branches() {
+        let q: f64 = 0.1;
+        let odds = BranchOdds { right: 1.0 - q, wrong: 0.0 };
+        let plain = outcome_shares(3, 2, odds, 0.0);
+        assert!((plain.not_met - (3.0 * q * q - 2.0 * q.powi(3))).abs() < 1e-12, "{plain:?}");
+        let shared = outcome_shares(3, 2, odds, 0.05);
+        assert!((shared.not_met + shared.wrong_agreement - 0.0766).abs() < 1e-12, "{shared:?}");
+        // As needed, the third goes out unless the first two agree (3 - 0.9^2: a first failure
+        // sends it at once); it is heard unless the first two decide, agreeing or both failed
+        // (3 - 0.9^2 - 0.1^2).
+        let (sent, heard) = expected_branches(3, 2, odds, 0.0, true);
+        assert!((sent - 2.19).abs() < 1e-12 && (heard - 2.18).abs() < 1e-12, "{sent} {heard}");
+        let (sent, heard) = expected_branches(3, 2, odds, 0.0, false);
+        assert!((sent - 3.0).abs() < 1e-12 && (heard - 2.18).abs() < 1e-12, "{sent} {heard}");
+        let mut t = QuorumTally::new(&spec(3, 2, 0.0, 0.0));
+        assert_eq!(t.need(), 2);
+        t.record(Right);
+        t.record(Wrong);
+        assert_eq!(t.need(), 1);
     }
 
     #[test]

@@ -35,6 +35,8 @@ use crate::world::approval::{ApprovalDesk, Scheduled};
 use crate::world::bad_result::BadResult;
 use std::collections::VecDeque;
 
+mod quorum;
+
 /// Purpose tag of the backoff jitter draws below a run's key.
 pub const TAG_JITTER: u64 = 2;
 /// Purpose tag of the guards' draws (throttling) below a run's key.
@@ -186,6 +188,8 @@ pub struct RunMachine {
     approvals: Vec<AwaitedApproval>,
     /// Advisory steps whose window is open: (step, wake token).
     advisory_windows: Vec<(u8, u32)>,
+    /// Quorum steps whose tally is undecided (runtime/run/quorum.rs); empty in most runs.
+    quorums: Vec<super::quorum_step::QuorumRun>,
 }
 
 impl RunMachine {
@@ -217,6 +221,7 @@ impl RunMachine {
             rests_on_bad_result: false,
             approvals: Vec::new(),
             advisory_windows: Vec::new(),
+            quorums: Vec::new(),
         }
     }
 
@@ -256,6 +261,7 @@ impl RunMachine {
         self.rests_on_bad_result = false;
         self.approvals.clear();
         self.advisory_windows.clear();
+        self.quorums.clear();
     }
 
     /// The driver names a sent attempt; a cancel gives the name back, so the driver keeps no
@@ -498,6 +504,9 @@ impl RunMachine {
             self.on_lookup_result(cx, out, s, result);
             return;
         }
+        if cx.workflow.has_quorum && cx.workflow.steps[s as usize].quorum.is_some() {
+            return self.on_branch_answer(cx, out, s, serial, kind.is_some(), bad);
+        }
         match kind {
             None => {
                 if attempt.kind == AttemptKind::Hedge {
@@ -602,6 +611,10 @@ impl RunMachine {
         if !granted {
             refused(out, s, a.dependency, Refusal::Bulkhead, (a.purpose, a.kind), Some(a.serial));
         }
+        if !self.ended && cx.workflow.has_quorum && cx.workflow.steps[s as usize].quorum.is_some() {
+            // A branch that never got its permit (or too late) is a failed vote.
+            return self.on_branch_answer(cx, out, s, a.serial, true, None);
+        }
         if self.ended || self.steps[s as usize].in_flight > 0 {
             return;
         }
@@ -675,6 +688,9 @@ impl RunMachine {
         let step = &cx.workflow.steps[s as usize];
         if (step.approval || step.criticality == Criticality::Advisory) && self.start_for_a_person(cx, out, s) {
             return;
+        }
+        if cx.workflow.has_quorum && cx.workflow.steps[s as usize].quorum.is_some() {
+            return self.start_quorum(cx, out, s);
         }
         let t = self.treatment;
         if t.fallback == FallbackMode::FallbackFirst || t.per_step {

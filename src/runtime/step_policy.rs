@@ -25,6 +25,8 @@ pub struct StepPolicy {
     /// The check every answer of the step goes through, if any.
     pub validator: Option<super::validator::Validator>,
     pub routes: StepRoutes,
+    /// A quorum step's branch routes, by branch (empty for other steps).
+    pub quorum_routes: Vec<RouteId>,
 }
 
 /// One of a step's fallback candidates, its contract resolved for the step (docs/essay.md

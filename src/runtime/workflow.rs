@@ -38,6 +38,8 @@ pub struct StepModel {
     pub approval: bool,
     /// An advisory step's window (docs/scenario.md section 6.1); 0 for other steps.
     pub advisory_wait_us: crate::sim::Micros,
+    /// A k-of-n quorum over n branches (docs/scenario.md 6.2); boxed: most steps have none.
+    pub quorum: Option<Box<super::quorum_step::StepQuorum>>,
     pub predecessors: u32,
     pub successors: Vec<u8>,
 }
@@ -82,6 +84,9 @@ pub struct WorkflowModel {
     pub steps: Vec<StepModel>,
     /// Steps with no `after`: ready when the run starts.
     pub roots: Vec<u8>,
+    /// Some step is a quorum: the one flag the run machine reads on every attempt's result
+    /// before it looks for a quorum (other workflows pay nothing more).
+    pub has_quorum: bool,
 }
 
 pub fn compile_workflows(
@@ -140,7 +145,8 @@ fn compile_workflow(
         return Err(err(&path.key("load_units"), format!("must be a finite number > 0, got {load_units}")));
     }
     let async_allowed = w.async_allowed;
-    Ok(WorkflowModel { name: w.name.clone(), tenant, priority, load_units, async_allowed, steps, roots })
+    let has_quorum = steps.iter().any(|s| s.quorum.is_some());
+    Ok(WorkflowModel { name: w.name.clone(), tenant, priority, load_units, async_allowed, steps, roots, has_quorum })
 }
 
 /// A token count's distribution, its errors named without the duration fields' `_ms`.
@@ -227,6 +233,7 @@ fn compile_step(
         late_result: late_result(source, world, sp, s, dependency)?,
         approval: world.dependencies[dependency].approval.is_some(),
         advisory_wait_us: advisory_wait(source, sp, s)?,
+        quorum: super::quorum_step::compile_quorum(source, world, sp, s, dependency)?.map(Box::new),
         predecessors: 0,
         successors: Vec::new(),
     };

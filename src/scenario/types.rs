@@ -731,6 +731,35 @@ pub struct Step {
     /// An advisory step's window: how long after it starts its result is still used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advisory_wait_ms: Option<f64>,
+    /// A k-of-n quorum: the step sends n branches and succeeds when k agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<QuorumStepSpec>,
+}
+
+/// A step's `quorum` table (docs/scenario.md 6.2).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(remote = "Self")]
+pub struct QuorumStepSpec {
+    /// Branches that must agree: a strict majority of n.
+    pub k: u32,
+    /// Branches, each a call to the step's dependency (default: one per `dependencies` entry).
+    #[serde(default)]
+    pub n: Option<u32>,
+    /// One branch per entry, the first the step's own dependency (e.g. three models).
+    #[serde(default)]
+    pub dependencies: Option<Vec<String>>,
+    /// `all` (every branch at once, the rest cancelled once decided) or `as_needed` (k at
+    /// first, one more only when the answers so far cannot decide).
+    #[serde(default)]
+    pub send: Option<String>,
+    /// Probability, per run, that the input the sharing branches have in common (a retrieval
+    /// result, a prompt) is bad and makes every one of them wrong together.
+    #[serde(default)]
+    pub shared_cause_probability: Option<f64>,
+    /// The branches (0-based) that share it; default every branch.
+    #[serde(default)]
+    pub shared_cause_branches: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1434,6 +1463,7 @@ tables_only!(
     Resubmit,
     Workflow,
     Step,
+    QuorumStepSpec,
     Fault,
     Backoff,
     Retry,

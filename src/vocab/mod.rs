@@ -13,6 +13,7 @@ mod dependency_kind;
 mod failure;
 mod named;
 mod outcome;
+mod quorum;
 mod refusal;
 mod traffic;
 
@@ -26,5 +27,6 @@ pub use dependency_kind::DependencyKind;
 pub use failure::FailureKind;
 pub use named::Named;
 pub use outcome::{DegradedReason, EvidenceLevel, Outcome};
+pub use quorum::QuorumVerdict;
 pub use refusal::Refusal;
 pub use traffic::{OperationClass, Priority};
