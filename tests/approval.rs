@@ -379,3 +379,55 @@ fn a_mode_cannot_omit_an_advisory_step_and_says_why() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("omit_steps[0]") && err.contains("is advisory") && !err.contains("is hard"), "{err}");
 }
+
+#[test]
+fn a_run_awaiting_approval_is_not_resubmitted_and_replay_finds_each_approval_outcome() {
+    // A 6 s machine step, then an approval, under a 5 s deadline without propagation: every
+    // run reaches the desk late and is still waiting at its end (awaiting_approval, late).
+    // With resubmit = 1 the user used to ask again: a second request to people who still had
+    // the first (before: 416 runs and 817 requests for 208 arrivals in review apR.toml).
+    let toml = approval_scenario(
+        "duration_s = 200\nwarmup_s = 0\nseed = 3\nreplications = 1\ndrain_limit_s = 100000",
+        1.0,
+        5000.0,
+        "decision_time = { dist = \"constant\", value_ms = 3600000 }, expires_after_s = 100000",
+    )
+    .replace("arrivals = { rate_per_s = 1.0 }", "arrivals = { rate_per_s = 1.0 }\nresubmit = { probability = 1, delay_ms = 1000 }")
+    .replace(
+        "[[workflow.step]]\n  id = \"approve\"",
+        "[[workflow.step]]\n  id = \"pre\"\n  dependency = \"pre\"\n  [[workflow.step]]\n  id = \"approve\"\n  after = [\"pre\"]",
+    )
+    .replace(
+        "[[workflow]]",
+        "[[dependency]]\nname = \"pre\"\nservers = 1000\nservice_time = { dist = \"constant\", value_ms = 6000 }\n\n[[workflow]]",
+    )
+    .replace("retry = { max_attempts = 3 }", "retry = { max_attempts = 3 }\ndeadline_propagation = false");
+    let m = &replicate(&model(&toml), 0)[0];
+    assert!(m["outcome_total.awaiting_approval"] > 150.0, "{}", m["outcome_total.awaiting_approval"]);
+    assert_eq!(m["outcome_total.awaiting_approval"], m["logical_run_total"]);
+    assert_eq!(m["resubmitted_run_total"], 0.0);
+    assert_eq!(m["approval_requested_total"], m["logical_run_total"]);
+    // replay --first names the approval outcomes.
+    let dir = std::env::temp_dir().join(format!("faultline-approval-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("late.toml");
+    std::fs::write(&path, &toml).unwrap();
+    let replay = |first: &str| {
+        Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["replay", path.to_str().unwrap(), "-p", "p", "--first", first, "-o"])
+            .arg(dir.join(format!("{first}.json")))
+            .output()
+            .unwrap()
+    };
+    let out = replay("awaiting-approval");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("was still awaiting approval at its deadline"), "{stdout}");
+    let out = replay("approval-refused");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--first approval-refused`: none of"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
