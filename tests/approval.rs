@@ -431,3 +431,35 @@ fn a_run_awaiting_approval_is_not_resubmitted_and_replay_finds_each_approval_out
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn settings_an_approval_or_advisory_step_ignores_are_warned_where_they_stand() {
+    // Before: validate said only "ok" and the runs were those of the file without them.
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/approval-change-request.toml"))
+            .unwrap();
+    let toml = format!(
+        "{shipped}\n[policy.naive.steps.approve]\ntimeout_ms = 5\nmax_attempts = 9\n\n[policy.naive.steps.cost_estimate]\nfallback = \"risk-policy\"\ntimeout_ms = 200\n"
+    );
+    let dir = std::env::temp_dir().join(format!("faultline-approval-ignored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ignored.toml");
+    std::fs::write(&path, &toml).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline")).arg("validate").arg(&path).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let warnings: Vec<&str> = stdout.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 3, "{stdout}");
+    assert!(warnings[0].contains("policy.naive.steps.approve.timeout_ms") && warnings[0].contains("approval desk"));
+    assert!(warnings[1].contains("policy.naive.steps.approve.max_attempts"));
+    // An advisory step's timeout is its own attempt's and does act: no warning for it.
+    assert!(warnings[2].contains("policy.naive.steps.cost_estimate.fallback") && warnings[2].contains("advisory"));
+    // Each names its line in the file.
+    assert!(warnings.iter().all(|w| w.contains("ignored.toml:")), "{stdout}");
+    // The shipped file has none.
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["validate", concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/approval-change-request.toml")])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"));
+}
