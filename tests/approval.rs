@@ -463,3 +463,23 @@ fn settings_an_approval_or_advisory_step_ignores_are_warned_where_they_stand() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"));
 }
+
+#[test]
+fn a_friday_evening_request_waits_for_monday_and_its_percentiles_say_so() {
+    // A request at Friday 16:59 with a 2 h decision under 09-17 Mon-Fri is decided Monday
+    // 10:59: 66 h = 237,600,000 ms. Before, the percentiles saturated at 27.7 h and read
+    // 100,059,316 ms, below every sample; now they resolve the wait (HDR, 3 digits).
+    let toml = approval_scenario(
+        "duration_s = 1\nwarmup_s = 0\nseed = 1\nreplications = 2\ndrain_limit_s = 300000",
+        5.0,
+        400_000_000.0,
+        "decision_time = { dist = \"constant\", value_ms = 7200000 }, expires_after_s = 1000000, working_hours = { start_h = 9, end_h = 17, week_hour_at_start = 112.98333333333333 }",
+    );
+    for m in &replicate(&model(&toml), 0) {
+        assert_eq!(m["approval_wait_ms.max"], 237_600_000.0);
+        for p in ["approval_wait_ms.p50", "approval_wait_ms.p95", "run_latency_ms.p50", "run_latency_ms.p99"] {
+            let rel = (m[p] - 237_600_000.0) / 237_600_000.0;
+            assert!((0.0..1e-3).contains(&rel), "{p} = {}", m[p]);
+        }
+    }
+}
