@@ -146,8 +146,11 @@ fn a_policy_that_keeps_every_invariant_exits_0() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind `lag`"));
 }
 
+/// Moves one figure of a replication's metrics.
+type Tamper<'a> = &'a dyn Fn(&mut faultline::metrics::MetricMap);
+
 /// One replication of `toml` under each of its policies, with explore's identity checks.
-fn identities_broken(toml: &str, tamper: &dyn Fn(&mut faultline::metrics::MetricMap)) -> Vec<String> {
+fn identities_broken(toml: &str, tamper: Tamper) -> Vec<String> {
     let source = faultline::scenario::Source::from_text("s.toml", toml, faultline::scenario::Format::Toml);
     let scenario = faultline::scenario::parse_source(&source).unwrap();
     let model = faultline::engine::Model::compile(&scenario, &source).unwrap();
@@ -174,7 +177,7 @@ fn explore_checks_the_identities_of_caches_approvals_delegation_and_bad_results(
     for toml in [&cache, &approval, &delegation] {
         assert_eq!(identities_broken(toml, &unchanged), Vec::<String>::new());
     }
-    let cases: [(&str, &str, &dyn Fn(&mut faultline::metrics::MetricMap)); 5] = [
+    let cases: [(&str, &str, Tamper); 5] = [
         (&cache, "cache lookups that needed the dependency", &|m| {
             *m.get_mut("cache_lookup_total.miss").unwrap() += 1.0
         }),
