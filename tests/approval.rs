@@ -379,3 +379,107 @@ fn a_mode_cannot_omit_an_advisory_step_and_says_why() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("omit_steps[0]") && err.contains("is advisory") && !err.contains("is hard"), "{err}");
 }
+
+#[test]
+fn a_run_awaiting_approval_is_not_resubmitted_and_replay_finds_each_approval_outcome() {
+    // A 6 s machine step, then an approval, under a 5 s deadline without propagation: every
+    // run reaches the desk late and is still waiting at its end (awaiting_approval, late).
+    // With resubmit = 1 the user used to ask again: a second request to people who still had
+    // the first (before: 416 runs and 817 requests for 208 arrivals in review apR.toml).
+    let toml = approval_scenario(
+        "duration_s = 200\nwarmup_s = 0\nseed = 3\nreplications = 1\ndrain_limit_s = 100000",
+        1.0,
+        5000.0,
+        "decision_time = { dist = \"constant\", value_ms = 3600000 }, expires_after_s = 100000",
+    )
+    .replace("arrivals = { rate_per_s = 1.0 }", "arrivals = { rate_per_s = 1.0 }\nresubmit = { probability = 1, delay_ms = 1000 }")
+    .replace(
+        "[[workflow.step]]\n  id = \"approve\"",
+        "[[workflow.step]]\n  id = \"pre\"\n  dependency = \"pre\"\n  [[workflow.step]]\n  id = \"approve\"\n  after = [\"pre\"]",
+    )
+    .replace(
+        "[[workflow]]",
+        "[[dependency]]\nname = \"pre\"\nservers = 1000\nservice_time = { dist = \"constant\", value_ms = 6000 }\n\n[[workflow]]",
+    )
+    .replace("retry = { max_attempts = 3 }", "retry = { max_attempts = 3 }\ndeadline_propagation = false");
+    let m = &replicate(&model(&toml), 0)[0];
+    assert!(m["outcome_total.awaiting_approval"] > 150.0, "{}", m["outcome_total.awaiting_approval"]);
+    assert_eq!(m["outcome_total.awaiting_approval"], m["logical_run_total"]);
+    assert_eq!(m["resubmitted_run_total"], 0.0);
+    assert_eq!(m["approval_requested_total"], m["logical_run_total"]);
+    // replay --first names the approval outcomes.
+    let dir = std::env::temp_dir().join(format!("faultline-approval-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("late.toml");
+    std::fs::write(&path, &toml).unwrap();
+    let replay = |first: &str| {
+        Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["replay", path.to_str().unwrap(), "-p", "p", "--first", first, "-o"])
+            .arg(dir.join(format!("{first}.json")))
+            .output()
+            .unwrap()
+    };
+    let out = replay("awaiting-approval");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("was still awaiting approval at its deadline"), "{stdout}");
+    let out = replay("approval-refused");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--first approval-refused`: none of"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn settings_an_approval_or_advisory_step_ignores_are_warned_where_they_stand() {
+    // Before: validate said only "ok" and the runs were those of the file without them.
+    let shipped =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/approval-change-request.toml"))
+            .unwrap();
+    let toml = format!(
+        "{shipped}\n[policy.naive.steps.approve]\ntimeout_ms = 5\nmax_attempts = 9\n\n[policy.naive.steps.cost_estimate]\nfallback = \"risk-policy\"\ntimeout_ms = 200\n"
+    );
+    let dir = std::env::temp_dir().join(format!("faultline-approval-ignored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ignored.toml");
+    std::fs::write(&path, &toml).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline")).arg("validate").arg(&path).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let warnings: Vec<&str> = stdout.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 3, "{stdout}");
+    assert!(warnings[0].contains("policy.naive.steps.approve.timeout_ms") && warnings[0].contains("approval desk"));
+    assert!(warnings[1].contains("policy.naive.steps.approve.max_attempts"));
+    // An advisory step's timeout is its own attempt's and does act: no warning for it.
+    assert!(warnings[2].contains("policy.naive.steps.cost_estimate.fallback") && warnings[2].contains("advisory"));
+    // Each names its line in the file.
+    assert!(warnings.iter().all(|w| w.contains("ignored.toml:")), "{stdout}");
+    // The shipped file has none.
+    let out = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["validate", concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/approval-change-request.toml")])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("warning"));
+}
+
+#[test]
+fn a_friday_evening_request_waits_for_monday_and_its_percentiles_say_so() {
+    // A request at Friday 16:59 with a 2 h decision under 09-17 Mon-Fri is decided Monday
+    // 10:59: 66 h = 237,600,000 ms. Before, the percentiles saturated at 27.7 h and read
+    // 100,059,316 ms, below every sample; now they resolve the wait (HDR, 3 digits).
+    let toml = approval_scenario(
+        "duration_s = 1\nwarmup_s = 0\nseed = 1\nreplications = 2\ndrain_limit_s = 300000",
+        5.0,
+        400_000_000.0,
+        "decision_time = { dist = \"constant\", value_ms = 7200000 }, expires_after_s = 1000000, working_hours = { start_h = 9, end_h = 17, week_hour_at_start = 112.98333333333333 }",
+    );
+    for m in &replicate(&model(&toml), 0) {
+        assert_eq!(m["approval_wait_ms.max"], 237_600_000.0);
+        for p in ["approval_wait_ms.p50", "approval_wait_ms.p95", "run_latency_ms.p50", "run_latency_ms.p99"] {
+            let rel = (m[p] - 237_600_000.0) / 237_600_000.0;
+            assert!((0.0..1e-3).contains(&rel), "{p} = {}", m[p]);
+        }
+    }
+}

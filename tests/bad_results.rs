@@ -447,3 +447,37 @@ fn a_validator_names_kinds_as_the_faults_do_and_is_refused_on_a_write() {
     let e = refusal(&write);
     assert!(e.contains("policy.checked.steps.call.validator") && e.contains("never a bad result"), "{e}");
 }
+
+#[test]
+fn huge_strengths_are_named_at_the_file_instead_of_holding_runs_past_the_drain_limit() {
+    // Before the bounds, a slow_stream factor of 1e308 was accepted and every run it touched
+    // stayed in flight until the drain limit ("15 root runs were still in flight", no field).
+    let slow = |factor: &str| {
+        format!(
+            "[[fault]]\nkind = \"slow_stream\"\ntarget = \"llm\"\nstart_s = 10\nduration_s = 20\nfactor = {factor}\n"
+        )
+    };
+    let e = refusal(&model_scenario(&slow("1e308"), "", 0));
+    assert!(e.contains("fault[0].factor") && e.contains("at most 1000"), "{e}");
+    // The bound itself is accepted, and a strong but bounded slowdown runs to its end.
+    model(&model_scenario(&slow("1000"), "", 0));
+    let m = one(&model_scenario(&slow("10"), "", 0));
+    assert_eq!(m["run_latency_ms.max"], 500.0 + 300.0 * 20.0 * 10.0);
+    let latency = |field: &str| {
+        format!("[[fault]]\nkind = \"latency\"\ntarget = \"llm\"\nstart_s = 10\nduration_s = 20\n{field}\n")
+    };
+    for (field, named) in [
+        ("factor = 1e6", "fault[0].factor"),
+        ("latency_ms = 1e300", "fault[0].latency_ms"),
+        ("jitter_ms = 1e300", "fault[0].jitter_ms"),
+    ] {
+        let e = refusal(&model_scenario(&latency(field), "", 0));
+        assert!(e.contains(named) && e.contains("at most"), "{field}: {e}");
+    }
+    // Costs: a dependency's and a validator's, whose sums over a run must stay finite.
+    let costly = tool_scenario("", TWO_POLICIES).replacen("cost_units = 1\n", "cost_units = 1e300\n", 1);
+    let e = refusal(&costly);
+    assert!(e.contains(".cost_units") && e.contains("at most"), "{e}");
+    let e = refusal(&tool_scenario("", &TWO_POLICIES.replace("cost_units = 0.25", "cost_units = 1e300")));
+    assert!(e.contains("validator.cost_units") && e.contains("1000000000"), "{e}");
+}

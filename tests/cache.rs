@@ -493,3 +493,48 @@ fn a_lookup_slower_than_a_minute_and_a_field_on_a_cold_cache_are_named() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("(it takes no field)"), "{stderr}");
 }
+
+#[test]
+fn each_result_carries_its_own_ttl_and_the_contract_caps_it() {
+    // MCP 2026-07-28: a list or read result carries `ttlMs`. With `result_ttl_ms` an entry is
+    // fresh for the lesser of its key's hint and the contract's `fresh_ttl_s`, so the hit
+    // ratio follows lambda T / (1 + lambda S + lambda T) with T that lesser value (same
+    // workload as the TTL test: lambda = 0.1 per key per s, S = 1 ms).
+    let (lambda, s) = (0.1, 0.001);
+    for (contract_s, hint_ms, t) in [(300.0, "10000", 10.0), (10.0, "1e9", 10.0)] {
+        let cache =
+            format!("fresh_ttl_s = {contract_s}\n  result_ttl_ms = {{ dist = \"constant\", value_ms = {hint_ms} }}");
+        let reps = replicate(&model(&scenario(200.0, 2200.0, 20.0, 200, &cache, FAST, "", "")), 0);
+        let theory = lambda * t / (1.0 + lambda * s + lambda * t);
+        assert_in_ci(
+            &format!("contract {contract_s} s, hint {hint_ms} ms"),
+            &metric(&reps, "cache_hit_ratio"),
+            theory,
+            2,
+        );
+    }
+    // A server that sends no hint is MCP's default, ttlMs 0: immediately stale, never a hit.
+    let cache = "fresh_ttl_s = 300\n  result_ttl_ms = { dist = \"constant\", value_ms = 0 }";
+    let reps = replicate(&model(&scenario(20.0, 220.0, 20.0, 200, cache, FAST, "", "")), 0);
+    for m in &reps {
+        assert_eq!(m["cache_lookup_total.fresh"], 0.0);
+        assert!(m["cache_lookup_total.stale"] + m["cache_lookup_total.expired"] > 1000.0);
+    }
+    // Hints that differ by key: an exponential of mean 10 s averages lambda T / (1 + lambda T)
+    // over T ~ Exp(10 s): E = 1 - e^(1/(lambda m)) E1(1/(lambda m)) / (lambda m) with lambda m = 1:
+    // 1 - e E1(1) = 1 - 2.71828 x 0.219384 = 0.40365. The keys' hints are drawn once (from the
+    // dependency's name, as in every replication), so their average over 2,000 keys is off by
+    // about 0.3 / sqrt(2000) = 0.007: the tolerance is that draw's, 3 sigma.
+    let cache = "fresh_ttl_s = 300\n  result_ttl_ms = { dist = \"exponential\", mean_ms = 10000 }";
+    let reps = replicate(&model(&scenario(200.0, 1200.0, 200.0, 2000, cache, FAST, "", "")), 0);
+    let e = metric(&reps, "cache_hit_ratio");
+    eprintln!("exponential hints: hit ratio {:.5} vs 0.40365", e.mean);
+    assert!((e.mean - 0.40365).abs() < 0.021, "exponential hints: hit ratio {} vs 0.40365", e.mean);
+    // A bad hint is named.
+    let good = scenario(10.0, 100.0, 1.0, 10, "fresh_ttl_s = 30", FAST, "", "");
+    let bad =
+        good.replace("fresh_ttl_s = 30", "fresh_ttl_s = 30\n  result_ttl_ms = { dist = \"constant\", value_ms = -5 }");
+    let (code, stderr) = validate(&bad);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dependency[0].cache.result_ttl_ms"), "{stderr}");
+}

@@ -145,3 +145,57 @@ fn a_policy_that_keeps_every_invariant_exits_0() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown fault kind `lag`"));
 }
+
+/// Moves one figure of a replication's metrics.
+type Tamper<'a> = &'a dyn Fn(&mut faultline::metrics::MetricMap);
+
+/// One replication of `toml` under each of its policies, with explore's identity checks.
+fn identities_broken(toml: &str, tamper: Tamper) -> Vec<String> {
+    let source = faultline::scenario::Source::from_text("s.toml", toml, faultline::scenario::Format::Toml);
+    let scenario = faultline::scenario::parse_source(&source).unwrap();
+    let model = faultline::engine::Model::compile(&scenario, &source).unwrap();
+    let measured_s = (model.world.duration_us - model.world.warmup_us) as f64 / 1e6;
+    let mut broken = Vec::new();
+    for p in 0..model.policies.len() {
+        let mut m = faultline::engine::simulate(&model, p, 0).unwrap().metrics;
+        tamper(&mut m);
+        broken.extend(faultline::experiment::explore::broken_identities(&m, measured_s));
+    }
+    broken
+}
+
+#[test]
+fn explore_checks_the_identities_of_caches_approvals_delegation_and_bad_results() {
+    // docs/metrics.md section 5: the shipped scenarios of each feature keep them, and a figure
+    // moved against its bound is named (before, explore checked none of these metrics).
+    let read =
+        |name: &str| std::fs::read_to_string(format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let cache = read("meeting-analysis-incident-cache");
+    let approval = read("approval-change-request");
+    let delegation = read("a2a-delegation-loop");
+    let unchanged = |_: &mut faultline::metrics::MetricMap| {};
+    for toml in [&cache, &approval, &delegation] {
+        assert_eq!(identities_broken(toml, &unchanged), Vec::<String>::new());
+    }
+    let cases: [(&str, &str, Tamper); 5] = [
+        (&cache, "cache lookups that needed the dependency", &|m| {
+            *m.get_mut("cache_lookup_total.miss").unwrap() += 1.0
+        }),
+        (&cache, "cache_stale_run_total <= cache_stale_served_total", &|m| {
+            *m.get_mut("cache_stale_run_total").unwrap() = m["cache_stale_served_total"] + 1.0
+        }),
+        (&approval, "outcome_total.approval_refused <= approval_total.refused", &|m| {
+            *m.get_mut("approval_total.refused").unwrap() = m["outcome_total.approval_refused"] - 1.0
+        }),
+        (&approval, "add up to at most approval_requested_total", &|m| {
+            *m.get_mut("approval_requested_total").unwrap() = 0.0
+        }),
+        (&delegation, "delegation_revisit_total <= delegation_hop_total", &|m| {
+            *m.get_mut("delegation_revisit_total").unwrap() = m["delegation_hop_total"] + 1.0
+        }),
+    ];
+    for (toml, named, tamper) in cases {
+        let broken = identities_broken(toml, tamper);
+        assert!(!broken.is_empty() && broken.iter().all(|b| b.contains(named)), "{named}: {broken:?}");
+    }
+}

@@ -423,8 +423,12 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let slot = &self.runs[r];
         let workload = &model.world.workloads[workflow as usize];
+        // A run awaiting approval is never resubmitted, late or not: its request stays with the
+        // people, and asking again would only send a second request to someone who still has
+        // the first (scenario.md 4.7, 5.2).
         if let Some(resubmit) = &workload.resubmit
             && (outcome == Outcome::Failed || deadline_exceeded)
+            && outcome != Outcome::AwaitingApproval
             && u32::from(slot.resubmission) < resubmit.max_resubmissions
         {
             let u = slot.key.with(TAG_RESUBMIT).stream().unit();

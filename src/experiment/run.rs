@@ -328,6 +328,73 @@ fn unused_sdk_clients(model: &crate::engine::Model) -> Vec<String> {
     out
 }
 
+/// Inputs that compile and do nothing at an approval or advisory step (scenario.md 4.7, 6.1):
+/// the runtime never retries, times out, hedges or falls back from an approval, and an advisory
+/// step has one attempt and no fallback; an approval desk is no station, so nothing caches or
+/// wraps it. Warnings, as an unused `sdk_client` is: the file still runs.
+fn ignored_approval_and_advisory_inputs(
+    scenario: &crate::scenario::Scenario,
+    source: &crate::scenario::Source,
+) -> Vec<String> {
+    use crate::scenario::types::Criticality;
+    use crate::scenario::{FieldPath, error_at_path};
+    let desk = |name: &str| scenario.dependencies.iter().position(|d| d.name == name && d.approval.is_some());
+    let mut out = Vec::new();
+    let mut warn = |path: FieldPath, message: String| out.push(error_at_path(source, &path, message).to_string());
+    for (i, d) in scenario.dependencies.iter().enumerate() {
+        if d.approval.is_some() && d.cache.is_some() {
+            let path = FieldPath::root().key("dependency").index(i).key("cache");
+            warn(
+                path,
+                format!("`{}` is an approval desk, not a station: nothing looks in this cache (ignored)", d.name),
+            );
+        }
+    }
+    for (p, policy) in &scenario.policies {
+        let pp = FieldPath::root().key("policy").key(p);
+        for (what, names) in
+            [("cache", policy.cache.keys().collect::<Vec<_>>()), ("sdk_client", policy.sdk_client.keys().collect())]
+        {
+            for name in names.into_iter().filter(|n| desk(n).is_some()) {
+                let message =
+                    format!("`{name}` is an approval desk, not a station: no call goes through this {what} (ignored)");
+                warn(pp.key(what).key(name), message);
+            }
+        }
+        for (id, o) in &policy.steps {
+            let Some(step) = scenario.workflows.iter().flat_map(|w| &w.steps).find(|s| &s.id == id) else { continue };
+            let set = [
+                ("timeout_ms", o.timeout_ms.is_some()),
+                ("first_token_timeout_ms", o.first_token_timeout_ms.is_some()),
+                ("max_attempts", o.max_attempts.is_some()),
+                ("deadline_reserve_ms", o.deadline_reserve_ms.is_some()),
+                ("fallback", o.fallback.is_some()),
+                ("fallbacks", o.fallbacks.is_some()),
+            ];
+            let sp = pp.key("steps").key(id);
+            if let Some(d) = desk(&step.dependency) {
+                let name = &scenario.dependencies[d].name;
+                for (field, _) in set.iter().filter(|(_, on)| *on) {
+                    let message = format!(
+                        "step `{id}` waits on the approval desk `{name}`: the runtime never retries, times out or falls back from an approval (docs/scenario.md 4.7), so `{field}` is ignored"
+                    );
+                    warn(sp.key(field), message);
+                }
+            } else if step.criticality == Criticality::Advisory {
+                for (field, _) in
+                    set.iter().filter(|(f, on)| *on && matches!(*f, "max_attempts" | "fallback" | "fallbacks"))
+                {
+                    let message = format!(
+                        "step `{id}` is advisory: it has one attempt and no fallback (docs/scenario.md 6.1), so `{field}` is ignored"
+                    );
+                    warn(sp.key(field), message);
+                }
+            }
+        }
+    }
+    out
+}
+
 pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
     let Loaded { model, scenario, source } = load_model(input, &[])?;
     let slo = compile_slo(scenario.slo.as_ref(), &model, &source)?;
@@ -341,6 +408,7 @@ pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
         .chain(crate::runtime::failure_domain::failure_domain_warnings(&scenario, &source).iter())
         .map(|w| format!("warning: {w}\n"))
         .chain(unused_sdk_clients(&model).into_iter().map(|w| format!("warning: {w}\n")))
+        .chain(ignored_approval_and_advisory_inputs(&scenario, &source).into_iter().map(|w| format!("warning: {w}\n")))
         .collect();
     Ok(format!(
         "{warnings}{}: ok ({} dependencies, {} workflows, {} faults, policies: {}, {} SLO checks, {} regression checks)\n",

@@ -22,8 +22,18 @@ use hdrhistogram::Histogram;
 /// Largest latency the histograms resolve (27.7 hours in microseconds); larger values saturate.
 const HISTOGRAM_MAX_US: u64 = 100_000_000_000;
 
+/// With approvals (working hours, weekends, expiries of days), a run's latency and a decision's
+/// wait reach days: their histograms then resolve the whole simulated span (10 years,
+/// MAX_SIMULATED_S), so no percentile saturates. Values below 27.7 h fall in the same buckets
+/// either way; other scenarios keep the smaller (cheaper) range.
+const LONG_HISTOGRAM_MAX_US: u64 = 315_360_000_000_000;
+
 fn histogram(significant_figures: u8) -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, significant_figures).expect("static histogram bounds are valid")
+    histogram_up_to(significant_figures, HISTOGRAM_MAX_US)
+}
+
+fn histogram_up_to(significant_figures: u8, max_us: u64) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, max_us, significant_figures).expect("static histogram bounds are valid")
 }
 
 /// Root-run level counts, over runs that arrived after the warm-up.
@@ -263,6 +273,7 @@ impl Recorder {
         fault_span_us: Option<(Micros, Micros)>,
     ) -> Self {
         let (dependencies, steps) = (labels.dependencies.len(), labels.steps.len());
+        let latency_max_us = if labels.approvals { LONG_HISTOGRAM_MAX_US } else { HISTOGRAM_MAX_US };
         Recorder {
             run: RunStats {
                 runs: 0,
@@ -272,7 +283,7 @@ impl Recorder {
                 degraded: [0; DegradedReason::COUNT],
                 duplicate_effect_runs: 0,
                 safe_runs: 0,
-                latency_us: histogram(3),
+                latency_us: histogram_up_to(3, latency_max_us),
                 latency_sum_us: 0.0,
                 latency_max_us: 0,
                 logical_calls: 0,
@@ -322,7 +333,9 @@ impl Recorder {
             tokens: (!labels.token_dependencies.is_empty()).then(|| TokenStats::new(labels.dependencies.len())),
             users: labels.closed_population.then(UserStats::default),
             bad_results: labels.bad_results.then(BadResultStats::default),
-            approvals: labels.approvals.then(|| super::approval::ApprovalStats::new(histogram(3))),
+            approvals: labels
+                .approvals
+                .then(|| super::approval::ApprovalStats::new(histogram_up_to(3, latency_max_us))),
             advisory: labels.advisory.then(super::approval::AdvisoryStats::default),
             delegation: labels.delegation.then(DelegationStats::default),
             cache: labels.caches.then(super::cache::CacheStats::default),

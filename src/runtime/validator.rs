@@ -97,8 +97,9 @@ pub struct PendingValidation {
 pub fn compile_validator(source: &Source, path: &FieldPath, spec: &ValidatorSpec) -> Result<Validator, ScenarioError> {
     let check = parse_named(source, &path.key("check"), Some(&spec.check), ValidatorCheck::Schema)?;
     let latency_us = duration_ms(source, &path.key("latency_ms"), spec.latency_ms)?;
-    if !(spec.cost_units.is_finite() && spec.cost_units >= 0.0) {
-        let message = format!("must be a finite number >= 0, got {}", spec.cost_units);
+    if !(spec.cost_units.is_finite() && (0.0..=crate::world::model::MAX_COST_UNITS).contains(&spec.cost_units)) {
+        let message =
+            format!("must be a finite number in [0, {}], got {}", crate::world::model::MAX_COST_UNITS, spec.cost_units);
         return Err(error_at_path(source, &path.key("cost_units"), message));
     }
     let dp = path.key("detects");

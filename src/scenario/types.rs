@@ -382,6 +382,11 @@ pub struct CacheSpec {
     /// A lookup's own time (default 0).
     #[serde(default)]
     pub lookup_ms: Option<f64>,
+    /// The TTL each result carries (MCP 2026-07-28's `ttlMs` on a list or read result), drawn
+    /// once per key; an entry is fresh for the lesser of it and `fresh_ttl_s` (default: no
+    /// hint, every entry fresh for `fresh_ttl_s`).
+    #[serde(default)]
+    pub result_ttl_ms: Option<ServiceTime>,
 }
 
 /// How a policy's runtime uses a dependency's cache (runtime::cache_use).

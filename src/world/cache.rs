@@ -95,6 +95,10 @@ pub struct CacheModel {
     pub lookup_us: Micros,
     /// Names the key space's own draws (which keys the dependency finds nothing for).
     pub stream_id: u64,
+    /// With `result_ttl_ms`: each key's freshness lifetime, the lesser of the TTL its results
+    /// carry and `fresh_ttl_us` (MCP's `ttlMs` is per result; the contract still caps it).
+    /// Empty without: every entry has `fresh_ttl_us` (no cost for caches without hints).
+    result_fresh_us: Vec<Micros>,
 }
 
 impl CacheModel {
@@ -121,6 +125,16 @@ impl CacheModel {
             Popularity::Zipf => self.cdf.partition_point(|&c| c <= unit) as u32,
         };
         k.min(self.keys - 1)
+    }
+
+    /// How long `entry` stays fresh after it was stored: the contract's `fresh_ttl_s`, or the
+    /// lesser of it and the TTL its key's results carry.
+    pub fn fresh_ttl_of(&self, entry: u32) -> Micros {
+        if self.result_fresh_us.is_empty() {
+            self.fresh_ttl_us
+        } else {
+            self.result_fresh_us[(entry % self.keys) as usize]
+        }
     }
 
     /// The dependency finds nothing for this entry (the same answer on every fill).
@@ -215,6 +229,22 @@ pub(super) fn compile_cache(
     {
         return Err(c.err(&path.key("data_class"), format!("{} is no data class", quote(class))));
     }
+    let stream_id = stable_name_id(dependency).wrapping_add(0xCAC4);
+    // Each key's results carry one TTL (a server sets it per method or resource, not per
+    // reply), drawn on a stream of the key space's own, apart from the not-found draws.
+    let result_fresh_us = match &spec.result_ttl_ms {
+        None => Vec::new(),
+        Some(ttl) => {
+            let dist = c.distribution(&path.key("result_ttl_ms"), ttl)?;
+            (0..keys)
+                .map(|k| {
+                    let mut stream = StreamKey::root(stream_id).with(u64::MAX).with(u64::from(k)).stream();
+                    let ms = dist.sample_ms(&mut stream).max(0.0);
+                    crate::sim::ms_to_us(ms).min(fresh_ttl_us)
+                })
+                .collect()
+        }
+    };
     Ok(CacheModel {
         data_class: spec.data_class.clone(),
         scope,
@@ -230,7 +260,8 @@ pub(super) fn compile_cache(
         scopes,
         workflow_scope,
         lookup_us,
-        stream_id: stable_name_id(dependency).wrapping_add(0xCAC4),
+        stream_id,
+        result_fresh_us,
     })
 }
 
@@ -276,9 +307,10 @@ impl CacheStore {
         if e.negative {
             return if age < model.negative_ttl_us { LookupState::Negative } else { LookupState::Expired };
         }
-        if age < model.fresh_ttl_us {
+        let fresh_ttl_us = model.fresh_ttl_of(entry);
+        if age < fresh_ttl_us {
             LookupState::Fresh
-        } else if age < model.fresh_ttl_us.saturating_add(model.stale_if_error_us) {
+        } else if age < fresh_ttl_us.saturating_add(model.stale_if_error_us) {
             LookupState::Stale
         } else {
             LookupState::Expired
@@ -349,6 +381,7 @@ mod tests {
             popularity: Popularity::Uniform,
             cdf: Vec::new(),
             not_found_ratio: 0.0,
+            result_fresh_us: Vec::new(),
             scopes: 1,
             workflow_scope: Vec::new(),
             lookup_us: 0,

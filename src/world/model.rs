@@ -50,6 +50,13 @@ pub const MAX_REMOTE_FAN_OUT: f64 = 100_000.0;
 pub const MAX_SIMULATED_S: f64 = 315_360_000.0;
 /// Expected arrivals in one replication: past this a run would take hours, so it is an error.
 pub const MAX_EXPECTED_ARRIVALS: f64 = 1e9;
+/// A fault's slowdown (`latency` and `slow_stream` factors): past a thousandfold the attempt is
+/// an outage (`timeout`, `down`), and its work would outlast any drain limit.
+pub const MAX_FAULT_FACTOR: f64 = 1_000.0;
+/// A fault's added time (`latency_ms`, `jitter_ms`): a day.
+pub const MAX_FAULT_DELAY_MS: f64 = 86_400_000.0;
+/// One attempt's (or one check's) `cost_units`: sums over a billion attempts stay finite.
+pub const MAX_COST_UNITS: f64 = 1e9;
 
 #[derive(Debug, Clone)]
 pub struct RateLimitModel {
@@ -692,7 +699,11 @@ fn compile_dependency(c: &Checker, path: &FieldPath, d: &Dependency) -> Result<D
         errors: c.errors(&path.key("errors"), &d.errors)?,
         hang_probability: c.probability(&path.key("hang_probability"), d.hang_probability)?,
         rate_limit: d.rate_limit.as_ref().map(|r| compile_rate_limit(c, &path.key("rate_limit"), r)).transpose()?,
-        cost_units: c.non_negative(&path.key("cost_units"), d.cost_units)?,
+        cost_units: c.at_most(
+            &path.key("cost_units"),
+            c.non_negative(&path.key("cost_units"), d.cost_units)?,
+            MAX_COST_UNITS,
+        )?,
         honors_cancel: d.honors_cancel,
         queue: match &d.queue_policy {
             Some(q) => compile_queue_policy(c, &path.key("queue_policy"), q)?,
@@ -975,9 +986,21 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
             }
             FaultEffect::Latency {
                 replace: f.service_time.as_ref().map(|s| c.distribution(&path.key("service_time"), s)).transpose()?,
-                factor: c.positive(&path.key("factor"), f.factor.unwrap_or(1.0))?,
-                add_ms: c.non_negative(&path.key("latency_ms"), f.latency_ms.unwrap_or(0.0))?,
-                jitter_ms: c.non_negative(&path.key("jitter_ms"), f.jitter_ms.unwrap_or(0.0))?,
+                factor: c.at_most(
+                    &path.key("factor"),
+                    c.positive(&path.key("factor"), f.factor.unwrap_or(1.0))?,
+                    MAX_FAULT_FACTOR,
+                )?,
+                add_ms: c.at_most(
+                    &path.key("latency_ms"),
+                    c.non_negative(&path.key("latency_ms"), f.latency_ms.unwrap_or(0.0))?,
+                    MAX_FAULT_DELAY_MS,
+                )?,
+                jitter_ms: c.at_most(
+                    &path.key("jitter_ms"),
+                    c.non_negative(&path.key("jitter_ms"), f.jitter_ms.unwrap_or(0.0))?,
+                    MAX_FAULT_DELAY_MS,
+                )?,
             }
         }
         FaultKind::Timeout => FaultEffect::Hang,
@@ -1002,7 +1025,7 @@ fn fault_effect(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Re
             let factor = f
                 .factor
                 .ok_or_else(|| c.err(path, "a slow_stream fault needs `factor`, the slowdown of each output token"))?;
-            let factor = c.positive(&path.key("factor"), factor)?;
+            let factor = c.at_most(&path.key("factor"), c.positive(&path.key("factor"), factor)?, MAX_FAULT_FACTOR)?;
             if factor < 1.0 {
                 return Err(c.err(
                     &path.key("factor"),
@@ -1069,7 +1092,11 @@ fn fault_delay(c: &Checker, path: &FieldPath, f: &Fault, kind: FaultKind) -> Res
     let delay_ms = f
         .latency_ms
         .ok_or_else(|| c.err(path, format!("a {} fault needs `latency_ms`, the delay it adds", kind.name())))?;
-    Ok(ms_to_us(c.positive(&path.key("latency_ms"), delay_ms)?))
+    Ok(ms_to_us(c.at_most(
+        &path.key("latency_ms"),
+        c.positive(&path.key("latency_ms"), delay_ms)?,
+        MAX_FAULT_DELAY_MS,
+    )?))
 }
 
 fn compile_workload(c: &Checker, path: &FieldPath, w: &Workflow) -> Result<WorkloadModel, ScenarioError> {

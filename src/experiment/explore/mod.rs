@@ -239,6 +239,17 @@ fn identity_sums(m: &MetricMap, measured_s: f64) -> Vec<(String, f64, f64)> {
         let total = sum(&format!("breaker.{label}.time_in_state_s."), "");
         checks.push((format!("breaker {label}'s time in its states adds up to the measured time"), total, measured_s));
     }
+    // With a cache: every lookup that needed the dependency (stale, expired, miss) either sent
+    // the one call for its key or waited for the call already out (an outage's `unavailable`
+    // lookups bypass the cache and are in neither).
+    if m.contains_key("cache_dependency_call_total") {
+        let needed: f64 = ["stale", "expired", "miss"].iter().map(|s| get(&format!("cache_lookup_total.{s}"))).sum();
+        checks.push((
+            "cache lookups that needed the dependency add up to its calls and merges".into(),
+            needed,
+            get("cache_dependency_call_total") + get("cache_single_flight_merge_total"),
+        ));
+    }
     for reason in ["bulkhead", "circuit_open", "expired", "fan_out", "retry_budget", "shed", "throttled"] {
         let total = format!("refused_total.{reason}");
         checks.push((
@@ -248,6 +259,64 @@ fn identity_sums(m: &MetricMap, measured_s: f64) -> Vec<(String, f64, f64)> {
         ));
     }
     checks
+}
+
+/// The identities of docs/metrics.md section 5 that explore checks and `m` (one replication's
+/// metrics) breaks, each named with its figures; empty when all hold. `measured_s` is
+/// duration_s - warmup_s.
+pub fn broken_identities(m: &MetricMap, measured_s: f64) -> Vec<String> {
+    let sums = identity_sums(m, measured_s)
+        .into_iter()
+        .filter(|(_, sum, total)| (sum - total).abs() > 1e-6 * total.abs().max(1.0));
+    let bounds = identity_bounds(m).into_iter().filter(|(_, part, whole)| *part > whole + 1e-9 * whole.abs());
+    sums.map(|(name, a, b)| format!("{name}: {a} != {b}"))
+        .chain(bounds.map(|(name, a, b)| format!("{name}: {a} > {b}")))
+        .collect()
+}
+
+/// Metrics bounded by others (docs/metrics.md section 5): each (name, part, whole) holds
+/// part <= whole. A metric the scenario lacks reads NaN, so its pair is not checked.
+fn identity_bounds(m: &MetricMap) -> Vec<(String, f64, f64)> {
+    let get = |k: &str| m.get(k).copied().unwrap_or(f64::NAN);
+    let pairs = [
+        ("hedge_won_total", "hedge_sent_total"),
+        ("duplicate_effect_total", "effect_total"),
+        ("duplicate_effect_run_total", "duplicate_effect_total"),
+        // Caches: a stale run got at least one stale answer; an unmarked one is a stale run.
+        ("cache_stale_run_total", "cache_stale_served_total"),
+        ("cache_unmarked_stale_run_total", "cache_stale_run_total"),
+        // Delegation: a revisit is a hop, a hop an attempt.
+        ("delegation_revisit_total", "delegation_hop_total"),
+        ("delegation_hop_total", "dependency_attempt_total"),
+        // Approvals: a run ended by a verdict had a request that got it.
+        ("outcome_total.approval_refused", "approval_total.refused"),
+        ("outcome_total.approval_expired", "approval_total.expired"),
+        ("outcome_total.awaiting_approval", "approval_total.pending_at_deadline"),
+    ];
+    let mut bounds: Vec<(String, f64, f64)> =
+        pairs.iter().map(|(a, b)| (format!("{a} <= {b}"), get(a), get(b))).collect();
+    // Bad results: a validator catches only what came, kind by kind; an answer resting on a bad
+    // result is an answer.
+    for k in m.keys().filter_map(|k| k.strip_prefix("bad_result_detected_total.")) {
+        let (a, b) = (format!("bad_result_detected_total.{k}"), format!("bad_result_total.{k}"));
+        bounds.push((format!("{a} <= {b}"), get(&a), get(&b)));
+    }
+    bounds.push((
+        "run_on_undetected_bad_result_total <= outcome_total.succeeded + .degraded".into(),
+        get("run_on_undetected_bad_result_total"),
+        get("outcome_total.succeeded") + get("outcome_total.degraded"),
+    ));
+    // Every verdict answers a request (a request whose run ended otherwise has none).
+    let verdicts: f64 = ["approved", "refused", "expired", "pending_at_deadline"]
+        .iter()
+        .map(|v| get(&format!("approval_total.{v}")))
+        .sum();
+    bounds.push((
+        "approval_total.<verdict> add up to at most approval_requested_total".into(),
+        verdicts,
+        get("approval_requested_total"),
+    ));
+    bounds
 }
 
 /// The kind of run that shows a broken threshold on `metric`: a duplicate, a late run, or a
@@ -309,15 +378,10 @@ impl Invariants {
                 return broken(format!("identity: {name}"), format!("{sum} != {total}"), FirstRun::NotSucceeded);
             }
         }
-        let pairs = [
-            ("hedge_won_total", "hedge_sent_total"),
-            ("duplicate_effect_total", "effect_total"),
-            ("duplicate_effect_run_total", "duplicate_effect_total"),
-        ];
-        for (part, whole) in pairs {
-            if get(part) > get(whole) {
-                let detail = format!("{} > {}", get(part), get(whole));
-                return broken(format!("identity: {part} <= {whole}"), detail, FirstRun::NotSucceeded);
+        for (name, part, whole) in identity_bounds(m) {
+            // A metric the scenario lacks (no such feature) is NaN: the comparison is false.
+            if part > whole + 1e-9 * whole.abs() {
+                return broken(format!("identity: {name}"), format!("{part} > {whole}"), FirstRun::NotSucceeded);
             }
         }
         if self.no_duplicates && get("duplicate_effect_total") > 0.0 {

@@ -47,6 +47,12 @@ crate::named_enum! {
         DeadlineMissed => "deadline-missed",
         /// Had an attempt refused by a guard (breaker, bulkhead, retry budget, shedder, ...).
         Refused => "refused",
+        /// Ended because a person refused its approval step.
+        ApprovalRefused => "approval-refused",
+        /// Ended because its approval request lapsed before anyone decided.
+        ApprovalExpired => "approval-expired",
+        /// Still waiting for a decision at its root deadline (handed to an asynchronous task).
+        AwaitingApproval => "awaiting-approval",
     }
 }
 
@@ -62,6 +68,9 @@ impl FirstRun {
             FirstRun::Duplicate => "caused a duplicate effect",
             FirstRun::DeadlineMissed => "had no result by its deadline",
             FirstRun::Refused => "had an attempt refused by a guard",
+            FirstRun::ApprovalRefused => "was refused its approval",
+            FirstRun::ApprovalExpired => "saw its approval request lapse",
+            FirstRun::AwaitingApproval => "was still awaiting approval at its deadline",
         }
     }
 
@@ -76,6 +85,9 @@ impl FirstRun {
             FirstRun::Duplicate => run.duplicate_effect,
             FirstRun::DeadlineMissed => run.deadline_exceeded,
             FirstRun::Refused => run.refused(None),
+            FirstRun::ApprovalRefused => outcome == Outcome::ApprovalRefused,
+            FirstRun::ApprovalExpired => outcome == Outcome::ApprovalExpired,
+            FirstRun::AwaitingApproval => outcome == Outcome::AwaitingApproval,
         }
     }
 }
