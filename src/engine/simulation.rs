@@ -461,6 +461,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 for (index, level) in self.pipeline.levels(now).enumerate() {
                     self.recorder.sample_level(now, index, level);
                 }
+                // Open load has no user columns (and keeps its series byte for byte).
+                if self.populations.iter().any(Option::is_some) {
+                    self.sample_users(now);
+                }
                 self.recorder.carry_modes(now);
                 if now < self.model.world.duration_us || self.live_runs > 0 {
                     // What holds as the next window opens is part of that window too: a mode

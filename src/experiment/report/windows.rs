@@ -4,7 +4,7 @@
 use super::svg::{Line, Span};
 use crate::engine::Model;
 use crate::experiment::batch::replications::PolicyRuns;
-use crate::metrics::timeseries::Layout;
+use crate::metrics::timeseries::{Layout, USER_COLUMNS};
 use crate::sim::us_to_s;
 
 /// The windows' length, for titles and notes: "60 s".
@@ -64,5 +64,11 @@ pub fn layout(model: &Model, policy: usize) -> Layout {
         levels: p.level_labels.len(),
         budgets: p.degradation.as_ref().map_or(0, |d| model.workflows.len() * d.budget_groups_per_workflow()),
         budget_width: p.degradation.as_ref().map_or(0, |d| d.budget_width()),
+        users: if has_population(model) { USER_COLUMNS.len() } else { 0 },
     }
+}
+
+/// Some workflow's load is a closed population of users (the time series has user columns).
+pub fn has_population(model: &Model) -> bool {
+    model.world.workloads.iter().any(|w| w.population.is_some())
 }
