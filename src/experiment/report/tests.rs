@@ -743,3 +743,29 @@ fn a_recovery_time_beside_replications_that_never_recovered_says_so() {
     assert!(legend.iter().any(|l| l.starts_with("red edge: some never recovered")), "{legend:?}");
     assert_no_overlap(map);
 }
+
+#[test]
+fn a_closed_population_gets_its_users_over_time_and_open_load_none() {
+    let title = "Users at each 10 s window's end";
+    let users_chart = |page: &Node| -> Option<Vec<Vec<(f64, f64)>>> {
+        let charts = page.class("chart");
+        let chart = charts.into_iter().find(|c| c.title() == title)?;
+        assert_eq!(legend(chart), ["plain present", "plain thinking"]);
+        Some(lines(chart))
+    };
+    assert!(users_chart(&parse(&report(BASE))).is_none(), "open arrivals have no users");
+    // 30 users from the start, thinking 1 s between runs of about 0.25 s.
+    let closed = BASE.replace(
+        "arrivals = { rate_per_s = 30 }",
+        "arrivals = { users = { count = 30, wait_time = { constant_s = 1 } } }",
+    );
+    let lines = users_chart(&parse(&report(&closed))).expect("a users chart");
+    let (present, thinking) = (&lines[0], &lines[1]);
+    assert_eq!(present.len(), WINDOWS);
+    assert!(present.iter().all(|p| p.1 == present[0].1), "30 present in every window: {present:?}");
+    // Most of a cycle is thinking, so its line sits below the present one (larger y) and above
+    // half of it; the chart's y axis starts at 0, so half the users is halfway to its bottom.
+    for (p, t) in present.iter().zip(thinking) {
+        assert!(t.1 > p.1, "fewer think than are present: {p:?} {t:?}");
+    }
+}
