@@ -769,3 +769,21 @@ fn a_closed_population_gets_its_users_over_time_and_open_load_none() {
         assert!(t.1 > p.1, "fewer think than are present: {p:?} {t:?}");
     }
 }
+
+#[test]
+fn overlapping_faults_share_one_shaded_span_that_names_each() {
+    // A second fault from 60 s to 90 s overlaps the search errors (40-70 s): one span from 40 s
+    // to 90 s, not two layers where they overlap.
+    let extra = "\n[[fault]]\nkind = \"latency\"\ntarget = \"model\"\nstart_s = 60\nduration_s = 30\nservice_time = { p50_ms = 900, p95_ms = 2000 }\n";
+    let page = parse(&report(&format!("{BASE}{extra}")));
+    let first = page.class("chart")[0];
+    let spans = first.class("span");
+    assert_eq!(spans.len(), 1, "one span for overlapping faults");
+    let title = spans[0].title();
+    assert!(title.contains("on search") && title.contains("on model"), "{title}");
+    let width = |span: &Node| span.attr("width").unwrap().parse::<f64>().unwrap();
+    // On the same axis (10 s to 120 s) the search errors alone shade 30 s, the union 50 s.
+    let alone = parse(&report(BASE));
+    let ratio = width(spans[0]) / width(alone.class("chart")[0].class("span")[0]);
+    assert!((ratio - 50.0 / 30.0).abs() < 0.01, "{ratio}");
+}
