@@ -420,7 +420,7 @@ pub fn tune_report(r: &TuneReport) -> String {
     charts(&mut body, &svgs);
     body.push_str("<table><tr>");
     for h in &r.table_header {
-        let _ = write!(body, "<th>{}</th>", escape(h));
+        let _ = write!(body, "<th>{}</th>", breakable(h));
     }
     body.push_str("</tr>");
     for row in &r.table_rows {
@@ -432,6 +432,20 @@ pub fn tune_report(r: &TuneReport) -> String {
     }
     body.push_str("</table>");
     page(&format!("faultline: {} tune", r.scenario), &body)
+}
+
+/// A header as HTML that may wrap after each `.` and `_`: the front's columns are parameter
+/// paths and metric names (`policy.resilient.retry.max_attempts`), which as single words made
+/// the table wider than the window.
+pub(super) fn breakable(header: &str) -> String {
+    let mut out = String::new();
+    for c in header.chars() {
+        out.push_str(&escape(&c.to_string()));
+        if c == '.' || c == '_' {
+            out.push_str("<wbr/>");
+        }
+    }
+    out
 }
 
 /// The points of one chart: x from `x_axis` (or the candidate's position), y from `y_axis`.

@@ -520,9 +520,13 @@ fn a_crowded_front_has_no_overlapping_labels_and_outliers_do_not_squash_it() {
         labels,
         kinds,
         axes,
-        table_header: vec![],
-        table_rows: vec![],
+        table_header: vec!["candidate".into(), "policy.resilient.retry.max_attempts".into()],
+        table_rows: vec![vec!["#1".into(), "3".into()]],
     });
+    // The front table's headers may wrap at each `.` and `_` (a path as one word made the
+    // table wider than the window); the text itself is unchanged.
+    assert!(html.contains("<th>policy.<wbr/>resilient.<wbr/>retry.<wbr/>max_<wbr/>attempts</th>"), "{html}");
+    assert_eq!(super::html::breakable("a<b"), "a&lt;b");
     let page = parse(&html);
     let charts = page.class("chart");
     assert_eq!(charts.len(), 4, "the parallel coordinates and three pairs");
