@@ -63,6 +63,20 @@ fn folders() -> &'static (PathBuf, PathBuf) {
     })
 }
 
+/// The incident with a closed population (2 replications), whose time series has users.
+fn closed_folder() -> &'static PathBuf {
+    static FOLDER: OnceLock<PathBuf> = OnceLock::new();
+    FOLDER.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("faultline-export-closed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let closed = dir.join("closed");
+        let scenario = format!("{ROOT}/scenarios/meeting-analysis-incident-closed.toml");
+        ok(faultline(&["run", &scenario, "--replications", "2", "-o", closed.to_str().unwrap()]), "run closed");
+        closed
+    })
+}
+
 fn export(folder: &Path, format: &str) -> String {
     text(&ok(faultline(&["export", folder.to_str().unwrap(), "--format", format]), "export"))
 }
@@ -181,6 +195,40 @@ fn the_time_series_arrives_as_cumulative_counters_and_window_gauges() {
         }
         last.insert(key, (s.time_ms, s.value));
     }
+}
+
+/// A closed population's users arrive as two gauges, the CSV's columns window by window; the
+/// open incident has neither (its export, like its CSV, is unchanged).
+#[test]
+fn a_closed_populations_users_arrive_as_gauges() {
+    let closed = closed_folder();
+    let (types, samples) = parse_prometheus(&export(closed, "prometheus"));
+    for (family, column) in [("faultline_users_active", "users.active"), ("faultline_users_thinking", "users.thinking")]
+    {
+        assert_eq!(types[family], "gauge");
+        for policy in ["naive", "resilient"] {
+            let csv = csv_column(&closed.join(format!("{policy}/timeseries.csv")), column);
+            let exported: Vec<f64> =
+                samples.iter().filter(|s| s.name == family && s.labels["policy"] == policy).map(|s| s.value).collect();
+            assert_eq!(exported, csv, "{family} {policy}");
+        }
+    }
+    // 900 users throughout; fewer of naive's think while the model is slow (600 s to 1800 s).
+    let thinking = |policy: &str, end_s: i64| {
+        samples
+            .iter()
+            .find(|s| {
+                s.name == "faultline_users_thinking"
+                    && s.labels["policy"] == policy
+                    && s.time_ms == START_MS + 1000 * end_s
+            })
+            .unwrap()
+            .value
+    };
+    assert!(thinking("naive", 1200) < 0.9 * thinking("naive", 540), "{}", thinking("naive", 1200));
+    let (incident, _) = folders();
+    let open = parse_prometheus(&export(incident, "prometheus")).0;
+    assert!(!open.contains_key("faultline_users_active"), "open load has no users");
 }
 
 #[test]
@@ -360,7 +408,7 @@ fn otlp_json_reads_back_as_an_export_metrics_service_request() {
 fn every_dashboard_query_names_a_metric_the_export_writes() {
     let (incident, meta) = folders();
     let mut written = BTreeSet::new();
-    for folder in [incident, meta] {
+    for folder in [incident, meta, closed_folder()] {
         written.extend(parse_prometheus(&export(folder, "prometheus")).0.into_keys());
     }
     let dashboard: Value =
@@ -416,6 +464,8 @@ fn every_dashboard_query_names_a_metric_the_export_writes() {
         "faultline_workflow_worst_mode",
         "faultline_error_budget_spent_ratio",
         "faultline_result_cost_per_success",
+        "faultline_users_active",
+        "faultline_users_thinking",
     ] {
         assert!(used.contains(name), "no panel shows {name}");
     }

@@ -253,6 +253,101 @@ fn closed_load_self_limits_under_a_slow_dependency() {
     assert!((incident_rate - 9.9).abs() < 0.3, "{incident_rate}");
 }
 
+/// The users in the time series (timeseries.csv's `users.active`, `users.thinking`, sampled at
+/// each window's end), from outside: 0 to 40 users over 200 s (k6 stages), 40 held, then down
+/// to 10 over 200 s; 4 exponential servers of mean 500 ms, exponential thinking of
+/// mean 4 s, 4000 s held. During the ramp up the count is the ramp's: a user joins as the ramp crosses its
+/// whole number, and a sample taken at a crossing comes before the join, so the ramp's value
+/// r(t) at the window's end gives r - 1 <= active <= r. During the hold the share of users
+/// thinking is, by Little's law on the think station, X Z / N = Z / (Z + R), with X from the
+/// machine-repairman closed form. During the ramp down a user let go leaves at its next
+/// decision (an answer or a wake), so the count lags the ramp by less than a cycle.
+#[test]
+fn users_per_window_follow_the_stages_and_think_as_littles_law_says() {
+    let (users, servers, mean_ms, think_s) = (40u32, 4u32, 500.0, 4.0);
+    // The hold ends at `down`; the run at `down` + 400 s.
+    let (hold_s, down) = (4000.0, 4200.0);
+    let load = format!(
+        "[workflow.arrivals.users]\nstages = [{{ duration_s = 200, target = {users} }}, {{ duration_s = {hold_s}, target = {users} }}, {{ duration_s = 200, target = 10 }}]\nwait_time = {{ exponential_mean_s = {think_s} }}\n"
+    );
+    let text = station(&load, servers, mean_ms, down + 400.0, 0.0, "");
+    let dir = std::env::temp_dir().join(format!("faultline-users-series-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("s.toml"), &text).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+        .args(["run", "s.toml", "-o", "out"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(dir.join("out/plain/timeseries.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("{name} in {header:?}"));
+    let (end, active, thinking) = (at("window_end_s"), at("users.active"), at("users.thinking"));
+    assert_eq!(&header[header.len() - 2..], ["users.active", "users.thinking"], "last, after every other column");
+    let rows: Vec<Vec<f64>> =
+        lines.map(|l| l.split(',').map(|v| v.parse::<f64>().unwrap_or(f64::NAN)).collect()).collect();
+    // The k6 ramp's value at time t.
+    let ramp = |t: f64| {
+        if t <= 200.0 {
+            f64::from(users) * t / 200.0
+        } else if t <= down {
+            f64::from(users)
+        } else if t <= down + 200.0 {
+            f64::from(users) - 30.0 * (t - down) / 200.0
+        } else {
+            10.0
+        }
+    };
+    let mut checked = 0;
+    for row in &rows {
+        let (t, a, th) = (row[end], row[active], row[thinking]);
+        if t > down + 400.0 {
+            continue;
+        }
+        assert!((0.0..=a).contains(&th), "t {t}: {th} thinking of {a}");
+        if t <= down {
+            // The same in every replication, so the mean is the count itself.
+            assert!(ramp(t) - 1.0 <= a && a <= ramp(t), "t {t}: {a} users, the ramp {}", ramp(t));
+        } else {
+            // Let go, a user still present is waiting for an answer or thinking: a cycle
+            // (R about 1.5 s + Z 4 s, exponential) beyond 60 s has a chance below e^-10.
+            assert!(
+                ramp(t) <= a && a <= ramp(t - 60.0),
+                "t {t}: {a} users, the ramp {} ({} 60 s before)",
+                ramp(t),
+                ramp(t - 60.0)
+            );
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 92, "every window of the 4600 s");
+    // Little's law during the hold, per replication over the windows ending in (300, 4200] s.
+    let m = model(&text);
+    let (x, r) = machine_repairman(users, servers, 1000.0 / mean_ms, think_s);
+    let expected = think_s / (think_s + r);
+    let shares: Vec<f64> = (0..m.world.replications)
+        .map(|rep| {
+            let series = simulate(&m, 0, replication_seed(m.world.seed, rep)).unwrap().timeseries;
+            let user_columns = faultline::metrics::timeseries::USER_COLUMNS.len();
+            let (a, t) = (series.stride() - user_columns, series.stride() - user_columns + 1);
+            let rows = 6..84;
+            let active: u64 = rows.clone().map(|row| series.value(row, a)).sum();
+            let thinking: u64 = rows.map(|row| series.value(row, t)).sum();
+            assert_eq!(active, 78 * u64::from(users), "the hold keeps every user");
+            thinking as f64 / active as f64
+        })
+        .collect();
+    eprintln!(
+        "X {x:.3}/s, R {r:.3} s: thinking share Z / (Z + R) = {expected:.4} = X Z / N {:.4}",
+        x * think_s / f64::from(users)
+    );
+    assert_in_ci("thinking share", &faultline::metrics::stats::estimate(shares.into_iter()), expected, 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn validate(text: &str, name: &str) -> (i32, String) {
     let dir = std::env::temp_dir().join(format!("faultline-load-shapes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

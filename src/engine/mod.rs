@@ -23,7 +23,7 @@ pub use crate::runtime::AttemptTrace;
 pub use event::Event;
 pub use simulation::{Replication, SimError, simulate, simulate_following, simulate_traced, simulate_until_stopped};
 
-use crate::metrics::timeseries::FIXED_COLUMNS;
+use crate::metrics::timeseries::{FIXED_COLUMNS, USER_COLUMNS};
 use crate::metrics::{Labels, MetricMap, Recorder};
 use crate::runtime::degradation::Degradation;
 use crate::runtime::{PolicyModel, WorkflowModel, compile_policies, compile_workflows};
@@ -180,6 +180,8 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
     let dependency_columns = FIXED_COLUMNS.len() + 3 * world.dependencies.len();
     // One column per workflow for a policy with degradation modes (its worst mode).
     let workflows = world.workloads.len();
+    // A closed population's users, sampled per window.
+    let users = if world.workloads.iter().any(|w| w.population.is_some()) { USER_COLUMNS.len() } else { 0 };
     TimeSeriesSize {
         windows: span_us / u128::from(world.window_us.max(1)) + 1,
         columns: policies
@@ -188,7 +190,7 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
                 let modes = if p.degradation.is_some() { workflows } else { 0 };
                 let budgets =
                     p.degradation.as_ref().map_or(0, |d| workflows * d.budget_groups_per_workflow() * d.budget_width());
-                (dependency_columns + p.breaker_labels.len() + modes + p.level_labels.len() + budgets) as u128
+                (dependency_columns + p.breaker_labels.len() + modes + p.level_labels.len() + budgets + users) as u128
             })
             .sum(),
         replications: u128::from(world.replications),
@@ -197,10 +199,11 @@ fn timeseries_size(world: &World, policies: &[PolicyModel]) -> TimeSeriesSize {
 
 /// The time series of a command: windows (up to duration + drain) x columns (fixed, three per
 /// dependency, one per breaker, per workflow with modes, one per guard with a level, per
-/// error budget its state, share and burn rates, for each policy) x replications. A command holds one running sum
-/// per policy and one series per busy worker, but every replication builds and adds its own, so
-/// the product bounds both memory and the work of summing. Each factor has its own bound; their
-/// product has this one, so 1 000 dependencies at 1e6 windows is an input error rather than an
+/// error budget its state, share and burn rates, two for a closed population's users, for each
+/// policy) x replications. A command holds one running sum per policy and one series per busy
+/// worker, but every replication builds and adds its own, so the product bounds both memory and
+/// the work of summing. Each factor has its own bound; their product has this one, so 1 000
+/// dependencies at 1e6 windows is an input error rather than an
 /// allocation failure.
 fn check_timeseries_cells(world: &World, policies: &[PolicyModel], source: &Source) -> Result<(), ScenarioError> {
     let TimeSeriesSize { windows, columns, replications } = timeseries_size(world, policies);

@@ -497,6 +497,10 @@ impl<T: Tracer> Simulation<'_, T> {
                 for (index, level) in self.pipeline.levels(now).enumerate() {
                     self.recorder.sample_level(now, index, level);
                 }
+                // Open load has no user columns (and keeps its series byte for byte).
+                if self.populations.iter().any(Option::is_some) {
+                    self.sample_users(now);
+                }
                 self.recorder.carry_modes(now);
                 if self.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
                     self.error = Some(SimError::Stopped);

@@ -164,6 +164,17 @@ impl<T: Tracer> Simulation<'_, T> {
         self.start_user_run(now, w, user);
     }
 
+    /// The users present and thinking in every population at a window's end, for the time
+    /// series (once per window: a scan of the users who ever joined, never per event).
+    pub(super) fn sample_users(&mut self, window_end: Micros) {
+        let (mut active, mut thinking) = (0u32, 0u32);
+        for p in self.populations.iter().flatten() {
+            active += p.active;
+            thinking += p.users.iter().filter(|u| u.state == UserState::Thinking).count() as u32;
+        }
+        self.recorder.sample_users(window_end, active, thinking);
+    }
+
     /// Users present in every population, for the time integral.
     fn observe_users(&mut self, now: Micros) {
         let active: u32 = self.populations.iter().flatten().map(|p| p.active).sum();

@@ -8,7 +8,7 @@ use super::modes::ModeStats;
 use super::observation::Observation;
 use super::recovery::{self, Span};
 use super::tasks::{TaskObservation, TaskStats};
-use super::timeseries::{self, BUDGET_SCALE, Layout, TimeSeries};
+use super::timeseries::{self, BUDGET_SCALE, Layout, TimeSeries, USER_COLUMNS};
 use super::tokens::TokenStats;
 use super::users::UserStats;
 use super::{Labels, MetricMap};
@@ -323,6 +323,7 @@ impl Recorder {
                     levels: labels.levels.len(),
                     budgets: labels.budget_columns.len().checked_div(labels.budget_width).unwrap_or(0),
                     budget_width: labels.budget_width,
+                    users: if labels.closed_population { USER_COLUMNS.len() } else { 0 },
                 },
             ),
             budget_last: vec![0; labels.budget_columns.len()],
@@ -743,6 +744,11 @@ impl Recorder {
     /// that `window_end` closes.
     pub fn sample_level(&mut self, window_end: Micros, index: usize, level: u64) {
         self.timeseries.sample_level(window_end, index, level);
+    }
+
+    /// The users present and thinking at the end of the window that `window_end` closes.
+    pub fn sample_users(&mut self, window_end: Micros, active: u32, thinking: u32) {
+        self.timeseries.sample_users(window_end, active, thinking);
     }
 
     /// Budget `group`'s reading at an evaluation (`burns`: a long and a short rate per rule):

@@ -1,7 +1,7 @@
 //! Fixed windows over virtual time: arrivals, completions, goodput (all of it and on time),
 //! deadline misses, attempts, sampled queue depth and refusals per dependency, the worst state of
 //! each breaker, the most severe mode of each workflow, and the sampled level of each bulkhead and
-//! retry budget. Rows are appended as time advances, so memory is one row per window, not per
+//! retry budget, and a closed population's users at each window's end. Rows are appended as time advances, so memory is one row per window, not per
 //! event. The recovery metrics ([`super::recovery`]) are read from these windows.
 
 use crate::sim::Micros;
@@ -29,7 +29,18 @@ pub struct Layout {
     /// Columns per budget: its state, its spent share, then a long and a short burn rate per
     /// burn-rate rule ([`BudgetColumn`]).
     pub budget_width: usize,
+    /// [`USER_COLUMNS`] when some workflow has a closed population of users, else 0 (open load
+    /// keeps its columns and its CSV).
+    pub users: usize,
 }
+
+/// A closed population's columns, after the budgets: users present (waiting or thinking) and
+/// users thinking, both sampled at the window's end and summed over the workflows' populations.
+pub const USER_COLUMNS: [&str; 2] = ["users.active", "users.thinking"];
+
+/// A user column by its offset after the budgets.
+pub const USERS_ACTIVE: usize = 0;
+pub const USERS_THINKING: usize = 1;
 
 /// A column of an error budget's group, by its offset in the group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,9 +113,15 @@ impl Layout {
         self.level(self.levels) + group * self.budget_width + offset
     }
 
+    /// User column `offset` ([`USERS_ACTIVE`], [`USERS_THINKING`]), last so that every column
+    /// before keeps its place (a layout without users has none).
+    pub fn user(&self, offset: usize) -> usize {
+        self.budget(self.budgets, 0) + offset
+    }
+
     /// Columns per row.
     pub fn stride(&self) -> usize {
-        self.budget(self.budgets, 0)
+        self.user(self.users)
     }
 }
 
@@ -117,7 +134,8 @@ pub struct TimeSeries {
     /// per breaker its worst state in the window (0 closed, 1 half-open, 2 open), then per
     /// workflow (when the policy has modes) its most severe mode (`DegradationMode::severity`),
     /// then per guard with a level its level at the window's end, then per error budget its
-    /// state, spent share and burn rates ([`Layout`]).
+    /// state, spent share and burn rates, then (closed populations only) the users present and
+    /// thinking at the window's end ([`Layout`]).
     values: Vec<u64>,
     /// The row last looked up: its window [start, end) and its first index in `values`.
     /// Most lookups fall in the same window as the one before, so they skip the division.
@@ -256,6 +274,16 @@ impl TimeSeries {
         self.row_mut(window_end.saturating_sub(1))[offset] = level;
     }
 
+    /// The users present and thinking at the end of the window that `window_end` closes (a
+    /// layout with user columns only).
+    pub fn sample_users(&mut self, window_end: Micros, active: u32, thinking: u32) {
+        debug_assert_eq!(self.layout.users, USER_COLUMNS.len(), "sampled only with a population");
+        let (a, t) = (self.layout.user(USERS_ACTIVE), self.layout.user(USERS_THINKING));
+        let row = self.row_mut(window_end.saturating_sub(1));
+        row[a] = u64::from(active);
+        row[t] = u64::from(thinking);
+    }
+
     pub fn value(&self, row: usize, column: usize) -> u64 {
         self.values[row * self.stride + column]
     }
@@ -297,7 +325,7 @@ mod tests {
     fn events_land_in_their_window() {
         let mut ts = TimeSeries::new(
             1_000,
-            Layout { dependencies: 2, breakers: 1, modes: 1, levels: 1, budgets: 2, budget_width: 4 },
+            Layout { dependencies: 2, breakers: 1, modes: 1, levels: 1, budgets: 2, budget_width: 4, users: 2 },
         );
         ts.add(0, ARRIVALS);
         ts.add(999, ARRIVALS);
@@ -328,7 +356,10 @@ mod tests {
         ts.mark_budget(1_200, 1, 3, 7);
         ts.mark_budget(1_300, 1, 3, 5);
         assert_eq!(ts.value(1, FIXED_COLUMNS.len() + 9 + 4 + 3), 7, "budgets last, the window's largest reading");
-        assert_eq!(ts.stride(), FIXED_COLUMNS.len() + 9 + 8);
+        ts.sample_users(3_000, 12, 5);
+        assert_eq!(ts.value(2, FIXED_COLUMNS.len() + 9 + 8), 12, "users after the budgets, at the window they end");
+        assert_eq!(ts.value(2, FIXED_COLUMNS.len() + 9 + 8 + 1), 5);
+        assert_eq!(ts.stride(), FIXED_COLUMNS.len() + 9 + 8 + 2);
         assert_eq!(BudgetColumn::of(3), BudgetColumn::Burn { rule: 0, short: true });
         assert_eq!(BudgetColumn::of(4), BudgetColumn::Burn { rule: 1, short: false });
     }

@@ -179,6 +179,25 @@ pub fn timeseries_column(column: &str) -> Option<Def> {
                 "{attempt}",
             );
         }
+        // A closed population's users (k6's vus, Locust's user count): levels, so gauges.
+        "users.active" => {
+            return Some(def(
+                "users_active",
+                "Users of the closed populations present (waiting for an answer or thinking) at the end of the window; mean over the replications.",
+                Gauge,
+                "{user}",
+                Vec::new(),
+            ));
+        }
+        "users.thinking" => {
+            return Some(def(
+                "users_thinking",
+                "Users of the closed populations thinking (between an answer, or giving up, and their next run) at the end of the window; mean over the replications.",
+                Gauge,
+                "{user}",
+                Vec::new(),
+            ));
+        }
         _ => {}
     }
     // A guard's scope may hold a dot (`bulkhead.<dependency>.read.in_use`).
@@ -433,6 +452,8 @@ mod tests {
             "retry_budget.global.level",
             "workflow.w.error_budget.burn_rate.2.short",
             "workflow.w.dependency.m.error_budget.spent",
+            "users.active",
+            "users.thinking",
         ] {
             assert!(timeseries_column(column).is_some(), "{column}");
         }

@@ -5,7 +5,7 @@ use crate::engine::Model;
 use crate::experiment::batch::replications::SeriesSum;
 use crate::metrics::Labels;
 use crate::metrics::stats::{Aggregate, Estimate};
-use crate::metrics::timeseries::{BudgetColumn, FIXED_COLUMNS};
+use crate::metrics::timeseries::{BudgetColumn, FIXED_COLUMNS, USER_COLUMNS};
 use crate::scenario::samples::fnv_hex;
 use crate::scenario::{Scenario, sample_files};
 use crate::sim::us_to_s;
@@ -81,15 +81,19 @@ pub fn timeseries_csv(model: &Model, labels: &Labels, sum: &SeriesSum, replicati
     header.extend(labels.levels.iter().cloned());
     let first_budget = header.len() - 2;
     header.extend(labels.budget_columns.iter().cloned());
+    let first_user = header.len() - 2;
+    if labels.closed_population {
+        header.extend(USER_COLUMNS.iter().map(|c| c.to_string()));
+    }
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(&header).expect("writing to memory cannot fail");
     let columns = header.len() - 2;
     let n = replications.max(1) as f64;
-    // A budget's shares and burn rates are kept in millionths.
+    // A budget's shares and burn rates are kept in millionths; the users after them are counts.
     let scale: Vec<f64> = (0..columns)
         .map(|c| match c.checked_sub(first_budget) {
-            Some(k) => BudgetColumn::of(k % labels.budget_width).scale(),
-            None => 1.0,
+            Some(k) if c < first_user => BudgetColumn::of(k % labels.budget_width).scale(),
+            Some(_) | None => 1.0,
         })
         .collect();
     for row in 0..sum.rows() {

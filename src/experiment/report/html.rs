@@ -8,9 +8,9 @@ use super::panels::{mechanism_sections, mode_panel};
 use super::parallel::{ParallelAxis, parallel_chart};
 use super::svg::{
     Bars, HeatCell, HeatMap, Line, LineChart, Palette, ScatterPoint, bars, geometric, heat_map, label, line_chart,
-    scatter_chart, scatter_chart_as, shared_scale,
+    line_chart_in, scatter_chart, scatter_chart_as, shared_scale,
 };
-use super::windows::{fault_spans, replications, window_length, window_lines, window_points};
+use super::windows::{fault_spans, has_population, replications, window_length, window_lines, window_points};
 use super::xml::escape;
 use crate::engine::Model;
 use crate::experiment::batch::grid::{Param, SweepLayout};
@@ -18,7 +18,7 @@ use crate::experiment::batch::replications::PolicyRuns;
 use crate::experiment::output::formats::VERSION;
 use crate::metrics::range::Range;
 use crate::metrics::stats::Aggregate;
-use crate::metrics::timeseries::{DEADLINE_MISSES, FIXED_COLUMNS, ON_TIME_GOODPUT};
+use crate::metrics::timeseries::{DEADLINE_MISSES, FIXED_COLUMNS, ON_TIME_GOODPUT, USERS_ACTIVE, USERS_THINKING};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1500px}\
@@ -173,12 +173,48 @@ fn over_time(body: &mut String, model: &Model, names: &[&str], runs: &[PolicyRun
     if let Some(modes) = mode_panel(model, drawn) {
         over_time.insert(2, modes);
     }
+    let users = has_population(model);
+    if users {
+        over_time.push(users_chart(model, drawn));
+    }
     body.push_str("<h2>Over time</h2>");
     let _ = write!(
         body,
-        "<p class=\"note\">On-time goodput counts the root runs that ended succeeded or degraded with a result by their deadline, in each {window} window (timeseries.csv's on_time_goodput); a late answer is goodput but not on time, so it is left out here and counted beside it among the deadline misses (runs with no result by their deadline, whatever their outcome). Bands: 95 % intervals over the replications.</p>"
+        "<p class=\"note\">On-time goodput counts the root runs that ended succeeded or degraded with a result by their deadline, in each {window} window (timeseries.csv's on_time_goodput); a late answer is goodput but not on time, so it is left out here and counted beside it among the deadline misses (runs with no result by their deadline, whatever their outcome). Bands: 95 % intervals over the replications.{}</p>",
+        if users {
+            " Users: the closed population's users present (waiting for an answer or thinking) and thinking at each window's end (timeseries.csv's users.active and users.thinking), mean over the replications; when the system slows, fewer think and fewer runs start."
+        } else {
+            ""
+        }
     );
     charts(body, &over_time);
+}
+
+/// A closed population's users at each window's end, per policy: present, and thinking (the
+/// rest wait for an answer). Open load has no users to draw. Each policy's present line has the
+/// policy's colour (as in every chart of the page), its thinking line a colour of its own.
+fn users_chart(model: &Model, drawn: &[Drawn]) -> String {
+    let mut lines = Vec::new();
+    let mut slots = Vec::new();
+    for (offset, what, first_slot) in [(USERS_ACTIVE, "present", 0), (USERS_THINKING, "thinking", drawn.len())] {
+        for (i, d) in drawn.iter().enumerate() {
+            let column = d.layout.user(offset);
+            lines.push(Line::plain(
+                format!("{} {what}", d.name),
+                window_points(model, d.runs, &|row| d.cell(row, column)),
+            ));
+            slots.push(first_slot + i);
+        }
+    }
+    line_chart_in(
+        &LineChart::over_time(
+            &format!("Users at each {} window's end", window_length(model)),
+            "users",
+            lines,
+            fault_spans(model),
+        ),
+        &Palette::Slots(&slots),
+    )
 }
 
 /// One bar group per policy: its mean of each metric.
@@ -384,7 +420,7 @@ pub fn tune_report(r: &TuneReport) -> String {
     charts(&mut body, &svgs);
     body.push_str("<table><tr>");
     for h in &r.table_header {
-        let _ = write!(body, "<th>{}</th>", escape(h));
+        let _ = write!(body, "<th>{}</th>", breakable(h));
     }
     body.push_str("</tr>");
     for row in &r.table_rows {
@@ -396,6 +432,20 @@ pub fn tune_report(r: &TuneReport) -> String {
     }
     body.push_str("</table>");
     page(&format!("faultline: {} tune", r.scenario), &body)
+}
+
+/// A header as HTML that may wrap after each `.` and `_`: the front's columns are parameter
+/// paths and metric names (`policy.resilient.retry.max_attempts`), which as single words made
+/// the table wider than the window.
+pub(super) fn breakable(header: &str) -> String {
+    let mut out = String::new();
+    for c in header.chars() {
+        out.push_str(&escape(&c.to_string()));
+        if c == '.' || c == '_' {
+            out.push_str("<wbr/>");
+        }
+    }
+    out
 }
 
 /// The points of one chart: x from `x_axis` (or the candidate's position), y from `y_axis`.

@@ -520,9 +520,13 @@ fn a_crowded_front_has_no_overlapping_labels_and_outliers_do_not_squash_it() {
         labels,
         kinds,
         axes,
-        table_header: vec![],
-        table_rows: vec![],
+        table_header: vec!["candidate".into(), "policy.resilient.retry.max_attempts".into()],
+        table_rows: vec![vec!["#1".into(), "3".into()]],
     });
+    // The front table's headers may wrap at each `.` and `_` (a path as one word made the
+    // table wider than the window); the text itself is unchanged.
+    assert!(html.contains("<th>policy.<wbr/>resilient.<wbr/>retry.<wbr/>max_<wbr/>attempts</th>"), "{html}");
+    assert_eq!(super::html::breakable("a<b"), "a&lt;b");
     let page = parse(&html);
     let charts = page.class("chart");
     assert_eq!(charts.len(), 4, "the parallel coordinates and three pairs");
@@ -742,4 +746,48 @@ fn a_recovery_time_beside_replications_that_never_recovered_says_so() {
     let legend: Vec<String> = map.class("legend").iter().map(|t| t.legend_text()).collect();
     assert!(legend.iter().any(|l| l.starts_with("red edge: some never recovered")), "{legend:?}");
     assert_no_overlap(map);
+}
+
+#[test]
+fn a_closed_population_gets_its_users_over_time_and_open_load_none() {
+    let title = "Users at each 10 s window's end";
+    let users_chart = |page: &Node| -> Option<Vec<Vec<(f64, f64)>>> {
+        let charts = page.class("chart");
+        let chart = charts.into_iter().find(|c| c.title() == title)?;
+        assert_eq!(legend(chart), ["plain present", "plain thinking"]);
+        Some(lines(chart))
+    };
+    assert!(users_chart(&parse(&report(BASE))).is_none(), "open arrivals have no users");
+    // 30 users from the start, thinking 1 s between runs of about 0.25 s.
+    let closed = BASE.replace(
+        "arrivals = { rate_per_s = 30 }",
+        "arrivals = { users = { count = 30, wait_time = { constant_s = 1 } } }",
+    );
+    let lines = users_chart(&parse(&report(&closed))).expect("a users chart");
+    let (present, thinking) = (&lines[0], &lines[1]);
+    assert_eq!(present.len(), WINDOWS);
+    assert!(present.iter().all(|p| p.1 == present[0].1), "30 present in every window: {present:?}");
+    // Most of a cycle is thinking, so its line sits below the present one (larger y) and above
+    // half of it; the chart's y axis starts at 0, so half the users is halfway to its bottom.
+    for (p, t) in present.iter().zip(thinking) {
+        assert!(t.1 > p.1, "fewer think than are present: {p:?} {t:?}");
+    }
+}
+
+#[test]
+fn overlapping_faults_share_one_shaded_span_that_names_each() {
+    // A second fault from 60 s to 90 s overlaps the search errors (40-70 s): one span from 40 s
+    // to 90 s, not two layers where they overlap.
+    let extra = "\n[[fault]]\nkind = \"latency\"\ntarget = \"model\"\nstart_s = 60\nduration_s = 30\nservice_time = { p50_ms = 900, p95_ms = 2000 }\n";
+    let page = parse(&report(&format!("{BASE}{extra}")));
+    let first = page.class("chart")[0];
+    let spans = first.class("span");
+    assert_eq!(spans.len(), 1, "one span for overlapping faults");
+    let title = spans[0].title();
+    assert!(title.contains("on search") && title.contains("on model"), "{title}");
+    let width = |span: &Node| span.attr("width").unwrap().parse::<f64>().unwrap();
+    // On the same axis (10 s to 120 s) the search errors alone shade 30 s, the union 50 s.
+    let alone = parse(&report(BASE));
+    let ratio = width(spans[0]) / width(alone.class("chart")[0].class("span")[0]);
+    assert!((ratio - 50.0 / 30.0).abs() < 0.01, "{ratio}");
 }

@@ -4,7 +4,7 @@
 use super::svg::{Line, Span};
 use crate::engine::Model;
 use crate::experiment::batch::replications::PolicyRuns;
-use crate::metrics::timeseries::Layout;
+use crate::metrics::timeseries::{Layout, USER_COLUMNS};
 use crate::sim::us_to_s;
 
 /// The windows' length, for titles and notes: "60 s".
@@ -12,17 +12,30 @@ pub fn window_length(model: &Model) -> String {
     format!("{} s", super::svg::label(model.world.window_us as f64 / 1e6))
 }
 
-/// The faults as shaded spans, in seconds.
+/// The faults as shaded spans, in seconds: faults that overlap share one span (its tooltip names
+/// each), because translucent shading stacked once per fault turns a window of four faults a
+/// strong pink that hides the 95 % bands drawn over it.
 pub fn fault_spans(model: &Model) -> Vec<Span> {
-    model
+    let mut faults: Vec<(u64, u64, String)> = model
         .world
         .faults
         .iter()
-        .map(|f| Span {
-            from: f.start_us as f64 / 1e6,
-            to: f.end_us as f64 / 1e6,
-            name: format!("fault: {} on {}", f.kind.name(), model.dependency_names[f.target]),
-        })
+        .map(|f| (f.start_us, f.end_us, format!("fault: {} on {}", f.kind.name(), model.dependency_names[f.target])))
+        .collect();
+    faults.sort_by_key(|f| (f.0, f.1));
+    let mut merged: Vec<(u64, u64, Vec<String>)> = Vec::new();
+    for (start, end, name) in faults {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => {
+                last.1 = last.1.max(end);
+                last.2.push(name);
+            }
+            _ => merged.push((start, end, vec![name])),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(start, end, names)| Span { from: start as f64 / 1e6, to: end as f64 / 1e6, name: names.join("; ") })
         .collect()
 }
 
@@ -64,5 +77,11 @@ pub fn layout(model: &Model, policy: usize) -> Layout {
         levels: p.level_labels.len(),
         budgets: p.degradation.as_ref().map_or(0, |d| model.workflows.len() * d.budget_groups_per_workflow()),
         budget_width: p.degradation.as_ref().map_or(0, |d| d.budget_width()),
+        users: if has_population(model) { USER_COLUMNS.len() } else { 0 },
     }
+}
+
+/// Some workflow's load is a closed population of users (the time series has user columns).
+pub fn has_population(model: &Model) -> bool {
+    model.world.workloads.iter().any(|w| w.population.is_some())
 }
