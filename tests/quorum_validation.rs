@@ -59,6 +59,8 @@ fn k_must_be_a_reachable_strict_majority() {
     assert_says("  quorum = { k = 2, n = 4 }", "", "quorum.k", "not a strict majority");
     assert_says("  quorum = { k = 1, n = 0 }", "", "quorum.n", "1 to 15 branches, got 0");
     assert_says("  quorum = { k = 9, n = 16 }", "", "quorum.n", "1 to 15 branches, got 16");
+    // Checked before the branches are made: this once asked for 32 GB and aborted (exit 134).
+    assert_says("  quorum = { k = 2, n = 4000000000 }", "", "quorum.n", "1 to 15 branches, got 4000000000");
     assert_says("  quorum = { k = 2 }", "", "workflow[0].step[0].quorum", "needs `n`");
     assert_says("  quorum = { k = -1, n = 3 }", "", "q.toml:22:", "k");
 }

@@ -131,6 +131,11 @@ pub fn compile_quorum(
                 "a quorum needs `n` (branches to the step's dependency) or `dependencies` (one branch each)".into(),
             );
         }
+        // The range is checked before the branches are made: a huge `n` is a located error,
+        // not an allocation that aborts the process.
+        (None, Some(n)) if n == 0 || n > MAX_BRANCHES => {
+            return err(&path.key("n"), format!("a quorum has 1 to {MAX_BRANCHES} branches, got {n}"));
+        }
         (None, Some(n)) => vec![dependency; n as usize],
         (Some(list), n) => {
             let branches = branch_dependencies(source, world, &path, list, dependency)?;
