@@ -1064,6 +1064,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_grown_box_gains_the_margin_on_every_side() {
+        let b = TextBox { left: 10.0, top: 20.0, right: 30.0, bottom: 40.0 };
+        let g = b.grown(2.0);
+        assert_eq!((g.left, g.top, g.right, g.bottom), (8.0, 18.0, 32.0, 42.0));
+    }
+
+    /// Only a line that draws the same as an earlier one is dashed over it and named so.
+    #[test]
+    fn only_identical_lines_are_marked_as_twins() {
+        let line =
+            |name: &str, ys: [f64; 3]| Line::plain(name.into(), vec![(0.0, ys[0]), (60.0, ys[1]), (120.0, ys[2])]);
+        let chart = |lines| line_chart(&LineChart::over_time("t", "runs", lines, Vec::new()));
+        let apart = chart(vec![line("a", [1.0, 5.0, 9.0]), line("b", [9.0, 5.0, 1.0])]);
+        assert!(!apart.contains("same as"), "{apart}");
+        let twins = chart(vec![line("a", [1.0, 5.0, 9.0]), line("b", [1.0, 5.0, 9.0])]);
+        assert!(twins.contains("same as a (dashed)"), "{twins}");
+    }
+
+    #[test]
     fn ticks_are_round_and_cover_the_range() {
         assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
         assert_eq!(ticks(0.0, 2400.0, 8), vec![0.0, 500.0, 1000.0, 1500.0, 2000.0]);
