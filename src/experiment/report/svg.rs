@@ -1063,6 +1063,25 @@ fn heat_legend(svg: &mut String, m: &HeatMap, undefined: bool, never: bool, part
 mod tests {
     use super::*;
 
+    /// Thirty candidates a few pixels apart on a diagonal (and one far off, which sets the
+    /// axes): each is a spot of its own, a few labels fit, the rest are counted in a note.
+    #[test]
+    fn crowded_labels_are_counted_as_left_out() {
+        let point = |i: usize, x: f64, y: f64| ScatterPoint {
+            label: format!("#{i}"),
+            x: (x, x, x),
+            y: (y, y, y),
+            kind: PointKind::Front,
+        };
+        let mut points: Vec<ScatterPoint> =
+            (0..29).map(|i| point(i, 1.0 + 0.05 * i as f64, 2.0 + 0.1 * i as f64)).collect();
+        points.push(point(29, 10.0, 20.0));
+        let svg = scatter_chart("front", "cost", "latency", &points);
+        let placed = svg.matches(r#"class="tick point-label""#).count();
+        assert!(placed > 0 && placed < 30, "{svg}");
+        assert!(svg.contains(&format!(">{} label(s) left out<", 30 - placed)), "{svg}");
+    }
+
     #[test]
     fn a_grown_box_gains_the_margin_on_every_side() {
         let b = TextBox { left: 10.0, top: 20.0, right: 30.0, bottom: 40.0 };
