@@ -606,6 +606,13 @@ fn a_damaged_folder_exits_2_naming_the_file_line_and_column() {
     let o = faultline(&["export", incident.to_str().unwrap(), "--start-epoch-ms", "-5"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--start-epoch-ms -5"));
+    // A start in range whose run would end past year 9999 (the last instant the formats write)
+    // is refused as well: the incident's run lasts 2 400 s.
+    let late = "253402300000000";
+    let o = faultline(&["export", incident.to_str().unwrap(), "--start-epoch-ms", late]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--start-epoch-ms 253402300000000: the run's end at"), "{err}");
 }
 
 /// `run --format json` carries each policy's `[slo]` verdicts as the text prints them: the

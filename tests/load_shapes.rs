@@ -421,6 +421,21 @@ fn a_bad_load_is_an_error_at_its_field() {
     assert!(err.contains("workflow[0].arrivals.users.abandon_after_ms") && err.contains("bad.toml:"), "{err}");
 }
 
+/// The arrival bound counts a closed population's users starting a run every mean think time:
+/// 10 000 users thinking between 1 and 3 ms (a mean of 2 ms) for 3 600 s is 1.8e10 runs, over
+/// the 1e9 limit. A mean read as anything but (min + max) / 2 names another figure or none.
+#[test]
+fn a_closed_population_s_arrival_bound_uses_the_mean_think_time() {
+    let load = "arrivals = { users = { count = 10000, wait_time = { between_s = [0.001, 0.003] } } }";
+    let (code, err) = validate(&station(load, 1, 10.0, 3600.0, 0.0, ""), "busy.toml");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("about 1.800e10 arrivals per replication"), "{err}");
+    // A tenth of the users for a tenth of the time is 1.8e8: within the bound.
+    let load = "arrivals = { users = { count = 1000, wait_time = { between_s = [0.001, 0.003] } } }";
+    let (code, err) = validate(&station(load, 1, 10.0, 360.0, 0.0, ""), "fine.toml");
+    assert_eq!(code, 0, "{err}");
+}
+
 #[test]
 fn the_closed_incident_validates_and_differs_from_the_open_one_only_in_its_load() {
     let root = env!("CARGO_MANIFEST_DIR");

@@ -188,6 +188,26 @@ fn right_labels(svg: &mut String, axis_x: f64, top: f64, bottom: f64, mut ends: 
 mod tests {
     use super::*;
 
+    /// Three rows fit between `top` and `bottom` (a label may sit up to 6 px past the frame):
+    /// four labels at distinct heights merge their two nearest into one row, the others stay.
+    #[test]
+    fn labels_beyond_the_rows_that_fit_merge_nearest_first() {
+        let (top, bottom) = (0.0, 3.0 * ROW - 6.0);
+        let ends = vec![(0.0, vec!["#0"]), (10.0, vec!["#1"]), (11.0, vec!["#2"]), (30.0, vec!["#3"])];
+        let mut svg = String::new();
+        right_labels(&mut svg, 100.0, top, bottom, ends);
+        // Each label's visible text: from its tag's end to its tooltip.
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .map(|t| {
+                let shown = &t[t.find('>').unwrap() + 1..];
+                &shown[..shown.find('<').unwrap()]
+            })
+            .collect();
+        assert_eq!(texts, vec!["#0", "#1 #2", "#3"], "{svg}");
+    }
+
     /// Better is up whatever the direction: the best candidate of a `min:` axis is at the top.
     #[test]
     fn each_axis_puts_the_better_end_up() {

@@ -1063,6 +1063,44 @@ fn heat_legend(svg: &mut String, m: &HeatMap, undefined: bool, never: bool, part
 mod tests {
     use super::*;
 
+    /// Thirty candidates a few pixels apart on a diagonal (and one far off, which sets the
+    /// axes): each is a spot of its own, a few labels fit, the rest are counted in a note.
+    #[test]
+    fn crowded_labels_are_counted_as_left_out() {
+        let point = |i: usize, x: f64, y: f64| ScatterPoint {
+            label: format!("#{i}"),
+            x: (x, x, x),
+            y: (y, y, y),
+            kind: PointKind::Front,
+        };
+        let mut points: Vec<ScatterPoint> =
+            (0..29).map(|i| point(i, 1.0 + 0.05 * i as f64, 2.0 + 0.1 * i as f64)).collect();
+        points.push(point(29, 10.0, 20.0));
+        let svg = scatter_chart("front", "cost", "latency", &points);
+        let placed = svg.matches(r#"class="tick point-label""#).count();
+        assert!(placed > 0 && placed < 30, "{svg}");
+        assert!(svg.contains(&format!(">{} label(s) left out<", 30 - placed)), "{svg}");
+    }
+
+    #[test]
+    fn a_grown_box_gains_the_margin_on_every_side() {
+        let b = TextBox { left: 10.0, top: 20.0, right: 30.0, bottom: 40.0 };
+        let g = b.grown(2.0);
+        assert_eq!((g.left, g.top, g.right, g.bottom), (8.0, 18.0, 32.0, 42.0));
+    }
+
+    /// Only a line that draws the same as an earlier one is dashed over it and named so.
+    #[test]
+    fn only_identical_lines_are_marked_as_twins() {
+        let line =
+            |name: &str, ys: [f64; 3]| Line::plain(name.into(), vec![(0.0, ys[0]), (60.0, ys[1]), (120.0, ys[2])]);
+        let chart = |lines| line_chart(&LineChart::over_time("t", "runs", lines, Vec::new()));
+        let apart = chart(vec![line("a", [1.0, 5.0, 9.0]), line("b", [9.0, 5.0, 1.0])]);
+        assert!(!apart.contains("same as"), "{apart}");
+        let twins = chart(vec![line("a", [1.0, 5.0, 9.0]), line("b", [1.0, 5.0, 9.0])]);
+        assert!(twins.contains("same as a (dashed)"), "{twins}");
+    }
+
     #[test]
     fn ticks_are_round_and_cover_the_range() {
         assert_eq!(ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
