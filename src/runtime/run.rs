@@ -590,6 +590,9 @@ impl RunMachine {
         else {
             return;
         };
+        if granted && let Some(at) = self.in_flight[i].waiting_at {
+            cx.pipeline.claim(at, waiter_token(cx.run_slot, s, self.in_flight[i].serial));
+        }
         // The wait took time: the attempt's timeout is worked out again from what is left.
         let sp = cx.step(s).1;
         let reserve_us = if self.in_flight[i].purpose == Purpose::Lookup { 0 } else { sp.reserve_us };

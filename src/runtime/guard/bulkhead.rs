@@ -110,13 +110,24 @@ pub struct Bulkhead {
     /// sized once for the shared bound instead of two each sized for it.
     queue: VecDeque<Waiter>,
     control_waiting: usize,
+    /// Waiters handed a permit by `release` whose attempt has not heard of it yet (the
+    /// handover reaches it after the input that freed the permit). If the attempt is cancelled
+    /// in between (a hedge's loser, a quorum's surplus branch, a run ending), the permit is
+    /// still its, and only this list says so: without it the permit would be held by nobody.
+    handed: Vec<u64>,
 }
 
 impl Bulkhead {
     /// Does not validate: `BulkheadConfig::check` belongs at scenario load. An invalid config
     /// still never panics; it only refuses more.
     pub fn new(config: BulkheadConfig) -> Self {
-        Bulkhead { config, in_use: 0, queue: VecDeque::with_capacity(config.max_waiting), control_waiting: 0 }
+        Bulkhead {
+            config,
+            in_use: 0,
+            queue: VecDeque::with_capacity(config.max_waiting),
+            control_waiting: 0,
+            handed: Vec::new(),
+        }
     }
 
     pub fn config(&self) -> &BulkheadConfig {
@@ -167,11 +178,33 @@ impl Bulkhead {
         }
         self.in_use -= 1;
         let handed = self.next_fitting_waiter().and_then(|index| self.remove_at(index));
-        if handed.is_some() {
+        if let Some(id) = handed {
             self.take();
+            self.handed.push(id);
         }
         self.debug_check();
         handed
+    }
+
+    /// The attempt handed a permit has heard of it and holds it as its own from now on.
+    pub fn claim(&mut self, id: u64) {
+        if let Some(index) = self.handed.iter().position(|&h| h == id) {
+            self.handed.swap_remove(index);
+        }
+        self.debug_check();
+    }
+
+    /// A waiting attempt gave up: it leaves the queue, or, if the permit had already been
+    /// handed to it and it never heard, the permit goes to the next waiter (or back to the
+    /// pool). Returns the waiter the permit went on to, if any. An attempt whose wait expired
+    /// is in neither place and changes nothing.
+    pub fn abandon_wait(&mut self, id: u64, now: Micros) -> Option<u64> {
+        if self.cancel_wait(id) {
+            return None;
+        }
+        let index = self.handed.iter().position(|&h| h == id)?;
+        self.handed.swap_remove(index);
+        self.release(now)
     }
 
     /// Removes one waiter whose wait ended at or before `now`, the earliest first.
@@ -254,6 +287,7 @@ impl Bulkhead {
         debug_assert!(self.in_use <= self.config.max_concurrent_calls, "in_use above max_concurrent_calls");
         debug_assert!(self.control_waiting <= self.queue.len(), "more control waiters than waiters");
         debug_assert!(self.queue.len() <= self.config.max_waiting, "waiting room overflow");
+        debug_assert!(self.handed.len() <= self.in_use as usize, "a handed permit that is not in use");
         debug_assert!(self.control_waiting == 0 || !self.fits(true), "a control waiter beside a free permit");
         debug_assert!(
             self.queue.len() == self.control_waiting || !self.fits(false),
@@ -295,11 +329,14 @@ impl Guard for Bulkhead {
 
     /// Leaves the queue, or frees the permit (handing it to the next waiter that fits).
     fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
-        if parting.waiting_here {
-            self.cancel_wait(parting.waiter);
-        } else if let Some(next) = self.release(now) {
+        let next = if parting.waiting_here { self.abandon_wait(parting.waiter, now) } else { self.release(now) };
+        if let Some(next) = next {
             out.command(Command::PermitGranted { waiter: next });
         }
+    }
+
+    fn claim(&mut self, waiter: u64) {
+        Bulkhead::claim(self, waiter);
     }
 
     fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
@@ -404,6 +441,15 @@ mod tests {
         BulkheadConfig { max_concurrent_calls: max, max_wait_us, reserved_for_control: reserved, max_waiting: 100 }
     }
 
+    /// A holder releases and the waiter handed the permit hears of it, as the engine delivers it.
+    fn hand_over(b: &mut Bulkhead, now: Micros) -> Option<u64> {
+        let next = b.release(now);
+        if let Some(id) = next {
+            b.claim(id);
+        }
+        next
+    }
+
     fn fill(b: &mut Bulkhead, n: u32, control: bool) {
         for _ in 0..n {
             assert_eq!(b.try_acquire(0, control), Acquire::Granted);
@@ -442,7 +488,7 @@ mod tests {
             assert!(b.wait(id, 10, false));
         }
         assert_eq!(b.try_acquire(10, false), Acquire::Wait { until: 1_010 }, "no overtaking");
-        assert_eq!([b.release(20), b.release(30), b.release(40)], [Some(5), Some(3), Some(9)]);
+        assert_eq!([hand_over(&mut b, 20), hand_over(&mut b, 30), hand_over(&mut b, 40)], [Some(5), Some(3), Some(9)]);
         assert_eq!(b.release(50), None);
         assert_eq!(b.in_use(), 1);
     }
@@ -511,7 +557,7 @@ mod tests {
         assert!(b.wait(2, 0, true));
         assert!(b.wait(3, 0, false));
         assert!(b.wait(4, 0, true));
-        let order: Vec<_> = (0..4).map(|t| b.release(t)).collect();
+        let order: Vec<_> = (0..4).map(|t| hand_over(&mut b, t)).collect();
         assert_eq!(order, [Some(2), Some(4), Some(1), Some(3)]);
     }
 
@@ -536,6 +582,43 @@ mod tests {
         assert!(!b.cancel_wait(99));
         assert_eq!(b.waiting(), 1);
         assert_eq!(b.release(5), Some(2));
+    }
+
+    #[test]
+    fn a_waiter_that_gives_up_before_hearing_of_its_permit_passes_it_on() {
+        let mut b = Bulkhead::new(waiting_config(1, 0, 1_000));
+        fill(&mut b, 1, false);
+        assert!(b.wait(1, 0, false));
+        assert!(b.wait(2, 0, false));
+        assert_eq!(b.release(5), Some(1), "handed to 1, which has not heard yet");
+        assert_eq!(b.abandon_wait(1, 5), Some(2), "1 gave up: its permit goes on to 2");
+        assert_eq!((b.in_use(), b.waiting()), (1, 0));
+        b.claim(2);
+        assert_eq!(b.abandon_wait(2, 6), None, "2 heard of it: giving up a wait it is not in is nothing");
+        assert_eq!(b.in_use(), 1);
+        assert_eq!(b.release(7), None);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn a_handed_permit_with_nobody_waiting_goes_back_to_the_pool() {
+        let mut b = Bulkhead::new(waiting_config(1, 0, 1_000));
+        fill(&mut b, 1, false);
+        assert!(b.wait(1, 0, false));
+        assert_eq!(b.release(5), Some(1));
+        assert_eq!(b.abandon_wait(1, 5), None);
+        assert_eq!(b.in_use(), 0);
+        assert_eq!(b.try_acquire(6, false), Acquire::Granted);
+    }
+
+    #[test]
+    fn an_expired_waiter_that_gives_up_frees_nothing() {
+        let mut b = Bulkhead::new(waiting_config(1, 0, 1_000));
+        fill(&mut b, 1, false);
+        assert!(b.wait(1, 0, false));
+        assert_eq!(b.expire(1_000), Some(1));
+        assert_eq!(b.abandon_wait(1, 1_000), None);
+        assert_eq!(b.in_use(), 1, "the holder's permit stays held");
     }
 
     #[test]
@@ -633,6 +716,7 @@ mod tests {
             2 => {
                 h.release_one(rng);
                 if let Some(id) = b.release(now) {
+                    b.claim(id);
                     let class = h.class_of(id);
                     h.grant(class);
                     return true;

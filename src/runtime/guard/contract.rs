@@ -157,6 +157,11 @@ pub trait Guard {
     /// The attempt is over for this guard.
     fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects);
 
+    /// The waiting attempt `waiter` heard that this guard handed it a permit (a
+    /// `PermitGranted` command) and holds it from now on. Until then a guard that hands permits
+    /// over must treat the attempt's cancellation as giving the permit back.
+    fn claim(&mut self, _waiter: u64) {}
+
     /// Performs what is due at `now` (timed transitions, expired waits).
     fn on_wake(&mut self, _now: Micros, _out: &mut impl Effects) {}
 

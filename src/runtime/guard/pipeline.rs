@@ -211,6 +211,11 @@ impl<'s> Pipeline<'s> {
         self.on_end(now, route, info, held, Ending::Canceled, Some(at), out);
     }
 
+    /// The attempt waiting at guard `at` heard of the permit handed to it (see [`Guard::claim`]).
+    pub fn claim(&mut self, at: u16, waiter: u64) {
+        self.guards[usize::from(at)].claim(waiter);
+    }
+
     /// Performs what is due at `now`: timed breaker transitions and expired bulkhead waits.
     pub fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
         for guard in &mut self.guards {

@@ -72,6 +72,12 @@ macro_rules! guards {
                 }
             }
 
+            fn claim(&mut self, waiter: u64) {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::claim(g, waiter),)*
+                }
+            }
+
             fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
                 match self {
                     $(LiveGuard::$kind(g) => <$live as Guard>::on_wake(g, now, out),)*
