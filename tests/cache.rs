@@ -538,3 +538,68 @@ fn each_result_carries_its_own_ttl_and_the_contract_caps_it() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("dependency[0].cache.result_ttl_ms"), "{stderr}");
 }
+
+/// A plan call of 4.8-4.95 s (uniform), then a cached read whose hits take 100 ms, on a 5 s
+/// deadline: a hit that starts less than 100 ms before the deadline cannot answer in time.
+fn late_hit(cache: bool) -> String {
+    let use_cache = if cache { "[policy.p.cache.search]" } else { "" };
+    format!(
+        r#"
+[simulation]
+duration_s = 300
+seed = 3
+replications = 1
+
+[[dependency]]
+name = "model"
+servers = 1000
+service_time = {{ dist = "uniform", min_ms = 4800, max_ms = 4950 }}
+
+[[dependency]]
+name = "search"
+servers = 100
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+  [dependency.cache]
+  data_class = "x"
+  keys = 1
+  fresh_ttl_s = 100000
+  lookup_ms = 100
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 1 }}
+deadline_ms = 5000
+
+  [[workflow.step]]
+  id = "plan"
+  dependency = "model"
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+  after = ["plan"]
+
+[policy.p]
+timeout_ms = 10000
+{use_cache}
+"#
+    )
+}
+
+/// Under deadline propagation a hit is bounded by the run's time left like any attempt: the
+/// runs whose read starts within 100 ms of the deadline fail at the deadline, with the cache
+/// as without it (the search's own 100 ms call cannot fit either). Before, the hit answered
+/// after its 100 ms regardless, and those runs "succeeded" up to 50 ms past their deadline.
+#[test]
+fn a_cache_hit_never_answers_past_the_root_deadline() {
+    let get = |toml: &str, name: &str| replicate(&model(toml), 0)[0][name];
+    let (cached, uncached) = (late_hit(true), late_hit(false));
+    let late = get(&uncached, "outcome_total.failed");
+    // plan ends in [4.8, 4.95] s, so a run is late when it ends past 4.9 s: a third of them.
+    assert!(late > 60.0 && late < 150.0, "{late} of ~300 runs");
+    assert!(get(&cached, "cache_lookup_total.fresh") > 250.0);
+    assert_eq!(get(&cached, "outcome_total.failed"), late);
+    assert_eq!(get(&cached, "outcome_total.succeeded"), get(&uncached, "outcome_total.succeeded"));
+    assert!(get(&cached, "run_latency_ms.max") <= 5000.0 + 1e-6);
+}
