@@ -239,6 +239,12 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
         ("[policy.p.sdk_client.model]\nmax_retry = 3\n", "max_retry"),
         // Review S13: the message names both values, the one the user set included.
         ("[policy.p.sdk_client.model]\ninitial_delay_ms = 9000\n", "initial_delay_ms 9000 ms"),
+        // Review recheck N8/B3: a huge delay is named as written, not as a saturated count.
+        (
+            "[policy.p.sdk_client.model]\ninitial_delay_ms = 1e300\n",
+            "initial_delay_ms: 1e300 ms is more than 3600000 ms",
+        ),
+        ("[policy.p.sdk_client.model]\nmax_delay_ms = 1e308\n", "max_delay_ms: 1e308 ms is more than 3600000 ms"),
     ];
     for (i, (table, field)) in cases.iter().enumerate() {
         let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);
