@@ -603,3 +603,61 @@ fn a_cache_hit_never_answers_past_the_root_deadline() {
     assert_eq!(get(&cached, "outcome_total.succeeded"), get(&uncached, "outcome_total.succeeded"));
     assert!(get(&cached, "run_latency_ms.max") <= 5000.0 + 1e-6);
 }
+
+/// A retrieval of 100 cached keys whose answers are partial half the time, a grounding check
+/// that catches every partial one, and a repair before a handoff.
+const REPAIR: &str = r#"
+[simulation]
+duration_s = 600
+seed = 23
+replications = 1
+
+[[dependency]]
+name = "search"
+kind = "retrieval"
+servers = 100000
+queue_capacity = 0
+service_time = { dist = "constant", value_ms = 1 }
+
+  [dependency.cache]
+  data_class = "policy-document"
+  keys = 100
+  fresh_ttl_s = 60
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 20 }
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+
+[[fault]]
+kind = "partial_result"
+target = "search"
+start_s = 0
+duration_s = 1000
+toxicity = 0.5
+
+[policy.cached]
+timeout_ms = 5000
+retry = { max_attempts = 2 }
+[policy.cached.steps.rag]
+on_schema_failure = "repair_once_then_handoff"
+validator = { check = "grounding", detects = { partial_result = 1.0 } }
+[policy.cached.cache.search]
+"#;
+
+/// A repair prompt is new input: it goes to the dependency, whose answer is partial with the
+/// fault's toxicity, so half the repairs fail again and hand off. Before, the repair looked up
+/// the step's key, met the bad entry just detected, and every repair handed off (5598 of 5598).
+#[test]
+fn a_repair_prompt_goes_past_the_cache() {
+    let r = &replicate(&model(REPAIR), 0)[0];
+    let repairs = r["schema_repair_total"];
+    assert!(repairs > 4000.0, "{repairs}");
+    // Binomial standard error of the share over ~5,000 repairs is under 0.0071; 4 of them.
+    let share = r["outcome_total.handoff"] / repairs;
+    assert!((share - 0.5).abs() < 0.03, "handoff share of repairs {share}");
+}

@@ -374,6 +374,12 @@ impl RunMachine {
         self.cancelled_by_mode
     }
 
+    /// Step `s` was sent back with a repair prompt: its input is new, so no cache keyed by
+    /// the request it made before can answer it.
+    pub fn step_repaired(&self, s: u8) -> bool {
+        self.steps[s as usize].repaired
+    }
+
     /// A cache answers one of the run's attempts with a stale entry (stale-if-error). With
     /// provenance (`marked`) the answer carries its time and source: the run's result is
     /// degraded and its evidence stale (docs/essay.md sections 18 and 23); without, it passes
