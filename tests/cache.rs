@@ -312,6 +312,13 @@ fn bad_cache_tables_and_faults_are_located_errors() {
         assert!(stderr.contains(field), "{field} not named in: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    // The bound on entries is inclusive: 1,000 keys for each of 4,000 users is the largest cache.
+    let per_user =
+        |keys: u32| good.replace("keys = 10", &format!("keys = {keys}\n  cache_scope = \"user\"\n  users = 4000"));
+    assert_eq!(validate(&per_user(1000)).0, 0, "{}", validate(&per_user(1000)).1);
+    let (code, stderr) = validate(&per_user(1001));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dependency[0].cache.keys") && stderr.contains("1001 keys x 4000 scopes"), "{stderr}");
     // A cache fault at a dependency with no cache.
     let no_cache =
         good.replace("  [dependency.cache]\n  data_class = \"policy-document\"\n  keys = 10\n  fresh_ttl_s = 30\n", "");
@@ -660,4 +667,68 @@ fn a_repair_prompt_goes_past_the_cache() {
     // Binomial standard error of the share over ~5,000 repairs is under 0.0071; 4 of them.
     let share = r["outcome_total.handoff"] / repairs;
     assert!((share - 0.5).abs() < 0.03, "handoff share of repairs {share}");
+}
+
+/// Runs of two parallel steps: a cached read of one key that expires at once (so nearly every
+/// lookup fills), and a `gate` that fails half its calls at 10 ms and so ends the run while
+/// the read's fill is out.
+fn abandoned_fills(cache: bool) -> String {
+    let use_cache = if cache { "[policy.p.cache.search]" } else { "" };
+    format!(
+        r#"
+[simulation]
+duration_s = 200
+seed = 5
+replications = 1
+
+[[dependency]]
+name = "search"
+servers = 100000
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+  [dependency.cache]
+  data_class = "x"
+  keys = 1
+  fresh_ttl_s = 0.001
+
+[[dependency]]
+name = "gate"
+servers = 100000
+service_time = {{ dist = "constant", value_ms = 10 }}
+errors = {{ permanent_provider = 0.5 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 20 }}
+deadline_ms = 60000
+
+  [[workflow.step]]
+  id = "read"
+  dependency = "search"
+
+  [[workflow.step]]
+  id = "check"
+  dependency = "gate"
+
+[policy.p]
+timeout_ms = 1000
+retry = {{ max_attempts = 1 }}
+{use_cache}
+"#
+    )
+}
+
+/// A fill whose last waiter left (its run ended) is abandoned and forgotten by the store: the
+/// next lookup of the key starts a fill of its own and is answered. Only the gate fails runs,
+/// with the cache as without it; a store that kept pointing at the abandoned fill would make
+/// later lookups join a call nobody finishes and time out.
+#[test]
+fn a_fill_left_by_its_last_waiter_is_forgotten() {
+    let get = |toml: &str, name: &str| replicate(&model(toml), 0)[0][name];
+    let (cached, uncached) = (abandoned_fills(true), abandoned_fills(false));
+    let failed = get(&uncached, "outcome_total.failed");
+    assert!(failed > 1500.0, "{failed}: the gate fails about half of 4,000 runs");
+    assert!(get(&cached, "cache_single_flight_merge_total") > 100.0);
+    assert_eq!(get(&cached, "outcome_total.failed"), failed);
+    assert_eq!(get(&cached, "outcome_total.succeeded"), get(&uncached, "outcome_total.succeeded"));
 }

@@ -441,3 +441,16 @@ fn calibrate_fits_the_dependency_from_the_sdks_attempts_and_emits_its_client() {
     assert_eq!(t["policy"]["calibrated"]["retry"]["max_attempts"].as_integer(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `timeout_ms = 0` is an SDK without a timeout of its own, as the docs' 0 means everywhere:
+/// on calls that never hang it changes nothing against the 600 s default, draw for draw (an
+/// SDK that read 0 as "time out at once" would fail every call).
+#[test]
+fn an_sdk_timeout_of_zero_is_none() {
+    let with = |sdk: &str| {
+        replicate(&model(&independent(0.1, sdk, "").replace("duration_s = 1500", "duration_s = 100")), 0).swap_remove(0)
+    };
+    let (none, default) = (with("timeout_ms = 0"), with(""));
+    assert!(none["outcome_total.succeeded"] > 1900.0);
+    assert_eq!(metric_bits(&none), metric_bits(&default));
+}
