@@ -439,7 +439,7 @@ fn settings_an_approval_or_advisory_step_ignores_are_warned_where_they_stand() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/approval-change-request.toml"))
             .unwrap();
     let toml = format!(
-        "{shipped}\n[policy.naive.steps.approve]\ntimeout_ms = 5\nmax_attempts = 9\n\n[policy.naive.steps.cost_estimate]\nfallback = \"risk-policy\"\ntimeout_ms = 200\n"
+        "{shipped}\n[policy.naive.steps.approve]\ntimeout_ms = 5\nmax_attempts = 9\nvalidator = {{ check = \"schema\", detects = {{ schema_violation = 0.5 }} }}\n\n[policy.naive.steps.cost_estimate]\nfallback = \"risk-policy\"\ntimeout_ms = 200\n"
     );
     let dir = std::env::temp_dir().join(format!("faultline-approval-ignored-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -449,11 +449,13 @@ fn settings_an_approval_or_advisory_step_ignores_are_warned_where_they_stand() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let warnings: Vec<&str> = stdout.lines().filter(|l| l.starts_with("warning: ")).collect();
-    assert_eq!(warnings.len(), 3, "{stdout}");
+    assert_eq!(warnings.len(), 4, "{stdout}");
     assert!(warnings[0].contains("policy.naive.steps.approve.timeout_ms") && warnings[0].contains("approval desk"));
     assert!(warnings[1].contains("policy.naive.steps.approve.max_attempts"));
+    // Review recheck N6: a validator on an approval step never runs (a person's verdict is no answer).
+    assert!(warnings[2].contains("policy.naive.steps.approve.validator"), "{stdout}");
     // An advisory step's timeout is its own attempt's and does act: no warning for it.
-    assert!(warnings[2].contains("policy.naive.steps.cost_estimate.fallback") && warnings[2].contains("advisory"));
+    assert!(warnings[3].contains("policy.naive.steps.cost_estimate.fallback") && warnings[3].contains("advisory"));
     // Each names its line in the file.
     assert!(warnings.iter().all(|w| w.contains("ignored.toml:")), "{stdout}");
     // The shipped file has none.

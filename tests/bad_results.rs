@@ -268,6 +268,9 @@ fn the_files_checks_name_the_field() {
     assert!(e.contains("detects.stale_index") && e.contains("cannot see"), "{e}");
     let over = tool_scenario("", &TWO_POLICIES.replace("0.5 }", "1.5 }"));
     assert!(refusal(&over).contains("[0, 1]"), "{}", refusal(&over));
+    let slow = tool_scenario("", &TWO_POLICIES.replace("latency_ms = 50", "latency_ms = 1e300"));
+    let e = refusal(&slow);
+    assert!(e.contains("validator.latency_ms: 1e300 ms is more than 3600000 ms"), "{e}");
     let unknown = tool_scenario("", &TWO_POLICIES.replace("\"schema\"", "\"vibes\""));
     assert!(refusal(&unknown).contains("validator.check"), "{}", refusal(&unknown));
 }
@@ -370,8 +373,9 @@ fn outcome(m: &MetricMap, o: &str) -> f64 {
 
 #[test]
 fn a_validators_check_ends_at_the_root_deadline() {
-    // Before: runs "succeeded" at 120 100 ms on a 60 s deadline, and 1e300 ms hung every run.
-    for latency_ms in ["120000", "1e300"] {
+    // Before: runs "succeeded" at 120 100 ms on a 60 s deadline, and 1e300 ms hung every run
+    // (now refused at the file, the_files_checks_name_the_field).
+    for latency_ms in ["120000", "3600000"] {
         let policy = format!(
             "[policy.p]\ntimeout_ms = 5000\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = {latency_ms}\ndetects = {{ schema_violation = 0.5 }}\n"
         );
@@ -382,6 +386,31 @@ fn a_validators_check_ends_at_the_root_deadline() {
         assert_eq!(outcome(&r, "failed"), r["logical_run_total"]);
         assert_eq!(r["deadline_exceeded_ratio"], 1.0);
     }
+}
+
+/// Without deadline propagation the deadline is never consulted: an answer that comes after it
+/// (a 120 s tool on a 60 s deadline) is checked in full, so a 1 ms check lets as many runs
+/// succeed as a 0 ms one, and no time budget counts as exhausted. Before: the 1 ms check was
+/// cut at once, 0 of 2000 runs succeeded (2000 with a 0 ms check) and
+/// `budget_exhausted_total.time` counted 2000.
+#[test]
+fn without_propagation_a_late_answer_is_still_checked() {
+    let late = |latency_ms: &str| {
+        let policy = format!(
+            "[policy.p]\ntimeout_ms = 0\ndeadline_propagation = false\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = {latency_ms}\ndetects = {{ schema_violation = 0.5 }}\n"
+        );
+        let toml = tool_scenario("", &policy).replace(
+            "value_ms = 100 }\n\n[[dependency]]\nname = \"tool-b\"",
+            "value_ms = 120000 }\n\n[[dependency]]\nname = \"tool-b\"",
+        );
+        simulate(&model(&toml), 0, 3).unwrap().metrics
+    };
+    let (instant, one_ms) = (late("0"), late("1"));
+    assert!(instant["run_latency_ms.p50"] >= 120_000.0, "the answers come after the deadline");
+    assert!(outcome(&instant, "succeeded") > 1900.0);
+    assert_eq!(outcome(&one_ms, "succeeded"), outcome(&instant, "succeeded"));
+    assert_eq!(one_ms.get("budget_exhausted_total.time").copied().unwrap_or(0.0), 0.0);
+    assert_eq!(one_ms["run_latency_ms.max"], instant["run_latency_ms.max"] + 1.0);
 }
 
 #[test]

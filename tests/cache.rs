@@ -312,6 +312,13 @@ fn bad_cache_tables_and_faults_are_located_errors() {
         assert!(stderr.contains(field), "{field} not named in: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    // The bound on entries is inclusive: 1,000 keys for each of 4,000 users is the largest cache.
+    let per_user =
+        |keys: u32| good.replace("keys = 10", &format!("keys = {keys}\n  cache_scope = \"user\"\n  users = 4000"));
+    assert_eq!(validate(&per_user(1000)).0, 0, "{}", validate(&per_user(1000)).1);
+    let (code, stderr) = validate(&per_user(1001));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dependency[0].cache.keys") && stderr.contains("1001 keys x 4000 scopes"), "{stderr}");
     // A cache fault at a dependency with no cache.
     let no_cache =
         good.replace("  [dependency.cache]\n  data_class = \"policy-document\"\n  keys = 10\n  fresh_ttl_s = 30\n", "");
@@ -537,4 +544,191 @@ fn each_result_carries_its_own_ttl_and_the_contract_caps_it() {
     let (code, stderr) = validate(&bad);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("dependency[0].cache.result_ttl_ms"), "{stderr}");
+}
+
+/// A plan call of 4.8-4.95 s (uniform), then a cached read whose hits take 100 ms, on a 5 s
+/// deadline: a hit that starts less than 100 ms before the deadline cannot answer in time.
+fn late_hit(cache: bool) -> String {
+    let use_cache = if cache { "[policy.p.cache.search]" } else { "" };
+    format!(
+        r#"
+[simulation]
+duration_s = 300
+seed = 3
+replications = 1
+
+[[dependency]]
+name = "model"
+servers = 1000
+service_time = {{ dist = "uniform", min_ms = 4800, max_ms = 4950 }}
+
+[[dependency]]
+name = "search"
+servers = 100
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+  [dependency.cache]
+  data_class = "x"
+  keys = 1
+  fresh_ttl_s = 100000
+  lookup_ms = 100
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 1 }}
+deadline_ms = 5000
+
+  [[workflow.step]]
+  id = "plan"
+  dependency = "model"
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+  after = ["plan"]
+
+[policy.p]
+timeout_ms = 10000
+{use_cache}
+"#
+    )
+}
+
+/// Under deadline propagation a hit is bounded by the run's time left like any attempt: the
+/// runs whose read starts within 100 ms of the deadline fail at the deadline, with the cache
+/// as without it (the search's own 100 ms call cannot fit either). Before, the hit answered
+/// after its 100 ms regardless, and those runs "succeeded" up to 50 ms past their deadline.
+#[test]
+fn a_cache_hit_never_answers_past_the_root_deadline() {
+    let get = |toml: &str, name: &str| replicate(&model(toml), 0)[0][name];
+    let (cached, uncached) = (late_hit(true), late_hit(false));
+    let late = get(&uncached, "outcome_total.failed");
+    // plan ends in [4.8, 4.95] s, so a run is late when it ends past 4.9 s: a third of them.
+    assert!(late > 60.0 && late < 150.0, "{late} of ~300 runs");
+    assert!(get(&cached, "cache_lookup_total.fresh") > 250.0);
+    assert_eq!(get(&cached, "outcome_total.failed"), late);
+    assert_eq!(get(&cached, "outcome_total.succeeded"), get(&uncached, "outcome_total.succeeded"));
+    assert!(get(&cached, "run_latency_ms.max") <= 5000.0 + 1e-6);
+}
+
+/// A retrieval of 100 cached keys whose answers are partial half the time, a grounding check
+/// that catches every partial one, and a repair before a handoff.
+const REPAIR: &str = r#"
+[simulation]
+duration_s = 600
+seed = 23
+replications = 1
+
+[[dependency]]
+name = "search"
+kind = "retrieval"
+servers = 100000
+queue_capacity = 0
+service_time = { dist = "constant", value_ms = 1 }
+
+  [dependency.cache]
+  data_class = "policy-document"
+  keys = 100
+  fresh_ttl_s = 60
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 20 }
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+
+[[fault]]
+kind = "partial_result"
+target = "search"
+start_s = 0
+duration_s = 1000
+toxicity = 0.5
+
+[policy.cached]
+timeout_ms = 5000
+retry = { max_attempts = 2 }
+[policy.cached.steps.rag]
+on_schema_failure = "repair_once_then_handoff"
+validator = { check = "grounding", detects = { partial_result = 1.0 } }
+[policy.cached.cache.search]
+"#;
+
+/// A repair prompt is new input: it goes to the dependency, whose answer is partial with the
+/// fault's toxicity, so half the repairs fail again and hand off. Before, the repair looked up
+/// the step's key, met the bad entry just detected, and every repair handed off (5598 of 5598).
+#[test]
+fn a_repair_prompt_goes_past_the_cache() {
+    let r = &replicate(&model(REPAIR), 0)[0];
+    let repairs = r["schema_repair_total"];
+    assert!(repairs > 4000.0, "{repairs}");
+    // Binomial standard error of the share over ~5,000 repairs is under 0.0071; 4 of them.
+    let share = r["outcome_total.handoff"] / repairs;
+    assert!((share - 0.5).abs() < 0.03, "handoff share of repairs {share}");
+}
+
+/// Runs of two parallel steps: a cached read of one key that expires at once (so nearly every
+/// lookup fills), and a `gate` that fails half its calls at 10 ms and so ends the run while
+/// the read's fill is out.
+fn abandoned_fills(cache: bool) -> String {
+    let use_cache = if cache { "[policy.p.cache.search]" } else { "" };
+    format!(
+        r#"
+[simulation]
+duration_s = 200
+seed = 5
+replications = 1
+
+[[dependency]]
+name = "search"
+servers = 100000
+service_time = {{ dist = "constant", value_ms = 100 }}
+
+  [dependency.cache]
+  data_class = "x"
+  keys = 1
+  fresh_ttl_s = 0.001
+
+[[dependency]]
+name = "gate"
+servers = 100000
+service_time = {{ dist = "constant", value_ms = 10 }}
+errors = {{ permanent_provider = 0.5 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 20 }}
+deadline_ms = 60000
+
+  [[workflow.step]]
+  id = "read"
+  dependency = "search"
+
+  [[workflow.step]]
+  id = "check"
+  dependency = "gate"
+
+[policy.p]
+timeout_ms = 1000
+retry = {{ max_attempts = 1 }}
+{use_cache}
+"#
+    )
+}
+
+/// A fill whose last waiter left (its run ended) is abandoned and forgotten by the store: the
+/// next lookup of the key starts a fill of its own and is answered. Only the gate fails runs,
+/// with the cache as without it; a store that kept pointing at the abandoned fill would make
+/// later lookups join a call nobody finishes and time out.
+#[test]
+fn a_fill_left_by_its_last_waiter_is_forgotten() {
+    let get = |toml: &str, name: &str| replicate(&model(toml), 0)[0][name];
+    let (cached, uncached) = (abandoned_fills(true), abandoned_fills(false));
+    let failed = get(&uncached, "outcome_total.failed");
+    assert!(failed > 1500.0, "{failed}: the gate fails about half of 4,000 runs");
+    assert!(get(&cached, "cache_single_flight_merge_total") > 100.0);
+    assert_eq!(get(&cached, "outcome_total.failed"), failed);
+    assert_eq!(get(&cached, "outcome_total.succeeded"), get(&uncached, "outcome_total.succeeded"));
 }

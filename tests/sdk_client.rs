@@ -239,6 +239,12 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
         ("[policy.p.sdk_client.model]\nmax_retry = 3\n", "max_retry"),
         // Review S13: the message names both values, the one the user set included.
         ("[policy.p.sdk_client.model]\ninitial_delay_ms = 9000\n", "initial_delay_ms 9000 ms"),
+        // Review recheck N8/B3: a huge delay is named as written, not as a saturated count.
+        (
+            "[policy.p.sdk_client.model]\ninitial_delay_ms = 1e300\n",
+            "initial_delay_ms: 1e300 ms is more than 3600000 ms",
+        ),
+        ("[policy.p.sdk_client.model]\nmax_delay_ms = 1e308\n", "max_delay_ms: 1e308 ms is more than 3600000 ms"),
     ];
     for (i, (table, field)) in cases.iter().enumerate() {
         let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);
@@ -434,4 +440,17 @@ fn calibrate_fits_the_dependency_from_the_sdks_attempts_and_emits_its_client() {
     assert_eq!(client["max_retries"].as_integer(), Some(2), "{client:?}");
     assert_eq!(t["policy"]["calibrated"]["retry"]["max_attempts"].as_integer(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `timeout_ms = 0` is an SDK without a timeout of its own, as the docs' 0 means everywhere:
+/// on calls that never hang it changes nothing against the 600 s default, draw for draw (an
+/// SDK that read 0 as "time out at once" would fail every call).
+#[test]
+fn an_sdk_timeout_of_zero_is_none() {
+    let with = |sdk: &str| {
+        replicate(&model(&independent(0.1, sdk, "").replace("duration_s = 1500", "duration_s = 100")), 0).swap_remove(0)
+    };
+    let (none, default) = (with("timeout_ms = 0"), with(""));
+    assert!(none["outcome_total.succeeded"] > 1900.0);
+    assert_eq!(metric_bits(&none), metric_bits(&default));
 }

@@ -109,7 +109,15 @@ impl<T: Tracer> Simulation<'_, T> {
         self.observe(now, measured, Observation::Cache(CacheObservation::Lookup(found)));
         let handle = CACHE_HANDLE | (u64::from(id) << 32) | u64::from(generation);
         if found.is_hit() {
-            self.queue.schedule(now.saturating_add(cache.lookup_us), Event::CacheAnswer { call: id, generation });
+            // A hit is the attempt the runtime timed: it answers within the attempt's timeout,
+            // which under deadline propagation is already clipped to the run's time left, or
+            // ends TIMEOUT then (a lookup slower than the time left must not succeed past the
+            // deadline).
+            let event = match timeout_us {
+                Some(t) if t < cache.lookup_us => (t, Event::CacheTimeout { call: id, generation }),
+                _ => (cache.lookup_us, Event::CacheAnswer { call: id, generation }),
+            };
+            self.queue.schedule(now.saturating_add(event.0), event.1);
         } else if let Some(fill) = merge_into {
             self.observe(now, measured, Observation::Cache(CacheObservation::Merged));
             let state = self.caches.as_deref_mut().expect("checked above");

@@ -201,10 +201,12 @@ impl<T: Tracer> Simulation<'_, T> {
     ) {
         // A cache the policy looks in answers first (none: one load of a None).
         if self.policy.looks_in_caches && purpose == Purpose::Call && self.policy.caches[station].is_some() {
-            if self.send_through_cache(now, r, s, serial, station, timeout_us) {
+            // A repair prompt is new input: it goes past the cache (neither looked up nor stored).
+            let repair = self.runs[r].machine.step_repaired(s);
+            if !repair && self.send_through_cache(now, r, s, serial, station, timeout_us) {
                 return;
             }
-            // The cache is out: the call goes to the dependency, and spends there.
+            // The cache is out or passed by: the call goes to the dependency, and spends there.
             self.charge_cached_call(r, s, station);
         }
         let slot = &self.runs[r];

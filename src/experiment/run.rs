@@ -370,13 +370,15 @@ fn ignored_approval_and_advisory_inputs(
                 ("deadline_reserve_ms", o.deadline_reserve_ms.is_some()),
                 ("fallback", o.fallback.is_some()),
                 ("fallbacks", o.fallbacks.is_some()),
+                // Only an approval ignores it: an advisory step's answer is checked in its window.
+                ("validator", o.validator.is_some()),
             ];
             let sp = pp.key("steps").key(id);
             if let Some(d) = desk(&step.dependency) {
                 let name = &scenario.dependencies[d].name;
                 for (field, _) in set.iter().filter(|(_, on)| *on) {
                     let message = format!(
-                        "step `{id}` waits on the approval desk `{name}`: the runtime never retries, times out or falls back from an approval (docs/scenario.md 4.7), so `{field}` is ignored"
+                        "step `{id}` waits on the approval desk `{name}`: the runtime never retries, times out, validates or falls back from an approval (docs/scenario.md 4.7), so `{field}` is ignored"
                     );
                     warn(sp.key(field), message);
                 }

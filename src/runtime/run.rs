@@ -374,6 +374,12 @@ impl RunMachine {
         self.cancelled_by_mode
     }
 
+    /// Step `s` was sent back with a repair prompt: its input is new, so no cache keyed by
+    /// the request it made before can answer it.
+    pub fn step_repaired(&self, s: u8) -> bool {
+        self.steps[s as usize].repaired
+    }
+
     /// A cache answers one of the run's attempts with a stale entry (stale-if-error). With
     /// provenance (`marked`) the answer carries its time and source: the run's result is
     /// degraded and its evidence stale (docs/essay.md sections 18 and 23); without, it passes
@@ -1263,10 +1269,10 @@ impl RunMachine {
 
     /// Step `s` got an answer (`bad`, if it is not one) and its policy validates it: the check
     /// costs its cost now and gives its verdict after its latency (at once without one). The
-    /// step stays active meanwhile: a run that ends first abandons it. The check is the
-    /// runtime's own work, and the runtime knows its root deadline: a check that would end
-    /// after it is cut there, with or without propagation (like an approval's wait), and the
-    /// step runs out of time with an unchecked answer (docs/scenario.md 8.4).
+    /// step stays active meanwhile: a run that ends first abandons it. Under deadline
+    /// propagation a check that would end after the root deadline is cut there, and the step
+    /// runs out of time with an unchecked answer; without it the deadline is never consulted,
+    /// so a check that starts late runs to its verdict as a 0 ms one would (docs/scenario.md 8.4).
     fn start_validation(
         &mut self,
         cx: &mut RunContext,
@@ -1279,7 +1285,11 @@ impl RunMachine {
         let (latency_us, cost_units) = (v.latency_us, v.cost_units);
         out.observe(Observation::BadResult(BadResultObservation::Validated { cost_units }));
         let verdict_at = cx.now.saturating_add(latency_us);
-        let until = verdict_at.min(self.budget.deadline_at.max(cx.now));
+        let until = if cx.policy.rules.deadline_propagation {
+            verdict_at.min(self.budget.deadline_at.max(cx.now))
+        } else {
+            verdict_at
+        };
         let cut_by_deadline = until < verdict_at;
         let st = &mut self.steps[s as usize];
         st.hedge_wake = None; // the answer is in: no hedge is sent while it is checked

@@ -235,6 +235,9 @@ impl SdkClientConfig {
 /// Bounds one call's hidden attempts (Portkey allows 5 retries; no SDK needs hundreds).
 pub const MAX_RETRIES: u32 = 100;
 
+/// The longest backoff delay (`initial_delay_ms`, `max_delay_ms`) a client may have.
+pub const MAX_DELAY_MS: f64 = 3_600_000.0;
+
 /// Compiles one `[policy.P.sdk_client.<dependency>]` table.
 pub fn compile_sdk_client(
     source: &Source,
@@ -242,7 +245,14 @@ pub fn compile_sdk_client(
     spec: &SdkClientSpec,
 ) -> Result<SdkClientConfig, ScenarioError> {
     let d = SdkClientConfig::default();
+    // A delay past an hour is no SDK's: bounded here, it is a located error rather than a
+    // saturated microsecond count that strands the run.
     let ms = |field: &str, value: Option<f64>, default: Micros| match value {
+        Some(v) if field.ends_with("delay_ms") && v.is_finite() && v > MAX_DELAY_MS => Err(error_at_path(
+            source,
+            &path.key(field),
+            format!("{} ms is more than {MAX_DELAY_MS} ms (an hour)", crate::scenario::locate::shown(v)),
+        )),
         Some(v) => duration_ms(source, &path.key(field), v),
         None => Ok(default),
     };

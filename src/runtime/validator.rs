@@ -92,11 +92,23 @@ pub struct PendingValidation {
     pub cut_by_deadline: bool,
 }
 
+/// The longest check a validator may take.
+pub const MAX_LATENCY_MS: f64 = 3_600_000.0;
+
 /// A step's `validator` table at `path`: a known check, times and costs >= 0, and shares in
 /// [0, 1] of kinds the check can see.
 pub fn compile_validator(source: &Source, path: &FieldPath, spec: &ValidatorSpec) -> Result<Validator, ScenarioError> {
     let check = parse_named(source, &path.key("check"), Some(&spec.check), ValidatorCheck::Schema)?;
     let latency_us = duration_ms(source, &path.key("latency_ms"), spec.latency_ms)?;
+    // Without deadline propagation nothing ends a check but its own latency: bounded here, a
+    // huge one is a located error rather than runs that never end.
+    if spec.latency_ms > MAX_LATENCY_MS {
+        let message = format!(
+            "{} ms is more than {MAX_LATENCY_MS} ms (an hour)",
+            crate::scenario::locate::shown(spec.latency_ms)
+        );
+        return Err(error_at_path(source, &path.key("latency_ms"), message));
+    }
     if !(spec.cost_units.is_finite() && (0.0..=crate::world::model::MAX_COST_UNITS).contains(&spec.cost_units)) {
         let message =
             format!("must be a finite number in [0, {}], got {}", crate::world::model::MAX_COST_UNITS, spec.cost_units);

@@ -185,8 +185,14 @@ pub fn duration_ms(source: &Source, path: &FieldPath, ms: f64) -> Result<Micros,
     if ms.is_finite() && ms >= 0.0 {
         Ok(ms_to_us(ms))
     } else {
-        Err(error_at_path(source, path, format!("must be a finite number >= 0, got {ms}")))
+        Err(error_at_path(source, path, format!("must be a finite number >= 0, got {}", shown(ms))))
     }
+}
+
+/// A number as an error message quotes it: as written for everyday sizes, in exponent form
+/// past 1e15 (where `{}` would print every one of 1e300's 301 digits).
+pub fn shown(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1e15 { format!("{x:e}") } else { format!("{x}") }
 }
 
 #[cfg(test)]

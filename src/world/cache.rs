@@ -162,7 +162,10 @@ pub(super) fn compile_cache(
     // A hit has no timeout of its own: a lookup slower than this is a misconfiguration, not a
     // cache (and one past the simulation's end would leave its run in flight for ever).
     if lookup_ms > MAX_LOOKUP_MS {
-        return Err(c.err(&path.key("lookup_ms"), format!("{lookup_ms} ms is more than {MAX_LOOKUP_MS} ms (a minute)")));
+        return Err(c.err(
+            &path.key("lookup_ms"),
+            format!("{} ms is more than {MAX_LOOKUP_MS} ms (a minute)", crate::scenario::locate::shown(lookup_ms)),
+        ));
     }
     let lookup_us = crate::sim::ms_to_us(lookup_ms);
     let scope = c.named(&path.key("cache_scope"), spec.cache_scope.as_deref(), CacheScope::Global)?;

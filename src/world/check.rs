@@ -44,14 +44,18 @@ impl Checker<'_> {
 
     /// `value`, already checked finite, if it is at most `max` (a bound that keeps runs finite).
     pub(super) fn at_most(&self, path: &FieldPath, value: f64, max: f64) -> Result<f64, ScenarioError> {
-        if value <= max { Ok(value) } else { Err(self.err(path, format!("must be at most {max}, got {value}"))) }
+        if value <= max {
+            Ok(value)
+        } else {
+            Err(self.err(path, format!("must be at most {max}, got {}", crate::scenario::locate::shown(value))))
+        }
     }
 
     pub(super) fn positive(&self, path: &FieldPath, value: f64) -> Result<f64, ScenarioError> {
         if value.is_finite() && value > 0.0 {
             Ok(value)
         } else {
-            Err(self.err(path, format!("must be a finite number > 0, got {value}")))
+            Err(self.err(path, format!("must be a finite number > 0, got {}", crate::scenario::locate::shown(value))))
         }
     }
 
