@@ -77,7 +77,7 @@ fn classes(view: &PolicyView) -> Row {
     let evidence = format!(
         "hard {hard}, soft {soft}, advisory {advisory}, write {writes}, task (async) {tasks}, approval {approvals}; workflows with async_allowed {asynchronous}"
     );
-    let answer = if soft + advisory + writes + tasks + approvals > 0 { Answer::Yes } else { Answer::No };
+    let answer = Answer::yes_if(soft + advisory + writes + tasks + approvals > 0);
     CLASSES.answer(view.name, answer, evidence, view.at(&crate::scenario::FieldPath::root().key("workflow")))
 }
 
@@ -198,7 +198,7 @@ fn reserve(view: &PolicyView) -> Row {
     }
     let reserved = view.steps().filter(|s| s.policy.reserve_us > 0).count();
     let propagation = view.policy.rules.deadline_propagation;
-    let answer = if propagation && reserved > 0 { Answer::Yes } else { Answer::No };
+    let answer = Answer::yes_if(propagation && reserved > 0);
     let evidence = format!(
         "deadline_propagation = {propagation}; {reserved} step(s) with deadline_reserve_ms; {}",
         view.figures.cite("budget_exhausted_total.time")
@@ -263,7 +263,7 @@ fn backoff_in_budget(view: &PolicyView) -> Row {
         (BackoffKind::None, _) | (_, Jitter::None) => false,
         (BackoffKind::Constant | BackoffKind::Exponential, Jitter::Full | Jitter::Equal | Jitter::Decorrelated) => true,
     };
-    let answer = if rules.deadline_propagation && spread { Answer::Yes } else { Answer::No };
+    let answer = Answer::yes_if(rules.deadline_propagation && spread);
     let location =
         view.field_or_table(&["retry", "backoff"], view.spec.retry.as_ref().is_some_and(|r| r.backoff.is_some()));
     BACKOFF_IN_BUDGET.answer(view.name, answer, shape, location)

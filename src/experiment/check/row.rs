@@ -14,6 +14,13 @@ crate::named_enum! {
     }
 }
 
+impl Answer {
+    /// `yes` when `ok`, else `no`: a question answered by one condition.
+    pub fn yes_if(ok: bool) -> Answer {
+        if ok { Answer::Yes } else { Answer::No }
+    }
+}
+
 crate::named_enum! {
     /// What a row weighs: `error` makes `check` exit 1 (a gate), `warning` is reported only,
     /// `none` for an answer that flags nothing (a question, or a rule that did not fire).

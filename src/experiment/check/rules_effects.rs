@@ -5,6 +5,7 @@
 //! fresh.
 
 use super::row::{Answer, Ask, Location, Row, RowKind, Severity};
+use super::rule_rows::RuleRows;
 use super::view::{PolicyView, ms};
 use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{Effect, Idempotency, ScenarioError};
@@ -52,7 +53,7 @@ pub const STALE_UNMARKED: Ask = Ask {
 };
 
 pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&WRITE_WITHOUT_KEY, view.name);
     let mut writes = 0;
     for step in view.steps() {
         if step.spec.effect != Effect::Write {
@@ -81,7 +82,7 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
             } else {
                 view.at(&view.step_path(&step).key("idempotency"))
             };
-            rows.push(WRITE_WITHOUT_KEY.row(view.name, Answer::No, Severity::Error, evidence, location));
+            rows.fire(Severity::Error, evidence, location);
         }
         // The SDK's hidden re-sends after its own timeout share the attempt's key: only a
         // deduplicating dependency makes them harmless.
@@ -100,17 +101,16 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
                 sdk.max_retries
             );
             let location = view.at(&view.field(&["sdk_client", name]));
-            rows.push(WRITE_WITHOUT_KEY.row(view.name, Answer::No, Severity::Error, evidence, location));
+            rows.fire(Severity::Error, evidence, location);
         }
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let (answer, evidence) = match writes {
             0 => (Answer::NotApplicable, "no write step".to_string()),
             n => (Answer::Yes, format!("{n} write step(s); none is sent again without a deduplicated key")),
         };
-        rows.push(WRITE_WITHOUT_KEY.answer(view.name, answer, evidence, view.at(&view.field(&["on_effect_unknown"]))));
-    }
-    rows
+        (answer, evidence, view.at(&view.field(&["on_effect_unknown"])))
+    })
 }
 
 /// The runtime never hedges a write (scenario.md 8.10), so this rule cannot fire; it is
@@ -132,7 +132,7 @@ pub fn hedge_on_write(view: &PolicyView) -> Vec<Row> {
 }
 
 pub fn sdk_uncharged(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&SDK_UNCHARGED, view.name);
     let mut clients = 0;
     for (name, spec) in &view.spec.sdk_client {
         let Some(d) = view.model.world.dependency_index(name) else { continue };
@@ -153,30 +153,26 @@ pub fn sdk_uncharged(view: &PolicyView) -> Vec<Row> {
         } else {
             view.at(&table)
         };
-        rows.push(SDK_UNCHARGED.row(view.name, Answer::No, Severity::Warning, evidence, location));
+        rows.fire(Severity::Warning, evidence, location);
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let (answer, evidence) = match clients {
             0 => (Answer::NotApplicable, "no sdk_client: the runtime's attempts are all there is".to_string()),
             n => (Answer::Yes, format!("{n} sdk_client(s), each charged to the root budget or without retries")),
         };
-        rows.push(SDK_UNCHARGED.answer(view.name, answer, evidence, view.at(&view.field(&["sdk_client"]))));
-    }
-    rows
+        (answer, evidence, view.at(&view.field(&["sdk_client"])))
+    })
 }
 
 /// The failure-domain warnings of `validate` (runtime/failure_domain.rs) that concern this
 /// policy: those in its own table, and those of the workflows, which every policy runs.
 pub fn shared_domain(view: &PolicyView, warnings: &[ScenarioError]) -> Vec<Row> {
     let own = format!("policy.{}.", view.name);
-    let mut rows: Vec<Row> = warnings
-        .iter()
-        .filter(|w| !w.field.starts_with("policy.") || w.field.starts_with(&own))
-        .map(|w| {
-            SHARED_DOMAIN.row(view.name, Answer::No, Severity::Warning, w.message.clone(), Location::from_error(w))
-        })
-        .collect();
-    if rows.is_empty() {
+    let mut rows = RuleRows::new(&SHARED_DOMAIN, view.name);
+    for w in warnings.iter().filter(|w| !w.field.starts_with("policy.") || w.field.starts_with(&own)) {
+        rows.fire(Severity::Warning, w.message.clone(), Location::from_error(w));
+    }
+    rows.or_else(|| {
         let stated = view.scenario.dependencies.iter().filter(|d| d.failure_domain.is_some()).count();
         let (answer, evidence) = match stated {
             0 => (Answer::NotApplicable, "no dependency states a failure_domain".to_string()),
@@ -185,14 +181,13 @@ pub fn shared_domain(view: &PolicyView, warnings: &[ScenarioError]) -> Vec<Row> 
                 format!("{n} dependencies state a failure_domain; no fallback or parallel branch shares its primary's"),
             ),
         };
-        rows.push(SHARED_DOMAIN.answer(view.name, answer, evidence, view.at(&view.path)));
-    }
-    rows
+        (answer, evidence, view.at(&view.path))
+    })
 }
 
 pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
-    let mut unclassified = Vec::new();
-    let mut unmarked = Vec::new();
+    let mut unclassified = RuleRows::new(&STALE_UNCLASSIFIED, view.name);
+    let mut unmarked = RuleRows::new(&STALE_UNMARKED, view.name);
     let mut stale_caches = 0;
     for name in view.spec.cache.keys() {
         let Some(d) = view.model.world.dependency_index(name) else { continue };
@@ -212,7 +207,7 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
                 super::figures::show(view.figures.count("cache_unmarked_stale_run_total"))
             );
             let location = view.at(&contract_path.key("provenance_required"));
-            unmarked.push(STALE_UNMARKED.row(view.name, Answer::No, Severity::Error, evidence, location));
+            unmarked.fire(Severity::Error, evidence, location);
         }
         if contract.forbidden_for.is_empty() {
             continue;
@@ -227,20 +222,17 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
                 contract.forbidden_for.join(", ")
             );
             let location = view.at(&view.step_path(&step));
-            unclassified.push(STALE_UNCLASSIFIED.row(view.name, Answer::No, Severity::Warning, evidence, location));
+            unclassified.fire(Severity::Warning, evidence, location);
         }
     }
-    let here = view.at(&view.field(&["cache"]));
-    let fallback = |ask: &Ask, rows: &mut Vec<Row>, yes: &str| {
-        if rows.is_empty() {
-            let (answer, evidence) = match stale_caches {
-                0 => (Answer::NotApplicable, "the policy serves no stale cache entry".to_string()),
-                _ => (Answer::Yes, yes.to_string()),
-            };
-            rows.push(ask.answer(view.name, answer, evidence, here.clone()));
-        }
+    let quiet = |yes: &str| {
+        let (answer, evidence) = match stale_caches {
+            0 => (Answer::NotApplicable, "the policy serves no stale cache entry".to_string()),
+            _ => (Answer::Yes, yes.to_string()),
+        };
+        (answer, evidence, view.at(&view.field(&["cache"])))
     };
-    fallback(&STALE_UNCLASSIFIED, &mut unclassified, "every step a stale entry may answer states its task_class");
-    fallback(&STALE_UNMARKED, &mut unmarked, "every cache it serves stale from requires provenance");
+    let unclassified = unclassified.or_else(|| quiet("every step a stale entry may answer states its task_class"));
+    let unmarked = unmarked.or_else(|| quiet("every cache it serves stale from requires provenance"));
     unclassified.into_iter().chain(unmarked).collect()
 }

@@ -5,6 +5,7 @@
 //! setting is dead, not dangerous).
 
 use super::row::{Answer, Ask, Row, RowKind, Severity};
+use super::rule_rows::RuleRows;
 use super::view::{PolicyView, StepView, ms};
 use crate::scenario::RawTable;
 use crate::sim::Micros;
@@ -52,7 +53,7 @@ fn timeout_text(t: Option<Micros>) -> String {
 }
 
 pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&ATTEMPT_OVER_DEADLINE, view.name);
     for step in view.steps() {
         let t = step.policy.timeout_us;
         if t.is_some_and(|t| t <= step.deadline_us) {
@@ -66,20 +67,13 @@ pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
             ms(step.deadline_us),
             propagation_note(view)
         );
-        rows.push(ATTEMPT_OVER_DEADLINE.row(
-            view.name,
-            Answer::No,
-            timing_severity(view),
-            evidence,
-            view.timeout_location(step.spec),
-        ));
+        rows.fire(timing_severity(view), evidence, view.timeout_location(step.spec));
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let longest = view.steps().filter_map(|s| s.policy.timeout_us).max().unwrap_or(0);
         let evidence = format!("every step's attempt timeout is within its deadline (longest {} ms)", ms(longest));
-        rows.push(ATTEMPT_OVER_DEADLINE.answer(view.name, Answer::Yes, evidence, view.at(&view.path)));
-    }
-    rows
+        (Answer::Yes, evidence, view.at(&view.path))
+    })
 }
 
 /// A breaker entry's sampling window in microseconds, with the field that sets it; None for
@@ -114,7 +108,7 @@ fn attempt_bound(view: &PolicyView, step: &StepView) -> Option<Micros> {
 }
 
 pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&BREAKER_WINDOW, view.name);
     let mut windows = 0;
     for (i, table) in view.spec.circuit_breaker.iter().enumerate() {
         let Some((window_us, field)) = sampling_window(table) else { continue };
@@ -142,9 +136,9 @@ pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
         );
         let entry = view.field(&["circuit_breaker"]).index(i);
         let location = if table.0.contains_key(field) { view.at(&entry.key(field)) } else { view.at(&entry) };
-        rows.push(BREAKER_WINDOW.row(view.name, Answer::No, Severity::Error, evidence, location));
+        rows.fire(Severity::Error, evidence, location);
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let (answer, evidence) = if windows == 0 {
             (
                 Answer::NotApplicable,
@@ -153,9 +147,8 @@ pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
         } else {
             (Answer::Yes, format!("{windows} time window(s), each at least twice the attempt timeouts it judges"))
         };
-        rows.push(BREAKER_WINDOW.answer(view.name, answer, evidence, view.at(&view.field(&["circuit_breaker"]))));
-    }
-    rows
+        (answer, evidence, view.at(&view.field(&["circuit_breaker"])))
+    })
 }
 
 /// The sum of a step's backoff sleeps over its retries, each at the draw `u` (0: the shortest
@@ -172,7 +165,7 @@ fn delay_sum(view: &PolicyView, retries: u32, u: f64) -> Micros {
 }
 
 pub fn retry_delays(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&RETRY_DELAYS, view.name);
     for step in view.steps() {
         let attempts = step.policy.max_attempts;
         // An approval waits for a person until its business expiry: its length is no attempt's.
@@ -200,11 +193,10 @@ pub fn retry_delays(view: &PolicyView) -> Vec<Row> {
             ms(step.deadline_us),
             propagation_note(view)
         );
-        rows.push(RETRY_DELAYS.row(view.name, Answer::No, severity, evidence, view.attempts_location(step.spec)));
+        rows.fire(severity, evidence, view.attempts_location(step.spec));
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let evidence = "every step's attempts and backoff caps fit its deadline".to_string();
-        rows.push(RETRY_DELAYS.answer(view.name, Answer::Yes, evidence, view.at(&view.field(&["retry"]))));
-    }
-    rows
+        (Answer::Yes, evidence, view.at(&view.field(&["retry"])))
+    })
 }

@@ -34,16 +34,12 @@ pub fn answers(view: &PolicyView) -> Vec<Row> {
     ]
 }
 
-fn yes_if(ok: bool) -> Answer {
-    if ok { Answer::Yes } else { Answer::No }
-}
-
 fn deadline_bound(view: &PolicyView) -> Row {
     let f = view.figures;
     let propagation = view.policy.rules.deadline_propagation;
     let evidence = format!("{} (deadline_propagation = {propagation})", f.cite("run_past_deadline_ratio"));
     let location = view.field_or_table(&["deadline_propagation"], view.spec.deadline_propagation.is_some());
-    DEADLINE_BOUND.answer(view.name, yes_if(f.count("run_past_deadline_total") == 0.0), evidence, location)
+    DEADLINE_BOUND.answer(view.name, Answer::yes_if(f.count("run_past_deadline_total") == 0.0), evidence, location)
 }
 
 /// Hidden attempts of SDK clients the root budget does not see.
@@ -103,7 +99,7 @@ fn soft_before_hard(view: &PolicyView) -> Row {
         view.figures.cite("omitted_step_total"),
         view.figures.cite("outcome_total.failed")
     );
-    let answer = yes_if(by_mode || soft_longest < hard_shortest);
+    let answer = Answer::yes_if(by_mode || soft_longest < hard_shortest);
     SOFT_BEFORE_HARD.answer(view.name, answer, evidence, view.at(&view.field(&["steps"])))
 }
 
@@ -120,7 +116,7 @@ fn writes_reconciled(view: &PolicyView) -> Row {
         f.cite("reconciled_total"),
         crate::vocab::Named::name(view.policy.rules.on_effect_unknown)
     );
-    WRITES_RECONCILED.answer(view.name, yes_if(f.count("duplicate_effect_total") == 0.0), evidence, location)
+    WRITES_RECONCILED.answer(view.name, Answer::yes_if(f.count("duplicate_effect_total") == 0.0), evidence, location)
 }
 
 /// Breaker entries that put status lookups in the same circuit as the reads and writes of a
@@ -208,5 +204,5 @@ fn no_oscillation(view: &PolicyView) -> Row {
     }
     let flaps = f.count("degradation_flaps_per_hour");
     let evidence = format!("{}, {}", f.cite("degradation_flaps_per_hour"), f.cite("degradation_transition_total"));
-    NO_OSCILLATION.answer(view.name, yes_if(flaps == 0.0), evidence, location)
+    NO_OSCILLATION.answer(view.name, Answer::yes_if(flaps == 0.0), evidence, location)
 }
