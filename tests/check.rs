@@ -386,3 +386,84 @@ fn out_writes_the_whole_report_or_nothing() {
     assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The review's tk.toml: a write whose attempts time out at 1 s while the service often takes
+/// longer, so late commits happen; `step` adds fields to the write step, `policy` to the policy.
+fn late_commit_scenario(step: &str, policy: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 120
+warmup_s = 0
+seed = 1
+replications = 2
+
+[[dependency]]
+name = "api"
+servers = 20
+service_time = {{ p50_ms = 700, p95_ms = 3000 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 20000
+
+  [[workflow.step]]
+  id = "put"
+  dependency = "api"
+  effect = "write"
+  status_lookup = true
+{step}
+
+[policy.p]
+timeout_ms = 1000
+on_effect_unknown = "reconcile_first"
+retry = {{ max_attempts = 4 }}
+{policy}
+"#
+    )
+}
+
+/// The figure a row's evidence cites after `name `.
+fn cited(evidence: &str, name: &str) -> f64 {
+    let at = evidence.find(&format!("{name} ")).unwrap_or_else(|| panic!("no {name} in {evidence}"));
+    let rest = &evidence[at + name.len() + 1..];
+    rest.split([',', ';', ' ', ')']).next().unwrap().parse().unwrap_or_else(|_| panic!("{evidence}"))
+}
+
+#[test]
+fn a_write_re_sent_after_a_status_lookup_needs_a_key_one_call_shares() {
+    let id = "rule.write_retried_without_idempotency_key";
+    // reconcile_first with a lookup re-sends a write found not committed (yet): without a key,
+    // a late commit of the earlier attempt plus the re-send is a duplicate (scenario.md 8.6).
+    let bare = late_commit_scenario("", "");
+    let r = rows(&bare);
+    let row = one(&r, "p", id);
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error), "{row:?}");
+    assert_eq!(row.location.field, "workflow[0].step[0].idempotency");
+    assert!(row.evidence.contains("status lookup finds it not committed"), "{}", row.evidence);
+    let duplicates = cited(&one(&r, "p", "s26.write_timeout_reconciled").evidence, "duplicate_effect_total");
+    assert!(duplicates > 0.0, "the figures show the duplicates the rule predicts");
+    assert_eq!(cited(&row.evidence, "duplicate_effect_total"), duplicates);
+    assert_eq!(one(&r, "p", "s29.reconciliation_path").answer, Answer::No, "a lookup alone lets the duplicate through");
+
+    // A key per attempt does not deduplicate the re-send either.
+    let per_attempt = late_commit_scenario("  idempotency = \"key\"", "idempotency_key = \"per_attempt\"");
+    let r = rows(&per_attempt);
+    let row = one(&r, "p", id);
+    assert_eq!((row.severity, row.location.field.as_str()), (Severity::Error, "policy.p.idempotency_key"));
+    assert_eq!(one(&r, "p", "s29.reconciliation_path").answer, Answer::No);
+
+    // One key per call: the re-send is deduplicated, and the figures agree.
+    let r = rows(&late_commit_scenario("  idempotency = \"key\"", ""));
+    assert_eq!(one(&r, "p", id).answer, Answer::Yes);
+    assert_eq!(one(&r, "p", "s29.reconciliation_path").answer, Answer::Yes);
+    let reconciled = one(&r, "p", "s26.write_timeout_reconciled");
+    assert_eq!((reconciled.answer, cited(&reconciled.evidence, "duplicate_effect_total")), (Answer::Yes, 0.0));
+
+    // One attempt: a lookup that finds nothing hands off, nothing is sent again.
+    let once = late_commit_scenario("", "").replace("max_attempts = 4", "max_attempts = 1");
+    let r = rows(&once);
+    assert_eq!(one(&r, "p", id).answer, Answer::Yes);
+    assert_eq!(one(&r, "p", "s29.reconciliation_path").answer, Answer::Yes);
+}

@@ -292,32 +292,46 @@ fn reconcile_path(view: &PolicyView) -> Row {
         return RECONCILE_PATH.answer(view.name, Answer::NotApplicable, "no write step".into(), view.at(&view.path));
     }
     // Each path counts only where the policy takes it: a lookup under reconcile_first, a key
-    // one call shares under per_call, a human under handoff.
+    // one call shares under per_call, a human under handoff. A lookup that finds the write not
+    // committed (yet) sends it again (scenario.md 8.6): without a shared key a late commit of
+    // the earlier attempt plus the re-send is a duplicate, so the lookup is a path only when
+    // its re-send is deduplicated or the step never re-sends (max_attempts 1).
     let rules = &view.policy.rules;
     let lacking = view.steps().find(|s| {
-        let lookup = s.spec.status_lookup && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst;
         let key = s.spec.idempotency == Idempotency::Key && !view.policy.key_per_attempt;
+        let lookup = s.spec.status_lookup
+            && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst
+            && (key || s.policy.max_attempts < 2);
         let human = rules.on_effect_unknown == OnEffectUnknown::Handoff;
         s.spec.effect == Effect::Write && !(lookup || key || human)
     });
     match lacking {
         Some(s) => {
-            let evidence = format!(
-                "write step `{}`: on_effect_unknown = {} and idempotency_key = {} leave it no lookup, no shared key and no handoff (status_lookup = {}, idempotency = {})",
-                s.spec.id,
-                rules.on_effect_unknown.name(),
-                if view.policy.key_per_attempt { "per_attempt" } else { "per_call" },
-                s.spec.status_lookup,
-                match s.spec.idempotency {
-                    Idempotency::None => "none",
-                    Idempotency::Key => "key",
-                }
-            );
+            let idempotency = match s.spec.idempotency {
+                Idempotency::None => "none",
+                Idempotency::Key => "key",
+            };
+            let key_mode = if view.policy.key_per_attempt { "per_attempt" } else { "per_call" };
+            let evidence = if s.spec.status_lookup && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst {
+                format!(
+                    "write step `{}`: its status lookup (on_effect_unknown = reconcile_first) sends it again when it finds it not committed (yet), and with idempotency = {idempotency}, idempotency_key = {key_mode} no key deduplicates a late commit of the earlier attempt (max_attempts {}); {}",
+                    s.spec.id,
+                    s.policy.max_attempts,
+                    view.figures.cite("duplicate_effect_total")
+                )
+            } else {
+                format!(
+                    "write step `{}`: on_effect_unknown = {} and idempotency_key = {key_mode} leave it no lookup, no shared key and no handoff (status_lookup = {}, idempotency = {idempotency})",
+                    s.spec.id,
+                    rules.on_effect_unknown.name(),
+                    s.spec.status_lookup,
+                )
+            };
             RECONCILE_PATH.answer(view.name, Answer::No, evidence, view.at(&view.step_path(&s)))
         }
         None => {
             let evidence = format!(
-                "every write has a status lookup it uses, a key one call shares or a human handoff; {}, {}",
+                "every write has a key one call shares, a status lookup whose re-send is deduplicated (or never made), or a human handoff; {}, {}",
                 view.figures.cite("reconciled_total"),
                 view.figures.cite("outcome_total.handoff")
             );

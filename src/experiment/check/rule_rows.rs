@@ -20,6 +20,11 @@ impl<'a> RuleRows<'a> {
         self.rows.push(self.ask.row(self.policy, Answer::No, severity, evidence, location));
     }
 
+    /// Nothing fired yet.
+    pub fn is_quiet(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// The rows fired, or (none fired) the one quiet answer `quiet` gives.
     pub fn or_else(mut self, quiet: impl FnOnce() -> (Answer, String, Location)) -> Vec<Row> {
         if self.rows.is_empty() {

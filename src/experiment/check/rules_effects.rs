@@ -62,9 +62,19 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
         writes += 1;
         let keyed = step.spec.idempotency == Idempotency::Key;
         let id = &step.spec.id;
-        // The runtime's own re-sends after a timeout: one key per call is what deduplicates them.
+        // The runtime's own re-sends of a write whose effect is unknown: blindly under `retry`,
+        // after a status lookup that found it not committed (yet) under `reconcile_first`
+        // (scenario.md 8.6). Only one key per call deduplicates a late commit of the earlier
+        // attempt against the re-send.
         let deduplicated = keyed && !view.policy.key_per_attempt;
-        if view.policy.rules.on_effect_unknown == OnEffectUnknown::Retry
+        let resend = match view.policy.rules.on_effect_unknown {
+            OnEffectUnknown::Retry => Some("on_effect_unknown = \"retry\" sends it again after a timeout"),
+            OnEffectUnknown::ReconcileFirst if step.spec.status_lookup => Some(
+                "on_effect_unknown = \"reconcile_first\" sends it again when its status lookup finds it not committed (yet), and a late commit of the earlier attempt is a second effect",
+            ),
+            OnEffectUnknown::ReconcileFirst | OnEffectUnknown::Handoff => None,
+        };
+        if let Some(resend) = resend
             && step.policy.max_attempts > 1
             && !deduplicated
         {
@@ -73,10 +83,11 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
             } else {
                 "the step has idempotency = \"none\""
             };
-            let evidence = format!(
-                "write step `{id}`: {why}, and on_effect_unknown = \"retry\" sends it again after a timeout (max_attempts {})",
-                step.policy.max_attempts
-            );
+            let mut evidence =
+                format!("write step `{id}`: {why}, and {resend} (max_attempts {})", step.policy.max_attempts);
+            if view.policy.rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst {
+                evidence.push_str(&format!("; {}", view.figures.cite("duplicate_effect_total")));
+            }
             let location = if keyed {
                 view.at(&view.field(&["idempotency_key"]))
             } else {
@@ -103,6 +114,16 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
             let location = view.at(&view.field(&["sdk_client", name]));
             rows.fire(Severity::Error, evidence, location);
         }
+    }
+    // Duplicates from a path the rule does not read (a task created twice, ...): the figure
+    // contradicts a quiet "yes", so it is reported.
+    let duplicates = view.figures.count("duplicate_effect_total");
+    if writes > 0 && duplicates > 0.0 && rows.is_quiet() {
+        let evidence = format!(
+            "no write step is sent again without a deduplicated key by the runtime or an sdk_client, yet the short simulation counted {}",
+            view.figures.cite("duplicate_effect_total")
+        );
+        rows.fire(Severity::Warning, evidence, view.at(&view.field(&["on_effect_unknown"])));
     }
     rows.or_else(|| {
         let (answer, evidence) = match writes {
