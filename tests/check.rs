@@ -361,7 +361,7 @@ fn json_records_are_flat_and_the_same_bytes_every_time() {
         for k in &keys {
             assert!(o.contains_key(*k), "{k} missing in {r}");
         }
-        assert!(["yes", "no", "not applicable"].contains(&r["answer"].as_str().unwrap()));
+        assert!(["yes", "no", "not applicable", "not shown"].contains(&r["answer"].as_str().unwrap()));
         assert!(["none", "warning", "error"].contains(&r["severity"].as_str().unwrap()));
         assert!(["verification", "checklist", "rule"].contains(&r["kind"].as_str().unwrap()));
     }
@@ -466,4 +466,91 @@ fn a_write_re_sent_after_a_status_lookup_needs_a_key_one_call_shares() {
     let r = rows(&once);
     assert_eq!(one(&r, "p", id).answer, Answer::Yes);
     assert_eq!(one(&r, "p", "s29.reconciliation_path").answer, Answer::Yes);
+}
+
+/// The review's tm.toml: a hard step with a 1 s timeout, a soft one with 8 s, and a mode that
+/// omits the soft one when `db`'s queue is deeper than `depth`.
+fn soft_mode_scenario(depth: u32) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 60
+warmup_s = 0
+seed = 1
+replications = 2
+
+[[dependency]]
+name = "db"
+servers = 4
+service_time = {{ p50_ms = 500, p95_ms = 4000 }}
+
+[[dependency]]
+name = "extra"
+servers = 2
+service_time = {{ p50_ms = 1500, p95_ms = 6000 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 10000
+
+  [[workflow.step]]
+  id = "main"
+  dependency = "db"
+
+  [[workflow.step]]
+  id = "nice"
+  dependency = "extra"
+  criticality = "soft"
+
+[policy.p]
+steps = {{ main = {{ timeout_ms = 1000 }}, nice = {{ timeout_ms = 8000 }} }}
+
+[[policy.p.runtime_policy]]
+mode = "constrained"
+when = {{ queue_depth_above = {depth}, dependency = "db" }}
+actions = {{ omit_steps = ["nice"] }}
+"#
+    )
+}
+
+#[test]
+fn soft_before_hard_and_restoration_are_answered_from_what_the_modes_did() {
+    // The mode never engages: the soft step outlives the hard one by 7 s and nothing stops it.
+    let r = rows(&soft_mode_scenario(1_000_000));
+    let soft = one(&r, "p", "s26.soft_stopped_before_hard");
+    assert_eq!(soft.answer, Answer::No, "{}", soft.evidence);
+    assert_eq!(cited(&soft.evidence, "omitted_by_mode_total"), 0.0);
+    let restoration = one(&r, "p", "s26.restoration_without_oscillation");
+    assert_eq!(restoration.answer, Answer::NotShown, "no restoration happened: {}", restoration.evidence);
+    assert_eq!(cited(&restoration.evidence, "degradation_transition_total"), 0.0);
+
+    // The mode engages: it omits the soft step, so the soft branch is stopped first.
+    let r = rows(&soft_mode_scenario(2));
+    let soft = one(&r, "p", "s26.soft_stopped_before_hard");
+    assert_eq!(soft.answer, Answer::Yes, "{}", soft.evidence);
+    assert!(cited(&soft.evidence, "omitted_by_mode_total") > 0.0);
+    // It never lets go (the queue stays deep): still no restoration to judge.
+    let restoration = one(&r, "p", "s26.restoration_without_oscillation");
+    assert_eq!(restoration.answer, Answer::NotShown, "{}", restoration.evidence);
+    assert!(cited(&restoration.evidence, "degradation_transition_total") > 0.0);
+
+    // The incident's resilient policy restores, and flaps: judged from the figures.
+    let o = faultline(&["check", "scenarios/meeting-analysis-incident.toml", "-p", "resilient", "--json"]);
+    let (a, e) = answer(&records(&o), "resilient", "s26.restoration_without_oscillation");
+    assert_eq!(a, "no", "{e}");
+    assert!(cited(&e, "degradation_flaps_per_hour") > 0.0, "{e}");
+}
+
+#[test]
+fn an_advisory_step_gives_up_when_its_window_closes() {
+    // approval-change-request: `cost_estimate` is advisory with advisory_wait_ms = 800; the
+    // hard steps time out at 30 s.
+    let o = faultline(&["check", "scenarios/approval-change-request.toml", "--json"]);
+    let rows = records(&o);
+    for policy in ["naive", "resilient"] {
+        let (a, e) = answer(&rows, policy, "s26.soft_stopped_before_hard");
+        assert_eq!(a, "yes", "{policy}: {e}");
+        assert!(e.contains(" 800 ms vs hard steps' shortest attempt timeout 30000 ms"), "{e}");
+    }
 }

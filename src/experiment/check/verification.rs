@@ -3,8 +3,9 @@
 
 use super::figures::show;
 use super::row::{Answer, Ask, Row, RowKind};
-use super::view::{PolicyView, ms};
+use super::view::{PolicyView, StepView, ms};
 use crate::scenario::{Criticality, Effect};
+use crate::vocab::DegradationMode;
 
 const fn ask(id: &'static str, question: &'static str) -> Ask {
     Ask { kind: RowKind::Verification, id, source: "essay 26", question }
@@ -76,30 +77,44 @@ fn retries_within_budget(view: &PolicyView) -> Row {
     RETRIES_WITHIN_BUDGET.answer(view.name, answer, evidence, location)
 }
 
+/// When a step gives up at the latest: an advisory step is left out when its window
+/// (`advisory_wait_ms`) closes, whatever its timeout (scenario.md 6.1); any other step when its
+/// attempt times out (u64::MAX: never).
+fn give_up_us(step: &StepView) -> u64 {
+    let timeout = step.policy.timeout_us.unwrap_or(u64::MAX);
+    match step.spec.criticality {
+        Criticality::Advisory => timeout.min(step.model.advisory_wait_us),
+        Criticality::Soft | Criticality::Hard => timeout,
+    }
+}
+
 fn soft_before_hard(view: &PolicyView) -> Row {
     let is_soft = |c: Criticality| match c {
         Criticality::Soft | Criticality::Advisory => true,
         Criticality::Hard => false,
     };
-    let timeout =
-        |soft: bool| view.steps().filter(move |s| is_soft(s.spec.criticality) == soft).map(|s| s.policy.timeout_us);
-    if timeout(true).next().is_none() {
+    let give_up =
+        |soft: bool| view.steps().filter(move |s| is_soft(s.spec.criticality) == soft).map(|s| give_up_us(&s));
+    if give_up(true).next().is_none() {
         return SOFT_BEFORE_HARD.answer(view.name, Answer::NotApplicable, "no soft step".into(), view.at(&view.path));
     }
-    // A soft step gives up first when its longest attempt is shorter than every hard one's, or a
-    // degradation mode omits soft steps outright.
-    let soft_longest = timeout(true).map(|t| t.unwrap_or(u64::MAX)).max().unwrap_or(0);
-    let hard_shortest = timeout(false).map(|t| t.unwrap_or(u64::MAX)).min().unwrap_or(u64::MAX);
-    let by_mode = view.policy.modes.iter().any(|m| m.omit.iter().flatten().any(|&o| o));
+    // A soft step gives up first when it ends (timeout, or advisory window) before every hard
+    // step's attempt could time out; otherwise only a degradation mode that omitted soft steps
+    // in the short simulation stopped them first: a mode that never engaged shows nothing.
+    let soft_longest = give_up(true).max().unwrap_or(0);
+    let hard_shortest = give_up(false).min().unwrap_or(u64::MAX);
+    let declared = view.policy.modes.iter().any(|m| m.omit.iter().flatten().any(|&o| o));
+    let by_mode = view.figures.count("omitted_by_mode_total");
     let shows = |t: u64| if t == u64::MAX { "none".to_string() } else { format!("{} ms", ms(t)) };
     let evidence = format!(
-        "soft steps' longest attempt timeout {} vs hard steps' shortest {}; a mode omits soft steps: {by_mode}; {}, {}",
+        "soft steps' latest give-up (attempt timeout, or advisory_wait_ms) {} vs hard steps' shortest attempt timeout {}; a mode omits soft steps: {declared}; {}, {}, {}",
         shows(soft_longest),
         shows(hard_shortest),
+        view.figures.cite("omitted_by_mode_total"),
         view.figures.cite("omitted_step_total"),
         view.figures.cite("outcome_total.failed")
     );
-    let answer = Answer::yes_if(by_mode || soft_longest < hard_shortest);
+    let answer = Answer::yes_if(soft_longest < hard_shortest || by_mode > 0.0);
     SOFT_BEFORE_HARD.answer(view.name, answer, evidence, view.at(&view.field(&["steps"])))
 }
 
@@ -195,6 +210,18 @@ fn evidence_marked(view: &PolicyView) -> Row {
     EVIDENCE_MARKED.answer(view.name, answer, evidence, view.at(&view.path))
 }
 
+/// Moves to a milder mode in the short simulation: the restorations whose flapping is judged.
+fn restorations(view: &PolicyView) -> f64 {
+    let modes = DegradationMode::ALL;
+    let mut total = 0.0;
+    for from in modes {
+        for to in modes.into_iter().filter(|to| to.severity() < from.severity()) {
+            total += view.figures.count(&format!("degradation_transition_total.{}.{}", from.name(), to.name()));
+        }
+    }
+    total
+}
+
 fn no_oscillation(view: &PolicyView) -> Row {
     let f = view.figures;
     let location = view.at(&view.field(&["runtime_policy"]));
@@ -202,7 +229,15 @@ fn no_oscillation(view: &PolicyView) -> Row {
         let evidence = "no runtime_policy: no automatic degradation or restoration".to_string();
         return NO_OSCILLATION.answer(view.name, Answer::NotApplicable, evidence, location);
     }
-    let flaps = f.count("degradation_flaps_per_hour");
-    let evidence = format!("{}, {}", f.cite("degradation_flaps_per_hour"), f.cite("degradation_transition_total"));
-    NO_OSCILLATION.answer(view.name, Answer::yes_if(flaps == 0.0), evidence, location)
+    let restored = restorations(view);
+    let evidence = format!(
+        "{}, {}, {} of them to a milder mode",
+        f.cite("degradation_flaps_per_hour"),
+        f.cite("degradation_transition_total"),
+        show(restored)
+    );
+    // No restoration happened: nothing could oscillate, and nothing shows it would not.
+    let answer =
+        if restored == 0.0 { Answer::NotShown } else { Answer::yes_if(f.count("degradation_flaps_per_hour") == 0.0) };
+    NO_OSCILLATION.answer(view.name, answer, evidence, location)
 }
