@@ -554,3 +554,130 @@ fn an_advisory_step_gives_up_when_its_window_closes() {
         assert!(e.contains(" 800 ms vs hard steps' shortest attempt timeout 30000 ms"), "{e}");
     }
 }
+
+/// The review's tq.toml: a 2-of-3 quorum over `ma` (bounded queue), `mb` and `mc` (unbounded),
+/// a breaker on `mb` whose window is `window_ms`.
+fn quorum_scenario(window_ms: u32) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 60
+warmup_s = 0
+seed = 1
+replications = 2
+
+[[dependency]]
+name = "ma"
+servers = 10
+service_time = {{ p50_ms = 300, p95_ms = 900 }}
+queue_policy = {{ max_wait_ms = 200 }}
+
+[[dependency]]
+name = "mb"
+servers = 1
+service_time = {{ p50_ms = 300, p95_ms = 900 }}
+
+[[dependency]]
+name = "mc"
+servers = 1
+service_time = {{ p50_ms = 300, p95_ms = 900 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 2 }}
+deadline_ms = 1500
+
+  [[workflow.step]]
+  id = "vote"
+  dependency = "ma"
+  quorum = {{ k = 2, dependencies = ["ma", "mb", "mc"] }}
+
+[policy.p]
+deadline_propagation = false
+timeout_ms = 1000
+retry = {{ max_attempts = 3, backoff = {{ kind = "constant", base_ms = 300, jitter = "none" }} }}
+circuit_breaker = [{{ kind = "polly", dependency = "mb", sampling_duration_ms = {window_ms} }}]
+"#
+    )
+}
+
+#[test]
+fn a_quorum_step_is_judged_by_its_branches_and_never_retried() {
+    let text = quorum_scenario(500);
+    let r = rows(&text);
+    // scenario.md 6.2: a branch is never retried, so no retry delay can miss the deadline.
+    assert_eq!(one(&r, "p", "rule.retry_delays_exceed_deadline").answer, Answer::Yes);
+    // The breaker on `mb` judges the branch at `mb`: 500 ms < 2 x 1000 ms.
+    let row = one(&r, "p", "rule.breaker_window_under_twice_attempt_timeout");
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Error), "{row:?}");
+    assert!(row.evidence.contains("of step `vote`"), "{}", row.evidence);
+    assert_eq!(row.location.line, Some(line_of(&text, "sampling_duration_ms = 500")));
+    assert_eq!(one(&rows(&quorum_scenario(2000)), "p", row.id).answer, Answer::Yes);
+    // `mb` and `mc` queue without a longest wait.
+    let queues = one(&r, "p", "s29.queue_depth_and_wait_bounded");
+    assert_eq!(queues.answer, Answer::No);
+    assert!(queues.evidence.starts_with("dependency `mb`"), "{}", queues.evidence);
+}
+
+/// The review's ta.toml (`machine` false) and tb.toml (`machine` true): an approval step with no
+/// attempt timeout under a 15-minute deadline, without propagation; tb adds a machine step and a
+/// Polly breaker over every dependency.
+fn approval_scenario(machine: bool) -> String {
+    let (plan, after, policy) = if machine {
+        (
+            "  [[workflow.step]]\n  id = \"plan\"\n  dependency = \"api\"\n",
+            "  after = [\"plan\"]\n",
+            "timeout_ms = 1000\nsteps = { approve = { timeout_ms = 0 } }\ncircuit_breaker = [{ kind = \"polly\", sampling_duration_ms = 5000 }]",
+        )
+    } else {
+        ("", "", "timeout_ms = 0")
+    };
+    format!(
+        r#"
+[simulation]
+duration_s = 600
+warmup_s = 0
+seed = 1
+replications = 2
+
+[[dependency]]
+name = "api"
+servers = 10
+service_time = {{ p50_ms = 100, p95_ms = 300 }}
+
+[[dependency]]
+name = "board"
+approval = {{ decision_time = {{ p50_ms = 60000, p95_ms = 300000 }}, approvers = 3, approved_share = 0.9, expires_after_s = 3600 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 0.05 }}
+deadline_ms = 900000
+
+{plan}
+  [[workflow.step]]
+  id = "approve"
+{after}  dependency = "board"
+
+[policy.p]
+deadline_propagation = false
+{policy}
+"#
+    )
+}
+
+#[test]
+fn an_approval_step_is_no_attempt_for_the_timing_rules() {
+    // scenario.md 4.7: an approval waits for the verdict, its expiry or the root deadline.
+    let r = rows(&approval_scenario(false));
+    assert_eq!(one(&r, "p", "s26.deadline_bounded_every_branch").answer, Answer::Yes);
+    let row = one(&r, "p", "rule.attempt_timeout_over_deadline");
+    assert_eq!((row.answer, row.severity), (Answer::NotApplicable, Severity::None), "{row:?}");
+    assert!(!r.iter().any(|r| r.severity == Severity::Error), "no error: {r:?}");
+
+    let r = rows(&approval_scenario(true));
+    assert_eq!(one(&r, "p", "rule.attempt_timeout_over_deadline").answer, Answer::Yes);
+    // The breaker judges the machine step's 1000 ms attempts only: 5000 >= 2 x 1000.
+    assert_eq!(one(&r, "p", "rule.breaker_window_under_twice_attempt_timeout").answer, Answer::Yes);
+    assert!(!r.iter().any(|r| r.severity == Severity::Error), "no error: {r:?}");
+}

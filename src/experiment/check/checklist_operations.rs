@@ -57,7 +57,8 @@ pub fn answers(view: &PolicyView) -> Vec<Row> {
 }
 
 fn queues_bounded(view: &PolicyView) -> Row {
-    let called: Vec<usize> = view.steps().map(|s| s.model.dependency).collect();
+    // Primaries, fallbacks and quorum branches: every queue a call of the policy can wait in.
+    let called: Vec<usize> = view.steps().flat_map(|s| s.dependencies_called()).collect();
     let unbounded = view
         .scenario
         .dependencies

@@ -56,7 +56,9 @@ pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
     let mut rows = RuleRows::new(&ATTEMPT_OVER_DEADLINE, view.name);
     for step in view.steps() {
         let t = step.policy.timeout_us;
-        if t.is_some_and(|t| t <= step.deadline_us) {
+        // An approval waits for the verdict, its business expiry or the root deadline, whatever
+        // the propagation (scenario.md 4.7): no attempt timeout runs past the deadline.
+        if step.model.approval || t.is_some_and(|t| t <= step.deadline_us) {
             continue;
         }
         let evidence = format!(
@@ -70,7 +72,12 @@ pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
         rows.fire(timing_severity(view), evidence, view.timeout_location(step.spec));
     }
     rows.or_else(|| {
-        let longest = view.steps().filter_map(|s| s.policy.timeout_us).max().unwrap_or(0);
+        let machine: Vec<StepView> = view.steps().filter(|s| !s.model.approval).collect();
+        if machine.is_empty() {
+            let evidence = "every step is an approval: it waits for a verdict, its expiry or the deadline".to_string();
+            return (Answer::NotApplicable, evidence, view.at(&view.path));
+        }
+        let longest = machine.iter().filter_map(|s| s.policy.timeout_us).max().unwrap_or(0);
         let evidence = format!("every step's attempt timeout is within its deadline (longest {} ms)", ms(longest));
         (Answer::Yes, evidence, view.at(&view.path))
     })
@@ -109,22 +116,24 @@ fn attempt_bound(view: &PolicyView, step: &StepView) -> Option<Micros> {
 
 pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
     let mut rows = RuleRows::new(&BREAKER_WINDOW, view.name);
-    let mut windows = 0;
+    // Time windows, and those that judge some step's attempts (a breaker on a dependency no
+    // step reaches judges nothing: no evidence either way).
+    let (mut windows, mut judging) = (0, 0);
     for (i, table) in view.spec.circuit_breaker.iter().enumerate() {
         let Some((window_us, field)) = sampling_window(table) else { continue };
         windows += 1;
         let guarded =
             table.0.get("dependency").and_then(|v| v.as_str()).and_then(|d| view.model.world.dependency_index(d));
-        // The longest attempt the breaker judges: every step whose primary or fallback goes there.
-        let covers = |s: &StepView| {
-            guarded.is_none_or(|d| s.model.dependency == d || s.policy.fallbacks.iter().any(|c| c.dependency == d))
-        };
+        // The longest attempt the breaker judges: every step whose primary, fallback or quorum
+        // branch goes there. An approval is a person's wait, no attempt a breaker times.
+        let covers = |s: &StepView| !s.model.approval && guarded.is_none_or(|d| s.dependencies_called().contains(&d));
         let longest = view
             .steps()
             .filter(|s| covers(s))
             .map(|s| (attempt_bound(view, &s), s.spec.id.clone()))
             .max_by_key(|(b, _)| b.unwrap_or(Micros::MAX));
         let Some((bound, step)) = longest else { continue };
+        judging += 1;
         let too_short = bound.is_none_or(|b| window_us < b.saturating_mul(2));
         if !too_short {
             continue;
@@ -144,8 +153,10 @@ pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
                 Answer::NotApplicable,
                 "no circuit breaker with a time window (count-based windows count calls)".to_string(),
             )
+        } else if judging == 0 {
+            (Answer::NotApplicable, format!("{windows} time window(s), none at a dependency a step's attempt reaches"))
         } else {
-            (Answer::Yes, format!("{windows} time window(s), each at least twice the attempt timeouts it judges"))
+            (Answer::Yes, format!("{judging} time window(s), each at least twice the attempt timeouts it judges"))
         };
         (answer, evidence, view.at(&view.field(&["circuit_breaker"])))
     })
@@ -169,7 +180,8 @@ pub fn retry_delays(view: &PolicyView) -> Vec<Row> {
     for step in view.steps() {
         let attempts = step.policy.max_attempts;
         // An approval waits for a person until its business expiry: its length is no attempt's.
-        if attempts < 2 || step.model.approval {
+        // A quorum's branches are never retried (scenario.md 6.2).
+        if attempts < 2 || step.model.approval || step.model.quorum.is_some() {
             continue;
         }
         let shortest = delay_sum(view, attempts - 1, 0.0);

@@ -95,6 +95,24 @@ impl<'a> PolicyView<'a> {
     }
 }
 
+impl StepView<'_> {
+    /// Every dependency an attempt of the step can go to: a quorum's branches (never retried
+    /// or sent to a fallback, scenario.md 6.2), else its primary and its fallback candidates.
+    pub fn dependencies_called(&self) -> Vec<usize> {
+        if let Some(q) = &self.model.quorum {
+            return q.branches.clone();
+        }
+        let mut called = vec![self.model.dependency];
+        let fallbacks = self.model.fallback.into_iter().chain(self.policy.fallbacks.iter().map(|c| c.dependency));
+        for d in fallbacks {
+            if !called.contains(&d) {
+                called.push(d);
+            }
+        }
+        called
+    }
+}
+
 /// Milliseconds for evidence: whole numbers without a fraction.
 pub fn ms(us: Micros) -> String {
     crate::experiment::check::figures::show(us as f64 / 1e3)
