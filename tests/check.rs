@@ -681,3 +681,114 @@ fn an_approval_step_is_no_attempt_for_the_timing_rules() {
     assert_eq!(one(&r, "p", "rule.breaker_window_under_twice_attempt_timeout").answer, Answer::Yes);
     assert!(!r.iter().any(|r| r.severity == Severity::Error), "no error: {r:?}");
 }
+
+/// The review's t1.toml: a write under a 2 s deadline, with an SDK client whose own timeout is
+/// 5 s and that retries it.
+fn sdk_write_scenario(propagation: bool) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 60
+warmup_s = 0
+seed = 1
+replications = 2
+
+[[dependency]]
+name = "api"
+servers = 10
+service_time = {{ p50_ms = 100, p95_ms = 300 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 2000
+
+  [[workflow.step]]
+  id = "put"
+  dependency = "api"
+  effect = "write"
+
+[policy.p]
+deadline_propagation = {propagation}
+on_effect_unknown = "handoff"
+
+[policy.p.sdk_client.api]
+timeout_ms = 5000
+charged_to_root_budget = true
+"#
+    )
+}
+
+#[test]
+fn an_sdk_timeout_the_deadline_always_beats_never_re_sends_a_write() {
+    let id = "rule.write_retried_without_idempotency_key";
+    // Propagation clips every attempt to the 2 s deadline: the SDK's 5 s timeout never fires.
+    assert_eq!(one(&rows(&sdk_write_scenario(true)), "p", id).answer, Answer::Yes);
+    // Without it the runtime's default 30 s attempt lets the SDK time out and re-send.
+    let r = rows(&sdk_write_scenario(false));
+    let row = one(&r, "p", id);
+    assert_eq!((row.severity, row.location.field.as_str()), (Severity::Error, "policy.p.sdk_client.api"));
+}
+
+/// The review's t10.toml: a read with a fallback to an unbounded queue, a write with a status
+/// lookup, and a breaker keeping one circuit for `api`.
+fn control_path_scenario(on_effect_unknown: &str) -> String {
+    format!(
+        r#"
+[simulation]
+duration_s = 60
+warmup_s = 0
+seed = 1
+replications = 2
+
+[[dependency]]
+name = "api"
+servers = 10
+service_time = {{ p50_ms = 100, p95_ms = 300 }}
+queue_policy = {{ max_wait_ms = 500 }}
+
+[[dependency]]
+name = "slowq"
+servers = 1
+service_time = {{ p50_ms = 100, p95_ms = 300 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 2000
+
+  [[workflow.step]]
+  id = "read"
+  dependency = "api"
+  fallback = "slowq"
+
+  [[workflow.step]]
+  id = "put"
+  after = ["read"]
+  dependency = "api"
+  effect = "write"
+  status_lookup = true
+
+[policy.p]
+on_effect_unknown = "{on_effect_unknown}"
+circuit_breaker = [{{ kind = "polly", dependency = "api" }}]
+"#
+    )
+}
+
+#[test]
+fn the_control_path_questions_count_only_lookups_the_policy_sends() {
+    // Under handoff no status lookup is ever sent: nothing of the control path meets the breaker.
+    let r = rows(&control_path_scenario("handoff"));
+    assert_eq!(one(&r, "p", "s26.control_path_capacity").answer, Answer::NotApplicable);
+    assert_eq!(one(&r, "p", "s29.circuit_spares_control_path").answer, Answer::Yes);
+    // L2: the read's fallback `slowq` has no longest wait.
+    let queues = one(&r, "p", "s29.queue_depth_and_wait_bounded");
+    assert_eq!(queues.answer, Answer::No);
+    assert!(queues.evidence.starts_with("dependency `slowq`"), "{}", queues.evidence);
+
+    // Under reconcile_first the lookups share `api`'s one circuit.
+    let r = rows(&control_path_scenario("reconcile_first"));
+    assert_eq!(one(&r, "p", "s26.control_path_capacity").answer, Answer::No);
+    assert_eq!(one(&r, "p", "s29.circuit_spares_control_path").answer, Answer::No);
+}

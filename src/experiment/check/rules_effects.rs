@@ -103,7 +103,9 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
             && sdk.retry_on_timeout
             && !keyed
             && let Some(sdk_timeout) = sdk.timeout_us
-            && step.policy.timeout_us.is_none_or(|t| sdk_timeout < t)
+            // Only an SDK timeout shorter than the runtime's attempt (clipped to the deadline
+            // under propagation, scenario.md 8.5, 8.18) can fire and be retried.
+            && view.attempt_bound(&step).is_none_or(|t| sdk_timeout < t)
         {
             let name = view.dependency_name(d);
             let evidence = format!(

@@ -103,17 +103,6 @@ fn sampling_window(table: &RawTable) -> Option<(Micros, &'static str)> {
     }
 }
 
-/// How long an attempt at a step can last: its timeout, clipped by the deadline when the
-/// policy propagates it; None when nothing bounds it.
-fn attempt_bound(view: &PolicyView, step: &StepView) -> Option<Micros> {
-    let deadline = view.policy.rules.deadline_propagation.then_some(step.deadline_us);
-    match (step.policy.timeout_us, deadline) {
-        (Some(t), Some(d)) => Some(t.min(d)),
-        (Some(t), None) => Some(t),
-        (None, d) => d,
-    }
-}
-
 pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
     let mut rows = RuleRows::new(&BREAKER_WINDOW, view.name);
     // Time windows, and those that judge some step's attempts (a breaker on a dependency no
@@ -130,7 +119,7 @@ pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
         let longest = view
             .steps()
             .filter(|s| covers(s))
-            .map(|s| (attempt_bound(view, &s), s.spec.id.clone()))
+            .map(|s| (view.attempt_bound(&s), s.spec.id.clone()))
             .max_by_key(|(b, _)| b.unwrap_or(Micros::MAX));
         let Some((bound, step)) = longest else { continue };
         judging += 1;

@@ -4,6 +4,7 @@
 use super::figures::show;
 use super::row::{Answer, Ask, Row, RowKind};
 use super::view::{PolicyView, StepView, ms};
+use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{Criticality, Effect};
 use crate::vocab::DegradationMode;
 
@@ -134,10 +135,16 @@ fn writes_reconciled(view: &PolicyView) -> Row {
     WRITES_RECONCILED.answer(view.name, Answer::yes_if(f.count("duplicate_effect_total") == 0.0), evidence, location)
 }
 
+/// A step whose writes the policy looks up: lookups are sent only under
+/// `on_effect_unknown = "reconcile_first"` (scenario.md 8.6).
+pub fn sends_lookups(view: &PolicyView, step: &StepView) -> bool {
+    step.spec.status_lookup && view.policy.rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst
+}
+
 /// Breaker entries that put status lookups in the same circuit as the reads and writes of a
 /// dependency some step looks its writes up at: (entry index, dependency).
 pub fn shared_control_circuits(view: &PolicyView) -> Vec<(usize, String)> {
-    let lookups: Vec<usize> = view.steps().filter(|s| s.spec.status_lookup).map(|s| s.model.dependency).collect();
+    let lookups: Vec<usize> = view.steps().filter(|s| sends_lookups(view, s)).map(|s| s.model.dependency).collect();
     let mut shared = Vec::new();
     for (i, table) in view.spec.circuit_breaker.iter().enumerate() {
         let key = table.0.get("circuit_key").and_then(|v| v.as_str()).unwrap_or("dependency");
@@ -156,10 +163,13 @@ pub fn shared_control_circuits(view: &PolicyView) -> Vec<(usize, String)> {
 }
 
 fn control_path(view: &PolicyView) -> Row {
-    let lookups = view.steps().filter(|s| s.spec.status_lookup).count();
+    let lookups = view.steps().filter(|s| sends_lookups(view, s)).count();
     let tasks = view.model.world.dependencies.iter().filter(|d| d.task.is_some()).count();
     if lookups == 0 && tasks == 0 {
-        let evidence = "no status lookup and no task dependency: no control path".to_string();
+        let evidence = format!(
+            "no status lookup the policy sends (on_effect_unknown = {}) and no task dependency: no control path",
+            view.policy.rules.on_effect_unknown.name()
+        );
         return CONTROL_PATH.answer(view.name, Answer::NotApplicable, evidence, view.at(&view.path));
     }
     let f = view.figures;

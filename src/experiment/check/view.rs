@@ -89,6 +89,17 @@ impl<'a> PolicyView<'a> {
         &self.model.world.dependencies[d].name
     }
 
+    /// How long an attempt at a step can last: its timeout, clipped by the deadline when the
+    /// policy propagates it (scenario.md 8.5); None when nothing bounds it.
+    pub fn attempt_bound(&self, step: &StepView) -> Option<Micros> {
+        let deadline = self.policy.rules.deadline_propagation.then_some(step.deadline_us);
+        match (step.policy.timeout_us, deadline) {
+            (Some(t), Some(d)) => Some(t.min(d)),
+            (Some(t), None) => Some(t),
+            (None, d) => d,
+        }
+    }
+
     /// `workflow[w].step[j]`: where a step is declared.
     pub fn step_path(&self, step: &StepView) -> FieldPath {
         FieldPath::root().key("workflow").index(step.workflow).key("step").index(step.index)
