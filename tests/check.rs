@@ -792,3 +792,28 @@ fn the_control_path_questions_count_only_lookups_the_policy_sends() {
     assert_eq!(one(&r, "p", "s26.control_path_capacity").answer, Answer::No);
     assert_eq!(one(&r, "p", "s29.circuit_spares_control_path").answer, Answer::No);
 }
+
+#[test]
+fn retries_within_budget_reads_shared_budgets_and_what_they_refused() {
+    let id = "s26.retries_within_budget";
+    // 20 % of attempts fail: a token per run runs out in the runs that fail twice.
+    let tight = scenario(5000, "", "budget = { retry_tokens = 1 }\nretry = { max_attempts = 5 }", "");
+    let row = one(&rows(&tight), "p", id).clone();
+    assert_eq!(row.answer, Answer::Yes, "{}", row.evidence);
+    assert!(cited(&row.evidence, "budget_exhausted_total.retry") > 0.0);
+    // 1000 tokens a run are never reached: the run shows nothing held back.
+    let loose = tight.replace("retry_tokens = 1 ", "retry_tokens = 1000 ");
+    let row = one(&rows(&loose), "p", id).clone();
+    assert_eq!(row.answer, Answer::NotShown, "{}", row.evidence);
+    assert_eq!(cited(&row.evidence, "budget_exhausted_total.retry"), 0.0);
+
+    // metastability: the shared budgets bound the retries of the three budget policies.
+    let o = faultline(&["check", "scenarios/metastability.toml", "--json"]);
+    let rows = records(&o);
+    for policy in ["retry_budget", "finagle_budget", "adaptive_throttling"] {
+        let (a, e) = answer(&rows, policy, id);
+        assert_eq!(a, "yes", "{policy}: {e}");
+    }
+    assert!(cited(&answer(&rows, "retry_budget", id).1, "refused_total.retry_budget") > 0.0);
+    assert_eq!(answer(&rows, "naive", id).0, "no");
+}
