@@ -817,3 +817,51 @@ fn retries_within_budget_reads_shared_budgets_and_what_they_refused() {
     assert!(cited(&answer(&rows, "retry_budget", id).1, "refused_total.retry_budget") > 0.0);
     assert_eq!(answer(&rows, "naive", id).0, "no");
 }
+
+#[test]
+fn a_run_that_never_ends_is_reported_not_taken_for_bad_input() {
+    // The review's t15.toml: 20 s calls, no attempt timeout, a 1 s drain limit.
+    let text = r#"
+[simulation]
+duration_s = 30
+warmup_s = 0
+seed = 1
+replications = 2
+drain_limit_s = 1
+
+[[dependency]]
+name = "db"
+servers = 1
+service_time = { p50_ms = 20000, p95_ms = 40000 }
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 2 }
+deadline_ms = 1000
+
+  [[workflow.step]]
+  id = "a"
+  dependency = "db"
+
+[policy.p]
+deadline_propagation = false
+timeout_ms = 0
+retry = { max_attempts = 1 }
+"#;
+    let dir = std::env::temp_dir().join(format!("faultline-check-drain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("t15.toml");
+    std::fs::write(&file, text).unwrap();
+    let o = faultline(&["check", file.to_str().unwrap(), "--json"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = records(&o);
+    let (a, e) = answer(&rows, "p", "s26.deadline_bounded_every_branch");
+    assert_eq!(a, "no");
+    assert!(e.contains("root runs were still in flight 1 s after the arrival window closed"), "{e}");
+    let deadline = rows.iter().find(|r| r["id"] == "s26.deadline_bounded_every_branch").unwrap();
+    assert_eq!(deadline["severity"], "error");
+    assert_eq!(answer(&rows, "p", "s26.write_timeout_reconciled").0, "not shown");
+    // The file's own rules are answered too.
+    assert_eq!(answer(&rows, "p", "rule.attempt_timeout_over_deadline").0, "no");
+}

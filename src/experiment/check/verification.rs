@@ -25,6 +25,9 @@ pub const NO_OSCILLATION: Ask =
     ask("s26.restoration_without_oscillation", "Automatic restoration after shedding load did not oscillate?");
 
 pub fn answers(view: &PolicyView) -> Vec<Row> {
+    if let Some(why) = &view.figures.unfinished {
+        return unfinished(view, why);
+    }
     vec![
         deadline_bound(view),
         retries_within_budget(view),
@@ -34,6 +37,28 @@ pub fn answers(view: &PolicyView) -> Vec<Row> {
         evidence_marked(view),
         no_oscillation(view),
     ]
+}
+
+/// The short simulation did not end: the deadline bounded nothing (an error: `check` is a
+/// gate), and no other question has figures to be answered from.
+fn unfinished(view: &PolicyView, why: &str) -> Vec<Row> {
+    let propagation = view.policy.rules.deadline_propagation;
+    let location = view.field_or_table(&["deadline_propagation"], view.spec.deadline_propagation.is_some());
+    let evidence = format!("the short simulation never ended: {why} (deadline_propagation = {propagation})");
+    let mut rows =
+        vec![DEADLINE_BOUND.row(view.name, Answer::No, super::row::Severity::Error, evidence, location.clone())];
+    let evidence = "no figures: the short simulation never ended (see the deadline question)".to_string();
+    for ask in [
+        &RETRIES_WITHIN_BUDGET,
+        &SOFT_BEFORE_HARD,
+        &WRITES_RECONCILED,
+        &CONTROL_PATH,
+        &EVIDENCE_MARKED,
+        &NO_OSCILLATION,
+    ] {
+        rows.push(ask.answer(view.name, Answer::NotShown, evidence.clone(), view.at(&view.path)));
+    }
+    rows
 }
 
 fn deadline_bound(view: &PolicyView) -> Row {
