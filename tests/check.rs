@@ -865,3 +865,22 @@ retry = { max_attempts = 1 }
     // The file's own rules are answered too.
     assert_eq!(answer(&rows, "p", "rule.attempt_timeout_over_deadline").0, "no");
 }
+
+#[test]
+fn a_task_client_that_retries_in_lockstep_is_no_backoff_with_jitter() {
+    // The storm scenarios differ in task_client.jitter alone.
+    for scenario in ["scenarios/a2a-subscribe-storm.toml", "scenarios/a2a-poll-storm.toml"] {
+        let rows = records(&faultline(&["check", scenario, "--json", "-p", "synchronised", "-p", "jittered"]));
+        let (a, e) = answer(&rows, "synchronised", "s29.backoff_within_budget");
+        assert_eq!(a, "no", "{scenario}: {e}");
+        assert!(e.ends_with("task_client.jitter = none"), "{e}");
+        let (a, e) = answer(&rows, "jittered", "s29.backoff_within_budget");
+        assert_eq!(a, "yes", "{scenario}: {e}");
+        let field = rows
+            .iter()
+            .find(|r| r["policy"] == "synchronised" && r["id"] == "s29.backoff_within_budget")
+            .map(|r| r["field"].clone())
+            .unwrap();
+        assert_eq!(field, "policy.synchronised.task_client.jitter");
+    }
+}

@@ -6,6 +6,7 @@ use super::figures::show;
 use super::row::{Answer, Ask, Row, RowKind};
 use super::view::{PolicyView, ms};
 use crate::runtime::decision::OnEffectUnknown;
+use crate::runtime::task_client::Jitter as TaskJitter;
 use crate::runtime::{BackoffKind, Jitter};
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::vocab::FailureKind;
@@ -263,9 +264,23 @@ fn backoff_in_budget(view: &PolicyView) -> Row {
         (BackoffKind::None, _) | (_, Jitter::None) => false,
         (BackoffKind::Constant | BackoffKind::Exponential, Jitter::Full | Jitter::Equal | Jitter::Decorrelated) => true,
     };
-    let answer = Answer::yes_if(rules.deadline_propagation && spread);
-    let location =
-        view.field_or_table(&["retry", "backoff"], view.spec.retry.as_ref().is_some_and(|r| r.backoff.is_some()));
+    // At a task dependency the task client waits too (resubscribes, polls, its retry pauses):
+    // without jitter its clients retry in lockstep after a shared failure (a recovery storm).
+    let tasks = view.steps().any(|s| view.model.world.dependencies[s.model.dependency].task.is_some());
+    let client = &view.policy.task_client;
+    let client_spread = match client.jitter {
+        TaskJitter::None => false,
+        TaskJitter::Full | TaskJitter::Equal => true,
+    };
+    let lockstep = tasks && !client_spread;
+    let shape = if tasks { format!("{shape}; task_client.jitter = {}", client.jitter.name()) } else { shape };
+    let answer = Answer::yes_if(rules.deadline_propagation && spread && !lockstep);
+    let location = if lockstep && rules.deadline_propagation && spread {
+        let set = view.spec.task_client.as_ref().is_some_and(|c| c.jitter.is_some());
+        view.field_or_table(&["task_client", "jitter"], set)
+    } else {
+        view.field_or_table(&["retry", "backoff"], view.spec.retry.as_ref().is_some_and(|r| r.backoff.is_some()))
+    };
     BACKOFF_IN_BUDGET.answer(view.name, answer, shape, location)
 }
 
