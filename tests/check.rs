@@ -117,7 +117,11 @@ fn breaker_window_must_be_twice_the_attempt_timeout_as_dotnet_validates() {
         );
         scenario(10_000, "", "timeout_ms = 3000", &breaker)
     };
-    assert_eq!(one(&rows(&r4j(5)), "p", id).severity, Severity::Error);
+    let r = rows(&r4j(5));
+    let row = one(&r, "p", id);
+    assert_eq!(row.severity, Severity::Error);
+    // The field as written, in seconds, then converted.
+    assert!(row.evidence.contains("sliding_window_size = 5 (s) = 5000 ms of sampling"), "{}", row.evidence);
     assert_eq!(one(&rows(&r4j(6)), "p", id).answer, Answer::Yes);
     // A count-based window counts calls, not time.
     let counted = scenario(10_000, "", "timeout_ms = 3000", "[[policy.p.circuit_breaker]]\nsliding_window_size = 5\n");
@@ -883,4 +887,27 @@ fn a_task_client_that_retries_in_lockstep_is_no_backoff_with_jitter() {
             .unwrap();
         assert_eq!(field, "policy.synchronised.task_client.jitter");
     }
+}
+
+#[test]
+fn a_value_set_by_an_argument_is_located_at_the_argument() {
+    let text = scenario(2000, "", "deadline_propagation = false\ntimeout_ms = 1000", "");
+    let options = CheckOptions {
+        scenario: ScenarioInput::Text(Source::from_text("t.toml", &text, Format::Toml)),
+        policies: Vec::new(),
+        replications: Some(1),
+        sets: vec!["policy.p.timeout_ms=9000".into()],
+        seed: None,
+        jobs: 1,
+        format: OutputFormat::Text,
+        out: None,
+    };
+    let r = check_rows(&options).unwrap_or_else(|e| panic!("{e}")).0;
+    let row = one(&r, "p", "rule.attempt_timeout_over_deadline");
+    assert_eq!(row.severity, Severity::Error);
+    assert_eq!(row.location.file, "argument `--set policy.p.timeout_ms=9000`");
+    assert_eq!((row.location.line, row.location.field.as_str()), (None, "policy.p.timeout_ms"));
+    // Without the argument the file's own value is located in the file.
+    let fits = rows(&text);
+    assert_eq!(one(&fits, "p", "rule.attempt_timeout_over_deadline").answer, Answer::Yes);
 }

@@ -61,6 +61,7 @@ pub fn check_rows(options: &CheckOptions) -> Result<(Vec<Row>, u32, String), Com
             scenario: &scenario,
             source: &source,
             figures: &figures[k],
+            overrides: &overrides,
         };
         rows.extend(verification::answers(&view));
         rows.extend(checklist_design::answers(&view));

@@ -127,9 +127,15 @@ pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
         if !too_short {
             continue;
         }
+        // The field as written (resilience4j's window is in seconds), then in milliseconds.
+        let written = match field {
+            "sliding_window_size" => {
+                format!("{} (s) = {} ms", super::figures::show(window_us as f64 / 1e6), ms(window_us))
+            }
+            _ => format!("{} ms", ms(window_us)),
+        };
         let evidence = format!(
-            "circuit_breaker[{i}].{field} = {} ms of sampling < 2 x attempt timeout {} of step `{step}`: the window closes before the slow calls it should count end",
-            ms(window_us),
+            "circuit_breaker[{i}].{field} = {written} of sampling < 2 x attempt timeout {} of step `{step}`: the window closes before the slow calls it should count end",
             timeout_text(bound)
         );
         let entry = view.field(&["circuit_breaker"]).index(i);

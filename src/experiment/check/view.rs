@@ -8,7 +8,7 @@ use crate::engine::Model;
 use crate::runtime::policy::PolicyModel;
 use crate::runtime::step_policy::StepPolicy;
 use crate::runtime::workflow::StepModel;
-use crate::scenario::{FieldPath, Policy, Scenario, Source, Step};
+use crate::scenario::{FieldPath, Override, Policy, Scenario, ScenarioError, Source, Step};
 use crate::sim::Micros;
 
 pub struct PolicyView<'a> {
@@ -22,6 +22,8 @@ pub struct PolicyView<'a> {
     pub scenario: &'a Scenario,
     pub source: &'a Source,
     pub figures: &'a Figures,
+    /// The `--set` values: a field one of them wrote is located at the argument, not the file.
+    pub overrides: &'a [Override],
 }
 
 /// One step of one workflow, as the file wrote it and as the policy compiled it.
@@ -36,8 +38,16 @@ pub struct StepView<'a> {
 }
 
 impl<'a> PolicyView<'a> {
+    /// Where the value at `path` comes from: the last `--set` that wrote it (or a table above
+    /// it), as validation errors name it, else its place in the file.
     pub fn at(&self, path: &FieldPath) -> Location {
-        Location::at(self.source, path)
+        let field = path.to_string();
+        let dotted: Vec<String> =
+            field.replace('[', ".").replace(']', "").split('.').filter(|k| !k.is_empty()).map(String::from).collect();
+        match self.overrides.iter().rev().find(|o| dotted.starts_with(&o.path)) {
+            Some(o) => Location::from_error(&ScenarioError::in_argument(&o.argument, &field, "")),
+            None => Location::at(self.source, path),
+        }
     }
 
     /// A field of the policy's table.
