@@ -911,3 +911,27 @@ fn a_value_set_by_an_argument_is_located_at_the_argument() {
     let fits = rows(&text);
     assert_eq!(one(&fits, "p", "rule.attempt_timeout_over_deadline").answer, Answer::Yes);
 }
+
+#[test]
+fn the_implied_policy_is_named_as_set_names_it() {
+    // A file without [policy] runs one implied `default`: its fields are no root fields.
+    let text = scenario(5000, "", "", "").replace("[policy.p]\n", "");
+    let r = rows(&text);
+    let policy_rows: Vec<&Row> = r.iter().filter(|r| r.location.field.starts_with("policy")).collect();
+    assert!(!policy_rows.is_empty());
+    for row in &policy_rows {
+        assert!(row.location.field.starts_with("policy.default"), "{row:?}");
+        assert_eq!(row.location.line, None, "{row:?}");
+    }
+    let retry = one(&r, "default", "rule.retry_delays_exceed_deadline");
+    assert_eq!(retry.location.field, "policy.default.retry");
+}
+
+#[test]
+fn orphans_without_an_owner_answer_no_even_with_cancel_on_abandon() {
+    let o = faultline(&["check", "scenarios/meeting-analysis-incident.toml", "-p", "resilient", "--json"]);
+    let (a, e) = answer(&records(&o), "resilient", "s29.late_result_and_orphan_owner");
+    assert!(e.starts_with("cancel_on_abandon = true"), "{e}");
+    assert!(cited(&e, "orphan_task_total") > cited(&e, "orphan_tracked_total"), "{e}");
+    assert_eq!(a, "no", "{e}");
+}

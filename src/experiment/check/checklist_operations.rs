@@ -239,8 +239,10 @@ fn orphans_owned(view: &PolicyView) -> Row {
         view.figures.cite("orphan_tracked_total"),
         view.figures.cite("late_result_total")
     );
-    // Only a cancel's answer puts an orphan on the queue that its TTL escalates.
-    ORPHANS_OWNED.answer(view.name, Answer::yes_if(c.cancel_on_abandon), evidence, task_location(view))
+    // Only a cancel's answer puts an orphan on the queue that its TTL escalates; an orphan the
+    // run counted but nobody tracks has no owner (the figures decide, not the setting alone).
+    let untracked = view.figures.count("orphan_task_total") > view.figures.count("orphan_tracked_total");
+    ORPHANS_OWNED.answer(view.name, Answer::yes_if(c.cancel_on_abandon && !untracked), evidence, task_location(view))
 }
 
 fn amplification_measured(view: &PolicyView) -> Row {

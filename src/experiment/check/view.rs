@@ -17,7 +17,7 @@ pub struct PolicyView<'a> {
     pub policy: &'a PolicyModel,
     /// The file's table; every default for the implied policy of a file without any.
     pub spec: &'a Policy,
-    /// `policy.<name>`, or the file's root for the implied `default`.
+    /// `policy.<name>`; `policy.default` for the implied policy, which the file does not hold.
     pub path: FieldPath,
     pub scenario: &'a Scenario,
     pub source: &'a Source,
