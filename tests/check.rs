@@ -935,3 +935,21 @@ fn orphans_without_an_owner_answer_no_even_with_cancel_on_abandon() {
     assert!(cited(&e, "orphan_task_total") > cited(&e, "orphan_tracked_total"), "{e}");
     assert_eq!(a, "no", "{e}");
 }
+
+#[test]
+fn section_26_says_not_shown_when_the_run_never_exercised_the_path() {
+    // approval-change-request: no write's effect is ever unknown and no run degrades in 2
+    // replications; the review found both answered "yes".
+    let rows = records(&faultline(&["check", "scenarios/approval-change-request.toml", "--json"]));
+    for policy in ["naive", "resilient"] {
+        let (a, e) = answer(&rows, policy, "s26.write_timeout_reconciled");
+        assert_eq!((a.as_str(), cited(&e, "effect_unknown_total")), ("not shown", 0.0), "{e}");
+        let (a, e) = answer(&rows, policy, "s26.degraded_evidence_marked");
+        assert_eq!((a.as_str(), cited(&e, "outcome_total.degraded")), ("not shown", 0.0), "{e}");
+    }
+    // Where the incident's writes time out, the answer is read from the figures.
+    let rows = records(&faultline(&["check", "scenarios/meeting-analysis-incident.toml", "--json", "-p", "resilient"]));
+    let (a, e) = answer(&rows, "resilient", "s26.write_timeout_reconciled");
+    assert_eq!(a, "yes", "{e}");
+    assert!(cited(&e, "effect_unknown_total") > 0.0);
+}

@@ -191,7 +191,15 @@ fn writes_reconciled(view: &PolicyView) -> Row {
         f.cite("reconciled_total"),
         crate::vocab::Named::name(view.policy.rules.on_effect_unknown)
     );
-    WRITES_RECONCILED.answer(view.name, Answer::yes_if(f.count("duplicate_effect_total") == 0.0), evidence, location)
+    // No write's effect was ever unknown: nothing was reconciled, so nothing shows it would be.
+    let answer = if f.count("duplicate_effect_total") > 0.0 {
+        Answer::No
+    } else if f.count("effect_unknown_total") == 0.0 {
+        Answer::NotShown
+    } else {
+        Answer::Yes
+    };
+    WRITES_RECONCILED.answer(view.name, answer, evidence, location)
 }
 
 /// A step whose writes the policy looks up: lookups are sent only under
@@ -265,6 +273,20 @@ fn evidence_marked(view: &PolicyView) -> Row {
         (Answer::No, format!("{} runs a replication rested on stale cache data marked as fresh", show(unmarked)))
     } else if !degradable {
         (Answer::NotApplicable, "no soft step, fallback, cache or snapshot: no run can degrade".to_string())
+    } else if ["outcome_total.degraded", "evidence_run_total.approved_snapshot", "evidence_run_total.stale"]
+        .iter()
+        .all(|m| f.count(m) == 0.0)
+    {
+        // No run degraded in the short simulation: no degraded result to see marked.
+        (
+            Answer::NotShown,
+            format!(
+                "no run degraded in the short simulation: {}, {}, {}",
+                f.cite("outcome_total.degraded"),
+                f.cite("evidence_run_total.approved_snapshot"),
+                f.cite("evidence_run_total.stale")
+            ),
+        )
     } else {
         (
             Answer::Yes,
