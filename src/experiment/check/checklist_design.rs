@@ -6,6 +6,7 @@ use super::figures::show;
 use super::row::{Answer, Ask, Row, RowKind};
 use super::view::{PolicyView, ms};
 use crate::runtime::decision::OnEffectUnknown;
+use crate::runtime::task_client::Jitter as TaskJitter;
 use crate::runtime::{BackoffKind, Jitter};
 use crate::scenario::{Criticality, Effect, Idempotency};
 use crate::vocab::FailureKind;
@@ -77,7 +78,7 @@ fn classes(view: &PolicyView) -> Row {
     let evidence = format!(
         "hard {hard}, soft {soft}, advisory {advisory}, write {writes}, task (async) {tasks}, approval {approvals}; workflows with async_allowed {asynchronous}"
     );
-    let answer = if soft + advisory + writes + tasks + approvals > 0 { Answer::Yes } else { Answer::No };
+    let answer = Answer::yes_if(soft + advisory + writes + tasks + approvals > 0);
     CLASSES.answer(view.name, answer, evidence, view.at(&crate::scenario::FieldPath::root().key("workflow")))
 }
 
@@ -198,7 +199,7 @@ fn reserve(view: &PolicyView) -> Row {
     }
     let reserved = view.steps().filter(|s| s.policy.reserve_us > 0).count();
     let propagation = view.policy.rules.deadline_propagation;
-    let answer = if propagation && reserved > 0 { Answer::Yes } else { Answer::No };
+    let answer = Answer::yes_if(propagation && reserved > 0);
     let evidence = format!(
         "deadline_propagation = {propagation}; {reserved} step(s) with deadline_reserve_ms; {}",
         view.figures.cite("budget_exhausted_total.time")
@@ -263,9 +264,23 @@ fn backoff_in_budget(view: &PolicyView) -> Row {
         (BackoffKind::None, _) | (_, Jitter::None) => false,
         (BackoffKind::Constant | BackoffKind::Exponential, Jitter::Full | Jitter::Equal | Jitter::Decorrelated) => true,
     };
-    let answer = if rules.deadline_propagation && spread { Answer::Yes } else { Answer::No };
-    let location =
-        view.field_or_table(&["retry", "backoff"], view.spec.retry.as_ref().is_some_and(|r| r.backoff.is_some()));
+    // At a task dependency the task client waits too (resubscribes, polls, its retry pauses):
+    // without jitter its clients retry in lockstep after a shared failure (a recovery storm).
+    let tasks = view.steps().any(|s| view.model.world.dependencies[s.model.dependency].task.is_some());
+    let client = &view.policy.task_client;
+    let client_spread = match client.jitter {
+        TaskJitter::None => false,
+        TaskJitter::Full | TaskJitter::Equal => true,
+    };
+    let lockstep = tasks && !client_spread;
+    let shape = if tasks { format!("{shape}; task_client.jitter = {}", client.jitter.name()) } else { shape };
+    let answer = Answer::yes_if(rules.deadline_propagation && spread && !lockstep);
+    let location = if lockstep && rules.deadline_propagation && spread {
+        let set = view.spec.task_client.as_ref().is_some_and(|c| c.jitter.is_some());
+        view.field_or_table(&["task_client", "jitter"], set)
+    } else {
+        view.field_or_table(&["retry", "backoff"], view.spec.retry.as_ref().is_some_and(|r| r.backoff.is_some()))
+    };
     BACKOFF_IN_BUDGET.answer(view.name, answer, shape, location)
 }
 
@@ -292,32 +307,46 @@ fn reconcile_path(view: &PolicyView) -> Row {
         return RECONCILE_PATH.answer(view.name, Answer::NotApplicable, "no write step".into(), view.at(&view.path));
     }
     // Each path counts only where the policy takes it: a lookup under reconcile_first, a key
-    // one call shares under per_call, a human under handoff.
+    // one call shares under per_call, a human under handoff. A lookup that finds the write not
+    // committed (yet) sends it again (scenario.md 8.6): without a shared key a late commit of
+    // the earlier attempt plus the re-send is a duplicate, so the lookup is a path only when
+    // its re-send is deduplicated or the step never re-sends (max_attempts 1).
     let rules = &view.policy.rules;
     let lacking = view.steps().find(|s| {
-        let lookup = s.spec.status_lookup && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst;
         let key = s.spec.idempotency == Idempotency::Key && !view.policy.key_per_attempt;
+        let lookup = s.spec.status_lookup
+            && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst
+            && (key || s.policy.max_attempts < 2);
         let human = rules.on_effect_unknown == OnEffectUnknown::Handoff;
         s.spec.effect == Effect::Write && !(lookup || key || human)
     });
     match lacking {
         Some(s) => {
-            let evidence = format!(
-                "write step `{}`: on_effect_unknown = {} and idempotency_key = {} leave it no lookup, no shared key and no handoff (status_lookup = {}, idempotency = {})",
-                s.spec.id,
-                rules.on_effect_unknown.name(),
-                if view.policy.key_per_attempt { "per_attempt" } else { "per_call" },
-                s.spec.status_lookup,
-                match s.spec.idempotency {
-                    Idempotency::None => "none",
-                    Idempotency::Key => "key",
-                }
-            );
+            let idempotency = match s.spec.idempotency {
+                Idempotency::None => "none",
+                Idempotency::Key => "key",
+            };
+            let key_mode = if view.policy.key_per_attempt { "per_attempt" } else { "per_call" };
+            let evidence = if s.spec.status_lookup && rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst {
+                format!(
+                    "write step `{}`: its status lookup (on_effect_unknown = reconcile_first) sends it again when it finds it not committed (yet), and with idempotency = {idempotency}, idempotency_key = {key_mode} no key deduplicates a late commit of the earlier attempt (max_attempts {}); {}",
+                    s.spec.id,
+                    s.policy.max_attempts,
+                    view.figures.cite("duplicate_effect_total")
+                )
+            } else {
+                format!(
+                    "write step `{}`: on_effect_unknown = {} and idempotency_key = {key_mode} leave it no lookup, no shared key and no handoff (status_lookup = {}, idempotency = {idempotency})",
+                    s.spec.id,
+                    rules.on_effect_unknown.name(),
+                    s.spec.status_lookup,
+                )
+            };
             RECONCILE_PATH.answer(view.name, Answer::No, evidence, view.at(&view.step_path(&s)))
         }
         None => {
             let evidence = format!(
-                "every write has a status lookup it uses, a key one call shares or a human handoff; {}, {}",
+                "every write has a key one call shares, a status lookup whose re-send is deduplicated (or never made), or a human handoff; {}, {}",
                 view.figures.cite("reconciled_total"),
                 view.figures.cite("outcome_total.handoff")
             );

@@ -56,12 +56,9 @@ pub fn answers(view: &PolicyView) -> Vec<Row> {
     ]
 }
 
-fn yes_if(ok: bool) -> Answer {
-    if ok { Answer::Yes } else { Answer::No }
-}
-
 fn queues_bounded(view: &PolicyView) -> Row {
-    let called: Vec<usize> = view.steps().map(|s| s.model.dependency).collect();
+    // Primaries, fallbacks and quorum branches: every queue a call of the policy can wait in.
+    let called: Vec<usize> = view.steps().flat_map(|s| s.dependencies_called()).collect();
     let unbounded = view
         .scenario
         .dependencies
@@ -89,7 +86,7 @@ fn queues_bounded(view: &PolicyView) -> Row {
 fn bulkheads(view: &PolicyView) -> Row {
     let n = view.spec.bulkhead.len();
     let evidence = format!("{n} bulkhead(s); {}", view.figures.cite("refused_total.bulkhead"));
-    BULKHEADS.answer(view.name, yes_if(n > 0), evidence, view.at(&view.field(&["bulkhead"])))
+    BULKHEADS.answer(view.name, Answer::yes_if(n > 0), evidence, view.at(&view.field(&["bulkhead"])))
 }
 
 fn control_not_blocked(view: &PolicyView) -> Row {
@@ -117,7 +114,7 @@ fn shedding_approved(view: &PolicyView) -> Row {
     let shedders = view.spec.load_shedding.len();
     let rules = view.spec.runtime_policy.len();
     let evidence = format!("{shedders} load_shedding entr(ies), {rules} runtime_policy rule(s)");
-    SHEDDING_APPROVED.answer(view.name, yes_if(shedders + rules > 0), evidence, view.at(&view.path))
+    SHEDDING_APPROVED.answer(view.name, Answer::yes_if(shedders + rules > 0), evidence, view.at(&view.path))
 }
 
 fn quality_shown(view: &PolicyView) -> Row {
@@ -209,7 +206,7 @@ fn observe_by_capability(view: &PolicyView) -> Row {
         crate::vocab::Named::name(c.jitter),
         view.figures.cite("task_polls_per_task")
     );
-    OBSERVE_BY_CAPABILITY.answer(view.name, yes_if(ok), evidence, task_location(view))
+    OBSERVE_BY_CAPABILITY.answer(view.name, Answer::yes_if(ok), evidence, task_location(view))
 }
 
 fn cancel_not_rollback(view: &PolicyView) -> Row {
@@ -226,7 +223,7 @@ fn cancel_not_rollback(view: &PolicyView) -> Row {
     } else {
         format!("cancel_on_abandon = false: the client walks away; {}", view.figures.cite("orphan_task_total"))
     };
-    CANCEL_NOT_ROLLBACK.answer(view.name, yes_if(cancels), evidence, task_location(view))
+    CANCEL_NOT_ROLLBACK.answer(view.name, Answer::yes_if(cancels), evidence, task_location(view))
 }
 
 fn orphans_owned(view: &PolicyView) -> Row {
@@ -242,8 +239,10 @@ fn orphans_owned(view: &PolicyView) -> Row {
         view.figures.cite("orphan_tracked_total"),
         view.figures.cite("late_result_total")
     );
-    // Only a cancel's answer puts an orphan on the queue that its TTL escalates.
-    ORPHANS_OWNED.answer(view.name, yes_if(c.cancel_on_abandon), evidence, task_location(view))
+    // Only a cancel's answer puts an orphan on the queue that its TTL escalates; an orphan the
+    // run counted but nobody tracks has no owner (the figures decide, not the setting alone).
+    let untracked = view.figures.count("orphan_task_total") > view.figures.count("orphan_tracked_total");
+    ORPHANS_OWNED.answer(view.name, Answer::yes_if(c.cancel_on_abandon && !untracked), evidence, task_location(view))
 }
 
 fn amplification_measured(view: &PolicyView) -> Row {
@@ -271,7 +270,7 @@ fn exhaustion_observed(view: &PolicyView) -> Row {
 fn chaos_tested(view: &PolicyView) -> Row {
     let faults = view.scenario.faults.len();
     let evidence = format!("{faults} fault(s) in the scenario; {}", view.figures.cite("recovery_storm_ratio"));
-    CHAOS_TESTED.answer(view.name, yes_if(faults > 0), evidence, view.at(&FieldPath::root().key("fault")))
+    CHAOS_TESTED.answer(view.name, Answer::yes_if(faults > 0), evidence, view.at(&FieldPath::root().key("fault")))
 }
 
 fn slo_drives_policy(view: &PolicyView) -> Row {
@@ -284,5 +283,10 @@ fn slo_drives_policy(view: &PolicyView) -> Row {
         "degradation.error_budget set: {error_budget}; a runtime_policy rule reads completion_budget: {budget_rule}; {}",
         view.figures.cite("degradation_transition_total")
     );
-    SLO_DRIVES_POLICY.answer(view.name, yes_if(budget_rule), evidence, view.at(&view.field(&["runtime_policy"])))
+    SLO_DRIVES_POLICY.answer(
+        view.name,
+        Answer::yes_if(budget_rule),
+        evidence,
+        view.at(&view.field(&["runtime_policy"])),
+    )
 }

@@ -50,7 +50,9 @@ pub fn check_rows(options: &CheckOptions) -> Result<(Vec<Row>, u32, String), Com
         let policy = &model.policies[p];
         let (spec, path) = match scenario.policies.get(&policy.name) {
             Some(spec) => (spec, FieldPath::root().key("policy").key(&policy.name)),
-            None => (&implied, FieldPath::root()),
+            // The implied policy has no table: its fields are named as `--set` names them
+            // (policy.default.<field>), never as root fields of the scenario.
+            None => (&implied, FieldPath::root().key("policy").key("default")),
         };
         let view = view::PolicyView {
             name: &policy.name,
@@ -61,6 +63,7 @@ pub fn check_rows(options: &CheckOptions) -> Result<(Vec<Row>, u32, String), Com
             scenario: &scenario,
             source: &source,
             figures: &figures[k],
+            overrides: &overrides,
         };
         rows.extend(verification::answers(&view));
         rows.extend(checklist_design::answers(&view));

@@ -2,9 +2,10 @@
 //! policy on the scenario's seeds, reusing the library's run code (no subprocess), reduced to
 //! the mean of each metric over the replications, in replication order (deterministic).
 
-use crate::engine::Model;
+use crate::engine::{Model, SimError};
 use crate::experiment::CommandError;
 use crate::experiment::batch::replications::run_replications;
+use crate::experiment::batch::workers::replication_seed;
 use crate::metrics::MetricMap;
 
 /// The replications `check` simulates when `--replications` does not say.
@@ -16,6 +17,10 @@ pub const DEFAULT_REPLICATIONS: u32 = 2;
 pub struct Figures {
     pub replications: u32,
     means: MetricMap,
+    /// The short simulation of this policy did not end (its runs outlived
+    /// `simulation.drain_limit_s`, or more than `max_in_flight_runs` were alive): which
+    /// replication and why. Then no figure is known.
+    pub unfinished: Option<String>,
 }
 
 impl Figures {
@@ -27,7 +32,7 @@ impl Figures {
                 means.insert(name.clone(), sum / metrics.len() as f64);
             }
         }
-        Figures { replications: metrics.len() as u32, means }
+        Figures { replications: metrics.len() as u32, means, unfinished: None }
     }
 
     /// A metric's mean; None when the scenario has no such metric or it is undefined.
@@ -63,7 +68,8 @@ pub fn show(v: f64) -> String {
 }
 
 /// Simulates `replications` replications (at most the scenario's) of each of `policies`, in
-/// their order.
+/// their order. A policy whose simulation does not end is no bad input but the worst answer to
+/// the deadline question: its figures say so (`unfinished`) and the others are still answered.
 pub fn simulate(
     model: &Model,
     policies: &[usize],
@@ -71,8 +77,41 @@ pub fn simulate(
     jobs: usize,
 ) -> Result<Vec<Figures>, CommandError> {
     let n = replications.min(model.world.replications).max(1);
-    let runs = run_replications(model, policies, 0..n, jobs)?;
-    Ok(runs.iter().map(|r| Figures::from_replications(&r.metrics)).collect())
+    match run_replications(model, policies, 0..n, jobs) {
+        Ok(runs) => Ok(runs.iter().map(|r| Figures::from_replications(&r.metrics)).collect()),
+        Err(e @ CommandError::Input(_)) => unfinished(model, policies, n).ok_or(e),
+        Err(e) => Err(e),
+    }
+}
+
+/// After a batch failed: each policy's replications again, one at a time, to tell which did not
+/// end; None when every one ends (the failure was something else, reported as it was).
+fn unfinished(model: &Model, policies: &[usize], n: u32) -> Option<Vec<Figures>> {
+    let mut any = false;
+    let mut all = Vec::new();
+    for &p in policies {
+        let mut metrics = Vec::new();
+        let mut stopped = None;
+        for r in 0..n {
+            match crate::engine::simulate(model, p, replication_seed(model.world.seed, r)) {
+                Ok(rep) => metrics.push(rep.metrics),
+                Err(e @ (SimError::DrainLimit { .. } | SimError::TooManyRuns { .. })) => {
+                    stopped = Some(format!("replication {r} did not end: {e}"));
+                    break;
+                }
+                Err(SimError::Stopped) => return None,
+            }
+        }
+        let figures = match stopped {
+            Some(why) => {
+                any = true;
+                Figures { replications: n, means: MetricMap::new(), unfinished: Some(why) }
+            }
+            None => Figures::from_replications(&metrics),
+        };
+        all.push(figures);
+    }
+    any.then_some(all)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! - `row`: an answered row, its answer, severity and location;
 //! - `figures`: the short simulation and its means;
 //! - `view`: one policy as the checker reads it (file table, compiled policy, figures);
+//! - `rule_rows`: how a rule that fires (or not) becomes rows;
 //! - `rules_timing`, `rules_effects`: the lint rules;
 //! - `verification`: section 26; `checklist_design`, `checklist_operations`: section 29;
 //! - `render`: the aligned table and the JSON records;
@@ -19,6 +20,7 @@ pub mod command;
 pub mod figures;
 pub mod render;
 pub mod row;
+pub mod rule_rows;
 pub mod rules_effects;
 pub mod rules_timing;
 pub mod verification;

@@ -19,10 +19,11 @@ pub fn text(scenario: &str, rows: &[Row], replications: u32) -> String {
         let count = |s: Severity| mine.iter().filter(|r| r.severity == s).count();
         let answered = |a: Answer| mine.iter().filter(|r| r.answer == a).count();
         out.push_str(&format!(
-            "policy {policy}: {} yes, {} no, {} not applicable; {} error(s), {} warning(s) ({scenario}, {replications} replication(s) simulated)\n",
+            "policy {policy}: {} yes, {} no, {} not applicable, {} not shown; {} error(s), {} warning(s) ({scenario}, {replications} replication(s) simulated)\n",
             answered(Answer::Yes),
             answered(Answer::No),
             answered(Answer::NotApplicable),
+            answered(Answer::NotShown),
             count(Severity::Error),
             count(Severity::Warning),
         ));

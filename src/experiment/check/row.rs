@@ -11,6 +11,17 @@ crate::named_enum! {
         Yes => "yes",
         No => "no",
         NotApplicable => "not applicable",
+        /// The policy has what the question is about, but the short simulation never
+        /// exercised it (a mode that never engaged, a restoration that never happened): the
+        /// figures can say neither yes nor no.
+        NotShown => "not shown",
+    }
+}
+
+impl Answer {
+    /// `yes` when `ok`, else `no`: a question answered by one condition.
+    pub fn yes_if(ok: bool) -> Answer {
+        if ok { Answer::Yes } else { Answer::No }
     }
 }
 

@@ -5,6 +5,7 @@
 //! fresh.
 
 use super::row::{Answer, Ask, Location, Row, RowKind, Severity};
+use super::rule_rows::RuleRows;
 use super::view::{PolicyView, ms};
 use crate::runtime::decision::OnEffectUnknown;
 use crate::scenario::{Effect, Idempotency, ScenarioError};
@@ -52,7 +53,7 @@ pub const STALE_UNMARKED: Ask = Ask {
 };
 
 pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&WRITE_WITHOUT_KEY, view.name);
     let mut writes = 0;
     for step in view.steps() {
         if step.spec.effect != Effect::Write {
@@ -61,9 +62,19 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
         writes += 1;
         let keyed = step.spec.idempotency == Idempotency::Key;
         let id = &step.spec.id;
-        // The runtime's own re-sends after a timeout: one key per call is what deduplicates them.
+        // The runtime's own re-sends of a write whose effect is unknown: blindly under `retry`,
+        // after a status lookup that found it not committed (yet) under `reconcile_first`
+        // (scenario.md 8.6). Only one key per call deduplicates a late commit of the earlier
+        // attempt against the re-send.
         let deduplicated = keyed && !view.policy.key_per_attempt;
-        if view.policy.rules.on_effect_unknown == OnEffectUnknown::Retry
+        let resend = match view.policy.rules.on_effect_unknown {
+            OnEffectUnknown::Retry => Some("on_effect_unknown = \"retry\" sends it again after a timeout"),
+            OnEffectUnknown::ReconcileFirst if step.spec.status_lookup => Some(
+                "on_effect_unknown = \"reconcile_first\" sends it again when its status lookup finds it not committed (yet), and a late commit of the earlier attempt is a second effect",
+            ),
+            OnEffectUnknown::ReconcileFirst | OnEffectUnknown::Handoff => None,
+        };
+        if let Some(resend) = resend
             && step.policy.max_attempts > 1
             && !deduplicated
         {
@@ -72,16 +83,17 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
             } else {
                 "the step has idempotency = \"none\""
             };
-            let evidence = format!(
-                "write step `{id}`: {why}, and on_effect_unknown = \"retry\" sends it again after a timeout (max_attempts {})",
-                step.policy.max_attempts
-            );
+            let mut evidence =
+                format!("write step `{id}`: {why}, and {resend} (max_attempts {})", step.policy.max_attempts);
+            if view.policy.rules.on_effect_unknown == OnEffectUnknown::ReconcileFirst {
+                evidence.push_str(&format!("; {}", view.figures.cite("duplicate_effect_total")));
+            }
             let location = if keyed {
                 view.at(&view.field(&["idempotency_key"]))
             } else {
                 view.at(&view.step_path(&step).key("idempotency"))
             };
-            rows.push(WRITE_WITHOUT_KEY.row(view.name, Answer::No, Severity::Error, evidence, location));
+            rows.fire(Severity::Error, evidence, location);
         }
         // The SDK's hidden re-sends after its own timeout share the attempt's key: only a
         // deduplicating dependency makes them harmless.
@@ -91,7 +103,9 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
             && sdk.retry_on_timeout
             && !keyed
             && let Some(sdk_timeout) = sdk.timeout_us
-            && step.policy.timeout_us.is_none_or(|t| sdk_timeout < t)
+            // Only an SDK timeout shorter than the runtime's attempt (clipped to the deadline
+            // under propagation, scenario.md 8.5, 8.18) can fire and be retried.
+            && view.attempt_bound(&step).is_none_or(|t| sdk_timeout < t)
         {
             let name = view.dependency_name(d);
             let evidence = format!(
@@ -100,17 +114,26 @@ pub fn write_without_key(view: &PolicyView) -> Vec<Row> {
                 sdk.max_retries
             );
             let location = view.at(&view.field(&["sdk_client", name]));
-            rows.push(WRITE_WITHOUT_KEY.row(view.name, Answer::No, Severity::Error, evidence, location));
+            rows.fire(Severity::Error, evidence, location);
         }
     }
-    if rows.is_empty() {
+    // Duplicates from a path the rule does not read (a task created twice, ...): the figure
+    // contradicts a quiet "yes", so it is reported.
+    let duplicates = view.figures.count("duplicate_effect_total");
+    if writes > 0 && duplicates > 0.0 && rows.is_quiet() {
+        let evidence = format!(
+            "no write step is sent again without a deduplicated key by the runtime or an sdk_client, yet the short simulation counted {}",
+            view.figures.cite("duplicate_effect_total")
+        );
+        rows.fire(Severity::Warning, evidence, view.at(&view.field(&["on_effect_unknown"])));
+    }
+    rows.or_else(|| {
         let (answer, evidence) = match writes {
             0 => (Answer::NotApplicable, "no write step".to_string()),
             n => (Answer::Yes, format!("{n} write step(s); none is sent again without a deduplicated key")),
         };
-        rows.push(WRITE_WITHOUT_KEY.answer(view.name, answer, evidence, view.at(&view.field(&["on_effect_unknown"]))));
-    }
-    rows
+        (answer, evidence, view.at(&view.field(&["on_effect_unknown"])))
+    })
 }
 
 /// The runtime never hedges a write (scenario.md 8.10), so this rule cannot fire; it is
@@ -132,7 +155,7 @@ pub fn hedge_on_write(view: &PolicyView) -> Vec<Row> {
 }
 
 pub fn sdk_uncharged(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&SDK_UNCHARGED, view.name);
     let mut clients = 0;
     for (name, spec) in &view.spec.sdk_client {
         let Some(d) = view.model.world.dependency_index(name) else { continue };
@@ -153,30 +176,26 @@ pub fn sdk_uncharged(view: &PolicyView) -> Vec<Row> {
         } else {
             view.at(&table)
         };
-        rows.push(SDK_UNCHARGED.row(view.name, Answer::No, Severity::Warning, evidence, location));
+        rows.fire(Severity::Warning, evidence, location);
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let (answer, evidence) = match clients {
             0 => (Answer::NotApplicable, "no sdk_client: the runtime's attempts are all there is".to_string()),
             n => (Answer::Yes, format!("{n} sdk_client(s), each charged to the root budget or without retries")),
         };
-        rows.push(SDK_UNCHARGED.answer(view.name, answer, evidence, view.at(&view.field(&["sdk_client"]))));
-    }
-    rows
+        (answer, evidence, view.at(&view.field(&["sdk_client"])))
+    })
 }
 
 /// The failure-domain warnings of `validate` (runtime/failure_domain.rs) that concern this
 /// policy: those in its own table, and those of the workflows, which every policy runs.
 pub fn shared_domain(view: &PolicyView, warnings: &[ScenarioError]) -> Vec<Row> {
     let own = format!("policy.{}.", view.name);
-    let mut rows: Vec<Row> = warnings
-        .iter()
-        .filter(|w| !w.field.starts_with("policy.") || w.field.starts_with(&own))
-        .map(|w| {
-            SHARED_DOMAIN.row(view.name, Answer::No, Severity::Warning, w.message.clone(), Location::from_error(w))
-        })
-        .collect();
-    if rows.is_empty() {
+    let mut rows = RuleRows::new(&SHARED_DOMAIN, view.name);
+    for w in warnings.iter().filter(|w| !w.field.starts_with("policy.") || w.field.starts_with(&own)) {
+        rows.fire(Severity::Warning, w.message.clone(), Location::from_error(w));
+    }
+    rows.or_else(|| {
         let stated = view.scenario.dependencies.iter().filter(|d| d.failure_domain.is_some()).count();
         let (answer, evidence) = match stated {
             0 => (Answer::NotApplicable, "no dependency states a failure_domain".to_string()),
@@ -185,14 +204,13 @@ pub fn shared_domain(view: &PolicyView, warnings: &[ScenarioError]) -> Vec<Row> 
                 format!("{n} dependencies state a failure_domain; no fallback or parallel branch shares its primary's"),
             ),
         };
-        rows.push(SHARED_DOMAIN.answer(view.name, answer, evidence, view.at(&view.path)));
-    }
-    rows
+        (answer, evidence, view.at(&view.path))
+    })
 }
 
 pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
-    let mut unclassified = Vec::new();
-    let mut unmarked = Vec::new();
+    let mut unclassified = RuleRows::new(&STALE_UNCLASSIFIED, view.name);
+    let mut unmarked = RuleRows::new(&STALE_UNMARKED, view.name);
     let mut stale_caches = 0;
     for name in view.spec.cache.keys() {
         let Some(d) = view.model.world.dependency_index(name) else { continue };
@@ -212,7 +230,7 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
                 super::figures::show(view.figures.count("cache_unmarked_stale_run_total"))
             );
             let location = view.at(&contract_path.key("provenance_required"));
-            unmarked.push(STALE_UNMARKED.row(view.name, Answer::No, Severity::Error, evidence, location));
+            unmarked.fire(Severity::Error, evidence, location);
         }
         if contract.forbidden_for.is_empty() {
             continue;
@@ -227,20 +245,17 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
                 contract.forbidden_for.join(", ")
             );
             let location = view.at(&view.step_path(&step));
-            unclassified.push(STALE_UNCLASSIFIED.row(view.name, Answer::No, Severity::Warning, evidence, location));
+            unclassified.fire(Severity::Warning, evidence, location);
         }
     }
-    let here = view.at(&view.field(&["cache"]));
-    let fallback = |ask: &Ask, rows: &mut Vec<Row>, yes: &str| {
-        if rows.is_empty() {
-            let (answer, evidence) = match stale_caches {
-                0 => (Answer::NotApplicable, "the policy serves no stale cache entry".to_string()),
-                _ => (Answer::Yes, yes.to_string()),
-            };
-            rows.push(ask.answer(view.name, answer, evidence, here.clone()));
-        }
+    let quiet = |yes: &str| {
+        let (answer, evidence) = match stale_caches {
+            0 => (Answer::NotApplicable, "the policy serves no stale cache entry".to_string()),
+            _ => (Answer::Yes, yes.to_string()),
+        };
+        (answer, evidence, view.at(&view.field(&["cache"])))
     };
-    fallback(&STALE_UNCLASSIFIED, &mut unclassified, "every step a stale entry may answer states its task_class");
-    fallback(&STALE_UNMARKED, &mut unmarked, "every cache it serves stale from requires provenance");
+    let unclassified = unclassified.or_else(|| quiet("every step a stale entry may answer states its task_class"));
+    let unmarked = unmarked.or_else(|| quiet("every cache it serves stale from requires provenance"));
     unclassified.into_iter().chain(unmarked).collect()
 }

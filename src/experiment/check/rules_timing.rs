@@ -5,6 +5,7 @@
 //! setting is dead, not dangerous).
 
 use super::row::{Answer, Ask, Row, RowKind, Severity};
+use super::rule_rows::RuleRows;
 use super::view::{PolicyView, StepView, ms};
 use crate::scenario::RawTable;
 use crate::sim::Micros;
@@ -52,10 +53,12 @@ fn timeout_text(t: Option<Micros>) -> String {
 }
 
 pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&ATTEMPT_OVER_DEADLINE, view.name);
     for step in view.steps() {
         let t = step.policy.timeout_us;
-        if t.is_some_and(|t| t <= step.deadline_us) {
+        // An approval waits for the verdict, its business expiry or the root deadline, whatever
+        // the propagation (scenario.md 4.7): no attempt timeout runs past the deadline.
+        if step.model.approval || t.is_some_and(|t| t <= step.deadline_us) {
             continue;
         }
         let evidence = format!(
@@ -66,20 +69,18 @@ pub fn attempt_timeout_over_deadline(view: &PolicyView) -> Vec<Row> {
             ms(step.deadline_us),
             propagation_note(view)
         );
-        rows.push(ATTEMPT_OVER_DEADLINE.row(
-            view.name,
-            Answer::No,
-            timing_severity(view),
-            evidence,
-            view.timeout_location(step.spec),
-        ));
+        rows.fire(timing_severity(view), evidence, view.timeout_location(step.spec));
     }
-    if rows.is_empty() {
-        let longest = view.steps().filter_map(|s| s.policy.timeout_us).max().unwrap_or(0);
+    rows.or_else(|| {
+        let machine: Vec<StepView> = view.steps().filter(|s| !s.model.approval).collect();
+        if machine.is_empty() {
+            let evidence = "every step is an approval: it waits for a verdict, its expiry or the deadline".to_string();
+            return (Answer::NotApplicable, evidence, view.at(&view.path));
+        }
+        let longest = machine.iter().filter_map(|s| s.policy.timeout_us).max().unwrap_or(0);
         let evidence = format!("every step's attempt timeout is within its deadline (longest {} ms)", ms(longest));
-        rows.push(ATTEMPT_OVER_DEADLINE.answer(view.name, Answer::Yes, evidence, view.at(&view.path)));
-    }
-    rows
+        (Answer::Yes, evidence, view.at(&view.path))
+    })
 }
 
 /// A breaker entry's sampling window in microseconds, with the field that sets it; None for
@@ -102,60 +103,58 @@ fn sampling_window(table: &RawTable) -> Option<(Micros, &'static str)> {
     }
 }
 
-/// How long an attempt at a step can last: its timeout, clipped by the deadline when the
-/// policy propagates it; None when nothing bounds it.
-fn attempt_bound(view: &PolicyView, step: &StepView) -> Option<Micros> {
-    let deadline = view.policy.rules.deadline_propagation.then_some(step.deadline_us);
-    match (step.policy.timeout_us, deadline) {
-        (Some(t), Some(d)) => Some(t.min(d)),
-        (Some(t), None) => Some(t),
-        (None, d) => d,
-    }
-}
-
 pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut windows = 0;
+    let mut rows = RuleRows::new(&BREAKER_WINDOW, view.name);
+    // Time windows, and those that judge some step's attempts (a breaker on a dependency no
+    // step reaches judges nothing: no evidence either way).
+    let (mut windows, mut judging) = (0, 0);
     for (i, table) in view.spec.circuit_breaker.iter().enumerate() {
         let Some((window_us, field)) = sampling_window(table) else { continue };
         windows += 1;
         let guarded =
             table.0.get("dependency").and_then(|v| v.as_str()).and_then(|d| view.model.world.dependency_index(d));
-        // The longest attempt the breaker judges: every step whose primary or fallback goes there.
-        let covers = |s: &StepView| {
-            guarded.is_none_or(|d| s.model.dependency == d || s.policy.fallbacks.iter().any(|c| c.dependency == d))
-        };
+        // The longest attempt the breaker judges: every step whose primary, fallback or quorum
+        // branch goes there. An approval is a person's wait, no attempt a breaker times.
+        let covers = |s: &StepView| !s.model.approval && guarded.is_none_or(|d| s.dependencies_called().contains(&d));
         let longest = view
             .steps()
             .filter(|s| covers(s))
-            .map(|s| (attempt_bound(view, &s), s.spec.id.clone()))
+            .map(|s| (view.attempt_bound(&s), s.spec.id.clone()))
             .max_by_key(|(b, _)| b.unwrap_or(Micros::MAX));
         let Some((bound, step)) = longest else { continue };
+        judging += 1;
         let too_short = bound.is_none_or(|b| window_us < b.saturating_mul(2));
         if !too_short {
             continue;
         }
+        // The field as written (resilience4j's window is in seconds), then in milliseconds.
+        let written = match field {
+            "sliding_window_size" => {
+                format!("{} (s) = {} ms", super::figures::show(window_us as f64 / 1e6), ms(window_us))
+            }
+            _ => format!("{} ms", ms(window_us)),
+        };
         let evidence = format!(
-            "circuit_breaker[{i}].{field} = {} ms of sampling < 2 x attempt timeout {} of step `{step}`: the window closes before the slow calls it should count end",
-            ms(window_us),
+            "circuit_breaker[{i}].{field} = {written} of sampling < 2 x attempt timeout {} of step `{step}`: the window closes before the slow calls it should count end",
             timeout_text(bound)
         );
         let entry = view.field(&["circuit_breaker"]).index(i);
         let location = if table.0.contains_key(field) { view.at(&entry.key(field)) } else { view.at(&entry) };
-        rows.push(BREAKER_WINDOW.row(view.name, Answer::No, Severity::Error, evidence, location));
+        rows.fire(Severity::Error, evidence, location);
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let (answer, evidence) = if windows == 0 {
             (
                 Answer::NotApplicable,
                 "no circuit breaker with a time window (count-based windows count calls)".to_string(),
             )
+        } else if judging == 0 {
+            (Answer::NotApplicable, format!("{windows} time window(s), none at a dependency a step's attempt reaches"))
         } else {
-            (Answer::Yes, format!("{windows} time window(s), each at least twice the attempt timeouts it judges"))
+            (Answer::Yes, format!("{judging} time window(s), each at least twice the attempt timeouts it judges"))
         };
-        rows.push(BREAKER_WINDOW.answer(view.name, answer, evidence, view.at(&view.field(&["circuit_breaker"]))));
-    }
-    rows
+        (answer, evidence, view.at(&view.field(&["circuit_breaker"])))
+    })
 }
 
 /// The sum of a step's backoff sleeps over its retries, each at the draw `u` (0: the shortest
@@ -172,11 +171,12 @@ fn delay_sum(view: &PolicyView, retries: u32, u: f64) -> Micros {
 }
 
 pub fn retry_delays(view: &PolicyView) -> Vec<Row> {
-    let mut rows = Vec::new();
+    let mut rows = RuleRows::new(&RETRY_DELAYS, view.name);
     for step in view.steps() {
         let attempts = step.policy.max_attempts;
         // An approval waits for a person until its business expiry: its length is no attempt's.
-        if attempts < 2 || step.model.approval {
+        // A quorum's branches are never retried (scenario.md 6.2).
+        if attempts < 2 || step.model.approval || step.model.quorum.is_some() {
             continue;
         }
         let shortest = delay_sum(view, attempts - 1, 0.0);
@@ -200,11 +200,10 @@ pub fn retry_delays(view: &PolicyView) -> Vec<Row> {
             ms(step.deadline_us),
             propagation_note(view)
         );
-        rows.push(RETRY_DELAYS.row(view.name, Answer::No, severity, evidence, view.attempts_location(step.spec)));
+        rows.fire(severity, evidence, view.attempts_location(step.spec));
     }
-    if rows.is_empty() {
+    rows.or_else(|| {
         let evidence = "every step's attempts and backoff caps fit its deadline".to_string();
-        rows.push(RETRY_DELAYS.answer(view.name, Answer::Yes, evidence, view.at(&view.field(&["retry"]))));
-    }
-    rows
+        (Answer::Yes, evidence, view.at(&view.field(&["retry"])))
+    })
 }

@@ -8,7 +8,7 @@ use crate::engine::Model;
 use crate::runtime::policy::PolicyModel;
 use crate::runtime::step_policy::StepPolicy;
 use crate::runtime::workflow::StepModel;
-use crate::scenario::{FieldPath, Policy, Scenario, Source, Step};
+use crate::scenario::{FieldPath, Override, Policy, Scenario, ScenarioError, Source, Step};
 use crate::sim::Micros;
 
 pub struct PolicyView<'a> {
@@ -17,11 +17,13 @@ pub struct PolicyView<'a> {
     pub policy: &'a PolicyModel,
     /// The file's table; every default for the implied policy of a file without any.
     pub spec: &'a Policy,
-    /// `policy.<name>`, or the file's root for the implied `default`.
+    /// `policy.<name>`; `policy.default` for the implied policy, which the file does not hold.
     pub path: FieldPath,
     pub scenario: &'a Scenario,
     pub source: &'a Source,
     pub figures: &'a Figures,
+    /// The `--set` values: a field one of them wrote is located at the argument, not the file.
+    pub overrides: &'a [Override],
 }
 
 /// One step of one workflow, as the file wrote it and as the policy compiled it.
@@ -36,8 +38,16 @@ pub struct StepView<'a> {
 }
 
 impl<'a> PolicyView<'a> {
+    /// Where the value at `path` comes from: the last `--set` that wrote it (or a table above
+    /// it), as validation errors name it, else its place in the file.
     pub fn at(&self, path: &FieldPath) -> Location {
-        Location::at(self.source, path)
+        let field = path.to_string();
+        let dotted: Vec<String> =
+            field.replace('[', ".").replace(']', "").split('.').filter(|k| !k.is_empty()).map(String::from).collect();
+        match self.overrides.iter().rev().find(|o| dotted.starts_with(&o.path)) {
+            Some(o) => Location::from_error(&ScenarioError::in_argument(&o.argument, &field, "")),
+            None => Location::at(self.source, path),
+        }
     }
 
     /// A field of the policy's table.
@@ -89,9 +99,38 @@ impl<'a> PolicyView<'a> {
         &self.model.world.dependencies[d].name
     }
 
+    /// How long an attempt at a step can last: its timeout, clipped by the deadline when the
+    /// policy propagates it (scenario.md 8.5); None when nothing bounds it.
+    pub fn attempt_bound(&self, step: &StepView) -> Option<Micros> {
+        let deadline = self.policy.rules.deadline_propagation.then_some(step.deadline_us);
+        match (step.policy.timeout_us, deadline) {
+            (Some(t), Some(d)) => Some(t.min(d)),
+            (Some(t), None) => Some(t),
+            (None, d) => d,
+        }
+    }
+
     /// `workflow[w].step[j]`: where a step is declared.
     pub fn step_path(&self, step: &StepView) -> FieldPath {
         FieldPath::root().key("workflow").index(step.workflow).key("step").index(step.index)
+    }
+}
+
+impl StepView<'_> {
+    /// Every dependency an attempt of the step can go to: a quorum's branches (never retried
+    /// or sent to a fallback, scenario.md 6.2), else its primary and its fallback candidates.
+    pub fn dependencies_called(&self) -> Vec<usize> {
+        if let Some(q) = &self.model.quorum {
+            return q.branches.clone();
+        }
+        let mut called = vec![self.model.dependency];
+        let fallbacks = self.model.fallback.into_iter().chain(self.policy.fallbacks.iter().map(|c| c.dependency));
+        for d in fallbacks {
+            if !called.contains(&d) {
+                called.push(d);
+            }
+        }
+        called
     }
 }
 
