@@ -31,6 +31,7 @@ impl RunMachine {
         let Some(q) = step.quorum.as_deref() else { return };
         let cause = self.key.with(TAG_QUORUM).with(step.stream_id).stream().unit() < q.shared;
         self.quorums.push(QuorumRun::new(s, q, cause));
+        out.observe(Observation::Quorum(QuorumObservation::Started));
         self.send_branches(cx, out, s);
     }
 
