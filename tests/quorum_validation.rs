@@ -247,3 +247,55 @@ fn quorum_branches_in_one_failure_domain_are_warned_of_and_check_says_no() {
         std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
     }
 }
+
+#[test]
+fn settings_a_quorum_step_ignores_and_a_cache_in_front_of_it_are_warned_of() {
+    // review31-quorum L1 and M3: before, each of these validated without a word.
+    let ignored = scenario_file(
+        "ignored",
+        "",
+        "  quorum = { k = 2, dependencies = [\"model\", \"model-b\", \"model-c\"] }",
+        "timeout_ms = 1000\nretry = { max_attempts = 3 }\nhedging = { delay_ms = 50 }\nsteps.vote = { max_attempts = 5 }",
+    );
+    let validated = faultline(&["validate", ignored.to_str().unwrap()]);
+    for words in [
+        "policy.p.steps.vote.max_attempts: step `vote` is a quorum: each branch is one first attempt, never retried",
+        "policy.p.hedging: quorum step `vote` is never hedged",
+    ] {
+        assert!(validated.contains(words), "{validated}\nlacks {words}");
+    }
+    let no_sharer = scenario_file(
+        "no_sharer",
+        "",
+        "  quorum = { k = 2, n = 3, shared_cause_probability = 0.1, shared_cause_branches = [] }",
+        "",
+    );
+    let validated = faultline(&["validate", no_sharer.to_str().unwrap()]);
+    assert!(
+        validated.contains(
+            "quorum.shared_cause_branches: no branch of quorum `vote` shares the cause, so shared_cause_probability = 0.1 changes nothing"
+        ),
+        "{validated}"
+    );
+    let no_cause = scenario_file("no_cause", "", "  quorum = { k = 2, n = 3, shared_cause_branches = [0, 1] }", "");
+    let validated = faultline(&["validate", no_cause.to_str().unwrap()]);
+    assert!(validated.contains("no cause to share, so shared_cause_branches is ignored"), "{validated}");
+    let cached = scenario_file(
+        "cached",
+        "  [dependency.cache]\n  data_class = \"answers\"\n  fresh_ttl_s = 3600\n  keys = 10",
+        "  quorum = { k = 2, dependencies = [\"model\", \"model-b\", \"model-c\"] }",
+        "[policy.p.cache.model-b]",
+    );
+    let validated = faultline(&["validate", cached.to_str().unwrap()]);
+    assert!(
+        validated.contains("policy.p.cache.model-b: quorum step `vote` calls `model-b` through this cache: its branches ask for one key"),
+        "{validated}"
+    );
+    // A quorum without any of these: only the failure-domain note of n calls to one model.
+    let plain =
+        scenario_file("plain", "", "  quorum = { k = 2, dependencies = [\"model\", \"model-b\", \"model-c\"] }", "");
+    assert!(!faultline(&["validate", plain.to_str().unwrap()]).contains("warning"));
+    for file in [ignored, no_sharer, no_cause, cached, plain] {
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+    }
+}
