@@ -299,3 +299,16 @@ fn settings_a_quorum_step_ignores_and_a_cache_in_front_of_it_are_warned_of() {
         std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
     }
 }
+
+#[test]
+fn a_quorum_written_as_a_string_is_told_a_table_is_expected() {
+    // review31-quorum L6: before, "expected a table ..., not a positional array" for a string.
+    let e = rejection("  quorum = \"2of3\"", "");
+    assert!(
+        e.contains("q.toml:22:") && e.contains("invalid type: string \"2of3\", expected a table with named fields"),
+        "{e}"
+    );
+    assert!(!e.contains("positional"), "{e}");
+    let e = rejection("  quorum = [2, 3]", "");
+    assert!(e.contains("invalid type: sequence") && e.contains("not a positional array"), "{e}");
+}
