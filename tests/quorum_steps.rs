@@ -306,3 +306,36 @@ fn a_quorum_lets_a_half_open_breakers_trial_call_finish_so_the_breaker_closes_af
         assert!(m["quorum_total.not_met"] < 1600.0, "rep {r}: the fault's 60 s of runs and its edges, not 3952");
     }
 }
+
+#[test]
+fn a_replayed_quorum_shows_its_verdict_on_its_logical_call() {
+    // review31-quorum L2: the logical call's span carries `quorum.verdict` and a
+    // `quorum.decided` event; the tree names the verdict (before: neither said it).
+    let dir = std::env::temp_dir().join(format!("faultline-quorum-replay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("q.toml");
+    std::fs::write(&file, behind_a_breaker("k = 2, n = 3")).unwrap();
+    let replay = |run: &str| {
+        let out = dir.join(format!("run-{run}.json"));
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["replay", file.to_str().unwrap(), "-p", "p", "--run", run, "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (String::from_utf8(o.stdout).unwrap(), std::fs::read_to_string(out).unwrap())
+    };
+    // Run 1 (t ~ 0): the model is up, the quorum met.
+    let (tree, otlp) = replay("1");
+    assert!(tree.contains("dependency.logical_call vote (quorum met) SUCCEEDED"), "{tree}");
+    assert!(otlp.contains("\"quorum.verdict\"") && otlp.contains("\"quorum.decided\""), "{otlp}");
+    // Run 3325 (t = 163 s, 3 s after the fault): the half-open breaker refused two branches;
+    // the one it admitted, its trial call, is left to finish after the step failed.
+    let (tree, otlp) = replay("3325");
+    assert!(tree.contains("vote (quorum not_met) FAILED"), "{tree}");
+    assert!(tree.contains("dependency.attempt 1 model SUCCESS"), "{tree}");
+    let compact: String = otlp.chars().filter(|c| !c.is_whitespace()).collect();
+    let left = r#""key":"quorum.trial_calls_left_running","value":{"intValue":"1"}"#;
+    assert!(compact.contains(left), "{otlp}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

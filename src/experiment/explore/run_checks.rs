@@ -278,7 +278,8 @@ impl Tracer for RunChecks<'_> {
             | TraceEvent::ServiceStarted { .. }
             | TraceEvent::TokensDrawn { .. }
             | TraceEvent::CallerTimedOut { .. }
-            | TraceEvent::EffectCommitted { .. } => {}
+            | TraceEvent::EffectCommitted { .. }
+            | TraceEvent::QuorumDecided { .. } => {}
         }
     }
 }

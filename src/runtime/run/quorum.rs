@@ -124,9 +124,11 @@ impl RunMachine {
     /// the step ends as the outcome says.
     fn decide_quorum(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, i: usize, outcome: QuorumOutcome) {
         self.quorums.swap_remove(i);
+        let before = self.detached.len();
         if self.steps[s as usize].in_flight > 0 {
             self.detach_trials(cx, s);
         }
+        let left_running = (self.detached.len() - before) as u8;
         let cancelled = self.steps[s as usize].in_flight;
         if cancelled > 0 {
             self.cancel_step_attempts(cx, out, s);
@@ -137,6 +139,7 @@ impl RunMachine {
             QuorumOutcome::NoQuorum => QuorumVerdict::NotMet,
         };
         out.observe(Observation::Quorum(QuorumObservation::Decided { verdict, cancelled: cancelled as u8 }));
+        out.trace(TraceEvent::QuorumDecided { step: s, verdict, cancelled: cancelled as u8, left_running });
         match outcome {
             QuorumOutcome::AgreedRight => self.step_succeeded(cx, out, s, false),
             QuorumOutcome::AgreedWrong => {
