@@ -238,6 +238,11 @@ fn a_quorum_run_is_the_same_bytes_under_any_thread_count() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // The report's summary shows the verdicts the headline shows (review31-quorum L3).
+        let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+        for row in ["<tr><td>quorum_ratio.not_met</td>", "<tr><td>quorum_ratio.wrong_agreement</td>"] {
+            assert!(report.contains(row), "report.html lacks {row}");
+        }
         (String::from_utf8(o.stdout).unwrap(), std::fs::read(out.join("p").join("summary.json")).unwrap())
     };
     let (one_text, one) = run("1", "one");
