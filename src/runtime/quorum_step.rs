@@ -250,40 +250,6 @@ fn sharing_mask(source: &Source, path: &FieldPath, q: &QuorumStepSpec, n: u32) -
     Ok(mask)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sharing_flags_name_their_branches() {
-        let q = StepQuorum { k: 2, branches: vec![0, 1, 2], send: QuorumSend::All, shared: 0.1, sharing: 0b101 };
-        assert!(q.shares_cause(0) && !q.shares_cause(1) && q.shares_cause(2));
-        assert_eq!((q.spec().n, q.spec().k), (3, 2));
-    }
-
-    #[test]
-    fn as_needed_sends_only_what_could_still_decide() {
-        let mut q =
-            StepQuorum { k: 2, branches: vec![0, 0, 0], send: QuorumSend::AsNeeded, shared: 0.0, sharing: 0b111 };
-        let mut run = QuorumRun::new(0, &q, true);
-        assert!(run.wants_more(&q, 1) && !run.wants_more(&q, 2), "k = 2 out at first");
-        run.next = 2;
-        run.sent(0, 7);
-        run.sent(1, 9);
-        assert_eq!((run.branch_of(9), run.branch_of(8)), (Some(1), None));
-        run.tally.record(BranchAnswer::Right);
-        run.tally.record(BranchAnswer::Wrong);
-        assert!(run.wants_more(&q, 0), "a split needs the third");
-        assert_eq!(run.answer(&q, 0, false, false), BranchAnswer::Wrong, "the cause struck and branch 0 shares it");
-        q.sharing = 0b110;
-        assert_eq!(run.answer(&q, 0, false, false), BranchAnswer::Right);
-        assert_eq!(run.answer(&q, 0, true, true), BranchAnswer::Failed);
-        q.send = QuorumSend::All;
-        run.next = 3;
-        assert!(!run.wants_more(&q, 0), "every branch is out");
-    }
-}
-
 /// Settings that compile and change nothing at a quorum step, and a cache that makes its
 /// branches one vote (docs/scenario.md 6.2): warnings `faultline validate` prints, in file
 /// order of the quorum steps. The file still runs.
@@ -341,4 +307,38 @@ pub fn quorum_input_warnings(scenario: &crate::scenario::Scenario, source: &Sour
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sharing_flags_name_their_branches() {
+        let q = StepQuorum { k: 2, branches: vec![0, 1, 2], send: QuorumSend::All, shared: 0.1, sharing: 0b101 };
+        assert!(q.shares_cause(0) && !q.shares_cause(1) && q.shares_cause(2));
+        assert_eq!((q.spec().n, q.spec().k), (3, 2));
+    }
+
+    #[test]
+    fn as_needed_sends_only_what_could_still_decide() {
+        let mut q =
+            StepQuorum { k: 2, branches: vec![0, 0, 0], send: QuorumSend::AsNeeded, shared: 0.0, sharing: 0b111 };
+        let mut run = QuorumRun::new(0, &q, true);
+        assert!(run.wants_more(&q, 1) && !run.wants_more(&q, 2), "k = 2 out at first");
+        run.next = 2;
+        run.sent(0, 7);
+        run.sent(1, 9);
+        assert_eq!((run.branch_of(9), run.branch_of(8)), (Some(1), None));
+        run.tally.record(BranchAnswer::Right);
+        run.tally.record(BranchAnswer::Wrong);
+        assert!(run.wants_more(&q, 0), "a split needs the third");
+        assert_eq!(run.answer(&q, 0, false, false), BranchAnswer::Wrong, "the cause struck and branch 0 shares it");
+        q.sharing = 0b110;
+        assert_eq!(run.answer(&q, 0, false, false), BranchAnswer::Right);
+        assert_eq!(run.answer(&q, 0, true, true), BranchAnswer::Failed);
+        q.send = QuorumSend::All;
+        run.next = 3;
+        assert!(!run.wants_more(&q, 0), "every branch is out");
+    }
 }
