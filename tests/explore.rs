@@ -199,3 +199,85 @@ fn explore_checks_the_identities_of_caches_approvals_delegation_and_bad_results(
         assert!(!broken.is_empty() && broken.iter().all(|b| b.contains(named)), "{named}: {broken:?}");
     }
 }
+
+/// A 3-of-5 quorum over one model that fails a fifth of its attempts, `max_attempts = 1`
+/// (review31-quorum M1's qexp2.toml), 60 s.
+const QUORUM: &str = r#"
+[simulation]
+duration_s = 60
+warmup_s = 0
+seed = 31
+replications = 1
+
+[[dependency]]
+name = "model"
+kind = "model"
+servers = 100000
+queue_capacity = 100000
+service_time = { dist = "exponential", mean_ms = 100 }
+errors = { transient_transport = 0.2 }
+
+[[workflow]]
+name = "w"
+arrivals = { rate_per_s = 20 }
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "vote"
+  dependency = "model"
+  quorum = { k = 3, n = 5 }
+
+[policy.p]
+timeout_ms = 0
+retry = { max_attempts = 1 }
+"#;
+
+#[test]
+fn a_quorum_s_branches_are_first_attempts_not_retries_to_explore() {
+    // Five branches of a step with max_attempts = 1 keep the runtime's promise: they are first
+    // attempts, bounded by the quorum's n (before: every schedule broke "retries and hedges
+    // within ... max_attempts", shrunk to no fault at all: "step vote made 2 attempts").
+    let dir = scratch("quorum");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("q.toml");
+    std::fs::write(&file, QUORUM).unwrap();
+    let out = dir.join("out");
+    let o = faultline(&[
+        "explore",
+        file.to_str().unwrap(),
+        "-p",
+        "p",
+        "--schedules",
+        "5",
+        "--seed",
+        "1",
+        "-j",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("no invariant broken in 5 schedule(s)"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn explore_checks_the_quorum_identities() {
+    // docs/metrics.md section 5: a verdict closes a quorum that started, a cancelled branch
+    // was sent; the quorum scenario keeps both, and a figure moved against its bound is named.
+    let unchanged = |_: &mut faultline::metrics::MetricMap| {};
+    assert_eq!(identities_broken(QUORUM, &unchanged), Vec::<String>::new());
+    let cases: [(&str, Tamper); 2] = [
+        ("quorum_total.<verdict> add up to at most quorum_started_total", &|m| {
+            *m.get_mut("quorum_started_total").unwrap() -= 1.0
+        }),
+        ("quorum_branch_cancelled_total <= quorum_branch_sent_total", &|m| {
+            *m.get_mut("quorum_branch_cancelled_total").unwrap() = m["quorum_branch_sent_total"] + 1.0
+        }),
+    ];
+    for (named, tamper) in cases {
+        let broken = identities_broken(QUORUM, tamper);
+        assert!(!broken.is_empty() && broken.iter().all(|b| b.contains(named)), "{named}: {broken:?}");
+    }
+}

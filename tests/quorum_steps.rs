@@ -8,6 +8,8 @@
 mod common;
 
 use common::{assert_in_ci, metric, model, replicate};
+use faultline::engine::simulate;
+use faultline::experiment::batch::replication_seed;
 use faultline::metrics::MetricMap;
 use faultline::runtime::quorum::{BranchOdds, QuorumSpec, expected_branches, outcome_shares};
 use std::process::Command;
@@ -236,6 +238,11 @@ fn a_quorum_run_is_the_same_bytes_under_any_thread_count() {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        // The report's summary shows the verdicts the headline shows (review31-quorum L3).
+        let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+        for row in ["<tr><td>quorum_ratio.not_met</td>", "<tr><td>quorum_ratio.wrong_agreement</td>"] {
+            assert!(report.contains(row), "report.html lacks {row}");
+        }
         (String::from_utf8(o.stdout).unwrap(), std::fs::read(out.join("p").join("summary.json")).unwrap())
     };
     let (one_text, one) = run("1", "one");
@@ -247,5 +254,93 @@ fn a_quorum_run_is_the_same_bytes_under_any_thread_count() {
         one_text.contains("quorum_ratio.not_met") && one_text.contains("quorum_ratio.wrong_agreement"),
         "{one_text}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The quorum scenario at q = 0.02 for 300 s, its model down from 100 s to 160 s, behind a
+/// resilience4j breaker that opens on half its last 50 calls failing and lets 10 trial calls
+/// through after 5 s (review31-quorum H3's qbrk10.toml).
+fn behind_a_breaker(quorum: &str) -> String {
+    let fault = r#"
+[[fault]]
+kind = "down"
+target = "model"
+start_s = 100
+duration_s = 60
+"#;
+    let breaker = r#"
+[[policy.p.circuit_breaker]]
+minimum_number_of_calls = 20
+sliding_window_size = 50
+wait_duration_in_open_state_ms = 5000
+permitted_number_of_calls_in_half_open_state = 10
+"#;
+    scenario(0.02, quorum, fault)
+        .replace("duration_s = 500", "duration_s = 300")
+        .replace("replications = 8", "replications = 4")
+        + breaker
+}
+
+#[test]
+fn a_quorum_lets_a_half_open_breakers_trial_call_finish_so_the_breaker_closes_after_the_fault() {
+    // Half-open, the breaker admits one branch of three and refuses two: the two refusals
+    // decide the quorum not met at once. Cancelled, the admitted branch (the breaker's trial
+    // call) would give its permit back unjudged, so no trial call would ever be judged and
+    // the breaker would stay half-open to the end, refusing two branches of every run (before
+    // the fix: no closing, ~194 s of 300 half-open, 1187 attempts for ~1200 runs in each
+    // minute after 180 s, 3952 quorums of ~5970 not met). Left to finish, the trial calls are
+    // judged, the breaker closes once the model is back, and from then on every branch of
+    // every run goes out.
+    let model = model(&behind_a_breaker("k = 2, n = 3"));
+    for r in 0..model.world.replications {
+        let rep = simulate(&model, 0, replication_seed(model.world.seed, r)).unwrap();
+        let m = &rep.metrics;
+        assert!(m["breaker.model.transition_total.closed"] >= 1.0, "rep {r}: the breaker closes again");
+        assert!(m["breaker.model.time_in_state_s.half_open"] < 10.0, "rep {r}: half-open only while judging");
+        assert_eq!(m["recovery_never_total"], 0.0, "rep {r}: recovered");
+        // The minutes from 180 s to 300 s (20 s after the fault): three attempts per run.
+        let (arrivals, attempts) = (rep.timeseries.fixed_column(0), rep.timeseries.attempts_per_window());
+        for w in [3, 4] {
+            assert!(arrivals[w] > 1000, "rep {r}, minute {w}: {} runs", arrivals[w]);
+            assert_eq!(attempts[w], 3 * arrivals[w], "rep {r}, minute {w}: every branch goes out");
+        }
+        // A trial call left to finish is neither cancelled nor counted in its quorum's tally:
+        // every quorum is still decided once, every run has its verdict.
+        let decided: f64 = ["met", "not_met", "wrong_agreement"].iter().map(|v| m[&format!("quorum_total.{v}")]).sum();
+        assert_eq!(decided, m["logical_run_total"], "rep {r}");
+        assert!(m["quorum_total.not_met"] < 1600.0, "rep {r}: the fault's 60 s of runs and its edges, not 3952");
+    }
+}
+
+#[test]
+fn a_replayed_quorum_shows_its_verdict_on_its_logical_call() {
+    // review31-quorum L2: the logical call's span carries `quorum.verdict` and a
+    // `quorum.decided` event; the tree names the verdict (before: neither said it).
+    let dir = std::env::temp_dir().join(format!("faultline-quorum-replay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("q.toml");
+    std::fs::write(&file, behind_a_breaker("k = 2, n = 3")).unwrap();
+    let replay = |run: &str| {
+        let out = dir.join(format!("run-{run}.json"));
+        let o = Command::new(env!("CARGO_BIN_EXE_faultline"))
+            .args(["replay", file.to_str().unwrap(), "-p", "p", "--run", run, "-o", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (String::from_utf8(o.stdout).unwrap(), std::fs::read_to_string(out).unwrap())
+    };
+    // Run 1 (t ~ 0): the model is up, the quorum met.
+    let (tree, otlp) = replay("1");
+    assert!(tree.contains("dependency.logical_call vote (quorum met) SUCCEEDED"), "{tree}");
+    assert!(otlp.contains("\"quorum.verdict\"") && otlp.contains("\"quorum.decided\""), "{otlp}");
+    // Run 3325 (t = 163 s, 3 s after the fault): the half-open breaker refused two branches;
+    // the one it admitted, its trial call, is left to finish after the step failed.
+    let (tree, otlp) = replay("3325");
+    assert!(tree.contains("vote (quorum not_met) FAILED"), "{tree}");
+    assert!(tree.contains("dependency.attempt 1 model SUCCESS"), "{tree}");
+    let compact: String = otlp.chars().filter(|c| !c.is_whitespace()).collect();
+    let left = r#""key":"quorum.trial_calls_left_running","value":{"intValue":"1"}"#;
+    assert!(compact.contains(left), "{otlp}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -411,6 +411,11 @@ pub fn validate(input: &ScenarioInput) -> Result<String, CommandError> {
         .map(|w| format!("warning: {w}\n"))
         .chain(unused_sdk_clients(&model).into_iter().map(|w| format!("warning: {w}\n")))
         .chain(ignored_approval_and_advisory_inputs(&scenario, &source).into_iter().map(|w| format!("warning: {w}\n")))
+        .chain(
+            crate::runtime::quorum_step::quorum_input_warnings(&scenario, &source)
+                .into_iter()
+                .map(|w| format!("warning: {w}\n")),
+        )
         .collect();
     Ok(format!(
         "{warnings}{}: ok ({} dependencies, {} workflows, {} faults, policies: {}, {} SLO checks, {} regression checks)\n",

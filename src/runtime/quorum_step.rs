@@ -250,6 +250,65 @@ fn sharing_mask(source: &Source, path: &FieldPath, q: &QuorumStepSpec, n: u32) -
     Ok(mask)
 }
 
+/// Settings that compile and change nothing at a quorum step, and a cache that makes its
+/// branches one vote (docs/scenario.md 6.2): warnings `faultline validate` prints, in file
+/// order of the quorum steps. The file still runs.
+pub fn quorum_input_warnings(scenario: &crate::scenario::Scenario, source: &Source) -> Vec<ScenarioError> {
+    let mut out = Vec::new();
+    for (w, workflow) in scenario.workflows.iter().enumerate() {
+        for (j, step) in workflow.steps.iter().enumerate() {
+            let Some(q) = &step.quorum else { continue };
+            let qp = FieldPath::root().key("workflow").index(w).key("step").index(j).key("quorum");
+            let id = &step.id;
+            let probability = q.shared_cause_probability.unwrap_or(0.0);
+            match &q.shared_cause_branches {
+                Some(list) if list.is_empty() && probability > 0.0 => out.push(error_at_path(
+                    source,
+                    &qp.key("shared_cause_branches"),
+                    format!("no branch of quorum `{id}` shares the cause, so shared_cause_probability = {probability} changes nothing"),
+                )),
+                Some(_) if probability == 0.0 => out.push(error_at_path(
+                    source,
+                    &qp.key("shared_cause_branches"),
+                    format!("quorum `{id}` has no shared_cause_probability (0): no cause to share, so shared_cause_branches is ignored"),
+                )),
+                Some(_) | None => {}
+            }
+            let dependencies: Vec<&str> = match &q.dependencies {
+                Some(list) => list.iter().map(String::as_str).collect(),
+                None => vec![step.dependency.as_str()],
+            };
+            for (p, policy) in &scenario.policies {
+                let pp = FieldPath::root().key("policy").key(p);
+                if let Some(o) = policy.steps.get(id)
+                    && o.max_attempts.is_some()
+                {
+                    out.push(error_at_path(
+                        source,
+                        &pp.key("steps").key(id).key("max_attempts"),
+                        format!("step `{id}` is a quorum: each branch is one first attempt, never retried (docs/scenario.md 6.2), so `max_attempts` is ignored"),
+                    ));
+                }
+                if policy.hedging.is_some() {
+                    out.push(error_at_path(
+                        source,
+                        &pp.key("hedging"),
+                        format!("quorum step `{id}` is never hedged: its branches are its parallel calls (docs/scenario.md 6.2); hedging applies to the other steps only"),
+                    ));
+                }
+                for name in dependencies.iter().filter(|d| policy.cache.contains_key(**d)) {
+                    out.push(error_at_path(
+                        source,
+                        &pp.key("cache").key(name),
+                        format!("quorum step `{id}` calls `{name}` through this cache: its branches ask for one key, so a hit gives them one entry, one answer counted as every branch's vote (a bad entry is a wrong agreement); only misses reach `{name}`, each branch on its own (docs/scenario.md 6.2)"),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -190,6 +190,11 @@ pub struct RunMachine {
     advisory_windows: Vec<(u8, u32)>,
     /// Quorum steps whose tally is undecided (runtime/run/quorum.rs); empty in most runs.
     quorums: Vec<super::quorum_step::QuorumRun>,
+    /// Attempts the run no longer waits for whose end a guard must still hear: a half-open
+    /// breaker's trial call that a quorum decided without (runtime/run/quorum.rs). Only
+    /// attempts sent straight to a station go here, so each one's result comes back while
+    /// its run's slot is held (the station counts it in the run's outstanding attempts).
+    detached: Vec<InFlight>,
 }
 
 impl RunMachine {
@@ -222,6 +227,7 @@ impl RunMachine {
             approvals: Vec::new(),
             advisory_windows: Vec::new(),
             quorums: Vec::new(),
+            detached: Vec::new(),
         }
     }
 
@@ -262,6 +268,8 @@ impl RunMachine {
         self.approvals.clear();
         self.advisory_windows.clear();
         self.quorums.clear();
+        debug_assert!(self.detached.is_empty(), "a slot is reused only once its attempts have ended");
+        self.detached.clear();
     }
 
     /// The driver names a sent attempt; a cancel gives the name back, so the driver keeps no
@@ -491,6 +499,9 @@ impl RunMachine {
         bad: Option<BadResult>,
     ) {
         let Some(i) = self.in_flight.iter().position(|a| a.step == s && a.serial == serial && !a.waiting()) else {
+            if !self.detached.is_empty() {
+                self.on_detached_result(cx, out, s, serial, result);
+            }
             return;
         };
         let attempt = self.take_in_flight(i);

@@ -218,6 +218,14 @@ pub enum TraceEvent {
     CallerTimedOut {
         job: u32,
     },
+    /// Quorum step `step`'s tally decided (docs/scenario.md 6.2): how, how many branches still
+    /// out it cancelled, and how many half-open breakers' trial calls it left to finish.
+    QuorumDecided {
+        step: u8,
+        verdict: crate::vocab::QuorumVerdict,
+        cancelled: u8,
+        left_running: u8,
+    },
     /// A write committed at its dependency; `duplicate` when the key had committed before.
     EffectCommitted {
         job: u32,

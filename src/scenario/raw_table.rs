@@ -18,7 +18,14 @@ impl<'de> Deserialize<'de> for RawTable {
         impl<'de> Visitor<'de> for TableOnly {
             type Value = RawTable;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a table with named fields (a JSON object), not a positional array")
+                f.write_str("a table with named fields (a JSON object)")
+            }
+            // Only an array is told it is positional: a string or a number is not.
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<RawTable, A::Error> {
+                Err(<A::Error as serde::de::Error>::invalid_type(
+                    serde::de::Unexpected::Seq,
+                    &"a table with named fields (a JSON object), not a positional array",
+                ))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawTable, A::Error> {
                 let mut fields = toml::Table::new();
@@ -31,7 +38,8 @@ impl<'de> Deserialize<'de> for RawTable {
                 Ok(RawTable(fields))
             }
         }
-        deserializer.deserialize_map(TableOnly)
+        // `any`, not `map`: a JSON array reaches `visit_seq` too.
+        deserializer.deserialize_any(TableOnly)
     }
 }
 

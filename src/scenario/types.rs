@@ -1421,13 +1421,22 @@ macro_rules! tables_only {
                 impl<'de> ::serde::de::Visitor<'de> for Table {
                     type Value = $t;
                     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                        f.write_str("a table with named fields (a JSON object), not a positional array")
+                        f.write_str("a table with named fields (a JSON object)")
                     }
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, map: A) -> Result<$t, A::Error> {
                         $t::deserialize(::serde::de::value::MapAccessDeserializer::new(map))
                     }
+                    // Only an array is told it is positional: a string or a number is not.
+                    fn visit_seq<A: ::serde::de::SeqAccess<'de>>(self, _: A) -> Result<$t, A::Error> {
+                        Err(<A::Error as ::serde::de::Error>::invalid_type(
+                            ::serde::de::Unexpected::Seq,
+                            &"a table with named fields (a JSON object), not a positional array",
+                        ))
+                    }
                 }
-                deserializer.deserialize_map(Table)
+                // `any`, not `map`: a JSON array reaches `visit_seq` too (serde_json answers `map` for
+                // any other type with `expecting` alone).
+                deserializer.deserialize_any(Table)
             }
         }
         impl ::serde::Serialize for $t {

@@ -201,7 +201,9 @@ pub fn shared_domain(view: &PolicyView, warnings: &[ScenarioError]) -> Vec<Row> 
             0 => (Answer::NotApplicable, "no dependency states a failure_domain".to_string()),
             n => (
                 Answer::Yes,
-                format!("{n} dependencies state a failure_domain; no fallback or parallel branch shares its primary's"),
+                format!(
+                    "{n} dependencies state a failure_domain; no fallback or parallel branch shares its primary's, no two quorum branches share one"
+                ),
             ),
         };
         (answer, evidence, view.at(&view.path))

@@ -306,6 +306,19 @@ fn identity_bounds(m: &MetricMap) -> Vec<(String, f64, f64)> {
         get("run_on_undetected_bad_result_total"),
         get("outcome_total.succeeded") + get("outcome_total.degraded"),
     ));
+    // Quorums: a verdict closes a quorum that started (one whose run ended first has none);
+    // a branch cancelled by a decision was sent.
+    let verdicts: f64 = ["met", "not_met", "wrong_agreement"].iter().map(|v| get(&format!("quorum_total.{v}"))).sum();
+    bounds.push((
+        "quorum_total.<verdict> add up to at most quorum_started_total".into(),
+        verdicts,
+        get("quorum_started_total"),
+    ));
+    bounds.push((
+        "quorum_branch_cancelled_total <= quorum_branch_sent_total".into(),
+        get("quorum_branch_cancelled_total"),
+        get("quorum_branch_sent_total"),
+    ));
     // Every verdict answers a request (a request whose run ended otherwise has none).
     let verdicts: f64 = ["approved", "refused", "expired", "pending_at_deadline"]
         .iter()

@@ -1,7 +1,8 @@
 //! Invariants that only a run's own history can show (docs/essay.md section 26), checked while
 //! `explore` simulates: a [`Tracer`] that keeps a few counters per live run instead of its
 //! events. Retries and hedges stay within the run's retry tokens and every target's attempts
-//! within max_attempts ("did retries stay within every budget?"), and no status lookup is
+//! within max_attempts, a quorum step's branches (first attempts, not retries) within its n
+//! ("did retries stay within every budget?"), and no status lookup is
 //! refused for lack of capacity: by a guard, a full waiting room, a rate limit or an expiry
 //! ("did the control path keep its capacity?"). A dependency that is down is a fault, not a
 //! lack of capacity, and does not count. And soft branches are cut before hard ones: no hard
@@ -123,6 +124,24 @@ impl<'m> RunChecks<'m> {
             let (number, id) = (run.number, &model.workflows[run.workflow].steps[step as usize].id);
             let detail = format!("run {number}: step {id} sent a write while its workflow's mode paused writes");
             return self.broken(number, WRITES_PAUSED, detail);
+        }
+        let quorum = model.workflows[run.workflow].steps[step as usize].quorum.as_deref();
+        if let Some(q) = quorum
+            && purpose != Purpose::Lookup
+        {
+            // A quorum's branches are first attempts, never retried or hedged (scenario.md
+            // 6.2): the step keeps its promise with at most n of them, whatever max_attempts is.
+            count.primary += 1;
+            let (number, made, id) =
+                (run.number, count.primary, &model.workflows[run.workflow].steps[step as usize].id);
+            if kind.is_repeat() {
+                let detail = format!("run {number}: quorum step {id} retried or hedged a branch");
+                self.broken(number, RETRY_BUDGET, detail);
+            } else if made > q.n() {
+                let detail = format!("run {number}: quorum step {id} sent {made} branches, n = {}", q.n());
+                self.broken(number, RETRY_BUDGET, detail);
+            }
+            return;
         }
         let (made, target) = match (purpose, kind, count.on_fallback) {
             (Purpose::Lookup, _, _) => {
@@ -259,7 +278,8 @@ impl Tracer for RunChecks<'_> {
             | TraceEvent::ServiceStarted { .. }
             | TraceEvent::TokensDrawn { .. }
             | TraceEvent::CallerTimedOut { .. }
-            | TraceEvent::EffectCommitted { .. } => {}
+            | TraceEvent::EffectCommitted { .. }
+            | TraceEvent::QuorumDecided { .. } => {}
         }
     }
 }
@@ -363,6 +383,31 @@ mod tests {
         checks.record(0, 2, retry(tokens as u8));
         let breach = checks.breach.expect("one retry too many");
         assert_eq!((breach.invariant, breach.run), (RETRY_BUDGET, 1));
+    }
+
+    #[test]
+    fn a_quorum_s_branches_count_against_its_n_not_max_attempts() {
+        let m = model(
+            "scenarios/mmc.toml",
+            &["workflow.customers.step.serve.quorum.k=2", "workflow.customers.step.serve.quorum.n=3"],
+        );
+        let p = 0;
+        assert_eq!(m.policies[p].steps[0][0].max_attempts, 1, "mmc.toml's plain policy makes one attempt");
+        let branch = |kind| TraceEvent::AttemptSent { step: 0, serial: 0, dependency: 0, kind, purpose: Purpose::Call };
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        for _ in 0..3 {
+            checks.record(0, 1, branch(AttemptKind::First));
+        }
+        assert_eq!(checks.breach, None, "three branches of a 2-of-3 quorum, max_attempts = 1");
+        checks.record(0, 1, branch(AttemptKind::First));
+        let breach = checks.breach.expect("a fourth branch");
+        assert!(breach.detail.contains("sent 4 branches, n = 3"), "{}", breach.detail);
+        let mut checks = RunChecks::new(&m, p);
+        started(&mut checks, &m);
+        checks.record(0, 1, branch(AttemptKind::First));
+        checks.record(0, 1, branch(AttemptKind::Retry));
+        assert!(checks.breach.expect("a retried branch").detail.contains("retried or hedged a branch"));
     }
 
     #[test]

@@ -273,6 +273,18 @@ impl Builder<'_> {
                     s.event(at, "cache.stale_answer", vec![("cache.provenance", Value::Bool(marked))]);
                 }
             }
+            TraceEvent::QuorumDecided { step, verdict, cancelled, left_running } => {
+                let call = self.call_span(at, step);
+                let s = &mut self.spans[call];
+                s.set("quorum.verdict", Value::Str(verdict.name().into()));
+                let attrs = vec![
+                    ("quorum.verdict", Value::Str(verdict.name().into())),
+                    ("quorum.branches_cancelled", Value::Int(i64::from(cancelled))),
+                    ("quorum.trial_calls_left_running", Value::Int(i64::from(left_running))),
+                ];
+                s.event(at, "quorum.decided", attrs);
+                s.summary = format!("{} (quorum {})", s.summary, verdict.name());
+            }
             TraceEvent::EffectCommitted { job, duplicate } => {
                 if let Some(&span) = self.jobs.get(&job) {
                     let attrs = vec![("effect.duplicate", Value::Bool(duplicate))];

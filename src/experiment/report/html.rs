@@ -114,7 +114,12 @@ fn summary_table(body: &mut String, names: &[&str], aggregates: &[Aggregate]) {
         let _ = write!(body, "<th>{}</th>", escape(name));
     }
     body.push_str("</tr>");
-    for metric in SUMMARY {
+    // A quorum's verdicts where the model has one, as the terminal's headline shows them
+    // (metrics.md 6.5); a report without a quorum step is as it was.
+    let quorum = ["quorum_ratio.not_met", "quorum_ratio.wrong_agreement"];
+    let has_quorum = aggregates.iter().any(|a| a.estimates.contains_key(quorum[0]));
+    let extra: &[&str] = if has_quorum { &quorum } else { &[] };
+    for &metric in SUMMARY.iter().chain(extra) {
         let _ = write!(body, "<tr><td>{metric}</td>");
         for a in aggregates {
             let _ = write!(body, "<td>{}</td>", escape(&cell(a, metric)));

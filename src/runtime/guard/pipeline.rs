@@ -223,6 +223,17 @@ impl<'s> Pipeline<'s> {
         }
     }
 
+    /// Whether an attempt on `route` now would be a half-open breaker's trial call: some
+    /// breaker on the route is HALF_OPEN, so the end of an attempt in flight there is what it
+    /// judges (or, cancelled, a permit given back unjudged). A quorum lets such a branch
+    /// finish instead of cancelling it (docs/scenario.md 6.2).
+    pub fn on_trial(&self, route: RouteId) -> bool {
+        let (a, b) = self.route(route);
+        self.spec.members[a..b]
+            .iter()
+            .any(|&g| matches!(self.guards[usize::from(g)].breaker_state(), Some((_, BreakerState::HalfOpen))))
+    }
+
     /// Every breaker's current state, by label index (for time-series windows).
     pub fn breaker_states(&self) -> impl Iterator<Item = (u16, BreakerState)> + '_ {
         self.guards.iter().filter_map(Guard::breaker_state)

@@ -11,8 +11,9 @@ use super::{Attempt, MayFallBack, RunContext, RunMachine};
 use crate::metrics::Observation;
 use crate::metrics::bad_results::BadResultObservation;
 use crate::metrics::quorum::QuorumObservation;
-use crate::runtime::attempt::Purpose;
+use crate::runtime::attempt::{AttemptResult, Purpose};
 use crate::runtime::command::Effects;
+use crate::runtime::guard::{AttemptEnd, Ending};
 use crate::runtime::quorum::QuorumOutcome;
 use crate::runtime::quorum_step::{QuorumRun, TAG_QUORUM};
 use crate::runtime::trace::TraceEvent;
@@ -30,6 +31,7 @@ impl RunMachine {
         let Some(q) = step.quorum.as_deref() else { return };
         let cause = self.key.with(TAG_QUORUM).with(step.stream_id).stream().unit() < q.shared;
         self.quorums.push(QuorumRun::new(s, q, cause));
+        out.observe(Observation::Quorum(QuorumObservation::Started));
         self.send_branches(cx, out, s);
     }
 
@@ -122,6 +124,11 @@ impl RunMachine {
     /// the step ends as the outcome says.
     fn decide_quorum(&mut self, cx: &mut RunContext, out: &mut impl Effects, s: u8, i: usize, outcome: QuorumOutcome) {
         self.quorums.swap_remove(i);
+        let before = self.detached.len();
+        if self.steps[s as usize].in_flight > 0 {
+            self.detach_trials(cx, s);
+        }
+        let left_running = (self.detached.len() - before) as u8;
         let cancelled = self.steps[s as usize].in_flight;
         if cancelled > 0 {
             self.cancel_step_attempts(cx, out, s);
@@ -132,6 +139,7 @@ impl RunMachine {
             QuorumOutcome::NoQuorum => QuorumVerdict::NotMet,
         };
         out.observe(Observation::Quorum(QuorumObservation::Decided { verdict, cancelled: cancelled as u8 }));
+        out.trace(TraceEvent::QuorumDecided { step: s, verdict, cancelled: cancelled as u8, left_running });
         match outcome {
             QuorumOutcome::AgreedRight => self.step_succeeded(cx, out, s, false),
             QuorumOutcome::AgreedWrong => {
@@ -141,5 +149,54 @@ impl RunMachine {
             }
             QuorumOutcome::NoQuorum => self.step_gave_up(cx, out, s, MayFallBack::No),
         }
+    }
+
+    /// Before the decision cancels the branches still out, those that are a half-open
+    /// breaker's trial calls leave the tally and are left to finish: cancelled, a trial call
+    /// gives its permit back unjudged (resilience4j's releasePermission), and a quorum that is
+    /// decided by the refusals of the other branches would cancel every trial call the breaker
+    /// hands out, so it could never close again (review31 H3). Their answers no longer count;
+    /// their ends go to the guards ([`RunMachine::on_detached_result`]). Only a branch sent
+    /// straight to its dependency's station is kept (no SDK client, cache or task client
+    /// between), so its result surely comes back while the run's slot is held.
+    fn detach_trials(&mut self, cx: &RunContext, s: u8) {
+        let mut j = 0;
+        while j < self.in_flight.len() {
+            let a = &self.in_flight[j];
+            let d = a.dependency as usize;
+            let straight = cx.policy.sdk_clients[d].is_none()
+                && !(cx.policy.looks_in_caches && cx.policy.caches[d].is_some())
+                && cx.loads.dependencies[d].task.is_none();
+            if a.step == s && !a.waiting() && a.purpose == Purpose::Call && straight && cx.pipeline.on_trial(a.route) {
+                let a = self.take_in_flight(j);
+                self.detached.push(a);
+            } else {
+                j += 1;
+            }
+        }
+    }
+
+    /// A detached trial call ended: its guards hear how, as of any attempt; the run, decided
+    /// or ended, takes nothing from it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn on_detached_result(
+        &mut self,
+        cx: &mut RunContext,
+        out: &mut impl Effects,
+        s: u8,
+        serial: u32,
+        result: AttemptResult,
+    ) {
+        let Some(j) = self.detached.iter().position(|a| a.step == s && a.serial == serial) else { return };
+        let a = self.detached.swap_remove(j);
+        let kind = self.failure_kind(cx, s, result, a.purpose);
+        out.trace(TraceEvent::AttemptEnded { step: s, serial, result, kind });
+        let duration_us = cx.now - a.sent_us;
+        let end = match kind {
+            None => AttemptEnd::success(duration_us),
+            Some(k) => AttemptEnd::failed(k, duration_us),
+        };
+        cx.pipeline.on_end(cx.now, a.route, a.info(cx), a.held, Ending::Outcome(end), None, out);
     }
 }
