@@ -454,3 +454,21 @@ fn an_sdk_timeout_of_zero_is_none() {
     assert!(none["outcome_total.succeeded"] > 1900.0);
     assert_eq!(metric_bits(&none), metric_bits(&default));
 }
+
+/// Every attempt fails; the runtime watches for the first token for 2 s from the SDK call's
+/// start. The SDK's first retry (after a 375-500 ms sleep) starts inside those 2 s and is sent:
+/// only a retry that would start after them is cut in the SDK's sleep (an uncharged client
+/// decides its retries alone, so the engine makes that cut).
+#[test]
+fn an_sdk_retry_that_starts_before_the_first_token_deadline_is_sent() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/tests/data/sdk-first-token.toml")).unwrap();
+    let text = text
+        .replace("queue_capacity = 1000\n", "queue_capacity = 1000\nerrors = { transient_transport = 1.0 }\n")
+        .replace("first_token_timeout_ms = 200", "first_token_timeout_ms = 2000");
+    let m = model(&text);
+    let r = run_policy(&m, "sdk", 3);
+    let runs = r["logical_run_total"];
+    assert!(runs > 500.0, "{runs}");
+    assert!(r["hidden_attempt_total"] >= 0.9 * runs, "{} hidden for {runs} runs", r["hidden_attempt_total"]);
+}

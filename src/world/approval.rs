@@ -274,6 +274,9 @@ mod tests {
         let friday = 4 * 24 * H;
         assert_eq!(h.advance(friday + 16 * H + H / 2, H), 7 * 24 * H + 9 * H + H / 2);
         assert!(!h.is_open(5 * 24 * H + 10 * H), "Saturday is closed");
+        assert!(h.is_open(friday + 10 * H), "Friday 10:00 is open");
+        assert!(h.is_open(US_PER_WEEK + 10 * H), "so is the next week's Monday 10:00");
+        assert!(!h.is_open(US_PER_WEEK + 17 * H), "and not its closing time");
     }
 
     #[test]
