@@ -757,3 +757,97 @@ fn a_fill_left_by_its_last_waiter_is_forgotten() {
     assert_eq!(get(&cached, "outcome_total.failed"), failed);
     assert_eq!(get(&cached, "outcome_total.succeeded"), get(&uncached, "outcome_total.succeeded"));
 }
+
+/// One key, fresh for 1 s and stale-usable for a day; from 100 s every call times out after
+/// 10 s, and runs arrive until 104 s. With a cold cache at 104.5 s, the calls that time out
+/// at 110..114 s find the cache emptied: no stale answer, the runs fail.
+fn stale_after_restart(cold: bool) -> String {
+    let cold_fault = if cold {
+        "[[fault]]\nkind = \"cold_cache\"\ntarget = \"search\"\nstart_s = 104.5\nduration_s = 1\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"
+[simulation]
+duration_s = 200
+warmup_s = 0
+seed = 5
+replications = 20
+
+[[dependency]]
+name = "search"
+servers = 1000
+queue_capacity = 0
+service_time = {{ dist = "constant", value_ms = 1 }}
+
+  [dependency.cache]
+  data_class = "doc"
+  keys = 1
+  fresh_ttl_s = 1
+  stale_if_error_s = 100000
+
+[[workflow]]
+name = "w"
+arrivals = {{ profile = [{{ until_s = 100, rate_per_s = 0.5 }}, {{ until_s = 104, rate_per_s = 1 }}, {{ until_s = 200, rate_per_s = 0 }}] }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "rag"
+  dependency = "search"
+  task_class = "summary"
+
+[[fault]]
+kind = "timeout"
+target = "search"
+start_s = 100
+duration_s = 100
+
+{cold_fault}
+[policy.p]
+timeout_ms = 10000
+retry = {{ max_attempts = 1 }}
+
+[policy.p.cache.search]
+"#
+    )
+}
+
+#[test]
+fn a_restart_empties_the_cache_before_a_failed_call_looks_for_a_stale_entry() {
+    // No lookup comes between the restart and the failures: the restart must still count.
+    let warm = replicate(&model(&stale_after_restart(false)), 0);
+    let cold = replicate(&model(&stale_after_restart(true)), 0);
+    let total = |reps: &[faultline::metrics::MetricMap], name: &str| reps.iter().map(|m| m[name]).sum::<f64>();
+    assert!(total(&warm, "cache_stale_served_total") > 40.0, "the warm cache answers the failures stale");
+    assert_eq!(total(&warm, "outcome_total.failed"), 0.0);
+    assert_eq!(total(&cold, "cache_stale_served_total"), 0.0, "nothing stored before the restart answers");
+    assert_eq!(total(&cold, "outcome_total.failed"), total(&warm, "cache_stale_served_total"));
+}
+
+#[test]
+fn a_tenant_scope_has_one_key_space_per_tenant_and_one_more_only_for_workflows_without() {
+    let tenants = |names: &[&str]| -> String {
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let tenant = if t.is_empty() { String::new() } else { format!("tenant = \"{t}\"\n") };
+                format!("\n[[workflow]]\nname = \"w{i}\"\n{tenant}arrivals = {{ rate_per_s = 1 }}\ndeadline_ms = 1000\n\n  [[workflow.step]]\n  id = \"s{i}\"\n  dependency = \"search\"\n")
+            })
+            .collect()
+    };
+    let file = |names: &[&str]| {
+        format!(
+            "[simulation]\nduration_s = 10\n\n[[dependency]]\nname = \"search\"\nservice_time = {{ dist = \"constant\", value_ms = 1 }}\n\n  [dependency.cache]\n  data_class = \"doc\"\n  fresh_ttl_s = 5\n  cache_scope = \"tenant\"\n  keys = 1000000\n{}\n[policy.p]\n[policy.p.cache.search]\n",
+            tenants(names)
+        )
+    };
+    // 4 tenants x 1,000,000 keys is the documented bound, 4,000,000 entries.
+    let (code, out) = validate(&file(&["ta", "tb", "tc", "td"]));
+    assert_eq!(code, 0, "{out}");
+    // A workflow without a tenant adds its own key space: 5 x 1,000,000 is over.
+    let (code, out) = validate(&file(&["ta", "tb", "tc", "td", ""]));
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("1000000 keys x 5 scopes"), "{out}");
+}

@@ -44,11 +44,15 @@ deadline_ms = {deadline_ms}
 }
 
 fn rows(toml: &str) -> Vec<Row> {
+    rows_with(toml, &[])
+}
+
+fn rows_with(toml: &str, sets: &[&str]) -> Vec<Row> {
     let options = CheckOptions {
         scenario: ScenarioInput::Text(Source::from_text("t.toml", toml, Format::Toml)),
         policies: Vec::new(),
         replications: Some(2),
-        sets: Vec::new(),
+        sets: sets.iter().map(|s| s.to_string()).collect(),
         seed: None,
         jobs: 1,
         format: OutputFormat::Text,
@@ -172,6 +176,14 @@ fn a_write_sent_again_needs_a_key_the_dependency_deduplicates() {
 
     let keyed = write_scenario("  idempotency = \"key\"", "on_effect_unknown = \"retry\"", "");
     assert_eq!(one(&rows(&keyed), "p", id).answer, Answer::Yes);
+    // `--set` takes the step by its id or its position: either way the row is at the argument,
+    // not at the file's line that says "key".
+    for set in ["workflow.w.step.read.idempotency=none", "workflow.0.step.0.idempotency=none"] {
+        let r = rows_with(&keyed, &[set]);
+        let row = one(&r, "p", id);
+        assert_eq!(row.severity, Severity::Error, "{set}");
+        assert_eq!((row.location.file.as_str(), row.location.line), (format!("argument `--set {set}`").as_str(), None));
+    }
     // Reconciling first never re-sends blindly.
     assert_eq!(one(&rows(&write_scenario("", "on_effect_unknown = \"handoff\"", "")), "p", id).answer, Answer::Yes);
 
@@ -257,6 +269,19 @@ fn stale_cache_entries_kept_from_forbidden_classes_and_marked() {
     assert_eq!(one(&r, "p", "rule.stale_cache_unmarked").answer, Answer::Yes);
     let classified = rows(&cache(true, "  task_class = \"summary\""));
     assert_eq!(one(&classified, "p", "rule.stale_cache_unclassified_step").answer, Answer::Yes);
+
+    // A step that reaches the cache only through its fallback is a lookup there too.
+    let db2 = "\n[[dependency]]\nname = \"db2\"\nservers = 5\nqueue_capacity = 5\nservice_time = { dist = \"constant\", value_ms = 50 }\n";
+    let by_fallback = unclassified
+        .replacen("\n[[workflow]]", &format!("{db2}\n[[workflow]]"), 1)
+        .replace("  dependency = \"db\"\n", "  dependency = \"db2\"\n  fallback = \"db\"\n");
+    let r = rows(&by_fallback);
+    let row = one(&r, "p", "rule.stale_cache_unclassified_step");
+    assert_eq!((row.answer, row.severity), (Answer::No, Severity::Warning), "{by_fallback}");
+    // A contract that forbids no class has nothing to keep from an unclassified step.
+    let forbids_nothing = unclassified.replace("  forbidden_for = [\"permission_decision\"]\n", "");
+    let row = one(&rows(&forbids_nothing), "p", "rule.stale_cache_unclassified_step").clone();
+    assert_eq!(row.answer, Answer::NotApplicable, "{}", row.evidence);
 
     let unmarked = cache(false, "  task_class = \"summary\"");
     let r = rows(&unmarked);

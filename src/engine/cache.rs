@@ -331,7 +331,13 @@ impl<T: Tracer> Simulation<'_, T> {
         let station = call.station as usize;
         let model = self.model;
         let cache = model.world.dependencies[station].cache.as_ref().expect("a call belongs to a cache");
+        // A restart since the last lookup empties the cache before a stale entry is judged:
+        // `clear` is otherwise applied only when the next lookup comes.
+        let cold_start = self.last_cold_start(now, station);
         let state = self.caches.as_deref_mut().expect("a call belongs to a cache");
+        if let (Some(at), Some(store)) = (cold_start, state.stores[station].as_mut()) {
+            store.clear(at);
+        }
         let store = state.stores[station].as_ref();
         let usable =
             call.stale_ok && serves_stale_on(result) && store.is_some_and(|s| s.stale_usable(cache, now, call.entry));

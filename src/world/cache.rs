@@ -191,16 +191,18 @@ pub(super) fn compile_cache(
         }
         (CacheScope::Global, None) => (1, Vec::new()),
         (CacheScope::Tenant, None) => {
-            // Scope 0 holds the workflows without a tenant; tenants follow in sorted order.
+            // Tenants in sorted order, after scope 0 for the workflows without one (if any).
             let mut names: Vec<&str> = tenants.iter().flatten().map(String::as_str).collect();
             names.sort_unstable();
             names.dedup();
+            // Workflows without a tenant share scope 0, which exists only when there are some.
+            let untenanted = u32::from(tenants.iter().any(Option::is_none));
             let scope_of = |t: &Option<String>| match t {
-                Some(t) => 1 + names.iter().position(|n| n == t).unwrap_or(0) as u32,
+                Some(t) => untenanted + names.iter().position(|n| n == t).unwrap_or(0) as u32,
                 None => 0,
             };
             let workflow_scope = tenants.iter().map(scope_of).collect();
-            (1 + names.len() as u32, workflow_scope)
+            (untenanted + names.len() as u32, workflow_scope)
         }
     };
     if u64::from(keys) * u64::from(scopes) > MAX_CACHE_ENTRIES {

@@ -7,7 +7,7 @@ use super::{checklist_design, checklist_operations, figures, render, rules_effec
 use crate::experiment::batch::load::{Loaded, apply_seed, collect_overrides, load_model, select_policies};
 use crate::experiment::output::folder::write_atomically;
 use crate::experiment::{CommandError, OutputFormat};
-use crate::scenario::{FieldPath, Policy, ScenarioInput};
+use crate::scenario::{FieldPath, Override, Policy, ScenarioInput};
 use std::path::PathBuf;
 
 pub struct CheckOptions {
@@ -43,6 +43,15 @@ pub fn check_rows(options: &CheckOptions) -> Result<(Vec<Row>, u32, String), Com
         return Err(CommandError::Input("argument `--replications 0`: check simulates at least one".into()));
     }
     let figures = figures::simulate(&model, &selected, replications, options.jobs)?;
+    // Rows name fields by position (`workflow[0].step[0]`); a `--set` may name the same
+    // element by its name or id, so its path is compared in the positional spelling.
+    let located: Vec<Override> = overrides
+        .iter()
+        .map(|o| Override {
+            path: crate::scenario::canonical_path(&source, &o.path).split('.').map(String::from).collect(),
+            ..o.clone()
+        })
+        .collect();
     let domains = crate::runtime::failure_domain::failure_domain_warnings(&scenario, &source);
     let implied = Policy::default();
     let mut rows = Vec::new();
@@ -63,7 +72,7 @@ pub fn check_rows(options: &CheckOptions) -> Result<(Vec<Row>, u32, String), Com
             scenario: &scenario,
             source: &source,
             figures: &figures[k],
-            overrides: &overrides,
+            overrides: &located,
         };
         rows.extend(verification::answers(&view));
         rows.extend(checklist_design::answers(&view));

@@ -214,6 +214,8 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
     let mut unclassified = RuleRows::new(&STALE_UNCLASSIFIED, view.name);
     let mut unmarked = RuleRows::new(&STALE_UNMARKED, view.name);
     let mut stale_caches = 0;
+    // Stale caches whose contract forbids some task class: only they can serve a forbidden one.
+    let mut forbidding_caches = 0;
     for name in view.spec.cache.keys() {
         let Some(d) = view.model.world.dependency_index(name) else { continue };
         let (Some(usage), Some(contract)) = (view.policy.caches[d], view.scenario.dependencies[d].cache.as_ref())
@@ -237,8 +239,13 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
         if contract.forbidden_for.is_empty() {
             continue;
         }
+        forbidding_caches += 1;
         for step in view.steps() {
-            if step.model.dependency != d || step.spec.effect == Effect::Write || step.spec.task_class.is_some() {
+            // A fallback attempt or a quorum branch at the cached dependency is a lookup too.
+            if !step.dependencies_called().contains(&d)
+                || step.spec.effect == Effect::Write
+                || step.spec.task_class.is_some()
+            {
                 continue;
             }
             let evidence = format!(
@@ -257,7 +264,14 @@ pub fn stale_cache(view: &PolicyView) -> Vec<Row> {
         };
         (answer, evidence, view.at(&view.field(&["cache"])))
     };
-    let unclassified = unclassified.or_else(|| quiet("every step a stale entry may answer states its task_class"));
+    let unclassified = unclassified.or_else(|| match (stale_caches, forbidding_caches) {
+        (1.., 0) => (
+            Answer::NotApplicable,
+            "no cache the policy serves stale from forbids a task class".to_string(),
+            view.at(&view.field(&["cache"])),
+        ),
+        _ => quiet("every step a stale entry may answer states its task_class"),
+    });
     let unmarked = unmarked.or_else(|| quiet("every cache it serves stale from requires provenance"));
     unclassified.into_iter().chain(unmarked).collect()
 }
