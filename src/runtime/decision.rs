@@ -146,12 +146,7 @@ mod tests {
     fn rules() -> RetryRules {
         RetryRules {
             max_attempts: 3,
-            backoff: Backoff {
-                kind: BackoffKind::Exponential,
-                base_us: 200_000,
-                max_us: 2_000_000,
-                jitter: Jitter::None,
-            },
+            backoff: Backoff::doubling(BackoffKind::Exponential, 200_000, 2_000_000, Jitter::None),
             honor_retry_after: true,
             retryable: default_retryable(),
             on_effect_unknown: OnEffectUnknown::ReconcileFirst,

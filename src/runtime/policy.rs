@@ -24,8 +24,7 @@ use crate::world::{FaultEffect, World};
 /// Defaults when a policy is silent (documented in docs/scenario.md).
 pub const DEFAULT_TIMEOUT_MS: f64 = 30_000.0;
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
-pub const DEFAULT_BACKOFF: Backoff =
-    Backoff { kind: BackoffKind::Exponential, base_us: 200_000, max_us: 2_000_000, jitter: Jitter::Full };
+pub const DEFAULT_BACKOFF: Backoff = Backoff::doubling(BackoffKind::Exponential, 200_000, 2_000_000, Jitter::Full);
 
 #[derive(Debug, Clone)]
 pub struct PolicyModel {
@@ -107,6 +106,11 @@ fn attempts(source: &Source, path: &FieldPath, n: u32) -> Result<u32, ScenarioEr
     }
 }
 
+/// A cap that grows faster than this per retry is a typo: 100^20 already overflows a day.
+const MAX_BACKOFF_MULTIPLIER: f64 = 100.0;
+/// resilience4j's `IntervalFunction.DEFAULT_RANDOMIZATION_FACTOR`.
+const DEFAULT_RANDOMIZATION_FACTOR: f64 = 0.5;
+
 fn compile_backoff(source: &Source, path: &FieldPath, b: &crate::scenario::Backoff) -> Result<Backoff, ScenarioError> {
     let kind = parse_named(source, &path.key("kind"), b.kind.as_deref(), BackoffKind::Exponential)?;
     let jitter = parse_named(source, &path.key("jitter"), b.jitter.as_deref(), Jitter::Full)?;
@@ -115,7 +119,31 @@ fn compile_backoff(source: &Source, path: &FieldPath, b: &crate::scenario::Backo
     if kind == BackoffKind::Exponential && max_us < base_us {
         return Err(error_at_path(source, &path.key("max_ms"), "max_ms must be at least base_ms"));
     }
-    Ok(Backoff { kind, base_us, max_us, jitter })
+    let multiplier = match (kind, b.multiplier) {
+        (_, None) => 2.0,
+        (BackoffKind::Exponential, Some(m)) if m.is_finite() && m > 0.0 && m <= MAX_BACKOFF_MULTIPLIER => m,
+        (BackoffKind::Exponential, Some(m)) => {
+            let message = format!("must be above 0 and at most {MAX_BACKOFF_MULTIPLIER}, got {m}");
+            return Err(error_at_path(source, &path.key("multiplier"), message));
+        }
+        (BackoffKind::None | BackoffKind::Constant, Some(_)) => {
+            return Err(error_at_path(source, &path.key("multiplier"), "applies only with kind = \"exponential\""));
+        }
+    };
+    let randomization_factor = match (jitter, b.randomization_factor) {
+        (Jitter::Randomized, None) => DEFAULT_RANDOMIZATION_FACTOR,
+        (Jitter::Randomized, Some(f)) if (0.0..=1.0).contains(&f) => f,
+        (Jitter::Randomized, Some(f)) => {
+            let message = format!("must be between 0 and 1, got {f}");
+            return Err(error_at_path(source, &path.key("randomization_factor"), message));
+        }
+        (_, None) => 0.0,
+        (Jitter::None | Jitter::Full | Jitter::Equal | Jitter::Decorrelated, Some(_)) => {
+            let message = "applies only with jitter = \"randomized\"";
+            return Err(error_at_path(source, &path.key("randomization_factor"), message));
+        }
+    };
+    Ok(Backoff { kind, base_us, max_us, jitter, multiplier, randomization_factor })
 }
 
 fn compile_policy(

@@ -826,9 +826,15 @@ pub struct Backoff {
     pub base_ms: Option<f64>,
     #[serde(default)]
     pub max_ms: Option<f64>,
-    /// none, full, equal, decorrelated
+    /// none, full, equal, decorrelated, randomized
     #[serde(default)]
     pub jitter: Option<String>,
+    /// Exponential only: growth of the cap per retry (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    /// Randomized jitter only: the share either side of the cap (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub randomization_factor: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -262,7 +262,10 @@ fn backoff_in_budget(view: &PolicyView) -> Row {
     );
     let spread = match (b.kind, b.jitter) {
         (BackoffKind::None, _) | (_, Jitter::None) => false,
-        (BackoffKind::Constant | BackoffKind::Exponential, Jitter::Full | Jitter::Equal | Jitter::Decorrelated) => true,
+        (
+            BackoffKind::Constant | BackoffKind::Exponential,
+            Jitter::Full | Jitter::Equal | Jitter::Decorrelated | Jitter::Randomized,
+        ) => true,
     };
     // At a task dependency the task client waits too (resubscribes, polls, its retry pauses):
     // without jitter its clients retry in lockstep after a shared failure (a recovery storm).

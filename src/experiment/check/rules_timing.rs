@@ -158,7 +158,7 @@ pub fn breaker_window(view: &PolicyView) -> Vec<Row> {
 }
 
 /// The sum of a step's backoff sleeps over its retries, each at the draw `u` (0: the shortest
-/// the jitter can make it; just below 1: the cap).
+/// the jitter can make it; just below 1: the longest, the cap or, randomized, above it).
 fn delay_sum(view: &PolicyView, retries: u32, u: f64) -> Micros {
     let backoff = &view.policy.rules.backoff;
     let mut previous = 0;
