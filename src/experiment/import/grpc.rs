@@ -181,16 +181,14 @@ fn status(src: &Src, field: &str, node: &Node) -> Result<&'static str, String> {
                 format!("{s:?} is not a gRPC status code name (upper case, such as \"UNAVAILABLE\")"),
             )
         }),
-        Json::Number(_) => {
-            let n = integer(src, field, node)?;
-            STATUS_NAMES
-                .get(n as usize)
-                .copied()
-                .ok_or_else(|| src.err(node.pos, field, format!("{n} is not a gRPC status code (0 to 16)")))
-        }
-        other => {
-            Err(src.err(node.pos, field, format!("must be a status code name or number, found {}", other.type_name())))
-        }
+        Json::Number(n) => Err(src.err(
+            node.pos,
+            field,
+            format!(
+                "{n}: grpc-core reads status codes as names and refuses a number (retry_service_config.cc loads std::vector<std::string>); write its name, such as \"UNAVAILABLE\""
+            ),
+        )),
+        other => Err(src.err(node.pos, field, format!("must be a status code name, found {}", other.type_name()))),
     }
 }
 
@@ -213,19 +211,14 @@ struct Retry<'n> {
     codes: (Vec<&'static str>, &'n Node),
 }
 
-struct Hedge<'n> {
-    max_attempts: (u64, &'n Node),
-    delay: Option<(u128, &'n Node)>,
-    non_fatal: Option<&'n Node>,
-}
-
 struct MethodConfig<'n> {
     index: usize,
     /// Each name's path and where it is written.
     paths: Vec<(String, Pos)>,
     timeout: Option<(u128, &'n Node)>,
     retry: Option<Retry<'n>>,
-    hedge: Option<Hedge<'n>>,
+    /// grpc-core ignores it; kept to say so.
+    hedge: Option<&'n Node>,
     /// Keys read but not mapped: (field, node, reason).
     ignored: Vec<(String, &'n Node, &'static str)>,
 }
@@ -276,25 +269,6 @@ fn read_retry<'n>(src: &Src, field: &str, node: &'n Node) -> Result<Retry<'n>, S
     })
 }
 
-fn read_hedge<'n>(src: &Src, field: &str, node: &'n Node) -> Result<Hedge<'n>, String> {
-    let m = object(src, field, node)?;
-    let max_attempts = required(src, m, node.pos, field, "maxAttempts")?;
-    let delay = get(m, "hedgingDelay")
-        .map(|d| duration(src, &format!("{field}.hedgingDelay"), d).map(|v| (v, d)))
-        .transpose()?;
-    let non_fatal = get(m, "nonFatalStatusCodes");
-    if let Some(nf) = non_fatal {
-        for (i, c) in array(src, &format!("{field}.nonFatalStatusCodes"), nf)?.iter().enumerate() {
-            status(src, &format!("{field}.nonFatalStatusCodes[{i}]"), c)?;
-        }
-    }
-    Ok(Hedge {
-        max_attempts: (attempts(src, &format!("{field}.maxAttempts"), max_attempts)?, max_attempts),
-        delay,
-        non_fatal,
-    })
-}
-
 fn read_method_config<'n>(src: &Src, index: usize, node: &'n Node) -> Result<MethodConfig<'n>, String> {
     let field = format!("methodConfig[{index}]");
     let m = object(src, &field, node)?;
@@ -310,21 +284,13 @@ fn read_method_config<'n>(src: &Src, index: usize, node: &'n Node) -> Result<Met
             }
             "timeout" => mc.timeout = Some((duration(src, &f, value)?, value)),
             "retryPolicy" => mc.retry = Some(read_retry(src, &f, value)?),
-            "hedgingPolicy" => mc.hedge = Some(read_hedge(src, &f, value)?),
+            "hedgingPolicy" => mc.hedge = Some(value),
             "waitForReady" => mc.ignored.push((f, value, "connection readiness is not modelled")),
             "maxRequestMessageBytes" | "maxResponseMessageBytes" => {
                 mc.ignored.push((f, value, "message sizes are not modelled"))
             }
             _ => mc.ignored.push((f, value, "not a methodConfig key this importer reads; ignored")),
         }
-    }
-    if let (Some(_), Some(h)) = (&mc.retry, &mc.hedge) {
-        let f = format!("{field}.hedgingPolicy");
-        return Err(src.err(
-            h.max_attempts.1.pos,
-            &f,
-            "a methodConfig takes retryPolicy or hedgingPolicy, not both (gRFC A6)",
-        ));
     }
     Ok(mc)
 }
@@ -502,7 +468,6 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
     let mut top_fields = Vec::new();
     let mut retry_fields = Vec::new();
     let mut backoff_fields = Vec::new();
-    let mut hedging_fields = Vec::new();
     let mut retry_on_codes: Option<&[&'static str]> = None;
 
     match chosen {
@@ -584,51 +549,23 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
                     "{rf} pushback: a negative grpc-retry-pushback-ms stops the retries and a pushback resets the backoff in grpc-core; faultline's Retry-After does neither"
                 ));
                 not_mapped.push(format!(
-                    "{rf} commit rule: grpc-core never retries an attempt after the server sent response headers or a message (gRFC A6 \"When Retries are Valid\"); faultline retries every failure in retry_on (issue 32's grpcio probe: about half the UNAVAILABLE replies of grpcio's own server were committed)"
+                    "{rf} commit rule: grpc-core never retries an attempt after the server sent response headers or a message (gRFC A6 \"When Retries are Valid\"); faultline retries every failure in retry_on (tests/differential_grpc.rs: a grpcio handler that fails with set_code and a response, or after send_initial_metadata, is never retried; one that aborts first is)"
                 ));
                 map_backoff(&src, &rf, r, &mut backoff_fields, &mut not_mapped);
             }
             if let Some(h) = &mc.hedge {
+                // grpc-core (and so grpcio) parses no hedgingPolicy: its per-method retry parser
+                // reads `retryPolicy` only (retry_service_config.cc, MethodConfig's loader), so a
+                // hedgingPolicy is ignored and the call is neither hedged nor retried by it.
                 let hf = format!("{f}.hedgingPolicy");
-                retry_fields.push(Field {
-                    key: "max_attempts".into(),
-                    value: "1".into(),
-                    comment: format!("{hf}: a hedged call is not retried (gRFC A6)"),
-                });
-                let (n, node) = h.max_attempts;
-                let mut comment =
-                    format!("{} minus the original attempt", src.from(&format!("{hf}.maxAttempts"), node));
-                if n > MAX_ATTEMPTS_CAP {
-                    comment.push_str("; clamped to 5 first (gRFC A6)");
-                }
-                hedging_fields.push(Field {
-                    key: "max_hedged_attempts".into(),
-                    value: (n.min(MAX_ATTEMPTS_CAP) - 1).to_string(),
-                    comment,
-                });
-                match h.delay {
-                    Some((nanos, node)) => hedging_fields.push(Field {
-                        key: "delay_ms".into(),
-                        value: toml_number(ms(nanos)),
-                        comment: src.from(&format!("{hf}.hedgingDelay"), node),
-                    }),
-                    None => hedging_fields.push(Field {
-                        key: "delay_ms".into(),
-                        value: "0".into(),
-                        comment: format!("{hf}.hedgingDelay absent: 0 (gRFC A6)"),
-                    }),
-                }
+                let what =
+                    if mc.retry.is_some() { "the retryPolicy beside it applies" } else { "the call is sent once" };
                 not_mapped.push(format!(
-                    "{hf} client: grpc-core does not implement hedgingPolicy, so grpcio gets neither hedging nor retries from this methodConfig; the mapping follows grpc-java and grpc-go (gRFC A6), and faultline hedges read steps only"
+                    "{}: grpc-core does not implement hedging and ignores this key ({what}); no [hedging] is written, as grpcio would not hedge (grpc-java and grpc-go do, gRFC A6)",
+                    src.at(&hf, h)
                 ));
-                if let Some(nf) = h.non_fatal {
-                    not_mapped.push(format!(
-                        "{}: in gRPC a status not listed here cancels the other hedges and a listed one sends the next at once; in faultline no failure cancels a hedge (docs/scenario.md 8.10)",
-                        src.at(&format!("{hf}.nonFatalStatusCodes"), nf)
-                    ));
-                }
             }
-            if mc.retry.is_none() && mc.hedge.is_none() {
+            if mc.retry.is_none() {
                 retry_fields.push(Field {
                     key: "max_attempts".into(),
                     value: "1".into(),
@@ -637,14 +574,10 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
             }
         }
     }
-
     fragment.tables.push(Table { header: format!("[{p}]"), fields: top_fields });
     fragment.tables.push(Table { header: format!("[{p}.retry]"), fields: retry_fields });
     if !backoff_fields.is_empty() {
         fragment.tables.push(Table { header: format!("[{p}.retry.backoff]"), fields: backoff_fields });
-    }
-    if !hedging_fields.is_empty() {
-        fragment.tables.push(Table { header: format!("[{p}.hedging]"), fields: hedging_fields });
     }
     if let Some(t) = throttle {
         let (tokens, tnode) = t.max_tokens;
