@@ -445,3 +445,48 @@ fn grpcio_never_retries_a_committed_call_a_documented_departure() {
 fn the_harness_is_where_the_docs_say() {
     assert!(Path::new(HARNESS).is_file());
 }
+
+/// Issue 32's probe, explained: with `initialBackoff` 1 ms, grpc-core's jittered sleep
+/// (1 ms x U[0.8, 1.2), held in whole milliseconds) is 0 ms about half the time; the posix
+/// EventEngine runs a 0 ms `RunAfter` at once and returns `TaskHandle::kInvalid`, which
+/// `RetryFilter::LegacyCallData::OnRetryTimerLocked` reads as a cancelled timer, so no next
+/// attempt is made and the call waits for its deadline (DEADLINE_EXCEEDED). faultline sleeps
+/// 1 ms and retries: a documented departure (docs/import.md), asserted with its figures. With
+/// 2 ms nothing is lost.
+#[test]
+fn grpcio_loses_retries_whose_backoff_rounds_to_zero_ms_a_documented_departure() {
+    let u = || fail("UNAVAILABLE");
+    let case = |name: &str, backoff: &str| {
+        json!({"name": name, "calls": 40, "deadline_s": 0.2,
+               "service_config": service_config(4, backoff, backoff, &["UNAVAILABLE"], None),
+               "schedule": [[u(), ok()]]})
+    };
+    let cases = json!([case("backoff_1ms", "0.001s"), case("backoff_2ms", "0.002s")]);
+    let Some(out) = harness(&cases) else { return };
+    let lost = |case: &Value| {
+        let calls = calls_of(case);
+        for c in &calls {
+            // Either the retry was sent and succeeded, or it never left and the deadline ended it.
+            match c.statuses.len() {
+                2 => assert_eq!(c.final_status, "OK"),
+                1 => assert_eq!(c.final_status, "DEADLINE_EXCEEDED"),
+                n => panic!("{n} attempts"),
+            }
+        }
+        calls.iter().filter(|c| c.statuses.len() == 1).count()
+    };
+    let lost_1ms = lost(&out["cases"][0]);
+    let lost_2ms = lost(&out["cases"][1]);
+    // faultline retries every one of them (its sleep is the 1 ms cap).
+    let imported = import(&cases[0]["service_config"]);
+    let predicted = predict(&imported, &calls_of(&out["cases"][0]));
+    assert!(predicted.iter().all(|p| p.attempts == 2 || p.stop == "answers ran out"));
+    println!(
+        "| backoff_1ms | 40 calls, {lost_1ms} retries never sent ({:.0} %), those calls DEADLINE_EXCEEDED | retries all 40 | no: documented departure (0 ms retry timer lost) |",
+        100.0 * lost_1ms as f64 / 40.0
+    );
+    println!("| backoff_2ms | 40 calls, {lost_2ms} retries lost | retries all 40 | yes |");
+    // Half of U[0.8, 1.2) lies below 1: binomial(40, 0.5) is inside [8, 32] but for 4e-5.
+    assert!((8..=32).contains(&lost_1ms), "{lost_1ms} of 40 retries lost at 1 ms");
+    assert_eq!(lost_2ms, 0, "a 2 ms backoff is never 0 ms after jitter");
+}
