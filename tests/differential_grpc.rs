@@ -490,3 +490,47 @@ fn grpcio_loses_retries_whose_backoff_rounds_to_zero_ms_a_documented_departure()
     assert!((8..=32).contains(&lost_1ms), "{lost_1ms} of 40 retries lost at 1 ms");
     assert_eq!(lost_2ms, 0, "a 2 ms backoff is never 0 ms after jitter");
 }
+
+/// Server pushback (gRFC A6): `grpc-retry-pushback-ms` replaces the backoff. The importer maps it
+/// to `honor_retry_after`, which faultline applies to RATE_LIMITED (RESOURCE_EXHAUSTED) with a
+/// Retry-After: the pause must be the pushback, not the 5 ms backoff. A negative pushback stops
+/// grpc-core's retries; faultline has no such answer and retries (NOT MAPPED in the fragment).
+#[test]
+fn grpcio_sleeps_a_server_pushback_as_faultline_sleeps_a_retry_after() {
+    let pushback = |ms: i64| json!({"status": "RESOURCE_EXHAUSTED", "style": "abort", "pushback_ms": ms});
+    let config = service_config(3, "0.005s", "0.005s", &["RESOURCE_EXHAUSTED"], None);
+    let cases = json!([{"name": "pushback", "calls": 2, "service_config": config, "schedule": [
+        [pushback(60), ok()],
+        [pushback(-1), ok()],
+    ]}]);
+    let Some(out) = harness(&cases) else { return };
+    let calls = calls_of(&out["cases"][0]);
+    let imported = import(&config);
+    assert!(imported.rules.honor_retry_after);
+    // Call 0: faultline told the Retry-After sleeps it, as grpcio sleeps the pushback.
+    let failed = FailedAttempt {
+        kind: FailureKind::RateLimited,
+        is_write: false,
+        deduplicated: false,
+        status_lookup: false,
+        attempts_made: 1,
+        max_attempts: imported.rules.max_attempts,
+        has_retry_token: true,
+        retry_after_us: Some(60_000),
+        remaining_us: u64::MAX / 4,
+        reserve_us: 0,
+        predicted_attempt_us: 0,
+        previous_sleep_us: 0,
+        jitter: 0.5,
+    };
+    assert_eq!(decide(&imported.rules, &failed), Decision::Retry { sleep_us: 60_000 });
+    assert_eq!(calls[0].statuses.len(), 2);
+    let pause = calls[0].times_s[1] - calls[0].times_s[0];
+    assert!((0.060 - 0.001..=0.060 + LATE_S).contains(&pause), "grpcio paused {pause:.4} s for a 60 ms pushback");
+    // Call 1: grpcio stops at a negative pushback; faultline would retry (documented departure).
+    assert_eq!((calls[1].statuses.len(), calls[1].final_status.as_str()), (1, "RESOURCE_EXHAUSTED"));
+    let predicted = predict(&imported, &calls[1..]);
+    assert_eq!(predicted[0].stop, "answers ran out", "faultline retries after a negative pushback");
+    println!("| pushback 60 ms | pause {:.1} ms, then OK | sleeps the Retry-After, 60 ms | yes |", pause * 1000.0);
+    println!("| pushback -1 | 1 attempt, RESOURCE_EXHAUSTED | retries | no: documented departure (NOT MAPPED) |");
+}

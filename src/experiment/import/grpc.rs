@@ -546,7 +546,7 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
                         .into(),
                 });
                 not_mapped.push(format!(
-                    "{rf} pushback: a negative grpc-retry-pushback-ms stops the retries and a pushback resets the backoff in grpc-core; faultline's Retry-After does neither"
+                    "{rf} pushback: grpc-core sleeps a grpc-retry-pushback-ms after any retryable status, stops the retries at a negative one, and resets the backoff after one; faultline sleeps a Retry-After after RATE_LIMITED (RESOURCE_EXHAUSTED) only, has no negative one, and keeps its backoff (tests/differential_grpc.rs)"
                 ));
                 not_mapped.push(format!(
                     "{rf} commit rule: grpc-core never retries an attempt after the server sent response headers or a message (gRFC A6 \"When Retries are Valid\"); faultline retries every failure in retry_on (tests/differential_grpc.rs: a grpcio handler that fails with set_code and a response, or after send_initial_metadata, is never retried; one that aborts first is)"

@@ -14,6 +14,8 @@ Failure styles (how the handler fails, which decides what grpc-core can retry):
   Trailers-Only response when nothing else was queued).
 - "set_code": `context.set_code(code)` and return a response: grpcio sends the response
   headers and the message before the status.
+- A scheduled step may carry `pushback_ms`: the status's trailers then hold
+  `grpc-retry-pushback-ms` (gRFC A6 server pushback; a negative value asks for no retry).
 - "headers_first": `context.send_initial_metadata(())` then abort: the client has received
   response headers, so grpc-core commits the call (gRFC A6) and never retries it.
 """
@@ -72,6 +74,9 @@ class Server:
             time.sleep(delay_s)
         if status == "OK":
             return b"ok"
+        if "pushback_ms" in step_extra(self, call, attempt):
+            pushback = str(step_extra(self, call, attempt)["pushback_ms"])
+            context.set_trailing_metadata((("grpc-retry-pushback-ms", pushback),))
         code = getattr(grpc.StatusCode, status)
         details = f"scheduled {status} for call {call} attempt {attempt}"
         if style == "set_code":
@@ -83,6 +88,14 @@ class Server:
         if style == "headers_first":
             context.send_initial_metadata(())
         context.abort(code, details)
+
+
+def step_extra(server, call, attempt):
+    """The schedule's own entry for this attempt (empty for random cases and past its end)."""
+    if "schedule" not in server.case:
+        return {}
+    per_call = server.case["schedule"][call % len(server.case["schedule"])]
+    return per_call[attempt - 1] if attempt - 1 < len(per_call) else {}
 
 
 def run_case(case):
