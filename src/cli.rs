@@ -10,6 +10,7 @@ use crate::experiment::docs::docs;
 use crate::experiment::explore::{ExploreOptions, explore};
 use crate::experiment::export::{ExportFormat, ExportOptions, export};
 use crate::experiment::gate::{GateOptions, gate};
+use crate::experiment::import::{ImportFormat, ImportOptions, import};
 use crate::experiment::init::{InitOptions, init};
 use crate::experiment::replay::{FirstRun, ReplayOptions, RunSelector, replay};
 use crate::experiment::run::{RunOptions, run, validate};
@@ -282,6 +283,11 @@ const INIT_EXAMPLES: &str = "Examples:
   faultline init                       # writes ./scenario.toml
   faultline init agents/support.toml   # folders are created as needed
   faultline init scenario.toml --force";
+
+const IMPORT_EXAMPLES: &str = "Examples:
+  faultline import grpc-service-config service_config.json
+  faultline import grpc-service-config service_config.json --method helloworld.Greeter/SayHello -o policy.toml
+  faultline import grpc-service-config service_config.json -p grpc --method helloworld.Greeter";
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   faultline completions bash > ~/.local/share/bash-completion/completions/faultline
@@ -652,6 +658,26 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Read a resilience configuration you already have (a gRPC service config) and write it as
+    /// a commented [policy.NAME] fragment, with the keys it could not map and why.
+    #[command(after_help = IMPORT_EXAMPLES)]
+    Import {
+        /// The configuration's format.
+        #[arg(value_enum)]
+        format: ImportFormatArg,
+        /// The file to read.
+        file: PathBuf,
+        /// The call whose settings to import, `service/method` or `service` (gRPC: the most
+        /// specific methodConfig name wins). Default: the only methodConfig, else the default one.
+        #[arg(long, value_name = "SERVICE/METHOD")]
+        method: Option<String>,
+        /// The policy name of the fragment.
+        #[arg(short = 'p', long = "policy", value_name = "NAME", default_value = "imported")]
+        policy: String,
+        /// Write the fragment to FILE (whole or not at all) instead of standard output.
+        #[arg(short = 'o', long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Print a shell completion script to standard output.
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions {
@@ -659,6 +685,21 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `import`'s formats, as the command line spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormatArg {
+    /// gRPC service config JSON (methodConfig, retryPolicy, hedgingPolicy, retryThrottling).
+    GrpcServiceConfig,
+}
+
+impl From<ImportFormatArg> for ImportFormat {
+    fn from(f: ImportFormatArg) -> Self {
+        match f {
+            ImportFormatArg::GrpcServiceConfig => ImportFormat::GrpcServiceConfig,
+        }
+    }
 }
 
 /// `--first`'s words: `FirstRun`'s own names, so clap lists them and the two never drift.
@@ -914,6 +955,9 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
+        Command::Import { format, file, method, policy, out } => {
+            Ok((import(&ImportOptions { format: format.into(), file, method, policy, out })?, EXIT_OK))
+        }
         Command::Completions { shell } => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "faultline", &mut script);
@@ -996,8 +1040,8 @@ mod tests {
             }
         }
         assert_eq!(
-            commands, 15,
-            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, export, check, validate, docs, init, completions"
+            commands, 16,
+            "run, sweep, tune, merge, explore, replay, calibrate, gate, compare, export, check, validate, docs, init, import, completions"
         );
         let short = |command: &str, long: &str| {
             let sub = cli.find_subcommand(command).unwrap();

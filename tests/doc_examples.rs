@@ -124,6 +124,11 @@ fn export_doc_commands_run_as_written() {
 }
 
 #[test]
+fn import_doc_commands_run_as_written() {
+    run_all("docs/import.md");
+}
+
+#[test]
 fn tune_doc_commands_run_as_written() {
     run_all("docs/tune.md");
 }

@@ -17,7 +17,9 @@ from conftest import run_binary
 COMMANDS = ["run", "sweep", "gate", "tune", "explore", "replay", "calibrate", "validate"]
 #: The commands that have none: they combine or show files or print text for a shell (export converts a saved folder: run the command on `out=`).
 #: `check` (the essay's checklist, issue 31) has none yet: its `--json` loads with pandas.
-NO_FUNCTION = {"merge", "compare", "export", "init", "docs", "completions", "help", "check"}
+#: `import` (issue 32) writes a TOML fragment from a user's own configuration file: it is text
+#: for a scenario, not results, so there is nothing for a DataFrame to hold.
+NO_FUNCTION = {"merge", "compare", "export", "init", "docs", "completions", "help", "check", "import"}
 #: Options whose keyword is named otherwise: Python's plural for a repeatable option, the
 #: package's word for `--set` (a dict of overrides).
 RENAMED = {

@@ -18,7 +18,7 @@
 //!   checks; it traces what it finds as `replay` does), `tune/` (candidates, racing on common
 //!   random numbers, the front), `calibrate/`, `init`, `compare/` (two saved `run` folders,
 //!   without simulating), `export/` (a saved `run` folder as Prometheus, OpenMetrics or OTLP
-//!   metrics).
+//!   metrics), `import/` (a user's resilience configuration as a commented policy fragment).
 
 pub mod batch;
 pub mod calibrate;
@@ -30,6 +30,7 @@ pub mod explore;
 pub mod export;
 pub mod gate;
 pub mod headline;
+pub mod import;
 pub mod init;
 pub mod output;
 pub mod replay;
