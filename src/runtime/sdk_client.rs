@@ -21,6 +21,8 @@ use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
 use super::AttemptResult;
+use super::sdk_preset::SdkPreset;
+use crate::vocab::Named;
 
 crate::named_enum! {
     /// Whether the client reads a refusal's Retry-After (`retry-after-ms`, then `retry-after`).
@@ -39,8 +41,11 @@ crate::named_enum! {
         GiveUp => "give_up",
         /// Sleeps the computed backoff instead (older Stainless SDKs: beyond 60 s).
         Backoff => "backoff",
-        /// Sleeps it in full, whatever its size (anthropic-sdk-python 2.17 as measured).
+        /// Sleeps it in full, whatever its size.
         Sleep => "sleep",
+        /// Sleeps `retry_after_max_ms` (anthropic-sdk-python 2.17.0's `_calculate_retry_timeout`:
+        /// `min(retry_after, 4_294_967.0)`, the most `time.sleep` takes on every platform).
+        Cap => "cap",
     }
 }
 
@@ -67,6 +72,11 @@ pub struct SdkClientConfig {
     /// Each hidden retry takes one of the root run's retry tokens and must fit its deadline;
     /// without a token or time left the client answers with the failure it has.
     pub charged_to_root_budget: bool,
+    /// It obeys a response's `x-should-retry: true|false` (the Stainless SDKs' `_should_retry`:
+    /// "If the server explicitly says whether or not to retry, obey"), read after openai's
+    /// too-long Retry-After and before the status. No simulated fault carries the header, so
+    /// only [`SdkCall::on_response`]'s callers (the differential harness) exercise it.
+    pub x_should_retry: bool,
 }
 
 impl Default for SdkClientConfig {
@@ -88,6 +98,7 @@ impl Default for SdkClientConfig {
             retry_after_max_us: 120_000_000,
             over_max: OverMax::GiveUp,
             charged_to_root_budget: false,
+            x_should_retry: true,
         }
     }
 }
@@ -147,32 +158,43 @@ impl SdkCall {
         unit: f64,
         root_allows: impl FnOnce(Micros) -> bool,
     ) -> SdkDecision {
-        let retry_after_us = match result {
+        self.on_response(config, result, None, unit, root_allows)
+    }
+
+    /// [`SdkCall::on_result`] for a failure whose response may carry `x-should-retry`
+    /// (`should_retry`: `Some(true)` for "true", `Some(false)` for "false", None when absent
+    /// or when no response came back).
+    pub fn on_response(
+        &mut self,
+        config: &SdkClientConfig,
+        result: AttemptResult,
+        should_retry: Option<bool>,
+        unit: f64,
+        root_allows: impl FnOnce(Micros) -> bool,
+    ) -> SdkDecision {
+        let (retryable, retry_after_us) = match result {
             AttemptResult::Ok | AttemptResult::NotFound => return SdkDecision::Answer(Stop::Answered),
-            AttemptResult::Failed { kind, retry_after_us } => {
-                if !config.retry_on[kind.index()] {
-                    return SdkDecision::Answer(Stop::NotRetried);
-                }
-                retry_after_us
-            }
-            AttemptResult::TimedOut => {
-                if !config.retry_on_timeout {
-                    return SdkDecision::Answer(Stop::NotRetried);
-                }
-                None
-            }
+            AttemptResult::Failed { kind, retry_after_us } => (config.retry_on[kind.index()], retry_after_us),
+            AttemptResult::TimedOut => (config.retry_on_timeout, None),
         };
         let told = match (config.retry_after, retry_after_us) {
             (RetryAfter::Honour, Some(t)) if t > 0 => Some(t),
             (RetryAfter::Honour, Some(_) | None) | (RetryAfter::Ignore, _) => None,
         };
-        // openai-python refuses a too-long Retry-After in `_should_retry`, before it counts
-        // retries; either way no retry is made.
+        // openai-python refuses a too-long Retry-After in `_should_retry` first, whatever
+        // `x-should-retry` says, and before it counts retries; either way no retry is made.
         if let Some(t) = told
             && t > config.retry_after_max_us
             && config.over_max == OverMax::GiveUp
         {
             return SdkDecision::Answer(Stop::RetryAfterTooLong);
+        }
+        let retryable = match should_retry {
+            Some(told_to) if config.x_should_retry => told_to,
+            Some(_) | None => retryable,
+        };
+        if !retryable {
+            return SdkDecision::Answer(Stop::NotRetried);
         }
         if self.retries_taken >= config.max_retries {
             return SdkDecision::Answer(Stop::RetriesSpent);
@@ -180,6 +202,7 @@ impl SdkCall {
         let delay_us = match told {
             Some(t) if t <= config.retry_after_max_us => t,
             Some(t) if config.over_max == OverMax::Sleep => t,
+            Some(_) if config.over_max == OverMax::Cap => config.retry_after_max_us,
             Some(_) | None => backoff_us(config, self.retries_taken, unit),
         };
         if config.charged_to_root_budget && !root_allows(delay_us) {
@@ -244,7 +267,16 @@ pub fn compile_sdk_client(
     path: &FieldPath,
     spec: &SdkClientSpec,
 ) -> Result<SdkClientConfig, ScenarioError> {
-    let d = SdkClientConfig::default();
+    let d = match &spec.preset {
+        None => SdkClientConfig::default(),
+        Some(name) => {
+            let preset = SdkPreset::parse(name).ok_or_else(|| {
+                let message = format!("unknown preset {}; known presets: {}", quote(name), SdkPreset::choices());
+                error_at_path(source, &path.key("preset"), message)
+            })?;
+            preset.defaults()
+        }
+    };
     // A delay past an hour is no SDK's: bounded here, it is a located error rather than a
     // saturated microsecond count that strands the run.
     let ms = |field: &str, value: Option<f64>, default: Micros| match value {
@@ -301,6 +333,7 @@ pub fn compile_sdk_client(
             d.over_max,
         )?,
         charged_to_root_budget: spec.charged_to_root_budget.unwrap_or(d.charged_to_root_budget),
+        x_should_retry: d.x_should_retry,
     };
     config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
     Ok(config)
@@ -395,6 +428,43 @@ mod tests {
         let ignoring = SdkClientConfig { retry_after: RetryAfter::Ignore, ..openai };
         let mut call = SdkCall::default();
         assert_eq!(call.on_result(&ignoring, beyond, 0.0, |_| true), SdkDecision::Retry { delay_us: 500_000 });
+    }
+
+    #[test]
+    fn x_should_retry_overrides_the_status_but_not_a_refused_retry_after() {
+        let c = SdkClientConfig::default();
+        let mut call = SdkCall::default();
+        let bad_request = failed(FailureKind::InvalidInput);
+        assert_eq!(
+            call.on_response(&c, bad_request, Some(true), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 500_000 }
+        );
+        let overloaded = failed(FailureKind::Overloaded);
+        assert_eq!(call.on_response(&c, overloaded, Some(false), 0.0, |_| true), SdkDecision::Answer(Stop::NotRetried));
+        // openai reads a too-long Retry-After before the header.
+        let beyond = refused_for(120_000_001);
+        let decision = SdkCall::default().on_response(&c, beyond, Some(true), 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Answer(Stop::RetryAfterTooLong));
+        // A client that does not read it goes by the status.
+        let deaf = SdkClientConfig { x_should_retry: false, ..c };
+        let decision = SdkCall::default().on_response(&deaf, overloaded, Some(false), 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Retry { delay_us: 500_000 });
+        let decision = SdkCall::default().on_response(&deaf, bad_request, Some(true), 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Answer(Stop::NotRetried));
+    }
+
+    #[test]
+    fn cap_sleeps_the_cap_beyond_it() {
+        let c = SdkClientConfig { over_max: OverMax::Cap, retry_after_max_us: 4_000_000, ..SdkClientConfig::default() };
+        let mut call = SdkCall::default();
+        assert_eq!(
+            call.on_result(&c, refused_for(9_000_000), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 4_000_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, refused_for(3_000_000), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 3_000_000 }
+        );
     }
 
     #[test]
