@@ -205,6 +205,28 @@ fn retry_after_is_slept_exactly_up_to_its_cap_then_refused_backed_off_or_slept()
 }
 
 #[test]
+fn presets_fill_the_fields_the_table_leaves_and_yield_to_those_it_sets() {
+    // A Retry-After of 130 s: openai-python 3.63.0 refuses it, anthropic-sdk-python 2.17.0
+    // sleeps it in full (its cap is 4 294 967 s).
+    let r = simulate(&model(&rate_limited(130_000, "preset = \"openai-python\"")), 0, 1).unwrap();
+    assert_eq!(r.metrics["hidden_attempt_total"], 0.0);
+    let (r, traces) =
+        simulate_traced(&model(&rate_limited(130_000, "preset = \"anthropic-sdk-python\"")), 0, 1).unwrap();
+    assert!(r.metrics["hidden_attempt_total"] > 0.0);
+    let [first, _] = sleeps(&traces, 0);
+    assert!(!first.is_empty() && first.iter().all(|&s| s == 130_000_000));
+    // A field the table sets wins over the preset's.
+    let sdk = "preset = \"anthropic-sdk-python\"\nretry_after_max_ms = 60000\nretry_after_over_max = \"backoff\"";
+    let (_, traces) = simulate_traced(&model(&rate_limited(130_000, sdk)), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    assert!(!first.is_empty() && first.iter().all(|&s| (375_000..=500_000).contains(&s)));
+    // openai-python's preset is faultline's defaults: the same run, bit for bit.
+    let plain = simulate(&model(&rate_limited(3000, "")), 0, 1).unwrap().metrics;
+    let preset = simulate(&model(&rate_limited(3000, "preset = \"openai-python\"")), 0, 1).unwrap().metrics;
+    assert_eq!(metric_bits(&plain), metric_bits(&preset));
+}
+
+#[test]
 fn an_sdk_that_never_retries_leaves_the_incident_as_it_was() {
     let root = env!("CARGO_MANIFEST_DIR");
     let text = std::fs::read_to_string(format!("{root}/scenarios/meeting-analysis-incident.toml")).unwrap();
@@ -245,6 +267,10 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
             "initial_delay_ms: 1e300 ms is more than 3600000 ms",
         ),
         ("[policy.p.sdk_client.model]\nmax_delay_ms = 1e308\n", "max_delay_ms: 1e308 ms is more than 3600000 ms"),
+        (
+            "[policy.p.sdk_client.model]\npreset = \"openai-node\"\n",
+            "preset: unknown preset `openai-node`; known presets: openai-python, anthropic-sdk-python",
+        ),
     ];
     for (i, (table, field)) in cases.iter().enumerate() {
         let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);

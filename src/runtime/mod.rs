@@ -22,6 +22,8 @@ pub mod quorum;
 pub mod quorum_step;
 pub mod run;
 pub mod sdk_client;
+pub mod sdk_compile;
+pub mod sdk_preset;
 pub mod step;
 pub mod step_policy;
 pub mod task_client;

@@ -266,7 +266,7 @@ fn compile_sdk_clients(
             );
             return Err(error_at_path(source, &at, message));
         }
-        clients[d] = Some(crate::runtime::sdk_client::compile_sdk_client(source, &at, spec)?);
+        clients[d] = Some(crate::runtime::sdk_compile::compile_sdk_client(source, &at, spec)?);
     }
     Ok(clients)
 }

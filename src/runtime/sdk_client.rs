@@ -14,9 +14,6 @@
 //! from the call's own stream and whether the root budget lets a charged retry go, and it
 //! answers with the next hidden attempt's delay or the answer the runtime sees.
 
-use crate::scenario::{
-    FieldPath, ScenarioError, SdkClientSpec, Source, duration_ms, error_at_path, parse_named, quote,
-};
 use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
@@ -39,8 +36,11 @@ crate::named_enum! {
         GiveUp => "give_up",
         /// Sleeps the computed backoff instead (older Stainless SDKs: beyond 60 s).
         Backoff => "backoff",
-        /// Sleeps it in full, whatever its size (anthropic-sdk-python 2.17 as measured).
+        /// Sleeps it in full, whatever its size.
         Sleep => "sleep",
+        /// Sleeps `retry_after_max_ms` (anthropic-sdk-python 2.17.0's `_calculate_retry_timeout`:
+        /// `min(retry_after, 4_294_967.0)`, the most `time.sleep` takes on every platform).
+        Cap => "cap",
     }
 }
 
@@ -67,6 +67,11 @@ pub struct SdkClientConfig {
     /// Each hidden retry takes one of the root run's retry tokens and must fit its deadline;
     /// without a token or time left the client answers with the failure it has.
     pub charged_to_root_budget: bool,
+    /// It obeys a response's `x-should-retry: true|false` (the Stainless SDKs' `_should_retry`:
+    /// "If the server explicitly says whether or not to retry, obey"), read after openai's
+    /// too-long Retry-After and before the status. No simulated fault carries the header, so
+    /// only [`SdkCall::on_response`]'s callers (the differential harness) exercise it.
+    pub x_should_retry: bool,
 }
 
 impl Default for SdkClientConfig {
@@ -88,6 +93,7 @@ impl Default for SdkClientConfig {
             retry_after_max_us: 120_000_000,
             over_max: OverMax::GiveUp,
             charged_to_root_budget: false,
+            x_should_retry: true,
         }
     }
 }
@@ -147,32 +153,43 @@ impl SdkCall {
         unit: f64,
         root_allows: impl FnOnce(Micros) -> bool,
     ) -> SdkDecision {
-        let retry_after_us = match result {
+        self.on_response(config, result, None, unit, root_allows)
+    }
+
+    /// [`SdkCall::on_result`] for a failure whose response may carry `x-should-retry`
+    /// (`should_retry`: `Some(true)` for "true", `Some(false)` for "false", None when absent
+    /// or when no response came back).
+    pub fn on_response(
+        &mut self,
+        config: &SdkClientConfig,
+        result: AttemptResult,
+        should_retry: Option<bool>,
+        unit: f64,
+        root_allows: impl FnOnce(Micros) -> bool,
+    ) -> SdkDecision {
+        let (retryable, retry_after_us) = match result {
             AttemptResult::Ok | AttemptResult::NotFound => return SdkDecision::Answer(Stop::Answered),
-            AttemptResult::Failed { kind, retry_after_us } => {
-                if !config.retry_on[kind.index()] {
-                    return SdkDecision::Answer(Stop::NotRetried);
-                }
-                retry_after_us
-            }
-            AttemptResult::TimedOut => {
-                if !config.retry_on_timeout {
-                    return SdkDecision::Answer(Stop::NotRetried);
-                }
-                None
-            }
+            AttemptResult::Failed { kind, retry_after_us } => (config.retry_on[kind.index()], retry_after_us),
+            AttemptResult::TimedOut => (config.retry_on_timeout, None),
         };
         let told = match (config.retry_after, retry_after_us) {
             (RetryAfter::Honour, Some(t)) if t > 0 => Some(t),
             (RetryAfter::Honour, Some(_) | None) | (RetryAfter::Ignore, _) => None,
         };
-        // openai-python refuses a too-long Retry-After in `_should_retry`, before it counts
-        // retries; either way no retry is made.
+        // openai-python refuses a too-long Retry-After in `_should_retry` first, whatever
+        // `x-should-retry` says, and before it counts retries; either way no retry is made.
         if let Some(t) = told
             && t > config.retry_after_max_us
             && config.over_max == OverMax::GiveUp
         {
             return SdkDecision::Answer(Stop::RetryAfterTooLong);
+        }
+        let retryable = match should_retry {
+            Some(told_to) if config.x_should_retry => told_to,
+            Some(_) | None => retryable,
+        };
+        if !retryable {
+            return SdkDecision::Answer(Stop::NotRetried);
         }
         if self.retries_taken >= config.max_retries {
             return SdkDecision::Answer(Stop::RetriesSpent);
@@ -180,6 +197,7 @@ impl SdkCall {
         let delay_us = match told {
             Some(t) if t <= config.retry_after_max_us => t,
             Some(t) if config.over_max == OverMax::Sleep => t,
+            Some(_) if config.over_max == OverMax::Cap => config.retry_after_max_us,
             Some(_) | None => backoff_us(config, self.retries_taken, unit),
         };
         if config.charged_to_root_budget && !root_allows(delay_us) {
@@ -237,74 +255,6 @@ pub const MAX_RETRIES: u32 = 100;
 
 /// The longest backoff delay (`initial_delay_ms`, `max_delay_ms`) a client may have.
 pub const MAX_DELAY_MS: f64 = 3_600_000.0;
-
-/// Compiles one `[policy.P.sdk_client.<dependency>]` table.
-pub fn compile_sdk_client(
-    source: &Source,
-    path: &FieldPath,
-    spec: &SdkClientSpec,
-) -> Result<SdkClientConfig, ScenarioError> {
-    let d = SdkClientConfig::default();
-    // A delay past an hour is no SDK's: bounded here, it is a located error rather than a
-    // saturated microsecond count that strands the run.
-    let ms = |field: &str, value: Option<f64>, default: Micros| match value {
-        Some(v) if field.ends_with("delay_ms") && v.is_finite() && v > MAX_DELAY_MS => Err(error_at_path(
-            source,
-            &path.key(field),
-            format!("{} ms is more than {MAX_DELAY_MS} ms (an hour)", crate::scenario::locate::shown(v)),
-        )),
-        Some(v) => duration_ms(source, &path.key(field), v),
-        None => Ok(default),
-    };
-    let (retry_on, retry_on_timeout) = match &spec.retry_on {
-        None => (d.retry_on, d.retry_on_timeout),
-        Some(names) => {
-            let mut table = [false; FailureKind::COUNT];
-            let mut timeout = false;
-            for (i, name) in names.iter().enumerate() {
-                if name == TIMEOUT {
-                    timeout = true;
-                    continue;
-                }
-                let kind = FailureKind::parse(name).ok_or_else(|| {
-                    let message = format!(
-                        "unknown failure kind {} (expected a failure kind such as rate_limited, or \"timeout\")",
-                        quote(name)
-                    );
-                    error_at_path(source, &path.key("retry_on").index(i), message)
-                })?;
-                table[kind.index()] = true;
-            }
-            (table, timeout)
-        }
-    };
-    // 0: no timeout of its own.
-    let timeout_us = match spec.timeout_ms {
-        Some(v) => Some(duration_ms(source, &path.key("timeout_ms"), v)?).filter(|&us| us > 0),
-        None => d.timeout_us,
-    };
-    let config = SdkClientConfig {
-        max_retries: spec.max_retries.unwrap_or(d.max_retries),
-        initial_delay_us: ms("initial_delay_ms", spec.initial_delay_ms, d.initial_delay_us)?,
-        max_delay_us: ms("max_delay_ms", spec.max_delay_ms, d.max_delay_us)?,
-        multiplier: spec.multiplier.unwrap_or(d.multiplier),
-        jitter: spec.jitter.unwrap_or(d.jitter),
-        retry_on,
-        retry_on_timeout,
-        timeout_us,
-        retry_after: parse_named(source, &path.key("retry_after"), spec.retry_after.as_deref(), d.retry_after)?,
-        retry_after_max_us: ms("retry_after_max_ms", spec.retry_after_max_ms, d.retry_after_max_us)?,
-        over_max: parse_named(
-            source,
-            &path.key("retry_after_over_max"),
-            spec.retry_after_over_max.as_deref(),
-            d.over_max,
-        )?,
-        charged_to_root_budget: spec.charged_to_root_budget.unwrap_or(d.charged_to_root_budget),
-    };
-    config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
-    Ok(config)
-}
 
 #[cfg(test)]
 mod tests {
@@ -395,6 +345,43 @@ mod tests {
         let ignoring = SdkClientConfig { retry_after: RetryAfter::Ignore, ..openai };
         let mut call = SdkCall::default();
         assert_eq!(call.on_result(&ignoring, beyond, 0.0, |_| true), SdkDecision::Retry { delay_us: 500_000 });
+    }
+
+    #[test]
+    fn x_should_retry_overrides_the_status_but_not_a_refused_retry_after() {
+        let c = SdkClientConfig::default();
+        let mut call = SdkCall::default();
+        let bad_request = failed(FailureKind::InvalidInput);
+        assert_eq!(
+            call.on_response(&c, bad_request, Some(true), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 500_000 }
+        );
+        let overloaded = failed(FailureKind::Overloaded);
+        assert_eq!(call.on_response(&c, overloaded, Some(false), 0.0, |_| true), SdkDecision::Answer(Stop::NotRetried));
+        // openai reads a too-long Retry-After before the header.
+        let beyond = refused_for(120_000_001);
+        let decision = SdkCall::default().on_response(&c, beyond, Some(true), 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Answer(Stop::RetryAfterTooLong));
+        // A client that does not read it goes by the status.
+        let deaf = SdkClientConfig { x_should_retry: false, ..c };
+        let decision = SdkCall::default().on_response(&deaf, overloaded, Some(false), 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Retry { delay_us: 500_000 });
+        let decision = SdkCall::default().on_response(&deaf, bad_request, Some(true), 0.0, |_| true);
+        assert_eq!(decision, SdkDecision::Answer(Stop::NotRetried));
+    }
+
+    #[test]
+    fn cap_sleeps_the_cap_beyond_it() {
+        let c = SdkClientConfig { over_max: OverMax::Cap, retry_after_max_us: 4_000_000, ..SdkClientConfig::default() };
+        let mut call = SdkCall::default();
+        assert_eq!(
+            call.on_result(&c, refused_for(9_000_000), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 4_000_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, refused_for(3_000_000), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 3_000_000 }
+        );
     }
 
     #[test]

@@ -1023,6 +1023,11 @@ pub struct Policy {
 #[serde(deny_unknown_fields)]
 #[serde(remote = "Self")]
 pub struct SdkClientSpec {
+    /// A client library at a pinned version whose defaults fill every field not set here
+    /// (runtime::sdk_preset); none: openai-python's. Not written when absent, so a scenario
+    /// without one keeps its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
     /// Retries after the first attempt (default 2).
     #[serde(default)]
     pub max_retries: Option<u32>,

@@ -1,0 +1,67 @@
+//! Client SDK presets: a client library at a pinned version, whose own defaults fill every
+//! field of `[policy.P.sdk_client.<dependency>]` the table does not set (docs/scenario.md
+//! 8.18). Each preset's figures are read from the library's source at that version, cited
+//! beside them, and checked against the library itself by the differential harness
+//! (tests/differential_sdk.rs, tests/differential/http_sdks/).
+
+use super::sdk_client::{OverMax, SdkClientConfig};
+
+crate::named_enum! {
+    /// The client libraries faultline knows the retry defaults of.
+    pub enum SdkPreset {
+        /// openai-python 3.63.0 (PyPI `openai==3.63.0`).
+        OpenaiPython => "openai-python",
+        /// anthropic-sdk-python 2.17.0 (PyPI `anthropic==2.17.0`).
+        AnthropicSdkPython => "anthropic-sdk-python",
+    }
+}
+
+/// anthropic-sdk-python 2.17.0 sleeps a Retry-After in full up to this (`_base_client.py`,
+/// `_calculate_retry_timeout`: `min(retry_after, 4_294_967.0)` seconds, "as low as 2**32
+/// milliseconds on Windows").
+pub const ANTHROPIC_RETRY_AFTER_CAP_US: u64 = 4_294_967_000_000;
+
+impl SdkPreset {
+    /// The library's defaults as a client config.
+    pub fn defaults(self) -> SdkClientConfig {
+        match self {
+            // openai 3.63.0, `src/openai/_constants.py`: DEFAULT_MAX_RETRIES = 2,
+            // INITIAL_RETRY_DELAY = 0.5, MAX_RETRY_DELAY = 8.0, MAX_RETRY_AFTER_DELAY = 2 * 60,
+            // DEFAULT_TIMEOUT = httpx2.Timeout(timeout=600, connect=5.0); `_base_client.py`:
+            // `_calculate_retry_timeout` (x (1 - 0.25 * random())), `_should_retry` (a
+            // Retry-After beyond 120 s is not retried; then `x-should-retry`; then 408, 409, 429,
+            // >= 500), `_parse_retry_after_header` (`retry-after-ms`, then `retry-after` as
+            // seconds or an HTTP date). These are faultline's defaults too.
+            SdkPreset::OpenaiPython => SdkClientConfig::default(),
+            // anthropic 2.17.0, `src/anthropic/_constants.py`: DEFAULT_MAX_RETRIES = 2,
+            // INITIAL_RETRY_DELAY = 0.5, MAX_RETRY_DELAY = 8.0, DEFAULT_TIMEOUT =
+            // httpx2.Timeout(timeout=10 * 60, connect=5.0), no MAX_RETRY_AFTER_DELAY;
+            // `_base_client.py`: the same backoff and statuses as openai's, and a positive
+            // Retry-After slept in full up to the `time.sleep` limit, never refused.
+            SdkPreset::AnthropicSdkPython => SdkClientConfig {
+                retry_after_max_us: ANTHROPIC_RETRY_AFTER_CAP_US,
+                over_max: OverMax::Cap,
+                ..SdkClientConfig::default()
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::Named;
+
+    #[test]
+    fn presets_are_named_as_their_packages_and_differ_only_where_the_libraries_do() {
+        assert_eq!(SdkPreset::choices(), "openai-python, anthropic-sdk-python");
+        let openai = SdkPreset::OpenaiPython.defaults();
+        let anthropic = SdkPreset::AnthropicSdkPython.defaults();
+        assert_eq!(openai.retry_after_max_us, 120_000_000);
+        assert_eq!(openai.over_max, OverMax::GiveUp);
+        assert_eq!(anthropic.retry_after_max_us, 4_294_967_000_000);
+        assert_eq!(anthropic.over_max, OverMax::Cap);
+        let same = SdkClientConfig { retry_after_max_us: 120_000_000, over_max: OverMax::GiveUp, ..anthropic };
+        assert_eq!(same, openai);
+    }
+}

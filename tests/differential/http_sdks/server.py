@@ -1,0 +1,77 @@
+"""A fault-injecting HTTP server on 127.0.0.1 that answers a fixed schedule.
+
+The n-th request of a case gets the n-th entry of its schedule: a status with optional
+headers (`retry-after`, `retry-after-ms`, `x-should-retry`), a slow answer (`delay_s` before
+the headers), or a dropped connection (`drop`). Past the schedule every request gets 200.
+Each request is recorded with its arrival time and the time its answer ended (monotonic
+seconds), and the `x-stainless-retry-count` it carried.
+"""
+
+import json
+import socket
+import struct
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Schedule:
+    def __init__(self, entries, ok_body):
+        self.entries = entries
+        self.ok_body = ok_body
+        self.requests = []
+        self.lock = threading.Lock()
+
+    def next(self, retry_count):
+        with self.lock:
+            n = len(self.requests)
+            record = {"arrived_s": time.monotonic(), "retry_count": retry_count}
+            self.requests.append(record)
+        entry = self.entries[n] if n < len(self.entries) else {"status": 200}
+        return entry, record
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        length = int(self.headers.get("content-length", 0))
+        self.rfile.read(length)
+        schedule = self.server.schedule
+        entry, record = schedule.next(self.headers.get("x-stainless-retry-count"))
+        if entry.get("delay_s"):
+            time.sleep(entry["delay_s"])
+        if entry.get("drop"):
+            # A reset, not a clean close: the client sees a connection error.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            record["answered_s"] = time.monotonic()
+            self.close_connection = True
+            return
+        status = entry["status"]
+        body = json.dumps(schedule.ok_body if status == 200 else {"error": {"type": "error", "message": "injected"}})
+        body = body.encode()
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            for name, value in entry.get("headers", {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and left
+        record["answered_s"] = time.monotonic()
+
+
+def serve(schedule):
+    """Starts a server for `schedule` on a free port; returns (server, base_url)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.schedule = schedule
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
