@@ -123,6 +123,10 @@ fn import(config: &Value) -> Imported {
                 base_us: (ms("base_ms").unwrap() * 1000.0).round() as u64,
                 max_us: (ms("max_ms").unwrap_or(ms("base_ms").unwrap()) * 1000.0).round() as u64,
                 jitter: Jitter::parse(b["jitter"].as_str().unwrap()).unwrap(),
+                multiplier: b
+                    .get("multiplier")
+                    .map_or(2.0, |v| v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap()),
+                randomization_factor: b.get("randomization_factor").map_or(0.0, |v| v.as_float().unwrap()),
             }
         }
     };
@@ -234,7 +238,7 @@ fn predict(imported: &Imported, calls: &[SeenCall]) -> Vec<Predicted> {
                 reserve_us: 0,
                 predicted_attempt_us: 0,
                 previous_sleep_us,
-                jitter: 0.5,
+                jitter: 0.5, // randomized with factor 0.2 at the middle draw sleeps the cap itself
             };
             match decide(&imported.rules, &failed) {
                 Decision::Retry { sleep_us } => {

@@ -120,14 +120,18 @@ fn the_exact_method_wins_over_its_service_and_max_attempts_is_clamped_to_five() 
             "retry_on = [\"RATE_LIMITED\", \"OVERLOADED\", \"TRANSIENT_TRANSPORT\"] # from methodConfig[1].retryPolicy.retryableStatusCodes (grpc_service_config.json:24) = [\"UNAVAILABLE\", \"RESOURCE_EXHAUSTED\", \"DEADLINE_EXCEEDED\", \"INTERNAL\"]; UNAVAILABLE -> OVERLOADED + TRANSIENT_TRANSPORT, RESOURCE_EXHAUSTED -> RATE_LIMITED, DEADLINE_EXCEEDED -> TRANSIENT_TRANSPORT",
         ],
     );
-    // INTERNAL cannot be retried by the runtime, and 1.5 is not faultline's doubling: both said.
+    // INTERNAL cannot be retried by the runtime (said); the 1.5 multiplier and grpc-core's
+    // jitter are written as they are.
     assert!(text.contains("(INTERNAL): PERMANENT_PROVIDER, which faultline never retries"), "{text}");
-    assert!(
-        text.contains(
-            "backoffMultiplier (grpc_service_config.json:23) = 1.5: faultline's exponential backoff multiplies by 2"
-        ),
-        "{text}"
+    assert_lines(
+        &text,
+        &[
+            "multiplier = 1.5                        # from methodConfig[1].retryPolicy.backoffMultiplier (grpc_service_config.json:23) = 1.5",
+            "jitter = \"randomized\"                   # grpc-core multiplies each capped sleep by U[0.8, 1.2) (backoff.cc, jitter 0.2)",
+            "randomization_factor = 0.2              # grpc-core's BackoffJitter (retry_filter.h)",
+        ],
     );
+    assert!(!text.contains("multiplies by 2"), "{text}");
     // A method of another service falls to the default `{}` methodConfig: a deadline, no retries.
     let other = stdout(&faultline(&[
         "import",

@@ -5,8 +5,8 @@
 //! The rules and their sources are in docs/import.md; every departure from grpc-core that the
 //! policy cannot express is listed under NOT MAPPED, never dropped silently.
 
+use super::fragment::{Field, Fragment, Table, toml_number};
 use super::json::{Json, Node, Pos, parse};
-use super::{Field, Fragment, Table, toml_number};
 
 /// grpc-core's `MAX_MAX_RETRY_ATTEMPTS` (retry_service_config.cc): larger values are clamped.
 const MAX_ATTEMPTS_CAP: u64 = 5;
@@ -622,8 +622,9 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
 
 /// grpc-core's backoff: retry n sleeps `cur_n x U[0.8, 1.2)`, `cur_1 = initialBackoff`,
 /// `cur_n = min(cur_{n-1} x multiplier, maxBackoff)` (src/core/util/backoff.cc). faultline's
-/// exponential cap is `min(max_ms, base_ms x 2^n)`: the same caps when the multiplier is 2;
-/// `constant` when it is 1 or when the first backoff already reaches the maximum.
+/// exponential cap is `min(max_ms, base_ms x multiplier^n)`, the same caps, and its randomized
+/// jitter with factor 0.2 is the same U[0.8, 1.2) after the cap; `constant` when the multiplier
+/// is 1 or the first backoff already reaches the maximum.
 fn map_backoff(src: &Src, rf: &str, r: &Retry, fields: &mut Vec<Field>, not_mapped: &mut Vec<String>) {
     let (initial, inode) = r.initial;
     let (max, mnode) = r.max;
@@ -649,35 +650,47 @@ fn map_backoff(src: &Src, rf: &str, r: &Retry, fields: &mut Vec<Field>, not_mapp
             comment: src.from(&init_f, inode),
         });
     } else {
-        let exact = mult == 2.0;
-        let kind_comment = if exact {
-            src.from(&mult_f, multnode)
-        } else {
-            format!("{}; faultline doubles each sleep (NOT MAPPED)", src.from(&mult_f, multnode))
-        };
-        fields.push(Field { key: "kind".into(), value: "\"exponential\"".into(), comment: kind_comment });
+        fields.push(Field {
+            key: "kind".into(),
+            value: "\"exponential\"".into(),
+            comment: src.from(&mult_f, multnode),
+        });
         fields.push(Field {
             key: "base_ms".into(),
             value: toml_number(ms(initial)),
             comment: src.from(&init_f, inode),
         });
         fields.push(Field { key: "max_ms".into(), value: toml_number(ms(max)), comment: src.from(&max_f, mnode) });
-        if !exact {
+        // faultline bounds the multiplier at 100; past it the cap differs only if maxBackoff
+        // is more than 100 x initialBackoff away.
+        let written = mult.min(MAX_MULTIPLIER);
+        if written != 2.0 {
+            fields.push(Field {
+                key: "multiplier".into(),
+                value: toml_number(written),
+                comment: src.from(&mult_f, multnode),
+            });
+        }
+        if mult > MAX_MULTIPLIER && max > initial.saturating_mul(MAX_MULTIPLIER as u128) {
             not_mapped.push(format!(
-                "{}: faultline's exponential backoff multiplies by 2; the sleeps here are initialBackoff x 2^n, not x {}^n, up to maxBackoff (retry.backoff.multiplier is not built)",
+                "{}: faultline's multiplier is at most {}, so the second sleep is 100 x initialBackoff where grpc-core's is {} x",
                 src.at(&mult_f, multnode),
+                toml_number(MAX_MULTIPLIER),
                 toml_number(mult)
             ));
         }
     }
     fields.push(Field {
         key: "jitter".into(),
-        value: "\"none\"".into(),
-        comment: "grpc-core's jitter is x U[0.8, 1.2) after the cap (NOT MAPPED); none keeps its mean".into(),
+        value: "\"randomized\"".into(),
+        comment: "grpc-core multiplies each capped sleep by U[0.8, 1.2) (backoff.cc, jitter 0.2)".into(),
     });
-    not_mapped.push(format!(
-        "{rf} jitter: grpc-core multiplies each sleep by U[0.8, 1.2) after the cap (backoff.cc, jitter 0.2), so a sleep reaches 1.2 x maxBackoff; faultline has no proportional jitter, and jitter = \"none\" keeps the mean sleep"
-    )); // The lost retry timer (docs/import.md, departures; tests/differential_grpc.rs): grpc-core
+    fields.push(Field {
+        key: "randomization_factor".into(),
+        value: "0.2".into(),
+        comment: "grpc-core's BackoffJitter (retry_filter.h)".into(),
+    });
+    // The lost retry timer (docs/import.md, departures; tests/differential_grpc.rs): grpc-core
     // holds the sleep in whole milliseconds, a 0 ms `RunAfter` returns `kInvalid`, and
     // `OnRetryTimerLocked` then drops the retry. A sleep can be 0 ms while its cap is under 2 ms.
     let smallest = initial.min(max);
@@ -694,6 +707,9 @@ fn map_backoff(src: &Src, rf: &str, r: &Retry, fields: &mut Vec<Field>, not_mapp
 /// Under this cap (2 ms) grpc-core's jittered sleep, cap x U[0.8, 1.2) truncated to whole
 /// milliseconds, can be 0 ms, and a 0 ms retry timer is lost (docs/import.md).
 const SLEEP_LOST_UNDER_NS: u128 = 2_000_000;
+
+/// faultline's largest `retry.backoff.multiplier` (docs/scenario.md 8.2).
+const MAX_MULTIPLIER: f64 = 100.0;
 
 #[cfg(test)]
 mod tests {
@@ -749,7 +765,14 @@ mod tests {
         assert!(!t.contains("loses a retry"), "{t}");
         assert!(retry("0.1s", "1s", "1").contains("kind = \"constant\" "));
         assert!(retry("2s", "1s", "2").contains("base_ms = 1000 "));
-        assert!(retry("0.1s", "1s", "1.5").contains("faultline's exponential backoff multiplies by 2"));
+        let slower = retry("0.1s", "1s", "1.5");
+        assert!(slower.contains("multiplier = 1.5 ") && slower.contains("jitter = \"randomized\" "), "{slower}");
+        assert!(!t.contains("multiplier = "), "doubling is the default: {t}");
+        assert!(retry("0.001s", "10s", "1000").contains("faultline's multiplier is at most 100"));
+        assert!(
+            !retry("0.1s", "1s", "1000").contains("faultline's multiplier is at most"),
+            "the cap is reached anyway"
+        );
         let small = retry("0.001s", "0.001s", "2");
         assert!(small.contains("loses a retry whose jittered sleep rounds to 0 ms"), "{small}");
         assert!(!retry("0.002s", "0.002s", "2").contains("loses a retry"));
