@@ -519,7 +519,7 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// Service (and any remote calls) done: free the server, commit a write, reply.
     pub(super) fn complete_service(&mut self, now: Micros, id: u32) {
-        let job = self.jobs[id];
+        let mut job = self.jobs[id];
         let d = job.station as usize;
         let wasted = !job.attached || self.task_caller_left(job.caller);
         if let (Caller::Task { task, generation }, false) = (job.caller, wasted) {
@@ -527,7 +527,6 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         let used = Observation::ServiceUsed { dependency: d as u16, busy_us: now - job.started_us, wasted };
         self.observe(now, job.measured, used);
-        let mut job = job;
         let mut held = false;
         if let Caller::Client { client, generation, step } = job.caller
             && job.error.is_none()
