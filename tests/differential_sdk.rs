@@ -365,7 +365,11 @@ fn botocore_compare(
             differences.push(format!("retry {}: library slept {slept} s, faultline {lo}..{hi} s", i + 1));
         }
         if waited && slept <= LONG_S && pauses[i] > slept + SLACK_S {
-            differences.push(format!("retry {}: the server saw a pause of {} s after a sleep of {slept} s", i + 1, pauses[i]));
+            differences.push(format!(
+                "retry {}: the server saw a pause of {} s after a sleep of {slept} s",
+                i + 1,
+                pauses[i]
+            ));
         }
     }
     let counts: Vec<String> = library["sdk_requests"]
@@ -407,7 +411,9 @@ fn botocore_standard_retries_as_its_preset_says() {
             .enumerate()
             .flat_map(|(i, ((library, short), long))| {
                 assert_eq!(short.1, long.1, "the jitter draw never changes whether botocore retries");
-                botocore_compare(library, short, &long.0, waited).into_iter().map(move |d| format!("call {}: {d}", i + 1))
+                botocore_compare(library, short, &long.0, waited)
+                    .into_iter()
+                    .map(move |d| format!("call {}: {d}", i + 1))
             })
             .collect();
         let attempts: Vec<u64> = calls.iter().map(|c| c["attempts"].as_u64().unwrap()).collect();
@@ -415,7 +421,9 @@ fn botocore_standard_retries_as_its_preset_says() {
         let departure = BOTOCORE_DEPARTURES.iter().find(|(case, _)| *case == name);
         let row = match (differences.is_empty(), departure) {
             (true, None) => "agree".to_string(),
-            (false, Some((_, why))) if attempts == [1] => format!("DEPARTURE (documented: {why}): {}", differences.join("; ")),
+            (false, Some((_, why))) if attempts == [1] => {
+                format!("DEPARTURE (documented: {why}): {}", differences.join("; "))
+            }
             (false, _) => {
                 failures.push(format!("  {name}: {}", differences.join("; ")));
                 format!("DISAGREE: {}", differences.join("; "))
@@ -425,9 +433,15 @@ fn botocore_standard_retries_as_its_preset_says() {
                 "no longer departs".to_string()
             }
         };
-        let sleeps: Vec<Vec<f64>> =
-            calls.iter().map(|c| c["sleeps_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect()).collect();
-        let shown = if calls.len() == 1 { format!("sleeps {:?}", sleeps[0]) } else { format!("{} sleeps", sleeps.concat().len()) };
+        let sleeps: Vec<Vec<f64>> = calls
+            .iter()
+            .map(|c| c["sleeps_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect())
+            .collect();
+        let shown = if calls.len() == 1 {
+            format!("sleeps {:?}", sleeps[0])
+        } else {
+            format!("{} sleeps", sleeps.concat().len())
+        };
         let modelled_quota: Vec<u32> = shortest.iter().map(|c| c.3).collect();
         let bounds: Vec<(f64, f64)> =
             shortest.iter().zip(&longest).flat_map(|(s, l)| s.0.iter().copied().zip(l.0.iter().copied())).collect();
@@ -439,5 +453,9 @@ fn botocore_standard_retries_as_its_preset_says() {
             shortest.iter().map(|c| c.1).collect::<Vec<_>>(),
         );
     }
-    assert!(failures.is_empty(), "botocore and faultline's botocore-standard preset disagree:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "botocore and faultline's botocore-standard preset disagree:\n{}",
+        failures.join("\n")
+    );
 }

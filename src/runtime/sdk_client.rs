@@ -337,7 +337,11 @@ impl SdkClientConfig {
         {
             return Err((
                 "throttling_initial_delay_ms",
-                format!("must be at most max_delay_ms ({} ms), got {} ms", self.max_delay_us as f64 / 1e3, t as f64 / 1e3),
+                format!(
+                    "must be at most max_delay_ms ({} ms), got {} ms",
+                    self.max_delay_us as f64 / 1e3,
+                    t as f64 / 1e3
+                ),
             ));
         }
         if self.max_retries > MAX_RETRIES {

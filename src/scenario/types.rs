@@ -1050,7 +1050,7 @@ pub struct SdkClientSpec {
     /// One hidden attempt's timeout; 0: none (default 600 000).
     #[serde(default)]
     pub timeout_ms: Option<f64>,
-    /// honour (default) or ignore.
+    /// honour (default), ignore or raise (botocore's x-amz-retry-after).
     #[serde(default)]
     pub retry_after: Option<String>,
     /// The longest Retry-After honoured (default 120 000).
