@@ -8,13 +8,18 @@
 //! loopback overhead). The departures the harness found are listed in `DEPARTURES`, each with the
 //! library's figures, and checked to be exactly what they say.
 //!
+//! botocore 1.44.18's standard mode is driven the same way (`drive_botocore.py`,
+//! `botocore_cases.json`): an STS client makes one or more calls per case, which share its
+//! retry quota, and the model's quota must leave exactly the capacity botocore's does after each.
+//!
 //! Where python3 or the packages are missing, the test says so loudly and passes, unless
-//! FAULTLINE_REQUIRE_DIFFERENTIAL is set: `pip install openai==3.63.0 anthropic==2.17.0`.
-//! FAULTLINE_PYTHON names the interpreter (default `python3`).
+//! FAULTLINE_REQUIRE_DIFFERENTIAL is set: `pip install openai==3.63.0 anthropic==2.17.0
+//! botocore==1.44.18`. FAULTLINE_PYTHON names the interpreter (default `python3`).
 
 use faultline::runtime::AttemptResult;
 use faultline::runtime::sdk_client::{SdkCall, SdkClientConfig, SdkDecision};
 use faultline::runtime::sdk_preset::SdkPreset;
+use faultline::runtime::sdk_quota::RetryQuota;
 use faultline::vocab::FailureKind;
 use serde_json::Value;
 use std::io::Write;
@@ -43,18 +48,19 @@ const DEPARTURES: [(&str, &[f64], &str); 1] = [(
 /// Runs the driver for `sdk`; None (after saying so loudly, and failing when required) when
 /// python3 or the package is missing.
 fn drive(sdk: &str) -> Option<Value> {
+    let (script, args) = if sdk == "botocore" { ("drive_botocore.py", vec![]) } else { ("drive.py", vec![sdk]) };
     let required = std::env::var_os("FAULTLINE_REQUIRE_DIFFERENTIAL").is_some();
     let skip = |why: String| {
         assert!(!required, "FAULTLINE_REQUIRE_DIFFERENTIAL is set, but the {sdk} driver cannot run: {why}");
         let _ = writeln!(
             std::io::stderr(),
             "\n*** NOT RUN: differential harness against {sdk}: {why} \
-             (pip install openai==3.63.0 anthropic==2.17.0) ***\n"
+             (pip install openai==3.63.0 anthropic==2.17.0 botocore==1.44.18) ***\n"
         );
         None
     };
     let python = std::env::var("FAULTLINE_PYTHON").unwrap_or_else(|_| "python3".to_string());
-    let out = match Command::new(&python).arg(format!("{HARNESS}/drive.py")).arg(sdk).stdin(Stdio::null()).output() {
+    let out = match Command::new(&python).arg(format!("{HARNESS}/{script}")).args(args).stdin(Stdio::null()).output() {
         Ok(out) => out,
         Err(e) => return skip(format!("{python} does not start ({e})")),
     };
@@ -62,7 +68,7 @@ fn drive(sdk: &str) -> Option<Value> {
     if out.status.code() == Some(MISSING) {
         return skip(format!("the package does not import: {}", stdout.trim()));
     }
-    assert!(out.status.success(), "drive.py {sdk} failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{script} {sdk} failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     Some(serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| panic!("{e}: {stdout}")))
 }
 
@@ -238,4 +244,218 @@ fn openai_python_retries_as_its_preset_says() {
 #[test]
 fn anthropic_sdk_python_retries_as_its_preset_says() {
     differential("anthropic", SdkPreset::AnthropicSdkPython);
+}
+
+/// Cases where botocore and the model differ: botocore made one attempt (it retries none of
+/// these statuses) where the model, reading the status as faultline's failure kind, retries.
+/// The test fails if botocore starts retrying one of them.
+const BOTOCORE_DEPARTURES: [(&str, &str); 4] = [
+    ("408 not retried", "408 is the SDK's `timeout` outcome, which the preset retries (botocore's own timeouts)"),
+    ("409 not retried", "409 is TRANSIENT_TRANSPORT, with 502, 504 and connection errors, which botocore retries"),
+    ("501 not retried", "501 is PERMANENT_PROVIDER, with 500 (InternalError), which botocore retries"),
+    ("529 not retried", "529 is OVERLOADED, with 503, which botocore retries"),
+];
+
+/// botocore's throttling and transient error codes (`botocore/retries/standard.py`,
+/// `ThrottledRetryableChecker._THROTTLED_ERROR_CODES`, `TransientRetryableChecker`).
+const THROTTLING_CODES: [&str; 14] = [
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "ProvisionedThroughputExceededException",
+    "TransactionInProgressException",
+    "RequestLimitExceeded",
+    "BandwidthLimitExceeded",
+    "LimitExceededException",
+    "RequestThrottled",
+    "SlowDown",
+    "PriorRequestNotComplete",
+    "EC2ThrottledException",
+];
+const TRANSIENT_CODES: [&str; 3] = ["RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"];
+
+/// How the n-th scheduled answer ends a botocore attempt, and the call's outcome if it ends
+/// there: a throttling code is RATE_LIMITED whatever its status, a transient code
+/// TRANSIENT_TRANSPORT, any other answer the kind its status has; the hint is
+/// `x-amz-retry-after` (ms), the only one botocore reads.
+fn botocore_attempt(entry: &Value, timeout_s: f64) -> (AttemptResult, String) {
+    if entry["drop"].as_bool() == Some(true) {
+        let reset = AttemptResult::Failed { kind: FailureKind::TransientTransport, retry_after_us: None };
+        return (reset, "connection".into());
+    }
+    if entry["delay_s"].as_f64().unwrap_or(0.0) > timeout_s {
+        return (AttemptResult::TimedOut, "timeout".into());
+    }
+    let status = entry["status"].as_u64().unwrap();
+    if status == 200 {
+        return (AttemptResult::Ok, "ok".into());
+    }
+    let code = entry["code"].as_str().map_or_else(|| status.to_string(), str::to_string);
+    let retry_after_us = entry["headers"]["x-amz-retry-after"].as_str().map(|ms| ms.parse::<u64>().unwrap() * 1000);
+    let kind = if THROTTLING_CODES.contains(&code.as_str()) {
+        Some(FailureKind::RateLimited)
+    } else if TRANSIENT_CODES.contains(&code.as_str()) {
+        Some(FailureKind::TransientTransport)
+    } else {
+        kind_of(status)
+    };
+    let result = match kind {
+        Some(kind) => AttemptResult::Failed { kind, retry_after_us },
+        None => AttemptResult::TimedOut,
+    };
+    (result, format!("code {code}"))
+}
+
+/// One modelled call: its sleeps, attempts, outcome, and the quota's capacity after it.
+type ModelledCall = (Vec<f64>, usize, String, u32);
+
+/// Runs the machine on a case's calls, one client's quota shared by them, jitter draw `unit`.
+fn botocore_run(config: &SdkClientConfig, case: &Value, timeout_s: f64, unit: f64) -> Vec<ModelledCall> {
+    let mut quota = RetryQuota::new(config.retry_quota.as_ref().unwrap());
+    let ok = serde_json::json!({"status": 200});
+    let then = if case["then"].is_null() { &ok } else { &case["then"] };
+    let schedule = case["schedule"].as_array().unwrap();
+    let mut n = 0;
+    let mut calls = Vec::new();
+    for _ in 0..case["calls"].as_u64().unwrap_or(1) {
+        let mut call = SdkCall::default();
+        let mut sleeps = Vec::new();
+        let first = n;
+        loop {
+            let (result, outcome) = botocore_attempt(schedule.get(n).unwrap_or(then), timeout_s);
+            n += 1;
+            match call.on_response_with_quota(config, result, None, unit, Some(&mut quota), |_| true) {
+                SdkDecision::Retry { delay_us } => sleeps.push(delay_us as f64 / 1e6),
+                SdkDecision::Answer(_) => {
+                    calls.push((sleeps, n - first, outcome, quota.available));
+                    break;
+                }
+            }
+        }
+    }
+    calls
+}
+
+/// One botocore call's figures against the model's (shortest and longest sleeps).
+fn botocore_compare(
+    library: &Value,
+    (shortest, attempts, outcome, quota_after): &ModelledCall,
+    longest: &[f64],
+    waited: bool,
+) -> Vec<String> {
+    let mut differences = Vec::new();
+    let sleeps: Vec<f64> = library["sleeps_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+    let pauses: Vec<f64> = library["pauses_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+    if library["attempts"].as_u64().unwrap() as usize != *attempts {
+        differences.push(format!("attempts: library {}, faultline {attempts}", library["attempts"]));
+    }
+    if library["outcome"].as_str().unwrap() != outcome {
+        differences.push(format!("outcome: library {}, faultline {outcome}", library["outcome"]));
+    }
+    if library["quota_after"].as_u64().unwrap() != u64::from(*quota_after) {
+        differences.push(format!("quota after the call: library {}, faultline {quota_after}", library["quota_after"]));
+    }
+    if sleeps.len() != shortest.len() {
+        differences.push(format!("sleeps: library {sleeps:?}, faultline {shortest:?}..{longest:?}"));
+    }
+    for (i, ((&slept, &lo), &hi)) in sleeps.iter().zip(shortest).zip(longest).enumerate() {
+        if !(lo - 1e-6..=hi + 1e-6).contains(&slept) {
+            differences.push(format!("retry {}: library slept {slept} s, faultline {lo}..{hi} s", i + 1));
+        }
+        if waited && slept <= LONG_S && pauses[i] > slept + SLACK_S {
+            differences.push(format!(
+                "retry {}: the server saw a pause of {} s after a sleep of {slept} s",
+                i + 1,
+                pauses[i]
+            ));
+        }
+    }
+    let counts: Vec<String> = library["sdk_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap().split("; ").find(|p| p.starts_with("attempt=")).unwrap_or("").to_string())
+        .collect();
+    let expected: Vec<String> = (1..=counts.len()).map(|n| format!("attempt={n}")).collect();
+    if counts != expected {
+        differences.push(format!("amz-sdk-request: {counts:?}"));
+    }
+    differences
+}
+
+#[test]
+fn botocore_standard_retries_as_its_preset_says() {
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{HARNESS}/botocore_cases.json")).unwrap()).unwrap();
+    let Some(library) = drive("botocore") else { return };
+    let timeout_s = cases["timeout_s"].as_f64().unwrap();
+    let config = SdkPreset::BotocoreStandard.defaults();
+    let specs = cases["cases"].as_array().unwrap();
+    let ran = library["cases"].as_array().unwrap();
+    assert_eq!(ran.len(), specs.len());
+    let mut failures = Vec::new();
+    for (spec, case) in specs.iter().zip(ran) {
+        let name = spec["name"].as_str().unwrap();
+        // U just below 1 is the shortest sleep, 0 the longest; neither changes the quota.
+        let shortest = botocore_run(&config, spec, timeout_s, 1.0 - f64::EPSILON);
+        let longest = botocore_run(&config, spec, timeout_s, 0.0);
+        let calls = case["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), shortest.len());
+        let waited = spec["wait"].as_bool() != Some(false);
+        let differences: Vec<String> = calls
+            .iter()
+            .zip(&shortest)
+            .zip(&longest)
+            .enumerate()
+            .flat_map(|(i, ((library, short), long))| {
+                assert_eq!(short.1, long.1, "the jitter draw never changes whether botocore retries");
+                botocore_compare(library, short, &long.0, waited)
+                    .into_iter()
+                    .map(move |d| format!("call {}: {d}", i + 1))
+            })
+            .collect();
+        let attempts: Vec<u64> = calls.iter().map(|c| c["attempts"].as_u64().unwrap()).collect();
+        let quota: Vec<u64> = calls.iter().map(|c| c["quota_after"].as_u64().unwrap()).collect();
+        let departure = BOTOCORE_DEPARTURES.iter().find(|(case, _)| *case == name);
+        let row = match (differences.is_empty(), departure) {
+            (true, None) => "agree".to_string(),
+            (false, Some((_, why))) if attempts == [1] => {
+                format!("DEPARTURE (documented: {why}): {}", differences.join("; "))
+            }
+            (false, _) => {
+                failures.push(format!("  {name}: {}", differences.join("; ")));
+                format!("DISAGREE: {}", differences.join("; "))
+            }
+            (true, Some(_)) => {
+                failures.push(format!("  {name}: a documented departure no longer departs"));
+                "no longer departs".to_string()
+            }
+        };
+        let sleeps: Vec<Vec<f64>> = calls
+            .iter()
+            .map(|c| c["sleeps_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect())
+            .collect();
+        let shown = if calls.len() == 1 {
+            format!("sleeps {:?}", sleeps[0])
+        } else {
+            format!("{} sleeps", sleeps.concat().len())
+        };
+        let modelled_quota: Vec<u32> = shortest.iter().map(|c| c.3).collect();
+        let bounds: Vec<(f64, f64)> =
+            shortest.iter().zip(&longest).flat_map(|(s, l)| s.0.iter().copied().zip(l.0.iter().copied())).collect();
+        let bounds = if calls.len() == 1 { format!("sleeps {bounds:?}") } else { format!("{} sleeps", bounds.len()) };
+        eprintln!(
+            "botocore {} | {name} | attempts {attempts:?}, {shown}, quota {quota:?}, last {} | faultline attempts {:?}, {bounds}, quota {modelled_quota:?} | {row}",
+            library["version"].as_str().unwrap(),
+            calls.last().unwrap()["outcome"],
+            shortest.iter().map(|c| c.1).collect::<Vec<_>>(),
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "botocore and faultline's botocore-standard preset disagree:\n{}",
+        failures.join("\n")
+    );
 }

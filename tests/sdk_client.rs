@@ -269,8 +269,14 @@ fn a_bad_sdk_client_table_is_an_error_at_its_field() {
         ("[policy.p.sdk_client.model]\nmax_delay_ms = 1e308\n", "max_delay_ms: 1e308 ms is more than 3600000 ms"),
         (
             "[policy.p.sdk_client.model]\npreset = \"openai-node\"\n",
-            "preset: unknown preset `openai-node`; known presets: openai-python, anthropic-sdk-python",
+            "preset: unknown preset `openai-node`; known presets: openai-python, anthropic-sdk-python, botocore-standard",
         ),
+        ("[policy.p.sdk_client.model]\nretry_cost = 3\n", "retry_cost: applies only to a client with a retry quota"),
+        (
+            "[policy.p.sdk_client.model]\npreset = \"botocore-standard\"\nthrottling_initial_delay_ms = 30000\n",
+            "throttling_initial_delay_ms: must be at most max_delay_ms (20000 ms)",
+        ),
+        ("[policy.p.sdk_client.model]\nretry_after = \"later\"\n", "retry_after"),
     ];
     for (i, (table, field)) in cases.iter().enumerate() {
         let text = independent(0.1, "", "").replace("[policy.p.sdk_client.model]\n", table);
@@ -497,4 +503,62 @@ fn an_sdk_retry_that_starts_before_the_first_token_deadline_is_sent() {
     let runs = r["logical_run_total"];
     assert!(runs > 500.0, "{runs}");
     assert!(r["hidden_attempt_total"] >= 0.9 * runs, "{} hidden for {runs} runs", r["hidden_attempt_total"]);
+}
+
+/// botocore 1.44.18's retry quota, shared by every call of one client (here: the policy's
+/// client at the dependency): against a dependency that always fails, the first 35 retries
+/// after ordinary errors empty its 500 (14 each) and no call retries after that; after
+/// throttling errors (5 each) 100 do. Without the quota every call would retry twice.
+#[test]
+fn botocores_retry_quota_stops_the_clients_retries_once_spent() {
+    let always = |kind: &str, sdk: &str| {
+        let text = independent(0.5, sdk, "").replace("transient_transport = 0.5", &format!("{kind} = 1.0"));
+        let r = simulate(&model(&text), 0, 1).unwrap().metrics;
+        (r["hidden_attempt_total"], r["logical_run_total"])
+    };
+    let (hidden, calls) = always("transient_transport", "preset = \"botocore-standard\"");
+    assert_eq!(hidden, 35.0);
+    assert!(calls > 10_000.0);
+    assert_eq!(always("rate_limited", "preset = \"botocore-standard\"").0, 100.0);
+    assert_eq!(always("overloaded", "preset = \"botocore-standard\"").0, 35.0);
+    // A quota the table sizes (botocore's costs): 28 pays two ordinary retries.
+    assert_eq!(always("transient_transport", "preset = \"botocore-standard\"\nretry_quota = 28").0, 2.0);
+    assert_eq!(always("transient_transport", "retry_quota = 30\nretry_cost = 10").0, 3.0);
+    // No quota: two retries per call.
+    let (hidden, calls) = always("transient_transport", "");
+    assert_eq!(hidden, 2.0 * calls);
+}
+
+/// Successes refill the quota, and whether they keep up decides everything. Per call with
+/// independent failures p, the quota changes by (1 - p) x 1 (a first-try success) + p (1 - p) x
+/// 0 (one retry of 14, given back) - p^2 (1 - p) x 14 - p^3 x 28 (two retries, 14 given back or
+/// none): +0.128 at p = 0.2, so the quota stays full and hidden retries follow the closed form of
+/// two independent retries; -0.938 at p = 0.3, so it runs dry and calls fail far more often
+/// than p^3 = 2.7 % (18.0 % measured over 10 replications; botocore would do the same).
+#[test]
+fn botocores_quota_refills_on_success_but_not_fast_enough_at_thirty_percent() {
+    check_closed_forms("botocore p=0.2", &independent(0.2, "preset = \"botocore-standard\"", ""), 0.2, 2, 4);
+    let r = simulate(&model(&independent(0.3, "preset = \"botocore-standard\"", "")), 0, 1).unwrap().metrics;
+    let failed = r["outcome_total.failed"] / r["logical_run_total"];
+    assert!(failed > 5.0 * 0.027, "p = 0.3: {failed} of calls failed");
+}
+
+/// botocore's backoff: full jitter from 50 ms after an ordinary error and from 1 s after a
+/// throttling one, doubling, and a Retry-After raised to at most 5 s over it.
+#[test]
+fn botocores_backoff_base_depends_on_the_error() {
+    let (_, traces) = simulate_traced(&model(&rate_limited(3000, "preset = \"botocore-standard\"")), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    // rate_limited(3000): a Retry-After of 3 s raises the sleep to 3 s (under backoff + 5 s).
+    assert!(!first.is_empty() && first.iter().all(|&s| s == 3_000_000), "{first:?}");
+    let (_, traces) = simulate_traced(&model(&rate_limited(9000, "preset = \"botocore-standard\"")), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    // 9 s asked: at most the backoff (below 1 s) plus 5 s.
+    assert!(!first.is_empty() && first.iter().all(|&s| (5_000_000..6_000_000).contains(&s)), "{first:?}");
+    let sdk = "preset = \"botocore-standard\"\nretry_after = \"ignore\"";
+    let (_, traces) = simulate_traced(&model(&rate_limited(9000, sdk)), 0, 1).unwrap();
+    let [first, _] = sleeps(&traces, 0);
+    // Throttling base: full jitter below 1 s, spread over the whole range.
+    assert!(first.len() > 20 && first.iter().all(|&s| s < 1_000_000), "{first:?}");
+    assert!(first.iter().any(|&s| s < 250_000) && first.iter().any(|&s| s > 750_000), "{first:?}");
 }

@@ -152,7 +152,9 @@ impl<T: Tracer> Simulation<'_, T> {
         let mut call = slot.call;
         let spend = self.hidden_spend(&slot);
         let (recorder, runs) = (&mut self.recorder, &mut self.runs);
-        let decision = call.on_result(config, result, unit, |delay_us| {
+        // The client's retry quota, shared by its calls (botocore's `RetryQuota`).
+        let quota = self.sdk_quotas[slot.station as usize].as_mut();
+        let decision = call.on_response_with_quota(config, result, None, unit, quota, |delay_us| {
             let run = &mut runs[slot.run];
             // A retry that would start when the runtime's own timeout has cut the call is
             // never sent: a charged client does not pay for it (it answers now instead).

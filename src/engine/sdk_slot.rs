@@ -59,7 +59,7 @@ impl SdkSlot {
             attempt_key: false,
             cut_at: Micros::MAX,
             held: None,
-            call: SdkCall { retries_taken: 0 },
+            call: SdkCall { retries_taken: 0, quota_taken: None },
             child: None,
         }
     }

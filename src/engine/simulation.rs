@@ -270,6 +270,8 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub tasks: Arena<RemoteTask>,
     /// SDK calls: runtime attempts at dependencies the policy calls through an SDK client.
     pub sdk_calls: Arena<super::sdk_slot::SdkSlot>,
+    /// Each dependency's SDK client's retry quota, shared by all its calls (None: no quota).
+    pub sdk_quotas: Vec<Option<crate::runtime::sdk_quota::RetryQuota>>,
     /// Delegation hops' chains and runs' figures (empty unless the world delegates).
     pub delegation: super::delegation_slot::Delegation,
     /// The caches the policy uses (None: it uses none, and nothing of them is allocated).
@@ -365,6 +367,11 @@ fn simulate_with<T: Tracer>(
         clients: Arena::new(),
         tasks: Arena::new(),
         sdk_calls: Arena::new(),
+        sdk_quotas: model.policies[policy]
+            .sdk_clients
+            .iter()
+            .map(|c| c.as_ref().and_then(|c| c.retry_quota.as_ref()).map(crate::runtime::sdk_quota::RetryQuota::new))
+            .collect(),
         delegation: super::delegation_slot::Delegation::new(world.delegates()),
         caches: super::cache_slot::cache_state(model, &model.policies[policy]),
         stop,

@@ -24,6 +24,7 @@ pub mod run;
 pub mod sdk_client;
 pub mod sdk_compile;
 pub mod sdk_preset;
+pub mod sdk_quota;
 pub mod step;
 pub mod step_policy;
 pub mod task_client;

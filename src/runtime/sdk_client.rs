@@ -18,6 +18,7 @@ use crate::sim::Micros;
 use crate::vocab::FailureKind;
 
 use super::AttemptResult;
+use super::sdk_quota::{RetryQuota, RetryQuotaConfig};
 
 crate::named_enum! {
     /// Whether the client reads a refusal's Retry-After (`retry-after-ms`, then `retry-after`).
@@ -26,6 +27,10 @@ crate::named_enum! {
         Honour => "honour",
         /// Always the computed backoff (botocore ignores `Retry-After`).
         Ignore => "ignore",
+        /// The backoff raised to the Retry-After, by at most `retry_after_max_ms`: botocore
+        /// 1.44.18's `x-amz-retry-after` (`ExponentialBackoff.delay_amount`:
+        /// `max(t_i, min(retry_after, t_i + _RETRY_AFTER_MAX_ADDITIONAL))`, 5 s).
+        Raise => "raise",
     }
 }
 
@@ -72,6 +77,12 @@ pub struct SdkClientConfig {
     /// too-long Retry-After and before the status. No simulated fault carries the header, so
     /// only [`SdkCall::on_response`]'s callers (the differential harness) exercise it.
     pub x_should_retry: bool,
+    /// The first retry's sleep before jitter after a throttling error (RATE_LIMITED); None:
+    /// `initial_delay_us`. botocore's `throttling_base_scale` (1 s) against its
+    /// `non_throttling_base_scale` (50 ms).
+    pub throttling_initial_delay_us: Option<Micros>,
+    /// A retry quota shared by every call of the client (botocore's `RetryQuota`); None: none.
+    pub retry_quota: Option<RetryQuotaConfig>,
 }
 
 impl Default for SdkClientConfig {
@@ -94,6 +105,8 @@ impl Default for SdkClientConfig {
             over_max: OverMax::GiveUp,
             charged_to_root_budget: false,
             x_should_retry: true,
+            throttling_initial_delay_us: None,
+            retry_quota: None,
         }
     }
 }
@@ -125,6 +138,9 @@ pub enum Stop {
     RetryAfterTooLong,
     /// Charged to the root budget, and the run had no retry token or time left.
     RootBudget,
+    /// The client's retry quota could not pay for the retry (botocore: "Retry needed but
+    /// retry quota reached, not retrying request").
+    RetryQuota,
 }
 
 /// The client's next move after a hidden attempt ended.
@@ -140,6 +156,16 @@ pub enum SdkDecision {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SdkCall {
     pub retries_taken: u32,
+    /// What its last retry took from the client's retry quota (botocore's
+    /// `retry_quota_capacity` in the request context); None: no retry paid yet.
+    pub quota_taken: Option<u32>,
+}
+
+/// The errors botocore calls throttling errors, as failure kinds: 429 and the throttling
+/// error codes (`ThrottledRetryableChecker._THROTTLED_ERROR_CODES`,
+/// `ThrottlingStatusCodeChecker`) are RATE_LIMITED.
+pub fn is_throttling(result: AttemptResult) -> bool {
+    matches!(result, AttemptResult::Failed { kind: FailureKind::RateLimited, .. })
 }
 
 impl SdkCall {
@@ -167,18 +193,55 @@ impl SdkCall {
         unit: f64,
         root_allows: impl FnOnce(Micros) -> bool,
     ) -> SdkDecision {
+        self.decide(config, result, should_retry, unit, None, root_allows)
+    }
+
+    /// [`SdkCall::on_response`] for a client with a retry quota: `quota` is its client's
+    /// bucket, shared with its other calls. A retry it cannot pay is not made; an answer
+    /// refills it.
+    pub fn on_response_with_quota(
+        &mut self,
+        config: &SdkClientConfig,
+        result: AttemptResult,
+        should_retry: Option<bool>,
+        unit: f64,
+        quota: Option<&mut RetryQuota>,
+        root_allows: impl FnOnce(Micros) -> bool,
+    ) -> SdkDecision {
+        self.decide(config, result, should_retry, unit, quota, root_allows)
+    }
+
+    fn decide(
+        &mut self,
+        config: &SdkClientConfig,
+        result: AttemptResult,
+        should_retry: Option<bool>,
+        unit: f64,
+        quota: Option<&mut RetryQuota>,
+        root_allows: impl FnOnce(Micros) -> bool,
+    ) -> SdkDecision {
+        let quota = quota.zip(config.retry_quota);
         let (retryable, retry_after_us) = match result {
-            AttemptResult::Ok | AttemptResult::NotFound => return SdkDecision::Answer(Stop::Answered),
+            AttemptResult::Ok | AttemptResult::NotFound => {
+                // botocore's `release_retry_quota` on a 2xx: what the last retry took, or
+                // `_NO_RETRY_INCREMENT` for a call that made none.
+                if let Some((bucket, sizes)) = quota {
+                    bucket.release(self.quota_taken.unwrap_or(sizes.no_retry_increment));
+                }
+                return SdkDecision::Answer(Stop::Answered);
+            }
             AttemptResult::Failed { kind, retry_after_us } => (config.retry_on[kind.index()], retry_after_us),
             AttemptResult::TimedOut => (config.retry_on_timeout, None),
         };
         let told = match (config.retry_after, retry_after_us) {
-            (RetryAfter::Honour, Some(t)) if t > 0 => Some(t),
-            (RetryAfter::Honour, Some(_) | None) | (RetryAfter::Ignore, _) => None,
+            (RetryAfter::Honour | RetryAfter::Raise, Some(t)) if t > 0 => Some(t),
+            (RetryAfter::Honour | RetryAfter::Raise, Some(_) | None) | (RetryAfter::Ignore, _) => None,
         };
+        let raise = config.retry_after == RetryAfter::Raise;
         // openai-python refuses a too-long Retry-After in `_should_retry` first, whatever
         // `x-should-retry` says, and before it counts retries; either way no retry is made.
         if let Some(t) = told
+            && !raise
             && t > config.retry_after_max_us
             && config.over_max == OverMax::GiveUp
         {
@@ -194,14 +257,35 @@ impl SdkCall {
         if self.retries_taken >= config.max_retries {
             return SdkDecision::Answer(Stop::RetriesSpent);
         }
+        // botocore asks its quota once the retry is otherwise due (`RetryHandler.needs_retry`).
+        let throttling = is_throttling(result);
+        let cost = quota.as_ref().map(|(_, sizes)| sizes.cost(throttling));
+        if let (Some((bucket, _)), Some(cost)) = (&quota, cost)
+            && !bucket.can_pay(cost)
+        {
+            return SdkDecision::Answer(Stop::RetryQuota);
+        }
+        let base_us = match config.throttling_initial_delay_us {
+            Some(base) if throttling => base,
+            Some(_) | None => config.initial_delay_us,
+        };
+        let backoff = || backoff_from_us(config, base_us, self.retries_taken, unit);
         let delay_us = match told {
+            Some(t) if raise => {
+                let b = backoff();
+                b.max(t.min(b.saturating_add(config.retry_after_max_us)))
+            }
             Some(t) if t <= config.retry_after_max_us => t,
             Some(t) if config.over_max == OverMax::Sleep => t,
             Some(_) if config.over_max == OverMax::Cap => config.retry_after_max_us,
-            Some(_) | None => backoff_us(config, self.retries_taken, unit),
+            Some(_) | None => backoff(),
         };
         if config.charged_to_root_budget && !root_allows(delay_us) {
             return SdkDecision::Answer(Stop::RootBudget);
+        }
+        if let (Some((bucket, _)), Some(cost)) = (quota, cost) {
+            bucket.acquire(cost);
+            self.quota_taken = Some(cost);
         }
         self.retries_taken += 1;
         SdkDecision::Retry { delay_us }
@@ -211,13 +295,18 @@ impl SdkCall {
 /// Retry `n`'s sleep (0-based) without a Retry-After: min(initial x multiplier^n, max) x
 /// (1 - jitter x unit).
 pub fn backoff_us(config: &SdkClientConfig, n: u32, unit: f64) -> Micros {
+    backoff_from_us(config, config.initial_delay_us, n, unit)
+}
+
+/// [`backoff_us`] from another first sleep (botocore's throttling base).
+fn backoff_from_us(config: &SdkClientConfig, initial_us: Micros, n: u32, unit: f64) -> Micros {
     let exponent = n.min(1000) as i32;
     // A zero initial delay stays zero: 0 x an overflowed power (infinity) would be NaN, whose
     // min with the cap is the cap.
-    if config.initial_delay_us == 0 {
+    if initial_us == 0 {
         return 0;
     }
-    let capped = (config.initial_delay_us as f64 * config.multiplier.powi(exponent)).min(config.max_delay_us as f64);
+    let capped = (initial_us as f64 * config.multiplier.powi(exponent)).min(config.max_delay_us as f64);
     (capped * (1.0 - config.jitter * unit)).max(0.0) as Micros
 }
 
@@ -240,6 +329,18 @@ impl SdkClientConfig {
                     "must be at least initial_delay_ms: max_delay_ms is {} ms, initial_delay_ms {} ms",
                     self.max_delay_us as f64 / 1e3,
                     self.initial_delay_us as f64 / 1e3
+                ),
+            ));
+        }
+        if let Some(t) = self.throttling_initial_delay_us
+            && t > self.max_delay_us
+        {
+            return Err((
+                "throttling_initial_delay_ms",
+                format!(
+                    "must be at most max_delay_ms ({} ms), got {} ms",
+                    self.max_delay_us as f64 / 1e3,
+                    t as f64 / 1e3
                 ),
             ));
         }
@@ -411,6 +512,34 @@ mod tests {
         let free = SdkClientConfig { charged_to_root_budget: false, ..c };
         let d = SdkCall::default().on_result(&free, failed(FailureKind::Overloaded), 0.0, |_| false);
         assert_eq!(d, SdkDecision::Retry { delay_us: 500_000 });
+    }
+
+    #[test]
+    fn botocore_pays_each_retry_from_the_shared_quota_and_refills_on_success() {
+        let c = super::super::sdk_preset::SdkPreset::BotocoreStandard.defaults();
+        let mut quota = RetryQuota { capacity: 500, available: 19 };
+        let mut call = SdkCall::default();
+        // An ordinary error: 14 taken, full jitter from 50 ms (U = 0.5: 25 ms).
+        let d = call.on_response_with_quota(&c, failed(FailureKind::Overloaded), None, 0.5, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Retry { delay_us: 25_000 }, 5));
+        // A throttling error: 5 taken, from 1 s doubled once (U = 0.5: 1 s).
+        let d = call.on_response_with_quota(&c, refused_for(0), None, 0.5, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Retry { delay_us: 1_000_000 }, 0));
+        // The answer gives back what the last retry took.
+        let d = call.on_response_with_quota(&c, AttemptResult::Ok, None, 0.5, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Answer(Stop::Answered), 5));
+        // Not enough left for an ordinary retry: not made, nothing taken, the root not asked.
+        let mut call = SdkCall::default();
+        let d = call.on_response_with_quota(&c, AttemptResult::TimedOut, None, 0.5, Some(&mut quota), |_| panic!());
+        assert_eq!((d, quota.available, call.retries_taken), (SdkDecision::Answer(Stop::RetryQuota), 5, 0));
+        // A first-try success gives back 1.
+        let d = SdkCall::default().on_response_with_quota(&c, AttemptResult::Ok, None, 0.0, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Answer(Stop::Answered), 6));
+        // x-amz-retry-after: raised to it, by at most 5 s; x-should-retry is not read.
+        let mut call = SdkCall::default();
+        let mut full = RetryQuota { capacity: 500, available: 500 };
+        let d = call.on_response_with_quota(&c, refused_for(9_000_000), Some(false), 0.5, Some(&mut full), |_| true);
+        assert_eq!(d, SdkDecision::Retry { delay_us: 5_500_000 });
     }
 
     #[test]

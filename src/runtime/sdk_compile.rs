@@ -10,6 +10,7 @@ use crate::vocab::{FailureKind, Named};
 
 use super::sdk_client::{MAX_DELAY_MS, SdkClientConfig, TIMEOUT};
 use super::sdk_preset::SdkPreset;
+use super::sdk_quota::{BOTOCORE_QUOTA, RetryQuotaConfig};
 
 /// Compiles one `[policy.P.sdk_client.<dependency>]` table.
 pub fn compile_sdk_client(
@@ -84,7 +85,46 @@ pub fn compile_sdk_client(
         )?,
         charged_to_root_budget: spec.charged_to_root_budget.unwrap_or(d.charged_to_root_budget),
         x_should_retry: d.x_should_retry,
+        throttling_initial_delay_us: match spec.throttling_initial_delay_ms {
+            Some(v) => Some(ms("throttling_initial_delay_ms", Some(v), 0)?),
+            None => d.throttling_initial_delay_us,
+        },
+        retry_quota: compile_quota(source, path, spec, d.retry_quota)?,
     };
     config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
     Ok(config)
+}
+
+/// The retry quota: the preset's (botocore's), or one the table sizes with `retry_quota`; its
+/// costs default to botocore's. A cost without a quota is an error at that cost.
+fn compile_quota(
+    source: &Source,
+    path: &FieldPath,
+    spec: &SdkClientSpec,
+    preset: Option<RetryQuotaConfig>,
+) -> Result<Option<RetryQuotaConfig>, ScenarioError> {
+    let base = match (spec.retry_quota, preset) {
+        (Some(capacity), Some(q)) => Some(RetryQuotaConfig { capacity, ..q }),
+        (Some(capacity), None) => Some(RetryQuotaConfig { capacity, ..BOTOCORE_QUOTA }),
+        (None, q) => q,
+    };
+    let costs = [
+        ("retry_cost", spec.retry_cost),
+        ("throttling_retry_cost", spec.throttling_retry_cost),
+        ("no_retry_increment", spec.no_retry_increment),
+    ];
+    let Some(mut q) = base else {
+        return match costs.iter().find(|(_, v)| v.is_some()) {
+            Some((field, _)) => Err(error_at_path(
+                source,
+                &path.key(field),
+                "applies only to a client with a retry quota: set retry_quota (botocore's is 500)".to_string(),
+            )),
+            None => Ok(None),
+        };
+    };
+    q.retry_cost = spec.retry_cost.unwrap_or(q.retry_cost);
+    q.throttling_retry_cost = spec.throttling_retry_cost.unwrap_or(q.throttling_retry_cost);
+    q.no_retry_increment = spec.no_retry_increment.unwrap_or(q.no_retry_increment);
+    Ok(Some(q))
 }

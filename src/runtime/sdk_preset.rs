@@ -4,7 +4,8 @@
 //! beside them, and checked against the library itself by the differential harness
 //! (tests/differential_sdk.rs, tests/differential/http_sdks/).
 
-use super::sdk_client::{OverMax, SdkClientConfig};
+use super::sdk_client::{OverMax, RetryAfter, SdkClientConfig};
+use super::sdk_quota::BOTOCORE_QUOTA;
 
 crate::named_enum! {
     /// The client libraries faultline knows the retry defaults of.
@@ -13,6 +14,9 @@ crate::named_enum! {
         OpenaiPython => "openai-python",
         /// anthropic-sdk-python 2.17.0 (PyPI `anthropic==2.17.0`).
         AnthropicSdkPython => "anthropic-sdk-python",
+        /// botocore 1.44.18's standard retry mode (PyPI `botocore==1.44.18`), its default
+        /// (`configprovider.py`: `'retry_mode': (..., 'standard', None)`).
+        BotocoreStandard => "botocore-standard",
     }
 }
 
@@ -43,6 +47,30 @@ impl SdkPreset {
                 over_max: OverMax::Cap,
                 ..SdkClientConfig::default()
             },
+            // botocore 1.44.18, `botocore/retries/standard.py`: DEFAULT_MAX_ATTEMPTS = 3 (the
+            // first included; DynamoDB's 4 is not modelled); `ExponentialBackoff`: _BASE = 2,
+            // _MAX_BACKOFF = 20, `t_i = rand(0, 1) * min(base_scale * 2 ** i, 20)` (full jitter)
+            // with `throttling_base_scale` 1 and `non_throttling_base_scale` 0.05 s (DynamoDB's
+            // 0.025 is not modelled); `x-amz-retry-after` in ms raises t_i to at most t_i +
+            // _RETRY_AFTER_MAX_ADDITIONAL (5 s), `retry-after` is never read;
+            // `StandardRetryConditions`: 500, 502, 503, 504, 429 and the throttling and
+            // transient error codes, connection errors and timeouts (`ConnectionError`,
+            // `HTTPClientError`); never `x-should-retry`; `RetryQuotaChecker` and `quota.py`:
+            // the shared quota. `botocore/endpoint.py`: DEFAULT_TIMEOUT = 60 (read timeout).
+            SdkPreset::BotocoreStandard => SdkClientConfig {
+                max_retries: 2,
+                initial_delay_us: 50_000,
+                max_delay_us: 20_000_000,
+                multiplier: 2.0,
+                jitter: 1.0,
+                timeout_us: Some(60_000_000),
+                retry_after: RetryAfter::Raise,
+                retry_after_max_us: 5_000_000,
+                x_should_retry: false,
+                throttling_initial_delay_us: Some(1_000_000),
+                retry_quota: Some(BOTOCORE_QUOTA),
+                ..SdkClientConfig::default()
+            },
         }
     }
 }
@@ -54,7 +82,7 @@ mod tests {
 
     #[test]
     fn presets_are_named_as_their_packages_and_differ_only_where_the_libraries_do() {
-        assert_eq!(SdkPreset::choices(), "openai-python, anthropic-sdk-python");
+        assert_eq!(SdkPreset::choices(), "openai-python, anthropic-sdk-python, botocore-standard");
         let openai = SdkPreset::OpenaiPython.defaults();
         let anthropic = SdkPreset::AnthropicSdkPython.defaults();
         assert_eq!(openai.retry_after_max_us, 120_000_000);

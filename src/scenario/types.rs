@@ -1050,7 +1050,7 @@ pub struct SdkClientSpec {
     /// One hidden attempt's timeout; 0: none (default 600 000).
     #[serde(default)]
     pub timeout_ms: Option<f64>,
-    /// honour (default) or ignore.
+    /// honour (default), ignore or raise (botocore's x-amz-retry-after).
     #[serde(default)]
     pub retry_after: Option<String>,
     /// The longest Retry-After honoured (default 120 000).
@@ -1062,6 +1062,23 @@ pub struct SdkClientSpec {
     /// Each hidden retry takes a root retry token and must fit the root deadline (default false).
     #[serde(default)]
     pub charged_to_root_budget: Option<bool>,
+    /// The first retry's sleep after a throttling error (RATE_LIMITED); none: `initial_delay_ms`
+    /// (botocore: 1000). This and the quota's fields are not written when absent, so a scenario
+    /// without them keeps its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling_initial_delay_ms: Option<f64>,
+    /// The capacity of a retry quota shared by the client's calls (botocore: 500); none: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_quota: Option<u32>,
+    /// What a retry takes from the quota (botocore: 14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_cost: Option<u32>,
+    /// What a retry after a throttling error takes (botocore: 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttling_retry_cost: Option<u32>,
+    /// What a call answered without a retry gives back (botocore: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_retry_increment: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -4,7 +4,9 @@ The n-th request of a case gets the n-th entry of its schedule: a status with op
 headers (`retry-after`, `retry-after-ms`, `x-should-retry`), a slow answer (`delay_s` before
 the headers), or a dropped connection (`drop`). Past the schedule every request gets 200.
 Each request is recorded with its arrival time and the time its answer ended (monotonic
-seconds), and the `x-stainless-retry-count` it carried.
+seconds), and the `x-stainless-retry-count` (or botocore's `amz-sdk-request`) it carried.
+An entry may bring its own `body` and `content_type` (botocore's XML errors); `then` is the
+entry past the schedule (200 by default); an `ok_body` given as text is sent as it is.
 """
 
 import json
@@ -16,18 +18,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Schedule:
-    def __init__(self, entries, ok_body):
+    def __init__(self, entries, ok_body, then=None, ok_content_type="application/json"):
         self.entries = entries
         self.ok_body = ok_body
+        self.then = then or {"status": 200}
+        self.ok_content_type = ok_content_type
         self.requests = []
         self.lock = threading.Lock()
 
-    def next(self, retry_count):
+    def next(self, retry_count, sdk_request=None):
         with self.lock:
             n = len(self.requests)
-            record = {"arrived_s": time.monotonic(), "retry_count": retry_count}
+            record = {"arrived_s": time.monotonic(), "retry_count": retry_count, "sdk_request": sdk_request}
             self.requests.append(record)
-        entry = self.entries[n] if n < len(self.entries) else {"status": 200}
+        entry = self.entries[n] if n < len(self.entries) else self.then
         return entry, record
 
 
@@ -41,7 +45,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length", 0))
         self.rfile.read(length)
         schedule = self.server.schedule
-        entry, record = schedule.next(self.headers.get("x-stainless-retry-count"))
+        entry, record = schedule.next(self.headers.get("x-stainless-retry-count"), self.headers.get("amz-sdk-request"))
         if entry.get("delay_s"):
             time.sleep(entry["delay_s"])
         if entry.get("drop"):
@@ -52,11 +56,17 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         status = entry["status"]
-        body = json.dumps(schedule.ok_body if status == 200 else {"error": {"type": "error", "message": "injected"}})
+        content_type = entry.get("content_type", "application/json")
+        if "body" in entry:
+            body = entry["body"]
+        elif status == 200 and isinstance(schedule.ok_body, str):
+            body, content_type = schedule.ok_body, schedule.ok_content_type
+        else:
+            body = json.dumps(schedule.ok_body if status == 200 else {"error": {"type": "error", "message": "injected"}})
         body = body.encode()
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(body)))
             for name, value in entry.get("headers", {}).items():
                 self.send_header(name, value)
