@@ -426,7 +426,7 @@ fn collect(src: &Src, file: &SpringFile, not_mapped: &mut Vec<String>) -> (BTree
         if !mapped(module, &prop) {
             let why = why_not_mapped(module, &prop).unwrap_or("not a property resilience4j reads here (Spring ignores unknown keys)");
             not_mapped.push(format!("{}: {why}", src.at(e)));
-            continue;
+            // Kept all the same: the open-state flags are checked the way resilience4j checks them.
         }
         let conf = modules.entry(module).or_default();
         let props = if is_instance {
