@@ -77,7 +77,12 @@ deadline_ms = 600000
 fn yaml_and_properties_give_the_same_policy_with_every_field_cited() {
     let yaml = import(&[&data("r4j_application.yml")]);
     let props = import(&[&data("r4j_application.properties")]);
-    let strip = |t: &str| t.lines().filter(|l| !l.starts_with('#')).map(|l| l.split(" #").next().unwrap().trim_end().to_string()).collect::<Vec<_>>();
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split(" #").next().unwrap().trim_end().to_string())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(strip(&yaml), strip(&props), "the two syntaxes of one configuration");
     for want in [
         "timeout_ms = 2000                       # timelimiter model: from resilience4j.timelimiter.instances.model.timeout-duration (r4j_application.yml:45) = 2s; the instance",
@@ -92,7 +97,13 @@ fn yaml_and_properties_give_the_same_policy_with_every_field_cited() {
         assert!(yaml.lines().any(|l| l == want), "missing line:\n{want}\nin:\n{yaml}");
     }
     assert!(props.contains("(r4j_application.properties:15) = 1.5; baseConfig shared"), "continuation line: {props}");
-    for not_mapped in ["record-exceptions[0]", "register-health-indicator", "cancel-running-future", "thread-pool-bulkhead", "on-profile = prod"] {
+    for not_mapped in [
+        "record-exceptions[0]",
+        "register-health-indicator",
+        "cancel-running-future",
+        "thread-pool-bulkhead",
+        "on-profile = prod",
+    ] {
         let after = yaml.split("# NOT MAPPED:").nth(1).unwrap();
         assert!(after.contains(not_mapped), "{not_mapped} not listed:\n{after}");
     }
@@ -106,17 +117,33 @@ fn each_level_of_inheritance_sets_what_the_ones_above_it_leave_out() {
     // Retry: instance > baseConfig > configs.default > resilience4j's defaults.
     assert!(line(&t, "max_attempts").ends_with("= 5; the instance"), "{t}");
     assert!(line(&t, "base_ms").ends_with("= 200ms; baseConfig shared"), "{t}");
-    assert!(line(&t, "kind").contains("enable-exponential-backoff (r4j_inheritance.yml:9) = true; configs.default"), "{t}");
+    assert!(
+        line(&t, "kind").contains("enable-exponential-backoff (r4j_inheritance.yml:9) = true; configs.default"),
+        "{t}"
+    );
     assert!(line(&t, "multiplier").contains("resilience4j's default exponentialBackoffMultiplier = 1.5"), "{t}");
     assert_eq!(value(&t, "max_ms"), "max_ms = 675", "200 x 1.5^3, the largest of 4 attempts' sleeps");
     // CircuitBreaker: a baseConfig replaces configs.default (createBaseConfig builds the base
     // from the library's defaults), so `model` has 50, not configs.default's 30; `other` has 30.
     let breakers: Vec<&str> = t.split("[[policy.imported.circuit_breaker]]").skip(1).collect();
     assert_eq!(breakers.len(), 2);
-    assert!(breakers[0].contains("failure_rate_threshold = 50 ") && breakers[0].contains("sliding_window_size = 7 "), "{}", breakers[0]);
+    assert!(
+        breakers[0].contains("failure_rate_threshold = 50 ") && breakers[0].contains("sliding_window_size = 7 "),
+        "{}",
+        breakers[0]
+    );
     assert!(breakers[0].contains("minimum_number_of_calls = 3 "));
-    assert!(breakers[1].contains("failure_rate_threshold = 30 ") && breakers[1].contains("sliding_window_size = 100 "), "{}", breakers[1]);
-    assert!(breakers[1].contains("dependency = \"model\"                    # instance other, mapped by --dependency other=model"), "{}", breakers[1]);
+    assert!(
+        breakers[1].contains("failure_rate_threshold = 30 ") && breakers[1].contains("sliding_window_size = 100 "),
+        "{}",
+        breakers[1]
+    );
+    assert!(
+        breakers[1]
+            .contains("dependency = \"model\"                    # instance other, mapped by --dependency other=model"),
+        "{}",
+        breakers[1]
+    );
 }
 
 /// Each fragment appended to the scenario is a policy `validate` accepts and `run` runs.
@@ -176,7 +203,11 @@ fn the_imported_breaker_stays_open_for_its_imported_wait() {
     let dir = scratch("breaker-default");
     let file = dir.join("application.properties");
     let text = std::fs::read_to_string(data("r4j_breaker.properties")).unwrap();
-    std::fs::write(&file, text.lines().filter(|l| !l.contains("waitDurationInOpenState")).collect::<Vec<_>>().join("\n")).unwrap();
+    std::fs::write(
+        &file,
+        text.lines().filter(|l| !l.contains("waitDurationInOpenState")).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
     let fragment = import(&[file.to_str().unwrap()]);
     assert!(fragment.contains("wait_duration_in_open_state_ms = 60000 "), "{fragment}");
     let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);

@@ -105,9 +105,7 @@ fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str
         match d.split_once('=') {
             Some((i, dep)) if !i.is_empty() && !dep.is_empty() => pairs.push((i.to_string(), dep.to_string())),
             _ => {
-                return Err(CommandError::Input(format!(
-                    "argument `--dependency {d}`: expected INSTANCE=DEPENDENCY"
-                )));
+                return Err(CommandError::Input(format!("argument `--dependency {d}`: expected INSTANCE=DEPENDENCY")));
             }
         }
     }

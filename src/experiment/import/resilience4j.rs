@@ -108,7 +108,10 @@ fn breaker_chain<'a>(src: &Src, conf: &'a ModuleConf, name: &str, props: &'a Pro
     let mut levels = vec![Level { origin: Origin::Instance, props }];
     if let Some(base) = props.get("baseconfig").filter(|e| !e.value.is_empty()) {
         if base.value == name {
-            return Err(src.err(base, format!("Circular reference detected in instance config: {name} (resilience4j refuses it)")));
+            return Err(src.err(
+                base,
+                format!("Circular reference detected in instance config: {name} (resilience4j refuses it)"),
+            ));
         }
         let b = conf.configs.get(&base.value).ok_or_else(|| not_found(src, base))?;
         breaker_config_chain(src, conf, &base.value, b, &mut levels, &mut vec![name.to_string()])?;
@@ -134,7 +137,10 @@ fn breaker_config_chain<'a>(
     seen.push(name.to_string());
     if let Some(base) = props.get("baseconfig").filter(|e| !e.value.is_empty()) {
         if base.value == name {
-            return Err(src.err(base, format!("Circular reference detected in instance config: {name} (resilience4j refuses it)")));
+            return Err(src.err(
+                base,
+                format!("Circular reference detected in instance config: {name} (resilience4j refuses it)"),
+            ));
         }
         if seen[1..].contains(&base.value) {
             return Err(circular(src, base, seen));
@@ -173,13 +179,23 @@ fn plain_chain<'a>(
 }
 
 fn not_found(src: &Src, base: &Entry) -> String {
-    src.err(base, format!("Configuration with name '{}' does not exist (resilience4j's ConfigurationNotFoundException)", base.value))
+    src.err(
+        base,
+        format!(
+            "Configuration with name '{}' does not exist (resilience4j's ConfigurationNotFoundException)",
+            base.value
+        ),
+    )
 }
 
 fn circular(src: &Src, base: &Entry, seen: &[String]) -> String {
     src.err(
         base,
-        format!("circular baseConfig chain {} -> {} (resilience4j recurses until a StackOverflowError)", seen.join(" -> "), base.value),
+        format!(
+            "circular baseConfig chain {} -> {} (resilience4j recurses until a StackOverflowError)",
+            seen.join(" -> "),
+            base.value
+        ),
     )
 }
 
@@ -241,7 +257,9 @@ fn typed(src: &Src, e: &Entry, ty: Ty) -> Result<String, String> {
                 return Err(src.err(e, format!("must be at least 1, found {n} (resilience4j refuses it)")));
             }
             if n > 1_000_000 {
-                return Err(src.err(e, format!("{n} is above faultline's bound of 1,000,000 (windows are allocated up front)")));
+                return Err(
+                    src.err(e, format!("{n} is above faultline's bound of 1,000,000 (windows are allocated up front)"))
+                );
             }
             n.to_string()
         }
@@ -270,7 +288,11 @@ fn spec_fields(src: &Src, levels: &[Level], specs: &[Spec]) -> Result<Vec<Field>
     for s in specs {
         let f = match find(levels, &relaxed(s.prop)) {
             Some((e, o)) => field(s.field, typed(src, e, s.ty)?, cite(src, e, o)),
-            None => field(s.field, s.default.to_string(), format!("resilience4j's default {} = {} ({})", s.prop, s.default, s.default_from)),
+            None => field(
+                s.field,
+                s.default.to_string(),
+                format!("resilience4j's default {} = {} ({})", s.prop, s.default, s.default_from),
+            ),
         };
         out.push(f);
     }
@@ -287,25 +309,103 @@ fn flag(src: &Src, levels: &[Level], prop: &str) -> Result<bool, String> {
 // ---------------------------------------------------------------- modules
 
 const BREAKER: &[Spec] = &[
-    Spec { prop: "failureRateThreshold", field: "failure_rate_threshold", ty: Ty::Percent, default: "50", default_from: "CircuitBreakerConfig.DEFAULT_FAILURE_RATE_THRESHOLD" },
-    Spec { prop: "slowCallRateThreshold", field: "slow_call_rate_threshold", ty: Ty::Percent, default: "100", default_from: "CircuitBreakerConfig.DEFAULT_SLOW_CALL_RATE_THRESHOLD" },
-    Spec { prop: "slowCallDurationThreshold", field: "slow_call_duration_threshold_ms", ty: Ty::MsPositive, default: "60000", default_from: "CircuitBreakerConfig.DEFAULT_SLOW_CALL_DURATION_THRESHOLD, 60 s" },
-    Spec { prop: "minimumNumberOfCalls", field: "minimum_number_of_calls", ty: Ty::Count, default: "100", default_from: "CircuitBreakerConfig.DEFAULT_MINIMUM_NUMBER_OF_CALLS" },
-    Spec { prop: "slidingWindowType", field: "sliding_window_type", ty: Ty::WindowType, default: "\"count_based\"", default_from: "CircuitBreakerConfig.DEFAULT_SLIDING_WINDOW_TYPE" },
-    Spec { prop: "slidingWindowSize", field: "sliding_window_size", ty: Ty::Count, default: "100", default_from: "CircuitBreakerConfig.DEFAULT_SLIDING_WINDOW_SIZE" },
-    Spec { prop: "permittedNumberOfCallsInHalfOpenState", field: "permitted_number_of_calls_in_half_open_state", ty: Ty::Count, default: "10", default_from: "CircuitBreakerConfig.DEFAULT_PERMITTED_CALLS_IN_HALF_OPEN_STATE" },
-    Spec { prop: "maxWaitDurationInHalfOpenState", field: "max_wait_duration_in_half_open_state_ms", ty: Ty::Ms, default: "0", default_from: "CircuitBreakerConfig.DEFAULT_WAIT_DURATION_IN_HALF_OPEN_STATE, 0: off" },
-    Spec { prop: "automaticTransitionFromOpenToHalfOpenEnabled", field: "automatic_transition_from_open_to_half_open_enabled", ty: Ty::Bool, default: "false", default_from: "CircuitBreakerConfig" },
+    Spec {
+        prop: "failureRateThreshold",
+        field: "failure_rate_threshold",
+        ty: Ty::Percent,
+        default: "50",
+        default_from: "CircuitBreakerConfig.DEFAULT_FAILURE_RATE_THRESHOLD",
+    },
+    Spec {
+        prop: "slowCallRateThreshold",
+        field: "slow_call_rate_threshold",
+        ty: Ty::Percent,
+        default: "100",
+        default_from: "CircuitBreakerConfig.DEFAULT_SLOW_CALL_RATE_THRESHOLD",
+    },
+    Spec {
+        prop: "slowCallDurationThreshold",
+        field: "slow_call_duration_threshold_ms",
+        ty: Ty::MsPositive,
+        default: "60000",
+        default_from: "CircuitBreakerConfig.DEFAULT_SLOW_CALL_DURATION_THRESHOLD, 60 s",
+    },
+    Spec {
+        prop: "minimumNumberOfCalls",
+        field: "minimum_number_of_calls",
+        ty: Ty::Count,
+        default: "100",
+        default_from: "CircuitBreakerConfig.DEFAULT_MINIMUM_NUMBER_OF_CALLS",
+    },
+    Spec {
+        prop: "slidingWindowType",
+        field: "sliding_window_type",
+        ty: Ty::WindowType,
+        default: "\"count_based\"",
+        default_from: "CircuitBreakerConfig.DEFAULT_SLIDING_WINDOW_TYPE",
+    },
+    Spec {
+        prop: "slidingWindowSize",
+        field: "sliding_window_size",
+        ty: Ty::Count,
+        default: "100",
+        default_from: "CircuitBreakerConfig.DEFAULT_SLIDING_WINDOW_SIZE",
+    },
+    Spec {
+        prop: "permittedNumberOfCallsInHalfOpenState",
+        field: "permitted_number_of_calls_in_half_open_state",
+        ty: Ty::Count,
+        default: "10",
+        default_from: "CircuitBreakerConfig.DEFAULT_PERMITTED_CALLS_IN_HALF_OPEN_STATE",
+    },
+    Spec {
+        prop: "maxWaitDurationInHalfOpenState",
+        field: "max_wait_duration_in_half_open_state_ms",
+        ty: Ty::Ms,
+        default: "0",
+        default_from: "CircuitBreakerConfig.DEFAULT_WAIT_DURATION_IN_HALF_OPEN_STATE, 0: off",
+    },
+    Spec {
+        prop: "automaticTransitionFromOpenToHalfOpenEnabled",
+        field: "automatic_transition_from_open_to_half_open_enabled",
+        ty: Ty::Bool,
+        default: "false",
+        default_from: "CircuitBreakerConfig",
+    },
 ];
 
 const BULKHEAD: &[Spec] = &[
-    Spec { prop: "maxConcurrentCalls", field: "max_concurrent_calls", ty: Ty::Count, default: "25", default_from: "BulkheadConfig.DEFAULT_MAX_CONCURRENT_CALLS" },
-    Spec { prop: "maxWaitDuration", field: "max_wait_ms", ty: Ty::Ms, default: "0", default_from: "BulkheadConfig.DEFAULT_MAX_WAIT_DURATION" },
+    Spec {
+        prop: "maxConcurrentCalls",
+        field: "max_concurrent_calls",
+        ty: Ty::Count,
+        default: "25",
+        default_from: "BulkheadConfig.DEFAULT_MAX_CONCURRENT_CALLS",
+    },
+    Spec {
+        prop: "maxWaitDuration",
+        field: "max_wait_ms",
+        ty: Ty::Ms,
+        default: "0",
+        default_from: "BulkheadConfig.DEFAULT_MAX_WAIT_DURATION",
+    },
 ];
 
 const RATE_LIMITER: &[Spec] = &[
-    Spec { prop: "limitForPeriod", field: "limit_for_period", ty: Ty::Count, default: "50", default_from: "RateLimiterConfig.DEFAULT_LIMIT_FOR_PERIOD" },
-    Spec { prop: "timeoutDuration", field: "timeout_duration_ms", ty: Ty::Ms, default: "5000", default_from: "RateLimiterConfig.DEFAULT_TIMEOUT_DURATION, 5 s" },
+    Spec {
+        prop: "limitForPeriod",
+        field: "limit_for_period",
+        ty: Ty::Count,
+        default: "50",
+        default_from: "RateLimiterConfig.DEFAULT_LIMIT_FOR_PERIOD",
+    },
+    Spec {
+        prop: "timeoutDuration",
+        field: "timeout_duration_ms",
+        ty: Ty::Ms,
+        default: "5000",
+        default_from: "RateLimiterConfig.DEFAULT_TIMEOUT_DURATION, 5 s",
+    },
 ];
 
 /// Properties each module maps (relaxed), besides `baseConfig`.
@@ -345,38 +445,73 @@ fn why_not_mapped(module: Module, prop: &str) -> Option<&'static str> {
     let no_effect = "events, health indicators, metrics and stack traces: no effect on calls";
     let r = |n: &str| relaxed(n) == prop;
     if module == Module::ThreadPoolBulkhead {
-        return Some("thread-pool bulkheads are not modelled (faultline's bulkhead is resilience4j's semaphore bulkhead, 8.8)");
+        return Some(
+            "thread-pool bulkheads are not modelled (faultline's bulkhead is resilience4j's semaphore bulkhead, 8.8)",
+        );
     }
-    if ["eventConsumerBufferSize", "registerHealthIndicator", "allowHealthIndicatorToFail", "writableStackTraceEnabled", "subscribeForEvents"]
-        .iter()
-        .any(|n| r(n))
+    if [
+        "eventConsumerBufferSize",
+        "registerHealthIndicator",
+        "allowHealthIndicatorToFail",
+        "writableStackTraceEnabled",
+        "subscribeForEvents",
+    ]
+    .iter()
+    .any(|n| r(n))
     {
         return Some(no_effect);
     }
     match module {
         Module::CircuitBreaker => {
-            if ["recordExceptions", "ignoreExceptions", "recordFailurePredicate", "recordResultPredicate", "ignoreExceptionPredicate", "ignoreUnknownExceptions", "ignoreClassBindingExceptions"]
-                .iter()
-                .any(|n| r(n))
+            if [
+                "recordExceptions",
+                "ignoreExceptions",
+                "recordFailurePredicate",
+                "recordResultPredicate",
+                "ignoreExceptionPredicate",
+                "ignoreUnknownExceptions",
+                "ignoreClassBindingExceptions",
+            ]
+            .iter()
+            .any(|n| r(n))
             {
-                return Some("exception classes and predicates name Java types; faultline judges failure kinds, and the fragment records every kind (ignore = []); set `ignore` by hand");
+                return Some(
+                    "exception classes and predicates name Java types; faultline judges failure kinds, and the fragment records every kind (ignore = []); set `ignore` by hand",
+                );
             }
-            if ["enableExponentialBackoff", "exponentialBackoffMultiplier", "exponentialMaxWaitDurationInOpenState", "enableRandomizedWait", "randomizedWaitFactor"]
-                .iter()
-                .any(|n| r(n))
+            if [
+                "enableExponentialBackoff",
+                "exponentialBackoffMultiplier",
+                "exponentialMaxWaitDurationInOpenState",
+                "enableRandomizedWait",
+                "randomizedWaitFactor",
+            ]
+            .iter()
+            .any(|n| r(n))
             {
-                return Some("open-state interval functions (growing or randomized waits in OPEN) are not modelled: faultline waits wait_duration_in_open_state_ms every time, the function's first (or mean) wait");
+                return Some(
+                    "open-state interval functions (growing or randomized waits in OPEN) are not modelled: faultline waits wait_duration_in_open_state_ms every time, the function's first (or mean) wait",
+                );
             }
             if r("initialState") {
                 return Some("faultline's breakers start CLOSED (only CLOSED is the same)");
             }
         }
         Module::Retry => {
-            if ["retryExceptions", "ignoreExceptions", "retryExceptionPredicate", "resultPredicate", "consumeResultBeforeRetryAttempt", "intervalBiFunction"]
-                .iter()
-                .any(|n| r(n))
+            if [
+                "retryExceptions",
+                "ignoreExceptions",
+                "retryExceptionPredicate",
+                "resultPredicate",
+                "consumeResultBeforeRetryAttempt",
+                "intervalBiFunction",
+            ]
+            .iter()
+            .any(|n| r(n))
             {
-                return Some("exception classes, predicates and interval functions name Java types; faultline retries failure kinds (retry_on), its default RATE_LIMITED, OVERLOADED and TRANSIENT_TRANSPORT");
+                return Some(
+                    "exception classes, predicates and interval functions name Java types; faultline retries failure kinds (retry_on), its default RATE_LIMITED, OVERLOADED and TRANSIENT_TRANSPORT",
+                );
             }
             if r("failAfterMaxAttempts") {
                 return Some("changes the exception thrown after the last attempt, not the calls");
@@ -384,7 +519,9 @@ fn why_not_mapped(module: Module, prop: &str) -> Option<&'static str> {
         }
         Module::TimeLimiter => {
             if r("cancelRunningFuture") {
-                return Some("faultline abandons a timed-out attempt; whether the dependency stops working on it is the dependency's own `cancellation`");
+                return Some(
+                    "faultline abandons a timed-out attempt; whether the dependency stops working on it is the dependency's own `cancellation`",
+                );
             }
         }
         Module::Bulkhead | Module::RateLimiter | Module::ThreadPoolBulkhead => {}
@@ -424,7 +561,8 @@ fn collect(src: &Src, file: &SpringFile, not_mapped: &mut Vec<String>) -> (BTree
         let prop_el = &el[4];
         let prop = relaxed(prop_el.split('[').next().unwrap_or(prop_el));
         if !mapped(module, &prop) {
-            let why = why_not_mapped(module, &prop).unwrap_or("not a property resilience4j reads here (Spring ignores unknown keys)");
+            let why = why_not_mapped(module, &prop)
+                .unwrap_or("not a property resilience4j reads here (Spring ignores unknown keys)");
             not_mapped.push(format!("{}: {why}", src.at(e)));
             // Kept all the same: the open-state flags are checked the way resilience4j checks them.
         }
@@ -472,7 +610,12 @@ pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> 
     let dep_of = |inst: &str| -> (String, String) {
         match opts.dependencies.iter().rev().find(|(i, _)| i == inst) {
             Some((_, d)) => (d.clone(), format!("instance {inst}, mapped by --dependency {inst}={d}")),
-            None => (inst.to_string(), format!("instance {inst}: the dependency of the same name (--dependency {inst}=DEPENDENCY to change it)")),
+            None => (
+                inst.to_string(),
+                format!(
+                    "instance {inst}: the dependency of the same name (--dependency {inst}=DEPENDENCY to change it)"
+                ),
+            ),
         }
     };
 
@@ -485,7 +628,9 @@ pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> 
         frag.header.push(format!("instance {inst} -> dependency {d}"));
     }
     for why in &file.profile_documents {
-        not_mapped.push(format!("the document at {why}: applies to a profile only; this importer reads the file without profiles"));
+        not_mapped.push(format!(
+            "the document at {why}: applies to a profile only; this importer reads the file without profiles"
+        ));
     }
     if outside > 0 {
         frag.header.push(format!("keys outside resilience4j.* (not read): {outside}"));
@@ -586,7 +731,11 @@ fn refresh_period(src: &Src, levels: &[Level]) -> Result<Field, String> {
         return Err(src.err(e, format!("must be above 0, found {} (resilience4j refuses it)", e.value)));
     }
     if ms < 0.001 {
-        return Ok(field("limit_refresh_period_ms", "0.001".into(), format!("{}; below faultline's 1 us clock: 1 us", cite(src, e, o))));
+        return Ok(field(
+            "limit_refresh_period_ms",
+            "0.001".into(),
+            format!("{}; below faultline's 1 us clock: 1 us", cite(src, e, o)),
+        ));
     }
     Ok(field("limit_refresh_period_ms", toml_number(ms), cite(src, e, o)))
 }
@@ -598,13 +747,23 @@ fn time_limiter(src: &Src, conf: &ModuleConf, not_mapped: &mut Vec<String>) -> R
         let mut levels = Vec::new();
         plain_chain(src, conf, inst, Origin::Instance, props, &mut levels, &mut Vec::new())?;
         let f = match find(&levels, "timeoutduration") {
-            Some((e, o)) => field("timeout_ms", typed(src, e, Ty::Ms)?, format!("timelimiter {inst}: {}", cite(src, e, o))),
-            None => field("timeout_ms", "1000".into(), format!("timelimiter {inst}: resilience4j's default timeoutDuration = 1 s (TimeLimiterConfig)")),
+            Some((e, o)) => {
+                field("timeout_ms", typed(src, e, Ty::Ms)?, format!("timelimiter {inst}: {}", cite(src, e, o)))
+            }
+            None => field(
+                "timeout_ms",
+                "1000".into(),
+                format!("timelimiter {inst}: resilience4j's default timeoutDuration = 1 s (TimeLimiterConfig)"),
+            ),
         };
         each.push((inst.clone(), f));
     }
     match each.len() {
-        0 => Ok(field("timeout_ms", "0".into(), "no resilience4j.timelimiter instance: resilience4j sets no time limit on a call".into())),
+        0 => Ok(field(
+            "timeout_ms",
+            "0".into(),
+            "no resilience4j.timelimiter instance: resilience4j sets no time limit on a call".into(),
+        )),
         1 => Ok(each.remove(0).1),
         _ if each.iter().all(|(_, f)| f.value == each[0].1.value) => {
             let (_, mut f) = each.remove(0);
@@ -615,7 +774,11 @@ fn time_limiter(src: &Src, conf: &ModuleConf, not_mapped: &mut Vec<String>) -> R
             for (inst, f) in &each {
                 not_mapped.push(format!("timelimiter {inst}: timeout {} ms; the instances differ and faultline's timeout_ms is the policy's (per step with steps.<id>, not per dependency)", f.value));
             }
-            Ok(field("timeout_ms", "0".into(), "the timelimiter instances differ (NOT MAPPED): no timeout written".into()))
+            Ok(field(
+                "timeout_ms",
+                "0".into(),
+                "the timelimiter instances differ (NOT MAPPED): no timeout written".into(),
+            ))
         }
     }
 }
@@ -630,7 +793,14 @@ fn retry(src: &Src, conf: &ModuleConf, not_mapped: &mut Vec<String>) -> Result<(
     }
     let same = |a: &[Field], b: &[Field]| a.iter().map(|f| &f.value).eq(b.iter().map(|f| &f.value));
     match each.len() {
-        0 => Ok((vec![field("max_attempts", "1".into(), "no resilience4j.retry instance: resilience4j does not retry".into())], Vec::new())),
+        0 => Ok((
+            vec![field(
+                "max_attempts",
+                "1".into(),
+                "no resilience4j.retry instance: resilience4j does not retry".into(),
+            )],
+            Vec::new(),
+        )),
         n if n == 1 || each.iter().all(|(_, (r, b))| same(r, &each[0].1.0) && same(b, &each[0].1.1)) => {
             let names: Vec<&str> = each.iter().map(|(n, _)| n.as_str()).collect();
             not_mapped.push(format!(
@@ -643,7 +813,14 @@ fn retry(src: &Src, conf: &ModuleConf, not_mapped: &mut Vec<String>) -> Result<(
             for (inst, (r, _)) in &each {
                 not_mapped.push(format!("retry {inst}: max_attempts {}: the retry instances differ and faultline's retry is the policy's (per step with steps.<id>, not per dependency)", r[0].value));
             }
-            Ok((vec![field("max_attempts", "1".into(), "the retry instances differ (NOT MAPPED): no retries written".into())], Vec::new()))
+            Ok((
+                vec![field(
+                    "max_attempts",
+                    "1".into(),
+                    "the retry instances differ (NOT MAPPED): no retries written".into(),
+                )],
+                Vec::new(),
+            ))
         }
     }
 }
@@ -655,7 +832,10 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
         Some((e, o)) => {
             let n = integer(&e.value).map_err(|m| src.err(e, m))?;
             if n < 1 {
-                return Err(src.err(e, "maxAttempts must be greater than or equal to 1. (resilience4j's IllegalArgumentException)"));
+                return Err(src.err(
+                    e,
+                    "maxAttempts must be greater than or equal to 1. (resilience4j's IllegalArgumentException)",
+                ));
             }
             if n > 20 {
                 return Err(src.err(e, format!("{n} attempts is above faultline's max_attempts bound of 20")));
@@ -664,18 +844,34 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
             n
         }
         None => {
-            retry.push(field("max_attempts", "3".into(), "resilience4j's default maxAttempts = 3 (RetryConfig.DEFAULT_MAX_ATTEMPTS)".into()));
+            retry.push(field(
+                "max_attempts",
+                "3".into(),
+                "resilience4j's default maxAttempts = 3 (RetryConfig.DEFAULT_MAX_ATTEMPTS)".into(),
+            ));
             3
         }
     };
-    retry.push(field("honor_retry_after", "false".into(), format!("retry {inst}: resilience4j's IntervalFunction knows no Retry-After")));
+    retry.push(field(
+        "honor_retry_after",
+        "false".into(),
+        format!("retry {inst}: resilience4j's IntervalFunction knows no Retry-After"),
+    ));
 
     // The level that sets waitDuration builds the interval function; the flags, multiplier and
     // maximum come from it or the levels below it (mergePropertiesIfAny), the factor from it only.
     let Some(at) = levels.iter().position(|l| l.props.get("waitduration").is_some_and(|e| !e.value.is_empty())) else {
         let b = vec![
-            field("kind", quote("constant"), "resilience4j's default interval: IntervalFunction.ofDefaults(), a fixed 500 ms".into()),
-            field("base_ms", "500".into(), "resilience4j's default waitDuration = 500 ms (IntervalFunction.DEFAULT_INITIAL_INTERVAL)".into()),
+            field(
+                "kind",
+                quote("constant"),
+                "resilience4j's default interval: IntervalFunction.ofDefaults(), a fixed 500 ms".into(),
+            ),
+            field(
+                "base_ms",
+                "500".into(),
+                "resilience4j's default waitDuration = 500 ms (IntervalFunction.DEFAULT_INITIAL_INTERVAL)".into(),
+            ),
             field("jitter", quote("none"), "a fixed wait".into()),
         ];
         return Ok((retry, b));
@@ -690,14 +886,23 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
     let rand = flag(src, below, "enablerandomizedwait")?;
     let wait_c = cite(src, wait, &levels[at].origin);
     if !exp && !rand {
-        return Ok((retry, vec![
-            field("kind", quote("constant"), format!("fixed waits (no exponential or randomized flag): {wait_c}")),
-            field("base_ms", toml_number(wait_ms), wait_c),
-            field("jitter", quote("none"), "a fixed wait".into()),
-        ]));
+        return Ok((
+            retry,
+            vec![
+                field("kind", quote("constant"), format!("fixed waits (no exponential or randomized flag): {wait_c}")),
+                field("base_ms", toml_number(wait_ms), wait_c),
+                field("jitter", quote("none"), "a fixed wait".into()),
+            ],
+        ));
     }
     if wait_ms.floor() < 1.0 {
-        return Err(src.err(wait, format!("Illegal argument interval: {} millis is less than 1 (resilience4j's IntervalFunction)", wait_ms.floor())));
+        return Err(src.err(
+            wait,
+            format!(
+                "Illegal argument interval: {} millis is less than 1 (resilience4j's IntervalFunction)",
+                wait_ms.floor()
+            ),
+        ));
     }
     let flags_c = |prop: &str| find(below, prop).map(|(e, o)| cite(src, e, o)).unwrap_or_default();
     let mut b = Vec::new();
@@ -710,7 +915,11 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
                 }
                 (m, cite(src, e, o))
             }
-            None => (1.5, "resilience4j's default exponentialBackoffMultiplier = 1.5 (IntervalFunction.DEFAULT_MULTIPLIER)".into()),
+            None => (
+                1.5,
+                "resilience4j's default exponentialBackoffMultiplier = 1.5 (IntervalFunction.DEFAULT_MULTIPLIER)"
+                    .into(),
+            ),
         };
         b.push(field("kind", quote("exponential"), flags_c("enableexponentialbackoff")));
         b.push(field("base_ms", toml_number(wait_ms), wait_c.clone()));
@@ -718,7 +927,13 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
             Some((e, o)) => {
                 let ms = duration_ms(&e.value).map_err(|x| src.err(e, x))?;
                 if ms.floor() < 1.0 {
-                    return Err(src.err(e, format!("Illegal argument interval: {} millis is less than 1 (resilience4j's IntervalFunction)", ms.floor())));
+                    return Err(src.err(
+                        e,
+                        format!(
+                            "Illegal argument interval: {} millis is less than 1 (resilience4j's IntervalFunction)",
+                            ms.floor()
+                        ),
+                    ));
                 }
                 let mut c = cite(src, e, o);
                 if rand {
@@ -728,19 +943,36 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
             }
             None => {
                 let largest = wait_ms * m.powi((attempts - 2).max(0) as i32);
-                (largest, format!("no exponentialMaxWaitDuration: unbounded in resilience4j; {attempts} attempts sleep at most base x multiplier^{}, written as the cap", (attempts - 2).max(0)))
+                (
+                    largest,
+                    format!(
+                        "no exponentialMaxWaitDuration: unbounded in resilience4j; {attempts} attempts sleep at most base x multiplier^{}, written as the cap",
+                        (attempts - 2).max(0)
+                    ),
+                )
             }
         };
         if max_ms < wait_ms {
             // min(interval, max) is the maximum at every retry.
-            b[0] = field("kind", quote("constant"), format!("exponentialMaxWaitDuration is below waitDuration: every wait is the maximum; {}", flags_c("enableexponentialbackoff")));
+            b[0] = field(
+                "kind",
+                quote("constant"),
+                format!(
+                    "exponentialMaxWaitDuration is below waitDuration: every wait is the maximum; {}",
+                    flags_c("enableexponentialbackoff")
+                ),
+            );
             b[1] = field("base_ms", toml_number(max_ms), max_c);
         } else {
             b.push(field("max_ms", toml_number(max_ms), max_c));
             b.push(field("multiplier", toml_number(m), m_c));
         }
     } else {
-        b.push(field("kind", quote("constant"), "randomized waits around a fixed wait (IntervalFunction.ofRandomized)".into()));
+        b.push(field(
+            "kind",
+            quote("constant"),
+            "randomized waits around a fixed wait (IntervalFunction.ofRandomized)".into(),
+        ));
         b.push(field("base_ms", toml_number(wait_ms), wait_c.clone()));
     }
     if rand {
@@ -769,7 +1001,8 @@ mod tests {
 
     fn run(yaml: &str) -> Result<String, String> {
         let file = read_yaml(yaml).map_err(|e| format!("{e:?}"))?;
-        import(&file, &R4jOptions { shown: "a.yml", name: "a.yml", policy: "p", dependencies: &[] }).map(|f| f.to_toml())
+        import(&file, &R4jOptions { shown: "a.yml", name: "a.yml", policy: "p", dependencies: &[] })
+            .map(|f| f.to_toml())
     }
 
     #[test]

@@ -107,7 +107,10 @@ impl Flattener {
                 Some(k) => Some(join(prefix, &k)),
                 None => {
                     let p = prefix.clone();
-                    self.fail(mark, format!("{}: a mapping or a list cannot be a key", if p.is_empty() { "(root)" } else { &p }));
+                    self.fail(
+                        mark,
+                        format!("{}: a mapping or a list cannot be a key", if p.is_empty() { "(root)" } else { &p }),
+                    );
                     None
                 }
             },
@@ -152,18 +155,22 @@ impl MarkedEventReceiver for Flattener {
                 add_document(&mut self.file, doc);
             }
             Event::MappingStart(..) => {
-                let prefix = if self.stack.is_empty() { String::new() } else { self.next_key(mark).unwrap_or_default() };
+                let prefix =
+                    if self.stack.is_empty() { String::new() } else { self.next_key(mark).unwrap_or_default() };
                 self.stack.push(Frame::Map { prefix, key: None, seen: Vec::new() });
             }
             Event::SequenceStart(..) => {
-                let prefix = if self.stack.is_empty() { String::new() } else { self.next_key(mark).unwrap_or_default() };
+                let prefix =
+                    if self.stack.is_empty() { String::new() } else { self.next_key(mark).unwrap_or_default() };
                 self.stack.push(Frame::Seq { prefix, index: 0 });
             }
             Event::MappingEnd | Event::SequenceEnd => {
                 self.stack.pop();
             }
             Event::Scalar(value, ..) => self.scalar(value, mark),
-            Event::Alias(_) => self.fail(mark, "(YAML): aliases are not read by this importer; write the value out".into()),
+            Event::Alias(_) => {
+                self.fail(mark, "(YAML): aliases are not read by this importer; write the value out".into())
+            }
             Event::Nothing | Event::StreamStart | Event::StreamEnd => {}
         }
     }

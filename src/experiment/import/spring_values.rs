@@ -8,11 +8,20 @@
 pub fn duration_ms(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let bad = || format!("`{text}` is not a duration (`10s`, `500ms`, `PT10S`, or a number of milliseconds)");
-    if t.starts_with(['p', 'P']) || t.starts_with("-P") || t.starts_with("+P") || t.starts_with("-p") || t.starts_with("+p") {
+    if t.starts_with(['p', 'P'])
+        || t.starts_with("-P")
+        || t.starts_with("+P")
+        || t.starts_with("-p")
+        || t.starts_with("+p")
+    {
         return iso_duration_ms(t).ok_or_else(bad);
     }
     // DurationStyle.SIMPLE: ^([+-]?\d+)([a-zA-Z]{0,2})$
-    let digits_end = t.char_indices().find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && (*c == '+' || *c == '-')))).map(|(i, _)| i).unwrap_or(t.len());
+    let digits_end = t
+        .char_indices()
+        .find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && (*c == '+' || *c == '-'))))
+        .map(|(i, _)| i)
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(digits_end);
     let n: i64 = num.parse().map_err(|_| bad())?;
     let scale_ms = match unit.to_ascii_lowercase().as_str() {
