@@ -20,7 +20,7 @@ use crate::experiment::output::folder::write_atomically;
 use crate::scenario::input_file::{InputKind, read_input};
 use std::path::{Path, PathBuf};
 
-/// The formats `import` reads. resilience4j, Envoy, LiteLLM and .NET come next (issue 32).
+/// The formats `import` reads. Envoy, LiteLLM and .NET come next (issue 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImportFormat {
     /// gRPC service config JSON, as grpc-core (under grpcio) reads it.

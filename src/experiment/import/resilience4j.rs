@@ -25,7 +25,7 @@
 
 use super::spring::{Entry, SpringFile, elements, relaxed};
 use super::spring_values::{boolean, duration_ms, float, integer};
-use super::{Field, Fragment, Table, toml_number};
+use super::fragment::{Field, Fragment, Table, toml_number};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
