@@ -23,9 +23,9 @@
 //! RateLimiter, TimeLimiter: the instance, then its baseConfig chain, each link of which falls
 //! back on configs.default, or configs.default alone; then the library's defaults.
 
+use super::fragment::{Field, Fragment, Table, toml_number};
 use super::spring::{Entry, SpringFile, elements, relaxed};
 use super::spring_values::{boolean, duration_ms, float, integer};
-use super::fragment::{Field, Fragment, Table, toml_number};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -170,10 +170,8 @@ fn plain_chain<'a>(
         }
         let b = conf.configs.get(&base.value).ok_or_else(|| not_found(src, base))?;
         plain_chain(src, conf, &base.value, origin_of(&base.value), b, levels, seen)?;
-    } else if name != "default" {
-        if let Some(d) = conf.configs.get("default") {
-            plain_chain(src, conf, "default", Origin::Default, d, levels, seen)?;
-        }
+    } else if let Some(d) = conf.configs.get("default").filter(|_| name != "default") {
+        plain_chain(src, conf, "default", Origin::Default, d, levels, seen)?;
     }
     Ok(())
 }
@@ -637,8 +635,7 @@ pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> 
     }
 
     // The policy's own fields: TimeLimiter -> timeout_ms.
-    let mut policy_fields = Vec::new();
-    policy_fields.push(time_limiter(&src, conf(Module::TimeLimiter), &mut not_mapped)?);
+    let policy_fields = vec![time_limiter(&src, conf(Module::TimeLimiter), &mut not_mapped)?];
     frag.tables.push(Table { header: format!("[policy.{p}]"), fields: policy_fields });
 
     let (retry, backoff) = retry(&src, conf(Module::Retry), &mut not_mapped)?;

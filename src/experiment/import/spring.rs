@@ -123,18 +123,18 @@ impl Flattener {
     }
 
     fn scalar(&mut self, value: String, mark: Marker) {
-        if let Some(Frame::Map { prefix, key, seen }) = self.stack.last_mut() {
-            if key.is_none() {
-                // Spring's YAML loader refuses duplicate keys (SnakeYAML with allowDuplicateKeys off).
-                if seen.contains(&value) {
-                    let k = join(prefix, &value);
-                    self.fail(mark, format!("{k}: duplicate key"));
-                    return;
-                }
-                seen.push(value.clone());
-                *key = Some(value);
+        if let Some(Frame::Map { prefix, key, seen }) = self.stack.last_mut()
+            && key.is_none()
+        {
+            // Spring's YAML loader refuses duplicate keys (SnakeYAML with allowDuplicateKeys off).
+            if seen.contains(&value) {
+                let k = join(prefix, &value);
+                self.fail(mark, format!("{k}: duplicate key"));
                 return;
             }
+            seen.push(value.clone());
+            *key = Some(value);
+            return;
         }
         let Some(key) = self.next_key(mark) else {
             return;
@@ -234,9 +234,9 @@ pub fn read_properties(text: &str) -> Result<SpringFile, (usize, usize, String)>
             }
         }
         let (key, rest) = split_key(&chars);
-        let key = unescape(&key).map_err(|(l, c, w)| (l, c, w))?;
+        let key = unescape(&key)?;
         let (line, col) = rest.first().map(|(_, l, c)| (*l, *c)).unwrap_or((start + 1, chars.len() + 1));
-        let value = unescape(rest).map_err(|(l, c, w)| (l, c, w))?;
+        let value = unescape(rest)?;
         doc.push(Entry { key, value, line, col });
     }
     add_document(&mut file, doc);
