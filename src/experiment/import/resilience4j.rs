@@ -10,6 +10,8 @@
 //! - `CommonRetryConfigurationProperties` (`createRetryConfig`, `configureRetryIntervalFunction`),
 //!   `CommonBulkheadConfigurationProperties`, commit 18052ce36a0f968554b6b2427465036172b0342a;
 //!   `CommonRateLimiterConfigurationProperties`, commit 07a8304515e7bf20544a29c49a3f3a9017742188;
+//!   `CommonTimeLimiterConfigurationProperties`, commit dfda31ece875800c8eb3be32397f1761aa476849
+//!   (older versions gave a TimeLimiter no configs.default; this one does, as the bulkhead);
 //! - `ConfigUtils.mergePropertiesIfAny` (commit 12ab6b5c56011824126344daeb0d2e7c26d9b8ec): a
 //!   Retry instance inherits its base's exponential/randomized flags, multiplier and maximum
 //!   (but not `randomizedWaitFactor`);
