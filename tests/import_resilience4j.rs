@@ -267,3 +267,25 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
         assert!(!out_file.exists(), "{name}: wrote a fragment");
     }
 }
+
+/// ConfigUtils.mergePropertiesIfAny copies a Retry base's flags down to the instance but not its
+/// randomizedWaitFactor: an instance that sets its own waitDuration over a base with factor 0.2
+/// gets randomized waits with resilience4j's default factor 0.5.
+#[test]
+fn a_retry_instance_inherits_the_randomized_flag_but_not_the_factor() {
+    let dir = scratch("factor");
+    let file = dir.join("application.yml");
+    std::fs::write(
+        &file,
+        "resilience4j.retry:\n  configs:\n    shared: {waitDuration: 1s, enableRandomizedWait: true, randomizedWaitFactor: 0.2}\n  instances:\n    model: {baseConfig: shared, waitDuration: 2s}\n",
+    )
+    .unwrap();
+    let t = import(&[file.to_str().unwrap()]);
+    assert_eq!(value(&t, "base_ms"), "base_ms = 2000");
+    assert!(line(&t, "jitter").contains("enableRandomizedWait (application.yml:3) = true; baseConfig shared"), "{t}");
+    assert!(line(&t, "randomization_factor").starts_with("randomization_factor = 0.5 "), "{t}");
+    // --dependency must name an instance of the file.
+    let out = faultline(&["import", "resilience4j", file.to_str().unwrap(), "--dependency", "nope=model"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no resilience4j instance named `nope` (instances: model)"));
+}
