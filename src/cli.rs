@@ -287,7 +287,9 @@ const INIT_EXAMPLES: &str = "Examples:
 const IMPORT_EXAMPLES: &str = "Examples:
   faultline import grpc-service-config service_config.json
   faultline import grpc-service-config service_config.json --method helloworld.Greeter/SayHello -o policy.toml
-  faultline import grpc-service-config service_config.json -p grpc --method helloworld.Greeter";
+  faultline import grpc-service-config service_config.json -p grpc --method helloworld.Greeter
+  faultline import resilience4j src/main/resources/application.yml
+  faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml";
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   faultline completions bash > ~/.local/share/bash-completion/completions/faultline
@@ -658,7 +660,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Read a resilience configuration you already have (a gRPC service config) and write it as
+    /// Read a resilience configuration you already have (a gRPC service config, resilience4j's
+    /// Spring Boot application.yml or .properties) and write it as
     /// a commented [policy.NAME] fragment, with the keys it could not map and why.
     #[command(after_help = IMPORT_EXAMPLES)]
     Import {
@@ -674,6 +677,10 @@ pub enum Command {
         /// The policy name of the fragment.
         #[arg(short = 'p', long = "policy", value_name = "NAME", default_value = "imported")]
         policy: String,
+        /// resilience4j: the faultline dependency an instance guards (repeatable). Default: the
+        /// dependency with the instance's own name.
+        #[arg(long = "dependency", value_name = "INSTANCE=DEPENDENCY")]
+        dependency: Vec<String>,
         /// Write the fragment to FILE (whole or not at all) instead of standard output.
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -692,12 +699,16 @@ pub enum Command {
 pub enum ImportFormatArg {
     /// gRPC service config JSON (methodConfig, retryPolicy, hedgingPolicy, retryThrottling).
     GrpcServiceConfig,
+    /// resilience4j's Spring Boot configuration, application.yml/.yaml or .properties
+    /// (circuitbreaker, retry, bulkhead, ratelimiter, timelimiter).
+    Resilience4j,
 }
 
 impl From<ImportFormatArg> for ImportFormat {
     fn from(f: ImportFormatArg) -> Self {
         match f {
             ImportFormatArg::GrpcServiceConfig => ImportFormat::GrpcServiceConfig,
+            ImportFormatArg::Resilience4j => ImportFormat::Resilience4j,
         }
     }
 }
@@ -955,8 +966,9 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
-        Command::Import { format, file, method, policy, out } => {
-            Ok((import(&ImportOptions { format: format.into(), file, method, policy, out })?, EXIT_OK))
+        Command::Import { format, file, method, policy, dependency, out } => {
+            let opts = ImportOptions { format: format.into(), file, method, policy, dependencies: dependency, out };
+            Ok((import(&opts)?, EXIT_OK))
         }
         Command::Completions { shell } => {
             let mut script = Vec::new();

@@ -2,12 +2,16 @@
 //! writes a `[policy.<name>]` fragment that a scenario accepts as it is, every field followed by
 //! a comment naming the key it came from, then a `# NOT MAPPED` list of what could not be
 //! expressed and why (docs/import.md). One file per format; the fragment writer is shared.
-//! Formats so far: gRPC service config (`grpc`). Bad input is refused whole (file, line, column,
+//! Formats so far: gRPC service config (`grpc`), resilience4j's Spring Boot properties
+//! (`resilience4j`, read by `spring`). Bad input is refused whole (file, line, column,
 //! field; exit 2) and nothing is written.
 
 pub mod fragment;
 pub mod grpc;
 pub mod json;
+pub mod resilience4j;
+pub mod spring;
+pub mod spring_values;
 
 pub use fragment::{Field, Fragment, Table, toml_number};
 
@@ -16,11 +20,13 @@ use crate::experiment::output::folder::write_atomically;
 use crate::scenario::input_file::{InputKind, read_input};
 use std::path::{Path, PathBuf};
 
-/// The formats `import` reads. resilience4j, Envoy, LiteLLM and .NET come next (issue 32).
+/// The formats `import` reads. Envoy, LiteLLM and .NET come next (issue 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImportFormat {
     /// gRPC service config JSON, as grpc-core (under grpcio) reads it.
     GrpcServiceConfig,
+    /// resilience4j's Spring Boot configuration: application.yml/.yaml or .properties.
+    Resilience4j,
 }
 
 pub struct ImportOptions {
@@ -30,6 +36,9 @@ pub struct ImportOptions {
     pub method: Option<String>,
     /// The policy name of the fragment.
     pub policy: String,
+    /// resilience4j: `INSTANCE=DEPENDENCY` pairs; an instance not named maps to the dependency
+    /// of its own name.
+    pub dependencies: Vec<String>,
     /// Where to write the fragment (whole or not at all); standard output when absent.
     pub out: Option<PathBuf>,
 }
@@ -60,8 +69,14 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
     let name = file_name(&opts.file);
     let fragment = match opts.format {
         ImportFormat::GrpcServiceConfig => {
+            if let Some(d) = opts.dependencies.first() {
+                return Err(CommandError::Input(format!(
+                    "argument `--dependency {d}`: a gRPC service config names no instances (use --method)"
+                )));
+            }
             grpc::import(&text, &shown, &name, opts.method.as_deref(), &opts.policy).map_err(CommandError::Input)?
         }
+        ImportFormat::Resilience4j => import_resilience4j(opts, &text, &shown, &name)?,
     };
     let toml = fragment.to_toml();
     match &opts.out {
@@ -77,6 +92,36 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
             ))
         }
     }
+}
+
+fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> Result<Fragment, CommandError> {
+    if let Some(m) = &opts.method {
+        return Err(CommandError::Input(format!(
+            "argument `--method {m}`: resilience4j has instances, not methods (use --dependency INSTANCE=DEPENDENCY)"
+        )));
+    }
+    let mut pairs = Vec::new();
+    for d in &opts.dependencies {
+        match d.split_once('=') {
+            Some((i, dep)) if !i.is_empty() && !dep.is_empty() => pairs.push((i.to_string(), dep.to_string())),
+            _ => {
+                return Err(CommandError::Input(format!("argument `--dependency {d}`: expected INSTANCE=DEPENDENCY")));
+            }
+        }
+    }
+    let lower = name.to_ascii_lowercase();
+    let read = if lower.ends_with(".properties") {
+        spring::read_properties(text)
+    } else if lower.ends_with(".yml") || lower.ends_with(".yaml") {
+        spring::read_yaml(text)
+    } else {
+        return Err(CommandError::Input(format!(
+            "{shown}: a Spring configuration file ends in .yml, .yaml or .properties"
+        )));
+    };
+    let file = read.map_err(|(line, col, why)| CommandError::Input(format!("{shown}:{line}:{col}: {why}")))?;
+    let o = resilience4j::R4jOptions { shown, name, policy: &opts.policy, dependencies: &pairs };
+    resilience4j::import(&file, &o).map_err(CommandError::Input)
 }
 
 /// The file's own name: comments cite it, so the fragment does not depend on the folder the

@@ -1,0 +1,291 @@
+//! `faultline import resilience4j` from outside: the binary reads Spring Boot files in
+//! tests/data/import; what it writes is checked line by line, appended to a small scenario that
+//! `validate` and `run` accept, and run, where the figures follow the imported values. Files
+//! resilience4j itself refuses are refused at their key (file:line:col, exit 2, nothing written).
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/import");
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
+}
+
+fn data(name: &str) -> String {
+    format!("{DATA}/{name}")
+}
+
+fn import(args: &[&str]) -> String {
+    let mut all = vec!["import", "resilience4j"];
+    all.extend_from_slice(args);
+    let out = faultline(&all);
+    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-import-r4j-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The line of `text` that starts with `key = `.
+fn line<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap_or_else(|| panic!("no {key} in\n{text}"))
+}
+
+/// `key = value` without its comment.
+fn value<'a>(text: &'a str, key: &str) -> &'a str {
+    line(text, key).split(" #").next().unwrap().trim_end()
+}
+
+/// A scenario with a dependency per instance name and no policy of its own.
+fn scenario(errors: &str, duration_s: u32) -> String {
+    format!(
+        r#"[simulation]
+duration_s = {duration_s}
+warmup_s = 0
+seed = 7
+replications = 2
+
+[[dependency]]
+name = "model"
+servers = 100000
+queue_capacity = 0
+service_time = {{ dist = "constant", value_ms = 1 }}
+errors = {{ {errors} }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "s"
+  dependency = "model"
+
+"#
+    )
+}
+
+#[test]
+fn yaml_and_properties_give_the_same_policy_with_every_field_cited() {
+    let yaml = import(&[&data("r4j_application.yml")]);
+    let props = import(&[&data("r4j_application.properties")]);
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split(" #").next().unwrap().trim_end().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&yaml), strip(&props), "the two syntaxes of one configuration");
+    for want in [
+        "timeout_ms = 2000                       # timelimiter model: from resilience4j.timelimiter.instances.model.timeout-duration (r4j_application.yml:45) = 2s; the instance",
+        "max_attempts = 4                        # from resilience4j.retry.configs.default.max-attempts (r4j_application.yml:23) = 4; configs.default",
+        "base_ms = 100                           # from resilience4j.retry.configs.shared.wait-duration (r4j_application.yml:25) = 100ms; baseConfig shared",
+        "multiplier = 1.5                        # from resilience4j.retry.configs.shared.exponential-backoff-multiplier (r4j_application.yml:27) = 1.5; baseConfig shared",
+        "slow_call_duration_threshold_ms = 2000  # from resilience4j.circuitbreaker.instances.model.slow-call-duration-threshold (r4j_application.yml:17) = PT2S; the instance",
+        "slow_call_rate_threshold = 100          # resilience4j's default slowCallRateThreshold = 100 (CircuitBreakerConfig.DEFAULT_SLOW_CALL_RATE_THRESHOLD)",
+        "max_wait_ms = 20                        # from resilience4j.bulkhead.instances.model.max-wait-duration (r4j_application.yml:35) = 20ms; the instance",
+        "limit_refresh_period_ms = 1000          # from resilience4j.ratelimiter.instances.model.limit-refresh-period (r4j_application.yml:40) = 1s; the instance",
+    ] {
+        assert!(yaml.lines().any(|l| l == want), "missing line:\n{want}\nin:\n{yaml}");
+    }
+    assert!(props.contains("(r4j_application.properties:15) = 1.5; baseConfig shared"), "continuation line: {props}");
+    for not_mapped in [
+        "record-exceptions[0]",
+        "register-health-indicator",
+        "cancel-running-future",
+        "thread-pool-bulkhead",
+        "on-profile = prod",
+    ] {
+        let after = yaml.split("# NOT MAPPED:").nth(1).unwrap();
+        assert!(after.contains(not_mapped), "{not_mapped} not listed:\n{after}");
+    }
+    // The profile document's max-attempts 9 is not read.
+    assert_eq!(value(&yaml, "max_attempts"), "max_attempts = 4");
+}
+
+#[test]
+fn each_level_of_inheritance_sets_what_the_ones_above_it_leave_out() {
+    let t = import(&[&data("r4j_inheritance.yml"), "--dependency", "other=model"]);
+    // Retry: instance > baseConfig > configs.default > resilience4j's defaults.
+    assert!(line(&t, "max_attempts").ends_with("= 5; the instance"), "{t}");
+    assert!(line(&t, "base_ms").ends_with("= 200ms; baseConfig shared"), "{t}");
+    assert!(
+        line(&t, "kind").contains("enable-exponential-backoff (r4j_inheritance.yml:9) = true; configs.default"),
+        "{t}"
+    );
+    assert!(line(&t, "multiplier").contains("resilience4j's default exponentialBackoffMultiplier = 1.5"), "{t}");
+    assert_eq!(value(&t, "max_ms"), "max_ms = 675", "200 x 1.5^3, the largest of 4 attempts' sleeps");
+    // CircuitBreaker: a baseConfig replaces configs.default (createBaseConfig builds the base
+    // from the library's defaults), so `model` has 50, not configs.default's 30; `other` has 30.
+    let breakers: Vec<&str> = t.split("[[policy.imported.circuit_breaker]]").skip(1).collect();
+    assert_eq!(breakers.len(), 2);
+    assert!(
+        breakers[0].contains("failure_rate_threshold = 50 ") && breakers[0].contains("sliding_window_size = 7 "),
+        "{}",
+        breakers[0]
+    );
+    assert!(breakers[0].contains("minimum_number_of_calls = 3 "));
+    assert!(
+        breakers[1].contains("failure_rate_threshold = 30 ") && breakers[1].contains("sliding_window_size = 100 "),
+        "{}",
+        breakers[1]
+    );
+    assert!(
+        breakers[1]
+            .contains("dependency = \"model\"                    # instance other, mapped by --dependency other=model"),
+        "{}",
+        breakers[1]
+    );
+}
+
+/// Each fragment appended to the scenario is a policy `validate` accepts and `run` runs.
+#[test]
+fn the_fragments_validate_and_run() {
+    let dir = scratch("runs");
+    for args in [
+        vec![data("r4j_application.yml")],
+        vec![data("r4j_application.properties")],
+        vec![data("r4j_inheritance.yml"), "--dependency".into(), "other=model".into()],
+        vec![data("r4j_retry.yml")],
+        vec![data("r4j_breaker.properties")],
+    ] {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let fragment = import(&a);
+        let s = dir.join("s.toml");
+        std::fs::write(&s, format!("{}{fragment}", scenario("overloaded = 0.2", 20))).unwrap();
+        let v = faultline(&["validate", s.to_str().unwrap()]);
+        assert!(v.status.success(), "{args:?}: {}\n{fragment}", String::from_utf8_lossy(&v.stderr));
+        let out = dir.join("out");
+        let r = faultline(&["run", s.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+        assert!(r.status.success(), "{args:?}: {}", String::from_utf8_lossy(&r.stderr));
+        assert!(out.join("imported").is_dir());
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}
+
+#[test]
+fn the_imported_retry_sleeps_its_multiplier_without_jitter() {
+    // Every attempt fails in 1 ms; 4 attempts sleep 100 + 150 + 225 ms: every run takes 479 ms.
+    // resilience4j's default multiplier 2 would not apply (its default is 1.5), doubling would
+    // give 704 ms, and any jitter would spread the runs.
+    let fragment = import(&[&data("r4j_retry.yml")]);
+    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    for m in &reps {
+        assert_eq!((m["run_latency_ms.mean"], m["run_latency_ms.max"]), (479.0, 479.0), "{m:?}\n{fragment}");
+    }
+}
+
+#[test]
+fn the_imported_breaker_stays_open_for_its_imported_wait() {
+    // A dependency that always fails: 5 calls open the breaker; it refuses for the imported 10 s
+    // (resilience4j's default would be 60 s), then the first call after the wait probes and 5
+    // failed probes open it again. So each open spell lasts 10 s plus the wait for the next
+    // call (arrivals 5/s: 0.2 s on average).
+    let fragment = import(&[&data("r4j_breaker.properties")]);
+    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    for m in &reps {
+        let opens = m["breaker.model.transition_total.open"];
+        let open_s = m["breaker.model.time_in_state_s.open"];
+        assert!((15.0..=20.0).contains(&opens), "about 200 s / 11 s: {m:?}");
+        // Every spell but the last (which the end of the simulation may cut) lasts 10 to 10.6 s.
+        assert!(open_s >= (opens - 1.0) * 10.0 && open_s <= opens * 10.6, "{open_s} s open in {opens} spells");
+        println!("imported PT10S: {opens} opens, {open_s} s open");
+    }
+    // Without the key, resilience4j's default 60 s: far fewer spells.
+    let dir = scratch("breaker-default");
+    let file = dir.join("application.properties");
+    let text = std::fs::read_to_string(data("r4j_breaker.properties")).unwrap();
+    std::fs::write(
+        &file,
+        text.lines().filter(|l| !l.contains("waitDurationInOpenState")).collect::<Vec<_>>().join("\n"),
+    )
+    .unwrap();
+    let fragment = import(&[file.to_str().unwrap()]);
+    assert!(fragment.contains("wait_duration_in_open_state_ms = 60000 "), "{fragment}");
+    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    for m in &reps {
+        let opens = m["breaker.model.transition_total.open"];
+        println!("default 60 s: {opens} opens");
+        assert!(opens <= 4.0, "{m:?}");
+    }
+}
+
+/// What resilience4j refuses is refused here, at the key, with exit 2 and no output file.
+#[test]
+fn refusals_are_located_with_exit_2_and_nothing_written() {
+    let dir = scratch("refusals");
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            "a.yml",
+            "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        wait-duration-in-open-state: 1s\n        enable-exponential-backoff: true\n        enable-randomized-wait: true\n",
+            "a.yml:7:33: resilience4j.circuitbreaker.instances.a.enable-randomized-wait: you can not enable Exponential backoff policy and randomized delay at the same time",
+        ),
+        (
+            "b.yml",
+            "resilience4j:\n  retry:\n    instances:\n      a:\n        max-attempts: 0\n",
+            "b.yml:5:23: resilience4j.retry.instances.a.max-attempts: maxAttempts must be greater than or equal to 1.",
+        ),
+        (
+            "c.yml",
+            "resilience4j:\n  bulkhead:\n    instances:\n      a:\n        base-config: nope\n",
+            "c.yml:5:22: resilience4j.bulkhead.instances.a.base-config: Configuration with name 'nope' does not exist",
+        ),
+        (
+            "d.yml",
+            "resilience4j:\n  circuitbreaker:\n    configs:\n      a:\n        sliding-window-size: 5\n    instances:\n      a:\n        baseConfig: a\n",
+            "d.yml:8:21: resilience4j.circuitbreaker.instances.a.baseConfig: Circular reference detected in instance config: a",
+        ),
+        (
+            "e.properties",
+            "resilience4j.ratelimiter.instances.a.timeoutDuration=10 seconds\n",
+            "e.properties:1:54: resilience4j.ratelimiter.instances.a.timeoutDuration: `10 seconds` is not a duration",
+        ),
+        (
+            "f.yml",
+            "resilience4j:\n  retry:\n    instances:\n      a:\n        max-attempts: 2\n        max-attempts: 3\n",
+            "f.yml:6:9: resilience4j.retry.instances.a.max-attempts: duplicate key",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let out_file = dir.join("out.toml");
+        let out = faultline(&["import", "resilience4j", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
+        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
+        assert!(!out_file.exists(), "{name}: wrote a fragment");
+    }
+}
+
+/// ConfigUtils.mergePropertiesIfAny copies a Retry base's flags down to the instance but not its
+/// randomizedWaitFactor: an instance that sets its own waitDuration over a base with factor 0.2
+/// gets randomized waits with resilience4j's default factor 0.5.
+#[test]
+fn a_retry_instance_inherits_the_randomized_flag_but_not_the_factor() {
+    let dir = scratch("factor");
+    let file = dir.join("application.yml");
+    std::fs::write(
+        &file,
+        "resilience4j.retry:\n  configs:\n    shared: {waitDuration: 1s, enableRandomizedWait: true, randomizedWaitFactor: 0.2}\n  instances:\n    model: {baseConfig: shared, waitDuration: 2s}\n",
+    )
+    .unwrap();
+    let t = import(&[file.to_str().unwrap()]);
+    assert_eq!(value(&t, "base_ms"), "base_ms = 2000");
+    assert!(line(&t, "jitter").contains("enableRandomizedWait (application.yml:3) = true; baseConfig shared"), "{t}");
+    assert!(line(&t, "randomization_factor").starts_with("randomization_factor = 0.5 "), "{t}");
+    // --dependency must name an instance of the file.
+    let out = faultline(&["import", "resilience4j", file.to_str().unwrap(), "--dependency", "nope=model"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no resilience4j instance named `nope` (instances: model)"));
+}
