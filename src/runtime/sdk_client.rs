@@ -515,34 +515,6 @@ mod tests {
     }
 
     #[test]
-    fn botocore_pays_each_retry_from_the_shared_quota_and_refills_on_success() {
-        let c = super::super::sdk_preset::SdkPreset::BotocoreStandard.defaults();
-        let mut quota = RetryQuota { capacity: 500, available: 19 };
-        let mut call = SdkCall::default();
-        // An ordinary error: 14 taken, full jitter from 50 ms (U = 0.5: 25 ms).
-        let d = call.on_response_with_quota(&c, failed(FailureKind::Overloaded), None, 0.5, Some(&mut quota), |_| true);
-        assert_eq!((d, quota.available), (SdkDecision::Retry { delay_us: 25_000 }, 5));
-        // A throttling error: 5 taken, from 1 s doubled once (U = 0.5: 1 s).
-        let d = call.on_response_with_quota(&c, refused_for(0), None, 0.5, Some(&mut quota), |_| true);
-        assert_eq!((d, quota.available), (SdkDecision::Retry { delay_us: 1_000_000 }, 0));
-        // The answer gives back what the last retry took.
-        let d = call.on_response_with_quota(&c, AttemptResult::Ok, None, 0.5, Some(&mut quota), |_| true);
-        assert_eq!((d, quota.available), (SdkDecision::Answer(Stop::Answered), 5));
-        // Not enough left for an ordinary retry: not made, nothing taken, the root not asked.
-        let mut call = SdkCall::default();
-        let d = call.on_response_with_quota(&c, AttemptResult::TimedOut, None, 0.5, Some(&mut quota), |_| panic!());
-        assert_eq!((d, quota.available, call.retries_taken), (SdkDecision::Answer(Stop::RetryQuota), 5, 0));
-        // A first-try success gives back 1.
-        let d = SdkCall::default().on_response_with_quota(&c, AttemptResult::Ok, None, 0.0, Some(&mut quota), |_| true);
-        assert_eq!((d, quota.available), (SdkDecision::Answer(Stop::Answered), 6));
-        // x-amz-retry-after: raised to it, by at most 5 s; x-should-retry is not read.
-        let mut call = SdkCall::default();
-        let mut full = RetryQuota { capacity: 500, available: 500 };
-        let d = call.on_response_with_quota(&c, refused_for(9_000_000), Some(false), 0.5, Some(&mut full), |_| true);
-        assert_eq!(d, SdkDecision::Retry { delay_us: 5_500_000 });
-    }
-
-    #[test]
     fn checks_name_the_field() {
         let c = SdkClientConfig::default();
         assert_eq!(SdkClientConfig { multiplier: 0.5, ..c.clone() }.check().unwrap_err().0, "multiplier");

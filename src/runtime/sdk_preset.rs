@@ -78,7 +78,48 @@ impl SdkPreset {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::Named;
+    use crate::runtime::AttemptResult;
+    use crate::runtime::sdk_client::{SdkCall, SdkDecision, Stop};
+    use crate::runtime::sdk_quota::RetryQuota;
+    use crate::vocab::{FailureKind, Named};
+
+    fn failed(kind: FailureKind) -> AttemptResult {
+        AttemptResult::Failed { kind, retry_after_us: None }
+    }
+
+    fn refused_for(retry_after_us: crate::sim::Micros) -> AttemptResult {
+        AttemptResult::Failed { kind: FailureKind::RateLimited, retry_after_us: Some(retry_after_us) }
+    }
+
+    // Here rather than in sdk_client.rs: its tests importing the presets would close an import
+    // circle (tests/tidy.rs).
+    #[test]
+    fn botocore_pays_each_retry_from_the_shared_quota_and_refills_on_success() {
+        let c = SdkPreset::BotocoreStandard.defaults();
+        let mut quota = RetryQuota { capacity: 500, available: 19 };
+        let mut call = SdkCall::default();
+        // An ordinary error: 14 taken, full jitter from 50 ms (U = 0.5: 25 ms).
+        let d = call.on_response_with_quota(&c, failed(FailureKind::Overloaded), None, 0.5, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Retry { delay_us: 25_000 }, 5));
+        // A throttling error: 5 taken, from 1 s doubled once (U = 0.5: 1 s).
+        let d = call.on_response_with_quota(&c, refused_for(0), None, 0.5, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Retry { delay_us: 1_000_000 }, 0));
+        // The answer gives back what the last retry took.
+        let d = call.on_response_with_quota(&c, AttemptResult::Ok, None, 0.5, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Answer(Stop::Answered), 5));
+        // Not enough left for an ordinary retry: not made, nothing taken, the root not asked.
+        let mut call = SdkCall::default();
+        let d = call.on_response_with_quota(&c, AttemptResult::TimedOut, None, 0.5, Some(&mut quota), |_| panic!());
+        assert_eq!((d, quota.available, call.retries_taken), (SdkDecision::Answer(Stop::RetryQuota), 5, 0));
+        // A first-try success gives back 1.
+        let d = SdkCall::default().on_response_with_quota(&c, AttemptResult::Ok, None, 0.0, Some(&mut quota), |_| true);
+        assert_eq!((d, quota.available), (SdkDecision::Answer(Stop::Answered), 6));
+        // x-amz-retry-after: raised to it, by at most 5 s; x-should-retry is not read.
+        let mut call = SdkCall::default();
+        let mut full = RetryQuota { capacity: 500, available: 500 };
+        let d = call.on_response_with_quota(&c, refused_for(9_000_000), Some(false), 0.5, Some(&mut full), |_| true);
+        assert_eq!(d, SdkDecision::Retry { delay_us: 5_500_000 });
+    }
 
     #[test]
     fn presets_are_named_as_their_packages_and_differ_only_where_the_libraries_do() {
