@@ -289,3 +289,66 @@ fn a_retry_instance_inherits_the_randomized_flag_but_not_the_factor() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no resilience4j instance named `nope` (instances: model)"));
 }
+
+/// The retry's wait function as CommonRetryConfigurationProperties picks it: a maximum or a
+/// factor that resilience4j does not pass to the IntervalFunction it builds is not written.
+#[test]
+fn a_wait_setting_resilience4j_ignores_is_not_imported() {
+    let dir = scratch("ignored");
+    let import_retry = |name: &str, retry: &str| {
+        let file = dir.join(format!("{name}.yml"));
+        std::fs::write(
+            &file,
+            format!("resilience4j.retry:\n  instances:\n    model: {{maxAttempts: 5, waitDuration: 100ms, {retry}}}\n"),
+        )
+        .unwrap();
+        import(&[file.to_str().unwrap()])
+    };
+    // Exponential, a maximum, no multiplier: ofExponentialBackoff(wait), multiplier 1.5, no cap.
+    let t = import_retry("max_without_multiplier", "enableExponentialBackoff: true, exponentialMaxWaitDuration: 200ms");
+    assert_eq!(value(&t, "multiplier"), "multiplier = 1.5");
+    assert_eq!(value(&t, "max_ms"), "max_ms = 337.5", "100 x 1.5^3, the last retry's wait: {t}");
+    assert!(line(&t, "max_ms").contains("is ignored"), "{t}");
+    // Exponential and randomized, no multiplier: ofExponentialRandomBackoff(wait), factor 0.5.
+    let t = import_retry(
+        "factor_without_multiplier",
+        "enableExponentialBackoff: true, enableRandomizedWait: true, randomizedWaitFactor: 0.2",
+    );
+    assert_eq!(value(&t, "randomization_factor"), "randomization_factor = 0.5", "{t}");
+    // A multiplier and a maximum but no factor: ofExponentialRandomBackoff(wait, mult), no cap.
+    let t = import_retry(
+        "max_without_factor",
+        "enableExponentialBackoff: true, enableRandomizedWait: true, exponentialBackoffMultiplier: 2, exponentialMaxWaitDuration: 300ms",
+    );
+    assert_eq!(value(&t, "max_ms"), "max_ms = 800", "{t}");
+    // With all three, the maximum and the factor are used.
+    let t = import_retry(
+        "all_three",
+        "enableExponentialBackoff: true, enableRandomizedWait: true, exponentialBackoffMultiplier: 2, exponentialMaxWaitDuration: 300ms, randomizedWaitFactor: 0.2",
+    );
+    assert_eq!(
+        (value(&t, "max_ms"), value(&t, "randomization_factor")),
+        ("max_ms = 300", "randomization_factor = 0.2")
+    );
+    // A shrinking multiplier: the waits are 100, 50, 25 ms, so the first is the largest.
+    let t = import_retry("shrinking", "enableExponentialBackoff: true, exponentialBackoffMultiplier: 0.5");
+    assert_eq!(
+        (value(&t, "kind"), value(&t, "max_ms"), value(&t, "multiplier")),
+        ("kind = \"exponential\"", "max_ms = 100", "multiplier = 0.5"),
+        "{t}"
+    );
+    // The setter refuses a factor of 1 ("not in range [0..1)").
+    let file = dir.join("factor_one.yml");
+    std::fs::write(&file, "resilience4j.retry:\n  instances:\n    model: {waitDuration: 100ms, enableRandomizedWait: true, randomizedWaitFactor: 1}\n").unwrap();
+    let out = faultline(&["import", "resilience4j", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_zero_time_limit_times_every_call_out_not_none() {
+    let dir = scratch("zero");
+    let file = dir.join("application.yml");
+    std::fs::write(&file, "resilience4j.timelimiter:\n  instances:\n    model:\n      timeout-duration: 0s\n").unwrap();
+    let t = import(&[file.to_str().unwrap()]);
+    assert_eq!(value(&t, "timeout_ms"), "timeout_ms = 0.001", "{t}");
+}

@@ -383,6 +383,11 @@ fn select<'a, 'n>(
         }
         None => match configs {
             [] => Ok((None, "no methodConfig: grpc-core applies no timeout and no retries".into())),
+            // A methodConfig without names applies to no call (grpcio 1.85.1: one attempt).
+            [only] if only.paths.is_empty() => Ok((
+                None,
+                "methodConfig[0] has no name: grpc-core applies it to no call, so no timeout and no retries".into(),
+            )),
             [only] => Ok((Some(only), "the only methodConfig, methodConfig[0]".into())),
             _ => match find("") {
                 Some(c) => Ok((Some(c), format!("no --method: the default methodConfig[{}]", c.index))),
@@ -756,6 +761,15 @@ mod tests {
             None,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_method_config_without_a_name_applies_to_no_call() {
+        let policy = r#""retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.01s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}"#;
+        for names in ["", r#""name": [], "#] {
+            let t = import_text(&format!(r#"{{"methodConfig": [{{{names}{policy}}}]}}"#), None).unwrap();
+            assert!(t.contains("applies it to no call") && !t.contains("max_attempts = 4"), "{t}");
+        }
     }
 
     #[test]

@@ -747,7 +747,21 @@ fn time_limiter(src: &Src, conf: &ModuleConf, not_mapped: &mut Vec<String>) -> R
         plain_chain(src, conf, inst, Origin::Instance, props, &mut levels, &mut Vec::new())?;
         let f = match find(&levels, "timeoutduration") {
             Some((e, o)) => {
-                field("timeout_ms", typed(src, e, Ty::Ms)?, format!("timelimiter {inst}: {}", cite(src, e, o)))
+                let ms = typed(src, e, Ty::Ms)?;
+                if ms.parse::<f64>().is_ok_and(|v| v == 0.0) {
+                    // TimeLimiterConfig takes a zero timeout: every call times out at once.
+                    // faultline's 0 means no timeout, so the smallest one stands for it.
+                    field(
+                        "timeout_ms",
+                        "0.001".into(),
+                        format!(
+                            "timelimiter {inst}: {}; 0 times every call out at once in resilience4j, faultline's 0 is no timeout: 1 us",
+                            cite(src, e, o)
+                        ),
+                    )
+                } else {
+                    field("timeout_ms", ms, format!("timelimiter {inst}: {}", cite(src, e, o)))
+                }
             }
             None => field(
                 "timeout_ms",
@@ -904,9 +918,18 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
         ));
     }
     let flags_c = |prop: &str| find(below, prop).map(|(e, o)| cite(src, e, o)).unwrap_or_default();
+    // CommonRetryConfigurationProperties.configureRetryIntervalFunction picks the
+    // IntervalFunction by which of multiplier, factor and maximum are set, and a maximum or a
+    // factor it does not pass is ignored: `ofExponentialBackoff(wait)` has no cap and multiplier
+    // 1.5, `ofExponentialRandomBackoff(wait, mult)` no cap and factor 0.5.
+    let multiplier = find(below, "exponentialbackoffmultiplier");
+    let factor = levels[at].props.get("randomizedwaitfactor").filter(|e| !e.value.is_empty());
+    let maximum = find(below, "exponentialmaxwaitduration");
+    let uses_max = exp && multiplier.is_some() && (!rand || factor.is_some());
+    let uses_factor = rand && (!exp || multiplier.is_some());
     let mut b = Vec::new();
     if exp {
-        let (m, m_c) = match find(below, "exponentialbackoffmultiplier") {
+        let (m, m_c) = match multiplier {
             Some((e, o)) => {
                 let m = float(&e.value).map_err(|x| src.err(e, x))?;
                 if !(m > 0.0 && m <= 100.0) {
@@ -922,8 +945,21 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
         };
         b.push(field("kind", quote("exponential"), flags_c("enableexponentialbackoff")));
         b.push(field("base_ms", toml_number(wait_ms), wait_c.clone()));
-        let (max_ms, max_c) = match find(below, "exponentialmaxwaitduration") {
-            Some((e, o)) => {
+        // The largest wait that can happen when nothing caps it: the last retry's, or the
+        // first when the multiplier shrinks the waits.
+        let retries = (attempts - 2).max(0);
+        let largest = wait_ms * m.max(1.0).powi(retries as i32);
+        let uncapped = |why: &str| {
+            (
+                largest,
+                format!(
+                    "{why}: unbounded in resilience4j; {attempts} attempts wait at most {} ms, written as the cap",
+                    toml_number(largest)
+                ),
+            )
+        };
+        let (max_ms, max_c) = match maximum {
+            Some((e, o)) if uses_max => {
                 let ms = duration_ms(&e.value).map_err(|x| src.err(e, x))?;
                 if ms.floor() < 1.0 {
                     return Err(src.err(
@@ -940,24 +976,22 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
                 }
                 (ms, c)
             }
-            None => {
-                let largest = wait_ms * m.powi((attempts - 2).max(0) as i32);
-                (
-                    largest,
-                    format!(
-                        "no exponentialMaxWaitDuration: unbounded in resilience4j; {attempts} attempts sleep at most base x multiplier^{}, written as the cap",
-                        (attempts - 2).max(0)
-                    ),
-                )
-            }
+            Some((e, _)) => uncapped(&format!(
+                "{} is ignored: resilience4j passes exponentialMaxWaitDuration only with exponentialBackoffMultiplier{} set",
+                src.at(e),
+                if rand { " and randomizedWaitFactor" } else { "" }
+            )),
+            None => uncapped("no exponentialMaxWaitDuration"),
         };
         if max_ms < wait_ms {
-            // min(interval, max) is the maximum at every retry.
+            // min(interval, max) is the maximum at every retry (until a shrinking multiplier
+            // takes the interval below it).
+            let shrinks = if m < 1.0 { "; later waits shrink below it with multiplier < 1 (NOT MAPPED)" } else { "" };
             b[0] = field(
                 "kind",
                 quote("constant"),
                 format!(
-                    "exponentialMaxWaitDuration is below waitDuration: every wait is the maximum; {}",
+                    "exponentialMaxWaitDuration is below waitDuration: every wait is the maximum{shrinks}; {}",
                     flags_c("enableexponentialbackoff")
                 ),
             );
@@ -975,14 +1009,16 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
         b.push(field("base_ms", toml_number(wait_ms), wait_c.clone()));
     }
     if rand {
-        let (f, f_c) = match levels[at].props.get("randomizedwaitfactor").filter(|e| !e.value.is_empty()) {
-            Some(e) => {
+        let (f, f_c) = match factor {
+            Some(e) if uses_factor => {
                 let f = float(&e.value).map_err(|x| src.err(e, x))?;
-                if !(0.0..=1.0).contains(&f) {
-                    return Err(src.err(e, format!("Illegal argument randomizationFactor: {f} (resilience4j's IntervalFunction)")));
+                // InstanceProperties.setRandomizedWaitFactor: "is not in range [0..1)".
+                if !(0.0..1.0).contains(&f) {
+                    return Err(src.err(e, format!("Illegal argument randomizedWaitFactor: {f} is not in range [0..1) (resilience4j)")));
                 }
                 (f, cite(src, e, &levels[at].origin))
             }
+            Some(e) => (0.5, format!("{} is ignored: with exponential backoff resilience4j passes randomizedWaitFactor only with exponentialBackoffMultiplier set; its default 0.5 (IntervalFunction.DEFAULT_RANDOMIZATION_FACTOR)", src.at(e))),
             None => (0.5, "resilience4j's default randomizedWaitFactor = 0.5 (IntervalFunction.DEFAULT_RANDOMIZATION_FACTOR; not inherited: mergePropertiesIfAny leaves it out)".into()),
         };
         b.push(field("jitter", quote("randomized"), flags_c("enablerandomizedwait")));
