@@ -93,6 +93,8 @@ fn python_version() -> String {
 
 /// The policy `faultline import` writes for `config`, as the state machines take it.
 struct Imported {
+    /// The policy's `timeout_ms`; None when 0 (no timeout).
+    timeout_ms: Option<f64>,
     rules: RetryRules,
     throttle: Option<GrpcRetryThrottleConfig>,
 }
@@ -147,7 +149,9 @@ fn import(config: &Value) -> Imported {
             ..GrpcRetryThrottleConfig::default()
         }
     });
-    Imported { rules, throttle }
+    let timeout_ms =
+        policy.get("timeout_ms").and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64))).filter(|ms| *ms > 0.0);
+    Imported { timeout_ms, rules, throttle }
 }
 
 /// A status as the simulated dependency fails: the importer's table (docs/import.md).
@@ -537,4 +541,43 @@ fn grpcio_sleeps_a_server_pushback_as_faultline_sleeps_a_retry_after() {
     assert_eq!(predicted[0].stop, "answers ran out", "faultline retries after a negative pushback");
     println!("| pushback 60 ms | pause {:.1} ms, then OK | sleeps the Retry-After, 60 ms | yes |", pause * 1000.0);
     println!("| pushback -1 | 1 attempt, RESOURCE_EXHAUSTED | retries | no: documented departure (NOT MAPPED) |");
+}
+
+/// A service config's `timeout` ends grpcio's calls early: grpcio 1.85.1 starts the clock of a
+/// service-config deadline about a second before the call (1.0 to 1.75 s measured, constant
+/// within a process and different in each), so a 3 s timeout ends a call after about 1.3 to
+/// 2 s, and a 1 s one at once. A call deadline of 3 s (`timeout=` on the call) ends at 3 s.
+/// grpc/grpc#34547 (grpcio 1.54, open) and #40633 (1.74, open) report the same. faultline ends
+/// the imported timeout at the time written: a documented departure (docs/import.md), asserted.
+#[test]
+fn grpcio_ends_a_service_config_timeout_early_a_documented_departure() {
+    let slow = json!({"status": "OK", "delay_s": 4.0});
+    let config = |timeout: Option<&str>| {
+        let mut method = json!({"name": [{"service": "faultline.Probe"}]});
+        if let Some(t) = timeout {
+            method["timeout"] = json!(t);
+        }
+        json!({"methodConfig": [method]})
+    };
+    let cases = json!([
+        {"name": "service_config_timeout", "calls": 2, "service_config": config(Some("3s")), "schedule": [[slow]]},
+        {"name": "call_deadline", "calls": 1, "deadline_s": 3.0, "service_config": config(None), "schedule": [[slow]]},
+    ]);
+    let Some(out) = harness(&cases) else { return };
+    let elapsed = |case: usize, call: usize| {
+        let c = &out["cases"][case]["calls"][call];
+        assert_eq!(c["status"], "DEADLINE_EXCEEDED", "{c}");
+        c["elapsed_s"].as_f64().unwrap()
+    };
+    let (early_a, early_b, exact) = (elapsed(0, 0), elapsed(0, 1), elapsed(1, 0));
+    // The imported timeout is the one written.
+    assert_eq!(import(&cases[0]["service_config"]).timeout_ms, Some(3000.0));
+    for early in [early_a, early_b] {
+        assert!(early < 2.5, "grpcio ended a 3 s service-config timeout after {early:.3} s");
+    }
+    assert!((early_a - early_b).abs() < 0.05, "one offset per process: {early_a:.3} vs {early_b:.3}");
+    assert!((3.0..3.0 + LATE_S).contains(&exact), "a 3 s call deadline ended after {exact:.3} s");
+    println!(
+        "| service_config_timeout 3s | DEADLINE_EXCEEDED after {early_a:.3} and {early_b:.3} s (a 3 s call deadline: {exact:.3} s) | ends at 3 s | no: documented departure (grpc/grpc#34547) |"
+    );
 }

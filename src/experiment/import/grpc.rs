@@ -81,7 +81,10 @@ impl Src<'_> {
     }
 }
 
-/// A proto3 JSON Duration in nanoseconds (`"1.5s"`: digits, up to 9 fractional digits, `s`).
+/// A proto3 JSON Duration in nanoseconds, read as grpc-core's `LoadDuration` reads it
+/// (json_object_loader.cc): a string ending in `s`; ASCII spaces around the number; whole seconds
+/// as `absl::SimpleAtoi` takes them (an optional `+`); then 1 to 9 digits after a point. `"1.s"`
+/// and `".5s"` are refused there and here; a negative duration is refused here.
 fn duration(src: &Src, field: &str, node: &Node) -> Result<u128, String> {
     let Json::String(s) = &node.value else {
         return Err(src.err(
@@ -92,10 +95,12 @@ fn duration(src: &Src, field: &str, node: &Node) -> Result<u128, String> {
     };
     let bad =
         |why: &str| src.err(node.pos, field, format!("{s:?} is not a proto3 JSON duration such as \"1.5s\" ({why})"));
-    let body = s.strip_suffix('s').ok_or_else(|| bad("it must end in `s`"))?;
+    let body =
+        s.strip_suffix('s').ok_or_else(|| bad("it must end in `s`"))?.trim_matches(|c: char| c.is_ascii_whitespace());
     if body.starts_with('-') {
         return Err(src.err(node.pos, field, format!("{s:?}: a negative duration is refused")));
     }
+    let body = body.strip_prefix('+').unwrap_or(body);
     let (whole, frac) = match body.split_once('.') {
         Some((w, f)) => (w, Some(f)),
         None => (body, None),
@@ -118,26 +123,54 @@ fn ms(nanos: u128) -> f64 {
     nanos as f64 / 1e6
 }
 
-/// A non-negative JSON integer.
-fn integer(src: &Src, field: &str, node: &Node) -> Result<u64, String> {
+/// The text grpc-core's `LoadNumber` parses: a JSON number's text, or a string's (grpc-core
+/// takes `"4"` where a number is due, as proto3 JSON allows); None for other types.
+fn number_text(node: &Node) -> Option<&str> {
     match &node.value {
-        Json::Number(n) if n.chars().all(|c| c.is_ascii_digit()) => {
-            n.parse::<u64>().map_err(|_| src.err(node.pos, field, format!("{n} is too large")))
-        }
-        Json::Number(n) => Err(src.err(node.pos, field, format!("must be a whole number of at least 0, found {n}"))),
-        other => Err(src.err(node.pos, field, format!("must be a whole number, found {}", other.type_name()))),
+        Json::Number(n) => Some(n),
+        Json::String(s) => Some(s.trim_matches(|c: char| c.is_ascii_whitespace())),
+        _ => None,
     }
 }
 
-fn number(src: &Src, field: &str, node: &Node) -> Result<f64, String> {
-    match &node.value {
-        Json::Number(n) => n
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite())
-            .ok_or_else(|| src.err(node.pos, field, format!("{n} is not a finite number"))),
-        other => Err(src.err(node.pos, field, format!("must be a number, found {}", other.type_name()))),
+/// A non-negative integer as `absl::SimpleAtoi` reads it: digits with an optional `+`, from a
+/// number or a string; `4.0`, `1e1` and `"4."` are refused there and here.
+fn integer(src: &Src, field: &str, node: &Node) -> Result<u64, String> {
+    let Some(text) = number_text(node) else {
+        return Err(src.err(node.pos, field, format!("must be a whole number, found {}", node.value.type_name())));
+    };
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(src.err(
+            node.pos,
+            field,
+            format!("must be a whole number of at least 0, found {} (grpc-core refuses it too)", node.raw()),
+        ));
     }
+    digits.parse::<u64>().map_err(|_| src.err(node.pos, field, format!("{text} is too large")))
+}
+
+/// A number as `absl::SimpleAtod` reads it, from a number or a string (`"1."`, `"+0.5"` and
+/// `"2e0"` are numbers to grpc-core). grpc-core also takes `"inf"` and `"nan"`; faultline
+/// refuses them, as no backoff can be computed from them.
+fn number(src: &Src, field: &str, node: &Node) -> Result<f64, String> {
+    let Some(text) = number_text(node) else {
+        return Err(src.err(node.pos, field, format!("must be a number, found {}", node.value.type_name())));
+    };
+    let x = text
+        .parse::<f64>()
+        .map_err(|_| src.err(node.pos, field, format!("{} is not a number (grpc-core refuses it too)", node.raw())))?;
+    if !x.is_finite() {
+        return Err(src.err(
+            node.pos,
+            field,
+            format!(
+                "{}: grpc-core accepts a number that is not finite, but no backoff can be computed from it",
+                node.raw()
+            ),
+        ));
+    }
+    Ok(x)
 }
 
 fn object<'n>(src: &Src, field: &str, node: &'n Node) -> Result<&'n [(String, Node)], String> {
@@ -209,6 +242,8 @@ struct Retry<'n> {
     max: (u128, &'n Node),
     multiplier: (f64, &'n Node),
     codes: (Vec<&'static str>, &'n Node),
+    /// Keys grpc-core does not act on here, each with why: listed, never dropped silently.
+    ignored: Vec<(String, &'n Node, &'static str)>,
 }
 
 struct MethodConfig<'n> {
@@ -260,7 +295,20 @@ fn read_retry<'n>(src: &Src, field: &str, node: &'n Node) -> Result<Retry<'n>, S
     for (i, c) in list.iter().enumerate() {
         statuses.push(status(src, &format!("{field}.retryableStatusCodes[{i}]"), c)?);
     }
+    let mut ignored = Vec::new();
+    for (key, value) in m {
+        match key.as_str() {
+            "maxAttempts" | "initialBackoff" | "maxBackoff" | "backoffMultiplier" | "retryableStatusCodes" => {}
+            "perAttemptRecvTimeout" => ignored.push((
+                f(key),
+                value,
+                "grpc-core reads it only under the channel argument grpc.experimental.enable_hedging; a per-attempt receive timeout is not mapped",
+            )),
+            _ => ignored.push((f(key), value, "not a retryPolicy key grpc-core reads (it ignores it, and so does this import)")),
+        }
+    }
     Ok(Retry {
+        ignored,
         max_attempts: (attempts(src, &f("maxAttempts"), max_attempts)?, max_attempts),
         initial: (positive_duration(src, &f("initialBackoff"), initial)?, initial),
         max: (positive_duration(src, &f("maxBackoff"), max)?, max),
@@ -285,8 +333,21 @@ fn read_method_config<'n>(src: &Src, index: usize, node: &'n Node) -> Result<Met
             "timeout" => mc.timeout = Some((duration(src, &f, value)?, value)),
             "retryPolicy" => mc.retry = Some(read_retry(src, &f, value)?),
             "hedgingPolicy" => mc.hedge = Some(value),
-            "waitForReady" => mc.ignored.push((f, value, "connection readiness is not modelled")),
+            "waitForReady" => {
+                if !matches!(value.value, Json::Bool(_)) {
+                    return Err(src.err(
+                        value.pos,
+                        &f,
+                        format!(
+                            "must be true or false, found {} (grpc-core refuses it: \"is not a boolean\")",
+                            value.raw()
+                        ),
+                    ));
+                }
+                mc.ignored.push((f, value, "connection readiness is not modelled"))
+            }
             "maxRequestMessageBytes" | "maxResponseMessageBytes" => {
+                integer(src, &f, value)?;
                 mc.ignored.push((f, value, "message sizes are not modelled"))
             }
             _ => mc.ignored.push((f, value, "not a methodConfig key this importer reads; ignored")),
@@ -300,6 +361,8 @@ struct Throttle<'n> {
     /// tokenRatio x 1000, truncated as grpc-core parses it.
     milli_ratio: (u64, &'n Node),
     truncated: bool,
+    /// Keys grpc-core does not read here (it ignores them): listed in NOT MAPPED.
+    ignored: Vec<(&'n str, &'n Node)>,
 }
 
 fn read_throttle<'n>(src: &Src, node: &'n Node) -> Result<Throttle<'n>, String> {
@@ -341,7 +404,10 @@ fn read_throttle<'n>(src: &Src, node: &'n Node) -> Result<Throttle<'n>, String> 
             format!("{text} is 0 once truncated to 3 decimals; it must be greater than 0"),
         ));
     }
+    let ignored =
+        m.iter().filter(|(k, _)| k != "maxTokens" && k != "tokenRatio").map(|(k, n)| (k.as_str(), n)).collect();
     Ok(Throttle {
+        ignored,
         max_tokens: (max_tokens, tokens),
         milli_ratio: (milli, ratio),
         truncated: frac.len() > 3 && frac[3..].chars().any(|c| c != '0'),
@@ -516,6 +582,9 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
             }
             if let Some(r) = &mc.retry {
                 let rf = format!("{f}.retryPolicy");
+                for (field, node, why) in &r.ignored {
+                    not_mapped.push(format!("{}: {why}", src.at(field, node)));
+                }
                 let (n, node) = r.max_attempts;
                 let clamped = n.min(MAX_ATTEMPTS_CAP);
                 let mut comment = src.from(&format!("{rf}.maxAttempts"), node);
@@ -607,6 +676,12 @@ pub fn import(text: &str, shown: &str, name: &str, method: Option<&str>, policy:
                 Field { key: "token_ratio".into(), value: toml_number(milli as f64 / 1000.0), comment: ratio_comment },
             ],
         });
+        for (key, node) in &t.ignored {
+            not_mapped.push(format!(
+                "{}: not a retryThrottling key grpc-core reads (it ignores it, and so does this import)",
+                src.at(&format!("retryThrottling.{key}"), node)
+            ));
+        }
         not_mapped.push(
             "retryThrottling scope: grpc-core keeps one bucket per server name for the whole process; here one per dependency, and a retry asks after its backoff, not at the decision (docs/scenario.md 8.9)".into(),
         );
@@ -812,5 +887,71 @@ mod tests {
         );
         let err = import_text(r#"{"methodConfig": [{"name": [{"method": "M"}]}]}"#, None).unwrap_err();
         assert!(err.contains("method name populated without service name"), "{err}");
+    }
+
+    /// Each value's fate in grpcio 1.85.1, as a channel with it as its default service config
+    /// showed (accepted, or refused with INVALID_ARGUMENT "errors validating service config").
+    #[test]
+    fn numbers_and_durations_are_read_as_grpc_core_reads_them() {
+        let policy = |attempts: &str, initial: &str, multiplier: &str| {
+            import_text(
+                &format!(
+                    r#"{{"methodConfig": [{{"name": [{{}}], "retryPolicy": {{"maxAttempts": {attempts}, "initialBackoff": {initial}, "maxBackoff": "1s", "backoffMultiplier": {multiplier}, "retryableStatusCodes": ["UNAVAILABLE"]}}}}]}}"#
+                ),
+                None,
+            )
+        };
+        // Accepted by grpcio: numbers written as strings, a `+`, spaces.
+        for (attempts, initial, multiplier) in [
+            (r#""4""#, r#""0.1s""#, "2"),
+            (r#""+4""#, r#""+0.1s""#, r#""2""#),
+            (r#"" 4""#, r#""0.1 s""#, r#""1.""#),
+            ("4", r#""0.1s""#, r#""+0.5""#),
+            ("4", r#""0.1s""#, r#""2e0""#),
+        ] {
+            let t = policy(attempts, initial, multiplier).unwrap_or_else(|e| panic!("{attempts} {initial}: {e}"));
+            assert!(t.contains("max_attempts = 4 ") && t.contains("base_ms = 100 "), "{t}");
+        }
+        // Refused by grpcio, and here.
+        for (attempts, initial, multiplier, why) in [
+            ("4.0", r#""0.1s""#, "2", "maxAttempts: must be a whole number"),
+            ("1e1", r#""0.1s""#, "2", "maxAttempts: must be a whole number"),
+            (r#""4.""#, r#""0.1s""#, "2", "maxAttempts: must be a whole number"),
+            ("4", r#""1.s""#, "2", "1 to 9 digits after the point"),
+            ("4", r#"".5s""#, "2", "whole seconds are 1 to 12 digits"),
+            ("4", "0.1", "2", "must be a duration string"),
+            ("4", r#""0.1s""#, r#""two""#, "backoffMultiplier: \"two\" is not a number"),
+        ] {
+            let err = policy(attempts, initial, multiplier).unwrap_err();
+            assert!(err.contains(why), "{attempts} {initial} {multiplier}: {err}");
+        }
+        // Accepted by grpcio, refused here: no backoff comes of them.
+        for multiplier in [r#""inf""#, r#""nan""#] {
+            assert!(policy("4", r#""0.1s""#, multiplier).unwrap_err().contains("not finite"));
+        }
+        let wait = import_text(r#"{"methodConfig": [{"name": [{}], "waitForReady": "true"}]}"#, None).unwrap_err();
+        assert!(wait.starts_with("f.json:1:50: methodConfig[0].waitForReady: must be true or false"), "{wait}");
+        let t = import_text(r#"{"retryThrottling": {"maxTokens": "10", "tokenRatio": "0.1"}}"#, None).unwrap();
+        assert!(t.contains("max_tokens = 10 ") && t.contains("token_ratio = 0.1 "), "{t}");
+    }
+
+    #[test]
+    fn keys_grpc_core_ignores_are_listed_not_dropped() {
+        let t = import_text(
+            r#"{"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"], "perAttemptRecvTimeout": "1s", "maxAttempt": 5}}], "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1, "ratio": 1}}"#,
+            None,
+        )
+        .unwrap();
+        assert!(
+            t.contains(
+                "methodConfig[0].retryPolicy.perAttemptRecvTimeout (f.json:1) = \"1s\": grpc-core reads it only under"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("methodConfig[0].retryPolicy.maxAttempt (f.json:1) = 5: not a retryPolicy key grpc-core reads"),
+            "{t}"
+        );
+        assert!(t.contains("retryThrottling.ratio (f.json:1) = 1: not a retryThrottling key grpc-core reads"), "{t}");
     }
 }
