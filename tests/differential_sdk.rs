@@ -416,6 +416,15 @@ fn botocore_standard_retries_as_its_preset_says() {
                     .map(move |d| format!("call {}: {d}", i + 1))
             })
             .collect();
+        if name.starts_with("400 PriorRequestNotComplete") {
+            // In both of botocore's lists: its 1 s throttling base, not the 50 ms transient one,
+            // sets the sleeps (30 draws of U[0, 1) s all under 50 ms: p = 0.05^30).
+            let longest_slept = calls
+                .iter()
+                .flat_map(|c| c["sleeps_s"].as_array().unwrap())
+                .fold(0.0_f64, |m, s| m.max(s.as_f64().unwrap()));
+            assert!(longest_slept > 0.05, "PriorRequestNotComplete slept at most {longest_slept} s");
+        }
         let attempts: Vec<u64> = calls.iter().map(|c| c["attempts"].as_u64().unwrap()).collect();
         let quota: Vec<u64> = calls.iter().map(|c| c["quota_after"].as_u64().unwrap()).collect();
         let departure = BOTOCORE_DEPARTURES.iter().find(|(case, _)| *case == name);
