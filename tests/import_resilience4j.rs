@@ -222,7 +222,7 @@ fn the_imported_breaker_stays_open_for_its_imported_wait() {
 #[test]
 fn refusals_are_located_with_exit_2_and_nothing_written() {
     let dir = scratch("refusals");
-    let cases: [(&str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str); 8] = [
         (
             "a.yml",
             "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        wait-duration-in-open-state: 1s\n        enable-exponential-backoff: true\n        enable-randomized-wait: true\n",
@@ -252,6 +252,18 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "f.yml",
             "resilience4j:\n  retry:\n    instances:\n      a:\n        max-attempts: 2\n        max-attempts: 3\n",
             "f.yml:6:9: resilience4j.retry.instances.a.max-attempts: duplicate key",
+        ),
+        (
+            // resilience4j builds every config at start-up: one no instance uses fails it too.
+            "g.yml",
+            "resilience4j:\n  circuitbreaker:\n    configs:\n      unused:\n        failureRateThreshold: 200\n    instances:\n      a:\n        failureRateThreshold: 50\n",
+            "g.yml:5:31: resilience4j.circuitbreaker.configs.unused.failureRateThreshold: must be above 0 and at most 100, found 200 (resilience4j refuses it)",
+        ),
+        (
+            // resilience4j takes 0 permits (every call refused); faultline's bulkhead cannot.
+            "h.yml",
+            "resilience4j:\n  bulkhead:\n    instances:\n      a:\n        maxConcurrentCalls: 0\n",
+            "h.yml:5:29: resilience4j.bulkhead.instances.a.maxConcurrentCalls: 0: resilience4j accepts it (a bulkhead that refuses every call), faultline's bulkhead needs at least 1 permit",
         ),
     ];
     for (name, text, want) in cases {

@@ -224,6 +224,9 @@ enum Ty {
     Percent,
     /// An integer in 1 ..= 1,000,000 (faultline's window bound).
     Count,
+    /// A bulkhead's permits: resilience4j takes 0 (a bulkhead that refuses every call),
+    /// faultline's bulkhead needs at least 1.
+    Permits,
     /// A duration >= 0, in ms.
     Ms,
     /// A duration > 0, in ms.
@@ -260,6 +263,19 @@ fn typed(src: &Src, e: &Entry, ty: Ty) -> Result<String, String> {
                 return Err(
                     src.err(e, format!("{n} is above faultline's bound of 1,000,000 (windows are allocated up front)"))
                 );
+            }
+            n.to_string()
+        }
+        Ty::Permits => {
+            let n = integer(v).map_err(|m| src.err(e, m))?;
+            if n < 0 {
+                return Err(src.err(e, format!("must be at least 0, found {n} (resilience4j refuses it)")));
+            }
+            if n == 0 {
+                return Err(src.err(
+                    e,
+                    "0: resilience4j accepts it (a bulkhead that refuses every call), faultline's bulkhead needs at least 1 permit; model a dependency that is refused outright with a fault instead",
+                ));
             }
             n.to_string()
         }
@@ -378,7 +394,7 @@ const BULKHEAD: &[Spec] = &[
     Spec {
         prop: "maxConcurrentCalls",
         field: "max_concurrent_calls",
-        ty: Ty::Count,
+        ty: Ty::Permits,
         default: "25",
         default_from: "BulkheadConfig.DEFAULT_MAX_CONCURRENT_CALLS",
     },
@@ -586,6 +602,7 @@ pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> 
     let src = Src { shown: opts.shown, name: opts.name };
     let mut not_mapped = Vec::new();
     let (modules, outside) = collect(&src, file, &mut not_mapped);
+    check_every_level(&src, &modules)?;
     let empty = ModuleConf::default();
     let conf = |m: Module| modules.get(&m).unwrap_or(&empty);
 
@@ -684,6 +701,30 @@ pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> 
     }
     frag.not_mapped = not_mapped;
     Ok(frag)
+}
+
+/// resilience4j's Spring configuration builds every `configs.<name>` and every instance when the
+/// application starts (CircuitBreakerConfiguration and its siblings create the registry from all
+/// configs, then each instance), so a bad value refuses the application even where no instance
+/// uses it: checked here for every level of the modules read through a table of specs.
+fn check_every_level(src: &Src, modules: &BTreeMap<Module, ModuleConf>) -> Result<(), String> {
+    for (module, conf) in modules {
+        let specs = match module {
+            Module::CircuitBreaker => BREAKER,
+            Module::Bulkhead => BULKHEAD,
+            Module::RateLimiter => RATE_LIMITER,
+            Module::Retry | Module::ThreadPoolBulkhead | Module::TimeLimiter => continue,
+        };
+        let levels = conf.configs.values().chain(conf.instances.iter().map(|(_, props)| props));
+        for props in levels {
+            for spec in specs {
+                if let Some(e) = props.get(&relaxed(spec.prop)) {
+                    typed(src, e, spec.ty)?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// configureCircuitBreakerOpenStateIntervalFunction: the first level whose
