@@ -681,6 +681,11 @@ pub enum Command {
         /// dependency with the instance's own name.
         #[arg(long = "dependency", value_name = "INSTANCE=DEPENDENCY")]
         dependency: Vec<String>,
+        /// resilience4j: a Spring profile to activate, as `--spring.profiles.active` would
+        /// (repeatable). Default: the file's own spring.profiles.active, else Spring's default
+        /// profile; documents for other profiles are listed under NOT MAPPED.
+        #[arg(long = "profile", value_name = "NAME")]
+        profile: Vec<String>,
         /// Write the fragment to FILE (whole or not at all) instead of standard output.
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -966,8 +971,16 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
-        Command::Import { format, file, method, policy, dependency, out } => {
-            let opts = ImportOptions { format: format.into(), file, method, policy, dependencies: dependency, out };
+        Command::Import { format, file, method, policy, dependency, profile, out } => {
+            let opts = ImportOptions {
+                format: format.into(),
+                file,
+                method,
+                policy,
+                dependencies: dependency,
+                profiles: profile,
+                out,
+            };
             Ok((import(&opts)?, EXIT_OK))
         }
         Command::Completions { shell } => {

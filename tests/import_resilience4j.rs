@@ -364,3 +364,63 @@ fn a_zero_time_limit_times_every_call_out_not_none() {
     let t = import(&[file.to_str().unwrap()]);
     assert_eq!(value(&t, "timeout_ms"), "timeout_ms = 0.001", "{t}");
 }
+
+/// Spring Boot's profile rules: with no profile named the default profile is active (so
+/// `on-profile: default` and `!prod` documents apply), a list applies when any item matches,
+/// `--profile` replaces the default, the file's own spring.profiles.active counts, a cloud
+/// platform's document never applies here, and what Spring refuses is refused at its key.
+#[test]
+fn documents_apply_to_the_active_profiles_as_spring_boot_decides() {
+    let dir = scratch("profiles");
+    let yaml = "resilience4j:\n  retry:\n    instances:\n      a:\n        maxAttempts: 2\n---\nspring.config.activate.on-profile: default\nresilience4j.retry.instances.a.maxAttempts: 3\n---\nspring:\n  config:\n    activate:\n      on-profile: \"!prod\"\nresilience4j.retry.instances.a.waitDuration: 2s\n---\nspring:\n  config:\n    activate:\n      on-profile: [prod, staging]\nresilience4j.retry.instances.a.maxAttempts: 5\n---\nspring.config.activate.on-cloud-platform: kubernetes\nresilience4j.retry.instances.a.maxAttempts: 7\n";
+    let file = dir.join("profiles.yml");
+    std::fs::write(&file, yaml).unwrap();
+    let path = file.to_str().unwrap();
+    let plain = import(&[path]);
+    assert_eq!(
+        (value(&plain, "max_attempts"), value(&plain, "base_ms")),
+        ("max_attempts = 3", "base_ms = 2000"),
+        "{plain}"
+    );
+    assert!(plain.contains("# profiles active: default (no profile named: Spring's default profile)"), "{plain}");
+    assert!(plain.contains("line 19: spring.config.activate.on-profile = prod, staging: no active profile matches"));
+    assert!(plain.contains(
+        "line 22: spring.config.activate.on-cloud-platform = kubernetes: applies on that cloud platform only"
+    ));
+    let staging = import(&[path, "--profile", "staging"]);
+    assert_eq!(
+        (value(&staging, "max_attempts"), value(&staging, "base_ms")),
+        ("max_attempts = 5", "base_ms = 2000"),
+        "{staging}"
+    );
+    let prod = import(&[path, "--profile", "prod"]);
+    assert_eq!(value(&prod, "max_attempts"), "max_attempts = 5", "{prod}");
+    assert!(!prod.contains("base_ms = 2000"), "the !prod document does not apply under prod: {prod}");
+
+    let props = dir.join("active.properties");
+    std::fs::write(&props, "spring.profiles.active=prod\nresilience4j.retry.instances.a.maxAttempts=2\n#---\nspring.config.activate.on-profile=prod & (eu | us)\nresilience4j.retry.instances.a.maxAttempts=4\n#---\nspring.config.activate.on-profile=prod\nresilience4j.retry.instances.a.maxAttempts=6\n").unwrap();
+    let own = import(&[props.to_str().unwrap()]);
+    assert_eq!(value(&own, "max_attempts"), "max_attempts = 6", "{own}");
+    let eu = import(&[props.to_str().unwrap(), "--profile", "prod", "--profile", "eu"]);
+    assert_eq!(value(&eu, "max_attempts"), "max_attempts = 6", "both later documents apply; the last wins: {eu}");
+
+    for (name, text, want) in [
+        (
+            "bad-active.properties",
+            "a=1\n#---\nspring.config.activate.on-profile=prod\nspring.profiles.active=x\n",
+            "bad-active.properties:4:24: spring.profiles.active: Spring refuses it in a document that applies to a profile",
+        ),
+        (
+            "bad-expr.properties",
+            "a=1\n#---\nspring.config.activate.on-profile=prod & eu | dev\n",
+            "bad-expr.properties:3:35: spring.config.activate.on-profile: malformed profile expression [prod & eu | dev]",
+        ),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let out = faultline(&["import", "resilience4j", f.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "got {err}\nwant {want}");
+    }
+}

@@ -11,6 +11,7 @@ pub mod grpc;
 pub mod json;
 pub mod resilience4j;
 pub mod spring;
+pub mod spring_profiles;
 pub mod spring_values;
 
 pub use fragment::{Field, Fragment, Table, toml_number};
@@ -39,6 +40,9 @@ pub struct ImportOptions {
     /// resilience4j: `INSTANCE=DEPENDENCY` pairs; an instance not named maps to the dependency
     /// of its own name.
     pub dependencies: Vec<String>,
+    /// resilience4j: the Spring profiles to activate (Spring's `--spring.profiles.active`);
+    /// empty: the file's own `spring.profiles.active`, else the default profile.
+    pub profiles: Vec<String>,
     /// Where to write the fragment (whole or not at all); standard output when absent.
     pub out: Option<PathBuf>,
 }
@@ -74,6 +78,11 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
                     "argument `--dependency {d}`: a gRPC service config names no instances (use --method)"
                 )));
             }
+            if let Some(p) = opts.profiles.first() {
+                return Err(CommandError::Input(format!(
+                    "argument `--profile {p}`: a gRPC service config has no Spring profiles"
+                )));
+            }
             grpc::import(&text, &shown, &name, opts.method.as_deref(), &opts.policy).map_err(CommandError::Input)?
         }
         ImportFormat::Resilience4j => import_resilience4j(opts, &text, &shown, &name)?,
@@ -100,6 +109,9 @@ fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str
             "argument `--method {m}`: resilience4j has instances, not methods (use --dependency INSTANCE=DEPENDENCY)"
         )));
     }
+    if let Some(p) = opts.profiles.iter().find(|p| p.is_empty() || p.contains(',')) {
+        return Err(CommandError::Input(format!("argument `--profile {p}`: one profile name per --profile")));
+    }
     let mut pairs = Vec::new();
     for d in &opts.dependencies {
         match d.split_once('=') {
@@ -119,7 +131,9 @@ fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str
             "{shown}: a Spring configuration file ends in .yml, .yaml or .properties"
         )));
     };
-    let file = read.map_err(|(line, col, why)| CommandError::Input(format!("{shown}:{line}:{col}: {why}")))?;
+    let located =
+        |(line, col, why): (usize, usize, String)| CommandError::Input(format!("{shown}:{line}:{col}: {why}"));
+    let file = spring_profiles::activate(&read.map_err(located)?.documents, &opts.profiles).map_err(located)?;
     let o = resilience4j::R4jOptions { shown, name, policy: &opts.policy, dependencies: &pairs };
     resilience4j::import(&file, &o).map_err(CommandError::Input)
 }

@@ -26,7 +26,8 @@
 //! back on configs.default, or configs.default alone; then the library's defaults.
 
 use super::fragment::{Field, Fragment, Table, toml_number};
-use super::spring::{Entry, SpringFile, elements, relaxed};
+use super::spring::{Entry, elements, relaxed};
+use super::spring_profiles::Activation;
 use super::spring_values::{boolean, duration_ms, float, integer};
 use std::collections::BTreeMap;
 
@@ -554,7 +555,7 @@ pub struct R4jOptions<'a> {
 
 /// Reads the flattened file into modules; everything else goes to `not_mapped` (or is counted
 /// as outside resilience4j).
-fn collect(src: &Src, file: &SpringFile, not_mapped: &mut Vec<String>) -> (BTreeMap<Module, ModuleConf>, usize) {
+fn collect(src: &Src, file: &Activation, not_mapped: &mut Vec<String>) -> (BTreeMap<Module, ModuleConf>, usize) {
     let mut modules: BTreeMap<Module, ModuleConf> = BTreeMap::new();
     let mut outside = 0;
     for e in &file.entries {
@@ -598,7 +599,7 @@ fn collect(src: &Src, file: &SpringFile, not_mapped: &mut Vec<String>) -> (BTree
     (modules, outside)
 }
 
-pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> {
+pub fn import(file: &Activation, opts: &R4jOptions) -> Result<Fragment, String> {
     let src = Src { shown: opts.shown, name: opts.name };
     let mut not_mapped = Vec::new();
     let (modules, outside) = collect(&src, file, &mut not_mapped);
@@ -644,10 +645,9 @@ pub fn import(file: &SpringFile, opts: &R4jOptions) -> Result<Fragment, String> 
         let (d, _) = dep_of(inst);
         frag.header.push(format!("instance {inst} -> dependency {d}"));
     }
-    for why in &file.profile_documents {
-        not_mapped.push(format!(
-            "the document at {why}: applies to a profile only; this importer reads the file without profiles"
-        ));
+    frag.header.push(format!("profiles active: {}", file.active));
+    for why in &file.set_aside {
+        not_mapped.push(format!("the document at {why}"));
     }
     if outside > 0 {
         frag.header.push(format!("keys outside resilience4j.* (not read): {outside}"));
@@ -1074,9 +1074,10 @@ fn retry_instance(src: &Src, levels: &[Level], inst: &str) -> Result<(Vec<Field>
 mod tests {
     use super::*;
     use crate::experiment::import::spring::{read_properties, read_yaml};
+    use crate::experiment::import::spring_profiles::activate;
 
     fn run(yaml: &str) -> Result<String, String> {
-        let file = read_yaml(yaml).map_err(|e| format!("{e:?}"))?;
+        let file = activate(&read_yaml(yaml).map_err(|e| format!("{e:?}"))?.documents, &[]).unwrap();
         import(&file, &R4jOptions { shown: "a.yml", name: "a.yml", policy: "p", dependencies: &[] })
             .map(|f| f.to_toml())
     }
@@ -1094,7 +1095,8 @@ mod tests {
 
     #[test]
     fn properties_and_yaml_agree() {
-        let p = read_properties("resilience4j.retry.instances.a.max-attempts=2\n").unwrap();
+        let p = activate(&read_properties("resilience4j.retry.instances.a.max-attempts=2\n").unwrap().documents, &[])
+            .unwrap();
         let f = import(&p, &R4jOptions { shown: "a", name: "a", policy: "p", dependencies: &[] }).unwrap();
         assert!(f.to_toml().contains("max_attempts = 2 "));
     }

@@ -1,9 +1,8 @@
 //! Spring Boot configuration as flat `key = value` entries with their place in the file, read the
 //! way Spring reads `application.yml` (YAML documents, nested keys joined by `.`, list items as
 //! `key[i]`) and `application.properties` (java.util.Properties syntax, `#---` between
-//! documents). Later documents override earlier ones, as in Spring; documents that only apply
-//! to a profile are set aside (`profile_documents`) because the importer reads the file as it
-//! is without a profile.
+//! documents), document by document; which documents apply, and so which values win, is
+//! spring_profiles.rs's question.
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
@@ -20,9 +19,8 @@ pub struct Entry {
 
 #[derive(Debug, Default)]
 pub struct SpringFile {
-    pub entries: Vec<Entry>,
-    /// `line: activation` of every document set aside because it applies to a profile only.
-    pub profile_documents: Vec<String>,
+    /// Each document's entries, in file order.
+    pub documents: Vec<Vec<Entry>>,
 }
 
 /// A Spring property name's canonical form for comparison: relaxed binding treats
@@ -58,20 +56,8 @@ pub fn elements(key: &str) -> Vec<String> {
         .collect()
 }
 
-/// A document applies to a profile only when it says so with either of Spring's keys.
-fn is_profile_document(entries: &[Entry]) -> Option<String> {
-    entries.iter().find_map(|e| {
-        let k = relaxed(&e.key);
-        (k == "spring.config.activate.onprofile" || k == "spring.profiles")
-            .then(|| format!("line {}: {} = {}", e.line, e.key, e.value))
-    })
-}
-
 fn add_document(file: &mut SpringFile, doc: Vec<Entry>) {
-    match is_profile_document(&doc) {
-        Some(why) => file.profile_documents.push(why),
-        None => file.entries.extend(doc),
-    }
+    file.documents.push(doc);
 }
 
 // ---------------------------------------------------------------- YAML
@@ -314,18 +300,18 @@ mod tests {
     #[test]
     fn properties_separators_continuations_and_escapes() {
         let f = read_properties("# c\n! c\na.b=1\na.c : 2\na.d 3\na.e = x\\\n    y\na.f=\\u0041\\t\n").unwrap();
-        let kv: Vec<(&str, &str)> = f.entries.iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
+        let kv: Vec<(&str, &str)> = f.documents[0].iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
         assert_eq!(kv, [("a.b", "1"), ("a.c", "2"), ("a.d", "3"), ("a.e", "xy"), ("a.f", "A\t")]);
-        assert_eq!((f.entries[1].line, f.entries[1].col), (4, 7));
+        assert_eq!((f.documents[0][1].line, f.documents[0][1].col), (4, 7));
     }
 
     #[test]
-    fn yaml_keys_join_and_profiles_are_set_aside() {
+    fn yaml_keys_join_document_by_document() {
         let f = read_yaml("a:\n  b: 1\n  c: [x, y]\n---\nspring.config.activate.on-profile: prod\na.b: 2\n").unwrap();
-        let kv: Vec<(&str, &str)> = f.entries.iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
+        let kv: Vec<(&str, &str)> = f.documents[0].iter().map(|e| (e.key.as_str(), e.value.as_str())).collect();
         assert_eq!(kv, [("a.b", "1"), ("a.c[0]", "x"), ("a.c[1]", "y")]);
-        assert_eq!((f.entries[0].line, f.entries[0].col), (2, 6));
-        assert_eq!(f.profile_documents.len(), 1);
+        assert_eq!((f.documents[0][0].line, f.documents[0][0].col), (2, 6));
+        assert_eq!(f.documents.len(), 2);
     }
 
     #[test]
