@@ -193,25 +193,13 @@ impl SdkCall {
         unit: f64,
         root_allows: impl FnOnce(Micros) -> bool,
     ) -> SdkDecision {
-        self.decide(config, result, should_retry, unit, None, root_allows)
+        self.on_response_with_quota(config, result, should_retry, unit, None, root_allows)
     }
 
     /// [`SdkCall::on_response`] for a client with a retry quota: `quota` is its client's
     /// bucket, shared with its other calls. A retry it cannot pay is not made; an answer
     /// refills it.
     pub fn on_response_with_quota(
-        &mut self,
-        config: &SdkClientConfig,
-        result: AttemptResult,
-        should_retry: Option<bool>,
-        unit: f64,
-        quota: Option<&mut RetryQuota>,
-        root_allows: impl FnOnce(Micros) -> bool,
-    ) -> SdkDecision {
-        self.decide(config, result, should_retry, unit, quota, root_allows)
-    }
-
-    fn decide(
         &mut self,
         config: &SdkClientConfig,
         result: AttemptResult,
