@@ -929,6 +929,16 @@ mod tests {
         for multiplier in [r#""inf""#, r#""nan""#] {
             assert!(policy("4", r#""0.1s""#, multiplier).unwrap_err().contains("not finite"));
         }
+        // Whole seconds: digits only, at most 12 (grpc-core's limit is 315 576 000 000 s).
+        let timeout =
+            |t: &str| import_text(&format!(r#"{{"methodConfig": [{{"name": [{{}}], "timeout": "{t}"}}]}}"#), None);
+        assert!(timeout("123456789012s").unwrap().contains("timeout_ms = 123456789012000 "));
+        for bad in ["1234567890123s", "1x2s", "1.5x s"] {
+            let err = timeout(bad).unwrap_err();
+            assert!(err.contains("is not a proto3 JSON duration"), "{bad}: {err}");
+        }
+        assert!(timeout("1x2s").unwrap_err().contains("whole seconds are 1 to 12 digits"));
+        assert!(timeout("1234567890123s").unwrap_err().contains("whole seconds are 1 to 12 digits"));
         let wait = import_text(r#"{"methodConfig": [{"name": [{}], "waitForReady": "true"}]}"#, None).unwrap_err();
         assert!(wait.starts_with("f.json:1:50: methodConfig[0].waitForReady: must be true or false"), "{wait}");
         let t = import_text(r#"{"retryThrottling": {"maxTokens": "10", "tokenRatio": "0.1"}}"#, None).unwrap();
