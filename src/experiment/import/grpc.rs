@@ -938,6 +938,11 @@ mod tests {
             assert!(err.contains("is not a proto3 JSON duration"), "{bad}: {err}");
         }
         assert!(timeout("1x2s").unwrap_err().contains("whole seconds are 1 to 12 digits"));
+        // After the point: 1 to 9 digits.
+        assert!(timeout("0.000000001s").unwrap().contains("timeout_ms = 0.000001 "));
+        for bad in ["0.0000000001s", "0.5xs", "0.x5s"] {
+            assert!(timeout(bad).unwrap_err().contains("1 to 9 digits after the point"), "{bad}");
+        }
         assert!(timeout("1234567890123s").unwrap_err().contains("whole seconds are 1 to 12 digits"));
         let wait = import_text(r#"{"methodConfig": [{"name": [{}], "waitForReady": "true"}]}"#, None).unwrap_err();
         assert!(wait.starts_with("f.json:1:50: methodConfig[0].waitForReady: must be true or false"), "{wait}");
