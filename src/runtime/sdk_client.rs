@@ -314,9 +314,7 @@ fn backoff_from_us(config: &SdkClientConfig, initial_us: Micros, n: u32, unit: f
     // A zero initial delay stays zero: 0 x an overflowed power (infinity) would be NaN, whose
     // min with the cap is the cap.
     let raw = if initial_us == 0 { 0.0 } else { initial_us as f64 * config.multiplier.powi(exponent) };
-    let capped = raw
-        .max(config.min_delay_us as f64)
-        .min(config.max_delay_us as f64);
+    let capped = raw.max(config.min_delay_us as f64).min(config.max_delay_us as f64);
     ((capped * (1.0 - config.jitter * unit)).max(0.0) as Micros).saturating_add(added_jitter_us(config, unit))
 }
 

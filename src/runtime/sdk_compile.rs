@@ -31,11 +31,13 @@ pub fn compile_sdk_client(
     // A delay past an hour is no SDK's: bounded here, it is a located error rather than a
     // saturated microsecond count that strands the run.
     let ms = |field: &str, value: Option<f64>, default: Micros| match value {
-        Some(v) if (field.ends_with("delay_ms") || field == "jitter_added_ms") && v.is_finite() && v > MAX_DELAY_MS => Err(error_at_path(
-            source,
-            &path.key(field),
-            format!("{} ms is more than {MAX_DELAY_MS} ms (an hour)", crate::scenario::locate::shown(v)),
-        )),
+        Some(v) if (field.ends_with("delay_ms") || field == "jitter_added_ms") && v.is_finite() && v > MAX_DELAY_MS => {
+            Err(error_at_path(
+                source,
+                &path.key(field),
+                format!("{} ms is more than {MAX_DELAY_MS} ms (an hour)", crate::scenario::locate::shown(v)),
+            ))
+        }
         Some(v) => duration_ms(source, &path.key(field), v),
         None => Ok(default),
     };

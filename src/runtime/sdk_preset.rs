@@ -150,9 +150,18 @@ mod tests {
         let c = SdkPreset::LitellmRouter.defaults();
         let mut call = SdkCall::default();
         // U = 0.5: 0.5 s + 0.375 s, then 1 s + 0.375 s.
-        assert_eq!(call.on_result(&c, failed(FailureKind::Overloaded), 0.5, |_| true), SdkDecision::Retry { delay_us: 875_000 });
-        assert_eq!(call.on_result(&c, AttemptResult::TimedOut, 0.5, |_| true), SdkDecision::Retry { delay_us: 1_375_000 });
-        assert_eq!(call.on_result(&c, failed(FailureKind::Overloaded), 0.5, |_| true), SdkDecision::Answer(Stop::RetriesSpent));
+        assert_eq!(
+            call.on_result(&c, failed(FailureKind::Overloaded), 0.5, |_| true),
+            SdkDecision::Retry { delay_us: 875_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, AttemptResult::TimedOut, 0.5, |_| true),
+            SdkDecision::Retry { delay_us: 1_375_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, failed(FailureKind::Overloaded), 0.5, |_| true),
+            SdkDecision::Answer(Stop::RetriesSpent)
+        );
         // A Retry-After of 60 s is slept, plus the jitter; 61 s is the backoff.
         let d = SdkCall::default().on_result(&c, refused_for(60_000_000), 0.5, |_| true);
         assert_eq!(d, SdkDecision::Retry { delay_us: 60_375_000 });
@@ -160,9 +169,15 @@ mod tests {
         assert_eq!(d, SdkDecision::Retry { delay_us: 500_000 });
         // The router's retry_after is a floor under the backoff, the 8 s cap above it.
         let floor = SdkClientConfig { min_delay_us: 3_000_000, ..c.clone() };
-        assert_eq!(SdkCall::default().on_result(&floor, failed(FailureKind::Overloaded), 0.0, |_| true), SdkDecision::Retry { delay_us: 3_000_000 });
+        assert_eq!(
+            SdkCall::default().on_result(&floor, failed(FailureKind::Overloaded), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 3_000_000 }
+        );
         let over = SdkClientConfig { min_delay_us: 20_000_000, ..c };
-        assert_eq!(SdkCall::default().on_result(&over, failed(FailureKind::Overloaded), 0.0, |_| true), SdkDecision::Retry { delay_us: 8_000_000 });
+        assert_eq!(
+            SdkCall::default().on_result(&over, failed(FailureKind::Overloaded), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 8_000_000 }
+        );
     }
 
     #[test]
