@@ -159,6 +159,12 @@ fn router_keyword_arguments_read_as_the_proxy_settings_do() {
     std::fs::write(&file, "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\n").unwrap();
     let out = import(&[file.to_str().unwrap()]);
     assert!(out.contains("max_retries = 2                         # no num_retries"), "{out}");
+    // A retry_after above the 8 s cap makes every sleep 8 s (before the jitter).
+    let file = dir.join("floor.yaml");
+    std::fs::write(&file, "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\nretry_after: 20\n")
+        .unwrap();
+    let out = import(&[file.to_str().unwrap()]);
+    assert!(out.contains("min_delay_ms = 8000                     # from retry_after (floor.yaml:4) = 20; a floor above MAX_RETRY_DELAY"), "{out}");
 }
 
 #[test]

@@ -111,7 +111,7 @@ fn whole(src: &Src, e: &Entry, max: u64) -> Result<u64, String> {
 /// A number of seconds (`30`, `0.5`), >= 0; refused otherwise.
 fn seconds(src: &Src, e: &Entry) -> Result<f64, String> {
     match e.value.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 && s <= 3_600_000.0 => Ok(s),
+        Ok(s) if s.is_finite() && (0.0..=3_600_000.0).contains(&s) => Ok(s),
         _ => Err(src.err(e, format!("expected a number of seconds >= 0, found `{}`", e.value))),
     }
 }
@@ -278,8 +278,11 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
                 toml_number(s * 1000.0)
             }
         };
+        let capped = key == "retry_after" && value.parse::<f64>().is_ok_and(|ms| ms > 8000.0);
+        let value = if capped { "8000".to_string() } else { value };
         let note = match key {
             "num_retries" => "",
+            "retry_after" if capped => "; a floor above MAX_RETRY_DELAY (8 s), which caps it: every sleep is 8 s",
             "retry_after" => "; a floor under the backoff, before its 8 s cap",
             _ => "; each attempt's (the provider request's) timeout",
         };
