@@ -289,7 +289,8 @@ const IMPORT_EXAMPLES: &str = "Examples:
   faultline import grpc-service-config service_config.json --method helloworld.Greeter/SayHello -o policy.toml
   faultline import grpc-service-config service_config.json -p grpc --method helloworld.Greeter
   faultline import resilience4j src/main/resources/application.yml
-  faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml";
+  faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml
+  faultline import litellm config.yaml --dependency gpt-4o=model-primary -p gateway";
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   faultline completions bash > ~/.local/share/bash-completion/completions/faultline
@@ -661,7 +662,7 @@ pub enum Command {
         force: bool,
     },
     /// Read a resilience configuration you already have (a gRPC service config, resilience4j's
-    /// Spring Boot application.yml or .properties) and write it as
+    /// Spring Boot application.yml or .properties, a LiteLLM proxy config.yaml) and write it as
     /// a commented [policy.NAME] fragment, with the keys it could not map and why.
     #[command(after_help = IMPORT_EXAMPLES)]
     Import {
@@ -677,8 +678,8 @@ pub enum Command {
         /// The policy name of the fragment.
         #[arg(short = 'p', long = "policy", value_name = "NAME", default_value = "imported")]
         policy: String,
-        /// resilience4j: the faultline dependency an instance guards (repeatable). Default: the
-        /// dependency with the instance's own name.
+        /// resilience4j: the faultline dependency an instance guards; litellm: the dependency a
+        /// model group stands for (repeatable). Default: the dependency with its own name.
         #[arg(long = "dependency", value_name = "INSTANCE=DEPENDENCY")]
         dependency: Vec<String>,
         /// resilience4j: a Spring profile to activate, as `--spring.profiles.active` would
@@ -707,6 +708,9 @@ pub enum ImportFormatArg {
     /// resilience4j's Spring Boot configuration, application.yml/.yaml or .properties
     /// (circuitbreaker, retry, bulkhead, ratelimiter, timelimiter).
     Resilience4j,
+    /// A LiteLLM proxy config.yaml (model_list, router_settings, litellm_settings) or a YAML of
+    /// Router keyword arguments (num_retries, timeout, retry_after, fallbacks, rpm).
+    Litellm,
 }
 
 impl From<ImportFormatArg> for ImportFormat {
@@ -714,6 +718,7 @@ impl From<ImportFormatArg> for ImportFormat {
         match f {
             ImportFormatArg::GrpcServiceConfig => ImportFormat::GrpcServiceConfig,
             ImportFormatArg::Resilience4j => ImportFormat::Resilience4j,
+            ImportFormatArg::Litellm => ImportFormat::Litellm,
         }
     }
 }

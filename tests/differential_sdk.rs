@@ -48,18 +48,31 @@ const DEPARTURES: [(&str, &[f64], &str); 1] = [(
 /// Runs the driver for `sdk`; None (after saying so loudly, and failing when required) when
 /// python3 or the package is missing.
 fn drive(sdk: &str) -> Option<Value> {
-    let (script, args) = if sdk == "botocore" { ("drive_botocore.py", vec![]) } else { ("drive.py", vec![sdk]) };
-    let required = std::env::var_os("FAULTLINE_REQUIRE_DIFFERENTIAL").is_some();
+    let (script, args) = match sdk {
+        "botocore" => ("drive_botocore.py", vec![]),
+        "litellm" => ("drive_litellm.py", vec![]),
+        _ => ("drive.py", vec![sdk]),
+    };
+    // litellm is large and installed on its own line of .ci/run, with its own variables.
+    let (require, install, python_var) = if sdk == "litellm" {
+        ("FAULTLINE_REQUIRE_LITELLM", "pip install litellm==1.110.2", "FAULTLINE_LITELLM_PYTHON")
+    } else {
+        (
+            "FAULTLINE_REQUIRE_DIFFERENTIAL",
+            "pip install openai==3.63.0 anthropic==2.17.0 botocore==1.44.18",
+            "FAULTLINE_PYTHON",
+        )
+    };
+    let required = std::env::var_os(require).is_some();
     let skip = |why: String| {
-        assert!(!required, "FAULTLINE_REQUIRE_DIFFERENTIAL is set, but the {sdk} driver cannot run: {why}");
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** NOT RUN: differential harness against {sdk}: {why} \
-             (pip install openai==3.63.0 anthropic==2.17.0 botocore==1.44.18) ***\n"
-        );
+        assert!(!required, "{require} is set, but the {sdk} driver cannot run: {why}");
+        let _ =
+            writeln!(std::io::stderr(), "\n*** NOT RUN: differential harness against {sdk}: {why} ({install}) ***\n");
         None
     };
-    let python = std::env::var("FAULTLINE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let python = std::env::var(python_var)
+        .or_else(|_| std::env::var("FAULTLINE_PYTHON"))
+        .unwrap_or_else(|_| "python3".to_string());
     let out = match Command::new(&python).arg(format!("{HARNESS}/{script}")).args(args).stdin(Stdio::null()).output() {
         Ok(out) => out,
         Err(e) => return skip(format!("{python} does not start ({e})")),
@@ -467,4 +480,300 @@ fn botocore_standard_retries_as_its_preset_says() {
         "botocore and faultline's botocore-standard preset disagree:\n{}",
         failures.join("\n")
     );
+}
+
+/// LiteLLM's router in a case that has deployments the model cannot stand for, or a setting it
+/// does not carry: what the router did (attempts at each deployment, per call), and why the
+/// model differs. The test fails if the router stops doing exactly that.
+const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 7] = [
+    (
+        "403 not retried",
+        &[&[2]],
+        "the router retries a 403 (PermissionDeniedError); faultline files 403 with 401 as UNAUTHORIZED, \
+         and the router does not retry a 401, so the preset retries neither",
+    ),
+    (
+        "retry_policy RateLimitErrorRetries 4: 429 five times",
+        &[&[5]],
+        "retry_policy's count per error class: the preset has one max_retries for every kind (num_retries 2: 3 attempts)",
+    ),
+    (
+        "retry_policy BadRequestErrorRetries 1: 400 twice",
+        &[&[2]],
+        "retry_policy retries a 400 once; the preset has one max_retries and does not retry INVALID_INPUT (1 attempt)",
+    ),
+    (
+        "cooldown: allowed_fails 1, cooldown_time 0.5 s, g always 503, fallback h",
+        &[&[2, 1], &[0, 1], &[2, 1]],
+        "a deployment cools down once it fails more than allowed_fails times within cooldown_time (the 2nd \
+         failure here): the call goes to the fallback at once, and the next call within 0.5 s skips g; the \
+         model has no cooldown and retries g 3 times in every call",
+    ),
+    (
+        "cooldown: two deployments by order, allowed_fails 1, the first always 503",
+        &[&[2, 1], &[0, 1]],
+        "a group of two deployments: the router retries on the other at once (sleep 0) and cools the first \
+         down; an sdk_client stands for one deployment",
+    ),
+    (
+        "cooldown: two deployments, default (percentage) mode, the first 429",
+        &[&[1, 1], &[0, 1]],
+        "the default mode cools down a deployment of a group of several on its first 429 \
+         (cooldown_handlers.py `_should_cooldown_deployment`); an sdk_client stands for one deployment",
+    ),
+    (
+        "cooldown: two deployments, default (percentage) mode, the first 503",
+        &[&[3, 1], &[2, 1]],
+        "the default mode does not cool down on 503 below DEFAULT_FAILURE_THRESHOLD_MINIMUM_REQUESTS (5) a \
+         minute; the router retries on the group (sleep 0) and reaches the second deployment; an sdk_client \
+         stands for one deployment",
+    ),
+];
+
+/// The router sleeps once more after the last retry failed, before it raises the error (every
+/// case whose retries were spent, when it retried at all); the model answers at once. The extra sleep is checked to be the
+/// next backoff.
+const LITELLM_TRAILING_SLEEP: &str = "one more backoff after the last retry, before the error";
+
+/// A Retry-After as LiteLLM reads it (`litellm/utils.py` `_get_retry_after_from_exception_header`):
+/// `int(retry-after)`, whole seconds only (a fraction or `retry-after-ms` is not read).
+fn litellm_retry_after_us(headers: &Value) -> Option<u64> {
+    headers["retry-after"].as_str().and_then(|v| v.trim().parse::<u64>().ok()).map(|s| s * 1_000_000)
+}
+
+/// How a scheduled answer ends a router attempt, and the call's outcome if it ends there.
+fn litellm_attempt(entry: &Value, timeout_s: f64) -> (AttemptResult, String) {
+    if entry["drop"].as_bool() == Some(true) {
+        return (
+            AttemptResult::Failed { kind: FailureKind::TransientTransport, retry_after_us: None },
+            "connection".into(),
+        );
+    }
+    if entry["delay_s"].as_f64().unwrap_or(0.0) > timeout_s {
+        return (AttemptResult::TimedOut, "timeout".into());
+    }
+    let status = entry["status"].as_u64().unwrap();
+    if status == 200 {
+        return (AttemptResult::Ok, "ok".into());
+    }
+    let result = match kind_of(status) {
+        Some(kind) => AttemptResult::Failed { kind, retry_after_us: litellm_retry_after_us(&entry["headers"]) },
+        None => AttemptResult::TimedOut,
+    };
+    (result, format!("status {status}"))
+}
+
+/// The preset as the case's Router arguments change it.
+fn litellm_config(router: &Value) -> SdkClientConfig {
+    let mut c = SdkPreset::LitellmRouter.defaults();
+    if let Some(n) = router["num_retries"].as_u64() {
+        c.max_retries = n as u32;
+    }
+    if let Some(s) = router["retry_after"].as_f64() {
+        c.min_delay_us = (s * 1e6) as u64;
+    }
+    if let Some(s) = router["timeout"].as_f64() {
+        c.timeout_us = Some((s * 1e6) as u64);
+    }
+    c
+}
+
+/// One modelled router call: attempts per deployment, each sleep (and whether it is the trailing
+/// one), the outcome.
+struct RouterCall {
+    attempts: Vec<u64>,
+    sleeps: Vec<(u64, bool)>,
+    outcome: String,
+}
+
+/// The model on a case: each call sends to the first deployment through the sdk_client machine,
+/// and after a failure to the next (its fallback) when the router has `fallbacks`.
+fn litellm_model(config: &SdkClientConfig, case: &Value, unit: f64) -> Vec<RouterCall> {
+    let one = serde_json::json!([{"group": "g", "schedule": case["schedule"].clone()}]);
+    let deployments =
+        if case["deployments"].is_null() { one.as_array().unwrap() } else { case["deployments"].as_array().unwrap() };
+    let timeout_s = config.timeout_us.map_or(f64::INFINITY, |us| us as f64 / 1e6);
+    let falls_back = !case["router"]["fallbacks"].is_null();
+    let ok = serde_json::json!({"status": 200});
+    let mut sent = vec![0usize; deployments.len()];
+    let calls = case["calls"].as_array().map_or(1, Vec::len);
+    let mut modelled = Vec::new();
+    for _ in 0..calls {
+        let mut call = RouterCall { attempts: vec![0; deployments.len()], sleeps: Vec::new(), outcome: String::new() };
+        for (d, deployment) in deployments.iter().enumerate() {
+            let then = if deployment["then"].is_null() { &ok } else { &deployment["then"] };
+            let mut sdk = SdkCall::default();
+            loop {
+                let entry = deployment["schedule"].as_array().unwrap().get(sent[d]).unwrap_or(then);
+                let (result, outcome) = litellm_attempt(entry, timeout_s);
+                sent[d] += 1;
+                call.attempts[d] += 1;
+                match sdk.on_response(config, result, None, unit, |_| true) {
+                    SdkDecision::Retry { delay_us } => call.sleeps.push((delay_us, false)),
+                    SdkDecision::Answer(stop) => {
+                        // Only after a retry: with num_retries 0 the retry loop is never entered.
+                        if stop == faultline::runtime::sdk_client::Stop::RetriesSpent && config.max_retries > 0 {
+                            let more = SdkClientConfig { max_retries: config.max_retries + 1, ..config.clone() };
+                            if let SdkDecision::Retry { delay_us } =
+                                sdk.on_response(&more, result, None, unit, |_| true)
+                            {
+                                call.sleeps.push((delay_us, true));
+                            }
+                        }
+                        call.outcome = outcome;
+                        break;
+                    }
+                }
+            }
+            if call.outcome == "ok" || !falls_back || d + 1 == deployments.len() {
+                break;
+            }
+        }
+        modelled.push(call);
+    }
+    modelled
+}
+
+#[test]
+fn litellm_router_retries_as_its_preset_says() {
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{HARNESS}/litellm_cases.json")).unwrap()).unwrap();
+    let Some(library) = drive("litellm") else { return };
+    let version = library["version"].as_str().unwrap();
+    // The preset's figures are the ones constants.py writes.
+    let d = &library["defaults"];
+    let preset = SdkPreset::LitellmRouter.defaults();
+    assert_eq!(d["INITIAL_RETRY_DELAY"].as_f64(), Some(preset.initial_delay_us as f64 / 1e6));
+    assert_eq!(d["MAX_RETRY_DELAY"].as_f64(), Some(preset.max_delay_us as f64 / 1e6));
+    assert_eq!(d["JITTER"].as_f64(), Some(preset.jitter_added_us as f64 / 1e6));
+    assert_eq!(d["DEFAULT_MAX_RETRIES"].as_f64(), Some(f64::from(preset.max_retries)));
+    let specs = cases["cases"].as_array().unwrap();
+    let ran = library["cases"].as_array().unwrap();
+    assert_eq!(ran.len(), specs.len());
+    let (mut failures, mut agree, mut trailing, mut departed) = (Vec::new(), 0, 0, 0);
+    for (spec, case) in specs.iter().zip(ran) {
+        let name = spec["name"].as_str().unwrap();
+        let config = litellm_config(&spec["router"]);
+        // The jitter is added: U = 0 is the shortest sleep, U just below 1 the longest.
+        let shortest = litellm_model(&config, spec, 0.0);
+        let longest = litellm_model(&config, spec, 1.0 - f64::EPSILON);
+        let calls = case["calls"].as_array().unwrap();
+        assert_eq!(calls.len(), shortest.len());
+        let waited = spec["wait"].as_bool() != Some(false);
+        let mut differences = Vec::new();
+        let mut tail = false;
+        for (i, ((library, lo), hi)) in calls.iter().zip(&shortest).zip(&longest).enumerate() {
+            let attempts: Vec<u64> =
+                library["attempts"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
+            let outcome = library["outcome"].as_str().unwrap();
+            let sleeps: Vec<f64> =
+                library["sleeps_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+            let pauses: Vec<f64> =
+                library["pauses_s"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+            if attempts != lo.attempts {
+                differences.push(format!(
+                    "call {}: attempts: library {attempts:?}, faultline {:?}",
+                    i + 1,
+                    lo.attempts
+                ));
+            }
+            if outcome != lo.outcome {
+                differences.push(format!("call {}: outcome: library {outcome}, faultline {}", i + 1, lo.outcome));
+            }
+            if sleeps.len() != lo.sleeps.len() {
+                differences.push(format!(
+                    "call {}: sleeps: library {sleeps:?}, faultline {} sleeps",
+                    i + 1,
+                    lo.sleeps.len()
+                ));
+                continue;
+            }
+            for (n, ((&slept, &(lo_us, is_tail)), &(hi_us, _))) in
+                sleeps.iter().zip(&lo.sleeps).zip(&hi.sleeps).enumerate()
+            {
+                tail |= is_tail;
+                let (a, b) = (lo_us.min(hi_us) as f64 / 1e6, lo_us.max(hi_us) as f64 / 1e6);
+                if !(a - 1e-6..=b + 1e-6).contains(&slept) {
+                    differences.push(format!(
+                        "call {}: sleep {}: library {slept} s, faultline {a}..{b} s",
+                        i + 1,
+                        n + 1
+                    ));
+                }
+                let entry = spec["schedule"].get(n);
+                let answered = entry.is_some_and(|e| e["delay_s"].is_null());
+                if waited
+                    && !is_tail
+                    && answered
+                    && slept <= LONG_S
+                    && n < pauses.len()
+                    && !(slept - 1e-3..=slept + SLACK_S).contains(&pauses[n])
+                {
+                    differences.push(format!(
+                        "call {}: the server saw a pause of {} s after a sleep of {slept} s",
+                        i + 1,
+                        pauses[n]
+                    ));
+                }
+            }
+        }
+        let seen: Vec<Vec<u64>> = calls
+            .iter()
+            .map(|c| c["attempts"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect())
+            .collect();
+        let departure = LITELLM_DEPARTURES.iter().find(|(case, _, _)| *case == name);
+        let row = match (differences.is_empty(), departure) {
+            (true, None) if tail => {
+                trailing += 1;
+                format!("agree but for the trailing sleep (DEPARTURE, documented: {LITELLM_TRAILING_SLEEP})")
+            }
+            (true, None) => {
+                agree += 1;
+                "agree".to_string()
+            }
+            (false, Some((_, figures, why))) if seen.iter().map(Vec::as_slice).eq(figures.iter().copied()) => {
+                departed += 1;
+                format!("DEPARTURE (documented: {why}): {}", differences.join("; "))
+            }
+            (false, _) => {
+                failures.push(format!("  {name}: {}", differences.join("; ")));
+                format!("DISAGREE: {}", differences.join("; "))
+            }
+            (true, Some(_)) => {
+                failures.push(format!("  {name}: a documented departure no longer departs"));
+                "no longer departs".to_string()
+            }
+        };
+        let shown: Vec<String> = calls
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} {:?}",
+                    c["attempts"],
+                    c["outcome"].as_str().unwrap(),
+                    c["sleeps_s"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|s| (s.as_f64().unwrap() * 1e3).round() / 1e3)
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        let modelled: Vec<String> = shortest
+            .iter()
+            .zip(&longest)
+            .map(|(lo, hi)| {
+                let bounds: Vec<(f64, f64)> =
+                    lo.sleeps.iter().zip(&hi.sleeps).map(|(a, b)| (a.0 as f64 / 1e6, b.0 as f64 / 1e6)).collect();
+                format!("{:?} {} {bounds:?}", lo.attempts, lo.outcome)
+            })
+            .collect();
+        eprintln!("litellm {version} | {name} | {} | faultline {} | {row}", shown.join(", "), modelled.join(", "));
+    }
+    eprintln!(
+        "litellm {version}: {} cases: {agree} agree, {trailing} agree but for the trailing sleep, {departed} documented departures",
+        specs.len()
+    );
+    assert!(failures.is_empty(), "litellm and faultline's litellm-router preset disagree:\n{}", failures.join("\n"));
 }

@@ -83,6 +83,14 @@ pub struct SdkClientConfig {
     pub throttling_initial_delay_us: Option<Micros>,
     /// A retry quota shared by every call of the client (botocore's `RetryQuota`); None: none.
     pub retry_quota: Option<RetryQuotaConfig>,
+    /// The most added to every sleep, a honoured Retry-After included: sleep + U x this. 0 in
+    /// every SDK but LiteLLM's router (`litellm/utils.py` `calculate_retry_after`: `JITTER *
+    /// random.random()`, `constants.py` `JITTER = 0.75` s).
+    pub jitter_added_us: Micros,
+    /// The backoff before its cap is at least this (LiteLLM's router `retry_after`, passed as
+    /// `min_timeout` to `calculate_retry_after`: `max(sleep, min_timeout)` then `min(...,
+    /// MAX_RETRY_DELAY)`); 0: none.
+    pub min_delay_us: Micros,
 }
 
 impl Default for SdkClientConfig {
@@ -107,6 +115,8 @@ impl Default for SdkClientConfig {
             x_should_retry: true,
             throttling_initial_delay_us: None,
             retry_quota: None,
+            jitter_added_us: 0,
+            min_delay_us: 0,
         }
     }
 }
@@ -263,8 +273,8 @@ impl SdkCall {
                 let b = backoff();
                 b.max(t.min(b.saturating_add(config.retry_after_max_us)))
             }
-            Some(t) if t <= config.retry_after_max_us => t,
-            Some(t) if config.over_max == OverMax::Sleep => t,
+            Some(t) if t <= config.retry_after_max_us => t.saturating_add(added_jitter_us(config, unit)),
+            Some(t) if config.over_max == OverMax::Sleep => t.saturating_add(added_jitter_us(config, unit)),
             Some(_) if config.over_max == OverMax::Cap => config.retry_after_max_us,
             Some(_) | None => backoff(),
         };
@@ -291,11 +301,17 @@ fn backoff_from_us(config: &SdkClientConfig, initial_us: Micros, n: u32, unit: f
     let exponent = n.min(1000) as i32;
     // A zero initial delay stays zero: 0 x an overflowed power (infinity) would be NaN, whose
     // min with the cap is the cap.
-    if initial_us == 0 {
+    let raw = if initial_us == 0 { 0.0 } else { initial_us as f64 * config.multiplier.powi(exponent) };
+    let capped = raw.max(config.min_delay_us as f64).min(config.max_delay_us as f64);
+    ((capped * (1.0 - config.jitter * unit)).max(0.0) as Micros).saturating_add(added_jitter_us(config, unit))
+}
+
+/// LiteLLM's additive jitter: U x `jitter_added_us` (0 for every other client).
+fn added_jitter_us(config: &SdkClientConfig, unit: f64) -> Micros {
+    if config.jitter_added_us == 0 {
         return 0;
     }
-    let capped = (initial_us as f64 * config.multiplier.powi(exponent)).min(config.max_delay_us as f64);
-    (capped * (1.0 - config.jitter * unit)).max(0.0) as Micros
+    (config.jitter_added_us as f64 * unit).max(0.0) as Micros
 }
 
 impl SdkClientConfig {

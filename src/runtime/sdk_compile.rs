@@ -31,11 +31,13 @@ pub fn compile_sdk_client(
     // A delay past an hour is no SDK's: bounded here, it is a located error rather than a
     // saturated microsecond count that strands the run.
     let ms = |field: &str, value: Option<f64>, default: Micros| match value {
-        Some(v) if field.ends_with("delay_ms") && v.is_finite() && v > MAX_DELAY_MS => Err(error_at_path(
-            source,
-            &path.key(field),
-            format!("{} ms is more than {MAX_DELAY_MS} ms (an hour)", crate::scenario::locate::shown(v)),
-        )),
+        Some(v) if (field.ends_with("delay_ms") || field == "jitter_added_ms") && v.is_finite() && v > MAX_DELAY_MS => {
+            Err(error_at_path(
+                source,
+                &path.key(field),
+                format!("{} ms is more than {MAX_DELAY_MS} ms (an hour)", crate::scenario::locate::shown(v)),
+            ))
+        }
         Some(v) => duration_ms(source, &path.key(field), v),
         None => Ok(default),
     };
@@ -90,6 +92,8 @@ pub fn compile_sdk_client(
             None => d.throttling_initial_delay_us,
         },
         retry_quota: compile_quota(source, path, spec, d.retry_quota)?,
+        jitter_added_us: ms("jitter_added_ms", spec.jitter_added_ms, d.jitter_added_us)?,
+        min_delay_us: ms("min_delay_ms", spec.min_delay_ms, d.min_delay_us)?,
     };
     config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
     Ok(config)

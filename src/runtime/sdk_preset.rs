@@ -17,6 +17,8 @@ crate::named_enum! {
         /// botocore 1.44.18's standard retry mode (PyPI `botocore==1.44.18`), its default
         /// (`configprovider.py`: `'retry_mode': (..., 'standard', None)`).
         BotocoreStandard => "botocore-standard",
+        /// LiteLLM 1.110.2's `Router` (PyPI `litellm==1.110.2`) in front of one deployment.
+        LitellmRouter => "litellm-router",
     }
 }
 
@@ -71,6 +73,28 @@ impl SdkPreset {
                 retry_quota: Some(BOTOCORE_QUOTA),
                 ..SdkClientConfig::default()
             },
+            // litellm 1.110.2. The router's retry loop is its Rust core (`litellm/router_rust/`,
+            // `rust_bridge/_native.abi3.so`); its sleep is the host's `calculate_retry_after`
+            // (`router_python_host.py` `invoke("calculate_retry_after")`, `router_rust/core.py`
+            // `_sleep_seconds`), read from `litellm/utils.py` `calculate_retry_after` and
+            // `_get_retry_after_from_exception_header`: `int(retry-after)` whole seconds (no
+            // `retry-after-ms`, no fraction), honoured when `0 < retry_after <= 60`, else
+            // `INITIAL_RETRY_DELAY * 2 ** n` boxed by `max(., min_timeout)` and `min(.,
+            // MAX_RETRY_DELAY)`; either plus `JITTER * random.random()`. `constants.py`:
+            // DEFAULT_MAX_RETRIES = 2 (`Router(num_retries=None)`), INITIAL_RETRY_DELAY = 0.5,
+            // MAX_RETRY_DELAY = 8.0, JITTER = 0.75, DEFAULT_REQUEST_TIMEOUT_SECONDS = 6000.0
+            // (`litellm.request_timeout`). Retried in a one-deployment group (measured by the
+            // harness): 408, 409, 429, >= 500, connection errors and timeouts; not 400, 401, 403,
+            // 404, 422. `x-should-retry` is not read.
+            SdkPreset::LitellmRouter => SdkClientConfig {
+                jitter: 0.0,
+                jitter_added_us: 750_000,
+                timeout_us: Some(6_000_000_000),
+                retry_after_max_us: 60_000_000,
+                over_max: OverMax::Backoff,
+                x_should_retry: false,
+                ..SdkClientConfig::default()
+            },
         }
     }
 }
@@ -122,8 +146,43 @@ mod tests {
     }
 
     #[test]
+    fn litellm_adds_up_to_three_quarters_of_a_second_and_honours_whole_retry_afters_to_a_minute() {
+        let c = SdkPreset::LitellmRouter.defaults();
+        let mut call = SdkCall::default();
+        // U = 0.5: 0.5 s + 0.375 s, then 1 s + 0.375 s.
+        assert_eq!(
+            call.on_result(&c, failed(FailureKind::Overloaded), 0.5, |_| true),
+            SdkDecision::Retry { delay_us: 875_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, AttemptResult::TimedOut, 0.5, |_| true),
+            SdkDecision::Retry { delay_us: 1_375_000 }
+        );
+        assert_eq!(
+            call.on_result(&c, failed(FailureKind::Overloaded), 0.5, |_| true),
+            SdkDecision::Answer(Stop::RetriesSpent)
+        );
+        // A Retry-After of 60 s is slept, plus the jitter; 61 s is the backoff.
+        let d = SdkCall::default().on_result(&c, refused_for(60_000_000), 0.5, |_| true);
+        assert_eq!(d, SdkDecision::Retry { delay_us: 60_375_000 });
+        let d = SdkCall::default().on_result(&c, refused_for(61_000_000), 0.0, |_| true);
+        assert_eq!(d, SdkDecision::Retry { delay_us: 500_000 });
+        // The router's retry_after is a floor under the backoff, the 8 s cap above it.
+        let floor = SdkClientConfig { min_delay_us: 3_000_000, ..c.clone() };
+        assert_eq!(
+            SdkCall::default().on_result(&floor, failed(FailureKind::Overloaded), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 3_000_000 }
+        );
+        let over = SdkClientConfig { min_delay_us: 20_000_000, ..c };
+        assert_eq!(
+            SdkCall::default().on_result(&over, failed(FailureKind::Overloaded), 0.0, |_| true),
+            SdkDecision::Retry { delay_us: 8_000_000 }
+        );
+    }
+
+    #[test]
     fn presets_are_named_as_their_packages_and_differ_only_where_the_libraries_do() {
-        assert_eq!(SdkPreset::choices(), "openai-python, anthropic-sdk-python, botocore-standard");
+        assert_eq!(SdkPreset::choices(), "openai-python, anthropic-sdk-python, botocore-standard, litellm-router");
         let openai = SdkPreset::OpenaiPython.defaults();
         let anthropic = SdkPreset::AnthropicSdkPython.defaults();
         assert_eq!(openai.retry_after_max_us, 120_000_000);

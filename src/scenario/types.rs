@@ -1079,6 +1079,13 @@ pub struct SdkClientSpec {
     /// What a call answered without a retry gives back (botocore: 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_retry_increment: Option<u32>,
+    /// The most added to every sleep: sleep + U x this (LiteLLM's router: 750). This and
+    /// `min_delay_ms` are not written when absent, so a scenario without them keeps its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_added_ms: Option<f64>,
+    /// The backoff before its cap is at least this (LiteLLM's router `retry_after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_delay_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -3,12 +3,14 @@
 //! a comment naming the key it came from, then a `# NOT MAPPED` list of what could not be
 //! expressed and why (docs/import.md). One file per format; the fragment writer is shared.
 //! Formats so far: gRPC service config (`grpc`), resilience4j's Spring Boot properties
-//! (`resilience4j`, read by `spring`). Bad input is refused whole (file, line, column,
+//! (`resilience4j`, read by `spring`), LiteLLM's router configuration (`litellm`, read by
+//! `spring`'s YAML reader). Bad input is refused whole (file, line, column,
 //! field; exit 2) and nothing is written.
 
 pub mod fragment;
 pub mod grpc;
 pub mod json;
+pub mod litellm;
 pub mod resilience4j;
 pub mod spring;
 pub mod spring_profiles;
@@ -21,13 +23,15 @@ use crate::experiment::output::folder::write_atomically;
 use crate::scenario::input_file::{InputKind, read_input};
 use std::path::{Path, PathBuf};
 
-/// The formats `import` reads. Envoy, LiteLLM and .NET come next (issue 32).
+/// The formats `import` reads. Envoy and .NET come next (issue 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImportFormat {
     /// gRPC service config JSON, as grpc-core (under grpcio) reads it.
     GrpcServiceConfig,
     /// resilience4j's Spring Boot configuration: application.yml/.yaml or .properties.
     Resilience4j,
+    /// A LiteLLM proxy config.yaml or a YAML of Router keyword arguments (litellm 1.110.2).
+    Litellm,
 }
 
 pub struct ImportOptions {
@@ -37,8 +41,8 @@ pub struct ImportOptions {
     pub method: Option<String>,
     /// The policy name of the fragment.
     pub policy: String,
-    /// resilience4j: `INSTANCE=DEPENDENCY` pairs; an instance not named maps to the dependency
-    /// of its own name.
+    /// resilience4j: `INSTANCE=DEPENDENCY` pairs, litellm: `GROUP=DEPENDENCY`; one not named
+    /// maps to the dependency of its own name.
     pub dependencies: Vec<String>,
     /// resilience4j: the Spring profiles to activate (Spring's `--spring.profiles.active`);
     /// empty: the file's own `spring.profiles.active`, else the default profile.
@@ -86,6 +90,7 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
             grpc::import(&text, &shown, &name, opts.method.as_deref(), &opts.policy).map_err(CommandError::Input)?
         }
         ImportFormat::Resilience4j => import_resilience4j(opts, &text, &shown, &name)?,
+        ImportFormat::Litellm => import_litellm(opts, &text, &shown, &name)?,
     };
     let toml = fragment.to_toml();
     match &opts.out {
@@ -101,6 +106,33 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
             ))
         }
     }
+}
+
+fn import_litellm(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> Result<Fragment, CommandError> {
+    if let Some(m) = &opts.method {
+        return Err(CommandError::Input(format!(
+            "argument `--method {m}`: a LiteLLM config has model groups, not methods (use --dependency GROUP=DEPENDENCY)"
+        )));
+    }
+    let pairs = pairs(&opts.dependencies, "GROUP=DEPENDENCY")?;
+    let lower = name.to_ascii_lowercase();
+    if !(lower.ends_with(".yml") || lower.ends_with(".yaml")) {
+        return Err(CommandError::Input(format!("{shown}: a LiteLLM config is YAML and ends in .yml or .yaml")));
+    }
+    let o = litellm::LitellmOptions { shown, name, policy: &opts.policy, dependencies: &pairs };
+    litellm::import(text, &o).map_err(CommandError::Input)
+}
+
+/// `NAME=DEPENDENCY` arguments.
+fn pairs(args: &[String], shape: &str) -> Result<Vec<(String, String)>, CommandError> {
+    let mut pairs = Vec::new();
+    for d in args {
+        match d.split_once('=') {
+            Some((i, dep)) if !i.is_empty() && !dep.is_empty() => pairs.push((i.to_string(), dep.to_string())),
+            _ => return Err(CommandError::Input(format!("argument `--dependency {d}`: expected {shape}"))),
+        }
+    }
+    Ok(pairs)
 }
 
 fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> Result<Fragment, CommandError> {

@@ -1,0 +1,224 @@
+//! `faultline import litellm` from outside: the binary reads examples/litellm/config.yaml (a
+//! LiteLLM proxy config) and Router keyword-argument files; what it writes is checked line by
+//! line, appended to a small scenario that `validate` and `run` accept, and run, where the
+//! figures follow the imported values (the router's retries are the sdk_client's hidden
+//! attempts, its fallback the step's). Files it cannot read are refused at their key
+//! (file:line:col, exit 2, nothing written).
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/litellm/config.yaml");
+
+fn faultline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
+}
+
+fn import(args: &[&str]) -> String {
+    let mut all = vec!["import", "litellm"];
+    all.extend_from_slice(args);
+    let out = faultline(&all);
+    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("faultline-import-litellm-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A scenario with the two dependencies the example's groups map to and a step named like the
+/// first (the fragment writes its fallbacks for that step).
+fn scenario(primary_errors: &str) -> String {
+    format!(
+        r#"[simulation]
+duration_s = 20
+warmup_s = 0
+seed = 7
+replications = 2
+
+[[dependency]]
+name = "model-primary"
+servers = 100000
+queue_capacity = 0
+service_time = {{ dist = "constant", value_ms = 1 }}
+errors = {{ {primary_errors} }}
+
+[[dependency]]
+name = "model-fallback"
+servers = 100000
+queue_capacity = 0
+service_time = {{ dist = "constant", value_ms = 1 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "model-primary"
+  dependency = "model-primary"
+
+"#
+    )
+}
+
+const NAMED: [&str; 4] = ["--dependency", "gpt-4o=model-primary", "--dependency", "claude-sonnet=model-fallback"];
+
+#[test]
+fn the_example_maps_every_setting_with_the_key_it_came_from() {
+    let mut args = vec![EXAMPLE];
+    args.extend(NAMED);
+    let out = import(&args);
+    for want in [
+        "# model group gpt-4o -> dependency model-primary (2 deployments)",
+        "[policy.imported.sdk_client.model-primary]",
+        "preset = \"litellm-router\"",
+        "max_retries = 3                         # from router_settings.num_retries (config.yaml:27) = 3",
+        "min_delay_ms = 1000                     # from router_settings.retry_after (config.yaml:28) = 1",
+        "timeout_ms = 30000                      # from router_settings.timeout (config.yaml:29) = 30",
+        "timeout_ms = 45000                      # from model_list[2].litellm_params.timeout (config.yaml:23) = 45",
+        "[[policy.imported.steps.model-primary.fallbacks]]",
+        "dependency = \"model-fallback\"           # from router_settings.fallbacks[0].gpt-4o[0] (config.yaml:32) = claude-sonnet",
+        "limit_for_period = 1000                 # the sum of the group's rpm (config.yaml:11, config.yaml:18)",
+        "limit_refresh_period_ms = 60000",
+        "# - router_settings.allowed_fails (config.yaml:30) = 2: a deployment's cooldown",
+        "# - router_settings.cooldown_time (config.yaml:31) = 30: a deployment's cooldown",
+        "# - router_settings.retry_policy.RateLimitErrorRetries (config.yaml:35) = 5: retry counts per error class",
+        "# - router_settings.context_window_fallbacks[0].gpt-4o[0] (config.yaml:33) = claude-sonnet: taken only on a ContextWindowExceededError",
+        "# - litellm_settings.request_timeout (config.yaml:39) = 600: the router's timeout is set and wins",
+        "# - model_list[0].litellm_params.tpm (config.yaml:12) = 200000: tokens per minute",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(want)), "no line starting {want:?} in\n{out}");
+    }
+    // Every field line cites where it came from.
+    for l in out.lines().filter(|l| !l.starts_with('#') && !l.starts_with('[')) {
+        assert!(l.contains(" # "), "uncommented: {l}");
+    }
+}
+
+#[test]
+fn the_fragment_validates_and_runs_its_retries_inside_the_call_and_its_fallback_after() {
+    let dir = scratch("runs");
+    let mut args = vec![EXAMPLE];
+    args.extend(NAMED);
+    let fragment = import(&args);
+    let s = dir.join("s.toml");
+    std::fs::write(&s, format!("{}{fragment}", scenario("overloaded = 1.0"))).unwrap();
+    let v = faultline(&["validate", s.to_str().unwrap()]);
+    assert!(v.status.success(), "{}\n{fragment}", String::from_utf8_lossy(&v.stderr));
+    let out = dir.join("out");
+    let r = faultline(&["run", s.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // The primary always fails: each call is 4 attempts there (num_retries 3: 3 hidden), then
+    // the fallback answers; every run completes. Sleeps are 1 + 1 + 2 s (retry_after 1 s as a
+    // floor) plus up to 0.75 s each, so a run takes at most 6.25 s and 5.125 s on average
+    // (without the floor, 0.5 + 1 + 2 s: 4.625 s), plus 5 ms of service.
+    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0"))), 0);
+    for m in &reps {
+        let calls = m["logical_run_total"];
+        assert!(calls > 50.0, "{m:?}");
+        assert_eq!(m["hidden_attempt_total"], 3.0 * m["dependency.model-primary.attempt_total"] / 4.0, "{m:?}");
+        assert_eq!(m["auto_completion_ratio"], 1.0, "{m:?}");
+        assert!(m["run_latency_ms.max"] <= 6255.0, "{m:?}");
+        // The sum of 3 uniform jitters has sd 0.375 s; over 100 runs 4 standard errors is 0.15 s.
+        assert!((m["run_latency_ms.mean"] - 5130.0).abs() < 150.0, "{m:?}");
+    }
+}
+
+#[test]
+fn router_keyword_arguments_read_as_the_proxy_settings_do() {
+    let dir = scratch("kwargs");
+    let file = dir.join("router.yaml");
+    std::fs::write(
+        &file,
+        "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a, timeout: 2.5}\n  - model_name: b\n    litellm_params: {model: openai/b}\nnum_retries: 0\ndefault_fallbacks: [b]\ncooldown_time: 1\n",
+    )
+    .unwrap();
+    let out = import(&[file.to_str().unwrap(), "-p", "kw"]);
+    for want in [
+        "# file: router.yaml (Router keyword arguments)",
+        "[policy.kw.sdk_client.a]",
+        "max_retries = 0                         # from num_retries (router.yaml:6) = 0",
+        "timeout_ms = 2500                       # from model_list[0].litellm_params.timeout (router.yaml:3) = 2.5",
+        "[[policy.kw.steps.a.fallbacks]]",
+        "dependency = \"b\"                        # from default_fallbacks[0] (router.yaml:7) = b; default_fallbacks: the group sets none of its own",
+        "# - cooldown_time (router.yaml:8) = 1: a deployment's cooldown",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(want)), "no line starting {want:?} in\n{out}");
+    }
+    // b's default fallback is b itself: none written.
+    assert!(!out.contains("steps.b.fallbacks"), "{out}");
+    // Without num_retries the preset's 2, said so.
+    let file = dir.join("plain.yaml");
+    std::fs::write(&file, "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\n").unwrap();
+    let out = import(&[file.to_str().unwrap()]);
+    assert!(out.contains("max_retries = 2                         # no num_retries"), "{out}");
+    // A retry_after above the 8 s cap makes every sleep 8 s (before the jitter).
+    let file = dir.join("floor.yaml");
+    std::fs::write(&file, "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\nretry_after: 20\n")
+        .unwrap();
+    let out = import(&[file.to_str().unwrap()]);
+    assert!(out.contains("min_delay_ms = 8000                     # from retry_after (floor.yaml:4) = 20; a floor above MAX_RETRY_DELAY"), "{out}");
+}
+
+#[test]
+fn refusals_are_located_with_exit_2_and_nothing_written() {
+    let dir = scratch("refusals");
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            "a.yaml",
+            "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\nrouter_settings:\n  num_retries: -1\n",
+            "a.yaml:5:16: router_settings.num_retries: expected a whole number >= 0, found `-1`",
+        ),
+        (
+            "b.yaml",
+            "model_list:\n  - litellm_params:\n      model: openai/a\n",
+            "b.yaml:3:14: model_list[0].litellm_params.model: model_list[0] has no model_name",
+        ),
+        (
+            "c.yaml",
+            "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\nrouter_settings:\n  timeout: soon\n",
+            "c.yaml:5:12: router_settings.timeout: expected a number of seconds >= 0, found `soon`",
+        ),
+        (
+            "d.yaml",
+            "model_list:\n  - model_name: a\n    litellm_params: {api_base: x}\n",
+            "d.yaml:2:17: model_list[0].model_name: model_list[0] has no litellm_params.model",
+        ),
+        ("e.yaml", "model_list:\n  - model_name: a\n  model_name: b\n", "e.yaml:3:"),
+        (
+            "f.yaml",
+            "model_list:\n  - model_name: a\n    litellm_params: {model: openai/a}\nrouter_settings:\n  num_retries: 3\n  num_retries: 4\n",
+            "f.yaml:6:3: router_settings.num_retries: duplicate key",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let out_file = dir.join("out.toml");
+        let out = faultline(&["import", "litellm", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
+        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
+        assert!(!out_file.exists(), "{name}: wrote a fragment");
+    }
+    // A group --dependency does not know, and a file that is not YAML by name.
+    let out = faultline(&["import", "litellm", EXAMPLE, "--dependency", "nope=x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("has no model group named `nope` (groups: gpt-4o, claude-sonnet)")
+    );
+    let json = dir.join("config.json");
+    std::fs::write(&json, "{}").unwrap();
+    let out = faultline(&["import", "litellm", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}
