@@ -119,7 +119,16 @@ fn seconds(src: &Src, e: &Entry) -> Result<f64, String> {
 pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
     let src = Src { shown: o.shown, name: o.name };
     let file = read_yaml(text).map_err(|(line, col, why)| format!("{}:{line}:{col}: {why}", o.shown))?;
-    let entries = &file.entries;
+    // litellm reads its config with PyYAML's safe_load, which refuses a stream of documents.
+    if let Some(second) = file.documents.get(1) {
+        let at = second.first().map_or(String::new(), |e| format!(":{}:{}", e.line, e.col));
+        return Err(format!(
+            "{}{at}: a LiteLLM config is one YAML document (litellm's yaml.safe_load refuses a second), found {}",
+            o.shown,
+            file.documents.len()
+        ));
+    }
+    let entries: &[Entry] = file.documents.first().map_or(&[], Vec::as_slice);
     let proxy = entries
         .iter()
         .any(|e| ["router_settings.", "litellm_settings.", "general_settings."].iter().any(|p| e.key.starts_with(p)));
