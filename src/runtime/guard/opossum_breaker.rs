@@ -27,6 +27,7 @@ use crate::sim::Micros;
 use crate::sim::time::{US_PER_MS, US_PER_S};
 use crate::vocab::{BreakerState, FailureKind, Refusal};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Our bound on `rolling_count_buckets`: the buckets are allocated when the breaker is built.
 pub const MAX_BUCKETS: u32 = 10_000;
@@ -146,7 +147,11 @@ pub struct OpossumBreaker {
     epoch: u64,
     fires: u64,
     failures: u64,
-    in_flight: u32,
+    /// Calls in flight (the semaphore's permits taken), by the caller's id, with the instant
+    /// opossum's timeout fails them (Micros::MAX without a timeout).
+    in_flight: BTreeMap<u64, Micros>,
+    /// The same deadlines in time order (only with a timeout).
+    deadlines: BTreeSet<(Micros, u64)>,
 }
 
 impl OpossumBreaker {
@@ -160,7 +165,8 @@ impl OpossumBreaker {
             epoch: 0,
             fires: 0,
             failures: 0,
-            in_flight: 0,
+            in_flight: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
         }
     }
 
@@ -178,9 +184,10 @@ impl OpossumBreaker {
         (self.fires, self.failures)
     }
 
-    /// A call is made. Counts it as a fire, then lets it through when closed or when it is the
-    /// half-open circuit's first call; beyond `capacity` it is refused and counted as a failure.
-    pub fn try_acquire(&mut self, now: Micros) -> Admission {
+    /// Call `call` is made (ids of calls in flight are distinct). Counts it as a fire, then lets
+    /// it through when closed or when it is the half-open circuit's first call; beyond
+    /// `capacity` it is refused and counted as a failure.
+    pub fn try_acquire(&mut self, now: Micros, call: u64) -> Admission {
         self.on_wake(now);
         self.rotate(now);
         self.current().fires += 1;
@@ -190,24 +197,31 @@ impl OpossumBreaker {
             BreakerState::HalfOpen if self.pending_close => self.pending_close = false,
             BreakerState::HalfOpen | BreakerState::Open => return Admission::Open,
         }
-        if self.in_flight >= self.options.capacity {
+        if self.in_flight.len() >= self.options.capacity as usize {
             self.fail(now);
             return Admission::Locked;
         }
-        self.in_flight += 1;
+        let deadline = match self.options.timeout_us {
+            0 => Micros::MAX,
+            t => {
+                let deadline = now.saturating_add(t);
+                self.deadlines.insert((deadline, call));
+                deadline
+            }
+        };
+        let previous = self.in_flight.insert(call, deadline);
+        debug_assert!(previous.is_none(), "call {call} is already in flight");
         Admission::Admitted
     }
 
-    /// A call that went through ended.
-    pub fn on_end(&mut self, now: Micros, ending: Ending) {
+    /// Call `call`, which went through, ended. If opossum's timeout already failed it (at or
+    /// before `now`), its outcome is dropped, as opossum drops it.
+    pub fn on_end(&mut self, now: Micros, call: u64, ending: Ending) {
         self.on_wake(now);
-        debug_assert!(self.in_flight > 0, "an end without an admitted call");
-        self.in_flight = self.in_flight.saturating_sub(1);
+        let Some(deadline) = self.in_flight.remove(&call) else { return };
+        self.deadlines.remove(&(deadline, call));
         let failed = match ending {
-            Ending::Outcome(end) => {
-                let timed_out = self.options.timeout_us > 0 && end.duration_us >= self.options.timeout_us;
-                timed_out || end.failure.is_some_and(|kind| !self.options.ignored[kind.index()])
-            }
+            Ending::Outcome(end) => end.failure.is_some_and(|kind| !self.options.ignored[kind.index()]),
             // The caller gave up on it: an error the errorFilter filters (an abort), a success.
             Ending::Canceled => false,
             // A strategy inside the breaker threw.
@@ -224,18 +238,45 @@ impl OpossumBreaker {
     }
 
     /// The reset timer's due time while OPEN.
-    pub fn wake_at(&self) -> Option<Micros> {
+    fn reset_at(&self) -> Option<Micros> {
         match self.state {
             BreakerState::Open => Some(self.opened_at.saturating_add(self.options.reset_timeout_us)),
             BreakerState::Closed | BreakerState::HalfOpen => None,
         }
     }
 
-    /// Fires the reset timer if it is due.
-    pub fn on_wake(&mut self, now: Micros) {
-        if self.wake_at().is_some_and(|due| due <= now) {
-            self.transition(BreakerState::HalfOpen, now);
+    /// The next timer: the reset timer while OPEN, or the earliest call timeout.
+    pub fn wake_at(&self) -> Option<Micros> {
+        let timeout = self.deadlines.first().map(|&(t, _)| t);
+        match (self.reset_at(), timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
+    }
+
+    /// Fires every timer due by `now`, in time order (the reset timer first on a tie): the reset
+    /// timer makes an OPEN circuit HALF_OPEN, a timeout fails its call (ETIMEDOUT) and gives back
+    /// its permit.
+    pub fn on_wake(&mut self, now: Micros) {
+        loop {
+            let reset = self.reset_at().filter(|&t| t <= now);
+            let timeout = self.deadlines.first().copied().filter(|&(t, _)| t <= now);
+            match (reset, timeout) {
+                (Some(r), Some((t, _))) if r <= t => self.transition(BreakerState::HalfOpen, r),
+                (Some(r), None) => self.transition(BreakerState::HalfOpen, r),
+                (_, Some((t, call))) => {
+                    self.deadlines.remove(&(t, call));
+                    self.in_flight.remove(&call);
+                    self.fail(t);
+                }
+                (None, None) => break,
+            }
+        }
+        debug_assert_eq!(
+            self.deadlines.len(),
+            if self.options.timeout_us == 0 { 0 } else { self.in_flight.len() },
+            "one deadline per call in flight"
+        );
     }
 
     /// circuit.js `fail`: counts the failure, then judges it.
@@ -365,19 +406,19 @@ impl OpossumGuard {
 }
 
 impl Guard for OpossumGuard {
-    fn admit(&mut self, now: Micros, _ask: &Ask, _seat: Seat, out: &mut impl Effects) -> Verdict {
-        match self.step(now, out, |b| b.try_acquire(now)) {
+    fn admit(&mut self, now: Micros, ask: &Ask, _seat: Seat, out: &mut impl Effects) -> Verdict {
+        match self.step(now, out, |b| b.try_acquire(now, ask.waiter)) {
             Admission::Admitted => Verdict::Pass,
             Admission::Open | Admission::Locked => Verdict::Refuse(Refusal::CircuitOpen),
         }
     }
 
-    fn undo(&mut self, now: Micros, _parting: Parting, out: &mut impl Effects) {
-        self.step(now, out, |b| b.on_end(now, Ending::Refused));
+    fn undo(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
+        self.step(now, out, |b| b.on_end(now, parting.waiter, Ending::Refused));
     }
 
     fn end(&mut self, now: Micros, parting: Parting, out: &mut impl Effects) {
-        self.step(now, out, |b| b.on_end(now, parting.ending));
+        self.step(now, out, |b| b.on_end(now, parting.waiter, parting.ending));
     }
 
     fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
@@ -486,8 +527,8 @@ mod tests {
     }
 
     fn call(b: &mut OpossumBreaker, now: Micros, end: Ending) {
-        assert_eq!(b.try_acquire(now), Admission::Admitted, "at {now} in {:?}", b.state());
-        b.on_end(now, end);
+        assert_eq!(b.try_acquire(now, 0), Admission::Admitted, "at {now} in {:?}", b.state());
+        b.on_end(now, 0, end);
     }
 
     #[test]
@@ -548,13 +589,13 @@ mod tests {
     fn reset_timer_then_one_trial() {
         let mut b = OpossumBreaker::new(options());
         call(&mut b, 0, fail());
-        assert_eq!(b.try_acquire(199 * MS), Admission::Open);
+        assert_eq!(b.try_acquire(199 * MS, 1), Admission::Open);
         assert_eq!(b.wake_at(), Some(200 * MS));
         b.on_wake(200 * MS);
         assert_eq!(b.state(), BreakerState::HalfOpen, "a timer, not the next call");
-        assert_eq!(b.try_acquire(250 * MS), Admission::Admitted);
-        assert_eq!(b.try_acquire(260 * MS), Admission::Open, "one trial at a time");
-        b.on_end(270 * MS, ok());
+        assert_eq!(b.try_acquire(250 * MS, 1), Admission::Admitted);
+        assert_eq!(b.try_acquire(260 * MS, 1), Admission::Open, "one trial at a time");
+        b.on_end(270 * MS, 1, ok());
         assert_eq!(b.state(), BreakerState::Closed);
     }
 
@@ -563,8 +604,8 @@ mod tests {
         let mut b = OpossumBreaker::new(options());
         call(&mut b, 0, fail());
         b.on_wake(200 * MS);
-        assert_eq!(b.try_acquire(250 * MS), Admission::Admitted);
-        b.on_end(260 * MS, fail());
+        assert_eq!(b.try_acquire(250 * MS, 1), Admission::Admitted);
+        b.on_end(260 * MS, 1, fail());
         assert_eq!(b.state(), BreakerState::Open);
         assert_eq!(b.wake_at(), Some(460 * MS));
     }
@@ -576,7 +617,7 @@ mod tests {
         let mut b = OpossumBreaker::new(options());
         call(&mut b, 0, fail());
         for t in [10, 20, 30] {
-            assert_eq!(b.try_acquire(t * MS), Admission::Open);
+            assert_eq!(b.try_acquire(t * MS, 1), Admission::Open);
         }
         b.on_wake(200 * MS);
         call(&mut b, 210 * MS, ok());
@@ -602,19 +643,27 @@ mod tests {
     #[test]
     fn capacity_refusals_are_failures() {
         let mut b = OpossumBreaker::new(OpossumOptions { capacity: 1, volume_threshold: 3, ..options() });
-        assert_eq!(b.try_acquire(0), Admission::Admitted);
-        assert_eq!(b.try_acquire(0), Admission::Locked);
+        assert_eq!(b.try_acquire(0, 1), Admission::Admitted);
+        assert_eq!(b.try_acquire(0, 2), Admission::Locked);
         assert_eq!(b.state(), BreakerState::Closed, "2 fires < 3");
-        assert_eq!(b.try_acquire(0), Admission::Locked);
+        assert_eq!(b.try_acquire(0, 3), Admission::Locked);
         assert_eq!(b.state(), BreakerState::Open, "2 failures of 3 fires");
     }
 
     #[test]
     fn a_timed_out_success_is_a_failure() {
         let mut b = OpossumBreaker::new(OpossumOptions { timeout_us: 100 * MS, ..options() });
-        assert_eq!(b.try_acquire(0), Admission::Admitted);
-        b.on_end(100 * MS, Ending::Outcome(AttemptEnd::success(100 * MS)));
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.try_acquire(0, 1), Admission::Admitted);
+        b.on_end(100 * MS, 1, Ending::Outcome(AttemptEnd::success(100 * MS)));
+        assert_eq!(b.state(), BreakerState::Open, "the timeout fired first at 100 ms");
+        let mut b = OpossumBreaker::new(OpossumOptions { timeout_us: 100 * MS, ..options() });
+        assert_eq!(b.try_acquire(0, 1), Admission::Admitted);
+        assert_eq!(b.wake_at(), Some(100 * MS));
+        b.on_wake(100 * MS);
+        assert_eq!(b.state(), BreakerState::Open, "no end needed: a timer");
+        assert_eq!(b.wake_at(), Some(300 * MS), "the reset timer from the timeout");
+        b.on_end(150 * MS, 1, Ending::Outcome(AttemptEnd::success(150 * MS)));
+        assert_eq!(b.state(), BreakerState::Open, "the late success is dropped");
     }
 
     #[test]
@@ -632,11 +681,11 @@ mod tests {
         let mut b = OpossumBreaker::new(options());
         call(&mut b, 0, fail());
         b.on_wake(200 * MS);
-        assert_eq!(b.try_acquire(200 * MS), Admission::Admitted);
-        b.on_end(210 * MS, Ending::Outcome(AttemptEnd::failed(FailureKind::InvalidInput, MS)));
+        assert_eq!(b.try_acquire(200 * MS, 1), Admission::Admitted);
+        b.on_end(210 * MS, 1, Ending::Outcome(AttemptEnd::failed(FailureKind::InvalidInput, MS)));
         assert_eq!(b.state(), BreakerState::Closed);
-        assert_eq!(b.try_acquire(220 * MS), Admission::Admitted);
-        b.on_end(230 * MS, Ending::Canceled);
+        assert_eq!(b.try_acquire(220 * MS, 1), Admission::Admitted);
+        b.on_end(230 * MS, 1, Ending::Canceled);
         assert_eq!(b.state(), BreakerState::Closed);
     }
 
@@ -653,27 +702,32 @@ mod tests {
     /// capacity, and the window's counts stay the sums of its buckets (asserted in `rotate`).
     #[test]
     fn random_sequences_keep_the_invariants() {
-        let mut b = OpossumBreaker::new(OpossumOptions { capacity: 4, volume_threshold: 3, ..options() });
+        let o = OpossumOptions { capacity: 4, volume_threshold: 3, timeout_us: 40 * MS, ..options() };
+        let mut b = OpossumBreaker::new(o);
         let mut rng = Lcg(3);
-        let (mut now, mut in_flight, mut trials) = (0, 0u32, 0);
+        let (mut now, mut trials, mut id) = (0, 0, 0u64);
+        let mut in_flight: Vec<u64> = Vec::new();
         let mut visited = [false; BreakerState::COUNT];
         for _ in 0..100_000 {
             now += rng.next(30 * MS);
             b.on_wake(now);
             let before = b.state();
             if rng.next(2) == 0 {
-                let admitted = b.try_acquire(now) == Admission::Admitted;
-                in_flight += u32::from(admitted);
+                id += 1;
+                let admitted = b.try_acquire(now, id) == Admission::Admitted;
+                if admitted {
+                    in_flight.push(id);
+                }
                 trials += u32::from(admitted && before == BreakerState::HalfOpen);
-            } else if in_flight > 0 {
-                in_flight -= 1;
-                b.on_end(now, if rng.next(3) == 0 { ok() } else { fail() });
+            } else if !in_flight.is_empty() {
+                let call = in_flight.remove(rng.next(in_flight.len() as u64) as usize);
+                b.on_end(now, call, if rng.next(3) == 0 { ok() } else { fail() });
             }
             if b.state() != BreakerState::HalfOpen {
                 trials = 0;
             }
             assert!(trials <= 1);
-            assert!(in_flight <= 4);
+            assert!(b.in_flight.len() <= 4, "the semaphore holds at most capacity");
             visited[b.state().index()] = true;
         }
         assert_eq!(visited, [true; BreakerState::COUNT]);
