@@ -133,7 +133,11 @@ fn name(state: BreakerState) -> &'static str {
 
 fn ending(call: &Call) -> Ending {
     let d = call.duration * US_PER_MS;
-    Ending::Outcome(if call.ok { AttemptEnd::success(d) } else { AttemptEnd::failed(FailureKind::TransientTransport, d) })
+    Ending::Outcome(if call.ok {
+        AttemptEnd::success(d)
+    } else {
+        AttemptEnd::failed(FailureKind::TransientTransport, d)
+    })
 }
 
 /// Events of a schedule in the driver's order: at each ms, ends (by call) before arrivals.

@@ -520,7 +520,9 @@ pub fn compile<G: From<CockatielSpec>>(
     };
     cx.check(path, options.check())?;
     // cockatiel moves to HALF_OPEN on the first call after halfOpenAfter.
-    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), true, |label| CockatielSpec { options, label }.into())
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), true, |label| {
+        CockatielSpec { options, label }.into()
+    })
 }
 
 #[cfg(test)]

@@ -495,7 +495,9 @@ pub fn compile<G: From<OpossumSpec>>(
     cx.check(path, options.check())?;
     let before = cx.guards.len();
     // opossum's reset timer moves OPEN to HALF_OPEN by itself.
-    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), false, |label| OpossumSpec { options, label }.into())?;
+    cx.add_breakers(path, &t.dependency, t.circuit_key.as_deref(), false, |label| {
+        OpossumSpec { options, label }.into()
+    })?;
     let instances = (cx.guards.len() - before) as u64;
     let per_instance = u64::from(options.rolling_count_buckets) * std::mem::size_of::<Bucket>() as u64;
     cx.add_window_bytes(path.key("rolling_count_buckets"), instances * per_instance);
