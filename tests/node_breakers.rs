@@ -153,3 +153,22 @@ fn kinds_reject_the_other_kinds_fields_and_require_cockatiels_own() {
     let e = bad("kind = \"opossum\"\nrolling_count_buckets = 0");
     assert!(e.contains("rolling_count_buckets"), "{e}");
 }
+
+#[test]
+fn an_opossum_timeout_shorter_than_the_service_time_opens_a_breaker_on_a_healthy_dependency() {
+    // `api` answers every call correctly in 20 ms. opossum's timer fails a call still out
+    // after `timeout_ms`: at 10 ms every call is a failure when its timer fires (no end
+    // needed), so the breaker opens though `api` never errs; at 30 ms nothing times out.
+    let text = |timeout_ms: u32| {
+        scenario(&format!("kind = \"opossum\"\nreset_timeout_ms = 2000\ntimeout_ms = {timeout_ms}"))
+            .replace("transient_transport = 1.0", "transient_transport = 0.0")
+    };
+    let r = run(&text(10));
+    assert_eq!(get(&r, "dependency.api.error_total.transient_transport"), 0.0);
+    let opens = get(&r, "breaker.api.transition_total.open");
+    assert!(opens >= 10.0, "opened {opens} times by timeouts alone");
+    assert_eq!(get(&r, "breaker.api.transition_total.closed"), 0.0, "every trial times out: never closes");
+    let r = run(&text(30));
+    assert_eq!(get(&r, "breaker.api.transition_total.open"), 0.0);
+    println!("timeout 10 ms: {opens} opens; 30 ms: none");
+}
