@@ -320,6 +320,8 @@ fn opossum_and_cockatiel_agree_with_the_model() {
     assert_eq!(cases.len(), results.len());
     let mut tally: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
     let mut departures_seen = 0;
+    // Every disagreement, reported together.
+    let mut wrong: Vec<String> = Vec::new();
     for (case, result) in cases.iter().zip(results) {
         let case_name = case["name"].as_str().unwrap();
         assert_eq!(result["name"].as_str(), Some(case_name));
@@ -332,13 +334,19 @@ fn opossum_and_cockatiel_agree_with_the_model() {
         let real = library_outcome(result);
         let row = tally.entry(library).or_default();
         row.0 += 1;
-        assert_eq!(model.transitions, real.transitions, "{case_name}: state changes (model, library)");
+        if model.transitions != real.transitions {
+            wrong.push(format!(
+                "{case_name}: state changes: model {:?}, library {:?}",
+                model.transitions, real.transitions
+            ));
+            continue;
+        }
         let departure = DEPARTURES.iter().find(|d| d.0 == case_name);
         match departure {
-            None => {
-                assert_eq!(model.fates, real.fates, "{case_name}: admissions (model, library)");
-                row.1 += 1;
+            None if model.fates != real.fates => {
+                wrong.push(format!("{case_name}: admissions: model {:?}, library {:?}", model.fates, real.fates));
             }
+            None => row.1 += 1,
             Some(&(_, call, library_fate, why)) => {
                 departures_seen += 1;
                 assert_eq!(real.fates[call], library_fate, "{case_name}: the library no longer does this: {why}");
@@ -349,6 +357,7 @@ fn opossum_and_cockatiel_agree_with_the_model() {
             }
         }
     }
+    assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
     assert_eq!(departures_seen, DEPARTURES.len(), "every departure is a case");
     println!("node {}", driven["node"].as_str().unwrap_or("?"));
     for (library, (run, agree)) in &tally {
