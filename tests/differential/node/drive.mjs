@@ -33,17 +33,20 @@ const flush = () => new Promise(resolve => setImmediate(resolve));
 function action(call) {
   return () =>
     new Promise((resolve, reject) =>
-      setTimeout(() => (call.ok ? resolve('ok') : reject(new Error('dependency failed'))), call.duration));
+      setTimeout(() => {
+        if (call.ok) resolve('ok');
+        // `filtered`: an error the breaker is told not to count (faultline's `ignore`).
+        else reject(Object.assign(new Error('dependency failed'), { filtered: call.filtered === true }));
+      }, call.duration));
 }
 
 function makeOpossum(options, log) {
   const dummy = () => Promise.resolve();
-  const breaker = new CircuitBreaker(dummy, options);
+  const breaker = new CircuitBreaker(dummy, { ...options, errorFilter: e => e.filtered === true });
   breaker.on('open', () => log.push([Date.now(), 'open']));
   breaker.on('halfOpen', () => log.push([Date.now(), 'half_open']));
   breaker.on('close', () => log.push([Date.now(), 'closed']));
   return {
-    run: fn => breaker.call(undefined).then ? breaker.fire() : null,
     fire: fn => {
       breaker.action = fn;
       return breaker.fire();
@@ -53,12 +56,12 @@ function makeOpossum(options, log) {
 }
 
 function makeCockatiel(options, log) {
-  const { circuitBreaker, handleAll, ConsecutiveBreaker, SamplingBreaker, CircuitState } = cockatiel;
+  const { circuitBreaker, handleWhen, ConsecutiveBreaker, SamplingBreaker, CircuitState } = cockatiel;
   const breaker =
     options.breaker === 'consecutive'
       ? new ConsecutiveBreaker(options.threshold)
       : new SamplingBreaker({ threshold: options.threshold, duration: options.duration, minimumRps: options.minimumRps });
-  const policy = circuitBreaker(handleAll, {
+  const policy = circuitBreaker(handleWhen(e => e.filtered !== true), {
     halfOpenAfter: options.halfOpenAfter,
     breaker,
     halfOpenSampling: options.halfOpenSampling,
