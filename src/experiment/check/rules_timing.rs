@@ -93,6 +93,14 @@ fn sampling_window(table: &RawTable) -> Option<(Micros, &'static str)> {
             let duration_ms = number("sampling_duration_ms").unwrap_or(30_000.0);
             Some((crate::sim::ms_to_us(duration_ms), "sampling_duration_ms"))
         }
+        "opossum" => {
+            let duration_ms = number("rolling_count_timeout_ms").unwrap_or(10_000.0);
+            Some((crate::sim::ms_to_us(duration_ms), "rolling_count_timeout_ms"))
+        }
+        "cockatiel" => match text("breaker") {
+            Some("sampling") => number("duration_ms").map(|ms| (crate::sim::ms_to_us(ms), "duration_ms")),
+            _ => None,
+        },
         _ => match text("sliding_window_type").unwrap_or("count_based") {
             "time_based" => {
                 let seconds = number("sliding_window_size").unwrap_or(100.0);

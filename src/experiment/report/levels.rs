@@ -121,6 +121,8 @@ fn kind_of(spec: &GuardSpec) -> Option<(Kind, Option<String>)> {
         ),
         GuardSpec::Resilience4jBreaker(_)
         | GuardSpec::PollyBreaker(_)
+        | GuardSpec::OpossumBreaker(_)
+        | GuardSpec::CockatielBreaker(_)
         | GuardSpec::AdaptiveThrottle(_)
         | GuardSpec::LoadShedder(_)
         | GuardSpec::AdmissionControl(_)

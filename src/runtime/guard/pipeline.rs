@@ -30,10 +30,12 @@ pub enum Admit {
     },
 }
 
-/// What an admitted attempt holds: what the retry budgets charged it.
+/// What an admitted attempt holds: what the retry budgets charged it, and its name (`Ask::waiter`),
+/// which every guard hears again when the attempt ends (breakers that remember each call by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Held {
     pub charge: u32,
+    pub waiter: u64,
 }
 
 /// The compiled, immutable part: guard specifications and routes.
@@ -115,7 +117,7 @@ impl<'s> Pipeline<'s> {
                 }
             }
         }
-        let mut held = Held::default();
+        let mut held = Held { charge: 0, waiter: ask.waiter };
         for i in a..b {
             held.charge += self.guards[usize::from(self.spec.members[i])].start(now, &ask.info);
         }
@@ -184,7 +186,7 @@ impl<'s> Pipeline<'s> {
         out: &mut impl Effects,
     ) {
         let (a, b) = self.route(route);
-        let parting = Parting { info, charge: held.charge, ending, waiter: 0, waiting_here: false };
+        let parting = Parting { info, charge: held.charge, ending, waiter: held.waiter, waiting_here: false };
         for i in a..b {
             let g = self.spec.members[i];
             if skip != Some(g) {

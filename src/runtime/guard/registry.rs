@@ -6,7 +6,8 @@ use super::compile::Compile;
 use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
 use super::{
-    adaptive_throttle, admission_control, bulkhead, circuit_breaker, load_shedder, polly_breaker, rate_limiter,
+    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, load_shedder, opossum_breaker,
+    polly_breaker, rate_limiter,
 };
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
@@ -102,6 +103,8 @@ macro_rules! guards {
 guards! {
     Resilience4jBreaker: circuit_breaker::Resilience4jSpec => circuit_breaker::Resilience4jGuard,
     PollyBreaker: polly_breaker::PollySpec => polly_breaker::PollyGuard,
+    OpossumBreaker: opossum_breaker::OpossumSpec => opossum_breaker::OpossumGuard,
+    CockatielBreaker: cockatiel_breaker::CockatielSpec => cockatiel_breaker::CockatielGuard,
     Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
     GrpcRetryThrottle: grpc::GrpcRetryThrottleConfig => Budget<grpc::GrpcRetryThrottle>,
     FinagleRetryBudget: finagle::FinagleRetryBudgetConfig => Budget<finagle::FinagleRetryBudget>,
@@ -118,7 +121,10 @@ impl GuardSpec {
     /// can say which reasons a policy can give without running it.
     pub fn refusal(&self) -> Refusal {
         match self {
-            GuardSpec::Resilience4jBreaker(_) | GuardSpec::PollyBreaker(_) => Refusal::CircuitOpen,
+            GuardSpec::Resilience4jBreaker(_)
+            | GuardSpec::PollyBreaker(_)
+            | GuardSpec::OpossumBreaker(_)
+            | GuardSpec::CockatielBreaker(_) => Refusal::CircuitOpen,
             GuardSpec::Bulkhead(_) => Refusal::Bulkhead,
             GuardSpec::GrpcRetryThrottle(_)
             | GuardSpec::FinagleRetryBudget(_)
@@ -143,6 +149,8 @@ impl GuardSpec {
             | GuardSpec::AwsRetryQuota(_) => Some(("retry_budget", "level")),
             GuardSpec::Resilience4jBreaker(_)
             | GuardSpec::PollyBreaker(_)
+            | GuardSpec::OpossumBreaker(_)
+            | GuardSpec::CockatielBreaker(_)
             | GuardSpec::AdaptiveThrottle(_)
             | GuardSpec::LoadShedder(_)
             | GuardSpec::AdmissionControl(_)
@@ -155,6 +163,8 @@ impl GuardSpec {
         match self {
             GuardSpec::Resilience4jBreaker(_) => "resilience4j circuit breaker",
             GuardSpec::PollyBreaker(_) => "polly circuit breaker",
+            GuardSpec::OpossumBreaker(_) => "opossum circuit breaker",
+            GuardSpec::CockatielBreaker(_) => "cockatiel circuit breaker",
             GuardSpec::Bulkhead(_) => "bulkhead",
             GuardSpec::GrpcRetryThrottle(_) => "grpc retry budget",
             GuardSpec::FinagleRetryBudget(_) => "finagle retry budget",
@@ -184,7 +194,12 @@ pub fn kinds_of(array: MechanismArray) -> Kinds {
     match array {
         MechanismArray::CircuitBreaker => Kinds::ByKind {
             default: Some("resilience4j"),
-            kinds: &[("resilience4j", circuit_breaker::compile), ("polly", polly_breaker::compile)],
+            kinds: &[
+                ("resilience4j", circuit_breaker::compile),
+                ("polly", polly_breaker::compile),
+                ("opossum", opossum_breaker::compile),
+                ("cockatiel", cockatiel_breaker::compile),
+            ],
         },
         MechanismArray::Bulkhead => Kinds::One(bulkhead::compile),
         MechanismArray::RateLimiter => Kinds::One(rate_limiter::compile),
