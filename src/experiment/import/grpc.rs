@@ -968,5 +968,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("retryThrottling.ratio (f.json:1) = 1: not a retryThrottling key grpc-core reads"), "{t}");
+        assert_eq!(t.matches("not a retryPolicy key").count(), 1, "only the misspelt key: {t}");
+        assert_eq!(t.matches("not a retryThrottling key").count(), 1, "only the unknown key: {t}");
     }
 }
