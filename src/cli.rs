@@ -289,7 +289,8 @@ const IMPORT_EXAMPLES: &str = "Examples:
   faultline import grpc-service-config service_config.json --method helloworld.Greeter/SayHello -o policy.toml
   faultline import grpc-service-config service_config.json -p grpc --method helloworld.Greeter
   faultline import resilience4j src/main/resources/application.yml
-  faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml";
+  faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml
+  faultline import dotnet-resilience appsettings.json --section Resilience:MyClient -p dotnet";
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   faultline completions bash > ~/.local/share/bash-completion/completions/faultline
@@ -686,6 +687,11 @@ pub enum Command {
         /// profile; documents for other profiles are listed under NOT MAPPED.
         #[arg(long = "profile", value_name = "NAME")]
         profile: Vec<String>,
+        /// dotnet-resilience: the configuration section bound to the standard handler, as .NET
+        /// writes it (`MyClient` or `Resilience:MyClient`). Default: the file's root if it has
+        /// the handler's keys, else the only object that has them.
+        #[arg(long, value_name = "A:B")]
+        section: Option<String>,
         /// Write the fragment to FILE (whole or not at all) instead of standard output.
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -707,6 +713,8 @@ pub enum ImportFormatArg {
     /// resilience4j's Spring Boot configuration, application.yml/.yaml or .properties
     /// (circuitbreaker, retry, bulkhead, ratelimiter, timelimiter).
     Resilience4j,
+    /// .NET's standard HTTP resilience handler (HttpStandardResilienceOptions) in appsettings.json.
+    DotnetResilience,
 }
 
 impl From<ImportFormatArg> for ImportFormat {
@@ -714,6 +722,7 @@ impl From<ImportFormatArg> for ImportFormat {
         match f {
             ImportFormatArg::GrpcServiceConfig => ImportFormat::GrpcServiceConfig,
             ImportFormatArg::Resilience4j => ImportFormat::Resilience4j,
+            ImportFormatArg::DotnetResilience => ImportFormat::DotnetResilience,
         }
     }
 }
@@ -971,7 +980,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
-        Command::Import { format, file, method, policy, dependency, profile, out } => {
+        Command::Import { format, file, method, policy, dependency, profile, section, out } => {
             let opts = ImportOptions {
                 format: format.into(),
                 file,
@@ -979,6 +988,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 policy,
                 dependencies: dependency,
                 profiles: profile,
+                section,
                 out,
             };
             Ok((import(&opts)?, EXIT_OK))
