@@ -144,9 +144,14 @@ fn every_default_is_the_standard_handlers() {
     ] {
         assert_eq!(value(&t, key), format!("{key} = {want}"), "{t}");
     }
-    assert!(line(&t, "timeout_ms").contains("absent: the default, 10 s (HttpStandardResilienceOptions.AttemptTimeout)"));
+    assert!(
+        line(&t, "timeout_ms").contains("absent: the default, 10 s (HttpStandardResilienceOptions.AttemptTimeout)")
+    );
     assert!(line(&t, "base_ms").contains("2 s (Polly's RetryConstants.DefaultBaseDelay)"));
-    assert!(t.contains("# - MyClient:TotalRequestTimeout:Timeout = 00:00:30 (default): the total timeout spans"), "{t}");
+    assert!(
+        t.contains("# - MyClient:TotalRequestTimeout:Timeout = 00:00:30 (default): the total timeout spans"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -170,7 +175,9 @@ fn timespans_read_as_dotnet_parses_them() {
 fn the_fragments_validate_and_run() {
     let dir = scratch("runs");
     let linear = r#"{"Retry": {"BackoffType": "Linear", "Delay": "00:00:00.1", "MaxRetryAttempts": 3}, "RateLimiter": {"DefaultRateLimiterOptions": {"PermitLimit": 5, "QueueLimit": 10}}}"#;
-    for fragment in [import_file(EXAMPLE, &[]), import_text("run-defaults", "{\"Retry\": {}}"), import_text("run-linear", linear)] {
+    for fragment in
+        [import_file(EXAMPLE, &[]), import_text("run-defaults", "{\"Retry\": {}}"), import_text("run-linear", linear)]
+    {
         let s = dir.join("s.toml");
         std::fs::write(&s, format!("{}{fragment}", scenario("overloaded = 0.2", 20))).unwrap();
         let v = faultline(&["validate", s.to_str().unwrap()]);
@@ -189,9 +196,18 @@ fn the_imported_retry_sleeps_as_polly_without_jitter() {
     // Linear 100 ms, 3 retries: .NET sleeps 100 + 200 + 300 ms; the constant 200 ms written in
     // its place adds up to the same 600 ms, so every run takes 604 ms.
     for (json, want) in [
-        (r#"{"Retry": {"BackoffType": "Constant", "UseJitter": false, "Delay": "00:00:00.1", "MaxRetryAttempts": 2}}"#, 203.0),
-        (r#"{"Retry": {"BackoffType": "Linear", "UseJitter": false, "Delay": "00:00:00.1", "MaxRetryAttempts": 3}}"#, 604.0),
-        (r#"{"Retry": {"BackoffType": "Exponential", "UseJitter": false, "Delay": "00:00:00.1", "MaxRetryAttempts": 3}}"#, 704.0),
+        (
+            r#"{"Retry": {"BackoffType": "Constant", "UseJitter": false, "Delay": "00:00:00.1", "MaxRetryAttempts": 2}}"#,
+            203.0,
+        ),
+        (
+            r#"{"Retry": {"BackoffType": "Linear", "UseJitter": false, "Delay": "00:00:00.1", "MaxRetryAttempts": 3}}"#,
+            604.0,
+        ),
+        (
+            r#"{"Retry": {"BackoffType": "Exponential", "UseJitter": false, "Delay": "00:00:00.1", "MaxRetryAttempts": 3}}"#,
+            704.0,
+        ),
     ] {
         let fragment = without_breaker(&import_text("retry", json));
         let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);

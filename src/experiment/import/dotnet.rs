@@ -426,7 +426,6 @@ impl<T> Val<'_, T> {
 /// refuses any other), with the type named in .NET's message.
 struct Strategy<'n> {
     path: String,
-    pos: Pos,
     members: &'n [(String, Node)],
 }
 
@@ -451,7 +450,6 @@ fn strategy<'n>(
     src: &Src,
     section: &'n [(String, Node)],
     base: &str,
-    at: Pos,
     key: &str,
     type_name: &str,
     keys: &[&str],
@@ -481,8 +479,7 @@ fn strategy<'n>(
             ),
         ));
     }
-    let _ = at;
-    Ok(Some(Strategy { path, pos: node.pos, members: m }))
+    Ok(Some(Strategy { path, members: m }))
 }
 
 impl<'n> Strategy<'n> {
@@ -559,25 +556,16 @@ pub fn import(text: &str, shown: &str, name: &str, section: Option<&str>, policy
         &src,
         sec,
         &base,
-        at,
         "RateLimiter",
         &format!("{ns}.HttpRateLimiterStrategyOptions"),
         &["DefaultRateLimiterOptions", "Name"],
     )?;
-    let total = strategy(
-        &src,
-        sec,
-        &base,
-        at,
-        "TotalRequestTimeout",
-        &format!("{ns}.HttpTimeoutStrategyOptions"),
-        &timeout_keys,
-    )?;
+    let total =
+        strategy(&src, sec, &base, "TotalRequestTimeout", &format!("{ns}.HttpTimeoutStrategyOptions"), &timeout_keys)?;
     let retry = strategy(
         &src,
         sec,
         &base,
-        at,
         "Retry",
         &format!("{ns}.HttpRetryStrategyOptions"),
         &["MaxRetryAttempts", "BackoffType", "UseJitter", "Delay", "MaxDelay", "ShouldRetryAfterHeader", "Name"],
@@ -586,13 +574,12 @@ pub fn import(text: &str, shown: &str, name: &str, section: Option<&str>, policy
         &src,
         sec,
         &base,
-        at,
         "CircuitBreaker",
         &format!("{ns}.HttpCircuitBreakerStrategyOptions"),
         &["FailureRatio", "MinimumThroughput", "SamplingDuration", "BreakDuration", "Name"],
     )?;
     let attempt =
-        strategy(&src, sec, &base, at, "AttemptTimeout", &format!("{ns}.HttpTimeoutStrategyOptions"), &timeout_keys)?;
+        strategy(&src, sec, &base, "AttemptTimeout", &format!("{ns}.HttpTimeoutStrategyOptions"), &timeout_keys)?;
 
     // Timeouts: TimeoutStrategyOptions.Timeout, [Range("00:00:00.010", "1.00:00:00")].
     let total_path = strategy_path(&base, total.as_ref(), "TotalRequestTimeout");
@@ -762,7 +749,7 @@ pub fn import(text: &str, shown: &str, name: &str, section: Option<&str>, policy
                     ));
                 }
             }
-            Some(Strategy { path, pos: n.pos, members: m })
+            Some(Strategy { path, members: m })
         }
         None => None,
     };
@@ -977,7 +964,6 @@ pub fn import(text: &str, shown: &str, name: &str, section: Option<&str>, policy
         if let Some((path, n)) = s.field("Name") {
             not_mapped.push(format!("{}: a telemetry name; no effect on calls", src.at(&path, n)));
         }
-        let _ = s.pos;
     }
 
     fragment.tables.push(Table { header: format!("[{p}]"), fields: top });
