@@ -290,7 +290,8 @@ const IMPORT_EXAMPLES: &str = "Examples:
   faultline import grpc-service-config service_config.json -p grpc --method helloworld.Greeter
   faultline import resilience4j src/main/resources/application.yml
   faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml
-  faultline import litellm config.yaml --dependency gpt-4o=model-primary -p gateway";
+  faultline import litellm config.yaml --dependency gpt-4o=model-primary -p gateway
+  faultline import dotnet-resilience appsettings.json --section Resilience:MyClient -p dotnet";
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   faultline completions bash > ~/.local/share/bash-completion/completions/faultline
@@ -687,6 +688,11 @@ pub enum Command {
         /// profile; documents for other profiles are listed under NOT MAPPED.
         #[arg(long = "profile", value_name = "NAME")]
         profile: Vec<String>,
+        /// dotnet-resilience: the configuration section bound to the standard handler, as .NET
+        /// writes it (`MyClient` or `Resilience:MyClient`). Default: the file's root if it has
+        /// the handler's keys, else the only object that has them.
+        #[arg(long, value_name = "A:B")]
+        section: Option<String>,
         /// Write the fragment to FILE (whole or not at all) instead of standard output.
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -711,6 +717,8 @@ pub enum ImportFormatArg {
     /// A LiteLLM proxy config.yaml (model_list, router_settings, litellm_settings) or a YAML of
     /// Router keyword arguments (num_retries, timeout, retry_after, fallbacks, rpm).
     Litellm,
+    /// .NET's standard HTTP resilience handler (HttpStandardResilienceOptions) in appsettings.json.
+    DotnetResilience,
 }
 
 impl From<ImportFormatArg> for ImportFormat {
@@ -719,6 +727,7 @@ impl From<ImportFormatArg> for ImportFormat {
             ImportFormatArg::GrpcServiceConfig => ImportFormat::GrpcServiceConfig,
             ImportFormatArg::Resilience4j => ImportFormat::Resilience4j,
             ImportFormatArg::Litellm => ImportFormat::Litellm,
+            ImportFormatArg::DotnetResilience => ImportFormat::DotnetResilience,
         }
     }
 }
@@ -976,7 +985,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
-        Command::Import { format, file, method, policy, dependency, profile, out } => {
+        Command::Import { format, file, method, policy, dependency, profile, section, out } => {
             let opts = ImportOptions {
                 format: format.into(),
                 file,
@@ -984,6 +993,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 policy,
                 dependencies: dependency,
                 profiles: profile,
+                section,
                 out,
             };
             Ok((import(&opts)?, EXIT_OK))

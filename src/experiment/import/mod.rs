@@ -7,6 +7,7 @@
 //! `spring`'s YAML reader). Bad input is refused whole (file, line, column,
 //! field; exit 2) and nothing is written.
 
+pub mod dotnet;
 pub mod fragment;
 pub mod grpc;
 pub mod json;
@@ -32,6 +33,8 @@ pub enum ImportFormat {
     Resilience4j,
     /// A LiteLLM proxy config.yaml or a YAML of Router keyword arguments (litellm 1.110.2).
     Litellm,
+    /// .NET's standard HTTP resilience handler (HttpStandardResilienceOptions) in appsettings.json.
+    DotnetResilience,
 }
 
 pub struct ImportOptions {
@@ -47,6 +50,8 @@ pub struct ImportOptions {
     /// resilience4j: the Spring profiles to activate (Spring's `--spring.profiles.active`);
     /// empty: the file's own `spring.profiles.active`, else the default profile.
     pub profiles: Vec<String>,
+    /// dotnet-resilience: the configuration section (`A:B`) bound to HttpStandardResilienceOptions.
+    pub section: Option<String>,
     /// Where to write the fragment (whole or not at all); standard output when absent.
     pub out: Option<PathBuf>,
 }
@@ -75,6 +80,13 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
         ))
     })?;
     let name = file_name(&opts.file);
+    if let Some(s) = &opts.section
+        && opts.format != ImportFormat::DotnetResilience
+    {
+        return Err(CommandError::Input(format!(
+            "argument `--section {s}`: only dotnet-resilience reads a configuration section"
+        )));
+    }
     let fragment = match opts.format {
         ImportFormat::GrpcServiceConfig => {
             if let Some(d) = opts.dependencies.first() {
@@ -91,6 +103,7 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
         }
         ImportFormat::Resilience4j => import_resilience4j(opts, &text, &shown, &name)?,
         ImportFormat::Litellm => import_litellm(opts, &text, &shown, &name)?,
+        ImportFormat::DotnetResilience => import_dotnet(opts, &text, &shown, &name)?,
     };
     let toml = fragment.to_toml();
     match &opts.out {
@@ -113,6 +126,9 @@ fn import_litellm(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> 
         return Err(CommandError::Input(format!(
             "argument `--method {m}`: a LiteLLM config has model groups, not methods (use --dependency GROUP=DEPENDENCY)"
         )));
+    }
+    if let Some(p) = opts.profiles.first() {
+        return Err(CommandError::Input(format!("argument `--profile {p}`: a LiteLLM config has no Spring profiles")));
     }
     let pairs = pairs(&opts.dependencies, "GROUP=DEPENDENCY")?;
     let lower = name.to_ascii_lowercase();
@@ -168,6 +184,22 @@ fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str
     let file = spring_profiles::activate(&read.map_err(located)?.documents, &opts.profiles).map_err(located)?;
     let o = resilience4j::R4jOptions { shown, name, policy: &opts.policy, dependencies: &pairs };
     resilience4j::import(&file, &o).map_err(CommandError::Input)
+}
+
+fn import_dotnet(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> Result<Fragment, CommandError> {
+    let other = if let Some(m) = &opts.method {
+        Some(format!("--method {m}"))
+    } else if let Some(d) = opts.dependencies.first() {
+        Some(format!("--dependency {d}"))
+    } else {
+        opts.profiles.first().map(|p| format!("--profile {p}"))
+    };
+    if let Some(o) = other {
+        return Err(CommandError::Input(format!(
+            "argument `{o}`: dotnet-resilience reads one configuration section (use --section NAME)"
+        )));
+    }
+    dotnet::import(text, shown, name, opts.section.as_deref(), &opts.policy).map_err(CommandError::Input)
 }
 
 /// The file's own name: comments cite it, so the fragment does not depend on the folder the
