@@ -12,6 +12,11 @@
 //! `botocore_cases.json`): an STS client makes one or more calls per case, which share its
 //! retry quota, and the model's quota must leave exactly the capacity botocore's does after each.
 //!
+//! botocore's adaptive mode (`drive_botocore_adaptive.py`, `botocore_adaptive_cases.json`) runs
+//! on a virtual clock: botocore's own send and answer times are replayed through faultline's
+//! rate limiter, which must impose the same wait on every send and leave the same allowed rate,
+//! measured rate and on/off state after every answer.
+//!
 //! Where python3 or the packages are missing, the test says so loudly and passes, unless
 //! FAULTLINE_REQUIRE_DIFFERENTIAL is set: `pip install openai==3.63.0 anthropic==2.17.0
 //! botocore==1.44.18`. FAULTLINE_PYTHON names the interpreter (default `python3`).
@@ -20,6 +25,7 @@ use faultline::runtime::AttemptResult;
 use faultline::runtime::sdk_client::{SdkCall, SdkClientConfig, SdkDecision};
 use faultline::runtime::sdk_preset::SdkPreset;
 use faultline::runtime::sdk_quota::RetryQuota;
+use faultline::runtime::sdk_rate_limiter::ClientRateLimiter;
 use faultline::vocab::FailureKind;
 use serde_json::Value;
 use std::io::Write;
@@ -50,6 +56,7 @@ const DEPARTURES: [(&str, &[f64], &str); 1] = [(
 fn drive(sdk: &str) -> Option<Value> {
     let (script, args) = match sdk {
         "botocore" => ("drive_botocore.py", vec![]),
+        "botocore-adaptive" => ("drive_botocore_adaptive.py", vec![]),
         "litellm" => ("drive_litellm.py", vec![]),
         _ => ("drive.py", vec![sdk]),
     };
@@ -396,6 +403,79 @@ fn botocore_compare(
         differences.push(format!("amz-sdk-request: {counts:?}"));
     }
     differences
+}
+
+/// The most a modelled wait or rate may differ from botocore's: its virtual clock moves at least
+/// 1 ns a wait (drive_botocore_adaptive.py), and both keep botocore's f64 arithmetic.
+const ADAPTIVE_TOLERANCE: f64 = 1e-6;
+
+/// Replays one adaptive case's sends and answers through the model; the rows that differ.
+fn adaptive_replay(case: &Value, spec: &Value, library: &Value, timeout_s: f64) -> Vec<String> {
+    let mut limiter = ClientRateLimiter::new(spec["start_s"].as_f64().unwrap_or(0.0));
+    let ok = serde_json::json!({"status": 200});
+    let schedule = spec["schedule"].as_array().unwrap();
+    let (mut sends, mut answers, mut differ) = (0usize, 0usize, Vec::new());
+    let close = |a: f64, b: f64| (a - b).abs() <= ADAPTIVE_TOLERANCE * b.abs().max(1.0);
+    // The driver writes floats as text, read back exactly (drive_botocore_adaptive.py `exact`).
+    let f = |v: &Value| v.as_str().unwrap().parse::<f64>().unwrap();
+    for event in library["events"].as_array().unwrap() {
+        if event["send_s"].is_string() {
+            let send_s = f(&event["send_s"]);
+            let (wait, want) = (limiter.acquire(send_s), f(&event["wait_s"]));
+            if !close(wait, want) {
+                differ.push(format!("send {sends} at {send_s:.6} s: waits {wait:.6} s, botocore {want:.6} s"));
+            }
+            sends += 1;
+            continue;
+        }
+        let entry = schedule.get(answers).unwrap_or(&ok);
+        let throttling = faultline::runtime::sdk_client::is_throttling(botocore_attempt(entry, timeout_s).0);
+        limiter.on_answer(f(&event["answer_s"]), throttling);
+        let want = (f(&event["allowed_rate"]), f(&event["measured_rate"]));
+        let got = (limiter.allowed_rate(), limiter.measured_rate());
+        if !close(got.0, want.0) || !close(got.1, want.1) || limiter.enabled() != event["enabled"].as_bool().unwrap() {
+            differ.push(format!(
+                "answer {answers}: allowed/measured {got:?} on {}, botocore {want:?} on {}",
+                limiter.enabled(),
+                event["enabled"]
+            ));
+        }
+        answers += 1;
+    }
+    assert_eq!(sends, answers, "{}: every send of one thread is answered before the next", case["name"]);
+    differ
+}
+
+#[test]
+fn botocore_adaptive_limits_as_its_preset_says() {
+    assert!(SdkPreset::BotocoreAdaptive.defaults().client_rate_limiter);
+    let spec: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{HARNESS}/botocore_adaptive_cases.json")).unwrap())
+            .unwrap();
+    let Some(library) = drive("botocore-adaptive") else { return };
+    let timeout_s = spec["timeout_s"].as_f64().unwrap();
+    let cases = spec["cases"].as_array().unwrap();
+    let (mut failures, mut paced_total) = (Vec::new(), 0usize);
+    for (case, lib) in cases.iter().zip(library["cases"].as_array().unwrap()) {
+        let name = case["name"].as_str().unwrap();
+        assert_eq!(lib["name"].as_str(), Some(name));
+        let events = lib["events"].as_array().unwrap();
+        let paced =
+            events.iter().filter(|e| e["wait_s"].as_str().is_some_and(|w| w.parse::<f64>().unwrap() > 0.0)).count();
+        paced_total += paced;
+        let differ = adaptive_replay(lib, case, lib, timeout_s);
+        let last = events.iter().rev().find(|e| e["allowed_rate"].is_string()).unwrap();
+        eprintln!(
+            "botocore-adaptive | {name} | sends {}, paced {paced}, allowed rate at the end {:.3}/s | {}",
+            events.len() / 2,
+            last["allowed_rate"].as_str().unwrap().parse::<f64>().unwrap(),
+            if differ.is_empty() { "agree".to_string() } else { format!("{} differ", differ.len()) }
+        );
+        failures.extend(differ.into_iter().take(3).map(|d| format!("{name}: {d}")));
+    }
+    // The cases exercise the limiter: a run where it never paced a send would prove nothing.
+    assert!(paced_total > 100, "only {paced_total} sends waited for a token");
+    assert!(failures.is_empty(), "botocore's adaptive limiter and faultline's disagree:\n{}", failures.join("\n"));
 }
 
 #[test]

@@ -562,3 +562,28 @@ fn botocores_backoff_base_depends_on_the_error() {
     assert!(first.len() > 20 && first.iter().all(|&s| s < 1_000_000), "{first:?}");
     assert!(first.iter().any(|&s| s < 250_000) && first.iter().any(|&s| s > 750_000), "{first:?}");
 }
+
+/// botocore's adaptive mode (runtime::sdk_rate_limiter): its limiter turns on only at a
+/// throttling answer, so against errors that are not throttling the run is standard mode's to
+/// the byte; against a provider that admits 5 requests a second from 10 offered, the client
+/// paces its sends (attempts 7 076 -> 4 324, throttled answers 4 073 -> 826 over 600 s) and
+/// the runs wait at the client instead (median run 0.1 s -> about 13 minutes: botocore's
+/// waits have no bound). Off, both figures would be standard mode's.
+#[test]
+fn botocores_adaptive_mode_paces_sends_only_after_throttling() {
+    let standard = "preset = \"botocore-standard\"";
+    let adaptive = "preset = \"botocore-adaptive\"";
+    let run = |text: String| simulate(&model(&text), 0, 1).unwrap().metrics;
+    let (s, a) = (run(independent(0.3, standard, "")), run(independent(0.3, adaptive, "")));
+    assert!(s["hidden_attempt_total"] > 1000.0);
+    assert_eq!(metric_bits(&s), metric_bits(&a), "no throttling answer: adaptive is standard mode");
+    let (s, a) = (run(rate_limited(0, standard)), run(rate_limited(0, adaptive)));
+    let throttled = "dependency.model.error_total.rate_limited";
+    assert!(a[throttled] * 4.0 < s[throttled], "throttled {} standard, {} adaptive", s[throttled], a[throttled]);
+    let attempts = "dependency.model.attempt_total";
+    assert!(a[attempts] * 1.5 < s[attempts], "attempts {} standard, {} adaptive", s[attempts], a[attempts]);
+    // Sent above the provider's 5 a second (CUBIC probes past it), far below the 10 offered.
+    let rate = a["dependency.model.attempt_rate_per_s"];
+    assert!((5.0..9.0).contains(&rate), "adaptive sends {rate} a second");
+    assert!(a["run_latency_ms.p50"] > 60_000.0 && s["run_latency_ms.p50"] < 1_000.0);
+}

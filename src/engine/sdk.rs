@@ -69,14 +69,34 @@ impl<T: Tracer> Simulation<'_, T> {
             held: None,
             call: SdkCall::default(),
             child: None,
+            paced: false,
         };
         if let Some(t) = s.timeout_us
             && now.saturating_add(t) <= self.stop_at
         {
             self.queue.schedule(now + t, Event::SdkTimeout { call: id, generation });
         }
-        self.sdk_attempt(now, id);
+        self.sdk_send(now, id);
         SDK_HANDLE | (u64::from(id) << 32) | u64::from(generation)
+    }
+
+    /// The call's next hidden attempt goes now, or when the client's rate limiter has a token
+    /// for it (botocore's adaptive mode: `before-send`, the first attempt included).
+    fn sdk_send(&mut self, now: Micros, id: u32) {
+        let station = self.sdk_calls[id].station as usize;
+        let limiter = self.sdk_rate_limiters[station].as_mut();
+        let wait_us = match limiter {
+            Some(limiter) if !self.sdk_calls[id].paced => seconds_to_us(limiter.acquire(us_to_seconds(now))),
+            Some(_) | None => 0,
+        };
+        self.sdk_calls[id].paced = wait_us > 0;
+        if wait_us == 0 {
+            return self.sdk_attempt(now, id);
+        }
+        let generation = self.sdk_calls[id].generation;
+        if now.saturating_add(wait_us) <= self.stop_at {
+            self.queue.schedule(now + wait_us, Event::SdkWake { call: id, generation });
+        }
     }
 
     /// Sends the call's next hidden attempt (number `retries_taken`).
@@ -149,6 +169,9 @@ impl<T: Tracer> Simulation<'_, T> {
         };
         let n = slot.call.retries_taken;
         let unit = slot.key.with(TAG_SDK_JITTER).with(u64::from(n)).stream().unit();
+        if let Some(limiter) = self.sdk_rate_limiters[slot.station as usize].as_mut() {
+            limiter.on_answer(us_to_seconds(now), crate::runtime::sdk_client::is_throttling(result));
+        }
         let mut call = slot.call;
         let spend = self.hidden_spend(&slot);
         let (recorder, runs) = (&mut self.recorder, &mut self.runs);
@@ -211,7 +234,7 @@ impl<T: Tracer> Simulation<'_, T> {
             self.end_sdk_call(id);
             return;
         }
-        self.sdk_attempt(now, id);
+        self.sdk_send(now, id);
     }
 
     /// The runtime's timeout for the whole SDK call: the hidden attempt out is abandoned.
@@ -311,6 +334,15 @@ impl<T: Tracer> Simulation<'_, T> {
         let slot = &self.sdk_calls[id];
         (slot.step, slot.serial, slot.call.retries_taken)
     }
+}
+
+fn us_to_seconds(us: Micros) -> f64 {
+    us as f64 / 1e6
+}
+
+/// A wait in seconds as whole microseconds, rounded up: the token is there when it ends.
+fn seconds_to_us(s: f64) -> Micros {
+    if s <= 0.0 { 0 } else { (s * 1e6).ceil().min(Micros::MAX as f64) as Micros }
 }
 
 /// The effects of the one input an SDK client gives a run machine: it only observes.

@@ -38,6 +38,9 @@ pub(super) struct SdkSlot {
     pub call: SdkCall,
     /// The hidden attempt out, if any (none while the client sleeps).
     pub child: Option<(u32, u32)>,
+    /// The client's rate limiter gave the next send its token: it waits for the token's time,
+    /// then goes without asking again.
+    pub paced: bool,
 }
 
 impl SdkSlot {
@@ -61,6 +64,7 @@ impl SdkSlot {
             held: None,
             call: SdkCall { retries_taken: 0, quota_taken: None },
             child: None,
+            paced: false,
         }
     }
 }

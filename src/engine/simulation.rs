@@ -272,6 +272,9 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub sdk_calls: Arena<super::sdk_slot::SdkSlot>,
     /// Each dependency's SDK client's retry quota, shared by all its calls (None: no quota).
     pub sdk_quotas: Vec<Option<crate::runtime::sdk_quota::RetryQuota>>,
+    /// Each dependency's SDK client's rate limiter (botocore's adaptive mode), shared by all
+    /// its calls (None: the client sends at once).
+    pub sdk_rate_limiters: Vec<Option<crate::runtime::sdk_rate_limiter::ClientRateLimiter>>,
     /// Delegation hops' chains and runs' figures (empty unless the world delegates).
     pub delegation: super::delegation_slot::Delegation,
     /// The caches the policy uses (None: it uses none, and nothing of them is allocated).
@@ -371,6 +374,16 @@ fn simulate_with<T: Tracer>(
             .sdk_clients
             .iter()
             .map(|c| c.as_ref().and_then(|c| c.retry_quota.as_ref()).map(crate::runtime::sdk_quota::RetryQuota::new))
+            .collect(),
+        // Made when the run starts, at time 0, as botocore makes its limiter with the client.
+        sdk_rate_limiters: model.policies[policy]
+            .sdk_clients
+            .iter()
+            .map(|c| {
+                c.as_ref()
+                    .filter(|c| c.client_rate_limiter)
+                    .map(|_| crate::runtime::sdk_rate_limiter::ClientRateLimiter::new(0.0))
+            })
             .collect(),
         delegation: super::delegation_slot::Delegation::new(world.delegates()),
         caches: super::cache_slot::cache_state(model, &model.policies[policy]),

@@ -25,6 +25,7 @@ pub mod sdk_client;
 pub mod sdk_compile;
 pub mod sdk_preset;
 pub mod sdk_quota;
+pub mod sdk_rate_limiter;
 pub mod step;
 pub mod step_policy;
 pub mod task_client;

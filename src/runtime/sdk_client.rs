@@ -91,6 +91,10 @@ pub struct SdkClientConfig {
     /// `min_timeout` to `calculate_retry_after`: `max(sleep, min_timeout)` then `min(...,
     /// MAX_RETRY_DELAY)`); 0: none.
     pub min_delay_us: Micros,
+    /// Every send, the first attempt included, waits for a token from a client-side rate
+    /// limiter shared by the client's calls (botocore's adaptive retry mode,
+    /// [`super::sdk_rate_limiter`]).
+    pub client_rate_limiter: bool,
 }
 
 impl Default for SdkClientConfig {
@@ -117,6 +121,7 @@ impl Default for SdkClientConfig {
             retry_quota: None,
             jitter_added_us: 0,
             min_delay_us: 0,
+            client_rate_limiter: false,
         }
     }
 }

@@ -94,6 +94,7 @@ pub fn compile_sdk_client(
         retry_quota: compile_quota(source, path, spec, d.retry_quota)?,
         jitter_added_us: ms("jitter_added_ms", spec.jitter_added_ms, d.jitter_added_us)?,
         min_delay_us: ms("min_delay_ms", spec.min_delay_ms, d.min_delay_us)?,
+        client_rate_limiter: spec.client_rate_limiter.unwrap_or(d.client_rate_limiter),
     };
     config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
     Ok(config)

@@ -17,6 +17,9 @@ crate::named_enum! {
         /// botocore 1.44.18's standard retry mode (PyPI `botocore==1.44.18`), its default
         /// (`configprovider.py`: `'retry_mode': (..., 'standard', None)`).
         BotocoreStandard => "botocore-standard",
+        /// botocore 1.44.18's adaptive retry mode (`retries={'mode': 'adaptive'}`): standard
+        /// mode's retries and quota, and every send through a client-side rate limiter.
+        BotocoreAdaptive => "botocore-adaptive",
         /// LiteLLM 1.110.2's `Router` (PyPI `litellm==1.110.2`) in front of one deployment.
         LitellmRouter => "litellm-router",
     }
@@ -73,6 +76,11 @@ impl SdkPreset {
                 retry_quota: Some(BOTOCORE_QUOTA),
                 ..SdkClientConfig::default()
             },
+            // botocore 1.44.18, `client.py` `_register_retries`: 'adaptive' registers standard
+            // mode's handler and then `adaptive.register_retry_handler` (the rate limiter).
+            SdkPreset::BotocoreAdaptive => {
+                SdkClientConfig { client_rate_limiter: true, ..SdkPreset::BotocoreStandard.defaults() }
+            }
             // litellm 1.110.2. The router's retry loop is its Rust core (`litellm/router_rust/`,
             // `rust_bridge/_native.abi3.so`); its sleep is the host's `calculate_retry_after`
             // (`router_python_host.py` `invoke("calculate_retry_after")`, `router_rust/core.py`
@@ -182,7 +190,10 @@ mod tests {
 
     #[test]
     fn presets_are_named_as_their_packages_and_differ_only_where_the_libraries_do() {
-        assert_eq!(SdkPreset::choices(), "openai-python, anthropic-sdk-python, botocore-standard, litellm-router");
+        assert_eq!(
+            SdkPreset::choices(),
+            "openai-python, anthropic-sdk-python, botocore-standard, botocore-adaptive, litellm-router"
+        );
         let openai = SdkPreset::OpenaiPython.defaults();
         let anthropic = SdkPreset::AnthropicSdkPython.defaults();
         assert_eq!(openai.retry_after_max_us, 120_000_000);

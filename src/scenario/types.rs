@@ -1086,6 +1086,11 @@ pub struct SdkClientSpec {
     /// The backoff before its cap is at least this (LiteLLM's router `retry_after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_delay_ms: Option<f64>,
+    /// Every send waits for a token from a client-side rate limiter that turns on at the
+    /// first throttling answer (botocore's adaptive retry mode; default false). Not written
+    /// when absent, so a scenario without it keeps its digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_rate_limiter: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
