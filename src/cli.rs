@@ -684,7 +684,7 @@ pub enum Command {
         #[arg(long = "dependency", value_name = "INSTANCE=DEPENDENCY")]
         dependency: Vec<String>,
         /// resilience4j: a Spring profile to activate, as `--spring.profiles.active` would
-        /// (repeatable). Default: the file's own spring.profiles.active, else Spring's default
+        /// (repeatable, or `a,b`). Default: the file's own spring.profiles.active, else Spring's default
         /// profile; documents for other profiles are listed under NOT MAPPED.
         #[arg(long = "profile", value_name = "NAME")]
         profile: Vec<String>,

@@ -289,3 +289,21 @@ fn dash_o_writes_the_fragment_atomically() {
     let names: Vec<&Path> = left.iter().map(|p| p.as_path()).collect();
     assert_eq!(names.len(), 2, "only bad.json and policy.toml: {names:?}");
 }
+
+/// A UTF-8 byte-order mark: grpc-core's JSON reader refuses it (grpcio 1.85.1: "JSON parse
+/// error at index 0"), so the importer does, at 1:1; .NET's configuration reader skips it.
+#[test]
+fn a_byte_order_mark_is_refused_as_grpc_core_refuses_it_and_skipped_for_dotnet() {
+    let dir = scratch("bom");
+    let grpc = dir.join("service_config.json");
+    std::fs::write(&grpc, "\u{feff}{\"methodConfig\": [{\"name\": [{}], \"timeout\": \"1s\"}]}").unwrap();
+    let out = faultline(&["import", "grpc-service-config", grpc.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("service_config.json:1:1: a UTF-8 byte-order mark"), "{err}");
+    let dotnet = dir.join("appsettings.json");
+    std::fs::write(&dotnet, "\u{feff}{\"Retry\": {\"MaxRetryAttempts\": 5}}").unwrap();
+    let out = faultline(&["import", "dotnet-resilience", dotnet.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("max_attempts = 6"), "{}", stdout(&out));
+}

@@ -232,6 +232,22 @@ fn the_imported_jitter_spreads_the_sleeps_as_full_jitter() {
     }
 }
 
+/// MaxDelay <= Delay with the default jitter: Polly caps each decorrelated draw at MaxDelay and
+/// the draws are mostly above it, so the sleeps are MaxDelay (2.91 s of 3 in the review's
+/// simulation of Polly). Written as full jitter under MaxDelay, the runs took 1.5 s on average;
+/// now every run takes 3 x 1 s of sleep and 4 ms of service.
+#[test]
+fn a_max_delay_below_delay_sleeps_max_delay_not_a_jittered_draw_under_it() {
+    let json = r#"{"Retry": {"Delay": "00:00:02", "MaxDelay": "00:00:01"}}"#;
+    let fragment = import_text("maxdelay", json);
+    assert_eq!(value(&fragment, "jitter"), "jitter = \"none\"", "{fragment}");
+    assert!(fragment.contains("draws capped at MaxDelay average a little under it"), "{fragment}");
+    let reps = replicate(&model(&format!("{}{}", scenario("overloaded = 1.0", 200), without_breaker(&fragment))), 0);
+    for m in &reps {
+        assert_eq!((m["run_latency_ms.mean"], m["run_latency_ms.max"]), (3004.0, 3004.0), "{fragment}");
+    }
+}
+
 #[test]
 fn the_imported_breaker_breaks_for_its_break_duration() {
     // A dependency that always fails: 2 calls in the record break the circuit for 10 s, then the

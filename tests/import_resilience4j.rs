@@ -424,3 +424,92 @@ fn documents_apply_to_the_active_profiles_as_spring_boot_decides() {
         assert!(err.contains(want), "got {err}\nwant {want}");
     }
 }
+
+/// What the stop-44 review found Spring doing otherwise (each assertion failed before):
+/// profile groups expand (`Profiles.expandProfiles`), every document's
+/// `spring.profiles.include` counts and makes the default profile inactive (`getAccepted`),
+/// `--profile a,b` is two profiles, a byte-order mark is skipped (SnakeYAML's UnicodeReader),
+/// and `.properties` documents split where `OriginTrackedPropertiesLoader.isNewDocument` says.
+#[test]
+fn profiles_groups_includes_and_separators_as_spring_reads_them() {
+    let dir = scratch("review");
+    let write = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let retry = |n: u32| format!("resilience4j.retry.instances.a.maxAttempts: {n}\n");
+    // A group: prod brings proddb, whose document applies.
+    let g = write(
+        "g.yml",
+        &format!(
+            "spring.profiles.active: prod\nspring.profiles.group.prod: proddb\n{}---\nspring.config.activate.on-profile: proddb\n{}",
+            retry(2),
+            retry(4)
+        ),
+    );
+    let t = import(&[&g]);
+    assert_eq!(value(&t, "max_attempts"), "max_attempts = 4", "{t}");
+    assert!(
+        t.contains("# profiles active: prod, proddb (spring.profiles.active (line 1), with spring.profiles.group)"),
+        "{t}"
+    );
+    // An include with nothing active: the included profile is active, the default one is not.
+    let inc = write(
+        "inc.yml",
+        &format!(
+            "spring.profiles.include: extra\n{}---\nspring.config.activate.on-profile: default\n{}",
+            retry(2),
+            retry(4)
+        ),
+    );
+    assert_eq!(value(&import(&[&inc]), "max_attempts"), "max_attempts = 2");
+    // Includes from every document, not the last one's only.
+    let inc2 = write(
+        "inc2.yml",
+        &format!(
+            "spring.profiles.include: a\n---\nspring.profiles.include: b\n{}---\nspring.config.activate.on-profile: a\n{}",
+            retry(3),
+            retry(5)
+        ),
+    );
+    assert_eq!(value(&import(&[&inc2]), "max_attempts"), "max_attempts = 5");
+    // `--profile a,b` is two profiles, as --spring.profiles.active=a,b.
+    let ab = write("ab.yml", &format!("{}---\nspring.config.activate.on-profile: b\n{}", retry(2), retry(6)));
+    assert_eq!(value(&import(&[&ab, "--profile", "a,b"]), "max_attempts"), "max_attempts = 6");
+    // A byte-order mark before the first key.
+    let bom = write("bom.yml", &format!("\u{feff}{}", retry(5)));
+    assert_eq!(value(&import(&[&bom]), "max_attempts"), "max_attempts = 5");
+    // A file with no resilience4j key at all imports nothing: refused, not an empty policy.
+    let none = write("none.yml", "server.port: 8080\n");
+    let out = faultline(&["import", "resilience4j", &none]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no resilience4j.* key (1 other keys)"));
+
+    let props = |sep: &str| {
+        format!(
+            "resilience4j.retry.instances.a.maxAttempts=3\n{sep}\nspring.config.activate.on-profile=prod\nresilience4j.retry.instances.a.maxAttempts=7\n"
+        )
+    };
+    // `#--- ` with trailing blanks separates: the prod document is set aside, 3 stays.
+    let trailing = write("t.properties", &props("#--- "));
+    let t = import(&[&trailing]);
+    assert_eq!(value(&t, "max_attempts"), "max_attempts = 3", "{t}");
+    assert!(
+        t.contains("the document at line 3: spring.config.activate.on-profile = prod: no active profile matches"),
+        "{t}"
+    );
+    // Indented, or right after a `#` comment line: a comment, so the file is one prod-only
+    // document (set aside under the default profile, cited from its first line).
+    for (name, sep) in [("indented.properties", "  #---"), ("after-comment.properties", "# prod below\n#---")] {
+        let t = import(&[&write(name, &props(sep))]);
+        assert_eq!(value(&t, "max_attempts"), "max_attempts = 1", "{name}: {t}");
+        assert!(t.contains("the document at line 1 (spring.config.activate.on-profile = prod at line"), "{name}: {t}");
+    }
+    // After a `!` comment the `#---` still separates (another comment character).
+    let bang = import(&[&write("bang.properties", &props("! prod below\n#---"))]);
+    assert_eq!(value(&bang, "max_attempts"), "max_attempts = 3", "{bang}");
+    // A comment before a document's first property joins it to the document before: no split.
+    let joined = import(&[&write("joined.properties", &props("#---\n# prod"))]);
+    assert_eq!(value(&joined, "max_attempts"), "max_attempts = 1", "{joined}");
+}

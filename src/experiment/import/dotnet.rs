@@ -1083,7 +1083,23 @@ fn map_backoff(src: &Src, b: &Backoff, fields: &mut Vec<Field>, not_mapped: &mut
                     }
                 }
             }
-            if b.jitter.value {
+            let capped_below_delay = matches!(b.max_delay, Some(m) if m.value <= d);
+            if b.jitter.value && capped_below_delay {
+                // Polly caps each decorrelated draw at MaxDelay (RetryHelper), and the draws are
+                // mostly above it: nearly every sleep is MaxDelay, not a uniform draw under it.
+                fields.push(field(
+                    "jitter",
+                    "\"none\"".into(),
+                    format!("{jitter_c}; MaxDelay <= Delay: Polly's jittered draws are capped at MaxDelay, so nearly every sleep is MaxDelay (NOT MAPPED)"),
+                ));
+                not_mapped.push(format!(
+                    "{}: with MaxDelay <= Delay, Polly's DecorrelatedJitterBackoffV2 draws capped at MaxDelay average a little under it (0.96, 0.96, 0.99 x MaxDelay for the first three retries at Delay = 2 x MaxDelay); written as exactly MaxDelay",
+                    match b.jitter.node {
+                        Some(n) => src.at(&b.jitter.path, n),
+                        None => format!("{} = true (default)", b.jitter.path),
+                    }
+                ));
+            } else if b.jitter.value {
                 fields.push(field(
                     "jitter",
                     "\"full\"".into(),

@@ -79,6 +79,18 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
             e.utf8_error().valid_up_to()
         ))
     })?;
+    // A UTF-8 byte-order mark: SnakeYAML's UnicodeReader (Spring), PyYAML (LiteLLM) and
+    // System.Text.Json (.NET) skip it; grpc-core's JSON reader refuses it ("JSON parse error at
+    // index 0", measured with grpcio 1.85.1).
+    let text = match text.strip_prefix('\u{feff}') {
+        Some(_) if opts.format == ImportFormat::GrpcServiceConfig => {
+            return Err(CommandError::Input(format!(
+                "{shown}:1:1: a UTF-8 byte-order mark, which grpc-core's JSON reader refuses (JSON parse error at index 0): save the file without one"
+            )));
+        }
+        Some(rest) => rest.to_string(),
+        None => text,
+    };
     let name = file_name(&opts.file);
     if let Some(s) = &opts.section
         && opts.format != ImportFormat::DotnetResilience
@@ -157,8 +169,9 @@ fn import_resilience4j(opts: &ImportOptions, text: &str, shown: &str, name: &str
             "argument `--method {m}`: resilience4j has instances, not methods (use --dependency INSTANCE=DEPENDENCY)"
         )));
     }
-    if let Some(p) = opts.profiles.iter().find(|p| p.is_empty() || p.contains(',')) {
-        return Err(CommandError::Input(format!("argument `--profile {p}`: one profile name per --profile")));
+    // Spring splits `--spring.profiles.active` at commas (Profiles.get); an empty name is no profile.
+    if let Some(p) = opts.profiles.iter().find(|p| p.split(',').any(|n| n.trim().is_empty())) {
+        return Err(CommandError::Input(format!("argument `--profile {p}`: an empty profile name")));
     }
     let mut pairs = Vec::new();
     for d in &opts.dependencies {

@@ -603,6 +603,12 @@ pub fn import(file: &Activation, opts: &R4jOptions) -> Result<Fragment, String> 
     let src = Src { shown: opts.shown, name: opts.name };
     let mut not_mapped = Vec::new();
     let (modules, outside) = collect(&src, file, &mut not_mapped);
+    if modules.is_empty() && not_mapped.is_empty() && file.set_aside.is_empty() {
+        return Err(format!(
+            "{}: no resilience4j.* key ({outside} other keys): nothing to import (is it the file with resilience4j's settings?)",
+            opts.shown
+        ));
+    }
     check_every_level(&src, &modules)?;
     let empty = ModuleConf::default();
     let conf = |m: Module| modules.get(&m).unwrap_or(&empty);

@@ -180,22 +180,40 @@ pub fn read_yaml(text: &str) -> Result<SpringFile, (usize, usize, String)> {
 /// A `.properties` file as `java.util.Properties.load` reads it: `=`, `:` or whitespace between
 /// key and value, `#` and `!` comment lines, a backslash at the end of a line continues it
 /// (the next line's leading blanks dropped), `\uXXXX`, `\t`, `\n`, `\r`, `\f`, and any other
-/// escaped character stands for itself. A `#---` (or `!---`) line separates documents, as in
-/// Spring Boot 2.4 and later. Errors are `(line, col, message)`.
+/// escaped character stands for itself. A `#---` (or `!---`) line separates documents as Spring
+/// Boot 2.4 and later read it ([`is_new_document`]; a comment before a document's first
+/// property joins it to the one before). Errors are `(line, col, message)`.
 pub fn read_properties(text: &str) -> Result<SpringFile, (usize, usize, String)> {
     let mut file = SpringFile::default();
     let mut doc = Vec::new();
     let lines: Vec<&str> = text.lines().collect();
+    // The previous line's comment character, if it was a comment (Spring's
+    // `lastLineCommentPrefixCharacter`; a blank or a property line clears it).
+    let mut last_comment: Option<char> = None;
     let mut i = 0;
     while i < lines.len() {
         let start = i;
         let trimmed = lines[i].trim_start_matches([' ', '\t', '\x0c']);
-        if trimmed == "#---" || trimmed == "!---" {
-            add_document(&mut file, std::mem::take(&mut doc));
+        if let Some(prefix) = trimmed.chars().next().filter(|c| *c == '#' || *c == '!') {
+            if is_new_document(lines[i], prefix, last_comment) {
+                if !doc.is_empty() {
+                    add_document(&mut file, std::mem::take(&mut doc));
+                }
+            } else {
+                // A comment before a document's first property joins it to the one before
+                // (OriginTrackedPropertiesLoader.load: `documents.remove(documents.size() - 1)`).
+                if doc.is_empty()
+                    && let Some(previous) = file.documents.pop()
+                {
+                    doc = previous;
+                }
+                last_comment = Some(prefix);
+            }
             i += 1;
             continue;
         }
-        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!') {
+        last_comment = None;
+        if trimmed.is_empty() {
             i += 1;
             continue;
         }
@@ -225,8 +243,21 @@ pub fn read_properties(text: &str) -> Result<SpringFile, (usize, usize, String)>
         let value = unescape(rest)?;
         doc.push(Entry { key, value, line, col });
     }
-    add_document(&mut file, doc);
+    if !doc.is_empty() {
+        add_document(&mut file, doc);
+    }
     Ok(file)
+}
+
+/// Spring Boot's `OriginTrackedPropertiesLoader.isNewDocument`: `#---` (or `!---`) from the
+/// line's first column, then nothing but blanks, and not right after a comment line with the
+/// same character.
+fn is_new_document(line: &str, prefix: char, last_comment: Option<char>) -> bool {
+    last_comment != Some(prefix)
+        && line
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix("---"))
+            .is_some_and(|rest| rest.chars().all(|c| matches!(c, ' ' | '\t' | '\x0c')))
 }
 
 type Located = (char, usize, usize);

@@ -8,7 +8,7 @@
 //! `a | b`, parentheses); one with `spring.config.activate.on-cloud-platform` only on that
 //! platform, which a local import is not.
 
-use super::spring::{Entry, relaxed};
+use super::spring::{Entry, elements, relaxed};
 
 /// Keys that activate a document, in their relaxed form, by the element before an index.
 const ON_PROFILE: [&str; 2] = ["spring.config.activate.onprofile", "spring.profiles"];
@@ -16,6 +16,7 @@ const ON_CLOUD: &str = "spring.config.activate.oncloudplatform";
 const ACTIVE: &str = "spring.profiles.active";
 const INCLUDE: &str = "spring.profiles.include";
 const DEFAULT: &str = "spring.profiles.default";
+const GROUP: &str = "spring.profiles.group.";
 
 /// A key's relaxed form without a trailing list index (`a.b[0]` -> `a.b`).
 fn base_key(key: &str) -> String {
@@ -72,18 +73,34 @@ pub fn activate(documents: &[Vec<Entry>], named: &[String]) -> Result<Activation
     }
     let general: Vec<&Vec<Entry>> = documents.iter().filter(|d| !conditional(d)).collect();
     let last = |key: &str| general.iter().rev().map(|d| values(d, key)).find(|v| !v.is_empty());
-    let (mut active, mut from): (Vec<String>, String) = if !named.is_empty() {
-        (named.to_vec(), "--profile".into())
+    let groups = groups(&general);
+    // `Profiles`: the activated profiles (named, else the file's `spring.profiles.active`) and
+    // every document's `spring.profiles.include` (ConfigDataEnvironment.getIncludedProfiles
+    // adds each contributor's), expanded through the groups; when none, the default ones.
+    let (mut activated, mut from): (Vec<String>, String) = if !named.is_empty() {
+        (named.iter().flat_map(|n| n.split(',')).map(|n| n.trim().to_string()).collect(), "--profile".into())
     } else if let Some(v) = last(ACTIVE) {
         (v.iter().map(|(p, ..)| p.clone()).collect(), format!("spring.profiles.active (line {})", v[0].1))
-    } else if let Some(v) = last(DEFAULT) {
-        (v.iter().map(|(p, ..)| p.clone()).collect(), format!("spring.profiles.default (line {})", v[0].1))
     } else {
-        (vec!["default".into()], "no profile named: Spring's default profile".into())
+        (Vec::new(), String::new())
     };
-    if let Some(v) = last(INCLUDE) {
-        active.extend(v.into_iter().map(|(p, ..)| p));
-        from.push_str(", with spring.profiles.include");
+    let included: Vec<(String, usize, usize)> = general.iter().flat_map(|d| values(d, INCLUDE)).collect();
+    if let Some((_, line, _)) = included.first() {
+        activated.extend(included.iter().map(|(p, ..)| p.clone()));
+        from = if from.is_empty() { String::new() } else { format!("{from}, ") };
+        from.push_str(&format!("spring.profiles.include (line {line})"));
+    }
+    if activated.is_empty() {
+        (activated, from) = match last(DEFAULT) {
+            Some(v) => {
+                (v.iter().map(|(p, ..)| p.clone()).collect(), format!("spring.profiles.default (line {})", v[0].1))
+            }
+            None => (vec!["default".to_string()], "no profile named: Spring's default profile".into()),
+        };
+    }
+    let active = expand(&activated, &groups);
+    if active.iter().any(|p| !activated.contains(p)) {
+        from.push_str(", with spring.profiles.group");
     }
     let mut out =
         Activation { entries: Vec::new(), active: format!("{} ({from})", active.join(", ")), set_aside: Vec::new() };
@@ -96,12 +113,62 @@ pub fn activate(documents: &[Vec<Entry>], named: &[String]) -> Result<Activation
     Ok(out)
 }
 
+/// `spring.profiles.group.<name>` of the documents that apply to every profile (Spring binds
+/// them before it reads a profile's document), the last document's list for a name winning.
+fn groups(general: &[&Vec<Entry>]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for doc in general {
+        let mut this_doc: Vec<(String, Vec<String>)> = Vec::new();
+        for e in doc.iter().filter(|e| base_key(&e.key).starts_with(GROUP)) {
+            // The group's own name as written: profile names are case-sensitive.
+            let el = elements(&e.key);
+            let Some(name) = el.get(3).map(|n| n.split('[').next().unwrap_or(n).to_string()) else { continue };
+            let members = e.value.split(',').map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+            match this_doc.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, list)) => list.extend(members),
+                None => this_doc.push((name, members.collect())),
+            }
+        }
+        for (name, list) in this_doc {
+            out.retain(|(n, _)| *n != name);
+            out.push((name, list));
+        }
+    }
+    out
+}
+
+/// `Profiles.expandProfiles`: each profile, then its group's members (depth first, in order),
+/// each once. A group that names itself, directly or through another, is expanded once here
+/// (Spring 2.4 would loop).
+fn expand(profiles: &[String], groups: &[(String, Vec<String>)]) -> Vec<String> {
+    let mut stack: Vec<String> = profiles.iter().rev().cloned().collect();
+    let mut out: Vec<String> = Vec::new();
+    while let Some(current) = stack.pop() {
+        if out.contains(&current) {
+            continue;
+        }
+        if let Some((_, members)) = groups.iter().find(|(n, _)| *n == current) {
+            stack.extend(members.iter().rev().filter(|m| **m != current).cloned());
+        }
+        out.push(current);
+    }
+    out
+}
+
+/// Where a set-aside document is: its first line, and its activation key's when that is later.
+fn document_at(doc: &[Entry], e: &Entry, key: &str, value: &str) -> String {
+    match doc.first().map(|first| first.line) {
+        Some(first) if first < e.line => format!("line {first} ({key} = {value} at line {})", e.line),
+        _ => format!("line {}: {key} = {value}", e.line),
+    }
+}
+
 /// None when the document applies; else why not.
 fn applies(doc: &[Entry], active: &[String]) -> Result<Option<String>, (usize, usize, String)> {
     if let Some(e) = first_entry(doc, &[ON_CLOUD]) {
         return Ok(Some(format!(
-            "line {}: {} = {}: applies on that cloud platform only, and an import runs on none",
-            e.line, e.key, e.value
+            "{}: applies on that cloud platform only, and an import runs on none",
+            document_at(doc, e, &e.key, &e.value)
         )));
     }
     let Some(e) = first_entry(doc, &ON_PROFILE) else { return Ok(None) };
@@ -114,9 +181,8 @@ fn applies(doc: &[Entry], active: &[String]) -> Result<Option<String>, (usize, u
     let shown: Vec<&str> = expressions.iter().map(|(t, ..)| t.as_str()).collect();
     let key = e.key.rsplit_once('[').map_or(e.key.as_str(), |(k, _)| k);
     Ok(Some(format!(
-        "line {}: {key} = {}: no active profile matches (active: {}; --profile NAME activates one)",
-        e.line,
-        shown.join(", "),
+        "{}: no active profile matches (active: {}; --profile NAME activates one)",
+        document_at(doc, e, key, &shown.join(", ")),
         active.join(", ")
     )))
 }
