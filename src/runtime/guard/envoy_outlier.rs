@@ -91,7 +91,10 @@ impl OutlierOptions {
             ));
         }
         if self.interval_us < US_PER_MS {
-            return Err(Invalid::new("interval_us", "interval_us must be at least 1 ms (Envoy: greater than 0)".into()));
+            return Err(Invalid::new(
+                "interval_us",
+                "interval_us must be at least 1 ms (Envoy: greater than 0)".into(),
+            ));
         }
         if self.base_ejection_time_us < US_PER_MS {
             return Err(Invalid::new(
@@ -228,10 +231,7 @@ impl OutlierDetector {
                 self.consecutive_gateway = 0;
                 self.last_uneject = Some(t);
             }
-            if !self.ejected()
-                && self.last_uneject.is_some_and(|u| t - u >= i)
-                && self.backoff > 0
-            {
+            if !self.ejected() && self.last_uneject.is_some_and(|u| t - u >= i) && self.backoff > 0 {
                 self.backoff -= 1;
             }
             self.next_sweep = t.saturating_add(i);

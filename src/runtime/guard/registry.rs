@@ -7,8 +7,7 @@ use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdi
 use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
 use super::{
     adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, envoy_outlier, load_shedder,
-    opossum_breaker,
-    polly_breaker, rate_limiter,
+    opossum_breaker, polly_breaker, rate_limiter,
 };
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
