@@ -267,3 +267,26 @@ fn envoys_rules_that_keep_a_host_in_service() {
     assert_eq!(ejections("permanent_provider = 1.0"), 0.0);
     assert!(ejections("overloaded = 1.0") >= 1.0);
 }
+
+/// Envoy's backoff as its code draws it: retry n sleeps below min(base x 2^(n-1), max). With
+/// base 100 ms, 3 retries of a call that always fails sleep below 100, 200 and 400 ms: 350 ms on
+/// average, plus 4 ms of service. The router documentation's [0, (2^n - 1) x base) would give
+/// caps of 100, 300 and 700 ms, 550 ms on average.
+#[test]
+fn the_imported_backoff_follows_envoys_code() {
+    let dir = scratch("backoff");
+    let route = dir.join("route.yaml");
+    std::fs::write(
+        &route,
+        "name: chat\nmatch: {prefix: /}\nroute:\n  cluster: api\n  retry_policy:\n    retry_on: 5xx\n    num_retries: 3\n    retry_back_off: {base_interval: 0.1s, max_interval: 1s}\n",
+    )
+    .unwrap();
+    let t = import(&[route.to_str().unwrap(), "--route", "chat"]);
+    assert!(t.contains("# route: the route (chat)"), "{t}");
+    for m in runs(&format!("{}{t}", scenario("overloaded = 1.0", 60))) {
+        assert_eq!(m["dependency.model-primary.attempt_total"], 4.0 * m["logical_run_total"], "{m:?}");
+        // sd of one run's sleeps: sqrt((100^2 + 200^2 + 400^2) / 12) = 132 ms; about 600 runs:
+        // 4 standard errors is 22 ms.
+        assert!((m["run_latency_ms.mean"] - 354.0).abs() < 22.0, "{m:?}");
+    }
+}
