@@ -754,7 +754,9 @@ fn condition(c: &str) -> Result<&'static [&'static str], &'static str> {
         }
         "http3-post-connect-failure" | "reset-before-request" => Err("a connection detail faultline does not model"),
         "retriable-status-codes" => Ok(&[]),
-        _ => Err("not a retry_on condition Envoy knows; Envoy ignores it"),
+        _ => Err(
+            "not a retry_on condition Envoy knows; Envoy ignores it (RetryPolicyImpl keeps only parseRetryOn's flags)",
+        ),
     }
 }
 
@@ -919,7 +921,11 @@ fn map_retry(
                 }
             }
             "num_retries" => num_retries = (uint32(src, &kf, v)?, src.from(&kf, v)),
-            "per_try_timeout" => per_try = Some((duration_ms(src, &kf, v)?, src.from(&kf, v))),
+            // 0 is Envoy's "not set" (PROTOBUF_GET_MS_OR_DEFAULT(.., per_try_timeout, 0)).
+            "per_try_timeout" => {
+                let ms = duration_ms(src, &kf, v)?;
+                per_try = (ms > 0.0).then(|| (ms, src.from(&kf, v)));
+            }
             "retriable_status_codes" => {
                 for (i, c) in array(src, &kf, v)?.iter().enumerate() {
                     codes.push((uint32(src, &format!("{kf}[{i}]"), c)?, c));
@@ -940,17 +946,20 @@ fn map_retry(
                 if ms <= 0.0 {
                     return Err(src.err(bn.pos, &bf, "must be greater than 0 (Envoy: gt 0s)"));
                 }
-                base = (ms.max(1.0).floor(), src.from(&bf, bn));
+                // Whole milliseconds, at least 1 (RetryPolicyImpl).
+                base = (ms.floor().max(1.0), src.from(&bf, bn));
                 if let Some((mk, mn)) = get(bm, "max_interval") {
                     let mf = format!("{kf}.{mk}");
                     let mms = duration_ms(src, &mf, mn)?;
                     if mms <= 0.0 {
                         return Err(src.err(mn.pos, &mf, "must be greater than 0 (Envoy: gt 0s)"));
                     }
-                    if mms < ms {
+                    // RetryPolicyImpl compares whole milliseconds, each at least 1.
+                    let whole = mms.floor().max(1.0);
+                    if whole < base.0 {
                         return Err(src.err(mn.pos, &mf, "retry_policy.max_interval must greater than or equal to the base_interval (Envoy refuses the route)"));
                     }
-                    max = Some((mms.floor(), src.from(&mf, mn)));
+                    max = Some((whole, src.from(&mf, mn)));
                 }
             }
             "rate_limited_retry_back_off" => {
@@ -1178,6 +1187,22 @@ mod tests {
         assert!(t.contains("timeout_ms = 15000 "), "{t}");
         let t = run("match: {prefix: /}\nroute: {cluster: api}\n", "r.yaml").unwrap();
         assert!(t.contains("max_attempts = 1 "), "{t}");
+    }
+
+    #[test]
+    fn backoff_intervals_are_whole_milliseconds_as_envoy_keeps_them() {
+        let t = run(
+            "match: {prefix: /}\nroute:\n  retry_policy:\n    retry_back_off: {base_interval: 0.0015s, max_interval: 0.0012s}\n",
+            "r.yaml",
+        )
+        .unwrap();
+        assert!(t.contains("base_ms = 1 ") && t.contains("max_ms = 1 "), "1.5 ms and 1.2 ms are both 1 ms: {t}");
+        let t = run(
+            "match: {prefix: /}\nroute:\n  retry_policy:\n    retry_back_off: {base_interval: 0.0004s}\n",
+            "r.yaml",
+        )
+        .unwrap();
+        assert!(t.contains("base_ms = 1 ") && t.contains("max_ms = 10 "), "{t}");
     }
 
     #[test]
