@@ -291,7 +291,8 @@ const IMPORT_EXAMPLES: &str = "Examples:
   faultline import resilience4j src/main/resources/application.yml
   faultline import resilience4j application.properties --dependency backendA=model-primary -o policy.toml
   faultline import litellm config.yaml --dependency gpt-4o=model-primary -p gateway
-  faultline import dotnet-resilience appsettings.json --section Resilience:MyClient -p dotnet";
+  faultline import dotnet-resilience appsettings.json --section Resilience:MyClient -p dotnet
+  faultline import envoy envoy.yaml --dependency model_api=model-primary --route chat -p envoy";
 
 const COMPLETIONS_EXAMPLES: &str = "Examples:
   faultline completions bash > ~/.local/share/bash-completion/completions/faultline
@@ -693,6 +694,10 @@ pub enum Command {
         /// the handler's keys, else the only object that has them.
         #[arg(long, value_name = "A:B")]
         section: Option<String>,
+        /// envoy: the route (its `name`) whose timeout, retry_policy and hedge_policy to import.
+        /// Default: the first route in the file.
+        #[arg(long, value_name = "NAME")]
+        route: Option<String>,
         /// Write the fragment to FILE (whole or not at all) instead of standard output.
         #[arg(short = 'o', long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -719,6 +724,9 @@ pub enum ImportFormatArg {
     Litellm,
     /// .NET's standard HTTP resilience handler (HttpStandardResilienceOptions) in appsettings.json.
     DotnetResilience,
+    /// An Envoy v3 bootstrap, Cluster, RouteConfiguration or Route, YAML or JSON
+    /// (circuit_breakers, retry_budget, outlier_detection, retry_policy, timeout).
+    Envoy,
 }
 
 impl From<ImportFormatArg> for ImportFormat {
@@ -728,6 +736,7 @@ impl From<ImportFormatArg> for ImportFormat {
             ImportFormatArg::Resilience4j => ImportFormat::Resilience4j,
             ImportFormatArg::Litellm => ImportFormat::Litellm,
             ImportFormatArg::DotnetResilience => ImportFormat::DotnetResilience,
+            ImportFormatArg::Envoy => ImportFormat::Envoy,
         }
     }
 }
@@ -985,7 +994,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
         Command::Validate { scenario } => Ok((validate(&scenario.into())?, EXIT_OK)),
         Command::Docs { topic } => Ok((docs(topic.as_deref())?, EXIT_OK)),
         Command::Init { path, force } => Ok((init(&InitOptions { path: Some(path), force })?, EXIT_OK)),
-        Command::Import { format, file, method, policy, dependency, profile, section, out } => {
+        Command::Import { format, file, method, policy, dependency, profile, section, route, out } => {
             let opts = ImportOptions {
                 format: format.into(),
                 file,
@@ -994,6 +1003,7 @@ fn dispatch(command: Command) -> Result<(String, i32), CommandError> {
                 dependencies: dependency,
                 profiles: profile,
                 section,
+                route,
                 out,
             };
             Ok((import(&opts)?, EXIT_OK))

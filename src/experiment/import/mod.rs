@@ -4,10 +4,12 @@
 //! expressed and why (docs/import.md). One file per format; the fragment writer is shared.
 //! Formats so far: gRPC service config (`grpc`), resilience4j's Spring Boot properties
 //! (`resilience4j`, read by `spring`), LiteLLM's router configuration (`litellm`, read by
-//! `spring`'s YAML reader). Bad input is refused whole (file, line, column,
+//! `spring`'s YAML reader), .NET's standard resilience handler (`dotnet`) and Envoy's clusters and
+//! routes (`envoy`, YAML read by `yaml_tree`). Bad input is refused whole (file, line, column,
 //! field; exit 2) and nothing is written.
 
 pub mod dotnet;
+pub mod envoy;
 pub mod fragment;
 pub mod grpc;
 pub mod json;
@@ -16,6 +18,7 @@ pub mod resilience4j;
 pub mod spring;
 pub mod spring_profiles;
 pub mod spring_values;
+pub mod yaml_tree;
 
 pub use fragment::{Field, Fragment, Table, toml_number};
 
@@ -24,7 +27,7 @@ use crate::experiment::output::folder::write_atomically;
 use crate::scenario::input_file::{InputKind, read_input};
 use std::path::{Path, PathBuf};
 
-/// The formats `import` reads. Envoy and .NET come next (issue 32).
+/// The formats `import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImportFormat {
     /// gRPC service config JSON, as grpc-core (under grpcio) reads it.
@@ -35,6 +38,8 @@ pub enum ImportFormat {
     Litellm,
     /// .NET's standard HTTP resilience handler (HttpStandardResilienceOptions) in appsettings.json.
     DotnetResilience,
+    /// An Envoy v3 bootstrap, Cluster, RouteConfiguration or Route (YAML or JSON).
+    Envoy,
 }
 
 pub struct ImportOptions {
@@ -52,6 +57,8 @@ pub struct ImportOptions {
     pub profiles: Vec<String>,
     /// dotnet-resilience: the configuration section (`A:B`) bound to HttpStandardResilienceOptions.
     pub section: Option<String>,
+    /// envoy: the route (its `name`) whose timeout, retry_policy and hedge_policy to import.
+    pub route: Option<String>,
     /// Where to write the fragment (whole or not at all); standard output when absent.
     pub out: Option<PathBuf>,
 }
@@ -99,6 +106,11 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
             "argument `--section {s}`: only dotnet-resilience reads a configuration section"
         )));
     }
+    if let Some(r) = &opts.route
+        && opts.format != ImportFormat::Envoy
+    {
+        return Err(CommandError::Input(format!("argument `--route {r}`: only envoy reads routes")));
+    }
     let fragment = match opts.format {
         ImportFormat::GrpcServiceConfig => {
             if let Some(d) = opts.dependencies.first() {
@@ -116,6 +128,7 @@ pub fn import(opts: &ImportOptions) -> Result<String, CommandError> {
         ImportFormat::Resilience4j => import_resilience4j(opts, &text, &shown, &name)?,
         ImportFormat::Litellm => import_litellm(opts, &text, &shown, &name)?,
         ImportFormat::DotnetResilience => import_dotnet(opts, &text, &shown, &name)?,
+        ImportFormat::Envoy => import_envoy(opts, &text, &shown, &name)?,
     };
     let toml = fragment.to_toml();
     match &opts.out {
@@ -149,6 +162,23 @@ fn import_litellm(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> 
     }
     let o = litellm::LitellmOptions { shown, name, policy: &opts.policy, dependencies: &pairs };
     litellm::import(text, &o).map_err(CommandError::Input)
+}
+
+fn import_envoy(opts: &ImportOptions, text: &str, shown: &str, name: &str) -> Result<Fragment, CommandError> {
+    let other = if let Some(m) = &opts.method {
+        Some(format!("--method {m}"))
+    } else {
+        opts.profiles.first().map(|p| format!("--profile {p}"))
+    };
+    if let Some(o) = other {
+        return Err(CommandError::Input(format!(
+            "argument `{o}`: an Envoy configuration has clusters and routes (use --dependency CLUSTER=DEPENDENCY, --route NAME)"
+        )));
+    }
+    let pairs = pairs(&opts.dependencies, "CLUSTER=DEPENDENCY")?;
+    let o =
+        envoy::EnvoyOptions { shown, name, policy: &opts.policy, dependencies: &pairs, route: opts.route.as_deref() };
+    envoy::import(text, &o).map_err(CommandError::Input)
 }
 
 /// `NAME=DEPENDENCY` arguments.

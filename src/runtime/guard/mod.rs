@@ -18,6 +18,7 @@ pub mod circuit_breaker;
 pub mod cockatiel_breaker;
 pub mod compile;
 mod contract;
+pub mod envoy_outlier;
 pub mod load_shedder;
 pub mod opossum_breaker;
 pub mod pipeline;

@@ -6,8 +6,8 @@ use super::compile::Compile;
 use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
 use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
 use super::{
-    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, load_shedder, opossum_breaker,
-    polly_breaker, rate_limiter,
+    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, envoy_outlier, load_shedder,
+    opossum_breaker, polly_breaker, rate_limiter,
 };
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
@@ -105,6 +105,7 @@ guards! {
     PollyBreaker: polly_breaker::PollySpec => polly_breaker::PollyGuard,
     OpossumBreaker: opossum_breaker::OpossumSpec => opossum_breaker::OpossumGuard,
     CockatielBreaker: cockatiel_breaker::CockatielSpec => cockatiel_breaker::CockatielGuard,
+    EnvoyOutlier: envoy_outlier::EnvoyOutlierSpec => envoy_outlier::EnvoyOutlierGuard,
     Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
     GrpcRetryThrottle: grpc::GrpcRetryThrottleConfig => Budget<grpc::GrpcRetryThrottle>,
     FinagleRetryBudget: finagle::FinagleRetryBudgetConfig => Budget<finagle::FinagleRetryBudget>,
@@ -124,7 +125,8 @@ impl GuardSpec {
             GuardSpec::Resilience4jBreaker(_)
             | GuardSpec::PollyBreaker(_)
             | GuardSpec::OpossumBreaker(_)
-            | GuardSpec::CockatielBreaker(_) => Refusal::CircuitOpen,
+            | GuardSpec::CockatielBreaker(_)
+            | GuardSpec::EnvoyOutlier(_) => Refusal::CircuitOpen,
             GuardSpec::Bulkhead(_) => Refusal::Bulkhead,
             GuardSpec::GrpcRetryThrottle(_)
             | GuardSpec::FinagleRetryBudget(_)
@@ -151,6 +153,7 @@ impl GuardSpec {
             | GuardSpec::PollyBreaker(_)
             | GuardSpec::OpossumBreaker(_)
             | GuardSpec::CockatielBreaker(_)
+            | GuardSpec::EnvoyOutlier(_)
             | GuardSpec::AdaptiveThrottle(_)
             | GuardSpec::LoadShedder(_)
             | GuardSpec::AdmissionControl(_)
@@ -165,6 +168,7 @@ impl GuardSpec {
             GuardSpec::PollyBreaker(_) => "polly circuit breaker",
             GuardSpec::OpossumBreaker(_) => "opossum circuit breaker",
             GuardSpec::CockatielBreaker(_) => "cockatiel circuit breaker",
+            GuardSpec::EnvoyOutlier(_) => "envoy outlier detection",
             GuardSpec::Bulkhead(_) => "bulkhead",
             GuardSpec::GrpcRetryThrottle(_) => "grpc retry budget",
             GuardSpec::FinagleRetryBudget(_) => "finagle retry budget",
@@ -199,6 +203,7 @@ pub fn kinds_of(array: MechanismArray) -> Kinds {
                 ("polly", polly_breaker::compile),
                 ("opossum", opossum_breaker::compile),
                 ("cockatiel", cockatiel_breaker::compile),
+                ("envoy_outlier", envoy_outlier::compile),
             ],
         },
         MechanismArray::Bulkhead => Kinds::One(bulkhead::compile),
