@@ -7,22 +7,15 @@
 
 mod common;
 
+use common::import::*;
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+
+fn scratch(tag: &str) -> PathBuf {
+    scratch_dir("dotnet", tag)
+}
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/dotnet/appsettings.json");
-
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("faultline-import-dotnet-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn import_file(path: &str, extra: &[&str]) -> String {
     let mut all = vec!["import", "dotnet-resilience", path];
@@ -38,14 +31,6 @@ fn import_text(tag: &str, json: &str) -> String {
     let file = dir.join("appsettings.json");
     std::fs::write(&file, json).unwrap();
     import_file(file.to_str().unwrap(), &[])
-}
-
-fn line<'a>(text: &'a str, key: &str) -> &'a str {
-    text.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap_or_else(|| panic!("no {key} in\n{text}"))
-}
-
-fn value<'a>(text: &'a str, key: &str) -> &'a str {
-    line(text, key).split(" #").next().unwrap().trim_end()
 }
 
 /// The fragment without its circuit breaker: against a dependency that always fails, the

@@ -9,30 +9,19 @@
 
 mod common;
 
+use common::import::*;
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/envoy/envoy.yaml");
-
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
-}
 
 fn import(args: &[&str]) -> String {
-    let mut all = vec!["import", "envoy"];
-    all.extend_from_slice(args);
-    let out = faultline(&all);
-    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    import_fragment("envoy", args)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("faultline-import-envoy-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(tag: &str) -> PathBuf {
+    scratch_dir("envoy", tag)
 }
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/envoy/envoy.yaml");
 
 /// One dependency, `model-primary`, failing as `errors` says; 10 runs a second of one step.
 fn scenario(errors: &str, duration_s: u32) -> String {

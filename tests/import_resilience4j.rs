@@ -5,43 +5,22 @@
 
 mod common;
 
+use common::import::*;
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+
+fn import(args: &[&str]) -> String {
+    import_fragment("resilience4j", args)
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    scratch_dir("r4j", tag)
+}
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/import");
 
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
-}
-
 fn data(name: &str) -> String {
     format!("{DATA}/{name}")
-}
-
-fn import(args: &[&str]) -> String {
-    let mut all = vec!["import", "resilience4j"];
-    all.extend_from_slice(args);
-    let out = faultline(&all);
-    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("faultline-import-r4j-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// The line of `text` that starts with `key = `.
-fn line<'a>(text: &'a str, key: &str) -> &'a str {
-    text.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap_or_else(|| panic!("no {key} in\n{text}"))
-}
-
-/// `key = value` without its comment.
-fn value<'a>(text: &'a str, key: &str) -> &'a str {
-    line(text, key).split(" #").next().unwrap().trim_end()
 }
 
 /// A scenario with a dependency per instance name and no policy of its own.

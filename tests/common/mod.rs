@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod degradation;
+pub mod import;
 pub mod task_agent;
 
 use faultline::engine::{Model, simulate};
