@@ -586,4 +586,9 @@ fn botocores_adaptive_mode_paces_sends_only_after_throttling() {
     let rate = a["dependency.model.attempt_rate_per_s"];
     assert!((5.0..9.0).contains(&rate), "adaptive sends {rate} a second");
     assert!(a["run_latency_ms.p50"] > 60_000.0 && s["run_latency_ms.p50"] < 1_000.0);
+    // A runtime timeout cuts calls that wait for a token: each gives its token back, so the
+    // client keeps sending at least at the bucket's 0.5 a second floor (24 attempts in 600 s,
+    // all in the first minute, before the tokens came back; the review's finding H1).
+    let cut = run(rate_limited(0, adaptive).replace("timeout_ms = 0", "timeout_ms = 2000"));
+    assert!(cut[attempts] >= 0.5 * 600.0, "attempts {} with a 2 s runtime timeout", cut[attempts]);
 }

@@ -231,6 +231,7 @@ impl<T: Tracer> Simulation<'_, T> {
         // A run that ended (its slot may be reused) makes no more attempts.
         if run.generation != slot.run_gen || run.machine.ended {
             self.release_held_token(id);
+            self.give_back_send_token(now, id);
             self.end_sdk_call(id);
             return;
         }
@@ -278,7 +279,19 @@ impl<T: Tracer> Simulation<'_, T> {
             self.abandon(now, child);
         }
         self.release_held_token(id);
+        self.give_back_send_token(now, id);
         self.end_sdk_call(id);
+    }
+
+    /// A call that waited for the rate limiter's token and will not send gives it back.
+    fn give_back_send_token(&mut self, now: Micros, id: u32) {
+        let slot = &mut self.sdk_calls[id];
+        if !std::mem::take(&mut slot.paced) {
+            return;
+        }
+        if let Some(limiter) = self.sdk_rate_limiters[slot.station as usize].as_mut() {
+            limiter.give_back(us_to_seconds(now));
+        }
     }
 
     /// A charged retry granted but never sent gives its root token back (scenario.md 8.3: a

@@ -94,6 +94,16 @@ impl ClientRateLimiter {
         wait_s
     }
 
+    /// A send that reserved a token at [`ClientRateLimiter::acquire`] and waited for it will
+    /// not go (the runtime stopped waiting for its call): the token is back in the bucket. A
+    /// botocore thread cannot be abandoned and would send it; a simulated call can, and without
+    /// this every abandoned wait would hold its token for good, starving the client.
+    pub fn give_back(&mut self, now_s: f64) {
+        self.refill(now_s);
+        self.capacity = (self.capacity + 1.0).min(self.max_capacity);
+        self.check();
+    }
+
     /// An answer came at `now_s` (`on_receiving_response`, called for every attempt's
     /// answer, errors and timeouts included): `throttling` as botocore's
     /// `ThrottlingErrorDetector` calls it.
@@ -247,6 +257,18 @@ mod tests {
         // The second send waits behind the first's reserved token.
         assert!(close(l.acquire(0.0), 4.0));
         assert!(close(l.acquire(10.0), 0.0));
+    }
+
+    #[test]
+    fn a_token_given_back_is_the_next_senders() {
+        let mut l = ClientRateLimiter::new(0.0);
+        l.on_answer(0.0, true);
+        assert!(close(l.acquire(0.0), 2.0));
+        assert!(close(l.acquire(0.0), 4.0));
+        // Both waiting sends are abandoned: the next send waits as if neither had asked.
+        l.give_back(1.0);
+        l.give_back(1.0);
+        assert!(close(l.acquire(1.0), 1.0));
     }
 
     #[test]
