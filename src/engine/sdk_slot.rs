@@ -1,6 +1,7 @@
 //! An SDK call's state in the engine (engine::sdk drives it): data only, so the simulation
 //! can hold the calls without importing their driver.
 
+use crate::runtime::guard::pipeline::RouteId;
 use crate::runtime::sdk_client::SdkCall;
 use crate::runtime::{Purpose, Spend};
 use crate::sim::{Micros, StreamKey};
@@ -38,6 +39,9 @@ pub(super) struct SdkSlot {
     pub call: SdkCall,
     /// The hidden attempt out, if any (none while the client sleeps).
     pub child: Option<(u32, u32)>,
+    /// The runtime attempt's guard route and its name there: the route's guards hear each
+    /// hidden attempt (a LiteLLM cooldown counts every request the router sends).
+    pub route: Option<(RouteId, u64)>,
 }
 
 impl SdkSlot {
@@ -61,6 +65,7 @@ impl SdkSlot {
             held: None,
             call: SdkCall { retries_taken: 0, quota_taken: None },
             child: None,
+            route: None,
         }
     }
 }

@@ -151,6 +151,9 @@ pub enum Stop {
     /// The client's retry quota could not pay for the retry (botocore: "Retry needed but
     /// retry quota reached, not retrying request").
     RetryQuota,
+    /// A guard of the runtime attempt's route would refuse the next request (a LiteLLM router
+    /// cooled its deployment on this failure): the router sends no more to it.
+    Cooled,
 }
 
 /// The client's next move after a hidden attempt ended.

@@ -123,6 +123,7 @@ fn kind_of(spec: &GuardSpec) -> Option<(Kind, Option<String>)> {
         | GuardSpec::PollyBreaker(_)
         | GuardSpec::OpossumBreaker(_)
         | GuardSpec::CockatielBreaker(_)
+        | GuardSpec::LitellmCooldown(_)
         | GuardSpec::AdaptiveThrottle(_)
         | GuardSpec::LoadShedder(_)
         | GuardSpec::AdmissionControl(_)

@@ -3,11 +3,11 @@
 //! needs no match on kinds and the hot loop no dynamic dispatch.
 
 use super::compile::Compile;
-use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
+use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, HiddenEnd, Parting, Seat, Verdict};
 use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
 use super::{
-    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, load_shedder, opossum_breaker,
-    polly_breaker, rate_limiter,
+    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, litellm_cooldown, load_shedder,
+    opossum_breaker, polly_breaker, rate_limiter,
 };
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
@@ -79,6 +79,12 @@ macro_rules! guards {
                 }
             }
 
+            fn sdk_attempt_end(&mut self, now: Micros, waiter: u64, end: HiddenEnd, out: &mut impl Effects) -> bool {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::sdk_attempt_end(g, now, waiter, end, out),)*
+                }
+            }
+
             fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
                 match self {
                     $(LiveGuard::$kind(g) => <$live as Guard>::on_wake(g, now, out),)*
@@ -105,6 +111,7 @@ guards! {
     PollyBreaker: polly_breaker::PollySpec => polly_breaker::PollyGuard,
     OpossumBreaker: opossum_breaker::OpossumSpec => opossum_breaker::OpossumGuard,
     CockatielBreaker: cockatiel_breaker::CockatielSpec => cockatiel_breaker::CockatielGuard,
+    LitellmCooldown: litellm_cooldown::LitellmCooldownSpec => litellm_cooldown::LitellmCooldownGuard,
     Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
     GrpcRetryThrottle: grpc::GrpcRetryThrottleConfig => Budget<grpc::GrpcRetryThrottle>,
     FinagleRetryBudget: finagle::FinagleRetryBudgetConfig => Budget<finagle::FinagleRetryBudget>,
@@ -124,7 +131,8 @@ impl GuardSpec {
             GuardSpec::Resilience4jBreaker(_)
             | GuardSpec::PollyBreaker(_)
             | GuardSpec::OpossumBreaker(_)
-            | GuardSpec::CockatielBreaker(_) => Refusal::CircuitOpen,
+            | GuardSpec::CockatielBreaker(_)
+            | GuardSpec::LitellmCooldown(_) => Refusal::CircuitOpen,
             GuardSpec::Bulkhead(_) => Refusal::Bulkhead,
             GuardSpec::GrpcRetryThrottle(_)
             | GuardSpec::FinagleRetryBudget(_)
@@ -151,6 +159,7 @@ impl GuardSpec {
             | GuardSpec::PollyBreaker(_)
             | GuardSpec::OpossumBreaker(_)
             | GuardSpec::CockatielBreaker(_)
+            | GuardSpec::LitellmCooldown(_)
             | GuardSpec::AdaptiveThrottle(_)
             | GuardSpec::LoadShedder(_)
             | GuardSpec::AdmissionControl(_)
@@ -165,6 +174,7 @@ impl GuardSpec {
             GuardSpec::PollyBreaker(_) => "polly circuit breaker",
             GuardSpec::OpossumBreaker(_) => "opossum circuit breaker",
             GuardSpec::CockatielBreaker(_) => "cockatiel circuit breaker",
+            GuardSpec::LitellmCooldown(_) => "litellm deployment cooldown",
             GuardSpec::Bulkhead(_) => "bulkhead",
             GuardSpec::GrpcRetryThrottle(_) => "grpc retry budget",
             GuardSpec::FinagleRetryBudget(_) => "finagle retry budget",
@@ -199,6 +209,7 @@ pub fn kinds_of(array: MechanismArray) -> Kinds {
                 ("polly", polly_breaker::compile),
                 ("opossum", opossum_breaker::compile),
                 ("cockatiel", cockatiel_breaker::compile),
+                ("litellm_cooldown", litellm_cooldown::compile),
             ],
         },
         MechanismArray::Bulkhead => Kinds::One(bulkhead::compile),
