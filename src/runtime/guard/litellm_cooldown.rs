@@ -141,6 +141,18 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// A request the router sent, as the engine hears it: the SDK's own timeout is LiteLLM's
+    /// `Timeout` (408).
+    pub fn of_hidden(end: HiddenEnd) -> Outcome {
+        match end {
+            HiddenEnd::Answered => Outcome::Success,
+            HiddenEnd::TimedOut => Outcome::Error(ErrorClass::Timeout),
+            HiddenEnd::Failed(kind) => Outcome::of_failure(kind),
+        }
+    }
+}
+
 /// The router settings the cooldown reads; durations in microseconds of virtual time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CooldownOptions {
@@ -375,12 +387,7 @@ impl Guard for LitellmCooldownGuard {
 
     fn sdk_attempt_end(&mut self, now: Micros, waiter: u64, end: HiddenEnd, out: &mut impl Effects) -> bool {
         self.heard.insert(waiter);
-        let outcome = match end {
-            HiddenEnd::Answered => Outcome::Success,
-            HiddenEnd::TimedOut => Outcome::Error(ErrorClass::Timeout),
-            HiddenEnd::Failed(kind) => Outcome::of_failure(kind),
-        };
-        self.record(now, outcome, out);
+        self.record(now, Outcome::of_hidden(end), out);
         !self.cooldown.cooled(now)
     }
 
