@@ -71,6 +71,7 @@ impl<T: Tracer> Simulation<'_, T> {
             call: SdkCall::default(),
             child: None,
             route: self.runs[s.run].machine.route_of(s.step, s.serial),
+            last: None,
         };
         if let Some(t) = s.timeout_us
             && now.saturating_add(t) <= self.stop_at
@@ -191,6 +192,7 @@ impl<T: Tracer> Simulation<'_, T> {
             })
         };
         self.sdk_calls[id].call = call;
+        self.sdk_calls[id].last = Some(result);
         let charged = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
         self.sdk_calls[id].held = charged.then_some(spend);
         if let SdkDecision::Retry { delay_us } = decision
@@ -234,6 +236,16 @@ impl<T: Tracer> Simulation<'_, T> {
         if run.generation != slot.run_gen || run.machine.ended {
             self.release_held_token(id);
             self.end_sdk_call(id);
+            return;
+        }
+        // A guard that judges each request refuses the next (a LiteLLM router finds the
+        // deployment cooled when it picks again): the call answers with the last failure.
+        if let (Some((route, _)), Some(last)) = (slot.route, slot.last)
+            && !self.pipeline.sdk_may_send(now, route)
+        {
+            self.release_held_token(id);
+            self.end_sdk_call(id);
+            self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, last);
             return;
         }
         self.sdk_attempt(now, id);

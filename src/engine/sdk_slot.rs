@@ -3,7 +3,7 @@
 
 use crate::runtime::guard::pipeline::RouteId;
 use crate::runtime::sdk_client::SdkCall;
-use crate::runtime::{Purpose, Spend};
+use crate::runtime::{AttemptResult, Purpose, Spend};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
 use crate::world::tokens::CallTokens;
@@ -42,6 +42,8 @@ pub(super) struct SdkSlot {
     /// The runtime attempt's guard route and its name there: the route's guards hear each
     /// hidden attempt (a LiteLLM cooldown counts every request the router sends).
     pub route: Option<(RouteId, u64)>,
+    /// The last hidden attempt's result, while the client sleeps before the next.
+    pub last: Option<AttemptResult>,
 }
 
 impl SdkSlot {
@@ -66,6 +68,7 @@ impl SdkSlot {
             call: SdkCall { retries_taken: 0, quota_taken: None },
             child: None,
             route: None,
+            last: None,
         }
     }
 }

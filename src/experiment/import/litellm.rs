@@ -331,6 +331,9 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
     let dep_of = |name: &str| groups.iter().find(|g| g.name == name).map(|g| g.dependency.clone());
     let own = settings.list("fallbacks");
     let defaults = settings.list("default_fallbacks");
+    // Groups with fallbacks of their own: `_has_fallback_group` reads `fallbacks` only, so a
+    // group that falls back by default_fallbacks alone is still a lone deployment.
+    let mut own_fallbacks: Vec<String> = Vec::new();
     for g in &groups {
         let prefix_of = |e: &Entry| e.key.find("fallbacks[").map(|i| e.key[..i + "fallbacks[".len()].to_string());
         let mine: Vec<&Entry> = own
@@ -344,6 +347,9 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             })
             .copied()
             .collect();
+        if !mine.is_empty() {
+            own_fallbacks.push(g.name.clone());
+        }
         let (chosen, origin) =
             if mine.is_empty() { (defaults.clone(), "default_fallbacks") } else { (mine, "fallbacks") };
         let mut seen: Vec<String> = Vec::new();
@@ -431,6 +437,98 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         });
     }
 
+    // Cooldowns: the litellm_cooldown guard for each group of one deployment (LiteLLM cools
+    // deployments whatever the file sets: the default mode needs no key).
+    let mut cooldown_fields: Vec<Field> = Vec::new();
+    let mut cooldown_keys: Vec<&Entry> = Vec::new();
+    if let Some(e) = settings.get("cooldown_time").filter(|e| !from_env(e)) {
+        let s = seconds(&src, e)?;
+        let note = if s == 0.0 { "; 0 turns the cooldown logic off" } else { "" };
+        cooldown_fields.push(field("cooldown_time_ms", toml_number(s * 1000.0), format!("from {}{note}", src.at(e))));
+        cooldown_keys.push(e);
+    }
+    if let Some(e) = settings.get("allowed_fails").filter(|e| !from_env(e)) {
+        let n = whole(&src, e, 1_000_000)?;
+        cooldown_fields.push(field(
+            "allowed_fails",
+            n.to_string(),
+            format!("from {}; the legacy mode: a counter living cooldown_time from its first failure", src.at(e)),
+        ));
+        cooldown_keys.push(e);
+    }
+    let policy: Vec<&Entry> = settings
+        .router
+        .iter()
+        .filter(|e| e.key.starts_with(&format!("{router_prefix}allowed_fails_policy.")))
+        .copied()
+        .collect();
+    let known_policy = [
+        "ContentPolicyViolationErrorAllowedFails",
+        "BadRequestErrorAllowedFails",
+        "AuthenticationErrorAllowedFails",
+        "TimeoutErrorAllowedFails",
+        "RateLimitErrorAllowedFails",
+        "InternalServerErrorAllowedFails",
+        "ServiceUnavailableErrorAllowedFails",
+        "BadGatewayErrorAllowedFails",
+        "NotFoundErrorAllowedFails",
+    ];
+    let mut policy_items: Vec<String> = Vec::new();
+    let mut policy_cited: Vec<String> = Vec::new();
+    for e in &policy {
+        let name = e.key.rsplit('.').next().unwrap_or("");
+        if !known_policy.contains(&name) || from_env(e) || e.value == "null" || e.value.is_empty() {
+            continue;
+        }
+        policy_items.push(format!("{name} = {}", whole(&src, e, 1_000_000)?));
+        policy_cited.push(format!("{}:{}", o.name, e.line));
+        cooldown_keys.push(e);
+    }
+    if !policy_items.is_empty() {
+        cooldown_fields.push(field(
+            "allowed_fails_policy",
+            format!("{{ {} }}", policy_items.join(", ")),
+            format!(
+                "from router_settings.allowed_fails_policy ({}); allowed fails per error class",
+                policy_cited.join(", ")
+            ),
+        ));
+    }
+    if let Some(e) = settings.get("disable_cooldowns").filter(|e| !from_env(e)) {
+        let on = match e.value.trim() {
+            "true" | "True" => true,
+            "false" | "False" => false,
+            v => return Err(src.err(e, format!("expected true or false, found `{v}`"))),
+        };
+        cooldown_fields.push(field("disable_cooldowns", on.to_string(), format!("from {}", src.at(e))));
+        cooldown_keys.push(e);
+    }
+    let mut cooldown_tables = Vec::new();
+    for g in groups.iter().filter(|g| g.deployments.len() == 1) {
+        let mut fields = vec![
+            field("kind", quote("litellm_cooldown"), "litellm 1.110.2's deployment cooldown for a group of one deployment (cooldown_handlers.py; docs/scenario.md 8.7)".into()),
+            field("dependency", quote(&g.dependency), g.why.clone()),
+        ];
+        fields.extend(cooldown_fields.iter().map(|f| field(&f.key, f.value.clone(), f.comment.clone())));
+        if own_fallbacks.contains(&g.name) {
+            fields.push(field(
+                "group_has_fallbacks",
+                "true".into(),
+                "the group has fallbacks of its own (default_fallbacks do not count, `_has_fallback_group`): its deployment is not a lone one".into(),
+            ));
+        }
+        if cooldown_fields.is_empty() {
+            fields.push(field(
+                "cooldown_time_ms",
+                "5000".into(),
+                "no cooldown setting: the default (percentage) mode, DEFAULT_COOLDOWN_TIME_SECONDS = 5".into(),
+            ));
+        }
+        cooldown_tables.push(Table { header: format!("[[policy.{p}.circuit_breaker]]"), fields });
+    }
+    frag.tables.extend(cooldown_tables);
+    let several: Vec<&str> = groups.iter().filter(|g| g.deployments.len() > 1).map(|g| g.name.as_str()).collect();
+
     // Everything else the file sets, with why it is not mapped.
     for e in settings.router.iter().chain(&settings.process) {
         let key = e.key.strip_prefix(router_prefix).unwrap_or(&e.key);
@@ -443,8 +541,16 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             "routing_strategy" | "optional_pre_call_checks" => {
                 "the pick among a group's deployments is not modelled (it decides only whether rpm is a limit, above)"
             }
+            "allowed_fails" | "cooldown_time" | "allowed_fails_policy" | "disable_cooldowns"
+                if cooldown_keys.iter().any(|c| std::ptr::eq(*c, *e)) =>
+            {
+                if several.is_empty() {
+                    continue;
+                }
+                "mapped onto the litellm_cooldown guard of each group of one deployment only: a group of several is one dependency here, and cooling one of its deployments (a 429 cools it at once, over 50 % of at least 5 requests a minute) moves its traffic to the others, which the model has no mechanism for"
+            }
             "allowed_fails" | "cooldown_time" | "allowed_fails_policy" | "disable_cooldowns" => {
-                "a deployment's cooldown (out of the pick for cooldown_time once it fails more than allowed_fails times in a minute; by default when over 50 % of at least 5 requests a minute fail, or at once on a 429 in a group of several) has no faultline mechanism: a group is one dependency, and a circuit breaker opens on other counts, half-opens and trials; the harness measured it (docs/import.md)"
+                "not an AllowedFailsPolicy field, or read from the environment: not mapped"
             }
             "retry_policy" | "model_group_retry_policy" => {
                 "retry counts per error class: an sdk_client has one max_retries for every failure kind"

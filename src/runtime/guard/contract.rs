@@ -181,6 +181,13 @@ pub trait Guard {
         true
     }
 
+    /// The SDK call this guard admitted slept and would now send another request: whether it may
+    /// (a LiteLLM router picks the deployment again for each retry, and finds none while it is
+    /// cooled). Nothing changes.
+    fn sdk_may_send(&mut self, _now: Micros) -> bool {
+        true
+    }
+
     /// Performs what is due at `now` (timed transitions, expired waits).
     fn on_wake(&mut self, _now: Micros, _out: &mut impl Effects) {}
 

@@ -1,6 +1,6 @@
 //! LiteLLM's deployment cooldown (litellm 1.110.2, `litellm/router_utils/cooldown_handlers.py`
 //! and `cooldown_cache.py`, read from the installed wheel) as a pure state machine over virtual
-//! time, for a model group of ONE deployment (docs/scenario.md 8.1.5 says why).
+//! time, for a model group of ONE deployment (docs/scenario.md 8.7 says why).
 //!
 //! A failure of the deployment is judged by `set_cooldown_deployments`:
 //! `_should_run_cooldown_logic` first (nothing with `disable_cooldowns`, with a cooldown time of
@@ -388,6 +388,10 @@ impl Guard for LitellmCooldownGuard {
     fn sdk_attempt_end(&mut self, now: Micros, waiter: u64, end: HiddenEnd, out: &mut impl Effects) -> bool {
         self.heard.insert(waiter);
         self.record(now, Outcome::of_hidden(end), out);
+        !self.cooldown.cooled(now)
+    }
+
+    fn sdk_may_send(&mut self, now: Micros) -> bool {
         !self.cooldown.cooled(now)
     }
 

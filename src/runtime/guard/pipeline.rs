@@ -214,6 +214,12 @@ impl<'s> Pipeline<'s> {
         more
     }
 
+    /// Whether every guard of `route` lets an SDK call it admitted send its next request now.
+    pub fn sdk_may_send(&mut self, now: Micros, route: RouteId) -> bool {
+        let (a, b) = self.route(route);
+        (a..b).all(|i| self.guards[usize::from(self.spec.members[i])].sdk_may_send(now))
+    }
+
     /// A waiting attempt gives up (its run ended): it leaves guard `at`'s queue, and the other
     /// guards hear of a cancellation.
     #[allow(clippy::too_many_arguments)]

@@ -85,6 +85,12 @@ macro_rules! guards {
                 }
             }
 
+            fn sdk_may_send(&mut self, now: Micros) -> bool {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::sdk_may_send(g, now),)*
+                }
+            }
+
             fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
                 match self {
                     $(LiveGuard::$kind(g) => <$live as Guard>::on_wake(g, now, out),)*
