@@ -487,7 +487,7 @@ fn botocore_standard_retries_as_its_preset_says() {
 /// LiteLLM's router in a case that has deployments the model cannot stand for, or a setting it
 /// does not carry: what the router did (attempts at each deployment, per call), and why the
 /// model differs. The test fails if the router stops doing exactly that.
-const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 6] = [
+const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 5] = [
     (
         "403 not retried",
         &[&[2]],
@@ -495,14 +495,11 @@ const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 6] = [
          and the router does not retry a 401, so the preset retries neither",
     ),
     (
-        "retry_policy RateLimitErrorRetries 4: 429 five times",
-        &[&[5]],
-        "retry_policy's count per error class: the preset has one max_retries for every kind (num_retries 2: 3 attempts)",
-    ),
-    (
-        "retry_policy BadRequestErrorRetries 1: 400 twice",
-        &[&[2]],
-        "retry_policy retries a 400 once; the preset has one max_retries and does not retry INVALID_INPUT (1 attempt)",
+        "retry_policy AuthenticationErrorRetries 1: a 401 cools the lone deployment it retries",
+        &[&[1]],
+        "the 401 cools the lone deployment at once (default mode: should_retry says no), so the retry \
+         finds no deployment and the router raises RouterRateLimitError (429) after sleeping; the model \
+         ends the call at the cooled deployment with its 401",
     ),
     (
         "cooldown: two deployments by order, allowed_fails 1, the first always 503",
@@ -569,6 +566,25 @@ fn litellm_config(router: &Value) -> SdkClientConfig {
     }
     if let Some(s) = router["timeout"].as_f64() {
         c.timeout_us = Some((s * 1e6) as u64);
+    }
+    // retry_policy, or the group's model_group_retry_policy, as the importer maps it.
+    let policy = router["model_group_retry_policy"]["g"].as_object().or(router["retry_policy"].as_object());
+    for (name, n) in policy.into_iter().flatten() {
+        let n = n.as_u64().unwrap() as u32;
+        match name.as_str() {
+            "TimeoutErrorRetries" => c.max_retries_on_timeout = Some(n),
+            _ => {
+                let kind = match name.as_str() {
+                    "BadRequestErrorRetries" => FailureKind::InvalidInput,
+                    "AuthenticationErrorRetries" => FailureKind::Unauthorized,
+                    "RateLimitErrorRetries" => FailureKind::RateLimited,
+                    "InternalServerErrorRetries" => FailureKind::PermanentProvider,
+                    "ServiceUnavailableErrorRetries" => FailureKind::Overloaded,
+                    other => panic!("no case sets {other}"),
+                };
+                c.max_retries_by_kind[kind.index()] = Some(n);
+            }
+        }
     }
     c
 }
@@ -669,8 +685,10 @@ fn litellm_model(config: &SdkClientConfig, case: &Value, unit: f64) -> Vec<Route
                     }
                     SdkDecision::Answer(stop) => {
                         // Only after a retry: with num_retries 0 the retry loop is never entered.
-                        if stop == faultline::runtime::sdk_client::Stop::RetriesSpent && config.max_retries > 0 {
+                        let allowed = sdk.retries_allowed.unwrap_or(config.max_retries);
+                        if stop == faultline::runtime::sdk_client::Stop::RetriesSpent && allowed > 0 {
                             let more = SdkClientConfig { max_retries: config.max_retries + 1, ..config.clone() };
+                            sdk.retries_allowed = sdk.retries_allowed.map(|n| n + 1);
                             if let SdkDecision::Retry { delay_us } =
                                 sdk.on_response(&more, result, None, unit, |_| true)
                             {

@@ -93,7 +93,6 @@ fn the_example_maps_every_setting_with_the_key_it_came_from() {
         "cooldown_time_ms = 30000                # from router_settings.cooldown_time (config.yaml:31) = 30",
         "allowed_fails = 2                       # from router_settings.allowed_fails (config.yaml:30) = 2; the legacy mode",
         "# - router_settings.allowed_fails (config.yaml:30) = 2: mapped onto the litellm_cooldown guard of each group of one deployment only",
-        "# - router_settings.retry_policy.RateLimitErrorRetries (config.yaml:35) = 5: retry counts per error class",
         "# - router_settings.context_window_fallbacks[0].gpt-4o[0] (config.yaml:33) = claude-sonnet: taken only on a ContextWindowExceededError",
         "# - litellm_settings.request_timeout (config.yaml:39) = 600: the router's timeout is set and wins",
         "# - model_list[0].litellm_params.tpm (config.yaml:12) = 200000: tokens per minute",
@@ -176,6 +175,21 @@ fn a_cooled_deployment_gets_no_calls_for_cooldown_time() {
         assert_eq!(on["auto_completion_ratio"], 1.0, "{on:?}");
         assert_eq!(off["dependency.model-primary.attempt_total"], 3.0 * off["logical_run_total"], "{off:?}");
         assert_eq!(off["refused_total.circuit_open"], 0.0, "{off:?}");
+    }
+}
+
+#[test]
+fn retry_policy_counts_by_the_first_failure_s_kind() {
+    let mut args = vec![EXAMPLE];
+    args.extend(NAMED);
+    let fragment = import(&args);
+    assert!(fragment.contains("max_retries_by_kind = { rate_limited = 5, invalid_input = 0 }"), "{fragment}");
+    // The primary always answers 429: RateLimitErrorRetries 5 makes each call 6 attempts (5
+    // hidden) where num_retries 3 gives a 503 4 (the test above).
+    for m in &replicate(&model(&format!("{}{fragment}", scenario("rate_limited = 1.0"))), 0) {
+        assert!(m["logical_run_total"] > 50.0, "{m:?}");
+        assert_eq!(m["hidden_attempt_total"], 5.0 * m["dependency.model-primary.attempt_total"] / 6.0, "{m:?}");
+        assert_eq!(m["auto_completion_ratio"], 1.0, "{m:?}");
     }
 }
 

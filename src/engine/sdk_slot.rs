@@ -65,7 +65,7 @@ impl SdkSlot {
             attempt_key: false,
             cut_at: Micros::MAX,
             held: None,
-            call: SdkCall { retries_taken: 0, quota_taken: None },
+            call: SdkCall { retries_taken: 0, retries_allowed: None, quota_taken: None },
             child: None,
             route: None,
             last: None,

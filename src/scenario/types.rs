@@ -1086,6 +1086,10 @@ pub struct SdkClientSpec {
     /// The backoff before its cap is at least this (LiteLLM's router `retry_after`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_delay_ms: Option<f64>,
+    /// Retries by the first failure's kind (or `timeout`), over `max_retries` (LiteLLM's
+    /// router `retry_policy`); not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries_by_kind: Option<std::collections::BTreeMap<String, u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -98,6 +98,19 @@ fn from_env(e: &Entry) -> bool {
     e.value.starts_with("os.environ/")
 }
 
+/// The faultline failure kind of a `RetryPolicy` field (litellm/types/router.py), or `timeout`.
+fn retry_policy_kind(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "BadRequestErrorRetries" => "invalid_input",
+        "AuthenticationErrorRetries" => "unauthorized",
+        "TimeoutErrorRetries" => "timeout",
+        "RateLimitErrorRetries" => "rate_limited",
+        "InternalServerErrorRetries" => "permanent_provider",
+        "ServiceUnavailableErrorRetries" => "overloaded",
+        _ => return None,
+    })
+}
+
 /// A whole number as Python's `int` takes it from YAML; refused otherwise.
 fn whole(src: &Src, e: &Entry, max: u64) -> Result<u64, String> {
     let n: u64 =
@@ -301,6 +314,14 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         let why = "no num_retries: Router(num_retries=None) takes DEFAULT_MAX_RETRIES = 2 (litellm/constants.py), the preset's";
         common.insert(1, field("max_retries", "2".into(), why.into()));
     }
+    let mut mapped_policy: Vec<String> = Vec::new();
+    let policy_name = |group_prefix: &str, _cited: &[String]| {
+        if settings.router.iter().any(|e| e.key.starts_with(group_prefix)) {
+            group_prefix.trim_end_matches('.').to_string()
+        } else {
+            format!("{router_prefix}retry_policy")
+        }
+    };
     for g in &groups {
         let mut fields: Vec<Field> = common.iter().map(|f| field(&f.key, f.value.clone(), f.comment.clone())).collect();
         // A timeout every deployment of the group sets alike is the group's.
@@ -323,6 +344,37 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
                     g.name
                 ));
             }
+        }
+        // retry_policy (model_group_retry_policy's entry for the group wins): a count per kind.
+        let group_prefix = format!("{router_prefix}model_group_retry_policy.{}.", g.name);
+        let router_policy = format!("{router_prefix}retry_policy.");
+        let mut policy: Vec<&Entry> =
+            settings.router.iter().filter(|e| e.key.starts_with(&group_prefix)).copied().collect();
+        if policy.is_empty() {
+            policy = settings.router.iter().filter(|e| e.key.starts_with(&router_policy)).copied().collect();
+        }
+        let mut counts: Vec<String> = Vec::new();
+        let mut cited: Vec<String> = Vec::new();
+        for e in policy {
+            let name = e.key.rsplit('.').next().unwrap_or("");
+            let Some(kind) = retry_policy_kind(name) else { continue };
+            if from_env(e) || e.value == "null" || e.value.is_empty() {
+                continue;
+            }
+            counts.push(format!("{kind} = {}", whole(&src, e, 100)?));
+            cited.push(format!("{}:{}", o.name, e.line));
+            mapped_policy.push(e.key.clone());
+        }
+        if !counts.is_empty() {
+            fields.push(field(
+                "max_retries_by_kind",
+                format!("{{ {} }}", counts.join(", ")),
+                format!(
+                    "from {} ({}); retry_policy's count for the call's first failure, over max_retries",
+                    policy_name(&group_prefix, &cited),
+                    cited.join(", ")
+                ),
+            ));
         }
         frag.tables.push(Table { header: format!("[policy.{p}.sdk_client.{}]", toml_key(&g.dependency)), fields });
     }
@@ -552,8 +604,9 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             "allowed_fails" | "cooldown_time" | "allowed_fails_policy" | "disable_cooldowns" => {
                 "not an AllowedFailsPolicy field, or read from the environment: not mapped"
             }
+            "retry_policy" | "model_group_retry_policy" if mapped_policy.contains(&e.key) => continue,
             "retry_policy" | "model_group_retry_policy" => {
-                "retry counts per error class: an sdk_client has one max_retries for every failure kind"
+                "a RetryPolicy field with no faultline failure kind of its own (ContentPolicyViolationErrorRetries: a content-policy 400; NotFoundErrorRetries: faultline files 404 with 400 as INVALID_INPUT; DefaultRetries: not measured), or a group's policy that another group's does not use"
             }
             "context_window_fallbacks" => {
                 "taken only on a ContextWindowExceededError; faultline's fallbacks follow any failure"
