@@ -22,6 +22,8 @@
 //! botocore==1.44.18`. FAULTLINE_PYTHON names the interpreter (default `python3`).
 
 use faultline::runtime::AttemptResult;
+use faultline::runtime::guard::HiddenEnd;
+use faultline::runtime::guard::litellm_cooldown::{Cooldown, CooldownOptions, ErrorClass, Outcome as CooldownOutcome};
 use faultline::runtime::sdk_client::{SdkCall, SdkClientConfig, SdkDecision};
 use faultline::runtime::sdk_preset::SdkPreset;
 use faultline::runtime::sdk_quota::RetryQuota;
@@ -565,7 +567,7 @@ fn botocore_standard_retries_as_its_preset_says() {
 /// LiteLLM's router in a case that has deployments the model cannot stand for, or a setting it
 /// does not carry: what the router did (attempts at each deployment, per call), and why the
 /// model differs. The test fails if the router stops doing exactly that.
-const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 7] = [
+const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 5] = [
     (
         "403 not retried",
         &[&[2]],
@@ -573,21 +575,11 @@ const LITELLM_DEPARTURES: [(&str, &[&[u64]], &str); 7] = [
          and the router does not retry a 401, so the preset retries neither",
     ),
     (
-        "retry_policy RateLimitErrorRetries 4: 429 five times",
-        &[&[5]],
-        "retry_policy's count per error class: the preset has one max_retries for every kind (num_retries 2: 3 attempts)",
-    ),
-    (
-        "retry_policy BadRequestErrorRetries 1: 400 twice",
-        &[&[2]],
-        "retry_policy retries a 400 once; the preset has one max_retries and does not retry INVALID_INPUT (1 attempt)",
-    ),
-    (
-        "cooldown: allowed_fails 1, cooldown_time 0.5 s, g always 503, fallback h",
-        &[&[2, 1], &[0, 1], &[2, 1]],
-        "a deployment cools down once it fails more than allowed_fails times within cooldown_time (the 2nd \
-         failure here): the call goes to the fallback at once, and the next call within 0.5 s skips g; the \
-         model has no cooldown and retries g 3 times in every call",
+        "retry_policy AuthenticationErrorRetries 1: a 401 cools the lone deployment it retries",
+        &[&[1]],
+        "the 401 cools the lone deployment at once (default mode: should_retry says no), so the retry \
+         finds no deployment and the router raises RouterRateLimitError (429) after sleeping; the model \
+         ends the call at the cooled deployment with its 401",
     ),
     (
         "cooldown: two deployments by order, allowed_fails 1, the first always 503",
@@ -655,6 +647,25 @@ fn litellm_config(router: &Value) -> SdkClientConfig {
     if let Some(s) = router["timeout"].as_f64() {
         c.timeout_us = Some((s * 1e6) as u64);
     }
+    // retry_policy, or the group's model_group_retry_policy, as the importer maps it.
+    let policy = router["model_group_retry_policy"]["g"].as_object().or(router["retry_policy"].as_object());
+    for (name, n) in policy.into_iter().flatten() {
+        let n = n.as_u64().unwrap() as u32;
+        match name.as_str() {
+            "TimeoutErrorRetries" => c.max_retries_on_timeout = Some(n),
+            _ => {
+                let kind = match name.as_str() {
+                    "BadRequestErrorRetries" => FailureKind::InvalidInput,
+                    "AuthenticationErrorRetries" => FailureKind::Unauthorized,
+                    "RateLimitErrorRetries" => FailureKind::RateLimited,
+                    "InternalServerErrorRetries" => FailureKind::PermanentProvider,
+                    "ServiceUnavailableErrorRetries" => FailureKind::Overloaded,
+                    other => panic!("no case sets {other}"),
+                };
+                c.max_retries_by_kind[kind.index()] = Some(n);
+            }
+        }
+    }
     c
 }
 
@@ -666,21 +677,65 @@ struct RouterCall {
     outcome: String,
 }
 
+/// The `litellm_cooldown` guard the importer writes for a group of one deployment, as the case's
+/// Router arguments set it (None for a deployment whose group has several: not modelled).
+fn litellm_cooldown(case: &Value, group: &str) -> Option<Cooldown> {
+    let deployments = case["deployments"].as_array()?;
+    if deployments.iter().filter(|d| d["group"] == group).count() != 1 {
+        return None;
+    }
+    let router = &case["router"];
+    let d = CooldownOptions::default();
+    let mut policy = [None; ErrorClass::COUNT];
+    if let Some(p) = router["allowed_fails_policy"].as_object() {
+        for (i, class) in ErrorClass::ALL.iter().enumerate() {
+            policy[i] = p.get(class.policy_field()).and_then(Value::as_u64).map(|n| n as u32);
+        }
+    }
+    let fallbacks = router["fallbacks"].as_array().is_some_and(|f| f.iter().any(|e| !e[group].is_null()));
+    Some(Cooldown::new(CooldownOptions {
+        cooldown_time_us: router["cooldown_time"].as_f64().map_or(d.cooldown_time_us, |s| (s * 1e6) as u64),
+        allowed_fails: router["allowed_fails"].as_u64().map(|n| n as u32),
+        allowed_fails_policy: policy,
+        policy_set: router["allowed_fails_policy"].is_object(),
+        disable_cooldowns: router["disable_cooldowns"].as_bool() == Some(true),
+        group_has_fallbacks: fallbacks,
+    }))
+}
+
 /// The model on a case: each call sends to the first deployment through the sdk_client machine,
-/// and after a failure to the next (its fallback) when the router has `fallbacks`.
+/// and after a failure to the next (its fallback) when the router has `fallbacks`. A deployment
+/// that is a group of its own has the `litellm_cooldown` guard: it hears every request (the
+/// engine's `sdk_attempt_end`), a cooled deployment gets none (the router answers 429 when no
+/// fallback is left), and a failure that cools it ends the call's retries there. Time is the
+/// calls' `gap_s` (the cooldown cases wait no sleep) plus, in a case that waits, each sleep.
 fn litellm_model(config: &SdkClientConfig, case: &Value, unit: f64) -> Vec<RouterCall> {
     let one = serde_json::json!([{"group": "g", "schedule": case["schedule"].clone()}]);
     let deployments =
         if case["deployments"].is_null() { one.as_array().unwrap() } else { case["deployments"].as_array().unwrap() };
     let timeout_s = config.timeout_us.map_or(f64::INFINITY, |us| us as f64 / 1e6);
     let falls_back = !case["router"]["fallbacks"].is_null();
+    let waited = case["wait"].as_bool() != Some(false);
     let ok = serde_json::json!({"status": 200});
     let mut sent = vec![0usize; deployments.len()];
-    let calls = case["calls"].as_array().map_or(1, Vec::len);
+    let mut cooldowns: Vec<Option<Cooldown>> =
+        deployments.iter().map(|d| litellm_cooldown(case, d["group"].as_str().unwrap())).collect();
+    let specs = case["calls"].as_array().cloned().unwrap_or_else(|| vec![serde_json::json!({})]);
+    let mut now: u64 = 0;
     let mut modelled = Vec::new();
-    for _ in 0..calls {
+    for spec in &specs {
+        now += (spec["gap_s"].as_f64().unwrap_or(0.0) * 1e6) as u64;
         let mut call = RouterCall { attempts: vec![0; deployments.len()], sleeps: Vec::new(), outcome: String::new() };
         for (d, deployment) in deployments.iter().enumerate() {
+            let last = !falls_back || d + 1 == deployments.len();
+            if cooldowns[d].as_ref().is_some_and(|c| c.cooled(now)) {
+                // No deployment of the group is available: RouterRateLimitError (429).
+                call.outcome = "status 429".into();
+                if last {
+                    break;
+                }
+                continue;
+            }
             let then = if deployment["then"].is_null() { &ok } else { &deployment["then"] };
             let mut sdk = SdkCall::default();
             loop {
@@ -688,12 +743,32 @@ fn litellm_model(config: &SdkClientConfig, case: &Value, unit: f64) -> Vec<Route
                 let (result, outcome) = litellm_attempt(entry, timeout_s);
                 sent[d] += 1;
                 call.attempts[d] += 1;
+                let end = match result {
+                    AttemptResult::Ok | AttemptResult::NotFound => HiddenEnd::Answered,
+                    AttemptResult::Failed { kind, .. } => HiddenEnd::Failed(kind),
+                    AttemptResult::TimedOut => HiddenEnd::TimedOut,
+                };
+                let cooled = cooldowns[d].as_mut().is_some_and(|c| {
+                    c.record(now, CooldownOutcome::of_hidden(end));
+                    c.cooled(now)
+                });
+                if cooled {
+                    call.outcome = outcome;
+                    break;
+                }
                 match sdk.on_response(config, result, None, unit, |_| true) {
-                    SdkDecision::Retry { delay_us } => call.sleeps.push((delay_us, false)),
+                    SdkDecision::Retry { delay_us } => {
+                        call.sleeps.push((delay_us, false));
+                        if waited && delay_us as f64 / 1e6 <= LONG_S {
+                            now += delay_us;
+                        }
+                    }
                     SdkDecision::Answer(stop) => {
                         // Only after a retry: with num_retries 0 the retry loop is never entered.
-                        if stop == faultline::runtime::sdk_client::Stop::RetriesSpent && config.max_retries > 0 {
+                        let allowed = sdk.retries_allowed.unwrap_or(config.max_retries);
+                        if stop == faultline::runtime::sdk_client::Stop::RetriesSpent && allowed > 0 {
                             let more = SdkClientConfig { max_retries: config.max_retries + 1, ..config.clone() };
+                            sdk.retries_allowed = sdk.retries_allowed.map(|n| n + 1);
                             if let SdkDecision::Retry { delay_us } =
                                 sdk.on_response(&more, result, None, unit, |_| true)
                             {
@@ -705,7 +780,7 @@ fn litellm_model(config: &SdkClientConfig, case: &Value, unit: f64) -> Vec<Route
                     }
                 }
             }
-            if call.outcome == "ok" || !falls_back || d + 1 == deployments.len() {
+            if call.outcome == "ok" || last {
                 break;
             }
         }

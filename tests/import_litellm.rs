@@ -87,9 +87,12 @@ fn the_example_maps_every_setting_with_the_key_it_came_from() {
         "dependency = \"model-fallback\"           # from router_settings.fallbacks[0].gpt-4o[0] (config.yaml:32) = claude-sonnet",
         "limit_for_period = 1000                 # the sum of the group's rpm (config.yaml:11, config.yaml:18)",
         "limit_refresh_period_ms = 60000",
-        "# - router_settings.allowed_fails (config.yaml:30) = 2: a deployment's cooldown",
-        "# - router_settings.cooldown_time (config.yaml:31) = 30: a deployment's cooldown",
-        "# - router_settings.retry_policy.RateLimitErrorRetries (config.yaml:35) = 5: retry counts per error class",
+        "[[policy.imported.circuit_breaker]]",
+        "kind = \"litellm_cooldown\"",
+        "dependency = \"model-fallback\"",
+        "cooldown_time_ms = 30000                # from router_settings.cooldown_time (config.yaml:31) = 30",
+        "allowed_fails = 2                       # from router_settings.allowed_fails (config.yaml:30) = 2; the legacy mode",
+        "# - router_settings.allowed_fails (config.yaml:30) = 2: mapped onto the litellm_cooldown guard of each group of one deployment only",
         "# - router_settings.context_window_fallbacks[0].gpt-4o[0] (config.yaml:33) = claude-sonnet: taken only on a ContextWindowExceededError",
         "# - litellm_settings.request_timeout (config.yaml:39) = 600: the router's timeout is set and wins",
         "# - model_list[0].litellm_params.tpm (config.yaml:12) = 200000: tokens per minute",
@@ -131,6 +134,65 @@ fn the_fragment_validates_and_runs_its_retries_inside_the_call_and_its_fallback_
     }
 }
 
+/// Router keyword arguments with a group of one deployment that always fails and a fallback
+/// group, in LiteLLM's legacy mode (`allowed_fails: 1`, `cooldown_time: 5`).
+const COOLING: &str = "model_list:
+  - model_name: primary
+    litellm_params:
+      model: openai/m
+  - model_name: fallback
+    litellm_params:
+      model: openai/m
+fallbacks: [{\"primary\": [\"fallback\"]}]
+allowed_fails: 1
+cooldown_time: 5
+";
+
+#[test]
+fn a_cooled_deployment_gets_no_calls_for_cooldown_time() {
+    let dir = scratch("cooling");
+    let names = ["--dependency", "primary=model-primary", "--dependency", "fallback=model-fallback"];
+    let mut figures = Vec::new();
+    for (name, yaml) in [("on", COOLING.to_string()), ("off", format!("{COOLING}disable_cooldowns: true\n"))] {
+        let file = dir.join(format!("{name}.yaml"));
+        std::fs::write(&file, yaml).unwrap();
+        let mut args = vec![file.to_str().unwrap()];
+        args.extend(names);
+        let fragment = import(&args);
+        assert!(fragment.contains("group_has_fallbacks = true"), "{fragment}");
+        figures.push(replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0"))), 0));
+    }
+    for (on, off) in figures[0].iter().zip(&figures[1]) {
+        let runs = on["logical_run_total"];
+        assert!(runs > 50.0, "{on:?}");
+        // Cooled on the 2nd failure within 5 s (2 > allowed_fails 1), for 5 s: at most 4 cycles
+        // of 20 s, 2 requests each (the second call's first request cools it while the first
+        // call sleeps; its retry then finds the deployment cooled). Without cooldowns every
+        // call is 3 requests (num_retries 2).
+        assert_eq!(on["dependency.model-primary.attempt_total"], 8.0, "{on:?}");
+        assert_eq!(on["breaker.model-primary.transition_total.open"], 4.0, "{on:?}");
+        assert_eq!(on["refused_total.circuit_open"], runs - 8.0, "{on:?}");
+        assert_eq!(on["auto_completion_ratio"], 1.0, "{on:?}");
+        assert_eq!(off["dependency.model-primary.attempt_total"], 3.0 * off["logical_run_total"], "{off:?}");
+        assert_eq!(off["refused_total.circuit_open"], 0.0, "{off:?}");
+    }
+}
+
+#[test]
+fn retry_policy_counts_by_the_first_failure_s_kind() {
+    let mut args = vec![EXAMPLE];
+    args.extend(NAMED);
+    let fragment = import(&args);
+    assert!(fragment.contains("max_retries_by_kind = { rate_limited = 5, invalid_input = 0 }"), "{fragment}");
+    // The primary always answers 429: RateLimitErrorRetries 5 makes each call 6 attempts (5
+    // hidden) where num_retries 3 gives a 503 4 (the test above).
+    for m in &replicate(&model(&format!("{}{fragment}", scenario("rate_limited = 1.0"))), 0) {
+        assert!(m["logical_run_total"] > 50.0, "{m:?}");
+        assert_eq!(m["hidden_attempt_total"], 5.0 * m["dependency.model-primary.attempt_total"] / 6.0, "{m:?}");
+        assert_eq!(m["auto_completion_ratio"], 1.0, "{m:?}");
+    }
+}
+
 #[test]
 fn router_keyword_arguments_read_as_the_proxy_settings_do() {
     let dir = scratch("kwargs");
@@ -148,10 +210,13 @@ fn router_keyword_arguments_read_as_the_proxy_settings_do() {
         "timeout_ms = 2500                       # from model_list[0].litellm_params.timeout (router.yaml:3) = 2.5",
         "[[policy.kw.steps.a.fallbacks]]",
         "dependency = \"b\"                        # from default_fallbacks[0] (router.yaml:7) = b; default_fallbacks: the group sets none of its own",
-        "# - cooldown_time (router.yaml:8) = 1: a deployment's cooldown",
+        "cooldown_time_ms = 1000                 # from cooldown_time (router.yaml:8) = 1",
     ] {
         assert!(out.lines().any(|l| l.starts_with(want)), "no line starting {want:?} in\n{out}");
     }
+    // default_fallbacks leave a group of one a lone deployment (`_has_fallback_group` reads
+    // `fallbacks` only).
+    assert!(!out.contains("group_has_fallbacks"), "{out}");
     // b's default fallback is b itself: none written.
     assert!(!out.contains("steps.b.fallbacks"), "{out}");
     // Without num_retries the preset's 2, said so.

@@ -11,6 +11,7 @@ use super::sdk_slot::SdkSlot;
 use super::simulation::{Caller, Simulation};
 use super::stations::NewAttempt;
 use crate::metrics::Observation;
+use crate::runtime::guard::HiddenEnd;
 use crate::runtime::sdk_client::{SdkCall, SdkDecision};
 use crate::runtime::{AttemptResult, Purpose, Spend, Tracer};
 use crate::sim::{Micros, StreamKey};
@@ -70,6 +71,8 @@ impl<T: Tracer> Simulation<'_, T> {
             call: SdkCall::default(),
             child: None,
             paced: false,
+            route: self.runs[s.run].machine.route_of(s.step, s.serial),
+            last: None,
         };
         if let Some(t) = s.timeout_us
             && now.saturating_add(t) <= self.stop_at
@@ -167,6 +170,25 @@ impl<T: Tracer> Simulation<'_, T> {
             debug_assert!(false, "an SDK call exists only for a dependency with an SDK client");
             return;
         };
+        // The route's guards hear each request; one that would refuse the next (a LiteLLM
+        // router's deployment it has just cooled) ends the call with this answer, unslept.
+        let mut cooled = false;
+        if let Some((route, waiter)) = slot.route {
+            let end = match result {
+                AttemptResult::Ok | AttemptResult::NotFound => HiddenEnd::Answered,
+                AttemptResult::Failed { kind, .. } => HiddenEnd::Failed(kind),
+                AttemptResult::TimedOut => HiddenEnd::TimedOut,
+            };
+            let mut wakes = Vec::new();
+            let mut out = GuardEffects { recorder: &mut self.recorder, now, wakes: &mut wakes };
+            let more = self.pipeline.sdk_attempt_end(now, route, waiter, end, &mut out);
+            for at in wakes {
+                self.queue.schedule(at.max(now), Event::GuardWake);
+            }
+            if !more {
+                cooled = true;
+            }
+        }
         let n = slot.call.retries_taken;
         let unit = slot.key.with(TAG_SDK_JITTER).with(u64::from(n)).stream().unit();
         if let Some(limiter) = self.sdk_rate_limiters[slot.station as usize].as_mut() {
@@ -177,18 +199,23 @@ impl<T: Tracer> Simulation<'_, T> {
         let (recorder, runs) = (&mut self.recorder, &mut self.runs);
         // The client's retry quota, shared by its calls (botocore's `RetryQuota`).
         let quota = self.sdk_quotas[slot.station as usize].as_mut();
-        let decision = call.on_response_with_quota(config, result, None, unit, quota, |delay_us| {
-            let run = &mut runs[slot.run];
-            // A retry that would start when the runtime's own timeout has cut the call is
-            // never sent: a charged client does not pay for it (it answers now instead).
-            let cut_at = slot.cut_at.min(slot.first_token_at.unwrap_or(Micros::MAX));
-            if run.generation != slot.run_gen || now.saturating_add(delay_us) >= cut_at {
-                return false;
-            }
-            let mut out = ObserveOnly { recorder, now, measured: slot.measured };
-            run.machine.allow_hidden_retry(now, delay_us, spend, &mut out)
-        });
+        let decision = if cooled {
+            SdkDecision::Answer(crate::runtime::sdk_client::Stop::Cooled)
+        } else {
+            call.on_response_with_quota(config, result, None, unit, quota, |delay_us| {
+                let run = &mut runs[slot.run];
+                // A retry that would start when the runtime's own timeout has cut the call is
+                // never sent: a charged client does not pay for it (it answers now instead).
+                let cut_at = slot.cut_at.min(slot.first_token_at.unwrap_or(Micros::MAX));
+                if run.generation != slot.run_gen || now.saturating_add(delay_us) >= cut_at {
+                    return false;
+                }
+                let mut out = ObserveOnly { recorder, now, measured: slot.measured };
+                run.machine.allow_hidden_retry(now, delay_us, spend, &mut out)
+            })
+        };
         self.sdk_calls[id].call = call;
+        self.sdk_calls[id].last = Some(result);
         let charged = config.charged_to_root_budget && matches!(decision, SdkDecision::Retry { .. });
         self.sdk_calls[id].held = charged.then_some(spend);
         if let SdkDecision::Retry { delay_us } = decision
@@ -233,6 +260,17 @@ impl<T: Tracer> Simulation<'_, T> {
             self.release_held_token(id);
             self.give_back_send_token(now, id);
             self.end_sdk_call(id);
+            return;
+        }
+        // A guard that judges each request refuses the next (a LiteLLM router finds the
+        // deployment cooled when it picks again): the call answers with the last failure.
+        if let (Some((route, _)), Some(last)) = (slot.route, slot.last)
+            && !self.pipeline.sdk_may_send(now, route)
+        {
+            self.release_held_token(id);
+            self.give_back_send_token(now, id);
+            self.end_sdk_call(id);
+            self.deliver_step_result(now, slot.run, slot.run_gen, slot.purpose, slot.step, slot.serial, last);
             return;
         }
         self.sdk_send(now, id);
@@ -359,6 +397,33 @@ fn seconds_to_us(s: f64) -> Micros {
 }
 
 /// The effects of the one input an SDK client gives a run machine: it only observes.
+/// What the guards say when they hear a hidden attempt: observations folded in at once, wake-ups
+/// kept for the queue.
+struct GuardEffects<'a> {
+    recorder: &'a mut crate::metrics::Recorder,
+    now: Micros,
+    wakes: &'a mut Vec<Micros>,
+}
+
+impl crate::runtime::Effects for GuardEffects<'_> {
+    fn command(&mut self, c: crate::runtime::Command) {
+        match c {
+            crate::runtime::Command::WakeGuards { at } => self.wakes.push(at),
+            other => debug_assert!(false, "a guard hearing a hidden attempt gives no other command: {other:?}"),
+        }
+    }
+
+    fn observe(&mut self, o: Observation) {
+        self.recorder.observe(self.now, true, o);
+    }
+
+    fn observe_shared(&mut self, o: Observation) {
+        self.recorder.observe(self.now, true, o);
+    }
+
+    fn trace(&mut self, _event: crate::runtime::TraceEvent) {}
+}
+
 struct ObserveOnly<'a> {
     recorder: &'a mut crate::metrics::Recorder,
     now: Micros,

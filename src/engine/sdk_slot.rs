@@ -1,8 +1,9 @@
 //! An SDK call's state in the engine (engine::sdk drives it): data only, so the simulation
 //! can hold the calls without importing their driver.
 
+use crate::runtime::guard::pipeline::RouteId;
 use crate::runtime::sdk_client::SdkCall;
-use crate::runtime::{Purpose, Spend};
+use crate::runtime::{AttemptResult, Purpose, Spend};
 use crate::sim::{Micros, StreamKey};
 use crate::vocab::Priority;
 use crate::world::tokens::CallTokens;
@@ -41,6 +42,11 @@ pub(super) struct SdkSlot {
     /// The client's rate limiter gave the next send its token: it waits for the token's time,
     /// then goes without asking again.
     pub paced: bool,
+    /// The runtime attempt's guard route and its name there: the route's guards hear each
+    /// hidden attempt (a LiteLLM cooldown counts every request the router sends).
+    pub route: Option<(RouteId, u64)>,
+    /// The last hidden attempt's result, while the client sleeps before the next.
+    pub last: Option<AttemptResult>,
 }
 
 impl SdkSlot {
@@ -62,9 +68,11 @@ impl SdkSlot {
             attempt_key: false,
             cut_at: Micros::MAX,
             held: None,
-            call: SdkCall { retries_taken: 0, quota_taken: None },
+            call: SdkCall { retries_taken: 0, retries_allowed: None, quota_taken: None },
             child: None,
             paced: false,
+            route: None,
+            last: None,
         }
     }
 }

@@ -280,6 +280,12 @@ impl RunMachine {
         }
     }
 
+    /// The guard route an attempt in flight was admitted on, and the name the guards know it by
+    /// (an SDK call's hidden attempts are reported to them: `Pipeline::sdk_attempt_end`).
+    pub fn route_of(&self, s: u8, serial: u32) -> Option<(RouteId, u64)> {
+        self.in_flight.iter().rev().find(|a| a.step == s && a.serial == serial).map(|a| (a.route, a.held.waiter))
+    }
+
     /// Removes an attempt the run waited for, with its step's and the run's bookkeeping.
     #[inline(always)]
     fn take_in_flight(&mut self, i: usize) -> InFlight {

@@ -95,6 +95,15 @@ pub struct SdkClientConfig {
     /// limiter shared by the client's calls (botocore's adaptive retry mode,
     /// [`super::sdk_rate_limiter`]).
     pub client_rate_limiter: bool,
+    /// Retries by kind, over `max_retries` (LiteLLM's router `retry_policy`, `litellm/types/
+    /// router.py` `RetryPolicy`): the call's FIRST failure sets how many retries it gets
+    /// (measured on litellm 1.110.2: `RateLimitErrorRetries: 4` and 429, 429, 503, 503, 503 made
+    /// 5 attempts, where num_retries 2 applies to a 503), and a kind given a count is retried
+    /// when the count is above 0, in `retry_on` or not (`BadRequestErrorRetries: 1` retries a
+    /// 400), never with 0.
+    pub max_retries_by_kind: [Option<u32>; FailureKind::COUNT],
+    /// The same for its own timeouts (`TimeoutErrorRetries`).
+    pub max_retries_on_timeout: Option<u32>,
 }
 
 impl Default for SdkClientConfig {
@@ -122,6 +131,8 @@ impl Default for SdkClientConfig {
             jitter_added_us: 0,
             min_delay_us: 0,
             client_rate_limiter: false,
+            max_retries_by_kind: [None; FailureKind::COUNT],
+            max_retries_on_timeout: None,
         }
     }
 }
@@ -156,6 +167,9 @@ pub enum Stop {
     /// The client's retry quota could not pay for the retry (botocore: "Retry needed but
     /// retry quota reached, not retrying request").
     RetryQuota,
+    /// A guard of the runtime attempt's route would refuse the next request (a LiteLLM router
+    /// cooled its deployment on this failure): the router sends no more to it.
+    Cooled,
 }
 
 /// The client's next move after a hidden attempt ended.
@@ -171,6 +185,9 @@ pub enum SdkDecision {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SdkCall {
     pub retries_taken: u32,
+    /// The retries its first failure's kind gives it (`max_retries_by_kind`); None: none set
+    /// yet (`max_retries` applies).
+    pub retries_allowed: Option<u32>,
     /// What its last retry took from the client's retry quota (botocore's
     /// `retry_quota_capacity` in the request context); None: no retry paid yet.
     pub quota_taken: Option<u32>,
@@ -250,14 +267,23 @@ impl SdkCall {
         {
             return SdkDecision::Answer(Stop::RetryAfterTooLong);
         }
-        let retryable = match should_retry {
-            Some(told_to) if config.x_should_retry => told_to,
-            Some(_) | None => retryable,
+        let by_kind = match result {
+            AttemptResult::Failed { kind, .. } => config.max_retries_by_kind[kind.index()],
+            AttemptResult::TimedOut => config.max_retries_on_timeout,
+            AttemptResult::Ok | AttemptResult::NotFound => None,
         };
+        let retryable = match (should_retry, by_kind) {
+            (Some(told_to), _) if config.x_should_retry => told_to,
+            (_, Some(n)) => n > 0,
+            (Some(_) | None, None) => retryable,
+        };
+        if self.retries_taken == 0 && self.retries_allowed.is_none() {
+            self.retries_allowed = by_kind;
+        }
         if !retryable {
             return SdkDecision::Answer(Stop::NotRetried);
         }
-        if self.retries_taken >= config.max_retries {
+        if self.retries_taken >= self.retries_allowed.unwrap_or(config.max_retries) {
             return SdkDecision::Answer(Stop::RetriesSpent);
         }
         // botocore asks its quota once the retry is otherwise due (`RetryHandler.needs_retry`).

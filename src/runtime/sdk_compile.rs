@@ -63,6 +63,33 @@ pub fn compile_sdk_client(
             (table, timeout)
         }
     };
+    let (max_retries_by_kind, max_retries_on_timeout) = match &spec.max_retries_by_kind {
+        None => (d.max_retries_by_kind, d.max_retries_on_timeout),
+        Some(counts) => {
+            let mut table = [None; FailureKind::COUNT];
+            let mut timeout = None;
+            for (name, &n) in counts {
+                let at = path.key("max_retries_by_kind").key(name);
+                if n > super::sdk_client::MAX_RETRIES {
+                    let message = format!("at most {}, got {n}", super::sdk_client::MAX_RETRIES);
+                    return Err(error_at_path(source, &at, message));
+                }
+                if name == TIMEOUT {
+                    timeout = Some(n);
+                    continue;
+                }
+                let kind = FailureKind::parse(name).ok_or_else(|| {
+                    let message = format!(
+                        "unknown failure kind {} (expected a failure kind such as rate_limited, or \"timeout\")",
+                        quote(name)
+                    );
+                    error_at_path(source, &at, message)
+                })?;
+                table[kind.index()] = Some(n);
+            }
+            (table, timeout)
+        }
+    };
     // 0: no timeout of its own.
     let timeout_us = match spec.timeout_ms {
         Some(v) => Some(duration_ms(source, &path.key("timeout_ms"), v)?).filter(|&us| us > 0),
@@ -95,6 +122,8 @@ pub fn compile_sdk_client(
         jitter_added_us: ms("jitter_added_ms", spec.jitter_added_ms, d.jitter_added_us)?,
         min_delay_us: ms("min_delay_ms", spec.min_delay_ms, d.min_delay_us)?,
         client_rate_limiter: spec.client_rate_limiter.unwrap_or(d.client_rate_limiter),
+        max_retries_by_kind,
+        max_retries_on_timeout,
     };
     config.check().map_err(|(field, message)| error_at_path(source, &path.key(field), message))?;
     Ok(config)

@@ -115,6 +115,35 @@ mod tests {
     use crate::runtime::sdk_quota::RetryQuota;
     use crate::vocab::{FailureKind, Named};
 
+    #[test]
+    fn litellm_retry_policy_counts_by_the_first_failure() {
+        // RateLimitErrorRetries 4, num_retries 2: a first 429 gives 4 retries, whatever follows;
+        // a first 503 gives 2; RateLimitErrorRetries 0 retries no 429; BadRequestErrorRetries 1
+        // retries a 400 the preset does not retry.
+        let mut c = SdkPreset::LitellmRouter.defaults();
+        c.max_retries_by_kind[FailureKind::RateLimited.index()] = Some(4);
+        c.max_retries_by_kind[FailureKind::InvalidInput.index()] = Some(1);
+        let count = |first: FailureKind, then: FailureKind, c: &crate::runtime::sdk_client::SdkClientConfig| {
+            let mut call = SdkCall::default();
+            let mut attempts = 1;
+            let mut result = failed(first);
+            while let SdkDecision::Retry { .. } = call.on_response(c, result, None, 0.5, |_| true) {
+                attempts += 1;
+                result = failed(then);
+            }
+            attempts
+        };
+        assert_eq!(count(FailureKind::RateLimited, FailureKind::Overloaded, &c), 5);
+        assert_eq!(count(FailureKind::Overloaded, FailureKind::RateLimited, &c), 3);
+        assert_eq!(count(FailureKind::InvalidInput, FailureKind::InvalidInput, &c), 2);
+        c.max_retries_by_kind[FailureKind::RateLimited.index()] = Some(0);
+        assert_eq!(count(FailureKind::RateLimited, FailureKind::RateLimited, &c), 1);
+        assert_eq!(
+            count(FailureKind::InvalidInput, FailureKind::InvalidInput, &SdkPreset::LitellmRouter.defaults()),
+            1
+        );
+    }
+
     fn failed(kind: FailureKind) -> AttemptResult {
         AttemptResult::Failed { kind, retry_after_us: None }
     }

@@ -1091,6 +1091,10 @@ pub struct SdkClientSpec {
     /// when absent, so a scenario without it keeps its digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_rate_limiter: Option<bool>,
+    /// Retries by the first failure's kind (or `timeout`), over `max_retries` (LiteLLM's
+    /// router `retry_policy`); not written when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries_by_kind: Option<std::collections::BTreeMap<String, u32>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]

@@ -98,6 +98,19 @@ fn from_env(e: &Entry) -> bool {
     e.value.starts_with("os.environ/")
 }
 
+/// The faultline failure kind of a `RetryPolicy` field (litellm/types/router.py), or `timeout`.
+fn retry_policy_kind(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "BadRequestErrorRetries" => "invalid_input",
+        "AuthenticationErrorRetries" => "unauthorized",
+        "TimeoutErrorRetries" => "timeout",
+        "RateLimitErrorRetries" => "rate_limited",
+        "InternalServerErrorRetries" => "permanent_provider",
+        "ServiceUnavailableErrorRetries" => "overloaded",
+        _ => return None,
+    })
+}
+
 /// A whole number as Python's `int` takes it from YAML; refused otherwise.
 fn whole(src: &Src, e: &Entry, max: u64) -> Result<u64, String> {
     let n: u64 =
@@ -301,6 +314,14 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         let why = "no num_retries: Router(num_retries=None) takes DEFAULT_MAX_RETRIES = 2 (litellm/constants.py), the preset's";
         common.insert(1, field("max_retries", "2".into(), why.into()));
     }
+    let mut mapped_policy: Vec<String> = Vec::new();
+    let policy_name = |group_prefix: &str, _cited: &[String]| {
+        if settings.router.iter().any(|e| e.key.starts_with(group_prefix)) {
+            group_prefix.trim_end_matches('.').to_string()
+        } else {
+            format!("{router_prefix}retry_policy")
+        }
+    };
     for g in &groups {
         let mut fields: Vec<Field> = common.iter().map(|f| field(&f.key, f.value.clone(), f.comment.clone())).collect();
         // A timeout every deployment of the group sets alike is the group's.
@@ -324,6 +345,37 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
                 ));
             }
         }
+        // retry_policy (model_group_retry_policy's entry for the group wins): a count per kind.
+        let group_prefix = format!("{router_prefix}model_group_retry_policy.{}.", g.name);
+        let router_policy = format!("{router_prefix}retry_policy.");
+        let mut policy: Vec<&Entry> =
+            settings.router.iter().filter(|e| e.key.starts_with(&group_prefix)).copied().collect();
+        if policy.is_empty() {
+            policy = settings.router.iter().filter(|e| e.key.starts_with(&router_policy)).copied().collect();
+        }
+        let mut counts: Vec<String> = Vec::new();
+        let mut cited: Vec<String> = Vec::new();
+        for e in policy {
+            let name = e.key.rsplit('.').next().unwrap_or("");
+            let Some(kind) = retry_policy_kind(name) else { continue };
+            if from_env(e) || e.value == "null" || e.value.is_empty() {
+                continue;
+            }
+            counts.push(format!("{kind} = {}", whole(&src, e, 100)?));
+            cited.push(format!("{}:{}", o.name, e.line));
+            mapped_policy.push(e.key.clone());
+        }
+        if !counts.is_empty() {
+            fields.push(field(
+                "max_retries_by_kind",
+                format!("{{ {} }}", counts.join(", ")),
+                format!(
+                    "from {} ({}); retry_policy's count for the call's first failure, over max_retries",
+                    policy_name(&group_prefix, &cited),
+                    cited.join(", ")
+                ),
+            ));
+        }
         frag.tables.push(Table { header: format!("[policy.{p}.sdk_client.{}]", toml_key(&g.dependency)), fields });
     }
 
@@ -331,6 +383,9 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
     let dep_of = |name: &str| groups.iter().find(|g| g.name == name).map(|g| g.dependency.clone());
     let own = settings.list("fallbacks");
     let defaults = settings.list("default_fallbacks");
+    // Groups with fallbacks of their own: `_has_fallback_group` reads `fallbacks` only, so a
+    // group that falls back by default_fallbacks alone is still a lone deployment.
+    let mut own_fallbacks: Vec<String> = Vec::new();
     for g in &groups {
         let prefix_of = |e: &Entry| e.key.find("fallbacks[").map(|i| e.key[..i + "fallbacks[".len()].to_string());
         let mine: Vec<&Entry> = own
@@ -344,6 +399,9 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             })
             .copied()
             .collect();
+        if !mine.is_empty() {
+            own_fallbacks.push(g.name.clone());
+        }
         let (chosen, origin) =
             if mine.is_empty() { (defaults.clone(), "default_fallbacks") } else { (mine, "fallbacks") };
         let mut seen: Vec<String> = Vec::new();
@@ -431,6 +489,98 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         });
     }
 
+    // Cooldowns: the litellm_cooldown guard for each group of one deployment (LiteLLM cools
+    // deployments whatever the file sets: the default mode needs no key).
+    let mut cooldown_fields: Vec<Field> = Vec::new();
+    let mut cooldown_keys: Vec<&Entry> = Vec::new();
+    if let Some(e) = settings.get("cooldown_time").filter(|e| !from_env(e)) {
+        let s = seconds(&src, e)?;
+        let note = if s == 0.0 { "; 0 turns the cooldown logic off" } else { "" };
+        cooldown_fields.push(field("cooldown_time_ms", toml_number(s * 1000.0), format!("from {}{note}", src.at(e))));
+        cooldown_keys.push(e);
+    }
+    if let Some(e) = settings.get("allowed_fails").filter(|e| !from_env(e)) {
+        let n = whole(&src, e, 1_000_000)?;
+        cooldown_fields.push(field(
+            "allowed_fails",
+            n.to_string(),
+            format!("from {}; the legacy mode: a counter living cooldown_time from its first failure", src.at(e)),
+        ));
+        cooldown_keys.push(e);
+    }
+    let policy: Vec<&Entry> = settings
+        .router
+        .iter()
+        .filter(|e| e.key.starts_with(&format!("{router_prefix}allowed_fails_policy.")))
+        .copied()
+        .collect();
+    let known_policy = [
+        "ContentPolicyViolationErrorAllowedFails",
+        "BadRequestErrorAllowedFails",
+        "AuthenticationErrorAllowedFails",
+        "TimeoutErrorAllowedFails",
+        "RateLimitErrorAllowedFails",
+        "InternalServerErrorAllowedFails",
+        "ServiceUnavailableErrorAllowedFails",
+        "BadGatewayErrorAllowedFails",
+        "NotFoundErrorAllowedFails",
+    ];
+    let mut policy_items: Vec<String> = Vec::new();
+    let mut policy_cited: Vec<String> = Vec::new();
+    for e in &policy {
+        let name = e.key.rsplit('.').next().unwrap_or("");
+        if !known_policy.contains(&name) || from_env(e) || e.value == "null" || e.value.is_empty() {
+            continue;
+        }
+        policy_items.push(format!("{name} = {}", whole(&src, e, 1_000_000)?));
+        policy_cited.push(format!("{}:{}", o.name, e.line));
+        cooldown_keys.push(e);
+    }
+    if !policy_items.is_empty() {
+        cooldown_fields.push(field(
+            "allowed_fails_policy",
+            format!("{{ {} }}", policy_items.join(", ")),
+            format!(
+                "from router_settings.allowed_fails_policy ({}); allowed fails per error class",
+                policy_cited.join(", ")
+            ),
+        ));
+    }
+    if let Some(e) = settings.get("disable_cooldowns").filter(|e| !from_env(e)) {
+        let on = match e.value.trim() {
+            "true" | "True" => true,
+            "false" | "False" => false,
+            v => return Err(src.err(e, format!("expected true or false, found `{v}`"))),
+        };
+        cooldown_fields.push(field("disable_cooldowns", on.to_string(), format!("from {}", src.at(e))));
+        cooldown_keys.push(e);
+    }
+    let mut cooldown_tables = Vec::new();
+    for g in groups.iter().filter(|g| g.deployments.len() == 1) {
+        let mut fields = vec![
+            field("kind", quote("litellm_cooldown"), "litellm 1.110.2's deployment cooldown for a group of one deployment (cooldown_handlers.py; docs/scenario.md 8.7)".into()),
+            field("dependency", quote(&g.dependency), g.why.clone()),
+        ];
+        fields.extend(cooldown_fields.iter().map(|f| field(&f.key, f.value.clone(), f.comment.clone())));
+        if own_fallbacks.contains(&g.name) {
+            fields.push(field(
+                "group_has_fallbacks",
+                "true".into(),
+                "the group has fallbacks of its own (default_fallbacks do not count, `_has_fallback_group`): its deployment is not a lone one".into(),
+            ));
+        }
+        if cooldown_fields.is_empty() {
+            fields.push(field(
+                "cooldown_time_ms",
+                "5000".into(),
+                "no cooldown setting: the default (percentage) mode, DEFAULT_COOLDOWN_TIME_SECONDS = 5".into(),
+            ));
+        }
+        cooldown_tables.push(Table { header: format!("[[policy.{p}.circuit_breaker]]"), fields });
+    }
+    frag.tables.extend(cooldown_tables);
+    let several: Vec<&str> = groups.iter().filter(|g| g.deployments.len() > 1).map(|g| g.name.as_str()).collect();
+
     // Everything else the file sets, with why it is not mapped.
     for e in settings.router.iter().chain(&settings.process) {
         let key = e.key.strip_prefix(router_prefix).unwrap_or(&e.key);
@@ -443,11 +593,20 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             "routing_strategy" | "optional_pre_call_checks" => {
                 "the pick among a group's deployments is not modelled (it decides only whether rpm is a limit, above)"
             }
-            "allowed_fails" | "cooldown_time" | "allowed_fails_policy" | "disable_cooldowns" => {
-                "a deployment's cooldown (out of the pick for cooldown_time once it fails more than allowed_fails times in a minute; by default when over 50 % of at least 5 requests a minute fail, or at once on a 429 in a group of several) has no faultline mechanism: a group is one dependency, and a circuit breaker opens on other counts, half-opens and trials; the harness measured it (docs/import.md)"
+            "allowed_fails" | "cooldown_time" | "allowed_fails_policy" | "disable_cooldowns"
+                if cooldown_keys.iter().any(|c| std::ptr::eq(*c, *e)) =>
+            {
+                if several.is_empty() {
+                    continue;
+                }
+                "mapped onto the litellm_cooldown guard of each group of one deployment only: a group of several is one dependency here, and cooling one of its deployments (a 429 cools it at once, over 50 % of at least 5 requests a minute) moves its traffic to the others, which the model has no mechanism for"
             }
+            "allowed_fails" | "cooldown_time" | "allowed_fails_policy" | "disable_cooldowns" => {
+                "not an AllowedFailsPolicy field, or read from the environment: not mapped"
+            }
+            "retry_policy" | "model_group_retry_policy" if mapped_policy.contains(&e.key) => continue,
             "retry_policy" | "model_group_retry_policy" => {
-                "retry counts per error class: an sdk_client has one max_retries for every failure kind"
+                "a RetryPolicy field with no faultline failure kind of its own (ContentPolicyViolationErrorRetries: a content-policy 400; NotFoundErrorRetries: faultline files 404 with 400 as INVALID_INPUT; DefaultRetries: not measured), or a group's policy that another group's does not use"
             }
             "context_window_fallbacks" => {
                 "taken only on a ContextWindowExceededError; faultline's fallbacks follow any failure"

@@ -124,6 +124,7 @@ fn kind_of(spec: &GuardSpec) -> Option<(Kind, Option<String>)> {
         | GuardSpec::OpossumBreaker(_)
         | GuardSpec::CockatielBreaker(_)
         | GuardSpec::EnvoyOutlier(_)
+        | GuardSpec::LitellmCooldown(_)
         | GuardSpec::AdaptiveThrottle(_)
         | GuardSpec::LoadShedder(_)
         | GuardSpec::AdmissionControl(_)

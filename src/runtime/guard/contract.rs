@@ -113,6 +113,16 @@ impl Seat {
     }
 }
 
+/// How one hidden attempt of an SDK call ended (the requests a router or SDK sends inside one
+/// runtime attempt), for the guards that judge each request ([`Guard::sdk_attempt_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HiddenEnd {
+    Answered,
+    Failed(FailureKind),
+    /// The SDK's own per-attempt timeout.
+    TimedOut,
+}
+
 /// A guard's answer to an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -161,6 +171,22 @@ pub trait Guard {
     /// `PermitGranted` command) and holds it from now on. Until then a guard that hands permits
     /// over must treat the attempt's cancellation as giving the permit back.
     fn claim(&mut self, _waiter: u64) {}
+
+    /// One hidden attempt of the SDK call admitted as `waiter` ended (every one of them, the
+    /// last included, before `end` hears the call's answer). Returns whether the SDK may send
+    /// another: false when this guard would refuse it now (a LiteLLM router does not retry a
+    /// deployment it just cooled). Only guards that judge each request (`litellm_cooldown`)
+    /// listen; the others see the SDK call as one attempt.
+    fn sdk_attempt_end(&mut self, _now: Micros, _waiter: u64, _end: HiddenEnd, _out: &mut impl Effects) -> bool {
+        true
+    }
+
+    /// The SDK call this guard admitted slept and would now send another request: whether it may
+    /// (a LiteLLM router picks the deployment again for each retry, and finds none while it is
+    /// cooled). Nothing changes.
+    fn sdk_may_send(&mut self, _now: Micros) -> bool {
+        true
+    }
 
     /// Performs what is due at `now` (timed transitions, expired waits).
     fn on_wake(&mut self, _now: Micros, _out: &mut impl Effects) {}

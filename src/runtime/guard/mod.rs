@@ -19,6 +19,7 @@ pub mod cockatiel_breaker;
 pub mod compile;
 mod contract;
 pub mod envoy_outlier;
+pub mod litellm_cooldown;
 pub mod load_shedder;
 pub mod opossum_breaker;
 pub mod pipeline;
@@ -28,5 +29,7 @@ mod registry;
 pub mod retry_budget;
 mod slice_ring;
 
-pub use contract::{Ask, AttemptEnd, AttemptInfo, Ending, Guard, GuardConfig, Loads, Parting, Seat, Verdict};
+pub use contract::{
+    Ask, AttemptEnd, AttemptInfo, Ending, Guard, GuardConfig, HiddenEnd, Loads, Parting, Seat, Verdict,
+};
 pub use registry::{CompileTable, GuardSpec, Kinds, LiveGuard, kinds_of};

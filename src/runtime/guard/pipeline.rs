@@ -7,7 +7,7 @@
 //! ones, so a refusal never leaks a permit. The pipeline knows no kind of guard: it speaks to
 //! each through [`Guard`].
 
-use super::contract::{Ask, AttemptInfo, Ending, Guard, Parting, Seat, Verdict};
+use super::contract::{Ask, AttemptInfo, Ending, Guard, HiddenEnd, Parting, Seat, Verdict};
 use super::registry::{GuardSpec, LiveGuard};
 use crate::runtime::command::{Command, Effects};
 use crate::sim::Micros;
@@ -193,6 +193,31 @@ impl<'s> Pipeline<'s> {
                 self.guards[usize::from(g)].end(now, parting, out);
             }
         }
+    }
+
+    /// A hidden attempt of the SDK call admitted on `route` as `waiter` ended: every guard of the
+    /// route hears it ([`Guard::sdk_attempt_end`]); returns whether all of them let the SDK send
+    /// another.
+    pub fn sdk_attempt_end(
+        &mut self,
+        now: Micros,
+        route: RouteId,
+        waiter: u64,
+        end: HiddenEnd,
+        out: &mut impl Effects,
+    ) -> bool {
+        let (a, b) = self.route(route);
+        let mut more = true;
+        for i in a..b {
+            more &= self.guards[usize::from(self.spec.members[i])].sdk_attempt_end(now, waiter, end, out);
+        }
+        more
+    }
+
+    /// Whether every guard of `route` lets an SDK call it admitted send its next request now.
+    pub fn sdk_may_send(&mut self, now: Micros, route: RouteId) -> bool {
+        let (a, b) = self.route(route);
+        (a..b).all(|i| self.guards[usize::from(self.spec.members[i])].sdk_may_send(now))
     }
 
     /// A waiting attempt gives up (its run ended): it leaves guard `at`'s queue, and the other

@@ -3,11 +3,11 @@
 //! needs no match on kinds and the hot loop no dynamic dispatch.
 
 use super::compile::Compile;
-use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, Parting, Seat, Verdict};
+use super::contract::{Ask, AttemptInfo, Guard, GuardConfig, HiddenEnd, Parting, Seat, Verdict};
 use super::retry_budget::{Budget, aws, envoy, finagle, grpc};
 use super::{
-    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, envoy_outlier, load_shedder,
-    opossum_breaker, polly_breaker, rate_limiter,
+    adaptive_throttle, admission_control, bulkhead, circuit_breaker, cockatiel_breaker, envoy_outlier,
+    litellm_cooldown, load_shedder, opossum_breaker, polly_breaker, rate_limiter,
 };
 use crate::runtime::command::Effects;
 use crate::scenario::{FieldPath, MechanismArray, RawTable, ScenarioError};
@@ -79,6 +79,18 @@ macro_rules! guards {
                 }
             }
 
+            fn sdk_attempt_end(&mut self, now: Micros, waiter: u64, end: HiddenEnd, out: &mut impl Effects) -> bool {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::sdk_attempt_end(g, now, waiter, end, out),)*
+                }
+            }
+
+            fn sdk_may_send(&mut self, now: Micros) -> bool {
+                match self {
+                    $(LiveGuard::$kind(g) => <$live as Guard>::sdk_may_send(g, now),)*
+                }
+            }
+
             fn on_wake(&mut self, now: Micros, out: &mut impl Effects) {
                 match self {
                     $(LiveGuard::$kind(g) => <$live as Guard>::on_wake(g, now, out),)*
@@ -106,6 +118,7 @@ guards! {
     OpossumBreaker: opossum_breaker::OpossumSpec => opossum_breaker::OpossumGuard,
     CockatielBreaker: cockatiel_breaker::CockatielSpec => cockatiel_breaker::CockatielGuard,
     EnvoyOutlier: envoy_outlier::EnvoyOutlierSpec => envoy_outlier::EnvoyOutlierGuard,
+    LitellmCooldown: litellm_cooldown::LitellmCooldownSpec => litellm_cooldown::LitellmCooldownGuard,
     Bulkhead: bulkhead::BulkheadConfig => bulkhead::Bulkhead,
     GrpcRetryThrottle: grpc::GrpcRetryThrottleConfig => Budget<grpc::GrpcRetryThrottle>,
     FinagleRetryBudget: finagle::FinagleRetryBudgetConfig => Budget<finagle::FinagleRetryBudget>,
@@ -127,6 +140,7 @@ impl GuardSpec {
             | GuardSpec::OpossumBreaker(_)
             | GuardSpec::CockatielBreaker(_)
             | GuardSpec::EnvoyOutlier(_) => Refusal::CircuitOpen,
+            GuardSpec::LitellmCooldown(_) => Refusal::CircuitOpen,
             GuardSpec::Bulkhead(_) => Refusal::Bulkhead,
             GuardSpec::GrpcRetryThrottle(_)
             | GuardSpec::FinagleRetryBudget(_)
@@ -154,6 +168,7 @@ impl GuardSpec {
             | GuardSpec::OpossumBreaker(_)
             | GuardSpec::CockatielBreaker(_)
             | GuardSpec::EnvoyOutlier(_)
+            | GuardSpec::LitellmCooldown(_)
             | GuardSpec::AdaptiveThrottle(_)
             | GuardSpec::LoadShedder(_)
             | GuardSpec::AdmissionControl(_)
@@ -169,6 +184,7 @@ impl GuardSpec {
             GuardSpec::OpossumBreaker(_) => "opossum circuit breaker",
             GuardSpec::CockatielBreaker(_) => "cockatiel circuit breaker",
             GuardSpec::EnvoyOutlier(_) => "envoy outlier detection",
+            GuardSpec::LitellmCooldown(_) => "litellm deployment cooldown",
             GuardSpec::Bulkhead(_) => "bulkhead",
             GuardSpec::GrpcRetryThrottle(_) => "grpc retry budget",
             GuardSpec::FinagleRetryBudget(_) => "finagle retry budget",
@@ -204,6 +220,7 @@ pub fn kinds_of(array: MechanismArray) -> Kinds {
                 ("opossum", opossum_breaker::compile),
                 ("cockatiel", cockatiel_breaker::compile),
                 ("envoy_outlier", envoy_outlier::compile),
+                ("litellm_cooldown", litellm_cooldown::compile),
             ],
         },
         MechanismArray::Bulkhead => Kinds::One(bulkhead::compile),
