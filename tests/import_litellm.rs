@@ -287,3 +287,72 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
     let out = faultline(&["import", "litellm", json.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// What the stop-44 review measured the Router doing otherwise (each assertion failed before):
+/// a deployment's own num_retries (8 requests for `num_retries: 4` against a router's 1),
+/// `{"*": [...]}` as every group's fallback, the fallback shapes the Router refuses when it is
+/// made, rpm from the deployment or its model_info, the group's timeouts compared from the
+/// first one set, numbers PyYAML reads otherwise than LiteLLM, and a router timeout of 0.
+#[test]
+fn the_routers_own_rules_for_deployments_fallbacks_and_numbers() {
+    let dir = scratch("review");
+    let write = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_string()
+    };
+    let two = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n  - model_name: b\n    litellm_params:\n      model: openai/y\n";
+    let field = |t: &str, key: &str| {
+        t.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .map(|l| l.split(" #").next().unwrap().trim_end().to_string())
+    };
+    // A deployment's num_retries wins over the router's.
+    let dnr = write(
+        "dnr.yaml",
+        "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n      num_retries: 4\nrouter_settings:\n  num_retries: 1\n",
+    );
+    assert_eq!(field(&import(&[&dnr]), "max_retries").as_deref(), Some("max_retries = 4"));
+    // `"*"`: every group falls back to b.
+    let star = import(&[&write("star.yaml", &format!("{two}router_settings:\n  fallbacks:\n    - \"*\": [b]\n"))]);
+    assert!(star.contains("[[policy.imported.steps.a.fallbacks]]\ndependency = \"b\""), "{star}");
+    // Shapes the Router refuses when it is made.
+    for (name, settings, want) in [
+        ("f1.yaml", "  fallbacks:\n    - a: b\n", "must be a list of model groups (the Router raises TypeError)"),
+        ("f2.yaml", "  fallbacks:\n    - a: [b]\n      b: [a]\n", "exactly one key"),
+        ("f4.yaml", "  default_fallbacks: b\n", "default_fallbacks must be a list"),
+    ] {
+        let out = faultline(&["import", "litellm", &write(name, &format!("{two}router_settings:\n{settings}"))]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{name}: {err}");
+    }
+    // rpm beside litellm_params and in model_info, read as usage-based routing reads them.
+    let rpm = import(&[&write(
+        "rpm.yaml",
+        "model_list:\n  - model_name: a\n    rpm: 100\n    litellm_params:\n      model: openai/x\n  - model_name: b\n    litellm_params:\n      model: openai/y\n    model_info:\n      rpm: 50\nrouter_settings:\n  routing_strategy: usage-based-routing-v2\n",
+    )]);
+    assert_eq!(rpm.matches("[[policy.imported.rate_limiter]]").count(), 2, "{rpm}");
+    assert!(rpm.contains("limit_for_period = 100") && rpm.contains("limit_for_period = 50"), "{rpm}");
+    // The first deployment sets no timeout, the second 45 s: listed, not dropped.
+    let mixed = import(&[&write(
+        "mixed.yaml",
+        "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n  - model_name: a\n    litellm_params:\n      model: openai/y\n      timeout: 45\n      cooldown_time: 30\n",
+    )]);
+    assert!(mixed.contains("have different timeouts (or some none)"), "{mixed}");
+    assert!(mixed.contains("a deployment's own cooldown_time"), "{mixed}");
+    // 010 is 8 to PyYAML unquoted and 10 to LiteLLM quoted: refused, not guessed.
+    let out = faultline(&[
+        "import",
+        "litellm",
+        &write("octal.yaml", &format!("{two}router_settings:\n  num_retries: 010\n")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("YAML 1.1 number"));
+    // 3.0 is 3 (`_lenient_int`); a null is the Router's default; a timeout of 0 is unset.
+    let t = import(&[&write("lenient.yaml", &format!("{two}router_settings:\n  num_retries: 3.0\n  timeout: 0\n"))]);
+    assert_eq!(field(&t, "max_retries").as_deref(), Some("max_retries = 3"), "{t}");
+    assert!(t.contains("0 is unset for the Router"), "{t}");
+    let t = import(&[&write("null.yaml", &format!("{two}router_settings:\n  num_retries: ~\n"))]);
+    assert_eq!(field(&t, "max_retries").as_deref(), Some("max_retries = 2"), "{t}");
+}

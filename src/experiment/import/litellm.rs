@@ -111,10 +111,58 @@ fn retry_policy_kind(field: &str) -> Option<&'static str> {
     })
 }
 
-/// A whole number as Python's `int` takes it from YAML; refused otherwise.
+/// A number PyYAML (YAML 1.1) reads unquoted otherwise than LiteLLM reads it quoted: a leading
+/// 0 (octal), `0x`/`0b`, `_` separators or base 60 (`1:30`). The reader keeps no quotes, so
+/// which the file meant is unknown: refused rather than guessed.
+fn ambiguous_number(text: &str) -> bool {
+    let t = text.trim().trim_start_matches(['+', '-']);
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '_');
+    let leading_zero = t.len() > 1 && t.starts_with('0') && !t.starts_with("0.") && digits(t);
+    let prefixed = t.starts_with("0x") || t.starts_with("0b");
+    let separated = t.contains('_') && t.chars().all(|c| c.is_ascii_digit() || c == '_' || c == '.');
+    let sexagesimal = t.contains(':') && t.split(':').all(|p| digits(p.split('.').next().unwrap_or(p)));
+    leading_zero || prefixed || separated || sexagesimal
+}
+
+fn check_plain_number(src: &Src, e: &Entry) -> Result<(), String> {
+    if ambiguous_number(&e.value) {
+        return Err(src.err(
+            e,
+            format!(
+                "`{}` is a YAML 1.1 number (octal, hex, binary, `_` separators or base 60) that PyYAML reads otherwise unquoted than LiteLLM does quoted: write it as a plain decimal",
+                e.value
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A count as the Router reads it (`router_rust/core.py` `_lenient_int`): a YAML boolean is 0
+/// or 1, a number spelled with a fraction is truncated (`3.0` is 3); refused otherwise (the
+/// Router would quietly take its default), or when a fraction would be dropped.
 fn whole(src: &Src, e: &Entry, max: u64) -> Result<u64, String> {
-    let n: u64 =
-        e.value.trim().parse().map_err(|_| src.err(e, format!("expected a whole number >= 0, found `{}`", e.value)))?;
+    check_plain_number(src, e)?;
+    let v = e.value.trim();
+    let n: u64 = match v {
+        "true" | "True" | "TRUE" => 1,
+        "false" | "False" | "FALSE" => 0,
+        _ => match (v.parse::<u64>(), v.parse::<f64>()) {
+            (Ok(n), _) => n,
+            (Err(_), Ok(f)) if f.is_finite() && f >= 0.0 && f.fract() == 0.0 => f as u64,
+            (Err(_), Ok(f)) if f.is_finite() && f >= 0.0 => {
+                return Err(src.err(
+                    e,
+                    format!("LiteLLM truncates `{v}` to {}: write {} if that is meant", f.trunc(), f.trunc()),
+                ));
+            }
+            _ => {
+                return Err(src.err(
+                    e,
+                    format!("expected a whole number >= 0, found `{v}` (LiteLLM would silently take its default)"),
+                ));
+            }
+        },
+    };
     if n > max {
         return Err(src.err(e, format!("at most {max} (faultline's bound), found {n}")));
     }
@@ -123,10 +171,47 @@ fn whole(src: &Src, e: &Entry, max: u64) -> Result<u64, String> {
 
 /// A number of seconds (`30`, `0.5`), >= 0; refused otherwise.
 fn seconds(src: &Src, e: &Entry) -> Result<f64, String> {
+    check_plain_number(src, e)?;
     match e.value.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && (0.0..=3_600_000.0).contains(&s) => Ok(s),
         _ => Err(src.err(e, format!("expected a number of seconds >= 0, found `{}`", e.value))),
     }
+}
+
+/// A `fallbacks` entry's item index and group: `...fallbacks[i].GROUP[j]` (GROUP may hold
+/// dots); None for an entry whose target is not a list.
+fn fallback_group(e: &Entry) -> Option<(&str, &str)> {
+    let at = e.key.find("fallbacks[")? + "fallbacks[".len();
+    let (index, tail) = e.key[at..].split_once("].")?;
+    let (group, _) = tail.rsplit_once('[')?;
+    Some((index, group))
+}
+
+/// The shapes the Router refuses when it is made (`router_rust/surface/fallbacks.py`
+/// `refuse_malformed_fallbacks`): each item one group, mapped to a list.
+fn check_fallbacks(src: &Src, own: &[&Entry]) -> Result<(), String> {
+    let mut first_of: Vec<(&str, &str)> = Vec::new();
+    for e in own {
+        let Some((index, group)) = fallback_group(e) else {
+            return Err(src.err(e, "a fallback's target must be a list of model groups (the Router raises TypeError)"));
+        };
+        match first_of.iter().find(|(i, _)| *i == index) {
+            Some((_, g)) if *g != group => {
+                return Err(src.err(
+                    e,
+                    "each fallbacks item must have exactly one key, a model group (the Router raises ValueError)",
+                ));
+            }
+            Some(_) => {}
+            None => first_of.push((index, group)),
+        }
+    }
+    Ok(())
+}
+
+/// A YAML null (`~`, `null`, nothing) for a Router setting is `None`: the default applies.
+fn is_null(e: &Entry) -> bool {
+    e.value.trim().is_empty()
 }
 
 pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
@@ -163,8 +248,15 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             return Err(src.err(name, "an empty model_name"));
         }
         let params_prefix = format!("{prefix}litellm_params.");
-        let params: Vec<Entry> =
-            item.iter().filter(|e| e.key.starts_with(&params_prefix)).map(|e| (*e).clone()).collect();
+        // Its litellm_params, and the two other places the router reads a deployment's rpm
+        // (`lowest_tpm_rpm_v2.py`: the deployment's own `rpm`, then litellm_params', then
+        // model_info's).
+        let rpm_elsewhere = [format!("{prefix}rpm"), format!("{prefix}model_info.rpm")];
+        let params: Vec<Entry> = item
+            .iter()
+            .filter(|e| e.key.starts_with(&params_prefix) || rpm_elsewhere.contains(&e.key))
+            .map(|e| (*e).clone())
+            .collect();
         if !params.iter().any(|e| e.key == format!("{params_prefix}model")) {
             return Err(src.err(
                 name,
@@ -281,7 +373,20 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         ("request_timeout", "timeout_ms"),
     ] {
         let Some(e) = settings.get(key) else { continue };
-        if key == "request_timeout" && settings.get("timeout").is_some() {
+        if is_null(e) {
+            not_mapped.push(format!("{}: null, the Router's None: its default applies", src.at(e)));
+            continue;
+        }
+        // `timeout or request_timeout` (router_rust/core.py): a router timeout of 0 is unset.
+        let zero_timeout = |e: &Entry| e.value.trim().parse::<f64>().is_ok_and(|v| v == 0.0);
+        if key == "timeout" && zero_timeout(e) {
+            not_mapped.push(format!(
+                "{}: 0 is unset for the Router (`timeout or request_timeout`): request_timeout applies",
+                src.at(e)
+            ));
+            continue;
+        }
+        if key == "request_timeout" && settings.get("timeout").is_some_and(|t| !is_null(t) && !zero_timeout(t)) {
             not_mapped.push(format!("{}: the router's timeout is set and wins", src.at(e)));
             continue;
         }
@@ -310,7 +415,7 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         };
         common.push(field(name, value, format!("from {}{note}", src.at(e))));
     }
-    if settings.get("num_retries").is_none() {
+    if settings.get("num_retries").is_none_or(is_null) {
         let why = "no num_retries: Router(num_retries=None) takes DEFAULT_MAX_RETRIES = 2 (litellm/constants.py), the preset's";
         common.insert(1, field("max_retries", "2".into(), why.into()));
     }
@@ -327,7 +432,7 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         // A timeout every deployment of the group sets alike is the group's.
         let timeouts: Vec<Option<&Entry>> =
             g.deployments.iter().map(|(_, ps)| ps.iter().find(|e| e.key.ends_with("litellm_params.timeout"))).collect();
-        if let Some(Some(first)) = timeouts.first() {
+        if let Some(first) = timeouts.iter().flatten().next() {
             let all_same = timeouts.iter().all(|t| t.is_some_and(|t| t.value == first.value));
             if all_same && !from_env(first) {
                 let s = seconds(&src, first)?;
@@ -340,6 +445,34 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
             } else {
                 not_mapped.push(format!(
                     "{}: the deployments of group {} have different timeouts (or some none); an sdk_client has one",
+                    src.at(first),
+                    g.name
+                ));
+            }
+        }
+        // A deployment's own num_retries (`router_rust/invoke/shaping.py`
+        // `stamp_deployment_num_retries`) is the retry count for calls it serves.
+        let counts: Vec<Option<&Entry>> = g
+            .deployments
+            .iter()
+            .map(|(_, ps)| ps.iter().find(|e| e.key.ends_with("litellm_params.num_retries")))
+            .collect();
+        if let Some(first) = counts.iter().flatten().next() {
+            let all_same = counts.iter().all(|c| c.is_some_and(|c| c.value == first.value));
+            if all_same && !from_env(first) && !is_null(first) {
+                let n = whole(&src, first, 100)?;
+                fields.retain(|f| f.key != "max_retries");
+                fields.insert(
+                    1,
+                    field(
+                        "max_retries",
+                        n.to_string(),
+                        format!("from {}; the deployment's own, over the router's", src.at(first)),
+                    ),
+                );
+            } else {
+                not_mapped.push(format!(
+                    "{}: the deployments of group {} have different num_retries (or some none); an sdk_client has one",
                     src.at(first),
                     g.name
                 ));
@@ -382,23 +515,23 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
     // Fallbacks: a group's own, else default_fallbacks.
     let dep_of = |name: &str| groups.iter().find(|g| g.name == name).map(|g| g.dependency.clone());
     let own = settings.list("fallbacks");
-    let defaults = settings.list("default_fallbacks");
+    check_fallbacks(&src, &own)?;
+    if let Some(e) = settings.get("default_fallbacks")
+        && !is_null(e)
+    {
+        // A scalar where a list belongs (router_rust/core.py: "default_fallbacks must be a list").
+        return Err(src.err(e, "default_fallbacks must be a list of model groups (the Router raises TypeError)"));
+    }
+    // `{"*": [...]}` is every group's fallback: the form the Router itself stores
+    // default_fallbacks in (router_rust/core.py).
+    let star: Vec<&Entry> = own.iter().filter(|e| fallback_group(e).is_some_and(|(_, g)| g == "*")).copied().collect();
+    let defaults = if star.is_empty() { settings.list("default_fallbacks") } else { star };
     // Groups with fallbacks of their own: `_has_fallback_group` reads `fallbacks` only, so a
     // group that falls back by default_fallbacks alone is still a lone deployment.
     let mut own_fallbacks: Vec<String> = Vec::new();
     for g in &groups {
-        let prefix_of = |e: &Entry| e.key.find("fallbacks[").map(|i| e.key[..i + "fallbacks[".len()].to_string());
-        let mine: Vec<&Entry> = own
-            .iter()
-            .filter(|e| {
-                // `...fallbacks[i].GROUP[j]`: GROUP may hold dots.
-                let Some(head) = prefix_of(e) else { return false };
-                let rest = &e.key[head.len()..];
-                rest.split_once("].")
-                    .is_some_and(|(_, tail)| tail.rsplit_once('[').is_some_and(|(group, _)| group == g.name))
-            })
-            .copied()
-            .collect();
+        let mine: Vec<&Entry> =
+            own.iter().filter(|e| fallback_group(e).is_some_and(|(_, group)| group == g.name)).copied().collect();
         if !mine.is_empty() {
             own_fallbacks.push(g.name.clone());
         }
@@ -435,8 +568,16 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
     let enforced = strategy.starts_with("usage-based-routing")
         || settings.list("optional_pre_call_checks").iter().any(|e| e.value == "enforce_model_rate_limits");
     for g in &groups {
-        let rpms: Vec<Option<&Entry>> =
-            g.deployments.iter().map(|(_, ps)| ps.iter().find(|e| e.key.ends_with("litellm_params.rpm"))).collect();
+        let rpms: Vec<Option<&Entry>> = g
+            .deployments
+            .iter()
+            .map(|(i, ps)| {
+                let at = |key: String| ps.iter().find(move |e| e.key == key);
+                at(format!("model_list[{i}].rpm"))
+                    .or_else(|| at(format!("model_list[{i}].litellm_params.rpm")))
+                    .or_else(|| at(format!("model_list[{i}].model_info.rpm")))
+            })
+            .collect();
         let Some(Some(first)) = rpms.iter().find(|r| r.is_some()).copied() else { continue };
         if !enforced {
             not_mapped.push(format!("{}: with routing_strategy {strategy} and no enforce_model_rate_limits, rpm weighs the pick among deployments and limits nothing", src.at(first)));
@@ -626,13 +767,39 @@ pub fn import(text: &str, o: &LitellmOptions) -> Result<Fragment, String> {
         }
         for (_, ps) in &g.deployments {
             for e in ps {
-                let k = e.key.rsplit_once("litellm_params.").map_or(e.key.as_str(), |(_, k)| k);
+                // The deployment's own rpm and model_info's are read above.
+                let Some((_, k)) = e.key.rsplit_once("litellm_params.") else { continue };
                 let why = match k {
+                    "model"
+                    | "api_base"
+                    | "api_key"
+                    | "api_version"
+                    | "base_url"
+                    | "custom_llm_provider"
+                    | "organization"
+                    | "timeout"
+                    | "rpm"
+                    | "num_retries"
+                    | "headers"
+                    | "extra_headers"
+                    | "region_name"
+                    | "aws_region_name"
+                    | "aws_access_key_id"
+                    | "aws_secret_access_key"
+                    | "vertex_project"
+                    | "vertex_location"
+                    | "vertex_credentials" => continue,
+                    k if k.starts_with("headers.") || k.starts_with("extra_headers.") => continue,
+                    "cooldown_time" => {
+                        "a deployment's own cooldown_time (cooldown_handlers.py): the litellm_cooldown guard takes the router's"
+                    }
                     "tpm" => "tokens per minute: faultline's rate_limiter counts attempts",
                     "max_retries" => "the provider client's own retries under the router, not measured by the harness",
                     "stream_timeout" => "a streamed call's timeout; the sdk_client has one timeout_ms",
                     "order" | "weight" => "the pick among a group's deployments is not modelled",
-                    _ => continue,
+                    _ => {
+                        "a deployment setting the model does not read (no retry, timeout, fallback, cooldown or limit of faultline's)"
+                    }
                 };
                 not_mapped.push(format!("{}: {why}", src.at(e)));
             }
