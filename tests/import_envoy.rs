@@ -25,6 +25,11 @@ const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/envoy/envoy
 
 /// One dependency, `model-primary`, failing as `errors` says; 10 runs a second of one step.
 fn scenario(errors: &str, duration_s: u32) -> String {
+    scenario_with(1, errors, duration_s, "read")
+}
+
+/// [`scenario`] with the dependency's constant service time and the step's effect.
+fn scenario_with(service_ms: u32, errors: &str, duration_s: u32, effect: &str) -> String {
     format!(
         r#"[simulation]
 duration_s = {duration_s}
@@ -36,7 +41,7 @@ replications = 2
 name = "model-primary"
 servers = 100000
 queue_capacity = 0
-service_time = {{ dist = "constant", value_ms = 1 }}
+service_time = {{ dist = "constant", value_ms = {service_ms} }}
 errors = {{ {errors} }}
 
 [[workflow]]
@@ -47,6 +52,7 @@ deadline_ms = 600000
   [[workflow.step]]
   id = "call"
   dependency = "model-primary"
+  effect = "{effect}"
 
 "#
     )
@@ -155,7 +161,7 @@ fn envoys_defaults_apply_to_what_the_file_leaves_out() {
 #[test]
 fn refusals_are_located_with_exit_2_and_nothing_written() {
     let dir = scratch("refusals");
-    let cases: [(&str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str); 8] = [
         (
             "a.yaml",
             "match: {prefix: /}\nroute:\n  retry_policy:\n    retry_back_off: {base_interval: 1s, max_interval: 0.5s}\n",
@@ -185,6 +191,18 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "f.yaml",
             "match: {prefix: /}\nroute: {timeout: 5}\n",
             "f.yaml:2:18: route.timeout: must be a duration string",
+        ),
+        // outlier_detection.proto: max_ejection_percent `(validate.rules).uint32 = {lte: 100}`.
+        (
+            "g.yaml",
+            "name: c\noutlier_detection:\n  max_ejection_percent: 150\n",
+            "g.yaml:3:25: outlier_detection.max_ejection_percent: 150 is over 100 (Envoy: lte 100)",
+        ),
+        // One `(YAML):` prefix; refused where Envoy's yaml-cpp keeps the last (documented).
+        (
+            "h.yaml",
+            "name: c\noutlier_detection: {consecutive_5xx: 2, consecutive_5xx: 3}\n",
+            "h.yaml:2:41: (YAML): duplicate key `consecutive_5xx` (refused: stricter than Envoy",
         ),
     ];
     for (name, text, want) in cases {
@@ -277,5 +295,167 @@ fn the_imported_backoff_follows_envoys_code() {
         // sd of one run's sleeps: sqrt((100^2 + 200^2 + 400^2) / 12) = 132 ms; about 600 runs:
         // 4 standard errors is 22 ms.
         assert!((m["run_latency_ms.mean"] - 354.0).abs() < 22.0, "{m:?}");
+    }
+}
+
+fn not_mapped(text: &str) -> Vec<&str> {
+    text.lines().skip_while(|l| !l.starts_with("# NOT MAPPED")).collect()
+}
+
+/// M1: `retry_on: connect-failure` alone is written as TRANSIENT_TRANSPORT, which in faultline
+/// also retries an attempt's timeout, where Envoy retries a per-try timeout only under 5xx,
+/// gateway-error or reset (router.cc onPerTryTimeoutCommon -> wouldRetryFromReset(LocalReset)).
+/// The import lists it, with the run's figure: 3 attempts a call here, 1 in Envoy.
+#[test]
+fn a_connect_failure_retry_lists_the_timeouts_faultline_retries_too() {
+    let dir = scratch("connect-failure");
+    let route = dir.join("cf.yaml");
+    let policy = |retry_on: &str| {
+        std::fs::write(&route, format!("name: r\nmatch: {{prefix: /}}\nroute:\n  cluster: m\n  retry_policy:\n    retry_on: {retry_on}\n    num_retries: 2\n    per_try_timeout: 2s\n")).unwrap();
+        import(&[route.to_str().unwrap()])
+    };
+    let t = policy("connect-failure");
+    assert!(
+        not_mapped(&t).iter().any(|l| l.contains(
+            "(cf.yaml:6) = \"connect-failure\": Envoy retries a per-try timeout only under 5xx, gateway-error or reset"
+        )),
+        "{t}"
+    );
+    // 5 s answers, 2 s per try: every attempt times out, and each is retried here.
+    for m in runs(&format!("{}{t}", scenario_with(5000, "", 60, "read"))) {
+        let per_call = m["dependency.model-primary.attempt_total"] / m["logical_run_total"];
+        assert!((per_call - 3.0).abs() < 0.05, "{per_call} {m:?}");
+    }
+    for retry_on in ["refused-stream", "\"connect-failure,deadline-exceeded\""] {
+        assert!(policy(retry_on).contains("only under 5xx, gateway-error or reset"), "{retry_on}");
+    }
+    for retry_on in ["\"5xx,connect-failure\"", "\"reset,connect-failure\"", "gateway-error"] {
+        assert!(!policy(retry_on).contains("only under 5xx, gateway-error or reset"), "{retry_on}");
+    }
+}
+
+/// M2: Envoy retries a write like a read; faultline gives up a write that is not deduplicated
+/// after TRANSIENT_TRANSPORT. Listed, with the figure: 1 attempt a call where Envoy makes 4.
+#[test]
+fn envoys_retried_writes_are_listed() {
+    let dir = scratch("writes");
+    let route = dir.join("w.yaml");
+    std::fs::write(
+        &route,
+        "name: r\nmatch: {prefix: /}\nroute:\n  cluster: m\n  retry_policy: {retry_on: \"5xx,reset\", num_retries: 3}\n",
+    )
+    .unwrap();
+    let t = import(&[route.to_str().unwrap()]);
+    assert!(value(&t, "max_attempts") == "max_attempts = 4", "{t}");
+    assert!(not_mapped(&t).iter().any(|l| l.contains("Envoy retries a write (POST) like a read")), "{t}");
+    for m in runs(&format!("{}{t}", scenario_with(1, "transient_transport = 1.0", 20, "write"))) {
+        assert_eq!(m["dependency.model-primary.attempt_total"], m["logical_run_total"], "{m:?}");
+    }
+    for m in runs(&format!("{}{t}", scenario_with(1, "transient_transport = 1.0", 20, "read"))) {
+        assert_eq!(m["dependency.model-primary.attempt_total"], 4.0 * m["logical_run_total"], "{m:?}");
+    }
+}
+
+/// M4: Envoy keeps whole milliseconds (PROTOBUF_GET_MS_OR_DEFAULT -> DurationToMilliseconds
+/// truncates), and a 0 ms route timeout or per_try_timeout is none; the fragment always loads.
+#[test]
+fn durations_are_whole_milliseconds_and_the_fragment_loads() {
+    let dir = scratch("whole-ms");
+    let route = dir.join("r.yaml");
+    std::fs::write(
+        &route,
+        "name: r\nmatch: {prefix: /}\nroute:\n  cluster: m\n  timeout: 0.0004s\n  retry_policy:\n    retry_on: 5xx\n    per_try_timeout: 0.0009s\n",
+    )
+    .unwrap();
+    let t = import(&[route.to_str().unwrap()]);
+    assert_eq!(value(&t, "timeout_ms"), "timeout_ms = 0", "0.4 ms is 0 ms, no timeout: {t}");
+    let cluster = dir.join("c.yaml");
+    std::fs::write(
+        &cluster,
+        "name: model-primary\noutlier_detection:\n  interval: 0.0005s\n  base_ejection_time: 1.0009s\n  max_ejection_time: 1.0005s\n  max_ejection_percent: 100\n",
+    )
+    .unwrap();
+    let t = import(&[cluster.to_str().unwrap()]);
+    assert_eq!(value(&t, "interval_ms"), "interval_ms = 1", "{t}");
+    assert_eq!(value(&t, "base_ejection_time_ms"), "base_ejection_time_ms = 1000", "{t}");
+    assert_eq!(value(&t, "max_ejection_time_ms"), "max_ejection_time_ms = 1000", "both 1000 ms: {t}");
+    assert!(not_mapped(&t).iter().any(|l| l.contains("which Envoy reads as 0 ms")), "{t}");
+    let s = dir.join("s.toml");
+    std::fs::write(&s, format!("{}{t}", scenario("overloaded = 1.0", 10))).unwrap();
+    let v = faultline(&["validate", s.to_str().unwrap()]);
+    assert!(v.status.success(), "{}\n{t}", String::from_utf8_lossy(&v.stderr));
+}
+
+/// M5: the default route is the first that forwards; a route that calls no upstream retries
+/// nothing, and no retry table is left empty.
+#[test]
+fn the_default_route_is_the_first_that_forwards() {
+    let dir = scratch("first-forwarding");
+    let rc = dir.join("rc.yaml");
+    std::fs::write(&rc, "name: local\nvirtual_hosts:\n- name: vh\n  domains: [\"*\"]\n  retry_policy: {retry_on: gateway-error, num_retries: 4}\n  routes:\n  - match: {prefix: /health}\n    direct_response: {status: 200}\n  - name: chat\n    match: {prefix: /}\n    route: {cluster: m, timeout: 5s}\n").unwrap();
+    let t = import(&[rc.to_str().unwrap()]);
+    assert!(t.contains("# route: .virtual_hosts[0].routes[1] (chat)"), "{t}");
+    assert_eq!(value(&t, "max_attempts"), "max_attempts = 5", "the virtual host's num_retries 4: {t}");
+    let only = dir.join("direct.yaml");
+    std::fs::write(&only, "match: {prefix: /}\ndirect_response: {status: 200}\n").unwrap();
+    let t = import(&[only.to_str().unwrap()]);
+    assert_eq!(value(&t, "max_attempts"), "max_attempts = 1", "{t}");
+    for t in [t, import(&[rc.to_str().unwrap(), "--route", "chat"])] {
+        let lines: Vec<&str> = t.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with('[') && l.ends_with(".retry]") {
+                assert!(
+                    lines.get(i + 1).is_some_and(|n| !n.starts_with('[') && !n.starts_with('#')),
+                    "empty {l}:\n{t}"
+                );
+            }
+        }
+    }
+}
+
+/// M6, L1: the retry slot held through the backoff and the failure-percentage detector are
+/// listed with what Envoy does.
+#[test]
+fn the_retry_slot_and_the_failure_percentage_detector_are_listed_as_envoy_has_them() {
+    let dir = scratch("listed");
+    let c = dir.join("fp.yaml");
+    std::fs::write(
+        &c,
+        "name: c\noutlier_detection: {failure_percentage_minimum_hosts: 1, enforcing_failure_percentage: 100}\n",
+    )
+    .unwrap();
+    let t = import(&[c.to_str().unwrap()]);
+    let nm = not_mapped(&t);
+    assert!(
+        nm.iter().any(|l| l.contains(
+            "(max_retries): Envoy takes a retry slot when it decides to retry and holds it through the backoff"
+        ) && l.contains("662 of about 35 000")),
+        "{t}"
+    );
+    let fp: Vec<&&str> = nm.iter().filter(|l| l.contains("failure_percentage")).collect();
+    assert_eq!(fp.len(), 2, "{t}");
+    for l in fp {
+        assert!(l.contains("the threshold is absolute") && !l.contains("one station is one host"), "{l}");
+    }
+}
+
+/// L3: the guard's refusals name the TOML keys.
+#[test]
+fn the_outlier_guards_refusals_name_its_toml_keys() {
+    let dir = scratch("toml-keys");
+    for (fields, want) in [
+        ("interval_ms = 0.5", "interval_ms must be at least 1 ms"),
+        ("base_ejection_time_ms = 0.5", "base_ejection_time_ms must be at least 1 ms"),
+        (
+            "base_ejection_time_ms = 2000\nmax_ejection_time_ms = 1000",
+            "max_ejection_time_ms cannot be smaller than base_ejection_time_ms",
+        ),
+    ] {
+        let s = dir.join("s.toml");
+        std::fs::write(&s, format!("{}{}", scenario("overloaded = 1.0", 10), outlier_policy(fields))).unwrap();
+        let v = faultline(&["validate", s.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&v.stderr);
+        assert_eq!(v.status.code(), Some(2), "{err}");
+        assert!(err.contains(want) && !err.contains("_us"), "{err}");
     }
 }

@@ -119,9 +119,15 @@ fn uint32(src: &Src, field: &str, node: &Node) -> Result<u32, String> {
     })
 }
 
-/// A proto3 JSON Duration (`"1.5s"`) in milliseconds, as Envoy reads it; negative ones are
-/// refused as Envoy's duration validation refuses them.
-fn duration_ms(src: &Src, field: &str, node: &Node) -> Result<f64, String> {
+/// A proto3 JSON Duration (`"1.5s"`): its nanoseconds and its whole milliseconds as Envoy reads
+/// it (`PROTOBUF_GET_MS_OR_DEFAULT` -> `DurationToMilliseconds`, which truncates: 0.0009s is
+/// 0 ms); negative ones are refused as Envoy's duration validation refuses them.
+struct Dur {
+    nanos: u128,
+    ms: f64,
+}
+
+fn duration(src: &Src, field: &str, node: &Node) -> Result<Dur, String> {
     let Json::String(s) = &node.value else {
         return Err(src.err(
             node.pos,
@@ -141,7 +147,12 @@ fn duration_ms(src: &Src, field: &str, node: &Node) -> Result<f64, String> {
     }
     let nanos = whole.parse::<u128>().map_err(|_| bad())? * 1_000_000_000
         + format!("{frac:0<9}").parse::<u128>().map_err(|_| bad())?;
-    Ok(nanos as f64 / 1e6)
+    Ok(Dur { nanos, ms: (nanos / 1_000_000) as f64 })
+}
+
+/// The whole milliseconds Envoy keeps of a duration.
+fn duration_ms(src: &Src, field: &str, node: &Node) -> Result<f64, String> {
+    Ok(duration(src, field, node)?.ms)
 }
 
 /// An `envoy.type.v3.Percent` (`{value: 20.0}`), 0 ..= 100 as its validation rule says.
@@ -339,6 +350,11 @@ fn find<'n>(src: &Src, doc: &'n Node) -> Result<Found<'n>, String> {
         return Err(src.err(doc.pos, "(file)", "no cluster and no route to import"));
     }
     Ok(found)
+}
+
+/// Whether a route has a `route` action (not a redirect, direct_response or other action).
+fn forwards(node: &Node) -> bool {
+    matches!(&node.value, Json::Object(m) if get(m, "route").is_some())
 }
 
 /// `a.b` below a path ("" at the root).
@@ -584,6 +600,10 @@ fn map_cluster(
         ],
     };
     tables.push(Table { header: format!("[[policy.{policy}.retry_budget]]"), fields });
+    not_mapped.push(format!(
+        "{label} ({}): Envoy takes a retry slot when it decides to retry and holds it through the backoff until the retry's answer (retry_state_impl.cc shouldRetry: retries().inc() before enableBackoffTimer, dec in resetRetry); faultline's envoy budget takes it when the retry is sent, so fewer retries overflow here (200 calls a second all answered 503, num_retries 3, max_retries 3, 1 ms service: 662 of about 35 000 retries refused, 1.9 %, 3.89 attempts a call; in Envoy about 18 Erlangs of slot time, backoffs of 12.5, 25 and 50 ms on average, compete for 3 slots and most retries overflow)",
+        if budget.is_some() { "retry_budget" } else { "max_retries" }
+    ));
     if let Some((f, v)) = outlier {
         map_outlier(src, &f, v, dependency, &c.name, panic, hosts, policy, tables, not_mapped)?;
     }
@@ -633,24 +653,36 @@ fn map_outlier(
                 fields.push(field(&key, uint32(src, &kf, v)?.to_string(), src.from(&kf, v)));
             }
             "enforcing_consecutive_5xx" | "enforcing_consecutive_gateway_failure" | "max_ejection_percent" => {
+                // outlier_detection.proto: `(validate.rules).uint32 = {lte: 100}` on all three.
                 let n = uint32(src, &kf, v)?;
-                if n > 100 && key != "max_ejection_percent" {
+                if n > 100 {
                     return Err(src.err(v.pos, &kf, format!("{n} is over 100 (Envoy: lte 100)")));
                 }
-                fields.push(field(&key, n.min(100).to_string(), src.from(&kf, v)));
+                fields.push(field(&key, n.to_string(), src.from(&kf, v)));
             }
             "interval" | "base_ejection_time" | "max_ejection_time" => {
-                let ms = duration_ms(src, &kf, v)?;
-                if ms <= 0.0 {
+                let d = duration(src, &kf, v)?;
+                if d.nanos == 0 {
                     return Err(src.err(v.pos, &kf, "must be greater than 0 (Envoy: gt 0s)"));
                 }
+                // Envoy keeps whole milliseconds (DetectorConfig, PROTOBUF_GET_MS_OR_DEFAULT): a
+                // positive duration under 1 ms is 0 ms there. The guard's least is 1 ms.
+                let ms = d.ms;
                 if key == "base_ejection_time" {
                     base_ms = ms;
                 }
                 if key == "max_ejection_time" {
                     max_ms = Some((ms, v));
                 }
-                fields.push(field(&format!("{key}_ms"), toml_number(ms), src.from(&kf, v)));
+                if ms == 0.0 {
+                    let what = if key == "interval" {
+                        "Envoy arms its sweep timer for 0 ms, so it sweeps at every turn of its event loop"
+                    } else {
+                        "Envoy ejects for 0 ms, so the host returns at the next sweep"
+                    };
+                    not_mapped.push(format!("{}: under 1 ms, which Envoy reads as 0 ms (whole milliseconds); {what}; written as 1 ms, the guard's least", src.at(&kf, v)));
+                }
+                fields.push(field(&format!("{key}_ms"), toml_number(ms.max(1.0)), src.from(&kf, v)));
             }
             "always_eject_one_host" => {
                 fields.push(field(&key, boolean(src, &kf, v)?.to_string(), src.from(&kf, v)));
@@ -686,7 +718,7 @@ fn map_outlier(
                 {
                     "the success-rate detector compares hosts with each other's mean and deviation at each sweep; with one station there is no other host (and Envoy needs success_rate_minimum_hosts, 5 by default)"
                 } else if key.contains("failure_percentage") {
-                    "the failure-percentage detector needs failure_percentage_minimum_hosts (5 by default) hosts with enough requests; one station is one host"
+                    "the failure-percentage detector is not modelled: at each sweep Envoy ejects a host whose failed share of the interval's requests is at least failure_percentage_threshold (85 %), once it had failure_percentage_request_volume (50) requests and the cluster has failure_percentage_minimum_hosts (5) hosts with that volume; the threshold is absolute, so with failure_percentage_minimum_hosts 1 or 0 it ejects a one-host cluster too (enforcing_failure_percentage, 0 by default, is the chance it does)"
                 } else if key.contains("local_origin") {
                     "the local-origin detectors act only with split_external_local_origin_errors"
                 } else {
@@ -810,6 +842,11 @@ fn map_route(src: &Src, r: &Route, not_mapped: &mut Vec<String>) -> Result<Route
             "{}: the route has no route action (a redirect or a direct response): nothing to call",
             src.at(&r.path, r.node)
         ));
+        out.retry.push(field(
+            "max_attempts",
+            "1".into(),
+            "the route calls no upstream (no route action), so nothing is retried".into(),
+        ));
         return Ok(out);
     };
     let am = object(src, &af, action)?;
@@ -899,13 +936,17 @@ fn map_retry(
     let mut rate_limited = None;
     let mut base = (25.0, "Envoy's default base_interval (25 ms)".to_string());
     let mut max = None;
+    let mut words: Vec<String> = Vec::new();
+    let mut retry_on_node = None;
     for (k, v) in m {
         let kf = format!("{f}.{k}");
         match snake(k).as_str() {
             "retry_on" => {
+                retry_on_node = Some((kf.clone(), v));
                 let s = string(src, &kf, v)?;
                 retry_on_desc = src.from(&kf, v);
                 for c in s.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                    words.push(c.to_string());
                     match condition(c) {
                         Ok(ks) => {
                             if c == "retriable-status-codes" {
@@ -942,16 +983,18 @@ fn map_retry(
                     ));
                 };
                 let bf = format!("{kf}.{bk}");
-                let ms = duration_ms(src, &bf, bn)?;
-                if ms <= 0.0 {
+                let d = duration(src, &bf, bn)?;
+                let ms = d.ms;
+                if d.nanos == 0 {
                     return Err(src.err(bn.pos, &bf, "must be greater than 0 (Envoy: gt 0s)"));
                 }
                 // Whole milliseconds, at least 1 (RetryPolicyImpl).
                 base = (ms.floor().max(1.0), src.from(&bf, bn));
                 if let Some((mk, mn)) = get(bm, "max_interval") {
                     let mf = format!("{kf}.{mk}");
-                    let mms = duration_ms(src, &mf, mn)?;
-                    if mms <= 0.0 {
+                    let md = duration(src, &mf, mn)?;
+                    let mms = md.ms;
+                    if md.nanos == 0 {
                         return Err(src.err(mn.pos, &mf, "must be greater than 0 (Envoy: gt 0s)"));
                     }
                     // RetryPolicyImpl compares whole milliseconds, each at least 1.
@@ -997,6 +1040,19 @@ fn map_retry(
         ));
     }
     let ordered: Vec<&str> = KIND_ORDER.iter().copied().filter(|k| kinds.contains(k)).collect();
+    if let Some((kf, v)) = retry_on_node
+        && ordered.contains(&"TRANSIENT_TRANSPORT")
+    {
+        // A per-try timeout is a local reset (router.cc onPerTryTimeoutCommon ->
+        // maybeRetryReset(LocalReset)); wouldRetryFromReset retries it only under 5xx,
+        // gateway-error (and reset where Envoy has it); connect-failure and refused-stream retry
+        // only their own reset reasons.
+        if !words.iter().any(|w| matches!(w.as_str(), "5xx" | "gateway-error" | "reset")) {
+            not_mapped.push(format!("{}: Envoy retries a per-try timeout only under 5xx, gateway-error or reset (router.cc onPerTryTimeoutCommon -> retry_state_impl.cc wouldRetryFromReset with LocalReset); faultline's TRANSIENT_TRANSPORT, written for the connection failures, also covers an attempt's timeout, so here a timed-out attempt is retried (num_retries 2 with per_try_timeout 2 s against a dependency answering in 5 s: 3 attempts a call here, 1 in Envoy); faultline has no kind for a connection failure apart from a timeout", src.at(&kf, v)));
+        }
+        // Envoy's retry decisions never look at the method.
+        not_mapped.push(format!("{}: Envoy retries a write (POST) like a read (wouldRetryFromReset and wouldRetryFromHeaders never look at the method); faultline's runtime gives up a write step that is not deduplicated after TRANSIENT_TRANSPORT (the failure may hide a commit) and handles a timed-out write by on_effect_unknown, and no setting makes it retry the first blindly (a write step failing every attempt with transient_transport under this retry: 1 attempt a call here, num_retries + 1 in Envoy)", src.at(&kf, v)));
+    }
     let attempts = num_retries.0.saturating_add(1);
     if attempts > 20 {
         not_mapped.push(format!(
@@ -1077,7 +1133,8 @@ pub fn import(text: &str, o: &EnvoyOptions) -> Result<Fragment, String> {
     let doc = if lower.ends_with(".json") {
         parse(text).map_err(|(pos, why)| src.err(pos, "(JSON)", why))?
     } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
-        let mut docs = parse_documents(text).map_err(|(pos, why)| src.err(pos, "(YAML)", why))?;
+        let mut docs =
+            parse_documents(text).map_err(|(pos, why)| format!("{}:{}:{}: {why}", o.shown, pos.line, pos.col))?;
         if docs.len() != 1 {
             return Err(format!("{}: an Envoy configuration is one YAML document, found {}", o.shown, docs.len()));
         }
@@ -1110,7 +1167,9 @@ pub fn import(text: &str, o: &EnvoyOptions) -> Result<Fragment, String> {
                 if names.is_empty() { "none".to_string() } else { names.join(", ") }
             )
         })?),
-        None => found.routes.first(),
+        // The first route that forwards (a `route` action): a direct_response or a redirect calls
+        // no upstream, so its retry settings are nobody's.
+        None => found.routes.iter().find(|r| forwards(r.node)).or(found.routes.first()),
     };
     let mut tables = Vec::new();
     let mut wait = Wait {

@@ -3,7 +3,9 @@
 //! loader types them before it hands the document to protobuf's JSON reader
 //! (source/common/protobuf/yaml_utility.cc `parseYamlNode`): a quoted scalar is a string; a
 //! plain one is null (`~`, `null`, empty), a boolean (`true`/`false` in any case), a number
-//! when it reads as one, and a string otherwise. Duplicate keys and aliases are refused.
+//! when it reads as one, and a string otherwise. Duplicate keys and aliases are refused, and
+//! `yes`/`on` booleans and hex integers, which yaml-cpp takes, are strings here (so refused where
+//! a boolean or a number is due): stricter than Envoy, documented in docs/import.md.
 
 use super::json::{Json, Node, Pos};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
@@ -66,7 +68,7 @@ impl Builder {
                     match node.value {
                         Json::String(k) | Json::Number(k) => {
                             if members.iter().any(|(m, _)| *m == k) {
-                                self.fail(at, format!("(YAML): duplicate key `{k}`"));
+                                self.fail(at, format!("(YAML): duplicate key `{k}` (refused: stricter than Envoy, whose yaml-cpp loader keeps the last)"));
                             } else {
                                 *key = Some(k);
                             }

@@ -93,19 +93,19 @@ impl OutlierOptions {
         if self.interval_us < US_PER_MS {
             return Err(Invalid::new(
                 "interval_us",
-                "interval_us must be at least 1 ms (Envoy: greater than 0)".into(),
+                "interval_ms must be at least 1 ms (Envoy: greater than 0)".into(),
             ));
         }
         if self.base_ejection_time_us < US_PER_MS {
             return Err(Invalid::new(
                 "base_ejection_time_us",
-                "base_ejection_time_us must be at least 1 ms (Envoy: greater than 0)".into(),
+                "base_ejection_time_ms must be at least 1 ms (Envoy: greater than 0)".into(),
             ));
         }
         if self.max_ejection_time_us < self.base_ejection_time_us {
             return Err(Invalid::new(
                 "max_ejection_time_us",
-                "max_ejection_time_us cannot be smaller than base_ejection_time_us (Envoy refuses it)".into(),
+                "max_ejection_time_ms cannot be smaller than base_ejection_time_ms (Envoy refuses it)".into(),
             ));
         }
         Ok(())
