@@ -27,7 +27,7 @@ use faultline::runtime::backoff::{Backoff, BackoffKind, Jitter};
 use faultline::runtime::decision::{
     Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide, default_retryable,
 };
-use faultline::runtime::guard::bulkhead::{Acquire, Bulkhead, BulkheadConfig};
+use faultline::runtime::guard::bulkhead::{Acquire, Bulkhead, BulkheadConfig, DEFAULT_MAX_WAITING};
 use faultline::runtime::guard::cockatiel_breaker::{BreakerKind, CockatielBreaker, CockatielOptions};
 use faultline::runtime::guard::opossum_breaker::{Admission, OpossumBreaker, OpossumOptions};
 use faultline::runtime::guard::{AttemptEnd, Ending};
@@ -301,6 +301,12 @@ fn run_cockatiel(case: &Value) -> Outcome {
 /// waiting room of `queue` (refused at once when 0), and no wait limit (cockatiel's queued call
 /// waits until a slot frees).
 fn run_bulkhead(case: &Value) -> Outcome {
+    let queue = case["options"]["queue"].as_u64().unwrap() as usize;
+    run_bulkhead_with(case, queue)
+}
+
+/// The bulkhead machine with a waiting room of `max_waiting`.
+fn run_bulkhead_with(case: &Value, max_waiting: usize) -> Outcome {
     let calls = calls(case);
     let o = &case["options"];
     let queue = o["queue"].as_u64().unwrap() as usize;
@@ -308,7 +314,7 @@ fn run_bulkhead(case: &Value) -> Outcome {
         max_concurrent_calls: o["limit"].as_u64().unwrap() as u32,
         max_wait_us: if queue == 0 { 0 } else { u64::MAX },
         reserved_for_control: 0,
-        max_waiting: queue,
+        max_waiting,
     };
     assert_eq!(config.check(), Ok(()));
     let mut b = Bulkhead::new(config);
@@ -431,6 +437,27 @@ fn opossum_and_cockatiel_agree_with_the_model() {
     assert_eq!(tally.get("opossum"), Some(&(11, 11)));
     assert_eq!(tally.get("cockatiel"), Some(&(12, 10)));
     assert_eq!(tally.get("cockatiel-bulkhead"), Some(&(5, 5)));
+    // A scenario's `[[policy.X.bulkhead]]` has no field for the queue's bound: its waiting room
+    // holds DEFAULT_MAX_WAITING (10 000). Written as max_concurrent_calls = limit and a
+    // max_wait_ms past the run, it queues the calls cockatiel refuses for a full queue.
+    // (cases with a queue, calls cockatiel refused that the scenario queues and runs, calls run
+    // later than cockatiel runs them, because those run first)
+    let mut room = (0, 0, 0);
+    for (case, result) in cases.iter().zip(results) {
+        if case["library"].as_str() != Some("cockatiel-bulkhead") || case["options"]["queue"].as_u64() == Some(0) {
+            continue;
+        }
+        room.0 += 1;
+        let (scenario, real) = (run_bulkhead_with(case, DEFAULT_MAX_WAITING).fates, library_outcome(result).fates);
+        for (s, r) in scenario.iter().zip(&real) {
+            match (r, s) {
+                (Fate::Refused, Fate::AdmittedAt(_)) => room.1 += 1,
+                (Fate::AdmittedAt(a), Fate::AdmittedAt(b)) if b > a => room.2 += 1,
+                (r, s) => assert_eq!(r, s, "{}: the scenario's room changes nothing else", case["name"]),
+            }
+        }
+    }
+    assert_eq!(room, (4, 6, 2), "the scenario's waiting room of {DEFAULT_MAX_WAITING}");
 }
 
 /// Retry cases where cockatiel and the model differ: (case, cockatiel's delays, the model's
