@@ -6,6 +6,13 @@
 //! state change with its time. The departures the harness found are listed in `DEPARTURES`, each
 //! with the library's figures, and checked to be exactly what they say.
 //!
+//! cockatiel's bulkhead (`bulkhead(limit, queue)`, cases.json's `cockatiel-bulkhead` cases) runs
+//! on the same schedules against faultline's bulkhead machine with `limit` permits, a waiting room
+//! of `queue` and no wait limit. cockatiel's retry (`retry_cases.json`) runs one call under
+//! `retry(handleWhen(..), { maxAttempts, backoff })` with Math.random replaced by the case's draws,
+//! against faultline's retry decision (`decide`) given the same draws: each attempt's start, each
+//! delay, the outcome.
+//!
 //! Order at one instant, as the driver's 1 ms ticks make it: timers (a call settling, opossum's
 //! reset timer and bucket rotation, opossum's call timeout) first, then the calls made at that
 //! instant, in file order.
@@ -16,6 +23,11 @@
 //! that the pip packages' variable does not require this harness).
 //! FAULTLINE_NODE names the interpreter (default `node`).
 
+use faultline::runtime::backoff::{Backoff, BackoffKind, Jitter};
+use faultline::runtime::decision::{
+    Decision, FailedAttempt, GiveUp, OnEffectUnknown, RetryRules, decide, default_retryable,
+};
+use faultline::runtime::guard::bulkhead::{Acquire, Bulkhead, BulkheadConfig, DEFAULT_MAX_WAITING};
 use faultline::runtime::guard::cockatiel_breaker::{BreakerKind, CockatielBreaker, CockatielOptions};
 use faultline::runtime::guard::opossum_breaker::{Admission, OpossumBreaker, OpossumOptions};
 use faultline::runtime::guard::{AttemptEnd, Ending};
@@ -285,6 +297,55 @@ fn run_cockatiel(case: &Value) -> Outcome {
     Outcome { fates, transitions }
 }
 
+/// cockatiel's `bulkhead(limit, queue)` as faultline's bulkhead machine: `limit` permits, a FIFO
+/// waiting room of `queue` (refused at once when 0), and no wait limit (cockatiel's queued call
+/// waits until a slot frees).
+fn run_bulkhead(case: &Value) -> Outcome {
+    let queue = case["options"]["queue"].as_u64().unwrap() as usize;
+    run_bulkhead_with(case, queue)
+}
+
+/// The bulkhead machine with a waiting room of `max_waiting`.
+fn run_bulkhead_with(case: &Value, max_waiting: usize) -> Outcome {
+    let calls = calls(case);
+    let o = &case["options"];
+    let queue = o["queue"].as_u64().unwrap() as usize;
+    let config = BulkheadConfig {
+        max_concurrent_calls: o["limit"].as_u64().unwrap() as u32,
+        max_wait_us: if queue == 0 { 0 } else { u64::MAX },
+        reserved_for_control: 0,
+        max_waiting,
+    };
+    assert_eq!(config.check(), Ok(()));
+    let mut b = Bulkhead::new(config);
+    let mut fates = vec![Fate::Refused; calls.len()];
+    let mut schedule = Schedule::new(&calls);
+    while let Some(event) = schedule.next() {
+        let (t, _, i) = event.key();
+        let now = t * US_PER_MS;
+        match event {
+            Event::Arrive(..) => match b.try_acquire(now, false) {
+                Acquire::Granted => {
+                    fates[i] = Fate::Admitted;
+                    schedule.events.insert(Event::End(t + calls[i].duration, i).key());
+                }
+                Acquire::Wait { .. } => assert!(b.wait(i as u64, now, false), "call {i} waits"),
+                Acquire::Refused => fates[i] = Fate::Refused,
+            },
+            Event::End(..) => {
+                if let Some(next) = b.release(now) {
+                    b.claim(next);
+                    let next = next as usize;
+                    fates[next] = Fate::AdmittedAt(t);
+                    schedule.events.insert(Event::End(t + calls[next].duration, next).key());
+                }
+            }
+        }
+    }
+    assert_eq!(b.waiting(), 0, "every queued call ran");
+    Outcome { fates, transitions: Vec::new() }
+}
+
 fn library_outcome(result: &Value) -> Outcome {
     let fates = result["calls"]
         .as_array()
@@ -337,6 +398,7 @@ fn opossum_and_cockatiel_agree_with_the_model() {
         let model = match library {
             "opossum" => run_opossum(case),
             "cockatiel" => run_cockatiel(case),
+            "cockatiel-bulkhead" => run_bulkhead(case),
             other => panic!("library {other}"),
         };
         let real = library_outcome(result);
@@ -374,4 +436,202 @@ fn opossum_and_cockatiel_agree_with_the_model() {
     // The figures README's agreement table quotes.
     assert_eq!(tally.get("opossum"), Some(&(11, 11)));
     assert_eq!(tally.get("cockatiel"), Some(&(12, 10)));
+    assert_eq!(tally.get("cockatiel-bulkhead"), Some(&(5, 5)));
+    // A scenario's `[[policy.X.bulkhead]]` has no field for the queue's bound: its waiting room
+    // holds DEFAULT_MAX_WAITING (10 000). Written as max_concurrent_calls = limit and a
+    // max_wait_ms past the run, it queues the calls cockatiel refuses for a full queue.
+    // (cases with a queue, calls cockatiel refused that the scenario queues and runs, calls run
+    // later than cockatiel runs them, because those run first)
+    let mut room = (0, 0, 0);
+    for (case, result) in cases.iter().zip(results) {
+        if case["library"].as_str() != Some("cockatiel-bulkhead") || case["options"]["queue"].as_u64() == Some(0) {
+            continue;
+        }
+        room.0 += 1;
+        let (scenario, real) = (run_bulkhead_with(case, DEFAULT_MAX_WAITING).fates, library_outcome(result).fates);
+        for (s, r) in scenario.iter().zip(&real) {
+            match (r, s) {
+                (Fate::Refused, Fate::AdmittedAt(_)) => room.1 += 1,
+                (Fate::AdmittedAt(a), Fate::AdmittedAt(b)) if b > a => room.2 += 1,
+                (r, s) => assert_eq!(r, s, "{}: the scenario's room changes nothing else", case["name"]),
+            }
+        }
+    }
+    assert_eq!(room, (4, 6, 2), "the scenario's waiting room of {DEFAULT_MAX_WAITING}");
+}
+
+/// Retry cases where cockatiel and the model differ: (case, cockatiel's delays, the model's
+/// delays, both in µs, why). The test fails if the library stops doing exactly that.
+const RETRY_DEPARTURES: [(&str, [u64; 3], [u64; 3], &str); 3] = [
+    (
+        "retry ExponentialBackoff fullJitterGenerator floors to whole ms",
+        [12_000, 91_000, 399_000],
+        [12_300, 91_340, 399_600],
+        // fullJitterGenerator: Math.floor(Math.random() * delay); faultline's full jitter keeps
+        // the microseconds of u x cap.
+        "cockatiel floors u x cap to whole ms (12, 91, 399 ms for u = 0.123, 0.4567, 0.999 on caps 100, 200, 400 ms); faultline sleeps 12.3, 91.34, 399.6 ms",
+    ),
+    (
+        "retry ExponentialBackoff halfJitterGenerator floors to whole ms",
+        [56_000, 145_000, 399_000],
+        [56_150, 145_670, 399_800],
+        "cockatiel floors (cap + u x cap) / 2 to whole ms (56, 145, 399 ms); faultline's equal jitter sleeps 56.15, 145.67, 399.8 ms",
+    ),
+    (
+        "retry ExponentialBackoff defaults: decorrelated jitter from 128 ms",
+        [114_868, 139_904, 260_576],
+        [64_000, 128_000, 256_000],
+        // decorrelatedJitterGenerator (ExponentialBackoffGenerators.js): t = attempt + u,
+        // next = exponent^t x tanh(sqrt(4 t)), sleep = min(maxDelay, (next - previous next) / 1.4
+        // x initialDelay): Polly's DecorrelatedJitterBackoffV2, which faultline does not have;
+        // its nearest, full jitter (as `import dotnet-resilience` writes Polly's), is the model.
+        "cockatiel's default generator is Polly's DecorrelatedJitterBackoffV2 (114.87, 139.90, 260.58 ms for u = 0.5 from initialDelay 128 ms); faultline has no such jitter and its nearest, full jitter from 128 ms, sleeps 64, 128, 256 ms",
+    ),
+];
+
+/// What one logical call did under a retry policy: when each attempt started, the delay before
+/// each retry (µs), and whether the call succeeded.
+#[derive(Debug, PartialEq)]
+struct RetryRun {
+    starts_us: Vec<u64>,
+    delays_us: Vec<u64>,
+    ok: bool,
+    settled_us: u64,
+}
+
+fn ms_to_us(v: &Value) -> u64 {
+    (v.as_f64().unwrap() * US_PER_MS as f64).round() as u64
+}
+
+/// cockatiel's backoff as faultline's: ConstantBackoff(d) is constant d; no backoff is
+/// ConstantBackoff(0), none; ExponentialBackoff (defaults initialDelay 128, maxDelay 30000,
+/// ExponentialBackoff.js) is exponential doubling from initialDelay to maxDelay whatever its
+/// `exponent` (noJitterGenerator computes initialDelay x 2^attempt), with jitter none (noJitter),
+/// full (fullJitter), equal (halfJitter), or, for the default decorrelated generator, full.
+fn cockatiel_backoff(b: Option<&Value>) -> (Backoff, bool) {
+    let Some(b) = b else { return (Backoff::NONE, false) };
+    let ms = |k: &str, default: u64| b.get(k).and_then(Value::as_u64).unwrap_or(default) * US_PER_MS;
+    match b["kind"].as_str().unwrap() {
+        "constant" => (Backoff::doubling(BackoffKind::Constant, ms("delay", 0), 0, Jitter::None), false),
+        "exponential" => {
+            let jitter = match b.get("generator").and_then(Value::as_str) {
+                Some("none") => Jitter::None,
+                Some("full") | None => Jitter::Full,
+                Some("half") => Jitter::Equal,
+                Some(other) => panic!("generator {other}"),
+            };
+            let backoff =
+                Backoff::doubling(BackoffKind::Exponential, ms("initialDelay", 128), ms("maxDelay", 30_000), jitter);
+            (backoff, jitter != Jitter::None)
+        }
+        other => panic!("backoff {other}"),
+    }
+}
+
+/// faultline's retry decision (`decide`) on the case's attempts: `maxAttempts` retries are
+/// max_attempts = maxAttempts + 1; a handled error is a retryable TRANSIENT_TRANSPORT on a read,
+/// an unhandled one INVALID_INPUT, which is never retried (cockatiel throws it past the retry).
+fn run_retry_model(case: &Value) -> RetryRun {
+    let (backoff, _) = cockatiel_backoff(case.get("backoff"));
+    let max_attempts = case["maxAttempts"].as_u64().unwrap() as u32 + 1;
+    let rules = RetryRules {
+        max_attempts,
+        backoff,
+        honor_retry_after: false,
+        retryable: default_retryable(),
+        on_effect_unknown: OnEffectUnknown::Retry,
+        deadline_propagation: false,
+    };
+    let attempts = case["attempts"].as_array().unwrap();
+    let draws: Vec<f64> = case["draws"].as_array().unwrap().iter().map(|d| d.as_f64().unwrap()).collect();
+    let mut run = RetryRun { starts_us: Vec::new(), delays_us: Vec::new(), ok: false, settled_us: 0 };
+    let mut now = 0;
+    loop {
+        let made = run.starts_us.len();
+        let a = &attempts[made.min(attempts.len() - 1)];
+        run.starts_us.push(now);
+        now += a["duration"].as_u64().unwrap() * US_PER_MS;
+        let kind = match a["outcome"].as_str().unwrap() {
+            "ok" => {
+                run.ok = true;
+                break;
+            }
+            "handled" => FailureKind::TransientTransport,
+            "unhandled" => FailureKind::InvalidInput,
+            other => panic!("outcome {other}"),
+        };
+        let failed = FailedAttempt {
+            kind,
+            is_write: false,
+            deduplicated: false,
+            status_lookup: false,
+            attempts_made: made as u32 + 1,
+            max_attempts,
+            has_retry_token: true,
+            retry_after_us: None,
+            remaining_us: u64::MAX,
+            reserve_us: 0,
+            predicted_attempt_us: 0,
+            previous_sleep_us: run.delays_us.last().copied().unwrap_or(0),
+            jitter: draws.get(made).copied().unwrap_or(0.5),
+        };
+        match decide(&rules, &failed) {
+            Decision::Retry { sleep_us } => {
+                run.delays_us.push(sleep_us);
+                now += sleep_us;
+            }
+            Decision::GiveUp(GiveUp::AttemptsExhausted | GiveUp::NotRetryable) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    run.settled_us = now;
+    run
+}
+
+fn library_retry(result: &Value) -> RetryRun {
+    let us = |k: &str| result[k].as_array().unwrap().iter().map(ms_to_us).collect::<Vec<_>>();
+    RetryRun {
+        starts_us: us("starts"),
+        delays_us: us("delays"),
+        ok: result["settled"]["ok"].as_bool().unwrap(),
+        settled_us: ms_to_us(&result["settled"]["at"]),
+    }
+}
+
+#[test]
+fn cockatiel_retry_agrees_with_the_model() {
+    let Some(driven) = drive() else { return };
+    let cases: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{HARNESS}/retry_cases.json")).unwrap()).unwrap();
+    let cases = cases.as_array().unwrap();
+    let results = driven["retries"].as_array().unwrap();
+    assert_eq!(cases.len(), results.len());
+    let (mut agree, mut departures_seen) = (0, 0);
+    let mut wrong: Vec<String> = Vec::new();
+    for (case, result) in cases.iter().zip(results) {
+        let case_name = case["name"].as_str().unwrap();
+        assert_eq!(result["name"].as_str(), Some(case_name));
+        let model = run_retry_model(case);
+        let real = library_retry(result);
+        // One draw per retry, and only for a jittered backoff: the model's `u` per retry.
+        let jittered = cockatiel_backoff(case.get("backoff")).1;
+        let draws = if jittered { real.delays_us.len() } else { 0 };
+        assert_eq!(result["draws"].as_u64(), Some(draws as u64), "{case_name}: draws");
+        match RETRY_DEPARTURES.iter().find(|d| d.0 == case_name) {
+            None if model != real => wrong.push(format!("{case_name}: model {model:?}, library {real:?}")),
+            None => agree += 1,
+            Some(&(_, library_delays, model_delays, why)) => {
+                departures_seen += 1;
+                assert_eq!(real.delays_us, library_delays, "{case_name}: the library no longer does this: {why}");
+                assert_eq!(model.delays_us, model_delays, "{case_name}: the model: {why}");
+                assert_eq!(model.starts_us.len(), real.starts_us.len(), "{case_name}: attempts agree");
+                assert_eq!(model.ok, real.ok, "{case_name}: the outcome agrees");
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{} disagreements:\n{}", wrong.len(), wrong.join("\n"));
+    assert_eq!(departures_seen, RETRY_DEPARTURES.len(), "every departure is a case");
+    println!("cockatiel retry: {} cases run, {agree} agree", cases.len());
+    // The figures README's agreement table quotes.
+    assert_eq!((cases.len(), agree), (11, 8));
 }

@@ -71,11 +71,23 @@ function makeCockatiel(options, log) {
   return { fire: fn => policy.execute(fn), stop: () => {} };
 }
 
+// cockatiel's bulkhead(limit, queue): a call beyond `limit` running waits in a FIFO queue of
+// `queue`, and is refused (BulkheadRejectedError) beyond that.
+function makeBulkhead(options) {
+  const policy = cockatiel.bulkhead(options.limit, options.queue);
+  return { fire: fn => policy.execute(fn), stop: () => {} };
+}
+
 const results = [];
 for (const c of cases) {
   mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 });
   const transitions = [];
-  const breaker = c.library === 'opossum' ? makeOpossum(c.options, transitions) : makeCockatiel(c.options, transitions);
+  const breaker =
+    c.library === 'opossum'
+      ? makeOpossum(c.options, transitions)
+      : c.library === 'cockatiel-bulkhead'
+        ? makeBulkhead(c.options)
+        : makeCockatiel(c.options, transitions);
   const calls = c.calls.map(call => ({ at: call.at, admitted: false, admitted_at: null, refused_at: null }));
   const last = Math.max(...c.calls.map(call => call.at + call.duration)) + (c.tail ?? 500);
   let next = 0;
@@ -102,4 +114,62 @@ for (const c of cases) {
   mock.timers.reset();
   results.push({ name: c.name, calls, transitions });
 }
-console.log(JSON.stringify({ node: process.version, cases: results }));
+
+// cockatiel's retry(handler, { maxAttempts, backoff }) on one call whose n-th attempt settles
+// after `duration` ms as `ok`, a `handled` error or an `unhandled` one (the handler is
+// handleWhen(e => !e.unhandled)); attempts past the list repeat its last. Math.random is replaced
+// by the case's `draws`, in order, so jittered delays are compared exactly. One timer is pending
+// at a time (the attempt's or the backoff's), so runAll advances the mock clock exactly to it.
+function backoffOf(b) {
+  const { ConstantBackoff, ExponentialBackoff, noJitterGenerator, fullJitterGenerator, halfJitterGenerator } = cockatiel;
+  if (!b) return undefined;
+  if (b.kind === 'constant') return new ConstantBackoff(b.delay);
+  const generators = { none: noJitterGenerator, full: fullJitterGenerator, half: halfJitterGenerator };
+  const options = {};
+  for (const k of ['initialDelay', 'maxDelay', 'exponent']) if (b[k] !== undefined) options[k] = b[k];
+  if (b.generator !== undefined) options.generator = generators[b.generator];
+  return new ExponentialBackoff(Object.keys(options).length ? options : undefined);
+}
+
+const retryCases = JSON.parse(readFileSync(here + 'retry_cases.json', 'utf8'));
+const retries = [];
+const random = Math.random;
+for (const c of retryCases) {
+  mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'Date'], now: 0 });
+  let drawn = 0;
+  Math.random = () => {
+    if (drawn >= c.draws.length) throw new Error(`${c.name}: more than ${c.draws.length} draws`);
+    return c.draws[drawn++];
+  };
+  const policy = cockatiel.retry(cockatiel.handleWhen(e => e.unhandled !== true), {
+    maxAttempts: c.maxAttempts,
+    backoff: backoffOf(c.backoff),
+  });
+  const delays = [];
+  policy.onRetry(e => delays.push(e.delay));
+  const starts = [];
+  let settled = null;
+  policy
+    .execute(() => {
+      const a = c.attempts[Math.min(starts.length, c.attempts.length - 1)];
+      starts.push(Date.now());
+      return new Promise((resolve, reject) =>
+        setTimeout(() => {
+          if (a.outcome === 'ok') resolve('ok');
+          else reject(Object.assign(new Error(a.outcome), { unhandled: a.outcome === 'unhandled' }));
+        }, a.duration));
+    })
+    .then(
+      () => (settled = { ok: true, at: Date.now() }),
+      e => (settled = { ok: false, error: e.message, at: Date.now() }),
+    );
+  for (let spins = 0; settled === null; spins++) {
+    if (spins > 10000) throw new Error(`${c.name}: never settled`);
+    await flush();
+    if (settled === null) mock.timers.runAll();
+  }
+  Math.random = random;
+  mock.timers.reset();
+  retries.push({ name: c.name, starts, delays, draws: drawn, settled });
+}
+console.log(JSON.stringify({ node: process.version, cases: results, retries }));
