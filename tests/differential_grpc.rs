@@ -100,7 +100,11 @@ struct Imported {
 }
 
 fn import(config: &Value) -> Imported {
-    let dir = std::env::temp_dir().join(format!("faultline-differential-grpc-{}", std::process::id()));
+    // A file of each call's own: the tests run in parallel, and one writing the file while
+    // another's import reads it left the reader an empty file (CI, stop 45).
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("faultline-differential-grpc-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("service_config.json");
     std::fs::write(&file, serde_json::to_vec_pretty(config).unwrap()).unwrap();
