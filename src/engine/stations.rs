@@ -136,10 +136,38 @@ impl<T: Tracer> Simulation<'_, T> {
         // leaving it out keeps the event queue bounded by what can still happen.
         if let Some(at) = fire_at_us
             && at <= self.stop_at
+            && !self.answered_before(now, id, at)
         {
             self.queue.schedule_timer(at, id, Event::Timeout { job: id, generation });
         }
         (id, generation)
+    }
+
+    /// Whether attempt `id`, just admitted, is certain to answer its caller no later than
+    /// `at`, so that a caller's timeout at `at` could never fire: it left at once (refused,
+    /// answered now) or started service at once and its answer is its service end, which
+    /// comes first. The service end was scheduled before the timer would be, so it wins a
+    /// tie. Its answer is the service end only without a lost reply, remote calls of its
+    /// own, a delegation loop, a held task create or a token-shaped first-token watch.
+    /// Leaving the timer out saves its insert and removal and moves no other event (events
+    /// are ordered by time, then insertion sequence).
+    #[inline(always)]
+    fn answered_before(&self, now: Micros, id: u32, at: Micros) -> bool {
+        let job = &self.jobs[id];
+        match job.phase {
+            JobPhase::Rejected => true,
+            JobPhase::InService => {
+                debug_assert_eq!(job.started_us, now, "asked right after admission");
+                let dep = &self.model.world.dependencies[job.station as usize];
+                now.saturating_add(job.service_us) <= at
+                    && !job.no_reply
+                    && dep.tokens.is_none()
+                    && dep.calls.is_empty()
+                    && !self.delegation.on
+                    && !matches!(job.caller, Caller::Client { .. })
+            }
+            JobPhase::Queued | JobPhase::Free | JobPhase::Calling | JobPhase::AwaitReply => false,
+        }
     }
 
     /// A token-shaped attempt's first timer: its first-token deadline when that comes before the
