@@ -8,6 +8,7 @@ mod cache_slot;
 mod delegation;
 mod delegation_slot;
 mod event;
+mod plain_call;
 mod remote;
 mod runs;
 mod sdk;
@@ -21,7 +22,10 @@ mod users;
 
 pub use crate::runtime::AttemptTrace;
 pub use event::Event;
-pub use simulation::{Replication, SimError, simulate, simulate_following, simulate_traced, simulate_until_stopped};
+pub use simulation::{
+    Replication, SimError, simulate, simulate_following, simulate_traced, simulate_until_stopped,
+    simulate_without_fast_paths,
+};
 
 use crate::metrics::timeseries::{FIXED_COLUMNS, USER_COLUMNS};
 use crate::metrics::{Labels, MetricMap, Recorder};

@@ -60,6 +60,7 @@ impl<T: Tracer> Simulation<'_, T> {
         slot.outstanding = 0;
         slot.finalized = false;
         slot.duplicate = false;
+        slot.plain = false;
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
         let (deadline_at_us, retry_token_limit) = (budget.deadline_at, budget.retry_token_limit);
@@ -86,7 +87,10 @@ impl<T: Tracer> Simulation<'_, T> {
         if mode.canary || mode.probe {
             self.observe(now, measured, Observation::ModeRun { canary: mode.canary, probe: mode.probe });
         }
-        self.drive(now, id, |m, cx, out| m.start(cx, out));
+        match self.plain_send(now, id, workflow) {
+            Some(call) => self.start_plain_call(now, id, call),
+            None => self.drive(now, id, |m, cx, out| m.start(cx, out)),
+        }
     }
 
     /// Gives run `r`'s machine one input, carries out what it asked for, then delivers any
@@ -189,7 +193,7 @@ impl<T: Tracer> Simulation<'_, T> {
     /// Sends attempt `serial` of step `s` (its serial number names its random stream).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn send(
+    pub(super) fn send(
         &mut self,
         now: Micros,
         r: u32,
@@ -325,6 +329,9 @@ impl<T: Tracer> Simulation<'_, T> {
     /// Delivers the result of `job`, attempt `serial` of step `s`, to the run that waits for it.
     #[inline(always)]
     pub(super) fn on_step_result(&mut self, now: Micros, job: &Job, s: u8, serial: u32, result: AttemptResult) {
+        if self.runs[job.run].plain && self.plain_call_answered(now, job, result) {
+            return;
+        }
         if let (Some(bad), AttemptResult::Ok, Purpose::Call) = (job.bad, result, job.purpose) {
             // An answer that looks like success and is not: the run's machine weighs it.
             return self.deliver_bad_result(now, job.run, job.run_gen, s, serial, bad);
@@ -515,6 +522,18 @@ pub(super) struct RunEffects<'a, T: Tracer + 'a> {
     commands: &'a mut Vec<Command>,
     /// The run's trace (for the guards' own wake-ups, slot u32::MAX, which no run holds).
     trace: T::Sink<'a>,
+}
+
+impl<'a, T: Tracer + 'a> RunEffects<'a, T> {
+    pub(super) fn new(
+        recorder: &'a mut Recorder,
+        now: Micros,
+        measured: bool,
+        commands: &'a mut Vec<Command>,
+        trace: T::Sink<'a>,
+    ) -> Self {
+        RunEffects { recorder, now, measured, commands, trace }
+    }
 }
 
 impl<T: Tracer> Effects for RunEffects<'_, T> {

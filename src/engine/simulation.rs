@@ -163,6 +163,9 @@ pub(super) struct RunSlot {
     pub outstanding: u32,
     pub finalized: bool,
     pub duplicate: bool,
+    /// Driven as a plain call (engine/plain_call.rs): its machine has not started; the
+    /// engine ends the run itself if its attempt succeeds.
+    pub plain: bool,
     /// Per step: the effects its writes committed.
     pub ledgers: Vec<LedgerEntry>,
     pub machine: RunMachine,
@@ -180,6 +183,7 @@ impl RunSlot {
             outstanding: 0,
             finalized: false,
             duplicate: false,
+            plain: false,
             ledgers: Vec::new(),
             machine: RunMachine::vacant(),
         }
@@ -224,6 +228,9 @@ pub struct Replication {
     pub metrics: MetricMap,
     pub timeseries: TimeSeries,
     pub events: u64,
+    /// Root runs the engine ended on its plain-call fast path (engine/plain_call.rs): a count
+    /// of the engine's own work, not a figure of the system simulated.
+    pub plain_call_runs: u64,
 }
 
 pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
@@ -281,6 +288,10 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub caches: Option<Box<super::cache_slot::CacheState>>,
     /// The caller's stop flag, read once a window (never per event).
     pub stop: Option<&'m AtomicBool>,
+    /// Per workflow, whether its runs are plain calls (engine/plain_call.rs).
+    pub plain_calls: Vec<super::plain_call::PlainCall>,
+    /// Runs ended on that path so far.
+    pub plain_call_runs: u64,
 }
 
 /// Buffers a mode evaluation fills, kept between evaluations.
@@ -312,7 +323,21 @@ pub fn simulate_until_stopped(
     seed: u64,
     stop: &AtomicBool,
 ) -> Result<Replication, SimError> {
-    simulate_with(model, policy, seed, NoTrace, Some(stop)).map(|(r, _)| r)
+    simulate_with(model, policy, seed, NoTrace, Some(stop), FastPaths::On).map(|(r, _)| r)
+}
+
+/// As [`simulate`], with every root run driven by its run machine: the engine's fast paths
+/// (engine/plain_call.rs) off. The figures are the same; tests compare the two.
+#[doc(hidden)]
+pub fn simulate_without_fast_paths(model: &Model, policy: usize, seed: u64) -> Result<Replication, SimError> {
+    simulate_with(model, policy, seed, NoTrace, None, FastPaths::Off).map(|(r, _)| r)
+}
+
+/// Whether the engine may take its fast paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FastPaths {
+    On,
+    Off,
 }
 
 /// As [`simulate`], with `tracer` following root runs as they go; returns it with what it kept.
@@ -322,7 +347,7 @@ pub fn simulate_following<T: Tracer>(
     seed: u64,
     tracer: T,
 ) -> Result<(Replication, T), SimError> {
-    simulate_with(model, policy, seed, tracer, None)
+    simulate_with(model, policy, seed, tracer, None, FastPaths::On)
 }
 
 fn simulate_with<T: Tracer>(
@@ -331,6 +356,7 @@ fn simulate_with<T: Tracer>(
     seed: u64,
     tracer: T,
     stop: Option<&AtomicBool>,
+    fast_paths: FastPaths,
 ) -> Result<(Replication, T), SimError> {
     let world = &model.world;
     let labels = model.labels(policy);
@@ -388,7 +414,15 @@ fn simulate_with<T: Tracer>(
         delegation: super::delegation_slot::Delegation::new(world.delegates()),
         caches: super::cache_slot::cache_state(model, &model.policies[policy]),
         stop,
+        plain_calls: Vec::new(),
+        plain_call_runs: 0,
     };
+    sim.plain_calls = (0..model.workflows.len())
+        .map(|w| match fast_paths {
+            FastPaths::On if super::plain_call::may_be_plain(&sim, w) => super::plain_call::PlainCall::Unasked,
+            FastPaths::On | FastPaths::Off => super::plain_call::PlainCall::Never,
+        })
+        .collect();
     sim.schedule_start();
     let events = sim.run_loop()?;
     let end = sim.queue.now().max(world.duration_us);
@@ -398,7 +432,8 @@ fn simulate_with<T: Tracer>(
     }
     sim.recorder.finish(end);
     let metrics = sim.recorder.to_map(&labels);
-    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events }, sim.tracer))
+    let plain_call_runs = sim.plain_call_runs;
+    Ok((Replication { metrics, timeseries: sim.recorder.timeseries, events, plain_call_runs }, sim.tracer))
 }
 
 impl<T: Tracer> Simulation<'_, T> {

@@ -143,6 +143,7 @@ impl InFlight {
     }
 }
 
+#[derive(Clone)]
 pub struct RunMachine {
     pub workflow: u16,
     pub key: StreamKey,
@@ -1564,12 +1565,6 @@ impl RunMachine {
         if self.ended {
             return;
         }
-        // The user had no result by the deadline: a late end, or a run the runtime stopped
-        // because time ran out (failed, or handed to a human with what it had).
-        let past_deadline = cx.now > self.budget.deadline_at;
-        let no_result_for_lack_of_time = self.time_ran_out && matches!(outcome, Outcome::Failed | Outcome::Handoff);
-        let deadline_exceeded = past_deadline || no_result_for_lack_of_time;
-        let latency_us = cx.now - self.start_us;
         if self.rests_on_bad_result && outcome.is_success() {
             out.observe(Observation::BadResult(BadResultObservation::AnswerRestsOnBadResult));
         }
@@ -1583,6 +1578,28 @@ impl RunMachine {
                 }
             }
         }
+        let deadline_exceeded = self.record_end(cx.now, out, outcome);
+        // Stop every branch still running: the caller no longer waits for them.
+        for s in 0..self.steps.len() {
+            if self.steps[s].phase.is_open() {
+                self.steps[s].phase = StepPhase::Abandoned;
+                out.trace(TraceEvent::StepEnded { step: s as u8, end: StepEnd::Abandoned });
+                self.cancel_step_attempts(cx, out, s as u8);
+            }
+        }
+        out.command(Command::End { outcome, deadline_exceeded });
+    }
+
+    /// Observes the run's end with `outcome` at `now` and marks the machine ended; returns
+    /// whether the deadline counts as exceeded.
+    #[inline(always)]
+    fn record_end(&mut self, now: Micros, out: &mut impl Effects, outcome: Outcome) -> bool {
+        // The user had no result by the deadline: a late end, or a run the runtime stopped
+        // because time ran out (failed, or handed to a human with what it had).
+        let past_deadline = now > self.budget.deadline_at;
+        let no_result_for_lack_of_time = self.time_ran_out && matches!(outcome, Outcome::Failed | Outcome::Handoff);
+        let deadline_exceeded = past_deadline || no_result_for_lack_of_time;
+        let latency_us = now - self.start_us;
         let (workflow, mode, degraded, evidence) = (self.workflow, self.mode.label, self.degraded, self.evidence);
         out.observe(Observation::RunEnded {
             workflow,
@@ -1600,14 +1617,20 @@ impl RunMachine {
         self.ended = true;
         self.outcome = outcome;
         self.deadline_exceeded_at_end = deadline_exceeded;
-        // Stop every branch still running: the caller no longer waits for them.
-        for s in 0..self.steps.len() {
-            if self.steps[s].phase.is_open() {
-                self.steps[s].phase = StepPhase::Abandoned;
-                out.trace(TraceEvent::StepEnded { step: s as u8, end: StepEnd::Abandoned });
-                self.cancel_step_attempts(cx, out, s as u8);
-            }
-        }
+        deadline_exceeded
+    }
+
+    /// The end of a run the engine drove as one plain call (engine/plain_call.rs) whose
+    /// attempt succeeded: what `end_run` gives a run whose only step succeeded at its first
+    /// attempt, which is all this machine saw. The machine never started the step (the engine
+    /// found, by running `start` once on this workflow, that it would only have sent it).
+    pub fn end_plain_call(&mut self, now: Micros, out: &mut impl Effects) {
+        debug_assert!(
+            !self.ended && self.in_flight.is_empty() && self.degraded == 0 && self.approvals.is_empty(),
+            "a plain call's run is fresh until it ends"
+        );
+        let outcome = Outcome::Succeeded;
+        let deadline_exceeded = self.record_end(now, out, outcome);
         out.command(Command::End { outcome, deadline_exceeded });
     }
 }

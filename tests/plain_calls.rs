@@ -1,0 +1,213 @@
+//! The engine's plain-call fast path (src/engine/plain_call.rs) changes no figure: every
+//! scenario below runs on the usual path and with the fast paths off
+//! (`simulate_without_fast_paths`), and the two give the same metrics bit for bit, the same
+//! time series and the same number of events. Each case where the fast path is expected
+//! also shows it was taken (`plain_call_runs`), so a fast path that quietly never ran would
+//! fail here, and the cases cover what hands a run back to its machine: failures, retries,
+//! timeouts, lost replies, bad answers, deadlines, refusals, queue expiry, cancellation,
+//! resubmission, closed populations and remote agents.
+
+mod common;
+use common::*;
+use faultline::engine::{Model, Replication, simulate, simulate_without_fast_paths};
+use faultline::experiment::batch::replication_seed;
+
+const POLICY_PLAIN: &str = "timeout_ms = 0\nretry = { max_attempts = 1 }";
+
+/// One workflow `w` of one read step on `svc`, 4 exponential servers, 32 arrivals a second
+/// (an M/M/4 at rho 0.8), 200 s; `svc`, `workflow`, `policy` and `rest` add or replace lines.
+fn scenario(svc: &str, workflow: &str, policy: &str, rest: &str) -> String {
+    format!(
+        r#"[simulation]
+duration_s = 200
+seed = 7
+replications = 2
+timeseries_window_s = 10
+
+[[dependency]]
+name = "svc"
+servers = 4
+service_time = {{ dist = "exponential", mean_ms = 100 }}
+{svc}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 32 }}
+deadline_ms = 60000
+{workflow}
+
+  [[workflow.step]]
+  id = "call"
+  dependency = "svc"
+
+{rest}
+
+[policy.p]
+{policy}
+"#
+    )
+}
+
+fn fault(kind: &str, fields: &str) -> String {
+    format!("[[fault]]\nkind = \"{kind}\"\ntarget = \"svc\"\nstart_s = 60\nduration_s = 60\n{fields}\n")
+}
+
+/// Runs every policy and replication of `m` both ways; returns the fast path's plain-call runs.
+fn same_both_ways(label: &str, m: &Model) -> u64 {
+    let mut plain_runs = 0;
+    for p in 0..m.policies.len() {
+        for k in 0..m.world.replications {
+            let seed = replication_seed(m.world.seed, k);
+            let fast = simulate(m, p, seed).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let general = simulate_without_fast_paths(m, p, seed).unwrap_or_else(|e| panic!("{label}: {e}"));
+            assert_eq!(general.plain_call_runs, 0, "{label}: the general path takes no fast path");
+            assert_eq!(metric_bits(&fast.metrics), metric_bits(&general.metrics), "{label}: policy {p}, rep {k}");
+            assert_eq!(fast.events, general.events, "{label}: events, policy {p}, rep {k}");
+            assert_eq!(series(&fast), series(&general), "{label}: time series, policy {p}, rep {k}");
+            plain_runs += fast.plain_call_runs;
+        }
+    }
+    plain_runs
+}
+
+fn series(r: &Replication) -> Vec<u64> {
+    let t = &r.timeseries;
+    (0..t.rows()).flat_map(|row| (0..t.stride()).map(move |c| t.value(row, c))).collect()
+}
+
+/// A case where the fast path must be taken by a good share of the runs.
+fn plain_case(label: &str, text: &str) {
+    let m = model(text);
+    let plain_runs = same_both_ways(label, &m);
+    let runs = (0..m.policies.len())
+        .flat_map(|p| (0..m.world.replications).map(move |k| (p, k)))
+        .map(|(p, k)| simulate(&m, p, replication_seed(m.world.seed, k)).expect("runs").metrics["logical_run_total"])
+        .sum::<f64>();
+    // Runs in the warm-up are not counted in logical_run_total but may take the fast path.
+    assert!(plain_runs as f64 >= 0.2 * runs && plain_runs > 100, "{label}: {plain_runs} plain runs of {runs}");
+}
+
+#[test]
+fn an_mmc_queue_takes_the_fast_path_with_the_same_figures() {
+    plain_case("M/M/4", &scenario("", "", POLICY_PLAIN, ""));
+    plain_case("M/M/4, 60 s timeout", &scenario("", "", "timeout_ms = 60000\nretry = { max_attempts = 1 }", ""));
+    let mmc = std::fs::read_to_string("scenarios/mmc.toml").expect("scenarios/mmc.toml");
+    plain_case("scenarios/mmc.toml", &mmc.replace("duration_s = 2000", "duration_s = 200"));
+    let mmck = std::fs::read_to_string("scenarios/mmck.toml").expect("scenarios/mmck.toml");
+    plain_case("scenarios/mmck.toml", &mmck);
+    plain_case(
+        "warm-up",
+        &scenario("", "", POLICY_PLAIN, "")
+            .replace("timeseries_window_s = 10", "timeseries_window_s = 10\nwarmup_s = 50"),
+    );
+}
+
+#[test]
+fn failures_and_retries_hand_the_run_back_with_the_same_figures() {
+    let retrying = "timeout_ms = 300\nretry = { max_attempts = 3, backoff = { base_ms = 20, max_ms = 200 } }";
+    let cases = [
+        ("errors", scenario("errors = { transient_transport = 0.2, overloaded = 0.1 }", "", retrying, "")),
+        ("errors, no retry", scenario("errors = { invalid_input = 0.3 }", "", POLICY_PLAIN, "")),
+        ("timeouts", scenario("", "", "timeout_ms = 150\nretry = { max_attempts = 2 }", "")),
+        ("lost responses", scenario("", "", retrying, &fault("lost_response", ""))),
+        ("a timeout fault", scenario("", "", retrying, &fault("timeout", ""))),
+        ("a latency fault", scenario("", "", retrying, &fault("latency", "factor = 5"))),
+        ("down", scenario("", "", retrying, &fault("down", "retry_after_ms = 50"))),
+        ("capacity", scenario("", "", retrying, &fault("capacity", "servers = 1"))),
+        ("truncated answers", scenario("", "", retrying, &fault("truncated_result", ""))),
+        ("schema violations", scenario("", "", retrying, &fault("schema_violation", ""))),
+        ("a rate limit", scenario("rate_limit = { per_s = 20, retry_after_ms = 100 }", "", retrying, "")),
+        (
+            "a small queue that expires and cancels",
+            scenario(
+                "queue_capacity = 3\nqueue_policy = { max_wait_ms = 200 }\nhonors_cancel = true",
+                "",
+                retrying,
+                "",
+            ),
+        ),
+        (
+            "a tight deadline, propagated",
+            scenario("", "", "deadline_propagation = true\ntimeout_ms = 400\nretry = { max_attempts = 3 }", "")
+                .replace("deadline_ms = 60000", "deadline_ms = 250"),
+        ),
+        (
+            "resubmission",
+            scenario(
+                "errors = { invalid_input = 0.3 }",
+                "resubmit = { probability = 1, delay_ms = 100 }",
+                POLICY_PLAIN,
+                "",
+            ),
+        ),
+        (
+            "a remote agent that retries its own calls",
+            scenario(
+                "calls = [{ dependency = \"inner\", max_attempts = 3, timeout_ms = 500 }]",
+                "",
+                retrying,
+                "[[dependency]]\nname = \"inner\"\nservers = 8\nservice_time = { dist = \"exponential\", mean_ms = 20 }\nerrors = { transient_transport = 0.3 }\n",
+            ),
+        ),
+    ];
+    for (label, text) in &cases {
+        // At a quarter of the load: retries must not turn a fault into a storm in which every
+        // attempt times out (the fast path would then have little to do).
+        plain_case(label, &text.replace("rate_per_s = 32", "rate_per_s = 8"));
+    }
+}
+
+#[test]
+fn a_closed_population_takes_the_fast_path_with_the_same_figures() {
+    let users = "[workflow.arrivals.users]\ncount = 16\nspawn_rate = 10\nwait_time = { exponential_mean_s = 1 }\nabandon_after_ms = 300";
+    let text = scenario("", "", "timeout_ms = 250\nretry = { max_attempts = 2 }", "")
+        .replace("arrivals = { rate_per_s = 32 }\n", "")
+        .replace("deadline_ms = 60000\n", &format!("deadline_ms = 60000\n{users}\n"));
+    plain_case("closed population", &text);
+}
+
+#[test]
+fn runs_the_fast_path_cannot_take_keep_their_figures() {
+    // A write, a second step, a breaker on the route: each goes through the machine.
+    let two_steps = "  [[workflow.step]]\n  id = \"then\"\n  dependency = \"svc\"\n  after = [\"call\"]\n";
+    let cases = [
+        (
+            "a write",
+            scenario("", "", POLICY_PLAIN, "")
+                .replace("dependency = \"svc\"\n", "dependency = \"svc\"\n  effect = \"write\"\n"),
+        ),
+        ("two steps", scenario("", "", POLICY_PLAIN, two_steps)),
+        (
+            "a breaker",
+            scenario(
+                "errors = { transient_transport = 0.3 }",
+                "",
+                &format!("{POLICY_PLAIN}\n\n[[policy.p.circuit_breaker]]\ndependency = \"svc\""),
+                "",
+            ),
+        ),
+    ];
+    for (label, text) in &cases {
+        let m = model(text);
+        assert_eq!(same_both_ways(label, &m), 0, "{label}: no run is a plain call");
+    }
+}
+
+#[test]
+fn every_shipped_scenario_gives_the_same_figures_both_ways() {
+    let mut paths: Vec<_> = std::fs::read_dir("scenarios")
+        .expect("scenarios/")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    paths.push("benches/mechanisms.toml".into());
+    for path in &paths {
+        let text = std::fs::read_to_string(path).expect("a scenario");
+        let m = model(&text);
+        // Shorter runs: the point is the paths taken, not the figures' precision.
+        let mut m = m;
+        m.world.replications = 1;
+        same_both_ways(&path.display().to_string(), &m);
+    }
+}
