@@ -327,18 +327,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "twenty.json:1:32: Retry:MaxRetryAttempts: 20 retries are 21 attempts; faultline's retry.max_attempts is at most 20",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "dotnet-resilience", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("dotnet-resilience", &dir, &cases);
     // --section belongs to dotnet-resilience only.
     let out = faultline(&["import", "grpc-service-config", EXAMPLE, "--section", "A"]);
     assert_eq!(out.status.code(), Some(2));

@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::import::assert_refused;
 use common::*;
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -263,18 +264,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "f.yaml:6:3: router_settings.num_retries: duplicate key",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "litellm", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("litellm", &dir, &cases);
     // A group --dependency does not know, and a file that is not YAML by name.
     let out = faultline(&["import", "litellm", EXAMPLE, "--dependency", "nope=x"]);
     assert_eq!(out.status.code(), Some(2));

@@ -245,18 +245,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "h.yml:5:29: resilience4j.bulkhead.instances.a.maxConcurrentCalls: 0: resilience4j accepts it (a bulkhead that refuses every call), faultline's bulkhead needs at least 1 permit",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "resilience4j", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("resilience4j", &dir, &cases);
 }
 
 /// ConfigUtils.mergePropertiesIfAny copies a Retry base's flags down to the instance but not its
