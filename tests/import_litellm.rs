@@ -7,30 +7,18 @@
 
 mod common;
 
-use common::import::assert_refused;
+use common::import::*;
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/litellm/config.yaml");
 
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
-}
-
 fn import(args: &[&str]) -> String {
-    let mut all = vec!["import", "litellm"];
-    all.extend_from_slice(args);
-    let out = faultline(&all);
-    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    import_fragment("litellm", args)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("faultline-import-litellm-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(tag: &str) -> PathBuf {
+    scratch_dir("litellm", tag)
 }
 
 /// A scenario with the two dependencies the example's groups map to and a step named like the
@@ -292,17 +280,12 @@ fn the_routers_own_rules_for_deployments_fallbacks_and_numbers() {
         f.to_str().unwrap().to_string()
     };
     let two = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n  - model_name: b\n    litellm_params:\n      model: openai/y\n";
-    let field = |t: &str, key: &str| {
-        t.lines()
-            .find(|l| l.starts_with(&format!("{key} = ")))
-            .map(|l| l.split(" #").next().unwrap().trim_end().to_string())
-    };
     // A deployment's num_retries wins over the router's.
     let dnr = write(
         "dnr.yaml",
         "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n      num_retries: 4\nrouter_settings:\n  num_retries: 1\n",
     );
-    assert_eq!(field(&import(&[&dnr]), "max_retries").as_deref(), Some("max_retries = 4"));
+    assert_eq!(value(&import(&[&dnr]), "max_retries"), "max_retries = 4");
     // `"*"`: every group falls back to b.
     let star = import(&[&write("star.yaml", &format!("{two}router_settings:\n  fallbacks:\n    - \"*\": [b]\n"))]);
     assert!(star.contains("[[policy.imported.steps.a.fallbacks]]\ndependency = \"b\""), "{star}");
@@ -341,8 +324,8 @@ fn the_routers_own_rules_for_deployments_fallbacks_and_numbers() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("YAML 1.1 number"));
     // 3.0 is 3 (`_lenient_int`); a null is the Router's default; a timeout of 0 is unset.
     let t = import(&[&write("lenient.yaml", &format!("{two}router_settings:\n  num_retries: 3.0\n  timeout: 0\n"))]);
-    assert_eq!(field(&t, "max_retries").as_deref(), Some("max_retries = 3"), "{t}");
+    assert_eq!(value(&t, "max_retries"), "max_retries = 3", "{t}");
     assert!(t.contains("0 is unset for the Router"), "{t}");
     let t = import(&[&write("null.yaml", &format!("{two}router_settings:\n  num_retries: ~\n"))]);
-    assert_eq!(field(&t, "max_retries").as_deref(), Some("max_retries = 2"), "{t}");
+    assert_eq!(value(&t, "max_retries"), "max_retries = 2", "{t}");
 }
