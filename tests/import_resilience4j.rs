@@ -372,25 +372,22 @@ fn documents_apply_to_the_active_profiles_as_spring_boot_decides() {
     let eu = import(&[props.to_str().unwrap(), "--profile", "prod", "--profile", "eu"]);
     assert_eq!(value(&eu, "max_attempts"), "max_attempts = 6", "both later documents apply; the last wins: {eu}");
 
-    for (name, text, want) in [
-        (
-            "bad-active.properties",
-            "a=1\n#---\nspring.config.activate.on-profile=prod\nspring.profiles.active=x\n",
-            "bad-active.properties:4:24: spring.profiles.active: Spring refuses it in a document that applies to a profile",
-        ),
-        (
-            "bad-expr.properties",
-            "a=1\n#---\nspring.config.activate.on-profile=prod & eu | dev\n",
-            "bad-expr.properties:3:35: spring.config.activate.on-profile: malformed profile expression [prod & eu | dev]",
-        ),
-    ] {
-        let f = dir.join(name);
-        std::fs::write(&f, text).unwrap();
-        let out = faultline(&["import", "resilience4j", f.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains(want), "got {err}\nwant {want}");
-    }
+    assert_refused(
+        "resilience4j",
+        &dir,
+        &[
+            (
+                "bad-active.properties",
+                "a=1\n#---\nspring.config.activate.on-profile=prod\nspring.profiles.active=x\n",
+                "bad-active.properties:4:24: spring.profiles.active: Spring refuses it in a document that applies to a profile",
+            ),
+            (
+                "bad-expr.properties",
+                "a=1\n#---\nspring.config.activate.on-profile=prod & eu | dev\n",
+                "bad-expr.properties:3:35: spring.config.activate.on-profile: malformed profile expression [prod & eu | dev]",
+            ),
+        ],
+    );
 }
 
 /// What the stop-44 review found Spring doing otherwise (each assertion failed before):
