@@ -23,35 +23,6 @@ fn data(name: &str) -> String {
     format!("{DATA}/{name}")
 }
 
-/// A scenario with a dependency per instance name and no policy of its own.
-fn scenario(errors: &str, duration_s: u32) -> String {
-    format!(
-        r#"[simulation]
-duration_s = {duration_s}
-warmup_s = 0
-seed = 7
-replications = 2
-
-[[dependency]]
-name = "model"
-servers = 100000
-queue_capacity = 0
-service_time = {{ dist = "constant", value_ms = 1 }}
-errors = {{ {errors} }}
-
-[[workflow]]
-name = "w"
-arrivals = {{ rate_per_s = 5 }}
-deadline_ms = 600000
-
-  [[workflow.step]]
-  id = "s"
-  dependency = "model"
-
-"#
-    )
-}
-
 #[test]
 fn yaml_and_properties_give_the_same_policy_with_every_field_cited() {
     let yaml = import(&[&data("r4j_application.yml")]);
@@ -139,7 +110,7 @@ fn the_fragments_validate_and_run() {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         let fragment = import(&a);
         let s = dir.join("s.toml");
-        std::fs::write(&s, format!("{}{fragment}", scenario("overloaded = 0.2", 20))).unwrap();
+        std::fs::write(&s, format!("{}{fragment}", model_scenario("overloaded = 0.2", 20))).unwrap();
         let v = faultline(&["validate", s.to_str().unwrap()]);
         assert!(v.status.success(), "{args:?}: {}\n{fragment}", String::from_utf8_lossy(&v.stderr));
         let out = dir.join("out");
@@ -156,7 +127,7 @@ fn the_imported_retry_sleeps_its_multiplier_without_jitter() {
     // resilience4j's default multiplier 2 would not apply (its default is 1.5), doubling would
     // give 704 ms, and any jitter would spread the runs.
     let fragment = import(&[&data("r4j_retry.yml")]);
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         assert_eq!((m["run_latency_ms.mean"], m["run_latency_ms.max"]), (479.0, 479.0), "{m:?}\n{fragment}");
     }
@@ -169,7 +140,7 @@ fn the_imported_breaker_stays_open_for_its_imported_wait() {
     // failed probes open it again. So each open spell lasts 10 s plus the wait for the next
     // call (arrivals 5/s: 0.2 s on average).
     let fragment = import(&[&data("r4j_breaker.properties")]);
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         let opens = m["breaker.model.transition_total.open"];
         let open_s = m["breaker.model.time_in_state_s.open"];
@@ -189,7 +160,7 @@ fn the_imported_breaker_stays_open_for_its_imported_wait() {
     .unwrap();
     let fragment = import(&[file.to_str().unwrap()]);
     assert!(fragment.contains("wait_duration_in_open_state_ms = 60000 "), "{fragment}");
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         let opens = m["breaker.model.transition_total.open"];
         println!("default 60 s: {opens} opens");

@@ -35,6 +35,37 @@ pub fn value<'a>(text: &'a str, key: &str) -> &'a str {
     line(text, key).split(" #").next().unwrap().trim_end()
 }
 
+/// A scenario with one dependency, `model`, failing as `errors` says (the inside of a TOML inline
+/// table), 5 runs a second of one step, and no policy of its own: an imported fragment is its
+/// policy.
+pub fn model_scenario(errors: &str, duration_s: u32) -> String {
+    format!(
+        r#"[simulation]
+duration_s = {duration_s}
+warmup_s = 0
+seed = 7
+replications = 2
+
+[[dependency]]
+name = "model"
+servers = 100000
+queue_capacity = 0
+service_time = {{ dist = "constant", value_ms = 1 }}
+errors = {{ {errors} }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "s"
+  dependency = "model"
+
+"#
+    )
+}
+
 /// Each case `(file name, file text, want)` is written to `dir` and imported with
 /// `faultline import FORMAT FILE -o OUT`: the import exits 2, the first line of its standard
 /// error names the file's path and goes on as `want` does after the file name (`want` starts
