@@ -3,29 +3,23 @@
 //! small scenario that `validate` and `run` accept, and refused whole (file:line:col, exit 2, no
 //! output file) when the file is wrong.
 
+mod common;
+
+use common::import::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/import");
-
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
-}
 
 fn data(name: &str) -> String {
     format!("{DATA}/{name}")
 }
 
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout.clone()).unwrap()
+fn import(args: &[&str]) -> String {
+    import_fragment("grpc-service-config", args)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("faultline-import-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(tag: &str) -> PathBuf {
+    scratch_dir("grpc", tag)
 }
 
 /// A scenario with one step and no policy of its own: the imported fragment is its policy.
@@ -65,16 +59,7 @@ fn assert_lines(got: &str, want: &[&str]) {
 
 #[test]
 fn the_service_method_gets_its_service_config_with_every_field_cited() {
-    let out = faultline(&[
-        "import",
-        "grpc-service-config",
-        &data("grpc_service_config.json"),
-        "--method",
-        "helloworld.Greeter/SayHello",
-        "-p",
-        "grpc",
-    ]);
-    let text = stdout(&out);
+    let text = import(&[&data("grpc_service_config.json"), "--method", "helloworld.Greeter/SayHello", "-p", "grpc"]);
     assert_lines(
         &text,
         &[
@@ -104,13 +89,7 @@ fn the_service_method_gets_its_service_config_with_every_field_cited() {
 
 #[test]
 fn the_exact_method_wins_over_its_service_and_max_attempts_is_clamped_to_five() {
-    let text = stdout(&faultline(&[
-        "import",
-        "grpc-service-config",
-        &data("grpc_service_config.json"),
-        "--method",
-        "helloworld.Greeter/SayHelloSlowly",
-    ]));
+    let text = import(&[&data("grpc_service_config.json"), "--method", "helloworld.Greeter/SayHelloSlowly"]);
     assert_lines(
         &text,
         &[
@@ -133,13 +112,7 @@ fn the_exact_method_wins_over_its_service_and_max_attempts_is_clamped_to_five() 
     );
     assert!(!text.contains("multiplies by 2"), "{text}");
     // A method of another service falls to the default `{}` methodConfig: a deadline, no retries.
-    let other = stdout(&faultline(&[
-        "import",
-        "grpc-service-config",
-        &data("grpc_service_config.json"),
-        "--method",
-        "other.Service/Call",
-    ]));
+    let other = import(&[&data("grpc_service_config.json"), "--method", "other.Service/Call"]);
     assert_lines(
         &other,
         &[
@@ -152,7 +125,7 @@ fn the_exact_method_wins_over_its_service_and_max_attempts_is_clamped_to_five() 
 
 #[test]
 fn a_hedging_policy_is_ignored_as_grpc_core_ignores_it() {
-    let text = stdout(&faultline(&["import", "grpc-service-config", &data("grpc_hedging.json")]));
+    let text = import(&[&data("grpc_hedging.json")]);
     assert_lines(
         &text,
         &[
@@ -177,7 +150,7 @@ fn the_fragment_appended_to_a_scenario_validates_and_runs() {
         ("grpc_service_config.json", "other.Service/Call"),
         ("grpc_hedging.json", "search.Index/Lookup"),
     ] {
-        let fragment = stdout(&faultline(&["import", "grpc-service-config", &data(file), "--method", method]));
+        let fragment = import(&[&data(file), "--method", method]);
         let scenario = dir.join("s.toml");
         std::fs::write(&scenario, format!("{SCENARIO}{fragment}")).unwrap();
         let s = scenario.to_str().unwrap();
@@ -197,58 +170,47 @@ fn bad_files_are_refused_at_the_key_with_exit_2_and_no_output() {
     let dir = scratch("refusals");
     let cases: [(&str, &str, &str); 8] = [
         (
+            "max_attempts.json",
             "{\n  \"methodConfig\": [\n    {\"name\": [{\"service\": \"a.B\"}],\n     \"retryPolicy\": {\"maxAttempts\": 1, \"initialBackoff\": \"0.1s\", \"maxBackoff\": \"1s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"UNAVAILABLE\"]}}\n  ]\n}\n",
-            ":4:37: methodConfig[0].retryPolicy.maxAttempts: must be at least 2",
-            "max_attempts",
+            "max_attempts.json:4:37: methodConfig[0].retryPolicy.maxAttempts: must be at least 2",
         ),
         (
+            "initial.json",
             "{\"methodConfig\": [{\"name\": [{\"service\": \"a.B\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"0s\", \"maxBackoff\": \"1s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [\"UNAVAILABLE\"]}}]}",
-            ":1:102: methodConfig[0].retryPolicy.initialBackoff: must be greater than 0",
-            "initial",
+            "initial.json:1:102: methodConfig[0].retryPolicy.initialBackoff: must be greater than 0",
         ),
         (
+            "multiplier.json",
             "{\"methodConfig\": [{\"name\": [{\"service\": \"a.B\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"1s\", \"maxBackoff\": \"1s\", \"backoffMultiplier\": 0, \"retryableStatusCodes\": [\"UNAVAILABLE\"]}}]}",
-            ":1:149: methodConfig[0].retryPolicy.backoffMultiplier: must be greater than 0",
-            "multiplier",
+            "multiplier.json:1:149: methodConfig[0].retryPolicy.backoffMultiplier: must be greater than 0",
         ),
         (
+            "codes.json",
             "{\"methodConfig\": [{\"name\": [{\"service\": \"a.B\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"1s\", \"maxBackoff\": \"1s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": []}}]}",
-            ":1:176: methodConfig[0].retryPolicy.retryableStatusCodes: must not be empty",
-            "codes",
+            "codes.json:1:176: methodConfig[0].retryPolicy.retryableStatusCodes: must not be empty",
         ),
         (
+            "number.json",
             "{\"methodConfig\": [{\"name\": [{\"service\": \"a.B\"}], \"retryPolicy\": {\"maxAttempts\": 3, \"initialBackoff\": \"1s\", \"maxBackoff\": \"1s\", \"backoffMultiplier\": 2, \"retryableStatusCodes\": [14]}}]}",
-            ":1:177: methodConfig[0].retryPolicy.retryableStatusCodes[0]: 14: grpc-core reads status codes as names",
-            "number",
+            "number.json:1:177: methodConfig[0].retryPolicy.retryableStatusCodes[0]: 14: grpc-core reads status codes as names",
         ),
         (
+            "tokens.json",
             "{\"retryThrottling\": {\"maxTokens\": 0, \"tokenRatio\": 0.1}}",
-            ":1:35: retryThrottling.maxTokens: must be greater than 0",
-            "tokens",
+            "tokens.json:1:35: retryThrottling.maxTokens: must be greater than 0",
         ),
         (
+            "ratio.json",
             "{\"retryThrottling\": {\"maxTokens\": 10, \"tokenRatio\": 0.0004}}",
-            ":1:53: retryThrottling.tokenRatio: 0.0004 is 0 once truncated to 3 decimals",
-            "ratio",
+            "ratio.json:1:53: retryThrottling.tokenRatio: 0.0004 is 0 once truncated to 3 decimals",
         ),
         (
+            "duplicate.json",
             "{\"methodConfig\": [{\"name\": [{}]}, {\"name\": [{}]}]}",
-            ":1:45: methodConfig[1].name: duplicate default method config (also in methodConfig[0])",
-            "duplicate",
+            "duplicate.json:1:45: methodConfig[1].name: duplicate default method config (also in methodConfig[0])",
         ),
     ];
-    for (text, want, tag) in cases {
-        let file = dir.join(format!("{tag}.json"));
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join(format!("{tag}.toml"));
-        let out =
-            faultline(&["import", "grpc-service-config", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{tag}: {stderr}");
-        assert!(stderr.contains(&format!("{}{want}", file.display())), "{tag}: want {want}, got {stderr}");
-        assert!(!out_file.exists(), "{tag}: a refused import wrote {}", out_file.display());
-        assert!(out.stdout.is_empty(), "{tag}: a refused import printed {:?}", String::from_utf8_lossy(&out.stdout));
-    }
+    assert_refused("grpc-service-config", &dir, &cases);
     // Bad JSON is located too.
     let file = dir.join("broken.json");
     std::fs::write(&file, "{\n  \"methodConfig\": [,]\n}\n").unwrap();
@@ -267,16 +229,8 @@ fn dash_o_writes_the_fragment_atomically() {
     let dir = scratch("out");
     let target = dir.join("policy.toml");
     let input = data("grpc_service_config.json");
-    let printed = stdout(&faultline(&["import", "grpc-service-config", &input, "--method", "helloworld.Greeter"]));
-    let said = stdout(&faultline(&[
-        "import",
-        "grpc-service-config",
-        &input,
-        "--method",
-        "helloworld.Greeter",
-        "-o",
-        target.to_str().unwrap(),
-    ]));
+    let printed = import(&[&input, "--method", "helloworld.Greeter"]);
+    let said = import(&[&input, "--method", "helloworld.Greeter", "-o", target.to_str().unwrap()]);
     assert!(said.starts_with(&format!("wrote {}: [policy.imported], ", target.display())), "{said}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), printed);
     // A refused import does not touch the file that is there.
@@ -303,7 +257,6 @@ fn a_byte_order_mark_is_refused_as_grpc_core_refuses_it_and_skipped_for_dotnet()
     assert!(err.contains("service_config.json:1:1: a UTF-8 byte-order mark"), "{err}");
     let dotnet = dir.join("appsettings.json");
     std::fs::write(&dotnet, "\u{feff}{\"Retry\": {\"MaxRetryAttempts\": 5}}").unwrap();
-    let out = faultline(&["import", "dotnet-resilience", dotnet.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout(&out).contains("max_attempts = 6"), "{}", stdout(&out));
+    let dotnet = import_fragment("dotnet-resilience", &[dotnet.to_str().unwrap()]);
+    assert!(dotnet.contains("max_attempts = 6"), "{dotnet}");
 }

@@ -51,34 +51,6 @@ fn without_breaker(fragment: &str) -> String {
     out
 }
 
-fn scenario(errors: &str, duration_s: u32) -> String {
-    format!(
-        r#"[simulation]
-duration_s = {duration_s}
-warmup_s = 0
-seed = 7
-replications = 2
-
-[[dependency]]
-name = "model"
-servers = 100000
-queue_capacity = 0
-service_time = {{ dist = "constant", value_ms = 1 }}
-errors = {{ {errors} }}
-
-[[workflow]]
-name = "w"
-arrivals = {{ rate_per_s = 5 }}
-deadline_ms = 600000
-
-  [[workflow.step]]
-  id = "s"
-  dependency = "model"
-
-"#
-    )
-}
-
 #[test]
 fn the_example_maps_every_key_with_its_line() {
     let t = import_file(EXAMPLE, &["-p", "dotnet"]);
@@ -164,7 +136,7 @@ fn the_fragments_validate_and_run() {
         [import_file(EXAMPLE, &[]), import_text("run-defaults", "{\"Retry\": {}}"), import_text("run-linear", linear)]
     {
         let s = dir.join("s.toml");
-        std::fs::write(&s, format!("{}{fragment}", scenario("overloaded = 0.2", 20))).unwrap();
+        std::fs::write(&s, format!("{}{fragment}", model_scenario("overloaded = 0.2", 20))).unwrap();
         let v = faultline(&["validate", s.to_str().unwrap()]);
         assert!(v.status.success(), "{}\n{fragment}", String::from_utf8_lossy(&v.stderr));
         let out = dir.join("out");
@@ -195,7 +167,7 @@ fn the_imported_retry_sleeps_as_polly_without_jitter() {
         ),
     ] {
         let fragment = without_breaker(&import_text("retry", json));
-        let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+        let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
         for m in &reps {
             assert_eq!((m["run_latency_ms.mean"], m["run_latency_ms.max"]), (want, want), "{json}\n{fragment}");
         }
@@ -208,7 +180,7 @@ fn the_imported_jitter_spreads_the_sleeps_as_full_jitter() {
     // jitter sleeps 50 + 100 + 200 ms on average (350 ms + 4 ms of service); Polly's
     // DecorrelatedJitterBackoffV2 would average about 87 + 116 + 208 = 411 ms (NOT MAPPED).
     let fragment = without_breaker(&import_text("jitter", r#"{"Retry": {"Delay": "00:00:00.1"}}"#));
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 400))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 400))), 0);
     for m in &reps {
         let mean = m["run_latency_ms.mean"];
         println!("full jitter, 3 retries of 100 ms: mean run {mean} ms, max {}", m["run_latency_ms.max"]);
@@ -227,7 +199,8 @@ fn a_max_delay_below_delay_sleeps_max_delay_not_a_jittered_draw_under_it() {
     let fragment = import_text("maxdelay", json);
     assert_eq!(value(&fragment, "jitter"), "jitter = \"none\"", "{fragment}");
     assert!(fragment.contains("draws capped at MaxDelay average a little under it"), "{fragment}");
-    let reps = replicate(&model(&format!("{}{}", scenario("overloaded = 1.0", 200), without_breaker(&fragment))), 0);
+    let reps =
+        replicate(&model(&format!("{}{}", model_scenario("overloaded = 1.0", 200), without_breaker(&fragment))), 0);
     for m in &reps {
         assert_eq!((m["run_latency_ms.mean"], m["run_latency_ms.max"]), (3004.0, 3004.0), "{fragment}");
     }
@@ -242,7 +215,7 @@ fn the_imported_breaker_breaks_for_its_break_duration() {
       "CircuitBreaker": {"FailureRatio": 0.5, "MinimumThroughput": 2, "SamplingDuration": "00:00:01", "BreakDuration": "00:00:10"}}"#;
     let fragment = import_text("breaker", json);
     assert!(fragment.contains("\nkind = \"polly\" "), "{fragment}");
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         let opens = m["breaker.model.transition_total.open"];
         let open_s = m["breaker.model.time_in_state_s.open"];
@@ -253,7 +226,7 @@ fn the_imported_breaker_breaks_for_its_break_duration() {
     // Without BreakDuration, Polly's default 5 s: twice as many spells.
     let fragment = import_text("breaker-default", &json.replace(", \"BreakDuration\": \"00:00:10\"", ""));
     assert!(fragment.contains("break_duration_ms = 5000 "), "{fragment}");
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         let opens = m["breaker.model.transition_total.open"];
         println!("BreakDuration default 5 s: {opens} opens");
@@ -327,18 +300,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "twenty.json:1:32: Retry:MaxRetryAttempts: 20 retries are 21 attempts; faultline's retry.max_attempts is at most 20",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "dotnet-resilience", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("dotnet-resilience", &dir, &cases);
     // --section belongs to dotnet-resilience only.
     let out = faultline(&["import", "grpc-service-config", EXAMPLE, "--section", "A"]);
     assert_eq!(out.status.code(), Some(2));

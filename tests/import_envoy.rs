@@ -205,18 +205,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "h.yaml:2:41: (YAML): duplicate key `consecutive_5xx` (refused: stricter than Envoy",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "envoy", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("envoy", &dir, &cases);
     let out = faultline(&["import", "envoy", EXAMPLE, "--dependency", "nope=x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the file has no cluster `nope` (clusters: model_api)"));

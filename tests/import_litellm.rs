@@ -7,29 +7,18 @@
 
 mod common;
 
+use common::import::*;
 use common::*;
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/litellm/config.yaml");
 
-fn faultline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_faultline")).args(args).output().expect("faultline starts")
-}
-
 fn import(args: &[&str]) -> String {
-    let mut all = vec!["import", "litellm"];
-    all.extend_from_slice(args);
-    let out = faultline(&all);
-    assert!(out.status.success(), "exit {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    import_fragment("litellm", args)
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("faultline-import-litellm-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(tag: &str) -> PathBuf {
+    scratch_dir("litellm", tag)
 }
 
 /// A scenario with the two dependencies the example's groups map to and a step named like the
@@ -263,18 +252,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "f.yaml:6:3: router_settings.num_retries: duplicate key",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "litellm", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("litellm", &dir, &cases);
     // A group --dependency does not know, and a file that is not YAML by name.
     let out = faultline(&["import", "litellm", EXAMPLE, "--dependency", "nope=x"]);
     assert_eq!(out.status.code(), Some(2));
@@ -302,17 +280,12 @@ fn the_routers_own_rules_for_deployments_fallbacks_and_numbers() {
         f.to_str().unwrap().to_string()
     };
     let two = "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n  - model_name: b\n    litellm_params:\n      model: openai/y\n";
-    let field = |t: &str, key: &str| {
-        t.lines()
-            .find(|l| l.starts_with(&format!("{key} = ")))
-            .map(|l| l.split(" #").next().unwrap().trim_end().to_string())
-    };
     // A deployment's num_retries wins over the router's.
     let dnr = write(
         "dnr.yaml",
         "model_list:\n  - model_name: a\n    litellm_params:\n      model: openai/x\n      num_retries: 4\nrouter_settings:\n  num_retries: 1\n",
     );
-    assert_eq!(field(&import(&[&dnr]), "max_retries").as_deref(), Some("max_retries = 4"));
+    assert_eq!(value(&import(&[&dnr]), "max_retries"), "max_retries = 4");
     // `"*"`: every group falls back to b.
     let star = import(&[&write("star.yaml", &format!("{two}router_settings:\n  fallbacks:\n    - \"*\": [b]\n"))]);
     assert!(star.contains("[[policy.imported.steps.a.fallbacks]]\ndependency = \"b\""), "{star}");
@@ -351,8 +324,8 @@ fn the_routers_own_rules_for_deployments_fallbacks_and_numbers() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("YAML 1.1 number"));
     // 3.0 is 3 (`_lenient_int`); a null is the Router's default; a timeout of 0 is unset.
     let t = import(&[&write("lenient.yaml", &format!("{two}router_settings:\n  num_retries: 3.0\n  timeout: 0\n"))]);
-    assert_eq!(field(&t, "max_retries").as_deref(), Some("max_retries = 3"), "{t}");
+    assert_eq!(value(&t, "max_retries"), "max_retries = 3", "{t}");
     assert!(t.contains("0 is unset for the Router"), "{t}");
     let t = import(&[&write("null.yaml", &format!("{two}router_settings:\n  num_retries: ~\n"))]);
-    assert_eq!(field(&t, "max_retries").as_deref(), Some("max_retries = 2"), "{t}");
+    assert_eq!(value(&t, "max_retries"), "max_retries = 2", "{t}");
 }

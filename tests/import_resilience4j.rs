@@ -23,35 +23,6 @@ fn data(name: &str) -> String {
     format!("{DATA}/{name}")
 }
 
-/// A scenario with a dependency per instance name and no policy of its own.
-fn scenario(errors: &str, duration_s: u32) -> String {
-    format!(
-        r#"[simulation]
-duration_s = {duration_s}
-warmup_s = 0
-seed = 7
-replications = 2
-
-[[dependency]]
-name = "model"
-servers = 100000
-queue_capacity = 0
-service_time = {{ dist = "constant", value_ms = 1 }}
-errors = {{ {errors} }}
-
-[[workflow]]
-name = "w"
-arrivals = {{ rate_per_s = 5 }}
-deadline_ms = 600000
-
-  [[workflow.step]]
-  id = "s"
-  dependency = "model"
-
-"#
-    )
-}
-
 #[test]
 fn yaml_and_properties_give_the_same_policy_with_every_field_cited() {
     let yaml = import(&[&data("r4j_application.yml")]);
@@ -139,7 +110,7 @@ fn the_fragments_validate_and_run() {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         let fragment = import(&a);
         let s = dir.join("s.toml");
-        std::fs::write(&s, format!("{}{fragment}", scenario("overloaded = 0.2", 20))).unwrap();
+        std::fs::write(&s, format!("{}{fragment}", model_scenario("overloaded = 0.2", 20))).unwrap();
         let v = faultline(&["validate", s.to_str().unwrap()]);
         assert!(v.status.success(), "{args:?}: {}\n{fragment}", String::from_utf8_lossy(&v.stderr));
         let out = dir.join("out");
@@ -156,7 +127,7 @@ fn the_imported_retry_sleeps_its_multiplier_without_jitter() {
     // resilience4j's default multiplier 2 would not apply (its default is 1.5), doubling would
     // give 704 ms, and any jitter would spread the runs.
     let fragment = import(&[&data("r4j_retry.yml")]);
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         assert_eq!((m["run_latency_ms.mean"], m["run_latency_ms.max"]), (479.0, 479.0), "{m:?}\n{fragment}");
     }
@@ -169,7 +140,7 @@ fn the_imported_breaker_stays_open_for_its_imported_wait() {
     // failed probes open it again. So each open spell lasts 10 s plus the wait for the next
     // call (arrivals 5/s: 0.2 s on average).
     let fragment = import(&[&data("r4j_breaker.properties")]);
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         let opens = m["breaker.model.transition_total.open"];
         let open_s = m["breaker.model.time_in_state_s.open"];
@@ -189,7 +160,7 @@ fn the_imported_breaker_stays_open_for_its_imported_wait() {
     .unwrap();
     let fragment = import(&[file.to_str().unwrap()]);
     assert!(fragment.contains("wait_duration_in_open_state_ms = 60000 "), "{fragment}");
-    let reps = replicate(&model(&format!("{}{fragment}", scenario("overloaded = 1.0", 200))), 0);
+    let reps = replicate(&model(&format!("{}{fragment}", model_scenario("overloaded = 1.0", 200))), 0);
     for m in &reps {
         let opens = m["breaker.model.transition_total.open"];
         println!("default 60 s: {opens} opens");
@@ -245,18 +216,7 @@ fn refusals_are_located_with_exit_2_and_nothing_written() {
             "h.yml:5:29: resilience4j.bulkhead.instances.a.maxConcurrentCalls: 0: resilience4j accepts it (a bulkhead that refuses every call), faultline's bulkhead needs at least 1 permit",
         ),
     ];
-    for (name, text, want) in cases {
-        let file = dir.join(name);
-        std::fs::write(&file, text).unwrap();
-        let out_file = dir.join("out.toml");
-        let out = faultline(&["import", "resilience4j", file.to_str().unwrap(), "-o", out_file.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
-        let first = err.lines().next().unwrap_or("");
-        let at = first.find(name).unwrap_or_else(|| panic!("{name}: {first}"));
-        assert!(first[at..].starts_with(want), "{name}:\n got {first}\nwant {want}");
-        assert!(!out_file.exists(), "{name}: wrote a fragment");
-    }
+    assert_refused("resilience4j", &dir, &cases);
 }
 
 /// ConfigUtils.mergePropertiesIfAny copies a Retry base's flags down to the instance but not its
@@ -383,25 +343,22 @@ fn documents_apply_to_the_active_profiles_as_spring_boot_decides() {
     let eu = import(&[props.to_str().unwrap(), "--profile", "prod", "--profile", "eu"]);
     assert_eq!(value(&eu, "max_attempts"), "max_attempts = 6", "both later documents apply; the last wins: {eu}");
 
-    for (name, text, want) in [
-        (
-            "bad-active.properties",
-            "a=1\n#---\nspring.config.activate.on-profile=prod\nspring.profiles.active=x\n",
-            "bad-active.properties:4:24: spring.profiles.active: Spring refuses it in a document that applies to a profile",
-        ),
-        (
-            "bad-expr.properties",
-            "a=1\n#---\nspring.config.activate.on-profile=prod & eu | dev\n",
-            "bad-expr.properties:3:35: spring.config.activate.on-profile: malformed profile expression [prod & eu | dev]",
-        ),
-    ] {
-        let f = dir.join(name);
-        std::fs::write(&f, text).unwrap();
-        let out = faultline(&["import", "resilience4j", f.to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(err.contains(want), "got {err}\nwant {want}");
-    }
+    assert_refused(
+        "resilience4j",
+        &dir,
+        &[
+            (
+                "bad-active.properties",
+                "a=1\n#---\nspring.config.activate.on-profile=prod\nspring.profiles.active=x\n",
+                "bad-active.properties:4:24: spring.profiles.active: Spring refuses it in a document that applies to a profile",
+            ),
+            (
+                "bad-expr.properties",
+                "a=1\n#---\nspring.config.activate.on-profile=prod & eu | dev\n",
+                "bad-expr.properties:3:35: spring.config.activate.on-profile: malformed profile expression [prod & eu | dev]",
+            ),
+        ],
+    );
 }
 
 /// What the stop-44 review found Spring doing otherwise (each assertion failed before):

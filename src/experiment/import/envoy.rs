@@ -9,6 +9,7 @@
 
 use super::fragment::{Field, Fragment, Table, toml_number};
 use super::json::{Json, Node, Pos, parse};
+use super::proto_duration::{self, Duration, Reader};
 use super::yaml_tree::parse_documents;
 
 /// What the importer is told besides the file.
@@ -119,35 +120,11 @@ fn uint32(src: &Src, field: &str, node: &Node) -> Result<u32, String> {
     })
 }
 
-/// A proto3 JSON Duration (`"1.5s"`): its nanoseconds and its whole milliseconds as Envoy reads
-/// it (`PROTOBUF_GET_MS_OR_DEFAULT` -> `DurationToMilliseconds`, which truncates: 0.0009s is
-/// 0 ms); negative ones are refused as Envoy's duration validation refuses them.
-struct Dur {
-    nanos: u128,
-    ms: f64,
-}
-
-fn duration(src: &Src, field: &str, node: &Node) -> Result<Dur, String> {
-    let Json::String(s) = &node.value else {
-        return Err(src.err(
-            node.pos,
-            field,
-            format!("must be a duration string such as \"1.5s\", found {}", node.value.type_name()),
-        ));
-    };
-    let bad = || src.err(node.pos, field, format!("{s:?} is not a duration such as \"0.25s\" (Envoy refuses it)"));
-    let body = s.strip_suffix('s').ok_or_else(bad)?;
-    if body.starts_with('-') {
-        return Err(src.err(node.pos, field, format!("{s:?}: Envoy refuses a negative duration")));
-    }
-    let (whole, frac) = body.split_once('.').unwrap_or((body, ""));
-    let digits = |t: &str| t.chars().all(|c| c.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 9 || whole.len() > 12 {
-        return Err(bad());
-    }
-    let nanos = whole.parse::<u128>().map_err(|_| bad())? * 1_000_000_000
-        + format!("{frac:0<9}").parse::<u128>().map_err(|_| bad())?;
-    Ok(Dur { nanos, ms: (nanos / 1_000_000) as f64 })
+/// A proto3 JSON Duration (`"1.5s"`) as Envoy reads it: its nanoseconds and the whole
+/// milliseconds Envoy keeps (0.0009s is 0 ms); negative ones are refused as Envoy's duration
+/// validation refuses them.
+fn duration(src: &Src, field: &str, node: &Node) -> Result<Duration, String> {
+    proto_duration::read(node, Reader::Envoy).map_err(|msg| src.err(node.pos, field, msg))
 }
 
 /// The whole milliseconds Envoy keeps of a duration.

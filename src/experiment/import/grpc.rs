@@ -7,6 +7,7 @@
 
 use super::fragment::{Field, Fragment, Table, toml_number};
 use super::json::{Json, Node, Pos, parse};
+use super::proto_duration::{self, Reader};
 
 /// grpc-core's `MAX_MAX_RETRY_ATTEMPTS` (retry_service_config.cc): larger values are clamped.
 const MAX_ATTEMPTS_CAP: u64 = 5;
@@ -82,41 +83,9 @@ impl Src<'_> {
 }
 
 /// A proto3 JSON Duration in nanoseconds, read as grpc-core's `LoadDuration` reads it
-/// (json_object_loader.cc): a string ending in `s`; ASCII spaces around the number; whole seconds
-/// as `absl::SimpleAtoi` takes them (an optional `+`); then 1 to 9 digits after a point. `"1.s"`
-/// and `".5s"` are refused there and here; a negative duration is refused here.
+/// (json_object_loader.cc; the rules in [`Reader::GrpcCore`]); a negative duration is refused here.
 fn duration(src: &Src, field: &str, node: &Node) -> Result<u128, String> {
-    let Json::String(s) = &node.value else {
-        return Err(src.err(
-            node.pos,
-            field,
-            format!("must be a duration string such as \"1.5s\", found {}", node.value.type_name()),
-        ));
-    };
-    let bad =
-        |why: &str| src.err(node.pos, field, format!("{s:?} is not a proto3 JSON duration such as \"1.5s\" ({why})"));
-    let body =
-        s.strip_suffix('s').ok_or_else(|| bad("it must end in `s`"))?.trim_matches(|c: char| c.is_ascii_whitespace());
-    if body.starts_with('-') {
-        return Err(src.err(node.pos, field, format!("{s:?}: a negative duration is refused")));
-    }
-    let body = body.strip_prefix('+').unwrap_or(body);
-    let (whole, frac) = match body.split_once('.') {
-        Some((w, f)) => (w, Some(f)),
-        None => (body, None),
-    };
-    if whole.is_empty() || !whole.chars().all(|c| c.is_ascii_digit()) || whole.len() > 12 {
-        return Err(bad("whole seconds are 1 to 12 digits"));
-    }
-    let mut nanos: u128 = whole.parse::<u128>().map_err(|_| bad("whole seconds"))? * 1_000_000_000;
-    if let Some(f) = frac {
-        if f.is_empty() || f.len() > 9 || !f.chars().all(|c| c.is_ascii_digit()) {
-            return Err(bad("1 to 9 digits after the point"));
-        }
-        let padded = format!("{f:0<9}");
-        nanos += padded.parse::<u128>().map_err(|_| bad("fraction"))?;
-    }
-    Ok(nanos)
+    Ok(proto_duration::read(node, Reader::GrpcCore).map_err(|msg| src.err(node.pos, field, msg))?.nanos)
 }
 
 fn ms(nanos: u128) -> f64 {

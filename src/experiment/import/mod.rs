@@ -5,7 +5,8 @@
 //! Formats so far: gRPC service config (`grpc`), resilience4j's Spring Boot properties
 //! (`resilience4j`, read by `spring`), LiteLLM's router configuration (`litellm`, read by
 //! `spring`'s YAML reader), .NET's standard resilience handler (`dotnet`) and Envoy's clusters and
-//! routes (`envoy`, YAML read by `yaml_tree`). Bad input is refused whole (file, line, column,
+//! routes (`envoy`, YAML read by `yaml_tree`; durations read by `proto_duration`, as `grpc`'s
+//! are). Bad input is refused whole (file, line, column,
 //! field; exit 2) and nothing is written.
 
 pub mod dotnet;
@@ -14,6 +15,7 @@ pub mod fragment;
 pub mod grpc;
 pub mod json;
 pub mod litellm;
+pub mod proto_duration;
 pub mod resilience4j;
 pub mod spring;
 pub mod spring_profiles;

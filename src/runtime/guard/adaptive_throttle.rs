@@ -227,6 +227,7 @@ mod floor_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::guard::testing::Lcg;
 
     fn throttle() -> AdaptiveThrottle {
         // The book's formula alone: no floor.
@@ -331,11 +332,8 @@ mod tests {
 
     #[test]
     fn random_sequences_keep_the_probability_in_bounds() {
-        let mut state = 7u64;
-        let mut next = |bound: u64| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % bound
-        };
+        let mut rng = Lcg(7);
+        let mut next = |bound: u64| rng.next(bound);
         let config = AdaptiveThrottleConfig { k: 1.1, window_us: 10 * US_PER_S, min_requests: 0 };
         let mut t = AdaptiveThrottle::new(config).unwrap();
         let mut now = 0;

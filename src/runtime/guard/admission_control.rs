@@ -246,6 +246,7 @@ pub fn compile<G: From<AdmissionControlConfig>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::guard::testing::Lcg;
 
     fn control(config: AdmissionControlConfig) -> AdmissionControl {
         AdmissionControl::new(config).unwrap()
@@ -353,11 +354,8 @@ mod tests {
 
     #[test]
     fn random_sequences_keep_the_probability_in_bounds() {
-        let mut state = 11u64;
-        let mut next = |bound: u64| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % bound
-        };
+        let mut rng = Lcg(11);
+        let mut next = |bound: u64| rng.next(bound);
         let config = AdmissionControlConfig { aggression: 3.0, rps_threshold: 2, ..Default::default() };
         let mut a = control(config);
         let mut now = 0;

@@ -436,6 +436,7 @@ pub fn compile<G: From<BulkheadConfig>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::guard::testing::Lcg;
 
     fn waiting_config(max: u32, reserved: u32, max_wait_us: Micros) -> BulkheadConfig {
         BulkheadConfig { max_concurrent_calls: max, max_wait_us, reserved_for_control: reserved, max_waiting: 100 }
@@ -665,15 +666,6 @@ mod tests {
     }
 
     /// Numerical Recipes' 64-bit LCG; the high bits are the well-mixed ones.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, n: u64) -> u64 {
-            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % n
-        }
-    }
-
     /// What the caller side knows: who holds a permit and who waits, by class.
     #[derive(Default)]
     struct Holders {

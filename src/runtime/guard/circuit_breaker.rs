@@ -663,6 +663,7 @@ pub fn compile<G: From<Resilience4jSpec>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::guard::testing::{Lcg, failed, ok};
 
     const S: Micros = US_PER_S;
 
@@ -676,16 +677,8 @@ mod tests {
         }
     }
 
-    fn ok() -> Ending {
-        Ending::Outcome(AttemptEnd::success(1_000))
-    }
-
     fn fail() -> Ending {
-        Ending::Outcome(AttemptEnd::failed(FailureKind::Overloaded, 1_000))
-    }
-
-    fn failed(kind: FailureKind) -> Ending {
-        Ending::Outcome(AttemptEnd::failed(kind, 1_000))
+        failed(FailureKind::Overloaded)
     }
 
     /// Acquires and ends one call at `now`, asserting it was admitted.
@@ -1117,16 +1110,6 @@ mod tests {
                 b.on_end(t, Ending::Refused);
                 b.on_wake(t);
             }
-        }
-    }
-
-    /// A tiny LCG: the sequence only has to be deterministic and varied.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, bound: u64) -> u64 {
-            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % bound
         }
     }
 

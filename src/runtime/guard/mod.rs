@@ -7,7 +7,7 @@
 //!
 //! `contract.rs` is what every guard speaks (the [`Guard`] trait and the types it passes),
 //! `registry.rs` lists the mechanisms, `pipeline.rs` drives them; each mechanism's module imports
-//! only the contract. Adding a mechanism: write its module (configuration, `check`, state
+//! only the contract (and its unit tests `testing.rs`, what they share). Adding a mechanism: write its module (configuration, `check`, state
 //! machine, `impl Guard`, `impl GuardConfig`, tests), then add one line to the registry. The
 //! pipeline never matches on kinds.
 
@@ -28,6 +28,8 @@ pub mod rate_limiter;
 mod registry;
 pub mod retry_budget;
 mod slice_ring;
+#[cfg(test)]
+mod testing;
 
 pub use contract::{
     Ask, AttemptEnd, AttemptInfo, Ending, Guard, GuardConfig, HiddenEnd, Loads, Parting, Seat, Verdict,

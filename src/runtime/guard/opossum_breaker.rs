@@ -508,6 +508,7 @@ pub fn compile<G: From<OpossumSpec>>(
 mod tests {
     use super::*;
     use crate::runtime::guard::AttemptEnd;
+    use crate::runtime::guard::testing::{Lcg, failed, ok};
 
     const MS: Micros = US_PER_MS;
 
@@ -520,12 +521,8 @@ mod tests {
         }
     }
 
-    fn ok() -> Ending {
-        Ending::Outcome(AttemptEnd::success(MS))
-    }
-
     fn fail() -> Ending {
-        Ending::Outcome(AttemptEnd::failed(FailureKind::TransientTransport, MS))
+        failed(FailureKind::TransientTransport)
     }
 
     fn call(b: &mut OpossumBreaker, now: Micros, end: Ending) {
@@ -689,15 +686,6 @@ mod tests {
         assert_eq!(b.try_acquire(220 * MS, 1), Admission::Admitted);
         b.on_end(230 * MS, 1, Ending::Canceled);
         assert_eq!(b.state(), BreakerState::Closed);
-    }
-
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, bound: u64) -> u64 {
-            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % bound
-        }
     }
 
     /// From outside: at most one call goes through per half-open spell, in-flight never passes

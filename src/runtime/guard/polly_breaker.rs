@@ -425,6 +425,7 @@ pub fn compile<G: From<PollySpec>>(cx: &mut Compile<G>, path: &FieldPath, raw: &
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::guard::testing::{Lcg, failed, ok};
 
     const S: Micros = US_PER_S;
     const MS: Micros = US_PER_MS;
@@ -440,16 +441,8 @@ mod tests {
         }
     }
 
-    fn ok() -> Ending {
-        Ending::Outcome(AttemptEnd::success(1_000))
-    }
-
     fn fail() -> Ending {
-        Ending::Outcome(AttemptEnd::failed(FailureKind::TransientTransport, 1_000))
-    }
-
-    fn failed(kind: FailureKind) -> Ending {
-        Ending::Outcome(AttemptEnd::failed(kind, 1_000))
+        failed(FailureKind::TransientTransport)
     }
 
     fn call(b: &mut PollyBreaker, now: Micros, end: Ending) {
@@ -726,15 +719,6 @@ mod tests {
         call(&mut b, S, fail());
         call(&mut b, 0, fail());
         assert_eq!(b.state(), BreakerState::Open, "late timestamps land in the newest sub-window");
-    }
-
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, bound: u64) -> u64 {
-            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % bound
-        }
     }
 
     /// Observed from outside: while HALF_OPEN, at most one call is let through, the one that

@@ -90,6 +90,26 @@ def load():
     return botocore, quota
 
 
+def make_client(mode, base_url, timeout_s):
+    """An STS client in botocore's retry `mode` ("standard" or "adaptive") against `base_url`,
+    with dummy credentials and `timeout_s` to connect and to read. Call `load()` first: it
+    imports botocore and clears this machine's AWS configuration."""
+    import botocore.config
+    import botocore.session
+
+    config = botocore.config.Config(
+        retries={"mode": mode}, read_timeout=timeout_s, connect_timeout=timeout_s
+    )
+    return botocore.session.get_session().create_client(
+        "sts",
+        region_name="us-east-1",
+        endpoint_url=base_url,
+        aws_access_key_id="AKIDEXAMPLE",
+        aws_secret_access_key="dummy",
+        config=config,
+    )
+
+
 def outcome(botocore, error):
     if error is None:
         return "ok"
@@ -120,17 +140,7 @@ def run_case(botocore, quota, case, timeout_s):
     botocore.endpoint.time = recorder
     calls = []
     try:
-        config = botocore.config.Config(
-            retries={"mode": "standard"}, read_timeout=timeout_s, connect_timeout=timeout_s
-        )
-        client = botocore.session.get_session().create_client(
-            "sts",
-            region_name="us-east-1",
-            endpoint_url=base_url,
-            aws_access_key_id="AKIDEXAMPLE",
-            aws_secret_access_key="dummy",
-            config=config,
-        )
+        client = make_client("standard", base_url, timeout_s)
         assert len(quotas) == 1, f"one retry quota per client, found {len(quotas)}"
         for _ in range(case.get("calls", 1)):
             first, slept = len(schedule.requests), len(recorder.sleeps)

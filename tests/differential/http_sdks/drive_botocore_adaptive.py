@@ -20,7 +20,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from drive_botocore import OK_BODY, load, outcome, wire  # noqa: E402
+from drive_botocore import OK_BODY, load, make_client, outcome, wire  # noqa: E402
 from server import Schedule, serve  # noqa: E402
 
 
@@ -122,17 +122,7 @@ def run_case(botocore, case, timeout_s):
     VirtualClock.now = case.get("start_s", 0.0)
     calls = []
     try:
-        config = botocore.config.Config(
-            retries={"mode": "adaptive"}, read_timeout=timeout_s, connect_timeout=timeout_s
-        )
-        client = botocore.session.get_session().create_client(
-            "sts",
-            region_name="us-east-1",
-            endpoint_url=base_url,
-            aws_access_key_id="AKIDEXAMPLE",
-            aws_secret_access_key="dummy",
-            config=config,
-        )
+        client = make_client("adaptive", base_url, timeout_s)
         for i in range(case["calls"]):
             VirtualClock.now = max(VirtualClock.now, case.get("start_s", 0.0) + i * case["gap_s"])
             first = len(schedule.requests)

@@ -8,6 +8,7 @@ mod tests {
     use super::super::grpc::GrpcRetryThrottle;
     use super::super::machine::{Attempt, RetryBudgetMachine};
     use crate::runtime::guard::contract::AttemptEnd;
+    use crate::runtime::guard::testing::Lcg;
     use crate::sim::Micros;
     use crate::vocab::FailureKind;
 
@@ -68,15 +69,6 @@ mod tests {
     }
 
     /// Numerical Recipes' 64-bit LCG: enough to shuffle operations, no dependency needed.
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, bound: u64) -> u64 {
-            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (self.0 >> 33) % bound
-        }
-    }
-
     fn random_end(rng: &mut Lcg) -> AttemptEnd {
         match rng.next(FailureKind::COUNT as u64 + 3) as usize {
             k if k < FailureKind::COUNT => AttemptEnd::failed(FailureKind::ALL[k], rng.next(5_000)),
