@@ -27,52 +27,41 @@
 //! `simulate_without_fast_paths` runs every run on the general path; tests/plain_calls.rs
 //! checks both give the same bytes.
 
-use super::simulation::{Job, Simulation};
+use super::simulation::{Job, PlainCall, Simulation};
 use crate::metrics::Observation;
 use crate::runtime::guard::Loads;
 use crate::runtime::{AttemptResult, Command, Outbox, Purpose, RunContext, RunMachine, Tracer};
 use crate::scenario::Criticality;
 use crate::sim::Micros;
 
-/// What the engine knows about a workflow's runs as plain calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PlainCall {
-    /// Not plain: every run goes through the machine.
-    Never,
-    /// May be plain: the machine has not been asked yet (at the workflow's first run).
-    Unasked,
-    /// Plain: every run sends this attempt of its only step at its start.
-    Sends { serial: u32, dependency: u16, timeout_us: Option<Micros> },
-}
-
-/// The conditions the machine cannot be asked about without side effects, or that hold for
-/// some runs and not others: one step, not a person's, on a route with no guards, no modes
-/// or load shedding, no delegation, and an attempt the engine sends straight to a station
-/// (no task, SDK client, cache or token shape). Untraced only: a trace follows the machine.
-pub(super) fn may_be_plain<T: Tracer>(sim: &Simulation<'_, T>, workflow: usize) -> bool {
-    let (model, policy) = (sim.model, sim.policy);
-    let wf = &model.workflows[workflow];
-    let [step] = wf.steps.as_slice() else { return false };
-    let sp = &policy.steps[workflow][0];
-    let dep = &model.world.dependencies[step.dependency];
-    !T::ON
-        && sim.modes.is_none()
-        && policy.admission.is_none()
-        && !sim.delegation.on
-        && !policy.snapshots
-        && policy.hedging.is_none()
-        && !wf.has_quorum
-        && !step.approval
-        && step.criticality == Criticality::Hard
-        && sp.validator.is_none()
-        && sim.pipeline.is_open_road(sp.routes.primary)
-        && dep.task.is_none()
-        && dep.tokens.is_none()
-        && policy.sdk_clients[step.dependency].is_none()
-        && !(policy.looks_in_caches && policy.caches[step.dependency].is_some())
-}
-
 impl<T: Tracer> Simulation<'_, T> {
+    /// The conditions the machine cannot be asked about without side effects, or that hold for
+    /// some runs and not others: one step, not a person's, on a route with no guards, no modes
+    /// or load shedding, no delegation, and an attempt the engine sends straight to a station
+    /// (no task, SDK client, cache or token shape). Untraced only: a trace follows the machine.
+    pub(super) fn may_be_plain(&self, workflow: usize) -> bool {
+        let (model, policy) = (self.model, self.policy);
+        let wf = &model.workflows[workflow];
+        let [step] = wf.steps.as_slice() else { return false };
+        let sp = &policy.steps[workflow][0];
+        let dep = &model.world.dependencies[step.dependency];
+        !T::ON
+            && self.modes.is_none()
+            && policy.admission.is_none()
+            && !self.delegation.on
+            && !policy.snapshots
+            && policy.hedging.is_none()
+            && !wf.has_quorum
+            && !step.approval
+            && step.criticality == Criticality::Hard
+            && sp.validator.is_none()
+            && self.pipeline.is_open_road(sp.routes.primary)
+            && dep.task.is_none()
+            && dep.tokens.is_none()
+            && policy.sdk_clients[step.dependency].is_none()
+            && !(policy.looks_in_caches && policy.caches[step.dependency].is_some())
+    }
+
     /// The attempt run `r` (just started, its machine fresh) sends as a plain call, asking the
     /// machine at the workflow's first run; None: the run goes through the machine.
     #[inline(always)]

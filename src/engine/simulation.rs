@@ -73,6 +73,17 @@ pub(super) enum Caller {
     },
 }
 
+/// What the engine knows about a workflow's runs as plain calls (engine/plain_call.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PlainCall {
+    /// Not plain: every run goes through the machine.
+    Never,
+    /// May be plain: the machine has not been asked yet (at the workflow's first run).
+    Unasked,
+    /// Plain: every run sends this attempt of its only step at its start.
+    Sends { serial: u32, dependency: u16, timeout_us: Option<Micros> },
+}
+
 /// A streaming caller's first-token deadline for one attempt.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FirstTokenWatch {
@@ -289,7 +300,7 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     /// The caller's stop flag, read once a window (never per event).
     pub stop: Option<&'m AtomicBool>,
     /// Per workflow, whether its runs are plain calls (engine/plain_call.rs).
-    pub plain_calls: Vec<super::plain_call::PlainCall>,
+    pub plain_calls: Vec<PlainCall>,
     /// Runs ended on that path so far.
     pub plain_call_runs: u64,
 }
@@ -419,8 +430,8 @@ fn simulate_with<T: Tracer>(
     };
     sim.plain_calls = (0..model.workflows.len())
         .map(|w| match fast_paths {
-            FastPaths::On if super::plain_call::may_be_plain(&sim, w) => super::plain_call::PlainCall::Unasked,
-            FastPaths::On | FastPaths::Off => super::plain_call::PlainCall::Never,
+            FastPaths::On if sim.may_be_plain(w) => PlainCall::Unasked,
+            FastPaths::On | FastPaths::Off => PlainCall::Never,
         })
         .collect();
     sim.schedule_start();
