@@ -601,4 +601,21 @@ mod tests {
         assert_eq!(field(OutlierOptions { max_ejection_time_us: S, ..d }), "max_ejection_time_us");
         assert_eq!(field(OutlierOptions { healthy_panic_threshold: -1.0, ..d }), "healthy_panic_threshold");
     }
+
+    #[test]
+    fn check_accepts_an_interval_of_one_ms_and_refuses_less() {
+        let d = OutlierOptions::default();
+        let field = |o: OutlierOptions| o.check().err().map(|e| e.field);
+        assert_eq!(field(OutlierOptions { interval_us: US_PER_MS, ..d }), None, "exactly 1 ms");
+        assert_eq!(field(OutlierOptions { interval_us: US_PER_MS - 1, ..d }), Some("interval_us"));
+    }
+
+    #[test]
+    fn check_accepts_a_base_ejection_time_of_one_ms_and_refuses_less() {
+        let d = OutlierOptions::default();
+        let field = |o: OutlierOptions| o.check().err().map(|e| e.field);
+        assert_eq!(field(OutlierOptions { base_ejection_time_us: US_PER_MS, ..d }), None, "exactly 1 ms");
+        assert_eq!(field(OutlierOptions { base_ejection_time_us: 500, ..d }), Some("base_ejection_time_us"));
+        assert_eq!(field(OutlierOptions { base_ejection_time_us: 0, ..d }), Some("base_ejection_time_us"));
+    }
 }
