@@ -601,4 +601,40 @@ mod tests {
         assert_eq!(field(OutlierOptions { max_ejection_time_us: S, ..d }), "max_ejection_time_us");
         assert_eq!(field(OutlierOptions { healthy_panic_threshold: -1.0, ..d }), "healthy_panic_threshold");
     }
+
+    #[test]
+    fn check_accepts_an_interval_of_one_ms_and_refuses_less() {
+        let d = OutlierOptions::default();
+        let field = |o: OutlierOptions| o.check().err().map(|e| e.field);
+        assert_eq!(field(OutlierOptions { interval_us: US_PER_MS, ..d }), None, "exactly 1 ms");
+        assert_eq!(field(OutlierOptions { interval_us: US_PER_MS - 1, ..d }), Some("interval_us"));
+    }
+
+    #[test]
+    fn check_accepts_a_base_ejection_time_of_one_ms_and_refuses_less() {
+        let d = OutlierOptions::default();
+        let field = |o: OutlierOptions| o.check().err().map(|e| e.field);
+        assert_eq!(field(OutlierOptions { base_ejection_time_us: US_PER_MS, ..d }), None, "exactly 1 ms");
+        assert_eq!(field(OutlierOptions { base_ejection_time_us: 500, ..d }), Some("base_ejection_time_us"));
+        assert_eq!(field(OutlierOptions { base_ejection_time_us: 0, ..d }), Some("base_ejection_time_us"));
+    }
+
+    #[test]
+    fn check_accepts_a_max_ejection_time_equal_to_the_base() {
+        let d = OutlierOptions::default();
+        let o = OutlierOptions { max_ejection_time_us: d.base_ejection_time_us, ..d };
+        assert_eq!(o.check(), Ok(()), "max_ejection_time 30 s = base_ejection_time 30 s");
+    }
+
+    #[test]
+    fn an_idle_detector_keeps_its_sweeps_on_the_interval_grid() {
+        // Idle until 25 s (the sweep at 10 s found nothing to do): the next sweep is at 30 s.
+        // Ejected at 25 s for 30 s: due at 55 s, back at the 60 s sweep, not before.
+        let mut d = OutlierDetector::new(options());
+        d.record(25 * S, Code::Ok, ALWAYS);
+        fail_n(&mut d, 25 * S, 5, Code::Other5xx);
+        assert_eq!(d.wake_at(), Some(60 * S));
+        assert!(!d.admits(59 * S));
+        assert!(d.admits(60 * S));
+    }
 }

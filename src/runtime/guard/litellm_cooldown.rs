@@ -585,4 +585,38 @@ mod tests {
         }
         assert!(c.record(MINUTE_US + 999 * MS, err(ErrorClass::ServiceUnavailable)));
     }
+
+    #[test]
+    fn check_accepts_a_cooldown_of_one_day_and_refuses_more() {
+        let day = 86_400 * US_PER_S;
+        let field = |us: Micros| CooldownOptions { cooldown_time_us: us, ..CooldownOptions::default() }.check().err();
+        assert_eq!(field(day), None, "exactly one day");
+        assert_eq!(field(day + 1).map(|e| e.field), Some("cooldown_time_us"));
+    }
+
+    #[test]
+    fn the_current_minute_is_a_calendar_minute() {
+        // A success at 0 s still counts at 59.999 s: 1000 failures then do not cool.
+        let mut c = Cooldown::new(CooldownOptions::default());
+        c.record(0, Outcome::Success);
+        for _ in 0..1000 {
+            assert!(!c.record(59_999 * MS, err(ErrorClass::ServiceUnavailable)));
+        }
+        // At 60 s the minute rolls: 1000 failures of the new minute cool.
+        for _ in 0..999 {
+            assert!(!c.record(60_000 * MS, err(ErrorClass::ServiceUnavailable)));
+        }
+        assert!(c.record(60_000 * MS, err(ErrorClass::ServiceUnavailable)));
+    }
+
+    #[test]
+    fn the_counter_expires_exactly_cooldown_time_after_its_first_failure() {
+        // cooldown_time 0.5 s, allowed_fails 1: failures at 0 and 0.5 s are counted apart.
+        let mut c = Cooldown::new(legacy(1, true));
+        assert!(!c.record(0, err(ErrorClass::ServiceUnavailable)));
+        assert_eq!((c.fail_count(499 * MS), c.fail_count(500 * MS)), (1, 0));
+        assert!(!c.record(500 * MS, err(ErrorClass::ServiceUnavailable)), "a new counter at 0.5 s");
+        assert!(c.record(999 * MS, err(ErrorClass::ServiceUnavailable)), "2 > 1 within its 0.5 s");
+        assert!(c.cooled(1_498 * MS) && !c.cooled(1_499 * MS));
+    }
 }
