@@ -355,3 +355,56 @@ fn steps_the_probe_must_refuse_keep_their_figures() {
         assert_eq!(same_both_ways(label, &m), 0, "{label}: no run is a plain call");
     }
 }
+
+#[test]
+fn ties_between_an_answer_and_its_timeout_or_deadline_keep_the_same_figures() {
+    // Constant service times: an attempt that starts at once answers exactly at its timeout
+    // (the service end, scheduled first, wins) or at the run's deadline.
+    let constant = |svc_ms: u32| format!("service_time = {{ dist = \"constant\", value_ms = {svc_ms} }}");
+    let cases = [
+        (
+            "an answer at its timeout",
+            scenario(&constant(100), "", "timeout_ms = 100\nretry = { max_attempts = 2 }", ""),
+        ),
+        (
+            "an answer at the propagated deadline",
+            scenario(
+                &constant(100),
+                "",
+                "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }",
+                "",
+            )
+            .replace("deadline_ms = 60000", "deadline_ms = 100"),
+        ),
+        (
+            "an answer at the deadline, not propagated, resubmitted when late",
+            scenario(
+                &constant(100),
+                "resubmit = { probability = 1, delay_ms = 10 }",
+                "timeout_ms = 0\nretry = { max_attempts = 1 }",
+                "",
+            )
+            .replace("deadline_ms = 60000", "deadline_ms = 100"),
+        ),
+    ];
+    for (label, text) in &cases {
+        // The service_time line replaces the exponential one (the later key would be refused).
+        let text = text.replace("service_time = { dist = \"exponential\", mean_ms = 100 }\n", "");
+        plain_case(label, &text.replace("rate_per_s = 32", "rate_per_s = 8"));
+    }
+}
+
+#[test]
+fn two_policies_one_plain_and_a_closed_population_that_abandons_and_leaves_keep_the_same_figures() {
+    let users = "[workflow.arrivals.users]\ncount = 24\nspawn_rate = 10\nwait_time = { exponential_mean_s = 0.5 }\nabandon_after_ms = 150\nleave_after_failure = 0.2";
+    let text = scenario(
+        "errors = { transient_transport = 0.1 }",
+        "",
+        &format!("{RETRYING}\n\n[policy.q]\n{RETRYING}\n\n[[policy.q.circuit_breaker]]\ndependency = \"svc\""),
+        "",
+    )
+    .replace("arrivals = { rate_per_s = 32 }\n", "")
+    .replace("deadline_ms = 60000\n", &format!("deadline_ms = 200\n{users}\n"))
+    .replace("timeseries_window_s = 10", "timeseries_window_s = 10\nwarmup_s = 15");
+    plain_case("two policies, users who abandon and leave, a warm-up", &text);
+}
