@@ -211,3 +211,200 @@ fn every_shipped_scenario_gives_the_same_figures_both_ways() {
         same_both_ways(&path.display().to_string(), &m);
     }
 }
+
+/// A second dependency `alt` for fallbacks and shared-dependency cases.
+const ALT: &str =
+    "[[dependency]]\nname = \"alt\"\nservers = 4\nservice_time = { dist = \"exponential\", mean_ms = 50 }\n";
+const RETRYING: &str = "timeout_ms = 300\nretry = { max_attempts = 3, backoff = { base_ms = 20, max_ms = 200 } }";
+
+#[test]
+fn budgets_fan_out_limits_and_fallbacks_hand_the_run_back_with_the_same_figures() {
+    let errors = "errors = { transient_transport = 0.3 }\ncost_units = 1";
+    let with = |extra: &str| format!("{RETRYING}\n{extra}");
+    let cases = [
+        ("a fallback after failures", scenario(errors, "", &with("\n[policy.p.steps]\ncall = { fallback = \"alt\" }"), ALT)),
+        ("a cost budget that pays one attempt", scenario(errors, "", &with("budget = { cost_units = 1 }"), "")),
+        (
+            "a cost budget for one attempt, then a fallback that costs nothing",
+            scenario(errors, "", &with("budget = { cost_units = 1.5 }\n\n[policy.p.steps]\ncall = { fallback = \"alt\" }"), ALT),
+        ),
+        ("one retry token", scenario(errors, "", &with("budget = { retry_tokens = 1 }"), "")),
+        ("no retry token", scenario(errors, "", &with("budget = { retry_tokens = 0 }"), "")),
+        ("one concurrency token", scenario(errors, "", &with("budget = { concurrency_tokens = 1 }"), "")),
+        ("fan-out: one attempt in all", scenario(errors, "", &with("fan_out = { max_total_attempts = 1, max_branches = 1 }"), "")),
+        ("fan-out: one unit in flight", scenario(errors, "", &with("fan_out = { max_parallel_cost_units = 1 }"), "")),
+        (
+            "a deadline shorter than the timeout, not propagated: late successes are resubmitted",
+            scenario("", "resubmit = { probability = 0.5, delay_ms = 50, max_resubmissions = 2 }", "timeout_ms = 5000\nretry = { max_attempts = 2 }", "")
+                .replace("deadline_ms = 60000", "deadline_ms = 150"),
+        ),
+        (
+            "a propagated deadline with a reserve",
+            scenario(
+                errors,
+                "",
+                "deadline_propagation = true\ntimeout_ms = 1000\nretry = { max_attempts = 3 }\n\n[policy.p.steps]\ncall = { deadline_reserve_ms = 100 }",
+                "",
+            )
+            .replace("deadline_ms = 60000", "deadline_ms = 300"),
+        ),
+        (
+            "a propagated deadline that passes in the queue, cancelled at the station",
+            scenario("honors_cancel = true", "", "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }", "")
+                .replace("deadline_ms = 60000", "deadline_ms = 200")
+                .replace("mean_ms = 100", "mean_ms = 120"),
+        ),
+    ];
+    for (label, text) in &cases {
+        // At a quarter of the load, as above: at half of it the fallback case tips into a
+        // retry storm that leaves 34 of 3,232 runs a first-attempt success.
+        plain_case(label, &text.replace("rate_per_s = 32", "rate_per_s = 8"));
+    }
+}
+
+#[test]
+fn station_queue_policies_under_load_keep_the_same_figures() {
+    let low = "[[workflow]]\nname = \"low\"\npriority = \"sheddable\"\narrivals = { rate_per_s = 14 }\ndeadline_ms = 60000\n\n  [[workflow.step]]\n  id = \"low_call\"\n  dependency = \"svc\"\n";
+    let cases = [
+        (
+            "priorities, eviction of the less important workflow",
+            scenario(
+                "queue_capacity = 4\nqueue_policy = { order = \"priority\", overflow = \"reject_lowest_priority\", max_wait_ms = 300 }",
+                "",
+                RETRYING,
+                low,
+            ),
+        ),
+        (
+            "lifo with CoDel",
+            scenario("queue_capacity = 30\nqueue_policy = { order = \"lifo\", codel = { target_ms = 5, interval_ms = 100 } }", "", RETRYING, ""),
+        ),
+        (
+            "abandoned attempts dropped at dequeue",
+            scenario("queue_policy = { drop_abandoned = true }", "", "timeout_ms = 150\nretry = { max_attempts = 2 }", ""),
+        ),
+        (
+            "a plain workflow sharing its dependency with a two-step one",
+            scenario(
+                "",
+                "",
+                RETRYING,
+                &format!(
+                    "{}\n  [[workflow.step]]\n  id = \"low_then\"\n  dependency = \"alt\"\n  after = [\"low_call\"]\n\n{ALT}",
+                    low.replace("priority = \"sheddable\"\n", "")
+                ),
+            )
+            // Below the load at which 300 ms timeouts start a retry storm (at 16 + 14 a second
+            // 317 of 5,913 runs succeed).
+            .replace("rate_per_s = 32", "rate_per_s = 8")
+            .replace("rate_per_s = 14", "rate_per_s = 6"),
+        ),
+    ];
+    for (label, text) in &cases {
+        plain_case(label, text);
+    }
+    // At full load a capacity fault starts a retry storm: few runs end on the fast path, but
+    // the figures must still agree.
+    let storm = scenario("", "", RETRYING, &fault("capacity", "servers = 2"));
+    assert!(same_both_ways("a capacity fault at full load", &model(&storm)) > 0);
+}
+
+#[test]
+fn incidents_slos_and_replications_keep_the_same_figures() {
+    let mut text = scenario("errors = { transient_transport = 0.05 }", "", RETRYING, &fault("latency", "factor = 4"))
+        .replace("timeseries_window_s = 10", "timeseries_window_s = 7\nwarmup_s = 33")
+        .replace("replications = 2", "replications = 3")
+        .replace("rate_per_s = 32", "rate_per_s = 8");
+    text.push_str("\n[slo]\n\"run_latency_ms.p99\" = [\"< 2000\"]\n");
+    plain_case("an incident window, an uneven warm-up and window, an SLO, 3 replications", &text);
+}
+
+#[test]
+fn steps_the_probe_must_refuse_keep_their_figures() {
+    let errors = "errors = { transient_transport = 0.3 }\ncost_units = 1";
+    let cases = [
+        ("a cost budget too small for one attempt", scenario(errors, "", "timeout_ms = 300\nbudget = { cost_units = 0.5 }", "")),
+        (
+            "a cost budget too small, a fallback that fits",
+            scenario(errors, "", "timeout_ms = 300\nbudget = { cost_units = 0.5 }\n\n[policy.p.steps]\ncall = { fallback = \"alt\" }", ALT),
+        ),
+        (
+            "a reserve longer than the propagated deadline",
+            scenario("", "", "deadline_propagation = true\ntimeout_ms = 300\n\n[policy.p.steps]\ncall = { deadline_reserve_ms = 500 }", "")
+                .replace("deadline_ms = 60000", "deadline_ms = 400"),
+        ),
+        ("hedging", scenario("", "", "timeout_ms = 1000\nhedging = { delay_ms = 150 }", "")),
+        (
+            "a validator",
+            scenario(
+                "",
+                "",
+                "timeout_ms = 1000\n\n[policy.p.steps.call.validator]\ncheck = \"schema\"\nlatency_ms = 5\ndetects = { truncated = 0.9 }",
+                &fault("truncated_result", ""),
+            ),
+        ),
+        (
+            "an idempotent write",
+            scenario("errors = { transient_transport = 0.3 }", "", RETRYING, "")
+                .replace("dependency = \"svc\"\n", "dependency = \"svc\"\n  effect = \"write\"\n  idempotency = \"key\"\n"),
+        ),
+        ("a soft step", scenario("", "", POLICY_PLAIN, "").replace("dependency = \"svc\"\n", "dependency = \"svc\"\n  criticality = \"soft\"\n")),
+    ];
+    for (label, text) in &cases {
+        let m = model(&text.replace("rate_per_s = 32", "rate_per_s = 16"));
+        assert_eq!(same_both_ways(label, &m), 0, "{label}: no run is a plain call");
+    }
+}
+
+#[test]
+fn ties_between_an_answer_and_its_timeout_or_deadline_keep_the_same_figures() {
+    // Constant service times: an attempt that starts at once answers exactly at its timeout
+    // (the service end, scheduled first, wins) or at the run's deadline.
+    let constant = |svc_ms: u32| format!("service_time = {{ dist = \"constant\", value_ms = {svc_ms} }}");
+    let cases = [
+        (
+            "an answer at its timeout",
+            scenario(&constant(100), "", "timeout_ms = 100\nretry = { max_attempts = 2 }", ""),
+        ),
+        (
+            "an answer at the propagated deadline",
+            scenario(
+                &constant(100),
+                "",
+                "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }",
+                "",
+            )
+            .replace("deadline_ms = 60000", "deadline_ms = 100"),
+        ),
+        (
+            "an answer at the deadline, not propagated, resubmitted when late",
+            scenario(
+                &constant(100),
+                "resubmit = { probability = 1, delay_ms = 10 }",
+                "timeout_ms = 0\nretry = { max_attempts = 1 }",
+                "",
+            )
+            .replace("deadline_ms = 60000", "deadline_ms = 100"),
+        ),
+    ];
+    for (label, text) in &cases {
+        // The service_time line replaces the exponential one (the later key would be refused).
+        let text = text.replace("service_time = { dist = \"exponential\", mean_ms = 100 }\n", "");
+        plain_case(label, &text.replace("rate_per_s = 32", "rate_per_s = 8"));
+    }
+}
+
+#[test]
+fn two_policies_one_plain_and_a_closed_population_that_abandons_and_leaves_keep_the_same_figures() {
+    let users = "[workflow.arrivals.users]\ncount = 24\nspawn_rate = 10\nwait_time = { exponential_mean_s = 0.5 }\nabandon_after_ms = 150\nleave_after_failure = 0.2";
+    let text = scenario(
+        "errors = { transient_transport = 0.1 }",
+        "",
+        &format!("{RETRYING}\n\n[policy.q]\n{RETRYING}\n\n[[policy.q.circuit_breaker]]\ndependency = \"svc\""),
+        "",
+    )
+    .replace("arrivals = { rate_per_s = 32 }\n", "")
+    .replace("deadline_ms = 60000\n", &format!("deadline_ms = 200\n{users}\n"))
+    .replace("timeseries_window_s = 10", "timeseries_window_s = 10\nwarmup_s = 15");
+    plain_case("two policies, users who abandon and leave, a warm-up", &text);
+}
