@@ -34,6 +34,15 @@ use crate::runtime::{AttemptResult, Command, Outbox, Purpose, RunContext, RunMac
 use crate::scenario::Criticality;
 use crate::sim::Micros;
 
+/// The attempt every run of a plain workflow sends at its start: attempt `serial` of its only
+/// step, at `dependency`, with the caller's timeout `timeout_us`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PlainSend {
+    serial: u32,
+    dependency: u16,
+    timeout_us: Option<Micros>,
+}
+
 impl<T: Tracer> Simulation<'_, T> {
     /// The conditions the machine cannot be asked about without side effects, or that hold for
     /// some runs and not others: one step, not a person's, on a route with no guards, no modes
@@ -65,15 +74,18 @@ impl<T: Tracer> Simulation<'_, T> {
     /// The attempt run `r` (just started, its machine fresh) sends as a plain call, asking the
     /// machine at the workflow's first run; None: the run goes through the machine.
     #[inline(always)]
-    pub(super) fn plain_send(&mut self, now: Micros, r: u32, workflow: usize) -> Option<PlainCall> {
-        match self.plain_calls[workflow] {
-            PlainCall::Never => None,
-            call @ PlainCall::Sends { .. } => Some(call),
+    pub(super) fn plain_send(&mut self, now: Micros, r: u32, workflow: usize) -> Option<PlainSend> {
+        let call = match self.plain_calls[workflow] {
             PlainCall::Unasked => {
                 let call = self.ask_machine(now, r, workflow);
                 self.plain_calls[workflow] = call;
-                (call != PlainCall::Never).then_some(call)
+                call
             }
+            known @ (PlainCall::Never | PlainCall::Sends { .. }) => known,
+        };
+        match call {
+            PlainCall::Sends { serial, dependency, timeout_us } => Some(PlainSend { serial, dependency, timeout_us }),
+            PlainCall::Never | PlainCall::Unasked => None,
         }
     }
 
@@ -109,10 +121,8 @@ impl<T: Tracer> Simulation<'_, T> {
 
     /// Starts run `r` as the plain call `call`: what the machine's `start` would observe and send.
     #[inline(always)]
-    pub(super) fn start_plain_call(&mut self, now: Micros, r: u32, call: PlainCall) {
-        let PlainCall::Sends { serial, dependency, timeout_us } = call else {
-            unreachable!("only a plain call is started as one")
-        };
+    pub(super) fn start_plain_call(&mut self, now: Micros, r: u32, send: PlainSend) {
+        let PlainSend { serial, dependency, timeout_us } = send;
         let slot = &mut self.runs[r];
         slot.plain = true;
         let measured = slot.measured;

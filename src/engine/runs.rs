@@ -88,7 +88,7 @@ impl<T: Tracer> Simulation<'_, T> {
             self.observe(now, measured, Observation::ModeRun { canary: mode.canary, probe: mode.probe });
         }
         match self.plain_send(now, id, workflow) {
-            Some(call) => self.start_plain_call(now, id, call),
+            Some(send) => self.start_plain_call(now, id, send),
             None => self.drive(now, id, |m, cx, out| m.start(cx, out)),
         }
     }
