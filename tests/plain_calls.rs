@@ -408,3 +408,68 @@ fn two_policies_one_plain_and_a_closed_population_that_abandons_and_leaves_keep_
     .replace("timeseries_window_s = 10", "timeseries_window_s = 10\nwarmup_s = 15");
     plain_case("two policies, users who abandon and leave, a warm-up", &text);
 }
+
+/// Features the engine leaves to the machine although `start` and a success would look plain
+/// to it at a workflow's first run: each varies from run to run or lives outside the machine
+/// (an SDK client's hidden attempts, a token-shaped call's counts, a snapshot's age drawn per
+/// run, admission on the stations' load, a task client). Each keeps its figures and takes no
+/// plain-call run; the static conditions of `may_be_plain` are what keep them off the path.
+#[test]
+fn features_the_machine_keeps_never_take_the_fast_path() {
+    let tokens = "kind = \"model\"\n\n[dependency.tokens]\ntime_to_first_token = { dist = \"constant\", value_ms = 40 }\n\
+                  time_per_output_token = { dist = \"constant\", value_ms = 1 }\n\
+                  price_per_million_input_tokens = 3\nprice_per_million_output_tokens = 15\n\
+                  input_tokens = { dist = \"constant\", value = 400 }\noutput_tokens = { dist = \"constant\", value = 100 }";
+    let task = "kind = \"a2a_agent\"\nstatus_lookup_time = { dist = \"exponential\", mean_ms = 5 }\n\
+                task = { runner = \"runner\", poll_interval_ms = 200, cost_per_s = 1 }";
+    let runner =
+        "[[dependency]]\nname = \"runner\"\nservers = 200\nservice_time = { dist = \"exponential\", mean_ms = 300 }\n";
+    let cases = [
+        (
+            "an SDK client",
+            scenario(
+                "kind = \"model\"",
+                "",
+                &format!("{POLICY_PLAIN}\n\n[policy.p.sdk_client.svc]\npreset = \"openai-python\""),
+                "",
+            ),
+        ),
+        ("a token-shaped model", scenario(tokens, "", POLICY_PLAIN, "")),
+        (
+            "an approved snapshot, stale for some runs",
+            scenario(
+                "snapshot_age = { dist = \"exponential\", mean_ms = 60000 }",
+                "",
+                &format!("{POLICY_PLAIN}\n\n[policy.p.steps.call]\nmax_snapshot_age_s = 60"),
+                "",
+            ),
+        ),
+        (
+            "admission on the stations' load",
+            scenario("", "", &format!("{POLICY_PLAIN}\nadmission = {{ on_insufficient = \"reject\" }}"), ""),
+        ),
+        ("a task dependency", scenario(task, "", "timeout_ms = 0\nretry = { max_attempts = 1 }", runner)),
+    ];
+    for (label, text) in &cases {
+        let m = model(&text.replace("rate_per_s = 32", "rate_per_s = 8"));
+        assert_eq!(same_both_ways(label, &m), 0, "{label}: no run is a plain call");
+    }
+}
+
+/// A traced run follows its machine: with a tracer the fast path is off, and the traced
+/// replication's figures are the untraced one's.
+#[test]
+fn a_traced_replication_follows_the_machine_with_the_same_figures() {
+    use faultline::engine::simulate_following;
+    use faultline::runtime::RunTracer;
+    let m = model(&scenario("", "", POLICY_PLAIN, ""));
+    let seed = replication_seed(m.world.seed, 0);
+    let fast = simulate(&m, 0, seed).expect("runs");
+    let (traced, tracer) = simulate_following(&m, 0, seed, RunTracer::for_runs(&[1, 2, 3])).expect("runs");
+    assert!(fast.plain_call_runs > 1000, "{}", fast.plain_call_runs);
+    assert_eq!(traced.plain_call_runs, 0);
+    assert_eq!(metric_bits(&fast.metrics), metric_bits(&traced.metrics));
+    // The traced runs show their machine's step: started, sent, ended.
+    let events = format!("{:?}", tracer.events_of(1));
+    assert!(events.contains("StepStarted") && events.contains("RunEnded"), "{events}");
+}
