@@ -619,4 +619,41 @@ mod tests {
         assert!(c.record(999 * MS, err(ErrorClass::ServiceUnavailable)), "2 > 1 within its 0.5 s");
         assert!(c.cooled(1_498 * MS) && !c.cooled(1_499 * MS));
     }
+
+    #[test]
+    fn cooled_until_ends_exactly_cooldown_time_after_the_cooling_failure() {
+        // allowed_fails 0: the 503 at 10 ms cools until 510 ms (exclusive).
+        let mut c = Cooldown::new(legacy(0, true));
+        assert_eq!(c.cooled_until(0), None, "never cooled");
+        assert!(c.record(10 * MS, err(ErrorClass::ServiceUnavailable)));
+        assert_eq!(c.cooled_until(10 * MS), Some(510 * MS));
+        assert_eq!(c.cooled_until(509 * MS), Some(510 * MS));
+        assert_eq!(c.cooled_until(510 * MS), None, "the cooldown's end is not cooled");
+    }
+
+    #[test]
+    fn the_guard_hears_a_hidden_attempt_cools_and_is_woken_at_the_cooldowns_end() {
+        use crate::runtime::command::Outbox;
+        let spec = LitellmCooldownSpec { options: legacy(0, true), label: 7 };
+        let mut g = spec.build();
+        let mut out = Outbox::default();
+        assert_eq!(g.breaker_state(), Some((7, BreakerState::Closed)));
+        // An answered attempt: the router may go on.
+        assert!(g.sdk_attempt_end(0, 1, HiddenEnd::Answered, &mut out));
+        assert!(out.commands.is_empty() && out.shared.is_empty());
+        // The SDK's own timeout (408) at 10 ms cools until 510 ms: stop, and wake me then.
+        assert!(!g.sdk_attempt_end(10 * MS, 1, HiddenEnd::TimedOut, &mut out));
+        assert_eq!(out.commands, vec![Command::WakeGuards { at: 510 * MS }]);
+        assert_eq!(g.breaker_state(), Some((7, BreakerState::Open)));
+        assert_eq!(out.shared.len(), 1, "one transition, CLOSED to OPEN");
+        assert!(!g.sdk_may_send(509 * MS) && g.sdk_may_send(510 * MS));
+        // Woken early: nothing changes.
+        g.on_wake(509 * MS, &mut out);
+        assert_eq!(g.breaker_state(), Some((7, BreakerState::Open)));
+        assert_eq!((out.commands.len(), out.shared.len()), (1, 1));
+        // Woken at the end: back to CLOSED, and no new wake.
+        g.on_wake(510 * MS, &mut out);
+        assert_eq!(g.breaker_state(), Some((7, BreakerState::Closed)));
+        assert_eq!((out.commands.len(), out.shared.len()), (1, 2));
+    }
 }
