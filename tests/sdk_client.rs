@@ -592,3 +592,62 @@ fn botocores_adaptive_mode_paces_sends_only_after_throttling() {
     let cut = run(rate_limited(0, adaptive).replace("timeout_ms = 0", "timeout_ms = 2000"));
     assert!(cut[attempts] >= 0.5 * 600.0, "attempts {} with a 2 s runtime timeout", cut[attempts]);
 }
+
+/// A charged client's hidden retry at a token-shaped model pays the call's tokens and their
+/// price again (`hidden_spend`): with every attempt failing and a run budget of 2.5 calls'
+/// worth of tokens (or of money), the first attempt and one hidden retry fit and the second
+/// retry is refused, so every run makes exactly 2 attempts and ends out of cost budget. A
+/// retry that paid only its cost units would make all 4 attempts.
+#[test]
+fn a_charged_clients_retries_pay_a_token_shaped_calls_tokens_and_money() {
+    // 400 input and 100 output tokens: 500 tokens, and 400 x 3 + 100 x 15 = 2 700 millionths.
+    let scenario = |budget: &str| {
+        format!(
+            r#"
+[simulation]
+duration_s = 100
+seed = 3
+replications = 1
+
+[[dependency]]
+name = "model"
+kind = "model"
+servers = 1000
+errors = {{ transient_transport = 1.0 }}
+
+[dependency.tokens]
+time_to_first_token = {{ dist = "constant", value_ms = 40 }}
+time_per_output_token = {{ dist = "constant", value_ms = 1 }}
+price_per_million_input_tokens = 3
+price_per_million_output_tokens = 15
+input_tokens = {{ dist = "constant", value = 400 }}
+output_tokens = {{ dist = "constant", value = 100 }}
+
+[[workflow]]
+name = "w"
+arrivals = {{ rate_per_s = 5 }}
+deadline_ms = 600000
+
+  [[workflow.step]]
+  id = "call"
+  dependency = "model"
+
+[policy.p]
+timeout_ms = 0
+retry = {{ max_attempts = 1 }}
+budget = {{ {budget} }}
+
+[policy.p.sdk_client.model]
+max_retries = 3
+charged_to_root_budget = true
+"#
+        )
+    };
+    for budget in ["model_tokens = 1250", "money = 0.00675"] {
+        let m = simulate(&model(&scenario(budget)), 0, 3).expect("runs").metrics;
+        let runs = m["logical_run_total"];
+        assert!(runs > 400.0, "{budget}: {runs}");
+        assert_eq!(m["dependency_attempt_total"], 2.0 * runs, "{budget}");
+        assert_eq!(m["budget_exhausted_total.cost"], runs, "{budget}");
+    }
+}
