@@ -168,15 +168,19 @@ fn a_closed_population_takes_the_fast_path_with_the_same_figures() {
 
 #[test]
 fn runs_the_fast_path_cannot_take_keep_their_figures() {
-    // A write, a second step, a breaker on the route: each goes through the machine.
-    let two_steps = "  [[workflow.step]]\n  id = \"then\"\n  dependency = \"svc\"\n  after = [\"call\"]\n";
+    // A write, two steps at once, a breaker on the route: each goes through the machine.
+    let side_by_side = "  [[workflow.step]]\n  id = \"beside\"\n  dependency = \"svc\"\n";
     let cases = [
         (
             "a write",
             scenario("", "", POLICY_PLAIN, "")
                 .replace("dependency = \"svc\"\n", "dependency = \"svc\"\n  effect = \"write\"\n"),
         ),
-        ("two steps", scenario("", "", POLICY_PLAIN, two_steps)),
+        ("two steps side by side", scenario("", "", POLICY_PLAIN, side_by_side)),
+        (
+            "a chain whose second step writes",
+            scenario("", "", POLICY_PLAIN, &format!("{}  effect = \"write\"\n", then_step("svc"))),
+        ),
         (
             "a breaker",
             scenario(
@@ -190,6 +194,51 @@ fn runs_the_fast_path_cannot_take_keep_their_figures() {
     for (label, text) in &cases {
         let m = model(text);
         assert_eq!(same_both_ways(label, &m), 0, "{label}: no run is a plain call");
+    }
+}
+
+/// A step after `call` at `dependency`, to be appended to a workflow (scenario's `rest`
+/// comes after the step, so it lands in the workflow).
+fn then_step(dependency: &str) -> String {
+    format!("  [[workflow.step]]\n  id = \"then\"\n  dependency = \"{dependency}\"\n  after = [\"call\"]\n")
+}
+
+const SECOND: &str =
+    "[[dependency]]\nname = \"second\"\nservers = 2\nservice_time = { dist = \"exponential\", mean_ms = 40 }\n";
+
+/// Chains of steps, each after the one before: the fast path sends each step's attempt when
+/// the one before succeeds, and hands the run back at any other answer, or when too little
+/// of a propagated deadline is left to start the next step.
+#[test]
+fn chains_of_steps_take_the_fast_path_with_the_same_figures() {
+    let chain = |policy: &str, second: &str| scenario("", "", policy, &format!("{}\n{second}", then_step("second")));
+    let second_errors = SECOND.replace("mean_ms = 40 }", "mean_ms = 40 }\nerrors = { transient_transport = 0.2 }");
+    let three = format!(
+        "{}  [[workflow.step]]\n  id = \"last\"\n  dependency = \"svc\"\n  after = [\"then\"]\n\n{SECOND}",
+        then_step("second")
+    );
+    let cases = [
+        ("two steps, no timeout", chain(POLICY_PLAIN, SECOND)),
+        ("two steps, fixed timeouts", chain("deadline_propagation = false\ntimeout_ms = 250\nretry = { max_attempts = 2 }", SECOND)),
+        ("two steps, errors and retries at the second", chain(RETRYING, &second_errors)),
+        ("three steps", scenario("", "", RETRYING, &three)),
+        (
+            "two steps, a propagated deadline that runs out between them",
+            chain("deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }", SECOND)
+                .replace("deadline_ms = 60000", "deadline_ms = 160"),
+        ),
+        (
+            "two steps, a propagated deadline with a reserve",
+            chain(
+                "deadline_propagation = true\ntimeout_ms = 120\nretry = { max_attempts = 2 }\n\n[policy.p.steps]\nthen = { deadline_reserve_ms = 30 }",
+                SECOND,
+            )
+            .replace("deadline_ms = 60000", "deadline_ms = 220"),
+        ),
+        ("two steps, a fault at the first", chain(RETRYING, &format!("{SECOND}\n{}", fault("latency", "factor = 4")))),
+    ];
+    for (label, text) in &cases {
+        plain_case(label, &text.replace("rate_per_s = 32", "rate_per_s = 12"));
     }
 }
 

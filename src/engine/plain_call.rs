@@ -1,59 +1,86 @@
-//! Root runs that are one plain call: the engine's fast path for workflows whose run, when
-//! it goes well, is nothing but "send one attempt, and end when it answers" (an M/M/c
-//! customer, most validation models, a single call behind a timeout).
+//! Root runs that are a chain of plain calls: the engine's fast path for workflows whose run,
+//! when it goes well, is nothing but "send one attempt; when it answers, send the next step's;
+//! end when the last answers" (an M/M/c customer, a tandem line, a single call behind a
+//! timeout).
 //!
-//! For such a run the run machine's start and its handling of a successful answer are pure
-//! bookkeeping that no figure reads: the general path pays for a run context, the machine's
-//! budget, fan-out, guard and cache checks, an attempt record and two rounds of commands.
-//! Here the engine sends the attempt and ends the run itself, and the machine is asked only
-//! for the end (`RunMachine::end_plain_call`), so every observation is the one the general
-//! path makes, in the same order.
+//! For such a run the run machine's start and its handling of each successful answer are
+//! pure bookkeeping that no figure reads: the general path pays for a run context, the
+//! machine's budget, fan-out, guard and cache checks, an attempt record and two rounds of
+//! commands per step. Here the engine sends the attempts and ends the run itself, and the
+//! machine is asked only for the end (`RunMachine::end_plain_call`), so every observation is
+//! the one the general path makes, in the same order.
 //!
 //! What it assumes is not reasoned out twice: it is asked of the machine. The first run of a
 //! workflow that passes the static conditions (`may_be_plain`) is given to the machine's own
-//! `start` and then a success, with their effects recorded instead of carried out; the
-//! workflow is plain only if `start` made exactly one `LogicalCall` observation and one
-//! `Send`, and the success exactly one `RunEnded` and one `End`. The send is then the
-//! template of every later run of the workflow: at a run's start the deadline left, the
-//! budgets and the guards are the same for every run of a workflow without modes or load
-//! shedding, so the machine would decide the same each time.
+//! `start` and then a success of each attempt it asks for, with their effects recorded
+//! instead of carried out. The workflow is plain only if `start` and every success but the
+//! last made exactly one `LogicalCall` observation and one `Send` (of the next step), and the
+//! last success exactly one `RunEnded` and one `End`. Those sends are then the template of
+//! every later run of the workflow: at a run's start, and at each step's success, the
+//! deadline left (when no deadline propagates into the timeouts), the budgets and the guards
+//! are the same for every run of a workflow without modes or load shedding, so the machine
+//! would decide the same each time.
 //!
 //! Anything else an attempt brings (a failure, a timeout, an answer that is not what it
-//! seems) hands the run back to the machine: `start` is replayed at the run's start time
-//! with its effects dropped (they were made already), the attempt is attached, and the
-//! answer is given to the machine as on the general path. A run that never hears its
-//! answer needs nothing more.
+//! seems) hands the run back to the machine: `start` and the successes so far are replayed at
+//! the times they happened with their effects dropped (they were made already), and the
+//! answer is given to the machine as on the general path. A run that never hears its answer
+//! needs nothing more.
 //!
 //! `simulate_without_fast_paths` runs every run on the general path; tests/plain_calls.rs
 //! checks both give the same bytes.
 
 use super::simulation::{Job, PlainCall, Simulation};
 use crate::metrics::Observation;
+use crate::runtime::deadline::{AttemptTimeout, attempt_timeout};
 use crate::runtime::guard::Loads;
+use crate::runtime::step_policy::StepPolicy;
+use crate::runtime::workflow::StepModel;
 use crate::runtime::{AttemptResult, Command, Outbox, Purpose, RunContext, RunMachine, Tracer};
 use crate::scenario::Criticality;
 use crate::sim::Micros;
 
-/// The attempt every run of a plain workflow sends at its start: attempt `serial` of its only
-/// step, at `dependency`, with the caller's timeout `timeout_us`.
+/// The attempt every run of a plain workflow sends for one step: attempt `serial` of step
+/// `step`, at `dependency`, with the caller's timeout `timeout`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PlainSend {
+    step: u8,
     serial: u32,
     dependency: u16,
-    timeout_us: Option<Micros>,
+    timeout: PlainTimeout,
+}
+
+/// A plain chain's attempt timeout.
+#[derive(Debug, Clone, Copy)]
+enum PlainTimeout {
+    /// The same for every run: the first step's (it starts with the run), or any step's when
+    /// no deadline propagates.
+    Fixed(Option<Micros>),
+    /// A later step's under deadline propagation: `timeout_ms` clipped to the deadline left
+    /// less `deadline_reserve_ms` when the step starts (`runtime::deadline::attempt_timeout`,
+    /// the rule the machine applies); when too little is left the run goes back to the machine.
+    Left { cap_us: Option<Micros>, reserve_us: Micros },
 }
 
 impl<T: Tracer> Simulation<'_, T> {
     /// The conditions the machine cannot be asked about without side effects, or that hold for
-    /// some runs and not others: one step, not a person's, on a route with no guards, no modes
-    /// or load shedding, no delegation, and an attempt the engine sends straight to a station
-    /// (no task, SDK client, cache or token shape). Untraced only: a trace follows the machine.
+    /// some runs and not others: steps not a person's, on routes with no guards, no modes or
+    /// load shedding, no delegation, and attempts the engine sends straight to a station (no
+    /// task, SDK client, cache or token shape). Untraced only: a trace follows the machine.
     pub(super) fn may_be_plain(&self, workflow: usize) -> bool {
         let (model, policy) = (self.model, self.policy);
         let wf = &model.workflows[workflow];
-        let [step] = wf.steps.as_slice() else { return false };
-        let sp = &policy.steps[workflow][0];
-        let dep = &model.world.dependencies[step.dependency];
+        let plain_step = |(step, sp): (&StepModel, &StepPolicy)| {
+            let dep = &model.world.dependencies[step.dependency];
+            !step.approval
+                && step.criticality == Criticality::Hard
+                && sp.validator.is_none()
+                && self.pipeline.is_open_road(sp.routes.primary)
+                && dep.task.is_none()
+                && dep.tokens.is_none()
+                && policy.sdk_clients[step.dependency].is_none()
+                && !(policy.looks_in_caches && policy.caches[step.dependency].is_some())
+        };
         !T::ON
             && self.modes.is_none()
             && policy.admission.is_none()
@@ -61,78 +88,109 @@ impl<T: Tracer> Simulation<'_, T> {
             && !policy.snapshots
             && policy.hedging.is_none()
             && !wf.has_quorum
-            && !step.approval
-            && step.criticality == Criticality::Hard
-            && sp.validator.is_none()
-            && self.pipeline.is_open_road(sp.routes.primary)
-            && dep.task.is_none()
-            && dep.tokens.is_none()
-            && policy.sdk_clients[step.dependency].is_none()
-            && !(policy.looks_in_caches && policy.caches[step.dependency].is_some())
+            && wf.steps.iter().zip(&policy.steps[workflow]).all(plain_step)
     }
 
-    /// The attempt run `r` (just started, its machine fresh) sends as a plain call, asking the
-    /// machine at the workflow's first run; None: the run goes through the machine.
+    /// The attempt run `r` (just started, its machine fresh) sends first as a plain chain,
+    /// asking the machine at the workflow's first run; None: the run goes through the machine.
     #[inline(always)]
     pub(super) fn plain_send(&mut self, now: Micros, r: u32, workflow: usize) -> Option<PlainSend> {
-        let call = match self.plain_calls[workflow] {
-            PlainCall::Unasked => {
-                let call = self.ask_machine(now, r, workflow);
-                self.plain_calls[workflow] = call;
-                call
-            }
-            known @ (PlainCall::Never | PlainCall::Sends { .. }) => known,
-        };
-        match call {
-            PlainCall::Sends { serial, dependency, timeout_us } => Some(PlainSend { serial, dependency, timeout_us }),
+        if self.plain_calls[workflow] == PlainCall::Unasked {
+            let chain = self.ask_machine(now, r, workflow);
+            self.plain_calls[workflow] = if chain.is_empty() { PlainCall::Never } else { PlainCall::Chain };
+            self.plain_chains[workflow] = chain;
+        }
+        match self.plain_calls[workflow] {
+            PlainCall::Chain => Some(self.plain_chains[workflow][0]),
             PlainCall::Never | PlainCall::Unasked => None,
         }
     }
 
-    /// Runs the machine's `start` and a success on run `r`'s fresh machine with their effects
-    /// recorded, then makes the machine fresh again.
+    /// Runs the machine's `start` and a success of each attempt it asks for on run `r`'s
+    /// fresh machine, with their effects recorded, then makes the machine fresh again. The
+    /// chain of sends, or none when the workflow is not plain.
     #[cold]
     #[inline(never)]
-    fn ask_machine(&mut self, now: Micros, r: u32, workflow: usize) -> PlainCall {
+    fn ask_machine(&mut self, now: Micros, r: u32, workflow: usize) -> Vec<PlainSend> {
         let fresh = self.runs[r].machine.clone();
-        let started = self.recorded(now, r, |m, cx, out| m.start(cx, out));
-        let call = match (started.observations.as_slice(), started.commands.as_slice(), started.shared.is_empty()) {
-            (
-                [Observation::LogicalCall],
-                &[Command::Send { step: 0, serial, dependency, purpose: Purpose::Call, timeout_us }],
-                true,
-            ) => {
-                let ended = self.recorded(now, r, |m, cx, out| {
-                    m.attach(0, serial, 0);
-                    m.on_attempt_result(cx, out, 0, serial, AttemptResult::Ok);
-                });
-                let ends = matches!(
-                    (ended.observations.as_slice(), ended.commands.as_slice(), ended.shared.is_empty()),
-                    ([Observation::RunEnded { .. }], [Command::End { .. }], true)
-                );
-                if ends { PlainCall::Sends { serial, dependency, timeout_us } } else { PlainCall::Never }
+        let steps = self.model.workflows[workflow].steps.len();
+        let mut chain = Vec::with_capacity(steps);
+        let mut effects = self.recorded(now, r, |m, cx, out| m.start(cx, out));
+        let plain = loop {
+            let next = chain.len();
+            match (effects.observations.as_slice(), effects.commands.as_slice(), effects.shared.is_empty()) {
+                (
+                    [Observation::LogicalCall],
+                    &[Command::Send { step, serial, dependency, purpose: Purpose::Call, timeout_us }],
+                    true,
+                ) if usize::from(step) == next && next < steps => {
+                    let Some(timeout) = self.plain_timeout(now, r, step, timeout_us) else { break false };
+                    chain.push(PlainSend { step, serial, dependency, timeout });
+                    effects = self.recorded(now, r, |m, cx, out| {
+                        m.attach(step, serial, 0);
+                        m.on_attempt_result(cx, out, step, serial, AttemptResult::Ok);
+                    });
+                }
+                ([Observation::RunEnded { .. }], [Command::End { .. }], true) => break next == steps,
+                _ => break false,
             }
-            _ => PlainCall::Never,
         };
         debug_assert_eq!(self.runs[r].machine.workflow as usize, workflow);
         self.runs[r].machine = fresh;
-        call
+        if plain { chain } else { Vec::new() }
     }
 
-    /// Starts run `r` as the plain call `call`: what the machine's `start` would observe and send.
+    /// How step `step`'s attempt timeout is found in later runs, given the one the machine
+    /// asked for (`timeout_us`) at the workflow's first run; None when the rule below does not
+    /// give what the machine gave.
+    fn plain_timeout(&self, now: Micros, r: u32, step: u8, timeout_us: Option<Micros>) -> Option<PlainTimeout> {
+        if step == 0 || !self.policy.rules.deadline_propagation {
+            return Some(PlainTimeout::Fixed(timeout_us));
+        }
+        let sp = &self.policy.steps[self.runs[r].machine.workflow as usize][usize::from(step)];
+        let left = PlainTimeout::Left { cap_us: sp.timeout_us, reserve_us: sp.reserve_us };
+        (self.timeout_left(now, r, left) == Some(timeout_us)).then_some(left)
+    }
+
+    /// The attempt timeout `timeout` gives run `r` at `now`; None when too little time is left
+    /// to start an attempt (the machine then gives up for lack of time).
+    #[inline(always)]
+    fn timeout_left(&self, now: Micros, r: u32, timeout: PlainTimeout) -> Option<Option<Micros>> {
+        match timeout {
+            PlainTimeout::Fixed(timeout_us) => Some(timeout_us),
+            PlainTimeout::Left { cap_us, reserve_us } => {
+                let remaining_us = self.runs[r].machine.budget.remaining_us(now);
+                match attempt_timeout(true, cap_us, remaining_us, reserve_us) {
+                    AttemptTimeout::After(t) => Some(Some(t)),
+                    AttemptTimeout::Never => Some(None),
+                    AttemptTimeout::Exhausted => None,
+                }
+            }
+        }
+    }
+
+    /// Starts run `r` as a plain chain with `send`, its first step's: what the machine's
+    /// `start` would observe and send.
     #[inline(always)]
     pub(super) fn start_plain_call(&mut self, now: Micros, r: u32, send: PlainSend) {
-        let PlainSend { serial, dependency, timeout_us } = send;
-        let slot = &mut self.runs[r];
-        slot.plain = true;
-        let measured = slot.measured;
-        self.observe(now, measured, Observation::LogicalCall);
-        self.send(now, r, 0, serial, usize::from(dependency), Purpose::Call, timeout_us);
+        let PlainTimeout::Fixed(timeout_us) = send.timeout else { unreachable!("a first step's timeout is fixed") };
+        self.runs[r].plain = true;
+        self.send_plain(now, r, send, timeout_us);
     }
 
-    /// The answer to a plain call's attempt `job`: a success ends the run here; anything else
-    /// gives the run back to its machine, which then takes the answer as on the general path.
-    /// True when the answer was taken here.
+    /// What the machine would observe and send for a step of a plain chain.
+    #[inline(always)]
+    fn send_plain(&mut self, now: Micros, r: u32, send: PlainSend, timeout_us: Option<Micros>) {
+        let PlainSend { step, serial, dependency, .. } = send;
+        let measured = self.runs[r].measured;
+        self.observe(now, measured, Observation::LogicalCall);
+        self.send(now, r, step, serial, usize::from(dependency), Purpose::Call, timeout_us);
+    }
+
+    /// The answer to a plain chain's attempt `job`: a success sends the next step's attempt,
+    /// or ends the run after the last step; anything else gives the run back to its machine,
+    /// which then takes the answer as on the general path. True when the answer was taken
+    /// here.
     #[inline(always)]
     pub(super) fn plain_call_answered(&mut self, now: Micros, job: &Job, result: AttemptResult) -> bool {
         let r = job.run;
@@ -140,8 +198,17 @@ impl<T: Tracer> Simulation<'_, T> {
             return false;
         }
         if result == AttemptResult::Ok && job.bad.is_none() {
-            self.end_plain_call(now, r);
-            return true;
+            let slot = &self.runs[r];
+            let chain = &self.plain_chains[slot.machine.workflow as usize];
+            let Some(&next) = chain.get(slot.plain_answered_us.len() + 1) else {
+                self.end_plain_call(now, r);
+                return true;
+            };
+            if let Some(timeout_us) = self.timeout_left(now, r, next.timeout) {
+                self.runs[r].plain_answered_us.push(now);
+                self.send_plain(now, r, next, timeout_us);
+                return true;
+            }
         }
         self.hand_back(r);
         false
@@ -163,22 +230,33 @@ impl<T: Tracer> Simulation<'_, T> {
         self.carry_out(now, Some(r));
     }
 
-    /// Gives run `r` back to its machine: `start` replayed at the run's start time, its
-    /// effects dropped (they were made already). The machine then holds the attempt as sent,
-    /// and takes its answer at once (so it never needs the attempt's handle to cancel it).
+    /// Gives run `r` back to its machine: `start` and the successes so far replayed at the
+    /// times they happened, their effects dropped (they were made already). The machine then
+    /// holds the current step's attempt as sent, and takes its answer at once (so it never
+    /// needs the attempt's handle to cancel it).
     #[cold]
     #[inline(never)]
     fn hand_back(&mut self, r: u32) {
-        let start_us = self.runs[r].machine.start_us;
+        let slot = &mut self.runs[r];
+        slot.plain = false;
+        let (start_us, answered_us) = (slot.machine.start_us, std::mem::take(&mut slot.plain_answered_us));
+        let chain = std::mem::take(&mut self.plain_chains[slot.machine.workflow as usize]);
         let replayed = self.recorded(start_us, r, |m, cx, out| m.start(cx, out));
-        debug_assert!(
-            matches!(
-                (replayed.observations.as_slice(), replayed.commands.as_slice()),
-                ([Observation::LogicalCall], [Command::Send { step: 0, .. }])
-            ),
-            "the replayed start is the plain call's: {replayed:?}"
-        );
-        self.runs[r].plain = false;
+        debug_assert!(same_send(&replayed, chain[0]), "the replayed start is the chain's: {replayed:?}");
+        for (&done, &at) in chain.iter().zip(&answered_us) {
+            let PlainSend { step, serial, .. } = done;
+            let replayed =
+                self.recorded(at, r, |m, cx, out| m.on_attempt_result(cx, out, step, serial, AttemptResult::Ok));
+            debug_assert!(
+                same_send(&replayed, chain[usize::from(step) + 1]),
+                "the replayed success is the chain's: {replayed:?}"
+            );
+        }
+        let workflow = self.runs[r].machine.workflow as usize;
+        self.plain_chains[workflow] = chain;
+        // Kept for the slot's next run (no allocation then).
+        self.runs[r].plain_answered_us = answered_us;
+        self.runs[r].plain_answered_us.clear();
     }
 
     /// Gives run `r`'s machine one input at `now` with its effects recorded, not carried out.
@@ -208,4 +286,12 @@ impl<T: Tracer> Simulation<'_, T> {
         input(&mut slot.machine, &mut cx, &mut out);
         out
     }
+}
+
+/// Whether `effects` are a plain chain's `send`: one `LogicalCall` and that attempt.
+fn same_send(effects: &Outbox, send: PlainSend) -> bool {
+    matches!(
+        (effects.observations.as_slice(), effects.commands.as_slice()),
+        ([Observation::LogicalCall], &[Command::Send { step, serial, .. }]) if step == send.step && serial == send.serial
+    )
 }

@@ -61,6 +61,7 @@ impl<T: Tracer> Simulation<'_, T> {
         slot.finalized = false;
         slot.duplicate = false;
         slot.plain = false;
+        slot.plain_answered_us.clear();
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
         let (deadline_at_us, retry_token_limit) = (budget.deadline_at, budget.retry_token_limit);

@@ -80,8 +80,9 @@ pub(super) enum PlainCall {
     Never,
     /// May be plain: the machine has not been asked yet (at the workflow's first run).
     Unasked,
-    /// Plain: every run sends this attempt of its only step at its start.
-    Sends { serial: u32, dependency: u16, timeout_us: Option<Micros> },
+    /// Plain: every run sends the attempts of `Simulation::plain_chains[workflow]`, one step
+    /// after the other, each when the one before it succeeded.
+    Chain,
 }
 
 /// A streaming caller's first-token deadline for one attempt.
@@ -174,9 +175,13 @@ pub(super) struct RunSlot {
     pub outstanding: u32,
     pub finalized: bool,
     pub duplicate: bool,
-    /// Driven as a plain call (engine/plain_call.rs): its machine has not started; the
-    /// engine ends the run itself if its attempt succeeds.
+    /// Driven as a plain chain (engine/plain_call.rs): its machine has not started; the
+    /// engine sends each step's attempt when the one before succeeded, and ends the run
+    /// itself when the last one does.
     pub plain: bool,
+    /// A plain chain's answers so far, one per step, when each came: what the machine is
+    /// given again if the run is handed back to it.
+    pub plain_answered_us: Vec<Micros>,
     /// Per step: the effects its writes committed.
     pub ledgers: Vec<LedgerEntry>,
     pub machine: RunMachine,
@@ -195,6 +200,7 @@ impl RunSlot {
             finalized: false,
             duplicate: false,
             plain: false,
+            plain_answered_us: Vec::new(),
             ledgers: Vec::new(),
             machine: RunMachine::vacant(),
         }
@@ -299,8 +305,10 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     pub caches: Option<Box<super::cache_slot::CacheState>>,
     /// The caller's stop flag, read once a window (never per event).
     pub stop: Option<&'m AtomicBool>,
-    /// Per workflow, whether its runs are plain calls (engine/plain_call.rs).
+    /// Per workflow, whether its runs are plain chains (engine/plain_call.rs).
     pub plain_calls: Vec<PlainCall>,
+    /// Per workflow whose runs are plain chains, the attempt each step sends.
+    pub plain_chains: Vec<Vec<super::plain_call::PlainSend>>,
     /// Runs ended on that path so far.
     pub plain_call_runs: u64,
 }
@@ -426,6 +434,7 @@ fn simulate_with<T: Tracer>(
         caches: super::cache_slot::cache_state(model, &model.policies[policy]),
         stop,
         plain_calls: Vec::new(),
+        plain_chains: vec![Vec::new(); model.workflows.len()],
         plain_call_runs: 0,
     };
     sim.plain_calls = (0..model.workflows.len())

@@ -1620,10 +1620,11 @@ impl RunMachine {
         deadline_exceeded
     }
 
-    /// The end of a run the engine drove as one plain call (engine/plain_call.rs) whose
-    /// attempt succeeded: what `end_run` gives a run whose only step succeeded at its first
-    /// attempt, which is all this machine saw. The machine never started the step (the engine
-    /// found, by running `start` once on this workflow, that it would only have sent it).
+    /// The end of a run the engine drove as a chain of plain calls (engine/plain_call.rs)
+    /// whose attempts all succeeded: what `end_run` gives a run whose every step succeeded at
+    /// its first attempt, which is all this machine saw. The machine never started a step (the
+    /// engine found, by running `start` and the successes once on this workflow, that it
+    /// would only have sent them, one after the other).
     pub fn end_plain_call(&mut self, now: Micros, out: &mut impl Effects) {
         debug_assert!(
             !self.ended && self.in_flight.is_empty() && self.degraded == 0 && self.approvals.is_empty(),
