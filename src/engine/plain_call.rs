@@ -91,19 +91,36 @@ impl<T: Tracer> Simulation<'_, T> {
             && wf.steps.iter().zip(&policy.steps[workflow]).all(plain_step)
     }
 
-    /// The attempt run `r` (just started, its machine fresh) sends first as a plain chain,
-    /// asking the machine at the workflow's first run; None: the run goes through the machine.
+    /// Starts run `r` (just started, its machine fresh) as a plain chain if its workflow's
+    /// runs are, asking the machine at the workflow's first run: what the machine's `start`
+    /// would observe and send. False when the run is to go through the machine.
     #[inline(always)]
-    pub(super) fn plain_send(&mut self, now: Micros, r: u32, workflow: usize) -> Option<PlainSend> {
-        if self.plain_calls[workflow] == PlainCall::Unasked {
-            let chain = self.ask_machine(now, r, workflow);
-            self.plain_calls[workflow] = if chain.is_empty() { PlainCall::Never } else { PlainCall::Chain };
-            self.plain_chains[workflow] = chain;
-        }
-        match self.plain_calls[workflow] {
-            PlainCall::Chain => Some(self.plain_chains[workflow][0]),
-            PlainCall::Never | PlainCall::Unasked => None,
-        }
+    pub(super) fn started_plain_call(&mut self, now: Micros, r: u32, workflow: usize) -> bool {
+        let call = match self.plain_calls[workflow] {
+            PlainCall::Unasked => self.learn_plain_call(now, r, workflow),
+            known @ (PlainCall::Never | PlainCall::Chain { .. }) => known,
+        };
+        let PlainCall::Chain { serial, dependency, timeout_us, steps } = call else { return false };
+        let slot = &mut self.runs[r];
+        slot.plain_steps = steps;
+        slot.plain_answered_us.clear();
+        self.send_plain(now, r, (0, serial, dependency), timeout_us);
+        true
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn learn_plain_call(&mut self, now: Micros, r: u32, workflow: usize) -> PlainCall {
+        let chain = self.ask_machine(now, r, workflow);
+        let call = match (chain.first(), u16::try_from(chain.len())) {
+            (Some(&PlainSend { serial, dependency, timeout: PlainTimeout::Fixed(timeout_us), .. }), Ok(steps)) => {
+                PlainCall::Chain { serial, dependency, timeout_us, steps }
+            }
+            _ => PlainCall::Never,
+        };
+        self.plain_calls[workflow] = call;
+        self.plain_chains[workflow] = chain;
+        call
     }
 
     /// Runs the machine's `start` and a success of each attempt it asks for on run `r`'s
@@ -169,19 +186,15 @@ impl<T: Tracer> Simulation<'_, T> {
         }
     }
 
-    /// Starts run `r` as a plain chain with `send`, its first step's: what the machine's
-    /// `start` would observe and send.
+    /// What the machine would observe and send for step `step` of a plain chain.
     #[inline(always)]
-    pub(super) fn start_plain_call(&mut self, now: Micros, r: u32, send: PlainSend) {
-        let PlainTimeout::Fixed(timeout_us) = send.timeout else { unreachable!("a first step's timeout is fixed") };
-        self.runs[r].plain = true;
-        self.send_plain(now, r, send, timeout_us);
-    }
-
-    /// What the machine would observe and send for a step of a plain chain.
-    #[inline(always)]
-    fn send_plain(&mut self, now: Micros, r: u32, send: PlainSend, timeout_us: Option<Micros>) {
-        let PlainSend { step, serial, dependency, .. } = send;
+    fn send_plain(
+        &mut self,
+        now: Micros,
+        r: u32,
+        (step, serial, dependency): (u8, u32, u16),
+        timeout_us: Option<Micros>,
+    ) {
         let measured = self.runs[r].measured;
         self.observe(now, measured, Observation::LogicalCall);
         self.send(now, r, step, serial, usize::from(dependency), Purpose::Call, timeout_us);
@@ -199,14 +212,15 @@ impl<T: Tracer> Simulation<'_, T> {
         }
         if result == AttemptResult::Ok && job.bad.is_none() {
             let slot = &self.runs[r];
-            let chain = &self.plain_chains[slot.machine.workflow as usize];
-            let Some(&next) = chain.get(slot.plain_answered_us.len() + 1) else {
+            let next = slot.plain_answered_us.len() + 1;
+            if next == usize::from(slot.plain_steps) {
                 self.end_plain_call(now, r);
                 return true;
-            };
-            if let Some(timeout_us) = self.timeout_left(now, r, next.timeout) {
+            }
+            let send = self.plain_chains[slot.machine.workflow as usize][next];
+            if let Some(timeout_us) = self.timeout_left(now, r, send.timeout) {
                 self.runs[r].plain_answered_us.push(now);
-                self.send_plain(now, r, next, timeout_us);
+                self.send_plain(now, r, (send.step, send.serial, send.dependency), timeout_us);
                 return true;
             }
         }
@@ -217,7 +231,7 @@ impl<T: Tracer> Simulation<'_, T> {
     fn end_plain_call(&mut self, now: Micros, r: u32) {
         self.plain_call_runs += 1;
         let slot = &mut self.runs[r];
-        slot.plain = false;
+        slot.plain_steps = 0;
         let mut out = super::runs::RunEffects::<T>::new(
             &mut self.recorder,
             now,
@@ -238,7 +252,7 @@ impl<T: Tracer> Simulation<'_, T> {
     #[inline(never)]
     fn hand_back(&mut self, r: u32) {
         let slot = &mut self.runs[r];
-        slot.plain = false;
+        slot.plain_steps = 0;
         let (start_us, answered_us) = (slot.machine.start_us, std::mem::take(&mut slot.plain_answered_us));
         let chain = std::mem::take(&mut self.plain_chains[slot.machine.workflow as usize]);
         let replayed = self.recorded(start_us, r, |m, cx, out| m.start(cx, out));

@@ -60,8 +60,7 @@ impl<T: Tracer> Simulation<'_, T> {
         slot.outstanding = 0;
         slot.finalized = false;
         slot.duplicate = false;
-        slot.plain = false;
-        slot.plain_answered_us.clear();
+        slot.plain_steps = 0;
         slot.ledgers.clear();
         slot.ledgers.resize(wf.steps.len(), LedgerEntry::default());
         let (deadline_at_us, retry_token_limit) = (budget.deadline_at, budget.retry_token_limit);
@@ -88,9 +87,8 @@ impl<T: Tracer> Simulation<'_, T> {
         if mode.canary || mode.probe {
             self.observe(now, measured, Observation::ModeRun { canary: mode.canary, probe: mode.probe });
         }
-        match self.plain_send(now, id, workflow) {
-            Some(send) => self.start_plain_call(now, id, send),
-            None => self.drive(now, id, |m, cx, out| m.start(cx, out)),
+        if !self.started_plain_call(now, id, workflow) {
+            self.drive(now, id, |m, cx, out| m.start(cx, out));
         }
     }
 
@@ -330,7 +328,7 @@ impl<T: Tracer> Simulation<'_, T> {
     /// Delivers the result of `job`, attempt `serial` of step `s`, to the run that waits for it.
     #[inline(always)]
     pub(super) fn on_step_result(&mut self, now: Micros, job: &Job, s: u8, serial: u32, result: AttemptResult) {
-        if self.runs[job.run].plain && self.plain_call_answered(now, job, result) {
+        if self.runs[job.run].plain_steps != 0 && self.plain_call_answered(now, job, result) {
             return;
         }
         if let (Some(bad), AttemptResult::Ok, Purpose::Call) = (job.bad, result, job.purpose) {

@@ -81,8 +81,9 @@ pub(super) enum PlainCall {
     /// May be plain: the machine has not been asked yet (at the workflow's first run).
     Unasked,
     /// Plain: every run sends the attempts of `Simulation::plain_chains[workflow]`, one step
-    /// after the other, each when the one before it succeeded.
-    Chain,
+    /// after the other, each when the one before it succeeded; the first one's here, and how
+    /// many steps there are.
+    Chain { serial: u32, dependency: u16, timeout_us: Option<Micros>, steps: u16 },
 }
 
 /// A streaming caller's first-token deadline for one attempt.
@@ -175,10 +176,10 @@ pub(super) struct RunSlot {
     pub outstanding: u32,
     pub finalized: bool,
     pub duplicate: bool,
-    /// Driven as a plain chain (engine/plain_call.rs): its machine has not started; the
-    /// engine sends each step's attempt when the one before succeeded, and ends the run
-    /// itself when the last one does.
-    pub plain: bool,
+    /// Driven as a plain chain of this many steps (engine/plain_call.rs), or 0: its machine
+    /// has not started; the engine sends each step's attempt when the one before succeeded,
+    /// and ends the run itself when the last one does.
+    pub plain_steps: u16,
     /// A plain chain's answers so far, one per step, when each came: what the machine is
     /// given again if the run is handed back to it.
     pub plain_answered_us: Vec<Micros>,
@@ -199,7 +200,7 @@ impl RunSlot {
             outstanding: 0,
             finalized: false,
             duplicate: false,
-            plain: false,
+            plain_steps: 0,
             plain_answered_us: Vec::new(),
             ledgers: Vec::new(),
             machine: RunMachine::vacant(),
