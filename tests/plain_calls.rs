@@ -545,3 +545,25 @@ fn a_cache_at_another_dependency_leaves_the_fast_path_open() {
     let text = scenario("", "", &format!("{POLICY_PLAIN}\n\n[policy.p.cache.alt]"), &alt_cached);
     plain_case("a cache at alt, the step at svc", &text.replace("rate_per_s = 32", "rate_per_s = 8"));
 }
+
+/// The unarmed timer (engine/stations.rs `answered_before`): an attempt that starts service at
+/// once is left without a timer only when its service ends no later than its timeout. Constant
+/// service, 4 servers at 1 arrival a second (no queue): at 100 ms under a 150 ms timeout no
+/// attempt times out; at 200 ms every one does. Both paths agree, so only absolute figures can
+/// show a wrong decision here (with `<=` read as `>`, no attempt of 200 ms would time out).
+#[test]
+fn an_attempt_served_past_its_timeout_times_out_and_one_served_within_does_not() {
+    for (svc_ms, all_time_out) in [(100, false), (200, true)] {
+        let text = scenario("", "", "timeout_ms = 150\nretry = { max_attempts = 1 }", "")
+            .replace(
+                "service_time = { dist = \"exponential\", mean_ms = 100 }",
+                &format!("service_time = {{ dist = \"constant\", value_ms = {svc_ms} }}"),
+            )
+            .replace("rate_per_s = 32", "rate_per_s = 1");
+        let m = model(&text);
+        let r = simulate(&m, 0, replication_seed(m.world.seed, 0)).expect("runs");
+        let (attempts, timeouts) = (r.metrics["dependency_attempt_total"], r.metrics["dependency.svc.timeout_total"]);
+        assert!(attempts > 100.0, "{svc_ms} ms: {attempts} attempts");
+        assert_eq!(timeouts, if all_time_out { attempts } else { 0.0 }, "{svc_ms} ms: {timeouts} of {attempts}");
+    }
+}
