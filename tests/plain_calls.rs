@@ -522,3 +522,97 @@ fn a_traced_replication_follows_the_machine_with_the_same_figures() {
     let events = format!("{:?}", tracer.events_of(1));
     assert!(events.contains("StepStarted") && events.contains("RunEnded"), "{events}");
 }
+
+/// A cache table for `[[dependency]]` (the contract's required fields; 1,000 keys fresh for 1 s).
+const CACHE: &str = "\n  [dependency.cache]\n  data_class = \"doc\"\n  fresh_ttl_s = 1\n  keys = 1000\n";
+
+/// The static conditions of `may_be_plain` no test above reached: degradation modes, a
+/// delegating world, an approval step, a quorum step and a cache the policy looks in at the
+/// step's dependency. Each keeps its figures both ways and takes no plain-call run. With its
+/// condition replaced by `true`, each case but the quorum fails here: the paused mode's runs
+/// are not refused, the delegating run's hops see a machine that never started, the probe's
+/// `start` leaves a second request at the approval desk, the cached call breaks the run. A
+/// quorum's `start` observes `Quorum(Started)`, so the probe refuses it anyway: its condition
+/// only saves asking.
+#[test]
+fn modes_delegation_approvals_quorums_and_caches_never_take_the_fast_path() {
+    let inner =
+        "[[dependency]]\nname = \"inner\"\nservers = 8\nservice_time = { dist = \"exponential\", mean_ms = 20 }\n";
+    let approval = "[simulation]\nduration_s = 200\nseed = 7\nreplications = 2\ntimeseries_window_s = 10\n\n\
+                    [[dependency]]\nname = \"desk\"\napproval = { decision_time = { dist = \"exponential\", mean_ms = 100 }, approvers = 1, expires_after_s = 5 }\n\n\
+                    [[workflow]]\nname = \"w\"\narrivals = { rate_per_s = 5 }\ndeadline_ms = 2000\n\n  [[workflow.step]]\n  id = \"call\"\n  dependency = \"desk\"\n\n\
+                    [policy.p]\ntimeout_ms = 0\n"
+        .to_string();
+    let cases = [
+        (
+            // At the full load of 32 a second the queue passes 2 often: new runs are refused.
+            "a mode that refuses new runs while the queue is long",
+            scenario(
+                "",
+                "",
+                &format!(
+                    "{POLICY_PLAIN}\n\n[[policy.p.runtime_policy]]\nmode = \"paused\"\nmin_dwell_ms = 5000\n\
+                     when = {{ queue_depth_above = 2, dependency = \"svc\" }}\nactions = {{ refuse_new_runs = true }}"
+                ),
+                "",
+            ),
+        ),
+        (
+            "an agent that delegates",
+            scenario(
+                "kind = \"a2a_agent\"\ncalls = [{ dependency = \"inner\", delegate = true, max_attempts = 1, timeout_ms = 1000 }]",
+                "",
+                &format!("{POLICY_PLAIN}\nfan_out = {{ max_total_attempts = 2 }}"),
+                inner,
+            )
+            .replace("rate_per_s = 32", "rate_per_s = 8"),
+        ),
+        ("an approval step, one person deciding", approval),
+        (
+            "a quorum step",
+            scenario("", "", POLICY_PLAIN, "")
+                .replace("dependency = \"svc\"\n", "dependency = \"svc\"\n  quorum = { k = 2, n = 3 }\n")
+                .replace("rate_per_s = 32", "rate_per_s = 8"),
+        ),
+        (
+            "a cache the policy looks in, at the step's dependency",
+            scenario(CACHE, "", &format!("{POLICY_PLAIN}\n\n[policy.p.cache.svc]"), "")
+                .replace("rate_per_s = 32", "rate_per_s = 8"),
+        ),
+    ];
+    for (label, text) in &cases {
+        let m = model(text);
+        assert_eq!(same_both_ways(label, &m), 0, "{label}: no run is a plain call");
+    }
+}
+
+/// A cache at another dependency keeps the plain workflow on the fast path: the condition is
+/// the cache at the step's own dependency, not any cache of the policy.
+#[test]
+fn a_cache_at_another_dependency_leaves_the_fast_path_open() {
+    let alt_cached = format!("{ALT}{CACHE}");
+    let text = scenario("", "", &format!("{POLICY_PLAIN}\n\n[policy.p.cache.alt]"), &alt_cached);
+    plain_case("a cache at alt, the step at svc", &text.replace("rate_per_s = 32", "rate_per_s = 8"));
+}
+
+/// The unarmed timer (engine/stations.rs `answered_before`): an attempt that starts service at
+/// once is left without a timer only when its service ends no later than its timeout. Constant
+/// service, 4 servers at 1 arrival a second (no queue): at 100 ms under a 150 ms timeout no
+/// attempt times out; at 200 ms every one does. Both paths agree, so only absolute figures can
+/// show a wrong decision here (with `<=` read as `>`, no attempt of 200 ms would time out).
+#[test]
+fn an_attempt_served_past_its_timeout_times_out_and_one_served_within_does_not() {
+    for (svc_ms, all_time_out) in [(100, false), (200, true)] {
+        let text = scenario("", "", "timeout_ms = 150\nretry = { max_attempts = 1 }", "")
+            .replace(
+                "service_time = { dist = \"exponential\", mean_ms = 100 }",
+                &format!("service_time = {{ dist = \"constant\", value_ms = {svc_ms} }}"),
+            )
+            .replace("rate_per_s = 32", "rate_per_s = 1");
+        let m = model(&text);
+        let r = simulate(&m, 0, replication_seed(m.world.seed, 0)).expect("runs");
+        let (attempts, timeouts) = (r.metrics["dependency_attempt_total"], r.metrics["dependency.svc.timeout_total"]);
+        assert!(attempts > 100.0, "{svc_ms} ms: {attempts} attempts");
+        assert_eq!(timeouts, if all_time_out { attempts } else { 0.0 }, "{svc_ms} ms: {timeouts} of {attempts}");
+    }
+}
