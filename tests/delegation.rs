@@ -341,3 +341,28 @@ fn under_propagation_a_hop_waits_no_longer_than_the_root_deadline() {
     let reps = replicate(&model(&noprop), 0);
     assert!(reps.iter().all(|r| r["dependency.a0.sojourn_ms.mean"] > 5000.0));
 }
+
+#[test]
+fn a_hop_to_a_looping_agent_times_out_before_the_loop_answers() {
+    // a0 (10 ms) delegates to a1 (10 ms) with a 15 ms hop timeout, and a1's loop fault sends a
+    // hop back to a0 when a1's service ends: a1's answer waits for a0 again, past the timeout,
+    // though a1's own service ends 5 ms before it. With t the root attempt's start: hop 1 to a1
+    // at t+10 times out at t+25 (a1 goes on, detached); its hop back reaches a0 at t+20, whose
+    // hop 3 to a1 at t+30 times out at t+45; a1's hop back at t+40 reaches a0 at depth 4, whose
+    // fifth hop is refused at t+50. Two a1 timeouts and four hops per run, every run failed;
+    // a0 holds 25, 25 and 10 ms (mean 20), a1 35 (to its hop back's failure at t+45) and 20.
+    let toml = looping("max_delegation_depth = 4")
+        .replace("max_attempts = 1, timeout_ms = 600000 }", "max_attempts = 1, timeout_ms = 15 }");
+    assert!(toml.contains("timeout_ms = 15 }"));
+    let reps = replicate(&model(&toml), 0);
+    for r in &reps {
+        let runs = r["logical_run_total"];
+        assert!(runs > 3000.0, "{runs} runs");
+        assert_eq!(r["dependency.a1.timeout_total"], 2.0 * runs, "each hop to a1 times out");
+        assert_eq!(r["dependency.a0.timeout_total"], 0.0);
+        assert_eq!(r["delegation_hop_total"], 4.0 * runs);
+        assert_eq!(r["outcome_total.failed"], runs);
+        assert_eq!(r["dependency.a0.sojourn_ms.mean"], 20.0);
+        assert_eq!(r["dependency.a1.sojourn_ms.mean"], 27.5);
+    }
+}

@@ -820,6 +820,33 @@ fn an_agent_that_honours_cancellation_stops_calling_when_abandoned() {
 }
 
 #[test]
+fn an_attempt_cancelled_in_service_counts_no_error_reply() {
+    // Every attempt at `svc` draws a TRANSIENT_TRANSPORT error, answered at the end of its
+    // 1 s of service; the caller gives up at 100 ms. Ignoring cancellation, `svc` serves each
+    // to its end and sends the error reply: one error per run. Honouring it, `svc` stops each
+    // attempt at 100 ms and sends no reply, so no error is counted, though each still departs
+    // (its sojourn is the 100 ms it stayed).
+    let cancelling = |honors_cancel: bool| {
+        base()
+            .svc(&format!(
+                "servers = 1000\nservice_time = {{ dist = \"constant\", value_ms = 1000 }}\n\
+                 errors = {{ transient_transport = 1.0 }}\nhonors_cancel = {honors_cancel}"
+            ))
+            .policy("deadline_propagation = false\ntimeout_ms = 100\nretry = { max_attempts = 1 }")
+            .metrics()
+    };
+    for (honors_cancel, errors_per_run, sojourn_ms) in [(false, 1.0, 1000.0), (true, 0.0, 100.0)] {
+        let m = cancelling(honors_cancel);
+        let runs = m["logical_run_total"];
+        assert!(runs > 1000.0, "{runs} runs");
+        assert_eq!(m["dependency.svc.timeout_total"], runs);
+        assert_eq!(m["outcome_total.failed"], runs);
+        assert_eq!(m["dependency.svc.error_total.transient_transport"], errors_per_run * runs, "{honors_cancel}");
+        assert_eq!(m["dependency.svc.sojourn_ms.mean"], sojourn_ms, "{honors_cancel}");
+    }
+}
+
+#[test]
 fn an_agent_that_ignores_cancellation_keeps_calling_after_its_caller_left() {
     let m = agent_scenario(false, false);
     let runs = m["logical_run_total"];

@@ -766,3 +766,27 @@ timeout_ms = 300000
         assert_eq!(r["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
     }
 }
+
+#[test]
+fn a_blocking_send_whose_service_ends_first_still_times_out_at_the_request_timeout() {
+    // Constant times: the agent serves a create in 20 ms, the task's work takes 1 000 ms, and a
+    // blocking send's answer waits for the task's end (1 020 ms), past the 500 ms request
+    // timeout though the create's own service ends before it. Every send times out with no
+    // handle and is looked up by message id: one send timeout and one find per task.
+    let constant = |toml: String| {
+        toml.replace("dist = \"exponential\", mean_ms = 20 }", "dist = \"constant\", value_ms = 20 }")
+            .replace("dist = \"exponential\", mean_ms = 1000 }", "dist = \"constant\", value_ms = 1000 }")
+    };
+    let policy = "timeout_ms = 3000000\nretry = { max_attempts = 1 }\ntask_client = { request_timeout_ms = 500 }";
+    let toml = constant(scenario("", 1000.0, "", policy));
+    assert!(!toml.contains("exponential\", mean_ms = 20 }") && !toml.contains("mean_ms = 1000 }"), "{toml}");
+    for r in &replicate(&model(&toml), 0) {
+        let created = r["task_created_total"];
+        assert!(created > 3000.0, "{created} tasks");
+        assert_eq!(r["task_send_timeout_total"], created, "every blocking send times out");
+        assert_eq!(r["dependency.agent.timeout_total"], created);
+        assert_eq!(r["task_request_total.find"], created, "and is looked up by message id");
+        assert_eq!(r["task_duplicate_total"], 0.0);
+        assert_eq!(r["outcome_total.succeeded"], created, "the find follows the task to its end");
+    }
+}
