@@ -30,7 +30,7 @@
 //! `simulate_without_fast_paths` runs every run on the general path; tests/plain_calls.rs
 //! checks both give the same bytes.
 
-use super::simulation::{Job, PlainCall, Simulation};
+use super::simulation::{Job, PlainCall, PlainSend, PlainTimeout, Simulation};
 use crate::metrics::Observation;
 use crate::runtime::deadline::{AttemptTimeout, attempt_timeout};
 use crate::runtime::guard::Loads;
@@ -39,28 +39,6 @@ use crate::runtime::workflow::StepModel;
 use crate::runtime::{AttemptResult, Command, Outbox, Purpose, RunContext, RunMachine, Tracer};
 use crate::scenario::Criticality;
 use crate::sim::Micros;
-
-/// The attempt every run of a plain workflow sends for one step: attempt `serial` of step
-/// `step`, at `dependency`, with the caller's timeout `timeout`.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct PlainSend {
-    step: u8,
-    serial: u32,
-    dependency: u16,
-    timeout: PlainTimeout,
-}
-
-/// A plain chain's attempt timeout.
-#[derive(Debug, Clone, Copy)]
-enum PlainTimeout {
-    /// The same for every run: the first step's (it starts with the run), or any step's when
-    /// no deadline propagates.
-    Fixed(Option<Micros>),
-    /// A later step's under deadline propagation: `timeout_ms` clipped to the deadline left
-    /// less `deadline_reserve_ms` when the step starts (`runtime::deadline::attempt_timeout`,
-    /// the rule the machine applies); when too little is left the run goes back to the machine.
-    Left { cap_us: Option<Micros>, reserve_us: Micros },
-}
 
 impl<T: Tracer> Simulation<'_, T> {
     /// The conditions the machine cannot be asked about without side effects, or that hold for

@@ -86,6 +86,28 @@ pub(super) enum PlainCall {
     Chain { serial: u32, dependency: u16, timeout_us: Option<Micros>, steps: u16 },
 }
 
+/// The attempt every run of a plain workflow (engine/plain_call.rs) sends for one step: attempt `serial` of step
+/// `step`, at `dependency`, with the caller's timeout `timeout`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PlainSend {
+    pub step: u8,
+    pub serial: u32,
+    pub dependency: u16,
+    pub timeout: PlainTimeout,
+}
+
+/// A plain chain's attempt timeout.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PlainTimeout {
+    /// The same for every run: the first step's (it starts with the run), or any step's when
+    /// no deadline propagates.
+    Fixed(Option<Micros>),
+    /// A later step's under deadline propagation: `timeout_ms` clipped to the deadline left
+    /// less `deadline_reserve_ms` when the step starts (`runtime::deadline::attempt_timeout`,
+    /// the rule the machine applies); when too little is left the run goes back to the machine.
+    Left { cap_us: Option<Micros>, reserve_us: Micros },
+}
+
 /// A streaming caller's first-token deadline for one attempt.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FirstTokenWatch {
@@ -309,7 +331,7 @@ pub(super) struct Simulation<'m, T: Tracer = NoTrace> {
     /// Per workflow, whether its runs are plain chains (engine/plain_call.rs).
     pub plain_calls: Vec<PlainCall>,
     /// Per workflow whose runs are plain chains, the attempt each step sends.
-    pub plain_chains: Vec<Vec<super::plain_call::PlainSend>>,
+    pub plain_chains: Vec<Vec<PlainSend>>,
     /// Runs ended on that path so far.
     pub plain_call_runs: u64,
 }
