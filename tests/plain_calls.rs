@@ -626,9 +626,8 @@ fn adversarial_chains_of_two_to_four_steps_keep_the_same_figures() {
     /// lines; one workflow `w` at `rate` a second with `wf` lines and the steps `steps`
     /// (id, dependency, after); `policy` for `[policy.p]`; `rest` appended.
     fn chain_text(extra: [&str; 3], wf: &str, steps: &[(&str, &str, &[&str])], policy: &str, rest: &str) -> String {
-        let mut t = String::from(
-            "[simulation]\nduration_s = 200\nseed = 11\nreplications = 2\ntimeseries_window_s = 10\n\n",
-        );
+        let mut t =
+            String::from("[simulation]\nduration_s = 200\nseed = 11\nreplications = 2\ntimeseries_window_s = 10\n\n");
         for (i, (name, mean)) in [("a", 100), ("b", 40), ("c", 60)].iter().enumerate() {
             let extra = extra[i];
             let service = if extra.contains("service_time") {
@@ -638,7 +637,9 @@ fn adversarial_chains_of_two_to_four_steps_keep_the_same_figures() {
             };
             t.push_str(&format!("[[dependency]]\nname = \"{name}\"\nservers = 4\n{service}{extra}\n\n"));
         }
-        t.push_str(&format!("[[workflow]]\nname = \"w\"\narrivals = {{ rate_per_s = 8 }}\ndeadline_ms = 60000\n{wf}\n"));
+        t.push_str(&format!(
+            "[[workflow]]\nname = \"w\"\narrivals = {{ rate_per_s = 8 }}\ndeadline_ms = 60000\n{wf}\n"
+        ));
         for (id, dep, after) in steps {
             t.push_str(&format!("  [[workflow.step]]\n  id = \"{id}\"\n  dependency = \"{dep}\"\n"));
             if !after.is_empty() {
@@ -664,7 +665,10 @@ fn adversarial_chains_of_two_to_four_steps_keep_the_same_figures() {
     let (c50, c30) = (constant(50), constant(30));
     let consts = [c50.as_str(), c30.as_str(), c50.as_str()];
     let users = "[workflow.arrivals.users]\ncount = 12\nspawn_rate = 10\nwait_time = { exponential_mean_s = 0.5 }\nabandon_after_ms = 250";
-    let closed = |t: String| t.replace("arrivals = { rate_per_s = 8 }\n", "").replace("deadline_ms = 60000\n", &format!("deadline_ms = 60000\n{users}\n"));
+    let closed = |t: String| {
+        t.replace("arrivals = { rate_per_s = 8 }\n", "")
+            .replace("deadline_ms = 60000\n", &format!("deadline_ms = 60000\n{users}\n"))
+    };
     let deadline = |t: String, ms: u32| t.replace("deadline_ms = 60000", &format!("deadline_ms = {ms}"));
     let inner = "[[dependency]]\nname = \"inner\"\nservers = 8\nservice_time = { dist = \"exponential\", mean_ms = 20 }\nerrors = { transient_transport = 0.3 }\n";
     let other_wf = "[[workflow]]\nname = \"fan\"\narrivals = { rate_per_s = 4 }\ndeadline_ms = 60000\n\n  [[workflow.step]]\n  id = \"f1\"\n  dependency = \"b\"\n\n  [[workflow.step]]\n  id = \"f2\"\n  dependency = \"a\"\n  after = [\"f1\"]\n\n  [[workflow.step]]\n  id = \"f3\"\n  dependency = \"c\"\n  after = [\"f1\"]\n";
@@ -789,27 +793,96 @@ fn adversarial_chains_of_two_to_four_steps_keep_the_same_figures() {
     // Not chains, or chains the probe may refuse: the bytes must agree either way.
     let either: Vec<(&str, String)> = vec![
         (
+            "3 constant steps, not propagated, no timeout, the deadline at the 2nd's end",
+            deadline(chain_text(consts, "", THREE, "timeout_ms = 0\nretry = { max_attempts = 1 }", ""), 80),
+        ),
+        (
+            "3 steps, not propagated, no timeout, a deadline most runs miss",
+            deadline(chain_text(none, "", THREE, "timeout_ms = 0\nretry = { max_attempts = 1 }", ""), 80),
+        ),
+        (
             "3 constant steps, not propagated, deadline ends exactly after the 2nd, resubmitted",
-            deadline(chain_text(consts, "resubmit = { probability = 0.5, delay_ms = 10, max_resubmissions = 2 }", THREE, "timeout_ms = 0\nretry = { max_attempts = 1 }", ""), 80),
+            deadline(
+                chain_text(
+                    consts,
+                    "resubmit = { probability = 0.5, delay_ms = 10, max_resubmissions = 2 }",
+                    THREE,
+                    "timeout_ms = 0\nretry = { max_attempts = 1 }",
+                    "",
+                ),
+                80,
+            ),
         ),
         (
             "3 constant steps, propagated, a reserve that leaves exactly nothing at the 3rd",
-            deadline(chain_text(consts, "", THREE, "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }\n\n[policy.p.steps]\ns3 = { deadline_reserve_ms = 50 }", ""), 130),
+            deadline(
+                chain_text(
+                    consts,
+                    "",
+                    THREE,
+                    "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }\n\n[policy.p.steps]\ns3 = { deadline_reserve_ms = 50 }",
+                    "",
+                ),
+                130,
+            ),
         ),
         (
             "3 constant steps, propagated deadline ends exactly after the 2nd",
-            deadline(chain_text(consts, "", THREE, "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }", ""), 80),
+            deadline(
+                chain_text(
+                    consts,
+                    "",
+                    THREE,
+                    "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }",
+                    "",
+                ),
+                80,
+            ),
         ),
-        ("b after a, c after a", chain_text(b_errors, "", &[("s1", "a", &[]), ("s2", "b", &["s1"]), ("s3", "c", &["s1"])], RETRY, "")),
-        ("steps listed against their order", chain_text(b_errors, "", &[("s3", "c", &["s2"]), ("s1", "a", &[]), ("s2", "b", &["s1"])], RETRY, "")),
-        ("steps listed against their order, 2", chain_text(b_errors, "", &[("s2", "b", &["s1"]), ("s1", "a", &[])], RETRY, "")),
-        ("3 steps, a cost budget short of the chain's", chain_text(["cost_units = 1", "cost_units = 1", "cost_units = 1"], "", THREE, &format!("{RETRY}\nbudget = {{ cost_units = 2.5 }}"), "")),
-        ("3 steps, attempts in all short of the chain", chain_text(none, "", THREE, &format!("{RETRY}\nfan_out = {{ max_total_attempts = 2 }}"), "")),
+        (
+            "b after a, c after a",
+            chain_text(b_errors, "", &[("s1", "a", &[]), ("s2", "b", &["s1"]), ("s3", "c", &["s1"])], RETRY, ""),
+        ),
+        (
+            "steps listed against their order",
+            chain_text(b_errors, "", &[("s3", "c", &["s2"]), ("s1", "a", &[]), ("s2", "b", &["s1"])], RETRY, ""),
+        ),
+        (
+            "steps listed against their order, 2",
+            chain_text(b_errors, "", &[("s2", "b", &["s1"]), ("s1", "a", &[])], RETRY, ""),
+        ),
+        (
+            "3 steps, a cost budget short of the chain's",
+            chain_text(
+                ["cost_units = 1", "cost_units = 1", "cost_units = 1"],
+                "",
+                THREE,
+                &format!("{RETRY}\nbudget = {{ cost_units = 2.5 }}"),
+                "",
+            ),
+        ),
+        (
+            "3 steps, attempts in all short of the chain",
+            chain_text(none, "", THREE, &format!("{RETRY}\nfan_out = {{ max_total_attempts = 2 }}"), ""),
+        ),
         (
             "3 steps, a reserve longer than the deadline at the 3rd",
-            deadline(chain_text(none, "", THREE, "deadline_propagation = true\ntimeout_ms = 0\n\n[policy.p.steps]\ns3 = { deadline_reserve_ms = 500 }", ""), 400),
+            deadline(
+                chain_text(
+                    none,
+                    "",
+                    THREE,
+                    "deadline_propagation = true\ntimeout_ms = 0\n\n[policy.p.steps]\ns3 = { deadline_reserve_ms = 500 }",
+                    "",
+                ),
+                400,
+            ),
         ),
-        ("3 steps, soft middle step", chain_text(b_errors, "", THREE, RETRY, "").replace("dependency = \"b\"\n  after", "dependency = \"b\"\n  criticality = \"soft\"\n  after")),
+        (
+            "3 steps, soft middle step",
+            chain_text(b_errors, "", THREE, RETRY, "")
+                .replace("dependency = \"b\"\n  after", "dependency = \"b\"\n  criticality = \"soft\"\n  after"),
+        ),
     ];
     for (label, text) in &either {
         let m = model(text);
