@@ -616,3 +616,279 @@ fn an_attempt_served_past_its_timeout_times_out_and_one_served_within_does_not()
         assert_eq!(timeouts, if all_time_out { attempts } else { 0.0 }, "{svc_ms} ms: {timeouts} of {attempts}");
     }
 }
+
+/// An adversarial review of chains of 2 to 4 plain steps (review-chain): each scenario below
+/// aims at something a chain's later step could see differently on the fast path than through
+/// the machine. Self-contained: its own scenario text, not `scenario`'s.
+#[test]
+fn adversarial_chains_of_two_to_four_steps_keep_the_same_figures() {
+    /// Dependencies `a` (4 servers, 100 ms), `b` (4, 40 ms), `c` (4, 60 ms), each with `extra[i]`
+    /// lines; one workflow `w` at `rate` a second with `wf` lines and the steps `steps`
+    /// (id, dependency, after); `policy` for `[policy.p]`; `rest` appended.
+    fn chain_text(extra: [&str; 3], wf: &str, steps: &[(&str, &str, &[&str])], policy: &str, rest: &str) -> String {
+        let mut t =
+            String::from("[simulation]\nduration_s = 200\nseed = 11\nreplications = 2\ntimeseries_window_s = 10\n\n");
+        for (i, (name, mean)) in [("a", 100), ("b", 40), ("c", 60)].iter().enumerate() {
+            let extra = extra[i];
+            let service = if extra.contains("service_time") {
+                String::new()
+            } else {
+                format!("service_time = {{ dist = \"exponential\", mean_ms = {mean} }}\n")
+            };
+            t.push_str(&format!("[[dependency]]\nname = \"{name}\"\nservers = 4\n{service}{extra}\n\n"));
+        }
+        t.push_str(&format!(
+            "[[workflow]]\nname = \"w\"\narrivals = {{ rate_per_s = 8 }}\ndeadline_ms = 60000\n{wf}\n"
+        ));
+        for (id, dep, after) in steps {
+            t.push_str(&format!("  [[workflow.step]]\n  id = \"{id}\"\n  dependency = \"{dep}\"\n"));
+            if !after.is_empty() {
+                let list: Vec<String> = after.iter().map(|a| format!("\"{a}\"")).collect();
+                t.push_str(&format!("  after = [{}]\n", list.join(", ")));
+            }
+            t.push('\n');
+        }
+        t.push_str(&format!("{rest}\n\n[policy.p]\n{policy}\n"));
+        t
+    }
+    fn fault_at(target: &str, kind: &str, fields: &str) -> String {
+        format!("[[fault]]\nkind = \"{kind}\"\ntarget = \"{target}\"\nstart_s = 60\nduration_s = 60\n{fields}\n")
+    }
+    const TWO: &[(&str, &str, &[&str])] = &[("s1", "a", &[]), ("s2", "b", &["s1"])];
+    const THREE: &[(&str, &str, &[&str])] = &[("s1", "a", &[]), ("s2", "b", &["s1"]), ("s3", "c", &["s2"])];
+    const FOUR: &[(&str, &str, &[&str])] =
+        &[("s1", "a", &[]), ("s2", "b", &["s1"]), ("s3", "c", &["s2"]), ("s4", "b", &["s3"])];
+    const RETRY: &str = "timeout_ms = 400\nretry = { max_attempts = 3, backoff = { base_ms = 20, max_ms = 200 } }";
+    let none = ["", "", ""];
+    let b_errors = ["", "errors = { transient_transport = 0.2 }", ""];
+    let constant = |ms: u32| format!("service_time = {{ dist = \"constant\", value_ms = {ms} }}");
+    let (c50, c30) = (constant(50), constant(30));
+    let consts = [c50.as_str(), c30.as_str(), c50.as_str()];
+    let users = "[workflow.arrivals.users]\ncount = 12\nspawn_rate = 10\nwait_time = { exponential_mean_s = 0.5 }\nabandon_after_ms = 250";
+    let closed = |t: String| {
+        t.replace("arrivals = { rate_per_s = 8 }\n", "")
+            .replace("deadline_ms = 60000\n", &format!("deadline_ms = 60000\n{users}\n"))
+    };
+    let deadline = |t: String, ms: u32| t.replace("deadline_ms = 60000", &format!("deadline_ms = {ms}"));
+    let inner = "[[dependency]]\nname = \"inner\"\nservers = 8\nservice_time = { dist = \"exponential\", mean_ms = 20 }\nerrors = { transient_transport = 0.3 }\n";
+    let other_wf = "[[workflow]]\nname = \"fan\"\narrivals = { rate_per_s = 4 }\ndeadline_ms = 60000\n\n  [[workflow.step]]\n  id = \"f1\"\n  dependency = \"b\"\n\n  [[workflow.step]]\n  id = \"f2\"\n  dependency = \"a\"\n  after = [\"f1\"]\n\n  [[workflow.step]]\n  id = \"f3\"\n  dependency = \"c\"\n  after = [\"f1\"]\n";
+    let plain: Vec<(&str, String)> = vec![
+        ("3 steps, truncated answers at the 2nd", chain_text(none, "", THREE, RETRY, &fault_at("b", "truncated_result", ""))),
+        ("3 steps, schema violations at the 3rd", chain_text(none, "", THREE, RETRY, &fault_at("c", "schema_violation", ""))),
+        ("3 steps, lost replies at the 3rd", chain_text(none, "", THREE, RETRY, &fault_at("c", "lost_response", ""))),
+        ("3 steps, a timeout fault at the 2nd", chain_text(none, "", THREE, RETRY, &fault_at("b", "timeout", ""))),
+        ("3 steps, down at the 2nd", chain_text(none, "", THREE, RETRY, &fault_at("b", "down", "retry_after_ms = 50"))),
+        ("3 steps, errors and backoff at the 2nd", chain_text(b_errors, "", THREE, RETRY, "")),
+        ("4 steps, errors at the 2nd and 4th", chain_text(b_errors, "", FOUR, RETRY, "")),
+        ("2 steps, invalid input at the 2nd, no retry", chain_text(["", "errors = { invalid_input = 0.3 }", ""], "", TWO, "timeout_ms = 0\nretry = { max_attempts = 1 }", "")),
+        (
+            "3 steps, propagated, clipped timeouts and a reserve per step",
+            deadline(chain_text(none, "", THREE, "deadline_propagation = true\ntimeout_ms = 150\nretry = { max_attempts = 2 }\n\n[policy.p.steps]\ns2 = { deadline_reserve_ms = 20 }\ns3 = { deadline_reserve_ms = 40, timeout_ms = 90 }", ""), 260),
+        ),
+        (
+            "3 steps, propagated, no timeout_ms",
+            deadline(chain_text(none, "", THREE, "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }", ""), 220),
+        ),
+        (
+            "3 constant steps, propagated deadline ends exactly after the 3rd",
+            deadline(chain_text(consts, "", THREE, "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }", ""), 130),
+        ),
+        (
+            "3 constant steps, propagated, timeouts equal to the service at the 2nd",
+            deadline(chain_text(consts, "", THREE, "deadline_propagation = true\ntimeout_ms = 30\nretry = { max_attempts = 2 }\n\n[policy.p.steps]\ns1 = { timeout_ms = 50 }\ns3 = { timeout_ms = 50 }", ""), 200),
+        ),
+        (
+            "2 steps, not propagated, a short deadline, late 2nd steps",
+            deadline(chain_text(none, "", TWO, RETRY, ""), 120),
+        ),
+        (
+            "3 steps, resubmission after failures at the 2nd",
+            chain_text(["", "errors = { invalid_input = 0.3 }", ""], "resubmit = { probability = 1, delay_ms = 100 }", THREE, "timeout_ms = 0\nretry = { max_attempts = 1 }", ""),
+        ),
+        ("3 steps, a closed population that abandons", closed(chain_text(b_errors, "", THREE, RETRY, ""))),
+        (
+            "3 steps, a remote agent in the middle",
+            chain_text(["", "calls = [{ dependency = \"inner\", max_attempts = 3, timeout_ms = 500 }]", ""], "", THREE, RETRY, inner),
+        ),
+        (
+            "3 steps, a rate limit at the 3rd",
+            chain_text(["", "", "rate_limit = { per_s = 6, retry_after_ms = 100 }"], "", THREE, RETRY, ""),
+        ),
+        (
+            "3 steps, queue expiry and cancel at the 3rd",
+            chain_text(["", "", "servers = 1\nqueue_capacity = 3\nqueue_policy = { max_wait_ms = 80 }\nhonors_cancel = true"].map(|s| s), "", THREE, RETRY, "")
+                .replace("name = \"c\"\nservers = 4\n", "name = \"c\"\n"),
+        ),
+        (
+            "3 steps, a warm-up boundary",
+            chain_text(b_errors, "", THREE, RETRY, "").replace("timeseries_window_s = 10", "timeseries_window_s = 7\nwarmup_s = 33"),
+        ),
+        ("3 steps beside a workflow that fans out, sharing dependencies", chain_text(b_errors, "", THREE, RETRY, other_wf)),
+        (
+            "3 steps, two policies",
+            chain_text(b_errors, "", THREE, &format!("{RETRY}\n\n[policy.q]\ndeadline_propagation = true\ntimeout_ms = 200\nretry = {{ max_attempts = 2 }}"), ""),
+        ),
+        (
+            "3 steps, a cost budget the 2nd step's retries exhaust",
+            chain_text(["cost_units = 1", "cost_units = 1\nerrors = { transient_transport = 0.3 }", "cost_units = 1"], "", THREE, &format!("{RETRY}\nbudget = {{ cost_units = 3.5 }}"), ""),
+        ),
+        (
+            "3 steps, a cost budget exactly the chain's",
+            chain_text(["cost_units = 1", "cost_units = 1\nerrors = { transient_transport = 0.3 }", "cost_units = 1"], "", THREE, &format!("{RETRY}\nbudget = {{ cost_units = 3 }}"), ""),
+        ),
+        ("3 steps, one retry token", chain_text(["", "errors = { transient_transport = 0.3 }", "errors = { transient_transport = 0.3 }"], "", THREE, &format!("{RETRY}\nbudget = {{ retry_tokens = 1 }}"), "")),
+        ("3 steps, attempts in all exactly the chain's", chain_text(b_errors, "", THREE, &format!("{RETRY}\nfan_out = {{ max_total_attempts = 3, max_branches = 1 }}"), "")),
+        ("3 steps, one attempt more than the chain", chain_text(b_errors, "", THREE, &format!("{RETRY}\nfan_out = {{ max_total_attempts = 4 }}"), "")),
+        (
+            "3 steps, one cost unit in flight",
+            chain_text(["cost_units = 1", "cost_units = 1\nerrors = { transient_transport = 0.3 }", "cost_units = 1"], "", THREE, &format!("{RETRY}\nfan_out = {{ max_parallel_cost_units = 1 }}"), ""),
+        ),
+        (
+            "3 steps, the 3rd after both before it",
+            chain_text(b_errors, "", &[("s1", "a", &[]), ("s2", "b", &["s1"]), ("s3", "c", &["s1", "s2"])], RETRY, ""),
+        ),
+        (
+            "3 steps, fallback at the 2nd",
+            chain_text(b_errors, "", THREE, &format!("{RETRY}\n\n[policy.p.steps]\ns2 = {{ fallback = \"c\" }}"), ""),
+        ),
+        (
+            "3 steps, a breaker at the 2nd's fallback only",
+            chain_text(b_errors, "", THREE, &format!("{RETRY}\n\n[policy.p.steps]\ns2 = {{ fallback = \"alt\" }}\n\n[[policy.p.circuit_breaker]]\ndependency = \"alt\""), ALT),
+        ),
+        (
+            "3 steps, the 2nd hands off when it gives up",
+            chain_text(["", "errors = { invalid_input = 0.2 }", ""], "", THREE, &format!("{RETRY}\n\n[policy.p.steps]\ns2 = {{ on_give_up = \"handoff\" }}"), ""),
+        ),
+        (
+            "3 steps, a retry that must fit the deadline at the 2nd",
+            deadline(chain_text(b_errors, "", THREE, "deadline_propagation = true\ntimeout_ms = 200\nretry = { max_attempts = 3, backoff = { base_ms = 20, max_ms = 200 } }\n\n[policy.p.steps]\ns2 = { predicted_attempt_ms = 60, deadline_reserve_ms = 10 }", ""), 330),
+        ),
+        (
+            "4 steps at one dependency, a capacity fault",
+            chain_text(["", "", ""], "", &[("s1", "a", &[]), ("s2", "a", &["s1"]), ("s3", "a", &["s2"]), ("s4", "a", &["s3"])], RETRY, &fault_at("a", "capacity", "servers = 2"))
+                .replace("rate_per_s = 8", "rate_per_s = 3"),
+        ),
+        (
+            "3 steps, one branch at a time",
+            chain_text(b_errors, "", THREE, &format!("{RETRY}\nfan_out = {{ max_branches = 1 }}"), ""),
+        ),
+        (
+            "3 steps, queue drops abandoned attempts at the 2nd",
+            chain_text(["", "servers = 1\nqueue_policy = { drop_abandoned = true }", ""], "", THREE, "timeout_ms = 120\nretry = { max_attempts = 2 }", "")
+                .replace("name = \"b\"\nservers = 4\n", "name = \"b\"\n"),
+        ),
+        (
+            "two chain workflows sharing dependencies, propagated deadlines",
+            deadline(
+                chain_text(b_errors, "", THREE, "deadline_propagation = true\ntimeout_ms = 150\nretry = { max_attempts = 2 }", &other_wf.replace("after = [\"f1\"]\n\n  [[workflow.step]]\n  id = \"f3\"\n  dependency = \"c\"\n  after = [\"f1\"]", "after = [\"f1\"]\n\n  [[workflow.step]]\n  id = \"f3\"\n  dependency = \"c\"\n  after = [\"f2\"]")),
+                300,
+            ),
+        ),
+    ];
+    let mut tried = 0;
+    for (label, text) in &plain {
+        plain_case(label, text);
+        tried += 1;
+    }
+    // Not chains, or chains the probe may refuse: the bytes must agree either way.
+    let either: Vec<(&str, String)> = vec![
+        (
+            "3 constant steps, not propagated, no timeout, the deadline at the 2nd's end",
+            deadline(chain_text(consts, "", THREE, "timeout_ms = 0\nretry = { max_attempts = 1 }", ""), 80),
+        ),
+        (
+            "3 steps, not propagated, no timeout, a deadline most runs miss",
+            deadline(chain_text(none, "", THREE, "timeout_ms = 0\nretry = { max_attempts = 1 }", ""), 80),
+        ),
+        (
+            "3 constant steps, not propagated, deadline ends exactly after the 2nd, resubmitted",
+            deadline(
+                chain_text(
+                    consts,
+                    "resubmit = { probability = 0.5, delay_ms = 10, max_resubmissions = 2 }",
+                    THREE,
+                    "timeout_ms = 0\nretry = { max_attempts = 1 }",
+                    "",
+                ),
+                80,
+            ),
+        ),
+        (
+            "3 constant steps, propagated, a reserve that leaves exactly nothing at the 3rd",
+            deadline(
+                chain_text(
+                    consts,
+                    "",
+                    THREE,
+                    "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }\n\n[policy.p.steps]\ns3 = { deadline_reserve_ms = 50 }",
+                    "",
+                ),
+                130,
+            ),
+        ),
+        (
+            "3 constant steps, propagated deadline ends exactly after the 2nd",
+            deadline(
+                chain_text(
+                    consts,
+                    "",
+                    THREE,
+                    "deadline_propagation = true\ntimeout_ms = 0\nretry = { max_attempts = 2 }",
+                    "",
+                ),
+                80,
+            ),
+        ),
+        (
+            "b after a, c after a",
+            chain_text(b_errors, "", &[("s1", "a", &[]), ("s2", "b", &["s1"]), ("s3", "c", &["s1"])], RETRY, ""),
+        ),
+        (
+            "steps listed against their order",
+            chain_text(b_errors, "", &[("s3", "c", &["s2"]), ("s1", "a", &[]), ("s2", "b", &["s1"])], RETRY, ""),
+        ),
+        (
+            "steps listed against their order, 2",
+            chain_text(b_errors, "", &[("s2", "b", &["s1"]), ("s1", "a", &[])], RETRY, ""),
+        ),
+        (
+            "3 steps, a cost budget short of the chain's",
+            chain_text(
+                ["cost_units = 1", "cost_units = 1", "cost_units = 1"],
+                "",
+                THREE,
+                &format!("{RETRY}\nbudget = {{ cost_units = 2.5 }}"),
+                "",
+            ),
+        ),
+        (
+            "3 steps, attempts in all short of the chain",
+            chain_text(none, "", THREE, &format!("{RETRY}\nfan_out = {{ max_total_attempts = 2 }}"), ""),
+        ),
+        (
+            "3 steps, a reserve longer than the deadline at the 3rd",
+            deadline(
+                chain_text(
+                    none,
+                    "",
+                    THREE,
+                    "deadline_propagation = true\ntimeout_ms = 0\n\n[policy.p.steps]\ns3 = { deadline_reserve_ms = 500 }",
+                    "",
+                ),
+                400,
+            ),
+        ),
+        (
+            "3 steps, soft middle step",
+            chain_text(b_errors, "", THREE, RETRY, "")
+                .replace("dependency = \"b\"\n  after", "dependency = \"b\"\n  criticality = \"soft\"\n  after"),
+        ),
+    ];
+    for (label, text) in &either {
+        let m = model(text);
+        let runs = same_both_ways(label, &m);
+        eprintln!("{label}: {runs} plain runs");
+        tried += 1;
+    }
+    eprintln!("{tried} cases");
+}
