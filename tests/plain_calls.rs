@@ -242,6 +242,35 @@ fn chains_of_steps_take_the_fast_path_with_the_same_figures() {
     }
 }
 
+/// A chain declared out of order (`call`, declared first, runs after `first`, declared
+/// second) is left to the machine: `ask_machine` takes a chain only when each send is of the
+/// next step in declaration order, which `hand_back`'s check of a replayed success
+/// (`chain[step + 1]`) relies on. The errors at `call` hand runs back after `first`
+/// succeeded; were the chain taken (the guard read as `true`), that check would index step
+/// 1 + 1 of a chain of two and panic.
+#[test]
+fn a_chain_declared_out_of_order_is_left_to_the_machine_with_the_same_figures() {
+    let first = format!("  [[workflow.step]]\n  id = \"first\"\n  dependency = \"second\"\n\n{SECOND}");
+    // Not propagated: under propagation the first send, of step 1, would be refused anyway
+    // (only step 0's timeout is taken as fixed).
+    let policy = format!("deadline_propagation = false\n{RETRYING}");
+    let text = scenario("errors = { transient_transport = 0.2 }", "", &policy, &first)
+        .replace(
+            "  id = \"call\"\n  dependency = \"svc\"\n",
+            "  id = \"call\"\n  dependency = \"svc\"\n  after = [\"first\"]\n",
+        )
+        .replace("rate_per_s = 32", "rate_per_s = 12");
+    assert!(text.contains("after = [\"first\"]"), "{text}");
+    let m = model(&text);
+    assert_eq!(same_both_ways("two steps declared out of order", &m), 0, "no run is a plain call");
+    // The runs do reach `call` after `first` and fail there (the hand-back the check would
+    // get wrong): `call` retries its 20 % of errors, `first` has none.
+    let r = simulate(&m, 0, replication_seed(m.world.seed, 0)).expect("runs");
+    let attempts = |d: &str| r.metrics[&format!("dependency.{d}.attempt_total")];
+    let (first, call) = (attempts("second"), attempts("svc"));
+    assert!(first > 1000.0 && call > 1.1 * first, "{first} attempts at `first`, {call} at `call`");
+}
+
 #[test]
 fn every_shipped_scenario_gives_the_same_figures_both_ways() {
     let mut paths: Vec<_> = std::fs::read_dir("scenarios")
