@@ -118,7 +118,7 @@ impl<T: Tracer> Simulation<'_, T> {
                     [Observation::LogicalCall],
                     &[Command::Send { step, serial, dependency, purpose: Purpose::Call, timeout_us }],
                     true,
-                ) if usize::from(step) == next && next < steps => {
+                ) if usize::from(step) == next => {
                     let Some(timeout) = self.plain_timeout(now, r, step, timeout_us) else { break false };
                     chain.push(PlainSend { step, serial, dependency, timeout });
                     effects = self.recorded(now, r, |m, cx, out| {
