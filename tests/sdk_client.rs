@@ -601,50 +601,26 @@ fn botocores_adaptive_mode_paces_sends_only_after_throttling() {
 #[test]
 fn a_charged_clients_retries_pay_a_token_shaped_calls_tokens_and_money() {
     // 400 input and 100 output tokens: 500 tokens, and 400 x 3 + 100 x 15 = 2 700 millionths.
+    // `independent` with every attempt failing, its dependency made a token-shaped model.
+    let tokens = "kind = \"model\"\n\n[dependency.tokens]\n\
+                  time_to_first_token = { dist = \"constant\", value_ms = 40 }\n\
+                  time_per_output_token = { dist = \"constant\", value_ms = 1 }\n\
+                  price_per_million_input_tokens = 3\nprice_per_million_output_tokens = 15\n\
+                  input_tokens = { dist = \"constant\", value = 400 }\n\
+                  output_tokens = { dist = \"constant\", value = 100 }\n";
     let scenario = |budget: &str| {
-        format!(
-            r#"
-[simulation]
-duration_s = 100
-seed = 3
-replications = 1
-
-[[dependency]]
-name = "model"
-kind = "model"
-servers = 1000
-errors = {{ transient_transport = 1.0 }}
-
-[dependency.tokens]
-time_to_first_token = {{ dist = "constant", value_ms = 40 }}
-time_per_output_token = {{ dist = "constant", value_ms = 1 }}
-price_per_million_input_tokens = 3
-price_per_million_output_tokens = 15
-input_tokens = {{ dist = "constant", value = 400 }}
-output_tokens = {{ dist = "constant", value = 100 }}
-
-[[workflow]]
-name = "w"
-arrivals = {{ rate_per_s = 5 }}
-deadline_ms = 600000
-
-  [[workflow.step]]
-  id = "call"
-  dependency = "model"
-
-[policy.p]
-timeout_ms = 0
-retry = {{ max_attempts = 1 }}
-budget = {{ {budget} }}
-
-[policy.p.sdk_client.model]
-max_retries = 3
-charged_to_root_budget = true
-"#
-        )
+        independent(1.0, "max_retries = 3\ncharged_to_root_budget = true", &format!("budget = {{ {budget} }}"))
+            .replace("queue_capacity = 1000\nservice_time = { dist = \"constant\", value_ms = 100 }\n", "")
+            .replace(
+                "errors = { transient_transport = 1 }\n",
+                &format!("errors = {{ transient_transport = 1 }}\n{tokens}"),
+            )
+            .replace("duration_s = 1500", "duration_s = 100")
     };
     for budget in ["model_tokens = 1250", "money = 0.00675"] {
-        let m = simulate(&model(&scenario(budget)), 0, 3).expect("runs").metrics;
+        let text = scenario(budget);
+        assert!(text.contains("[dependency.tokens]") && !text.contains("value_ms = 100"), "{text}");
+        let m = simulate(&model(&text), 0, 3).expect("runs").metrics;
         let runs = m["logical_run_total"];
         assert!(runs > 400.0, "{budget}: {runs}");
         assert_eq!(m["dependency_attempt_total"], 2.0 * runs, "{budget}");
