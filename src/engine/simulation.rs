@@ -86,8 +86,8 @@ pub(super) enum PlainCall {
     Chain { serial: u32, dependency: u16, timeout_us: Option<Micros>, steps: u16 },
 }
 
-/// The attempt every run of a plain workflow (engine/plain_call.rs) sends for one step: attempt `serial` of step
-/// `step`, at `dependency`, with the caller's timeout `timeout`.
+/// The attempt every run of a plain workflow (engine/plain_call.rs) sends for one step:
+/// attempt `serial` of step `step`, at `dependency`, with the caller's timeout `timeout`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PlainSend {
     pub step: u8,
