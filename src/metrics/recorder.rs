@@ -414,6 +414,15 @@ impl Recorder {
                 self.run.safe_runs += u64::from(outcome.is_safe() && !duplicate_effect);
                 self.run.duplicate_effect_runs += u64::from(duplicate_effect);
             }
+            Observation::RequestSent { dependency, cost_units } => {
+                self.request_sent(now, measured, dependency, cost_units)
+            }
+            Observation::Tokens(t) => {
+                if let (Some(tokens), true) = (&mut self.tokens, measured) {
+                    tokens.observe(t);
+                }
+            }
+            Observation::Task(t) => self.task_observed(now, measured, t),
             _ => self.observe_rare(now, measured, o),
         }
     }
@@ -459,7 +468,45 @@ impl Recorder {
         }
     }
 
-    /// Everything but the per-attempt observations: counted once per run or per event.
+    /// A control request (a task's status poll, a cancel): cost and load like an attempt's,
+    /// counted apart from the attempts.
+    fn request_sent(&mut self, now: Micros, measured: bool, dependency: u16, cost_units: f64) {
+        self.timeseries.add_attempt(now, dependency as usize);
+        if measured {
+            self.run.cost_units += cost_units;
+            self.dependencies[dependency as usize].control_requests += 1;
+            if let Some(incident) = &mut self.incident
+                && incident.covers(now)
+            {
+                incident.cost_units += cost_units;
+            }
+        }
+    }
+
+    fn task_observed(&mut self, now: Micros, measured: bool, t: TaskObservation) {
+        if !measured {
+            return;
+        }
+        // A task's running cost is cost like any other; its calls' costs were counted as they
+        // were sent.
+        if let TaskObservation::Cost { units, .. } = t {
+            self.run.cost_units += units;
+            if let Some(incident) = &mut self.incident
+                && incident.covers(now)
+            {
+                incident.cost_units += units;
+            }
+        }
+        if let TaskObservation::WorkWasted { runner, busy_us } = t {
+            self.dependencies[runner as usize].wasted_us += us_as_f64(busy_us);
+        }
+        if let Some(tasks) = &mut self.tasks {
+            tasks.observe(t);
+        }
+    }
+
+    /// Everything but the per-attempt and per-request observations: counted once per run or
+    /// per event.
     fn observe_rare(&mut self, now: Micros, measured: bool, o: Observation) {
         let r = &mut self.run;
         match o {
@@ -472,24 +519,10 @@ impl Recorder {
             | Observation::RunStarted { .. }
             | Observation::RunEnded { .. }
             | Observation::LogicalCall
-            | Observation::RunFinalized { .. } => {}
-            Observation::RequestSent { dependency, cost_units } => {
-                self.timeseries.add_attempt(now, dependency as usize);
-                if measured {
-                    r.cost_units += cost_units;
-                    self.dependencies[dependency as usize].control_requests += 1;
-                    if let Some(incident) = &mut self.incident
-                        && incident.covers(now)
-                    {
-                        incident.cost_units += cost_units;
-                    }
-                }
-            }
-            Observation::Tokens(t) => {
-                if let (Some(tokens), true) = (&mut self.tokens, measured) {
-                    tokens.observe(t);
-                }
-            }
+            | Observation::RunFinalized { .. }
+            | Observation::RequestSent { .. }
+            | Observation::Tokens(_)
+            | Observation::Task(_) => {}
             Observation::BadResult(b) => {
                 if let (Some(stats), true) = (&mut self.bad_results, measured) {
                     // A validator's cost is the run's cost like any attempt's.
@@ -517,28 +550,6 @@ impl Recorder {
             Observation::Quorum(q) => {
                 if let (Some(quorum), true) = (&mut self.quorum, measured) {
                     quorum.observe(q);
-                }
-            }
-            Observation::Task(t) => {
-                // A task's running cost is cost like any other; its calls' costs were counted
-                // as they were sent.
-                if let TaskObservation::Cost { units, .. } = t
-                    && measured
-                {
-                    r.cost_units += units;
-                    if let Some(incident) = &mut self.incident
-                        && incident.covers(now)
-                    {
-                        incident.cost_units += units;
-                    }
-                }
-                if let TaskObservation::WorkWasted { runner, busy_us } = t
-                    && measured
-                {
-                    self.dependencies[runner as usize].wasted_us += us_as_f64(busy_us);
-                }
-                if let (Some(tasks), true) = (&mut self.tasks, measured) {
-                    tasks.observe(t);
                 }
             }
             Observation::EffectUnknown => {
