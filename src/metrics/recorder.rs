@@ -89,7 +89,8 @@ pub struct DependencyStats {
     /// Attempts a mechanism refused before they reached the station, by reason.
     pub refused: [u64; Refusal::COUNT],
     pub errors: [u64; FailureKind::COUNT],
-    pub queue_wait_us: Histogram<u64>,
+    /// The waits of attempts that queued; see [`DependencyStats::queue_wait_us`].
+    nonzero_waits_us: Histogram<u64>,
     pub queue_wait_sum_us: f64,
     pub started: u64,
     pub waited: u64,
@@ -116,7 +117,7 @@ impl DependencyStats {
             hedges_won: 0,
             refused: [0; Refusal::COUNT],
             errors: [0; FailureKind::COUNT],
-            queue_wait_us: histogram(2),
+            nonzero_waits_us: histogram(2),
             queue_wait_sum_us: 0.0,
             started: 0,
             waited: 0,
@@ -148,11 +149,21 @@ impl DependencyStats {
 
     fn record_wait(&mut self, wait_us: Micros) {
         self.started += 1;
+        // Most attempts start at once. Their zero waits are counted (started less waited) and
+        // join the histogram only when it is read: a histogram is its counts, whatever the
+        // order they came in, and a zero adds nothing to the sum.
         if wait_us > 0 {
             self.waited += 1;
+            self.queue_wait_sum_us += us_as_f64(wait_us);
+            self.nonzero_waits_us.saturating_record(wait_us);
         }
-        self.queue_wait_sum_us += us_as_f64(wait_us);
-        self.queue_wait_us.saturating_record(wait_us);
+    }
+
+    /// The queue waits of the attempts that started service, zeros included.
+    pub fn queue_wait_us(&self) -> Histogram<u64> {
+        let mut waits = self.nonzero_waits_us.clone();
+        waits.saturating_record_n(0, self.started - self.waited);
+        waits
     }
 }
 
@@ -1005,7 +1016,7 @@ impl Recorder {
             put(p("queue_wait_ms.mean"), ratio(d.queue_wait_sum_us / 1e3, d.started as f64));
             put(
                 p("queue_wait_ms.p95"),
-                if d.started > 0 { us_to_ms(d.queue_wait_us.value_at_quantile(0.95)) } else { f64::NAN },
+                if d.started > 0 { us_to_ms(d.queue_wait_us().value_at_quantile(0.95)) } else { f64::NAN },
             );
             put(p("wait_probability"), ratio(d.waited as f64, d.started as f64));
             put(p("utilization"), ratio(d.busy_area, d.capacity_area));
