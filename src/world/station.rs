@@ -300,31 +300,25 @@ impl Station {
     }
 }
 
-/// Fixes an attempt's service time, error and reply from its draws and the faults in force.
-/// `sample` draws the base service time from the attempt's stream (after the fixed draws).
-pub fn attempt_conditions(
-    model: &DependencyModel,
-    faults: &[FaultModel],
-    now: Micros,
-    draws: &AttemptDraws,
-    lookup: bool,
-    tokens: Option<CallTokens>,
-    mut sample: impl FnMut(&Distribution) -> f64,
-) -> AttemptConditions {
-    let base = if lookup { &model.lookup_service } else { &model.service };
-    let mut dist = base;
-    let mut factor = 1.0;
-    let mut add_ms = 0.0;
-    let mut errors: ErrorTable = model.errors;
-    // Probabilities are at least 0 and a draw is too: at 0 the draw cannot decide anything.
-    let mut hang = model.hang_probability > 0.0 && draws.get(Draw::Hang) < model.hang_probability;
-    let mut lost = false;
-    let mut per_token_factor = 1.0;
-    for &f in &model.faults {
-        let fault = &faults[f];
-        if !fault.active_at(now) {
-            continue;
-        }
+/// What the faults in force do to one attempt, folded in file order.
+struct FaultShaping<'m> {
+    dist: &'m Distribution,
+    factor: f64,
+    add_ms: f64,
+    /// The dependency's table plus any error faults' rates; None while no error fault applies,
+    /// so an attempt reads the dependency's table where it is instead of copying it.
+    errors: Option<ErrorTable>,
+    hang: bool,
+    lost: bool,
+    per_token_factor: f64,
+}
+
+impl<'m> FaultShaping<'m> {
+    /// Folds in fault number `f`, active now. Kept out of line: inlined, the compiler drew the
+    /// faults' random numbers and copied the error table ahead of the loop for every attempt,
+    /// about 96 instructions each, whether a fault was in force or not.
+    #[inline(never)]
+    fn apply(&mut self, fault: &'m FaultModel, f: usize, draws: &AttemptDraws, lookup: bool, errors: &ErrorTable) {
         let applies = |u: f64| u < fault.toxicity;
         match &fault.effect {
             FaultEffect::Latency { replace, factor: k, add_ms: a, jitter_ms } if applies(draws.get(Draw::Latency)) => {
@@ -332,17 +326,19 @@ pub fn attempt_conditions(
                 if let Some(d) = replace
                     && !lookup
                 {
-                    dist = d;
+                    self.dist = d;
                 }
-                factor *= k;
-                add_ms += a + jitter_ms * draws.get(Draw::Jitter);
+                self.factor *= k;
+                self.add_ms += a + jitter_ms * draws.get(Draw::Jitter);
             }
-            FaultEffect::Hang if applies(draws.get(Draw::FaultHang)) => hang = true,
-            FaultEffect::LostResponse if applies(draws.get(Draw::Lost)) => lost = true,
-            FaultEffect::Errors(extra) if applies(draws.get(Draw::FaultErrors)) => errors = errors.plus(extra),
+            FaultEffect::Hang if applies(draws.get(Draw::FaultHang)) => self.hang = true,
+            FaultEffect::LostResponse if applies(draws.get(Draw::Lost)) => self.lost = true,
+            FaultEffect::Errors(extra) if applies(draws.get(Draw::FaultErrors)) => {
+                self.errors = Some(self.errors.unwrap_or(*errors).plus(extra))
+            }
             // Drawn apart from the fixed draws (world/bad_result.rs), so the others stay put.
             FaultEffect::SlowStream { factor } if applies(draws.at(SLOW_STREAM_DRAWS + f as u64)) => {
-                per_token_factor *= factor
+                self.per_token_factor *= factor
             }
             FaultEffect::SlowStream { .. }
             | FaultEffect::BadResult(_)
@@ -365,6 +361,38 @@ pub fn attempt_conditions(
             | FaultEffect::ColdCache => {}
         }
     }
+}
+
+/// Fixes an attempt's service time, error and reply from its draws and the faults in force.
+/// `sample` draws the base service time from the attempt's stream (after the fixed draws).
+pub fn attempt_conditions(
+    model: &DependencyModel,
+    faults: &[FaultModel],
+    now: Micros,
+    draws: &AttemptDraws,
+    lookup: bool,
+    tokens: Option<CallTokens>,
+    mut sample: impl FnMut(&Distribution) -> f64,
+) -> AttemptConditions {
+    let base = if lookup { &model.lookup_service } else { &model.service };
+    let mut shaping = FaultShaping {
+        dist: base,
+        factor: 1.0,
+        add_ms: 0.0,
+        errors: None,
+        // Probabilities are at least 0 and a draw is too: at 0 the draw cannot decide anything.
+        hang: model.hang_probability > 0.0 && draws.get(Draw::Hang) < model.hang_probability,
+        lost: false,
+        per_token_factor: 1.0,
+    };
+    for &f in &model.faults {
+        let fault = &faults[f];
+        if fault.active_at(now) {
+            shaping.apply(fault, f, draws, lookup, &model.errors);
+        }
+    }
+    let FaultShaping { dist, factor, add_ms, errors, hang, lost, per_token_factor } = shaping;
+    let errors = errors.as_ref().unwrap_or(&model.errors);
     // A token-shaped call: the base (or a latency fault's replacement) is the time to first
     // token; the prompt and the output add to it.
     // The faults that look like success touch only an attempt that would otherwise succeed
