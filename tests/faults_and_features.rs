@@ -847,6 +847,31 @@ fn an_attempt_cancelled_in_service_counts_no_error_reply() {
 }
 
 #[test]
+fn an_attempt_cancelled_in_the_queue_departs_after_the_time_it_waited() {
+    // 1 s of service, the caller gives up at 100 ms and `svc` drops what its caller abandons;
+    // a capacity fault leaves it no server in [100 s, 200 s). Outside the window each attempt
+    // is stopped in service at 100 ms; in it, each waits its 100 ms in the queue and is taken
+    // out of the queue (engine/stations.rs `stop_attempt`). Either way it stayed 100 ms, so
+    // the mean sojourn is exactly 100 ms, the queued ones included.
+    let r = base()
+        .svc("servers = 1000\nservice_time = { dist = \"constant\", value_ms = 1000 }\nhonors_cancel = true")
+        .policy("deadline_propagation = false\ntimeout_ms = 100\nretry = { max_attempts = 1 }")
+        .window_fault("capacity", "servers = 0")
+        .run();
+    let m = &r.metrics;
+    let runs = m["logical_run_total"];
+    assert!(runs > 1000.0, "{runs} runs");
+    assert_eq!(m["dependency.svc.timeout_total"], runs);
+    assert_eq!(m["dependency.svc.sojourn_ms.mean"], 100.0);
+    // The window's arrivals did wait in the queue: 100 ms each (those of its last 100 ms less,
+    // as servers come back at 200 s), over the 300 s measured.
+    let in_window = sum(&r, ARRIVALS, 10..=19);
+    let queued_s = m["dependency.svc.queue_length.mean"] * 300.0;
+    assert!(in_window > 400.0, "{in_window} arrivals in the window");
+    assert!(queued_s <= 0.1 * in_window + 1e-6 && queued_s > 0.1 * (in_window - 5.0), "{queued_s} s queued");
+}
+
+#[test]
 fn an_agent_that_ignores_cancellation_keeps_calling_after_its_caller_left() {
     let m = agent_scenario(false, false);
     let runs = m["logical_run_total"];
