@@ -360,6 +360,23 @@ fn an_errors_fault_over_one_gives_the_excess_to_the_earlier_kinds() {
     assert_in_ci("INVALID_INPUT share in the window", &invalid, 0.7, 1);
 }
 
+#[test]
+fn a_timeout_or_lost_response_fault_with_toxicity_one_half_silences_about_half() {
+    // Each attempt in the window draws once against the fault's toxicity: about half get no
+    // reply and end at the caller's 1 s timeout, the others answer in 100 ms.
+    for kind in ["timeout", "lost_response"] {
+        let reps = base()
+            .rate(10.0)
+            .replications(8)
+            .policy("timeout_ms = 1000\nretry = { max_attempts = 1 }")
+            .window_fault(kind, "toxicity = 0.5")
+            .runs();
+        let silent =
+            estimate(reps.iter().map(|r| r.metrics["dependency.svc.timeout_total"] / sum(r, ARRIVALS, 10..=19)));
+        assert_in_ci(&format!("{kind}: share of the window's attempts timed out"), &silent, 0.5, 2);
+    }
+}
+
 /// Mean run latency when runs arriving in [100 s, 200 s) take `inside` ms and the others 100 ms.
 fn expected_mean(r: &Replication, inside: f64) -> f64 {
     let runs = r.metrics["logical_run_total"];

@@ -534,6 +534,19 @@ fn a_resumed_task_waits_for_a_runner_server_as_pending_and_costs_only_while_it_r
 }
 
 #[test]
+fn a_tasks_running_cost_is_in_the_runs_cost_and_in_the_incidents() {
+    // scenario.md 4.5: `cost_per_s` is "added to `cost_units_total` (and to
+    // `incident.cost_per_success`...)". No dependency charges a request here, so the whole cost
+    // is the tasks' running time: work exponential of mean 5 s, a runner server free for each,
+    // at 1 unit a second is 5 units a task. A harmless fault (factor 1) in force all run makes
+    // an incident span that covers every run, each of which succeeds with its one task.
+    let harmless = fault_all_run("latency", "factor = 1");
+    let reps = run(", cost_per_s = 1", 5000.0, &harmless, "timeout_ms = 600000\nretry = { max_attempts = 1 }");
+    assert_in_ci("cost per task", &per(&reps, "cost_units_total", "task_created_total"), 5.0, 2);
+    assert_in_ci("incident cost per success", &metric(&reps, "incident.cost_per_success"), 5.0, 2);
+}
+
+#[test]
 fn a_task_deleted_while_it_waits_for_input_is_gone_neither_orphan_nor_running() {
     // `on_ttl = "delete"`: "its work, if any, goes on". A task waiting for input holds no runner
     // server and has no work; once its record is deleted (ttl 10 s) nothing can answer or run

@@ -200,4 +200,27 @@ mod tests {
         assert_eq!(order, vec!['a', 'b', 'c']);
         assert_eq!(q.now(), 30);
     }
+
+    #[test]
+    fn the_spelled_out_comparisons_agree_with_cmp() {
+        // The heap's push and pop read only `<=` today; `<`, `>`, `>=`, `==` and `partial_cmp`
+        // must still agree with `cmp` (PartialOrd's contract), or a heap operation that reads
+        // them (`BinaryHeap::from`, `retain` and `append` sift down with `>=` and `<`) would
+        // break the (time, seq) order. Each entry is also compared with itself.
+        let entry = |time, seq| Entry::<(), ()> { time, seq, event: (), tag: PhantomData };
+        let entries = [entry(1, 4), entry(1, 5), entry(2, 0), entry(2, 3), entry(0, 9)];
+        for a in &entries {
+            for b in &entries {
+                let o = a.cmp(b);
+                let label = format!("({}, {}) vs ({}, {})", a.time, a.seq, b.time, b.seq);
+                assert_eq!(o, (b.time, b.seq).cmp(&(a.time, a.seq)), "{label}: reversed");
+                assert_eq!(a.partial_cmp(b), Some(o), "{label}");
+                assert_eq!(a < b, o == Ordering::Less, "{label}: <");
+                assert_eq!(a <= b, o != Ordering::Greater, "{label}: <=");
+                assert_eq!(a > b, o == Ordering::Greater, "{label}: >");
+                assert_eq!(a >= b, o != Ordering::Less, "{label}: >=");
+                assert_eq!(a == b, o == Ordering::Equal, "{label}: ==");
+            }
+        }
+    }
 }
