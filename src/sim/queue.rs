@@ -1,7 +1,7 @@
 //! The future-event list. Events are ordered by (time, insertion sequence): two events at the
 //! same microsecond fire in the order they were scheduled, never in heap order.
 
-use super::time::Micros;
+use super::time::{self, Micros};
 use super::timers::Timers;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -25,7 +25,7 @@ impl<E, Tag> Entry<E, Tag> {
     /// Fires strictly before `other`: the heap's order (no two entries share a sequence).
     #[inline(always)]
     fn fires_before(&self, other: &Self) -> bool {
-        self.time < other.time || (self.time == other.time && self.seq < other.seq)
+        time::fires_before(self.time, self.seq, other.time, other.seq)
     }
 }
 // Reversed so that BinaryHeap (a max-heap) pops the earliest (time, seq) first. The heap's
@@ -123,7 +123,7 @@ impl<E: Copy, Tag> EventQueue<E, Tag> {
         let timer_first = match (self.timers.first(), self.heap.peek()) {
             (None, _) => false,
             (Some(_), None) => true,
-            (Some(timer), Some(e)) => timer < (e.time, e.seq),
+            (Some((time, seq)), Some(e)) => time::fires_before(time, seq, e.time, e.seq),
         };
         let (time, event) = if timer_first {
             self.timers.pop()?

@@ -15,7 +15,7 @@
 //! clipped by propagation, a second timeout) goes to the heap. The earliest timer is the
 //! earlier of the two fronts, so the firing order is exactly the one heap's.
 
-use super::time::Micros;
+use super::time::{self, Micros};
 use std::collections::VecDeque;
 
 /// No timer for this key (in `index_of`), or a dead timer in the lane (as its key).
@@ -37,7 +37,7 @@ struct Timer<E> {
 impl<E> Timer<E> {
     #[inline(always)]
     fn before(&self, other: &Self) -> bool {
-        (self.time, self.seq) < (other.time, other.seq)
+        time::fires_before(self.time, self.seq, other.time, other.seq)
     }
 }
 
