@@ -373,13 +373,9 @@ impl Recorder {
                 self.timeseries.add_attempt(now, dependency as usize);
                 if measured {
                     self.run.attempts += 1;
-                    self.run.cost_units += cost_units;
                     self.dependencies[dependency as usize].attempts += 1;
-                    if let Some(incident) = &mut self.incident
-                        && incident.covers(now)
-                    {
+                    if let Some(incident) = self.add_cost(now, cost_units) {
                         incident.attempts += 1;
-                        incident.cost_units += cost_units;
                     }
                 }
             }
@@ -484,14 +480,19 @@ impl Recorder {
     fn request_sent(&mut self, now: Micros, measured: bool, dependency: u16, cost_units: f64) {
         self.timeseries.add_attempt(now, dependency as usize);
         if measured {
-            self.run.cost_units += cost_units;
             self.dependencies[dependency as usize].control_requests += 1;
-            if let Some(incident) = &mut self.incident
-                && incident.covers(now)
-            {
-                incident.cost_units += cost_units;
-            }
+            self.add_cost(now, cost_units);
         }
+    }
+
+    /// Adds a measured run's cost to the run totals and, when the incident window covers `now`,
+    /// to the incident's, which it returns so the caller can count the rest of the event there.
+    #[inline(always)]
+    fn add_cost(&mut self, now: Micros, units: f64) -> Option<&mut IncidentStats> {
+        self.run.cost_units += units;
+        let incident = self.incident.as_mut().filter(|incident| incident.covers(now))?;
+        incident.cost_units += units;
+        Some(incident)
     }
 
     fn task_observed(&mut self, now: Micros, measured: bool, t: TaskObservation) {
@@ -501,12 +502,7 @@ impl Recorder {
         // A task's running cost is cost like any other; its calls' costs were counted as they
         // were sent.
         if let TaskObservation::Cost { units, .. } = t {
-            self.run.cost_units += units;
-            if let Some(incident) = &mut self.incident
-                && incident.covers(now)
-            {
-                incident.cost_units += units;
-            }
+            self.add_cost(now, units);
         }
         if let TaskObservation::WorkWasted { runner, busy_us } = t {
             self.dependencies[runner as usize].wasted_us += us_as_f64(busy_us);
@@ -535,16 +531,13 @@ impl Recorder {
             | Observation::Tokens(_)
             | Observation::Task(_) => {}
             Observation::BadResult(b) => {
-                if let (Some(stats), true) = (&mut self.bad_results, measured) {
+                if self.bad_results.is_some() && measured {
                     // A validator's cost is the run's cost like any attempt's.
                     if let BadResultObservation::Validated { cost_units } = b {
-                        r.cost_units += cost_units;
-                        if let Some(incident) = &mut self.incident
-                            && incident.covers(now)
-                        {
-                            incident.cost_units += cost_units;
-                        }
+                        self.add_cost(now, cost_units);
                     }
+                }
+                if let (Some(stats), true) = (&mut self.bad_results, measured) {
                     stats.observe(b);
                 }
             }
