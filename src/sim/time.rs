@@ -144,4 +144,18 @@ mod tests {
             assert_eq!(round_u64(x), x.round() as u64, "{x}");
         }
     }
+
+    #[test]
+    fn fires_before_is_the_order_of_time_then_sequence() {
+        // Edges of both halves of the 128-bit key: a sequence with its top bit set must not
+        // reach into the time's bits, nor a time near the 2^62 ceiling into the sequence's.
+        let times = [0, 1, 2, (1 << 62) - 1, 1 << 62];
+        let seqs = [0, 1, 2, (1 << 63) - 1, 1 << 63, u64::MAX - 1, u64::MAX];
+        let stamps: Vec<(Micros, u64)> = times.iter().flat_map(|&t| seqs.iter().map(move |&q| (t, q))).collect();
+        for &(t, q) in &stamps {
+            for &(u, r) in &stamps {
+                assert_eq!(fires_before(t, q, u, r), (t, q) < (u, r), "({t}, {q}) before ({u}, {r})");
+            }
+        }
+    }
 }
