@@ -45,6 +45,10 @@ impl<T: Tracer> Simulation<'_, T> {
     /// some runs and not others: steps not a person's, on routes with no guards, no modes or
     /// load shedding, no delegation, and attempts the engine sends straight to a station (no
     /// task, SDK client, cache or token shape). Untraced only: a trace follows the machine.
+    /// A validator, hedging and a quorum would each fail the machine's own answer too
+    /// (tests/plain_calls.rs shows no run of theirs is plain), so taking them out would change
+    /// no figure; they stay as the statement of what the fast path never assumes, and save
+    /// asking: a validator's verdict is a draw per run, and hedging skips writes but not reads.
     pub(super) fn may_be_plain(&self, workflow: usize) -> bool {
         let (model, policy) = (self.model, self.policy);
         let wf = &model.workflows[workflow];
