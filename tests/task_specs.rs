@@ -547,6 +547,28 @@ fn a_tasks_running_cost_is_in_the_runs_cost_and_in_the_incidents() {
 }
 
 #[test]
+fn a_clients_status_polls_are_control_requests_that_cost_as_attempts_do() {
+    // metrics.md: a client's gets, finds, subscriptions and cancels at a task dependency are
+    // control requests: they count in its control_request_total, not in its attempt_total, and
+    // cost like attempts. The agent charges 1 unit a request and its runner nothing, and no task
+    // has a running cost, so the run's cost is the agent's attempts (the creates) and its polls.
+    let text = scenario(", poll_interval_ms = 2000", 20000.0, "", &at_once("timeout_ms = 3000000")).replacen(
+        "servers = 8\n",
+        "servers = 8\ncost_units = 1\n",
+        1,
+    );
+    for r in replicate(&model(&text), 0) {
+        let requests = ["get", "find", "subscribe", "cancel"].map(|call| r[&format!("task_request_total.{call}")]);
+        assert!(requests[0] > 1000.0, "{requests:?}");
+        assert_eq!(r["dependency.agent.control_request_total"], requests.iter().sum::<f64>());
+        assert_eq!(r["dependency.agent_runner.control_request_total"], r["task_created_total"], "one work a task");
+        let attempts = r["dependency.agent.attempt_total"];
+        assert_eq!(attempts, r["task_created_total"], "only the creates are attempts");
+        assert_eq!(r["cost_units_total"], attempts + r["dependency.agent.control_request_total"]);
+    }
+}
+
+#[test]
 fn a_task_deleted_while_it_waits_for_input_is_gone_neither_orphan_nor_running() {
     // `on_ttl = "delete"`: "its work, if any, goes on". A task waiting for input holds no runner
     // server and has no work; once its record is deleted (ttl 10 s) nothing can answer or run
