@@ -11,6 +11,9 @@ use faultline::experiment::batch::replication_seed;
 use faultline::metrics::MetricMap;
 use faultline::metrics::stats::estimate;
 use faultline::metrics::timeseries::{ARRIVALS, COMPLETIONS, FIXED_COLUMNS, GOODPUT};
+use faultline::sim::StreamKey;
+use faultline::world::tokens::CallTokens;
+use faultline::world::{AttemptDraws, attempt_conditions};
 use std::ops::RangeInclusive;
 
 // ---------------------------------------------------------------------------------------------
@@ -497,6 +500,23 @@ fn a_latency_fault_on_a_token_shaped_call_shapes_its_first_token_as_its_whole_ti
     let m = token_model("").fault("latency", 0.0, 1000.0, "factor = 2\nlatency_ms = 250").metrics();
     assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 1250.0);
     assert_eq!(m["run_latency_ms.mean"], 13_250.0);
+}
+
+#[test]
+fn a_status_lookup_at_a_token_shaped_model_keeps_its_own_time_even_handed_tokens() {
+    // attempt_conditions called directly: the engine hands a lookup no tokens, so no scenario
+    // can show that `lookup` alone keeps a status lookup off the token shape.
+    let m = token_model("status_lookup_time = { dist = \"constant\", value_ms = 10 }").model();
+    let dep = &m.world.dependencies[0];
+    let draws = AttemptDraws::new(StreamKey::root(1));
+    let tokens = Some(CallTokens { input: 2000, output: 300, truncated: false });
+    let conditions = |lookup: bool| {
+        let mut stream = draws.rest();
+        let c = attempt_conditions(dep, &m.world.faults, 0, &draws, lookup, tokens, |d| d.sample_ms(&mut stream));
+        (c.service_us, c.first_token_us)
+    };
+    assert_eq!(conditions(true), (10_000, 0), "the lookup's own 10 ms, no first token");
+    assert_eq!(conditions(false), (6_500_000, 500_000), "the call's 6500 ms, its first token at 500 ms");
 }
 
 #[test]
