@@ -133,12 +133,10 @@ fn a_success_the_step_never_heard_of_is_a_late_result_and_its_work_is_wasted() {
     for r in &reps {
         assert_eq!(r["outcome_total.succeeded"], 0.0, "no step hears of its task");
         assert!(r["cancel_observed_total.completed"] > 1000.0);
-        // Every service at the runner was for nobody: the cancelled works' and the completed ones'.
-        assert!(
-            r["dependency.agent_runner.wasted_service_ratio"] > 0.9999,
-            "{}",
-            r["dependency.agent_runner.wasted_service_ratio"]
-        );
+        // Every service at the runner was for nobody: the cancelled works' and the completed ones',
+        // each counted once (a share of the service, so never above 1).
+        let wasted = r["dependency.agent_runner.wasted_service_ratio"];
+        assert!(wasted > 0.9999 && wasted <= 1.0 + 1e-12, "{wasted}");
     }
 }
 
