@@ -11,6 +11,9 @@ use faultline::experiment::batch::replication_seed;
 use faultline::metrics::MetricMap;
 use faultline::metrics::stats::estimate;
 use faultline::metrics::timeseries::{ARRIVALS, COMPLETIONS, FIXED_COLUMNS, GOODPUT};
+use faultline::sim::StreamKey;
+use faultline::world::tokens::CallTokens;
+use faultline::world::{AttemptDraws, attempt_conditions};
 use std::ops::RangeInclusive;
 
 // ---------------------------------------------------------------------------------------------
@@ -444,6 +447,103 @@ fn a_latency_fault_with_jitter_ms_adds_a_uniform_delay() {
         (r.metrics["run_latency_ms.mean"] * runs - 100.0 * (runs - in_window)) / in_window
     }));
     assert_in_ci("mean latency in the window", &inside, 150.0, 1);
+}
+
+#[test]
+fn an_errors_fault_with_toxicity_one_half_fails_about_half_the_windows_attempts() {
+    // The fault's table fails every attempt it touches; its toxicity touches about half.
+    let reps =
+        base().rate(10.0).replications(8).window_fault("errors", "errors = { overloaded = 1 }\ntoxicity = 0.5").runs();
+    let failed =
+        estimate(reps.iter().map(|r| r.metrics["dependency.svc.error_total.overloaded"] / sum(r, ARRIVALS, 10..=19)));
+    assert_in_ci("failed share of the window's attempts", &failed, 0.5, 1);
+}
+
+#[test]
+fn a_dependencys_own_hang_probability_silences_that_share_of_its_attempts() {
+    // No fault: hang_probability = 0.3 leaves about 3 attempts in 10 unanswered, each ending at
+    // the caller's 1 s timeout; the others answer in 100 ms.
+    let reps = base()
+        .svc(&format!("{CONSTANT_100}\nhang_probability = 0.3"))
+        .rate(10.0)
+        .replications(8)
+        .policy("timeout_ms = 1000\nretry = { max_attempts = 1 }")
+        .runs();
+    let silent = estimate(
+        reps.iter().map(|r| r.metrics["dependency.svc.timeout_total"] / r.metrics["dependency.svc.attempt_total"]),
+    );
+    assert_in_ci("share of attempts timed out", &silent, 0.3, 1);
+}
+
+/// `svc` as a token-shaped model (`extra` goes in its table): each call, 2000 tokens in and 300
+/// out, sees its first token after 400 + 2 x 50 = 500 ms and ends after 500 + 300 x 20 = 6500 ms.
+fn token_model(extra: &str) -> Scn {
+    let svc = format!(
+        "kind = \"model\"\nservers = 1000\n{extra}\n\n[dependency.tokens]\n\
+         time_to_first_token = {{ dist = \"constant\", value_ms = 400 }}\nttft_ms_per_1k_input_tokens = 50\n\
+         time_per_output_token = {{ dist = \"constant\", value_ms = 20 }}"
+    );
+    let steps = format!(
+        "{ONE_STEP}  input_tokens = {{ dist = \"constant\", value = 2000 }}\n  \
+         output_tokens = {{ dist = \"constant\", value = 300 }}\n"
+    );
+    Scn { steps, ..base().svc(&svc).policy("timeout_ms = 300000\nretry = { max_attempts = 1 }") }
+}
+
+#[test]
+fn a_latency_fault_on_a_token_shaped_call_shapes_its_first_token_as_its_whole_time() {
+    // factor 2 and 250 ms more, all run: the first token at 500 x 2 + 250 ms, the end at
+    // 6500 x 2 + 250 ms.
+    let healthy = token_model("").metrics();
+    assert_eq!(healthy["gen_ai.client.time_to_first_chunk_ms.mean"], 500.0);
+    assert_eq!(healthy["run_latency_ms.mean"], 6500.0);
+    let m = token_model("").fault("latency", 0.0, 1000.0, "factor = 2\nlatency_ms = 250").metrics();
+    assert_eq!(m["gen_ai.client.time_to_first_chunk_ms.mean"], 1250.0);
+    assert_eq!(m["run_latency_ms.mean"], 13_250.0);
+}
+
+#[test]
+fn a_status_lookup_at_a_token_shaped_model_keeps_its_own_time_even_handed_tokens() {
+    // attempt_conditions called directly: the engine hands a lookup no tokens, so no scenario
+    // can show that `lookup` alone keeps a status lookup off the token shape.
+    let m = token_model("status_lookup_time = { dist = \"constant\", value_ms = 10 }").model();
+    let dep = &m.world.dependencies[0];
+    let draws = AttemptDraws::new(StreamKey::root(1));
+    let tokens = Some(CallTokens { input: 2000, output: 300, truncated: false });
+    let conditions = |lookup: bool| {
+        let mut stream = draws.rest();
+        let c = attempt_conditions(dep, &m.world.faults, 0, &draws, lookup, tokens, |d| d.sample_ms(&mut stream));
+        (c.service_us, c.first_token_us)
+    };
+    assert_eq!(conditions(true), (10_000, 0), "the lookup's own 10 ms, no first token");
+    assert_eq!(conditions(false), (6_500_000, 500_000), "the call's 6500 ms, its first token at 500 ms");
+}
+
+#[test]
+fn a_slow_stream_faults_draw_is_its_own_not_the_error_draw() {
+    // Half the calls fail (errors, 6500 ms) and a slow_stream fault of toxicity 0.5 makes half
+    // of them take 500 + 300 x 20 x 3 = 18 500 ms, past the caller's 10 s timeout. Drawn apart,
+    // a quarter of the calls are neither failed nor slow and succeed; were the slow draw the
+    // error draw, every call that did not fail would be fast and half would succeed.
+    let reps = token_model("errors = { overloaded = 0.5 }")
+        .replications(8)
+        .policy("timeout_ms = 10000\nretry = { max_attempts = 1 }")
+        .fault("slow_stream", 0.0, 1000.0, "factor = 3\ntoxicity = 0.5")
+        .runs();
+    let succeeded =
+        estimate(reps.iter().map(|r| r.metrics["outcome_total.succeeded"] / r.metrics["logical_run_total"]));
+    assert_in_ci("share of runs that succeed", &succeeded, 0.25, 2);
+    let timed_out = estimate(
+        reps.iter().map(|r| r.metrics["dependency.svc.timeout_total"] / r.metrics["dependency.svc.attempt_total"]),
+    );
+    assert_in_ci("share of calls slowed past the timeout", &timed_out, 0.5, 2);
+    // Given 20 s, every slowed call ends: 18 500 ms is the longest run and none times out.
+    let m = token_model("errors = { overloaded = 0.5 }")
+        .policy("timeout_ms = 20000\nretry = { max_attempts = 1 }")
+        .fault("slow_stream", 0.0, 1000.0, "factor = 3\ntoxicity = 0.5")
+        .metrics();
+    assert_eq!(m["run_latency_ms.max"], 18_500.0);
+    assert_eq!(m["dependency.svc.timeout_total"], 0.0);
 }
 
 // ---------------------------------------------------------------------------------------------
