@@ -185,6 +185,22 @@ duration_s = 1000
     assert!((m["cost_money_total"] - (0.006 + 15e-6) * calls).abs() < 1e-9, "{}", m["cost_money_total"]);
 }
 
+/// A stream cut after its first token did not stop at `max_output_tokens`: its finish reason
+/// is not `length`, even for a call whose whole output would have been cut there.
+#[test]
+fn a_stream_cut_is_not_counted_as_stopped_at_max_output_tokens() {
+    let cut = "[[fault]]\nkind = \"stream_cut\"\ntarget = \"llm\"\nstart_s = 0\nduration_s = 1000\n";
+    let capped = "max_output_tokens = 256";
+    let whole = one(&model_scenario("", capped, 0));
+    let calls = whole["gen_ai.client.calls_served_total"];
+    assert!(calls > 150.0, "{calls} calls");
+    assert_eq!(whole["gen_ai.response.finish_reasons.length_total"], calls, "every whole output stops at 256");
+    let m = one(&model_scenario(cut, capped, 0));
+    assert_eq!(m["gen_ai.client.calls_served_total"], calls);
+    assert_eq!(m["gen_ai.client.token.usage.output_total"], calls, "one token each");
+    assert_eq!(m["gen_ai.response.finish_reasons.length_total"], 0.0);
+}
+
 #[test]
 fn slow_streaming_chunks_lengthen_the_output_by_the_factor() {
     let slow = r#"
